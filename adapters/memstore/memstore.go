@@ -1,0 +1,293 @@
+// Package memstore is an in-process reconcile.Store: the same cursor, grace, observation,
+// finding and command semantics as the PostgreSQL adapter, with nothing to set up. Use it for
+// host unit tests, for trying classifiers, and for the database-free quick start.
+//
+// # Semantics
+//
+// Rows are kept in key order; Read returns the rows after the job's cursor, and an empty read
+// wraps. Commit compare-and-sets on the cursor version (reconcile.ErrConcurrentRun when it moved)
+// and applies observations, findings and commands together. At most one finding is open per
+// (job, record, kind), and a command is queued only with a new finding.
+//
+// All methods are safe for concurrent use.
+package memstore
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/reconcilekit/reconcile"
+)
+
+// Row is one local row.
+type Row[K cmp.Ordered, L any] struct {
+	Key        K
+	ExternalID string
+	Local      L
+	// CreatedAt and UpdatedAt default to the store's clock when zero at Put.
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Observation is a row's last confirmed external state.
+type Observation struct {
+	External   string
+	VerifiedAt time.Time
+}
+
+// QueuedCommand is a repair command as queued, with its position in the outbox.
+type QueuedCommand struct {
+	Seq           int64
+	AggregateType string
+	reconcile.Command
+}
+
+// CursorInfo describes a job's cursor.
+type CursorInfo struct {
+	reconcile.Cursor
+	CycleStartedAt       time.Time
+	LastCycleCompletedAt time.Time
+	CyclesCompleted      int64
+	LastBatchAt          time.Time
+	LastBatchScanned     int
+	LastBatchUnverified  int
+}
+
+// Options configures a Store. The zero value works.
+type Options struct {
+	// Now is the store's clock, used for grace, observations and findings. Nil means time.Now.
+	Now func() time.Time
+	// AggregateType is written on queued commands. Empty means "record".
+	AggregateType string
+}
+
+// Store is an in-memory reconcile.Store over rows keyed by K with local state L.
+type Store[K cmp.Ordered, L any] struct {
+	now     func() time.Time
+	aggType string
+
+	mu           sync.Mutex
+	keys         []K // sorted
+	rows         map[K]Row[K, L]
+	cursors      map[string]*CursorInfo
+	observations map[obsKey]Observation
+	findings     []reconcile.Finding
+	open         map[findingKey]int // index into findings
+	commands     []QueuedCommand
+}
+
+type obsKey struct{ job, record string }
+type findingKey struct{ job, record, kind string }
+
+var _ reconcile.Store[string] = (*Store[int64, string])(nil)
+
+// New returns an empty store.
+func New[K cmp.Ordered, L any](opts Options) *Store[K, L] {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.AggregateType == "" {
+		opts.AggregateType = "record"
+	}
+	return &Store[K, L]{
+		now: opts.Now, aggType: opts.AggregateType,
+		rows: map[K]Row[K, L]{}, cursors: map[string]*CursorInfo{},
+		observations: map[obsKey]Observation{}, open: map[findingKey]int{},
+	}
+}
+
+// Put inserts or replaces a row.
+func (s *Store[K, L]) Put(r Row[K, L]) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = now
+	}
+	if r.UpdatedAt.IsZero() {
+		r.UpdatedAt = now
+	}
+	if _, ok := s.rows[r.Key]; !ok {
+		i, _ := slices.BinarySearch(s.keys, r.Key)
+		s.keys = slices.Insert(s.keys, i, r.Key)
+	}
+	s.rows[r.Key] = r
+}
+
+// Delete removes a row if present.
+func (s *Store[K, L]) Delete(key K) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.rows[key]; !ok {
+		return
+	}
+	i, _ := slices.BinarySearch(s.keys, key)
+	s.keys = slices.Delete(s.keys, i, i+1)
+	delete(s.rows, key)
+}
+
+// Get returns a row.
+func (s *Store[K, L]) Get(key K) (Row[K, L], bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.rows[key]
+	return r, ok
+}
+
+// Len returns the number of rows.
+func (s *Store[K, L]) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.keys)
+}
+
+// Read returns the rows after the job's cursor, in key order.
+func (s *Store[K, L]) Read(ctx context.Context, req reconcile.ReadRequest) (reconcile.Batch[L], error) {
+	if err := ctx.Err(); err != nil {
+		return reconcile.Batch[L]{}, err
+	}
+	if req.Limit <= 0 {
+		return reconcile.Batch[L]{}, fmt.Errorf("memstore: limit %d must be positive", req.Limit)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var b reconcile.Batch[L]
+	if c := s.cursors[req.Job]; c != nil {
+		b.Cursor = c.Cursor
+	}
+	start := 0
+	if b.Cursor.Position != "" {
+		var after K
+		if err := json.Unmarshal([]byte(b.Cursor.Position), &after); err != nil {
+			return reconcile.Batch[L]{}, fmt.Errorf("memstore: job %s: bad cursor %q: %w", req.Job, b.Cursor.Position, err)
+		}
+		i, found := slices.BinarySearch(s.keys, after)
+		if found {
+			i++
+		}
+		start = i
+	}
+	now := s.now()
+	for _, k := range s.keys[start:min(len(s.keys), start+req.Limit)] {
+		r := s.rows[k]
+		pos, err := json.Marshal(k)
+		if err != nil {
+			return reconcile.Batch[L]{}, fmt.Errorf("memstore: encode key %v: %w", k, err)
+		}
+		b.Records = append(b.Records, reconcile.Record[L]{
+			Key: string(pos), ID: fmt.Sprint(k), ExternalID: r.ExternalID, Local: r.Local,
+			CreatedAt: r.CreatedAt, Recent: req.Grace > 0 && now.Sub(r.UpdatedAt) < req.Grace,
+		})
+	}
+	return b, nil
+}
+
+// Commit applies a batch's results atomically, compare-and-set on the cursor version.
+func (s *Store[K, L]) Commit(ctx context.Context, c reconcile.Commit) (reconcile.CommitResult, error) {
+	if err := ctx.Err(); err != nil {
+		return reconcile.CommitResult{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	cur := s.cursors[c.Job]
+	if cur == nil {
+		cur = &CursorInfo{CycleStartedAt: now}
+	}
+	if cur.Cursor != c.Cursor {
+		return reconcile.CommitResult{}, reconcile.ErrConcurrentRun
+	}
+	var res reconcile.CommitResult
+	for _, o := range c.Outcomes {
+		if o.Verified {
+			s.observations[obsKey{c.Job, o.RecordID}] = Observation{External: o.External, VerifiedAt: now}
+		}
+		d := o.Decision
+		if d.Kind == "" || (d.Verdict != reconcile.Repairable && d.Verdict != reconcile.NeedsReview) {
+			continue
+		}
+		fk := findingKey{c.Job, o.RecordID, d.Kind}
+		if _, dup := s.open[fk]; dup {
+			continue
+		}
+		f := reconcile.Finding{
+			ID: int64(len(s.findings) + 1), Job: c.Job, RecordID: o.RecordID, Kind: d.Kind,
+			Local: o.Local, External: o.External, Detail: d.Detail, Command: d.Command, DetectedAt: now,
+		}
+		s.open[fk] = len(s.findings)
+		s.findings = append(s.findings, f)
+		res.Findings++
+		if d.Command != "" {
+			s.commands = append(s.commands, QueuedCommand{Seq: int64(len(s.commands) + 1), AggregateType: s.aggType,
+				Command: reconcile.Command{Name: d.Command, Job: c.Job, RecordID: o.RecordID, FindingID: f.ID,
+					Kind: d.Kind, ExpectedLocal: o.Local, External: o.External}})
+			res.Commands++
+		}
+	}
+	cur.Version++
+	if c.Wrap {
+		cur.Position = ""
+		cur.CyclesCompleted++
+		cur.LastCycleCompletedAt = now
+		cur.CycleStartedAt = now
+	} else {
+		cur.Position = c.Next
+		cur.LastBatchAt, cur.LastBatchScanned, cur.LastBatchUnverified = now, len(c.Outcomes), c.Unverifiable
+	}
+	s.cursors[c.Job] = cur
+	return res, nil
+}
+
+// Cursor returns the job's cursor; the zero CursorInfo before its first commit.
+func (s *Store[K, L]) Cursor(job string) CursorInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.cursors[job]; c != nil {
+		return *c
+	}
+	return CursorInfo{}
+}
+
+// Observation returns the last confirmed external state of a record for a job.
+func (s *Store[K, L]) Observation(job, recordID string) (Observation, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.observations[obsKey{job, recordID}]
+	return o, ok
+}
+
+// Findings returns every finding, open and resolved, in the order they were opened.
+func (s *Store[K, L]) Findings() []reconcile.Finding {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.findings)
+}
+
+// Commands returns every queued repair command in outbox order.
+func (s *Store[K, L]) Commands() []QueuedCommand {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.commands)
+}
+
+// ResolveFinding closes an open finding with a resolution such as "fixed"; resolving a
+// finding that is already closed is a no-op. The same drift can be found again afterwards.
+func (s *Store[K, L]) ResolveFinding(id int64, resolution string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id <= 0 || id > int64(len(s.findings)) {
+		return fmt.Errorf("memstore: no finding %d", id)
+	}
+	f := &s.findings[id-1]
+	if !f.Open() {
+		return nil
+	}
+	f.ResolvedAt, f.Resolution = s.now(), resolution
+	delete(s.open, findingKey{f.Job, f.RecordID, f.Kind})
+	return nil
+}

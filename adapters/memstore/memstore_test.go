@@ -1,0 +1,89 @@
+package memstore_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/memstore"
+	"github.com/reconcilekit/reconcile/reconciletest"
+)
+
+type fixture struct{ s *memstore.Store[int64, string] }
+
+func (f fixture) Store() reconcile.Store[string] { return f.s }
+
+func (f fixture) Insert(t testing.TB, rows ...reconciletest.Row) {
+	for _, r := range rows {
+		updated := time.Now().Add(-time.Hour)
+		if r.Recent {
+			updated = time.Now()
+		}
+		f.s.Put(memstore.Row[int64, string]{Key: r.ID, ExternalID: r.ExternalID, Local: r.Local, UpdatedAt: updated})
+	}
+}
+
+func (f fixture) Delete(t testing.TB, ids ...int64) {
+	for _, id := range ids {
+		f.s.Delete(id)
+	}
+}
+
+func (f fixture) Verified(t testing.TB, job string, id int64) (time.Time, string, bool) {
+	o, ok := f.s.Observation(job, strconv.FormatInt(id, 10))
+	return o.VerifiedAt, o.External, ok
+}
+
+func (f fixture) Findings(t testing.TB, job string) []reconcile.Finding {
+	var out []reconcile.Finding
+	for _, x := range f.s.Findings() {
+		if x.Job == job {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func (f fixture) Commands(t testing.TB, job string) []reconcile.Command {
+	var out []reconcile.Command
+	for _, c := range f.s.Commands() {
+		if c.Job == job {
+			out = append(out, c.Command)
+		}
+	}
+	return out
+}
+
+func (f fixture) ResolveFinding(t testing.TB, id int64) {
+	if err := f.s.ResolveFinding(id, "fixed"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConformance(t *testing.T) {
+	reconciletest.Run(t, func(t *testing.T) reconciletest.Fixture {
+		return fixture{memstore.New[int64, string](memstore.Options{})}
+	})
+}
+
+func TestStringKeysKeepTheirOrder(t *testing.T) {
+	s := memstore.New[string, string](memstore.Options{})
+	for _, k := range []string{"b", "a c", `d"e`, "a"} {
+		s.Put(memstore.Row[string, string]{Key: k, ExternalID: "x_" + k, Local: "paid", UpdatedAt: time.Now().Add(-time.Hour)})
+	}
+	var seen []string
+	gw := reconcile.GatewayFunc[string](func(_ context.Context, id string) (string, error) { seen = append(seen, id); return "succeeded", nil })
+	cfg := reconcile.Config[string, string]{Job: "j", Source: s, Sink: s, Gateway: gw, Classifier: reconciletest.Classifier, BatchSize: 1}
+	reconciletest.Cycle(t, cfg, 10)
+	want := []string{"x_a", "x_a c", "x_b", `x_d"e`}
+	if len(seen) != len(want) {
+		t.Fatalf("asked %v, want %v", seen, want)
+	}
+	for i := range want {
+		if seen[i] != want[i] {
+			t.Fatalf("asked %v, want %v", seen, want)
+		}
+	}
+}

@@ -1,0 +1,69 @@
+package stripeadapter
+
+import (
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/reconcilekit/reconcile"
+)
+
+// Local payment states the PaymentIntent classifier knows.
+const (
+	LocalPending = "pending"
+	LocalPaid    = "paid"
+	LocalFailed  = "failed"
+)
+
+// Finding kinds and repair commands of the PaymentIntent policy.
+const (
+	KindMissedSuccess            = "missed_success"
+	KindMissedCancel             = "missed_cancel"
+	KindPaidLocallyNotExternally = "paid_locally_not_externally"
+
+	CommandApplyPaymentSucceeded = "ApplyPaymentSucceeded"
+	CommandApplyPaymentCanceled  = "ApplyPaymentCanceled"
+)
+
+var (
+	inSync   = reconcile.Decision{Verdict: reconcile.InSync}
+	inFlight = reconcile.Decision{Verdict: reconcile.InFlight}
+)
+
+// paymentIntentRules is the payment policy. Stripe is the truth for a payment's outcome, so a
+// pending payment catches up automatically; anything where money may already have moved goes to
+// a person. A payment paid locally whose intent needs action is NeedsReview, never InFlight:
+// judging it later would let lag monitoring report health while money is in doubt.
+var paymentIntentRules = []reconcile.Rule[string, stripe.PaymentIntentStatus]{
+	{Local: []string{LocalPaid}, External: []string{"succeeded"}, Decision: inSync},
+	{Local: []string{LocalFailed}, External: []string{"canceled"}, Decision: inSync},
+	{Local: []string{LocalPending}, External: []string{"requires_payment_method"}, Decision: inSync},
+	{Local: []string{LocalPending}, External: []string{"processing", "requires_action", "requires_confirmation", "requires_capture"}, Decision: inFlight},
+	{Local: []string{LocalPending}, External: []string{"succeeded"},
+		Decision: reconcile.Decision{Verdict: reconcile.Repairable, Kind: KindMissedSuccess, Command: CommandApplyPaymentSucceeded}},
+	{Local: []string{LocalPending}, External: []string{"canceled"},
+		Decision: reconcile.Decision{Verdict: reconcile.Repairable, Kind: KindMissedCancel, Command: CommandApplyPaymentCanceled}},
+	{Local: []string{LocalPaid}, External: []string{"processing", "requires_action", "requires_confirmation", "requires_capture", "requires_payment_method", "canceled"},
+		Decision: reconcile.Decision{Verdict: reconcile.NeedsReview, Kind: KindPaidLocallyNotExternally}},
+}
+
+// PaymentIntentClassifier judges a local payment status (pending, paid, failed) against a
+// PaymentIntent status. It is pure: no network, no clock.
+//
+//	pending × succeeded                      Repairable missed_success (ApplyPaymentSucceeded)
+//	pending × canceled                       Repairable missed_cancel (ApplyPaymentCanceled)
+//	pending × processing, requires_action,
+//	          requires_confirmation,
+//	          requires_capture               InFlight
+//	pending × requires_payment_method        InSync
+//	paid × succeeded, failed × canceled      InSync
+//	paid × any other known status            NeedsReview paid_locally_not_externally
+//	anything else                            NeedsReview unexpected:<local>-><external>
+var PaymentIntentClassifier reconcile.Classifier[string, stripe.PaymentIntentStatus] = mustRuleTable()
+
+func mustRuleTable() *reconcile.RuleTable[string, stripe.PaymentIntentStatus] {
+	t, err := reconcile.NewRuleTable(func(l string) string { return l },
+		func(e stripe.PaymentIntentStatus) string { return string(e) }, paymentIntentRules...)
+	if err != nil {
+		panic(err) // the rules above are constant; a test covers them
+	}
+	return t
+}

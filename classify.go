@@ -1,0 +1,140 @@
+package reconcile
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Verdict is what the classifier concluded about one pair of local and external state.
+type Verdict int
+
+// The verdicts, from harmless to alarming. The zero Verdict is invalid so that a forgotten
+// field is caught instead of read as InSync.
+const (
+	// InSync: both sides agree.
+	InSync Verdict = iota + 1
+	// InFlight: judge later. The row changed locally within the grace period, or the external
+	// side is still transitioning while the local side waits.
+	InFlight
+	// Repairable: the local side should catch up with the external one; a repair command is
+	// queued automatically.
+	Repairable
+	// NeedsReview: a person must decide. Anything involving money already taken or goods already
+	// shipped, and every combination nobody anticipated.
+	NeedsReview
+	// Unverifiable: the external system could not be asked (timeout, 429, 5xx). Never counted
+	// as healthy: the row keeps its old last-verified time.
+	Unverifiable
+)
+
+// Verdicts lists every verdict in order, for reports and metrics.
+var Verdicts = []Verdict{InSync, InFlight, Repairable, NeedsReview, Unverifiable}
+
+var verdictNames = [...]string{"", "in_sync", "in_flight", "repairable", "needs_review", "unverifiable"}
+
+// String returns the verdict's snake_case name, as used in logs and metrics labels.
+func (v Verdict) String() string {
+	if v.valid() {
+		return verdictNames[v]
+	}
+	return fmt.Sprintf("verdict(%d)", int(v))
+}
+
+func (v Verdict) valid() bool { return v >= InSync && v <= Unverifiable }
+
+// Decision is a classifier's answer: the verdict, the kind of finding to record (NeedsReview and
+// Repairable) and the repair command to queue (Repairable only).
+type Decision struct {
+	Verdict Verdict
+	// Kind names the finding, such as "missed_success". Findings are deduplicated per
+	// (job, record, kind).
+	Kind string
+	// Command names the repair command queued in the outbox, such as "ApplyPaymentSucceeded".
+	Command string
+	// Detail is free text stored with the finding for the person who reads it.
+	Detail string
+}
+
+// Validate reports whether the decision can be acted on: a known verdict, a kind for
+// Repairable and NeedsReview, a command for Repairable and for nothing else.
+func (d Decision) Validate() error {
+	switch {
+	case !d.Verdict.valid():
+		return fmt.Errorf("reconcile: invalid verdict %d", int(d.Verdict))
+	case (d.Verdict == Repairable || d.Verdict == NeedsReview) && d.Kind == "":
+		return fmt.Errorf("reconcile: %s decision without a finding kind", d.Verdict)
+	case d.Verdict == Repairable && d.Command == "":
+		return fmt.Errorf("reconcile: repairable decision %q without a repair command", d.Kind)
+	case d.Verdict != Repairable && d.Command != "":
+		return fmt.Errorf("reconcile: %s decision %q carries a repair command; only Repairable ones may", d.Verdict, d.Kind)
+	}
+	return nil
+}
+
+// Classifier decides what a pair of local and external state means. It must be pure: no I/O,
+// no clock, the same answer for the same pair.
+type Classifier[L, E any] interface {
+	Classify(local L, external E) Decision
+}
+
+// ClassifierFunc adapts a function to the Classifier interface.
+type ClassifierFunc[L, E any] func(local L, external E) Decision
+
+// Classify calls f(local, external).
+func (f ClassifierFunc[L, E]) Classify(local L, external E) Decision { return f(local, external) }
+
+// Rule is one line of a RuleTable: when the local state is one of Local, the external state is
+// one of External and When (if set) holds, the answer is Decision.
+type Rule[L, E any] struct {
+	// Local lists the local states the rule applies to; empty means any.
+	Local []string
+	// External lists the external states the rule applies to; empty means any.
+	External []string
+	// When, if set, is a further condition on the whole pair, for comparing amounts or
+	// quantities as well as states.
+	When func(local L, external E) bool
+	// Decision is the answer when the rule matches.
+	Decision Decision
+}
+
+// RuleTable is a declarative classifier: the first matching rule decides, and a pair no rule
+// matches is NeedsReview with kind "unexpected:<local>-><external>". Build it with
+// NewRuleTable, which checks every rule once.
+type RuleTable[L, E any] struct {
+	localState    func(L) string
+	externalState func(E) string
+	rules         []Rule[L, E]
+}
+
+// NewRuleTable returns a classifier over the given rules. localState and externalState name
+// the state of each side as the rules spell it.
+func NewRuleTable[L, E any](localState func(L) string, externalState func(E) string, rules ...Rule[L, E]) (*RuleTable[L, E], error) {
+	if localState == nil || externalState == nil {
+		return nil, fmt.Errorf("reconcile: rule table needs functions naming the local and external state")
+	}
+	for i, r := range rules {
+		if err := r.Decision.Validate(); err != nil {
+			return nil, fmt.Errorf("reconcile: rule %d: %w", i, err)
+		}
+	}
+	return &RuleTable[L, E]{localState: localState, externalState: externalState, rules: slices.Clone(rules)}, nil
+}
+
+// Classify returns the decision of the first matching rule.
+func (t *RuleTable[L, E]) Classify(local L, external E) Decision {
+	ls, es := t.localState(local), t.externalState(external)
+	for _, r := range t.rules {
+		if (len(r.Local) == 0 || slices.Contains(r.Local, ls)) &&
+			(len(r.External) == 0 || slices.Contains(r.External, es)) &&
+			(r.When == nil || r.When(local, external)) {
+			return r.Decision
+		}
+	}
+	return Unexpected(ls, es)
+}
+
+// Unexpected is the decision for a combination nobody anticipated: NeedsReview with kind
+// "unexpected:<local>-><external>".
+func Unexpected(local, external string) Decision {
+	return Decision{Verdict: NeedsReview, Kind: "unexpected:" + local + "->" + external}
+}

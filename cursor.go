@@ -1,0 +1,62 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrConcurrentRun means another reconciler advanced the job's cursor between this batch's read
+// and its commit. Nothing of the batch was written; the other run did the work.
+var ErrConcurrentRun = errors.New("reconcile: cursor moved by a concurrent run")
+
+// Cursor is a job's position as read from the store. Sources return it with every batch and
+// sinks compare-and-set on it at commit, so two reconcilers racing for one job never both write.
+type Cursor struct {
+	// Position is the key of the last row of the previous batch, encoded by the Source; empty
+	// means the start of a cycle.
+	Position string
+	// Version counts the cursor's advances. The commit succeeds only if it is unchanged.
+	Version int64
+}
+
+// ReadRequest asks a Source for the next batch of a job.
+type ReadRequest struct {
+	Job   string
+	Limit int
+	// Grace is how recently a row may have changed and still be judged now. Rows changed within
+	// Grace, measured by the store's own clock (the database's), come back with Recent set.
+	Grace time.Duration
+}
+
+// Batch is what a Source returns: the cursor as read and up to Limit records after it, in key
+// order. An empty Records means the cycle is complete and the cursor wraps.
+type Batch[L any] struct {
+	Cursor  Cursor
+	Records []Record[L]
+}
+
+// Record is one local row as the reconciler sees it.
+type Record[L any] struct {
+	// Key is the row's cursor position, encoded by the Source (for example its primary key, or
+	// created_at and id for a composite keyset). The next batch starts after it.
+	Key string
+	// ID identifies the row in findings, observations and repair commands.
+	ID string
+	// ExternalID is the id of the external object, such as a PaymentIntent id.
+	ExternalID string
+	// Local is the host's local state.
+	Local L
+	// CreatedAt is when the row was created, if the Source knows; gateways may use it to fetch
+	// external objects in bulk.
+	CreatedAt time.Time
+	// Recent reports that the row changed within the grace period. It is judged InFlight and
+	// the external system is not asked about it.
+	Recent bool
+}
+
+// Source reads batches of local rows with a keyset cursor: WHERE key > cursor ORDER BY key
+// LIMIT n, never OFFSET.
+type Source[L any] interface {
+	Read(ctx context.Context, req ReadRequest) (Batch[L], error)
+}

@@ -1,0 +1,96 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Gateway asks the external system for the current state of one object. Implementations map
+// every failure to one of the errors below; RunBatch never holds a database connection or
+// transaction while a Gateway call is running.
+type Gateway[E any] interface {
+	// Fetch returns the external state of the object with the given id. Errors:
+	//   - ErrNotFound: the external system confirmed the object does not exist;
+	//   - ErrRateLimited (or a *RateLimitError): slow down; the rest of the batch is not asked;
+	//   - ErrAbortBatch: no call can succeed (bad credentials); the batch stops with an error;
+	//   - a *ReviewError: the request itself was rejected, a person must look;
+	//   - anything else, ErrUnavailable included: could not ask, the row is Unverifiable.
+	Fetch(ctx context.Context, externalID string) (E, error)
+}
+
+// GatewayFunc adapts a function to the Gateway interface.
+type GatewayFunc[E any] func(ctx context.Context, externalID string) (E, error)
+
+// Fetch calls f(ctx, externalID).
+func (f GatewayFunc[E]) Fetch(ctx context.Context, externalID string) (E, error) {
+	return f(ctx, externalID)
+}
+
+var (
+	// ErrNotFound means the external system confirmed the object is absent. The row becomes a
+	// NeedsReview finding of kind KindMissingExternally.
+	ErrNotFound = errors.New("reconcile: external object not found")
+	// ErrUnavailable means the external system could not be asked: timeout, 5xx, connection
+	// refused. The row is Unverifiable and is asked again next cycle.
+	ErrUnavailable = errors.New("reconcile: external system unavailable")
+	// ErrRateLimited means the external system asked us to slow down. The row and every row of
+	// the batch not yet asked are Unverifiable.
+	ErrRateLimited = errors.New("reconcile: rate limited by external system")
+	// ErrAbortBatch means no further call can succeed, such as rejected credentials. RunBatch
+	// stops, writes nothing and returns the error.
+	ErrAbortBatch = errors.New("reconcile: batch aborted")
+)
+
+// Finding kinds the engine itself records.
+const (
+	// KindMissingExternally: the row's external object does not exist.
+	KindMissingExternally = "missing_externally"
+	// KindRejected: the gateway returned a ReviewError without a kind of its own.
+	KindRejected = "rejected_by_external_system"
+)
+
+// RateLimitError is a rate-limit answer carrying how long the external system asked us to wait.
+// errors.Is(err, ErrRateLimited) holds for it.
+type RateLimitError struct {
+	// RetryAfter is the wait the external system asked for; zero if it named none.
+	RetryAfter time.Duration
+	// Reason is the external system's explanation, if any, safe to log.
+	Reason string
+}
+
+func (e *RateLimitError) Error() string {
+	msg := "reconcile: rate limited by external system"
+	if e.RetryAfter > 0 {
+		msg += fmt.Sprintf(" (retry after %s)", e.RetryAfter)
+	}
+	if e.Reason != "" {
+		msg += ": " + e.Reason
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrRateLimited) true.
+func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimited }
+
+// ReviewError is returned by a Gateway when the answer needs a person rather than a retry: the
+// external system rejected the request as invalid, or the external id cannot be valid. The row
+// becomes a NeedsReview finding of the given Kind with Detail, and it is not counted as verified.
+type ReviewError struct {
+	Kind   string
+	Detail string
+}
+
+func (e *ReviewError) Error() string {
+	if e.Detail == "" {
+		return "reconcile: needs review: " + e.Kind
+	}
+	return "reconcile: needs review: " + e.Kind + ": " + e.Detail
+}
+
+// Limiter paces external calls. *rate.Limiter from golang.org/x/time/rate satisfies it.
+type Limiter interface {
+	// Wait blocks until one call may be made or ctx is done.
+	Wait(ctx context.Context) error
+}

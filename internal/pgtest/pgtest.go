@@ -1,0 +1,265 @@
+// Package pgtest is the harness for tests that need a real PostgreSQL
+// database.
+//
+// URL finds the database: it uses $TEST_DATABASE_URL, else $DATABASE_URL,
+// else DefaultURL. The first call in a test binary pings that database
+// (once per process). If it does not answer and Docker is usable, one
+// postgres:16-alpine container is started with testcontainers and used for
+// the rest of the process; testcontainers' reaper removes it after the test
+// binary exits. If neither works, the test fails (it is never skipped) with
+// a message that says how to provide a database.
+//
+// Pool and PoolSchema give each caller its own freshly created schema with a
+// random name and a pgxpool.Pool whose connections have search_path set to
+// that schema only, so tests that use them may run with t.Parallel and may
+// create tables with the same names without seeing each other's rows. The
+// pool is closed and the schema dropped (CASCADE) when the test finishes.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/testcontainers/testcontainers-go/modules/postgres"
+)
+
+// DefaultURL is the database URL used when neither $TEST_DATABASE_URL nor
+// $DATABASE_URL is set: the local server with trust authentication.
+const DefaultURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+// MaxConns is the maximum number of connections in a pool returned by Pool
+// or PoolSchema.
+const MaxConns = 8
+
+const (
+	pingTimeout      = 3 * time.Second
+	dockerTimeout    = 5 * time.Second
+	containerTimeout = 3 * time.Minute
+	cleanupTimeout   = 30 * time.Second
+
+	containerImage = "postgres:16-alpine"
+)
+
+var (
+	resolveOnce sync.Once
+	resolvedURL string
+	resolveErr  error
+)
+
+// URL returns the URL of a PostgreSQL database that answers, for use in
+// tests. See the package documentation for how it is chosen. It calls
+// tb.Fatalf if no database is available.
+func URL(tb testing.TB) string {
+	tb.Helper()
+	resolveOnce.Do(func() { resolvedURL, resolveErr = resolve(tb) })
+	if resolveErr != nil {
+		tb.Fatalf("%v", resolveErr)
+	}
+	return resolvedURL
+}
+
+// Pool returns a pool connected to a new, empty schema that is dropped when
+// the test finishes. It is PoolSchema without the schema name.
+func Pool(tb testing.TB) *pgxpool.Pool {
+	tb.Helper()
+	pool, _ := PoolSchema(tb)
+	return pool
+}
+
+// PoolSchema creates a schema with a random unique name ("t_" followed by
+// 16 hex digits) and returns a pool (at most MaxConns connections) whose
+// connections have search_path set to that schema only, together with the
+// schema name. tb.Cleanup closes the pool and drops the schema with
+// everything in it. It calls tb.Fatalf if the database is unavailable.
+func PoolSchema(tb testing.TB) (*pgxpool.Pool, string) {
+	tb.Helper()
+	dbURL := URL(tb)
+
+	schema, err := schemaName()
+	if err != nil {
+		tb.Fatalf("%v", err)
+	}
+	ident := pgx.Identifier{schema}.Sanitize()
+
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		tb.Fatalf("pgtest: parse database URL: %v", err)
+	}
+	cfg.MaxConns = MaxConns
+	cfg.ConnConfig.RuntimeParams["search_path"] = ident
+
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	if err := execOnce(ctx, cfg.ConnConfig, "CREATE SCHEMA "+ident); err != nil {
+		tb.Fatalf("pgtest: create schema %s: %v", schema, err)
+	}
+	// Cleanups run last-in first-out: the pool registered below is closed
+	// before the schema is dropped.
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		defer cancel()
+		if err := execOnce(ctx, cfg.ConnConfig, "DROP SCHEMA IF EXISTS "+ident+" CASCADE"); err != nil {
+			tb.Errorf("pgtest: drop schema %s: %v", schema, err)
+		}
+	})
+
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		tb.Fatalf("pgtest: open pool: %v", err)
+	}
+	tb.Cleanup(pool.Close)
+	if err := pool.Ping(ctx); err != nil {
+		tb.Fatalf("pgtest: ping pool: %v", err)
+	}
+	return pool, schema
+}
+
+// execOnce runs sql on a new connection made from a copy of cfg (its own
+// search_path is harmless: sql names the schema explicitly).
+func execOnce(ctx context.Context, cfg *pgx.ConnConfig, sql string) error {
+	conn, err := pgx.ConnectConfig(ctx, cfg.Copy())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	_, err = conn.Exec(ctx, sql)
+	return err
+}
+
+// schemaName returns "t_" followed by 16 random hex digits.
+func schemaName() (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("pgtest: random schema name: %w", err)
+	}
+	return "t_" + hex.EncodeToString(b[:]), nil
+}
+
+// configuredURL returns the database URL from the environment (looked up
+// with getenv), or DefaultURL, and where it came from.
+func configuredURL(getenv func(string) string) (dbURL, source string) {
+	for _, name := range []string{"TEST_DATABASE_URL", "DATABASE_URL"} {
+		if v := getenv(name); v != "" {
+			return v, "$" + name
+		}
+	}
+	return DefaultURL, "the default URL"
+}
+
+// resolve pings the configured database and, if it does not answer, starts
+// a container. It runs once per process.
+func resolve(tb testing.TB) (string, error) {
+	tb.Helper()
+	dbURL, source := configuredURL(os.Getenv)
+	pingErr := ping(dbURL)
+	if pingErr == nil {
+		return dbURL, nil
+	}
+
+	dockerErr := dockerUsable()
+	if dockerErr == nil {
+		tb.Logf("pgtest: database %s (%s) did not answer: %v", redact(dbURL), source, pingErr)
+		tb.Logf("pgtest: starting a %s container with testcontainers", containerImage)
+		ctrURL, err := startContainer()
+		if err == nil {
+			tb.Logf("pgtest: using PostgreSQL container at %s", redact(ctrURL))
+			return ctrURL, nil
+		}
+		dockerErr = fmt.Errorf("docker is usable but starting a %s container failed: %w", containerImage, err)
+	}
+
+	return "", fmt.Errorf(`pgtest: no PostgreSQL database available for tests.
+  database %s (%s) did not answer: %v
+  and no container could be started: %v
+Provide a database in one of these ways:
+  - set TEST_DATABASE_URL to a reachable database, e.g.
+      export TEST_DATABASE_URL='%s'
+  - or start the local server (then create the database if needed):
+      pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start
+      psql -h 127.0.0.1 -U postgres -c 'CREATE DATABASE test'
+  - or install Docker (so that 'docker info' works) and pgtest will start a %s container itself`,
+		redact(dbURL), source, pingErr, dockerErr, DefaultURL, containerImage)
+}
+
+// ping connects to dbURL and pings it within pingTimeout.
+func ping(dbURL string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), pingTimeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	return conn.Ping(ctx)
+}
+
+// dockerUsable reports (as nil) whether `docker info` succeeds within
+// dockerTimeout.
+func dockerUsable() error {
+	ctx, cancel := context.WithTimeout(context.Background(), dockerTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "docker", "info").CombinedOutput()
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("'docker info' did not finish within %v", dockerTimeout)
+		}
+		msg := strings.TrimSpace(string(out))
+		if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
+			msg = msg[i+1:] // the last line is usually the reason
+		}
+		if msg != "" {
+			return fmt.Errorf("'docker info' failed: %w: %s", err, msg)
+		}
+		return fmt.Errorf("'docker info' failed: %w", err)
+	}
+	return nil
+}
+
+// startContainer starts a PostgreSQL container and returns its URL. The
+// container outlives the context; testcontainers' reaper removes it when
+// the process exits.
+func startContainer() (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), containerTimeout)
+	defer cancel()
+	ctr, err := postgres.Run(ctx, containerImage,
+		postgres.WithDatabase("test"),
+		postgres.WithUsername("postgres"),
+		postgres.WithPassword("postgres"),
+		postgres.BasicWaitStrategies(),
+	)
+	if err != nil {
+		if ctr != nil {
+			err = errors.Join(err, ctr.Terminate(context.Background()))
+		}
+		return "", err
+	}
+	ctrURL, err := ctr.ConnectionString(ctx, "sslmode=disable")
+	if err != nil {
+		return "", errors.Join(err, ctr.Terminate(context.Background()))
+	}
+	if err := ping(ctrURL); err != nil {
+		return "", errors.Join(fmt.Errorf("ping container: %w", err), ctr.Terminate(context.Background()))
+	}
+	return ctrURL, nil
+}
+
+// redact hides the password in a URL-style connection string.
+func redact(dbURL string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil || u.Scheme == "" {
+		return "(connection string)"
+	}
+	return u.Redacted()
+}

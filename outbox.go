@@ -1,0 +1,40 @@
+package reconcile
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Command is a repair command as queued in the outbox: the payload of an outbox row whose
+// event type is Name and whose aggregate id is RecordID. Sinks queue one only when the finding
+// it repairs is new, in the same transaction.
+type Command struct {
+	// Name is the command, such as "ApplyPaymentSucceeded" (the outbox row's event type).
+	Name string `json:"-"`
+	// Job is the job that found the drift.
+	Job string `json:"job"`
+	// RecordID is the local row to repair.
+	RecordID string `json:"record_id"`
+	// FindingID is the finding the repair resolves.
+	FindingID int64 `json:"finding_id"`
+	// Kind is the finding's kind.
+	Kind string `json:"kind"`
+	// ExpectedLocal is the local state the repair expects to find; the canonical writer's
+	// guarded update makes the repair a no-op when the row has moved on.
+	ExpectedLocal string `json:"expected_local_state"`
+	// External is the external state that was observed.
+	External string `json:"external_state"`
+}
+
+// DecodeCommand reads a command from an outbox row's event type and JSON payload.
+func DecodeCommand(name string, payload []byte) (Command, error) {
+	var c Command
+	if err := json.Unmarshal(payload, &c); err != nil {
+		return Command{}, fmt.Errorf("reconcile: decode %s payload: %w", name, err)
+	}
+	if c.RecordID == "" || c.FindingID == 0 {
+		return Command{}, fmt.Errorf("reconcile: %s payload lacks record_id or finding_id", name)
+	}
+	c.Name = name
+	return c, nil
+}

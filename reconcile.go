@@ -1,0 +1,349 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Sink records the results of a batch. Commit must apply everything in one transaction:
+// observations, findings, repair commands and the cursor advance, compare-and-set on
+// Commit.Cursor (ErrConcurrentRun if it moved). Redoing a batch after a crash must be harmless:
+// a finding already open for (job, record, kind) is not recorded again and queues no command.
+type Sink interface {
+	Commit(ctx context.Context, c Commit) (CommitResult, error)
+}
+
+// Store is a Source and a Sink over the same data, as both our adapters are.
+type Store[L any] interface {
+	Source[L]
+	Sink
+}
+
+// Commit is one batch's results.
+type Commit struct {
+	Job string
+	// Cursor is the cursor as read; the commit applies only if it is unchanged.
+	Cursor Cursor
+	// Next is the new position (the key of the batch's last row). Ignored when Wrap is set.
+	Next string
+	// Wrap ends the cycle: the cursor returns to the start and the cycle is recorded complete.
+	Wrap bool
+	// Outcomes holds one entry per row read, in key order.
+	Outcomes []Outcome
+	// Unverifiable counts the outcomes whose verdict is Unverifiable, for monitoring.
+	Unverifiable int
+}
+
+// Outcome is what the reconciler concluded about one row.
+type Outcome struct {
+	RecordID   string
+	ExternalID string
+	// Local and External describe both sides' state as stored in findings and observations.
+	// External is empty when the external state is unknown or the object does not exist.
+	Local    string
+	External string
+	Decision Decision
+	// Verified reports that the external system answered for this row: only then does the
+	// row's last-verified time advance.
+	Verified bool
+}
+
+// CommitResult says what a commit added.
+type CommitResult struct {
+	// Findings is the number of findings opened (already open ones are not counted).
+	Findings int
+	// Commands is the number of repair commands queued.
+	Commands int
+}
+
+// DefaultBatchSize and DefaultGrace are the values a zero Config gets.
+const (
+	DefaultBatchSize = 200
+	DefaultGrace     = 10 * time.Minute
+)
+
+// Config describes one job: where its rows come from, whom to ask, how to judge.
+type Config[L, E any] struct {
+	// Job names the job; its cursor, findings and observations are kept under this name.
+	// Required.
+	Job string
+	// Source reads the local rows. Required.
+	Source Source[L]
+	// Sink records the results. Required; usually the same store as Source.
+	Sink Sink
+	// Gateway asks the external system. Required.
+	Gateway Gateway[E]
+	// Classifier judges each pair. Required.
+	Classifier Classifier[L, E]
+	// BatchSize is the number of rows per batch. Zero means DefaultBatchSize.
+	BatchSize int
+	// Grace: rows changed more recently than this are InFlight and not sent to the gateway.
+	// Zero means DefaultGrace; a negative value turns the grace period off.
+	Grace time.Duration
+	// Limiter paces gateway calls; nil means no pacing beyond Concurrency.
+	Limiter Limiter
+	// Concurrency is the number of gateway calls in flight at once. Zero means 1.
+	Concurrency int
+	// LocalState and ExternalState describe each side's state for findings and observations.
+	// Nil means fmt.Sprint.
+	LocalState    func(L) string
+	ExternalState func(E) string
+	// Logger receives one line per batch and one per gateway failure. Nil means no logging.
+	Logger *slog.Logger
+}
+
+// Reconciler runs batches of one job. It is safe for concurrent use, though two batches of one
+// job at once only make one of them fail with ErrConcurrentRun.
+type Reconciler[L, E any] struct {
+	cfg Config[L, E]
+}
+
+// New checks cfg and returns a Reconciler.
+func New[L, E any](cfg Config[L, E]) (*Reconciler[L, E], error) {
+	switch {
+	case cfg.Job == "":
+		return nil, errors.New("reconcile: config: Job is empty")
+	case cfg.Source == nil:
+		return nil, errors.New("reconcile: config: Source is nil")
+	case cfg.Sink == nil:
+		return nil, errors.New("reconcile: config: Sink is nil")
+	case cfg.Gateway == nil:
+		return nil, errors.New("reconcile: config: Gateway is nil")
+	case cfg.Classifier == nil:
+		return nil, errors.New("reconcile: config: Classifier is nil")
+	case cfg.BatchSize < 0:
+		return nil, fmt.Errorf("reconcile: config: BatchSize %d is negative", cfg.BatchSize)
+	case cfg.Concurrency < 0:
+		return nil, fmt.Errorf("reconcile: config: Concurrency %d is negative", cfg.Concurrency)
+	}
+	if cfg.BatchSize == 0 {
+		cfg.BatchSize = DefaultBatchSize
+	}
+	if cfg.Grace == 0 {
+		cfg.Grace = DefaultGrace
+	} else if cfg.Grace < 0 {
+		cfg.Grace = 0
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = 1
+	}
+	if cfg.LocalState == nil {
+		cfg.LocalState = func(l L) string { return fmt.Sprint(l) }
+	}
+	if cfg.ExternalState == nil {
+		cfg.ExternalState = func(e E) string { return fmt.Sprint(e) }
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Reconciler[L, E]{cfg: cfg}, nil
+}
+
+// RunBatch checks cfg and runs one batch; see (*Reconciler).RunBatch.
+func RunBatch[L, E any](ctx context.Context, cfg Config[L, E]) (Report, error) {
+	r, err := New(cfg)
+	if err != nil {
+		return Report{}, err
+	}
+	return r.RunBatch(ctx)
+}
+
+// Report describes one batch.
+type Report struct {
+	Job string
+	// Scanned is the number of rows read.
+	Scanned int
+	// Verdicts counts rows per verdict.
+	Verdicts map[Verdict]int
+	// Wrapped reports that the read was empty and the cycle completed.
+	Wrapped bool
+	// GatewayCalls is the number of external calls made.
+	GatewayCalls int
+	// RateLimited reports that the external system asked us to slow down during the batch.
+	RateLimited bool
+	// NewFindings and NewCommands are what the commit added.
+	NewFindings int
+	NewCommands int
+	Duration    time.Duration
+}
+
+// UnverifiableRatio is the share of scanned rows that could not be checked; 0 for an empty batch.
+func (r Report) UnverifiableRatio() float64 {
+	if r.Scanned == 0 {
+		return 0
+	}
+	return float64(r.Verdicts[Unverifiable]) / float64(r.Scanned)
+}
+
+// RunBatch reads the next batch of rows after the job's cursor, asks the gateway about each row
+// outside any transaction, classifies every pair, and commits observations, findings, repair
+// commands and the cursor advance together. An empty read wraps the cursor and completes the
+// cycle. On any error nothing of the batch is written and the next run redoes it.
+func (r *Reconciler[L, E]) RunBatch(ctx context.Context) (Report, error) {
+	start := time.Now()
+	cfg := &r.cfg
+	rep := Report{Job: cfg.Job, Verdicts: make(map[Verdict]int, len(Verdicts))}
+	batch, err := cfg.Source.Read(ctx, ReadRequest{Job: cfg.Job, Limit: cfg.BatchSize, Grace: cfg.Grace})
+	if err != nil {
+		return rep, fmt.Errorf("reconcile: job %s: read: %w", cfg.Job, err)
+	}
+	if len(batch.Records) > cfg.BatchSize {
+		return rep, fmt.Errorf("reconcile: job %s: source returned %d rows for a limit of %d", cfg.Job, len(batch.Records), cfg.BatchSize)
+	}
+	commit := Commit{Job: cfg.Job, Cursor: batch.Cursor}
+	if len(batch.Records) == 0 {
+		commit.Wrap = true
+		rep.Wrapped = true
+	} else {
+		commit.Next = batch.Records[len(batch.Records)-1].Key
+		commit.Outcomes, rep.GatewayCalls, rep.RateLimited, err = r.judge(ctx, batch.Records)
+		if err != nil {
+			return rep, err
+		}
+	}
+	for _, o := range commit.Outcomes {
+		rep.Verdicts[o.Decision.Verdict]++
+	}
+	rep.Scanned = len(commit.Outcomes)
+	commit.Unverifiable = rep.Verdicts[Unverifiable]
+	res, err := cfg.Sink.Commit(ctx, commit)
+	if err != nil {
+		if errors.Is(err, ErrConcurrentRun) {
+			return rep, err
+		}
+		return rep, fmt.Errorf("reconcile: job %s: commit: %w", cfg.Job, err)
+	}
+	rep.NewFindings, rep.NewCommands = res.Findings, res.Commands
+	rep.Duration = time.Since(start)
+	cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "reconcile batch",
+		slog.String("job", cfg.Job), slog.Int("scanned", rep.Scanned), slog.Bool("wrapped", rep.Wrapped),
+		slog.Int("in_sync", rep.Verdicts[InSync]), slog.Int("in_flight", rep.Verdicts[InFlight]),
+		slog.Int("repairable", rep.Verdicts[Repairable]), slog.Int("needs_review", rep.Verdicts[NeedsReview]),
+		slog.Int("unverifiable", rep.Verdicts[Unverifiable]), slog.Int("gateway_calls", rep.GatewayCalls),
+		slog.Int("new_findings", rep.NewFindings), slog.Int("new_commands", rep.NewCommands),
+		slog.Bool("rate_limited", rep.RateLimited), slog.Duration("duration", rep.Duration))
+	return rep, nil
+}
+
+// judge turns records into outcomes, calling the gateway for every row not changed within the
+// grace period. No database work happens here.
+func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L]) (out []Outcome, calls int, limited bool, err error) {
+	cfg := &r.cfg
+	out = make([]Outcome, len(recs))
+	var ask []int
+	for i, rec := range recs {
+		out[i] = Outcome{RecordID: rec.ID, ExternalID: rec.ExternalID, Local: cfg.LocalState(rec.Local)}
+		if rec.Recent {
+			out[i].Decision = Decision{Verdict: InFlight}
+		} else {
+			ask = append(ask, i)
+		}
+	}
+	if len(ask) == 0 {
+		return out, 0, false, nil
+	}
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var (
+		next, nCalls atomic.Int64
+		stop         atomic.Bool // a 429: ask no more
+		wg           sync.WaitGroup
+	)
+	workers := min(cfg.Concurrency, len(ask))
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				n := int(next.Add(1)) - 1
+				if n >= len(ask) || ctx.Err() != nil {
+					return
+				}
+				o := &out[ask[n]]
+				if stop.Load() {
+					o.Decision = Decision{Verdict: Unverifiable}
+					continue
+				}
+				if cfg.Limiter != nil {
+					if err := cfg.Limiter.Wait(ctx); err != nil {
+						cancel(err)
+						return
+					}
+				}
+				nCalls.Add(1)
+				ext, err := cfg.Gateway.Fetch(ctx, o.ExternalID)
+				if err := r.decide(ctx, o, recs[ask[n]].Local, ext, err); err != nil {
+					cancel(err)
+					return
+				}
+				if errors.Is(err, ErrRateLimited) {
+					stop.Store(true)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return nil, int(nCalls.Load()), stop.Load(), fmt.Errorf("reconcile: job %s: %w", cfg.Job, err)
+	}
+	return out, int(nCalls.Load()), stop.Load(), nil
+}
+
+// decide fills in o from one gateway answer. It returns an error only when the batch must stop.
+func (r *Reconciler[L, E]) decide(ctx context.Context, o *Outcome, local L, ext E, err error) error {
+	cfg := &r.cfg
+	var review *ReviewError
+	switch {
+	case err == nil:
+		d := cfg.Classifier.Classify(local, ext)
+		if verr := d.Validate(); verr != nil {
+			return fmt.Errorf("classifier on record %s: %w", o.RecordID, verr)
+		}
+		o.Decision, o.External, o.Verified = d, cfg.ExternalState(ext), d.Verdict != Unverifiable
+	case errors.Is(err, ErrAbortBatch):
+		return err
+	case ctx.Err() != nil:
+		// Our own deadline or cancellation, not the external system's: abandon the batch
+		// rather than record a wave of false Unverifiables.
+		return context.Cause(ctx)
+	case errors.Is(err, ErrNotFound):
+		o.Decision, o.Verified = Decision{Verdict: NeedsReview, Kind: KindMissingExternally}, true
+	case errors.As(err, &review):
+		kind := review.Kind
+		if kind == "" {
+			kind = KindRejected
+		}
+		o.Decision = Decision{Verdict: NeedsReview, Kind: kind, Detail: review.Detail}
+	default:
+		o.Decision = Decision{Verdict: Unverifiable}
+		cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile gateway failure",
+			slog.String("job", cfg.Job), slog.String("record", o.RecordID), slog.String("error", err.Error()))
+	}
+	return nil
+}
+
+// Finding is a recorded drift, as stores return it for review.
+type Finding struct {
+	ID       int64
+	Job      string
+	RecordID string
+	Kind     string
+	Local    string
+	External string
+	Detail   string
+	// Command is the repair command queued when the finding was opened; empty for NeedsReview.
+	Command    string
+	DetectedAt time.Time
+	// ResolvedAt is zero while the finding is open.
+	ResolvedAt time.Time
+	Resolution string
+}
+
+// Open reports whether the finding is unresolved.
+func (f Finding) Open() bool { return f.ResolvedAt.IsZero() }

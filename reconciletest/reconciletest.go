@@ -1,0 +1,486 @@
+// Package reconciletest is the conformance suite for reconcile.Store adapters. An adapter's
+// test calls Run with a function that gives each subtest a fresh, isolated fixture; every
+// adapter in this module runs it, and third-party adapters should too.
+//
+// The suite checks what RunBatch relies on: keyset order and wrap, compare-and-set on the
+// cursor, grace judged by the store, observations only for confirmed rows, one open finding per
+// (job, record, kind), and a repair command only with a new finding.
+package reconciletest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/reconcilekit/reconcile"
+)
+
+// Row is a local row of the fixture's table: an integer key, an external id and a status.
+type Row struct {
+	ID         int64
+	ExternalID string
+	Local      string
+	// Recent makes the row look changed just now (inside the grace period); otherwise it was
+	// last changed an hour ago.
+	Recent bool
+}
+
+// Fixture is one isolated store with a table the suite can fill and inspect.
+type Fixture interface {
+	// Store is the adapter under test, over the fixture's table.
+	Store() reconcile.Store[string]
+	Insert(t testing.TB, rows ...Row)
+	Delete(t testing.TB, ids ...int64)
+	// Verified returns the record's last-verified time and observed external state for job.
+	Verified(t testing.TB, job string, id int64) (at time.Time, external string, ok bool)
+	// Findings returns the job's findings, open and resolved, oldest first.
+	Findings(t testing.TB, job string) []reconcile.Finding
+	// Commands returns the repair commands the job queued, oldest first.
+	Commands(t testing.TB, job string) []reconcile.Command
+	// ResolveFinding closes a finding.
+	ResolveFinding(t testing.TB, id int64)
+}
+
+// Gateway is a fake external system over a map of external id to state, counting calls.
+// A state of "!unavailable", "!ratelimited", "!notfound" or "!abort" answers with that error.
+type Gateway struct {
+	mu     sync.Mutex
+	states map[string]string
+	calls  map[string]int
+	total  int
+}
+
+// NewGateway returns a fake gateway with the given states.
+func NewGateway(states map[string]string) *Gateway {
+	return &Gateway{states: states, calls: map[string]int{}}
+}
+
+// Set changes one object's state.
+func (g *Gateway) Set(id, state string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.states[id] = state
+}
+
+// Calls returns the number of calls for one id, or for all ids when id is empty.
+func (g *Gateway) Calls(id string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if id == "" {
+		return g.total
+	}
+	return g.calls[id]
+}
+
+// Fetch implements reconcile.Gateway.
+func (g *Gateway) Fetch(ctx context.Context, id string) (string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.calls[id]++
+	g.total++
+	s, ok := g.states[id]
+	switch {
+	case !ok || s == "!notfound":
+		return "", reconcile.ErrNotFound
+	case s == "!unavailable":
+		return "", reconcile.ErrUnavailable
+	case s == "!ratelimited":
+		return "", &reconcile.RateLimitError{RetryAfter: time.Second}
+	case s == "!abort":
+		return "", fmt.Errorf("fake: key rejected: %w", reconcile.ErrAbortBatch)
+	}
+	return s, nil
+}
+
+// Classifier is the suite's payment policy (the same shape as the Stripe one, without Stripe).
+var Classifier = mustRules()
+
+func mustRules() reconcile.Classifier[string, string] {
+	id := func(s string) string { return s }
+	t, err := reconcile.NewRuleTable(id, id,
+		reconcile.Rule[string, string]{Local: []string{"paid"}, External: []string{"succeeded"}, Decision: reconcile.Decision{Verdict: reconcile.InSync}},
+		reconcile.Rule[string, string]{Local: []string{"failed"}, External: []string{"canceled"}, Decision: reconcile.Decision{Verdict: reconcile.InSync}},
+		reconcile.Rule[string, string]{Local: []string{"pending"}, External: []string{"processing"}, Decision: reconcile.Decision{Verdict: reconcile.InFlight}},
+		reconcile.Rule[string, string]{Local: []string{"pending"}, External: []string{"succeeded"},
+			Decision: reconcile.Decision{Verdict: reconcile.Repairable, Kind: "missed_success", Command: "ApplyPaymentSucceeded"}},
+		reconcile.Rule[string, string]{Local: []string{"paid"},
+			Decision: reconcile.Decision{Verdict: reconcile.NeedsReview, Kind: "paid_locally_not_externally"}},
+	)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// Config returns a job config over the fixture's store and the gateway.
+func Config(f Fixture, job string, gw reconcile.Gateway[string], batch int) reconcile.Config[string, string] {
+	return reconcile.Config[string, string]{
+		Job: job, Source: f.Store(), Sink: f.Store(), Gateway: gw, Classifier: Classifier, BatchSize: batch,
+	}
+}
+
+// Cycle runs batches until the cursor wraps and returns each batch's report, the wrapping
+// one last. It fails the test after maxBatches.
+func Cycle(t testing.TB, cfg reconcile.Config[string, string], maxBatches int) []reconcile.Report {
+	t.Helper()
+	r, err := reconcile.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reps []reconcile.Report
+	for range maxBatches {
+		rep, err := r.RunBatch(context.Background())
+		if err != nil {
+			t.Fatalf("RunBatch: %v", err)
+		}
+		reps = append(reps, rep)
+		if rep.Wrapped {
+			return reps
+		}
+	}
+	t.Fatalf("no wrap after %d batches", maxBatches)
+	return nil
+}
+
+func rows(n int, mk func(i int64) Row) []Row {
+	out := make([]Row, n)
+	for i := range out {
+		out[i] = mk(int64(i + 1))
+	}
+	return out
+}
+
+func paidRow(i int64) Row { return Row{ID: i, ExternalID: fmt.Sprintf("pi_%d", i), Local: "paid"} }
+
+func states(n int, state string) map[string]string {
+	m := make(map[string]string, n)
+	for i := 1; i <= n; i++ {
+		m[fmt.Sprintf("pi_%d", i)] = state
+	}
+	return m
+}
+
+// Run runs the conformance suite. newFixture is called once per subtest.
+func Run(t *testing.T, newFixture func(t *testing.T) Fixture) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, f Fixture)
+	}{
+		{"keyset over 450 rows in batches of 200 reads 200, 200, 50, then wraps with every row verified", testKeyset},
+		{"a second cycle starts again from the first row", testSecondCycle},
+		{"a gateway failing every call leaves rows unverifiable and their verified times unmoved", testGatewayDown},
+		{"two cycles over drifting rows keep one finding and one command per drift", testDedup},
+		{"paid locally but canceled externally is a finding for review with no command", testReviewNoCommand},
+		{"a row changed within the grace period is in flight and not sent to the gateway", testGrace},
+		{"a cursor moved by a concurrent run fails the commit and writes nothing", testConcurrentRun},
+		{"a resolved finding can be found again with a new command", testFoundAgain},
+		{"an object missing externally is a verified missing_externally finding", testNotFound},
+		{"a rate limit stops the rest of the batch's calls", testRateLimit},
+		{"an abort error writes nothing and keeps the cursor", testAbort},
+		{"rows deleted and inserted during a cycle do not disturb the rest", testChurn},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.fn(t, newFixture(t))
+		})
+	}
+}
+
+func testKeyset(t *testing.T, f Fixture) {
+	f.Insert(t, rows(450, paidRow)...)
+	gw := NewGateway(states(450, "succeeded"))
+	reps := Cycle(t, Config(f, "sweep", gw, 200), 10)
+	var got []int
+	for _, r := range reps {
+		got = append(got, r.Scanned)
+	}
+	if want := []int{200, 200, 50, 0}; !slices.Equal(got, want) {
+		t.Fatalf("batch sizes = %v, want %v", got, want)
+	}
+	for i := int64(1); i <= 450; i++ {
+		at, ext, ok := f.Verified(t, "sweep", i)
+		if !ok || at.IsZero() || ext != "succeeded" {
+			t.Fatalf("row %d: verified=%v at %v external %q; want a last-verified time and succeeded", i, ok, at, ext)
+		}
+		if n := gw.Calls(fmt.Sprintf("pi_%d", i)); n != 1 {
+			t.Fatalf("row %d asked %d times in one cycle, want 1", i, n)
+		}
+	}
+}
+
+func testSecondCycle(t *testing.T, f Fixture) {
+	f.Insert(t, rows(5, paidRow)...)
+	gw := NewGateway(states(5, "succeeded"))
+	cfg := Config(f, "sweep", gw, 2)
+	Cycle(t, cfg, 10)
+	reps := Cycle(t, cfg, 10)
+	if reps[0].Scanned != 2 || gw.Calls("pi_1") != 2 || gw.Calls("pi_5") != 2 {
+		t.Fatalf("second cycle: first batch %d rows, pi_1 asked %d times, pi_5 %d; want 2, 2, 2",
+			reps[0].Scanned, gw.Calls("pi_1"), gw.Calls("pi_5"))
+	}
+}
+
+func testGatewayDown(t *testing.T, f Fixture) {
+	f.Insert(t, rows(10, paidRow)...)
+	gw := NewGateway(states(10, "succeeded"))
+	cfg := Config(f, "sweep", gw, 10)
+	Cycle(t, cfg, 5)
+	before := map[int64]time.Time{}
+	for i := int64(1); i <= 10; i++ {
+		before[i], _, _ = f.Verified(t, "sweep", i)
+	}
+	for i := 1; i <= 10; i++ {
+		gw.Set(fmt.Sprintf("pi_%d", i), "!unavailable")
+	}
+	rep, err := reconcile.RunBatch(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Verdicts[reconcile.Unverifiable] != 10 || rep.Verdicts[reconcile.InSync] != 0 {
+		t.Fatalf("verdicts = %v, want 10 unverifiable and 0 in sync", rep.Verdicts)
+	}
+	if rep.UnverifiableRatio() != 1 {
+		t.Fatalf("unverifiable ratio = %v, want 1", rep.UnverifiableRatio())
+	}
+	for i := int64(1); i <= 10; i++ {
+		if at, _, _ := f.Verified(t, "sweep", i); !at.Equal(before[i]) {
+			t.Fatalf("row %d: last verified moved from %v to %v while the gateway was down", i, before[i], at)
+		}
+	}
+	if n := len(f.Findings(t, "sweep")); n != 0 {
+		t.Fatalf("%d findings for unverifiable rows, want 0", n)
+	}
+}
+
+// drift: rows 1-3 pending but succeeded externally (repairable), 4-5 paid but canceled
+// (review), the rest in sync.
+func drift(f Fixture, t *testing.T) *Gateway {
+	f.Insert(t, rows(20, func(i int64) Row {
+		r := paidRow(i)
+		if i <= 3 {
+			r.Local = "pending"
+		}
+		return r
+	})...)
+	st := states(20, "succeeded")
+	st["pi_4"], st["pi_5"] = "canceled", "canceled"
+	return NewGateway(st)
+}
+
+func testDedup(t *testing.T, f Fixture) {
+	gw := drift(f, t)
+	cfg := Config(f, "sweep", gw, 7)
+	first := Cycle(t, cfg, 10)
+	Cycle(t, cfg, 10)
+	var opened int
+	for _, r := range first {
+		opened += r.NewFindings
+	}
+	if fs := f.Findings(t, "sweep"); len(fs) != 5 || opened != 5 {
+		t.Fatalf("after two cycles: %d findings (%d reported new in the first), want 5", len(fs), opened)
+	}
+	cmds := f.Commands(t, "sweep")
+	if len(cmds) != 3 {
+		t.Fatalf("after two cycles: %d commands, want 3: %+v", len(cmds), cmds)
+	}
+	for _, c := range cmds {
+		if c.Name != "ApplyPaymentSucceeded" || c.Kind != "missed_success" || c.ExpectedLocal != "pending" || c.FindingID == 0 {
+			t.Errorf("command %+v: want ApplyPaymentSucceeded for a missed_success finding expecting pending", c)
+		}
+	}
+}
+
+func testReviewNoCommand(t *testing.T, f Fixture) {
+	f.Insert(t, Row{ID: 1, ExternalID: "pi_1", Local: "paid"})
+	gw := NewGateway(map[string]string{"pi_1": "canceled"})
+	rep, err := reconcile.RunBatch(context.Background(), Config(f, "sweep", gw, 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := f.Findings(t, "sweep")
+	if rep.Verdicts[reconcile.NeedsReview] != 1 || len(fs) != 1 || fs[0].Kind != "paid_locally_not_externally" ||
+		fs[0].Local != "paid" || fs[0].External != "canceled" || fs[0].RecordID != "1" || !fs[0].Open() {
+		t.Fatalf("verdicts %v, findings %+v; want one open paid_locally_not_externally finding for record 1", rep.Verdicts, fs)
+	}
+	if cmds := f.Commands(t, "sweep"); len(cmds) != 0 {
+		t.Fatalf("commands %+v, want none for a NeedsReview finding", cmds)
+	}
+}
+
+func testGrace(t *testing.T, f Fixture) {
+	f.Insert(t, Row{ID: 1, ExternalID: "pi_1", Local: "pending", Recent: true}, Row{ID: 2, ExternalID: "pi_2", Local: "paid"})
+	gw := NewGateway(map[string]string{"pi_1": "succeeded", "pi_2": "succeeded"})
+	rep, err := reconcile.RunBatch(context.Background(), Config(f, "sweep", gw, 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Verdicts[reconcile.InFlight] != 1 || rep.Verdicts[reconcile.InSync] != 1 {
+		t.Fatalf("verdicts %v, want 1 in flight and 1 in sync", rep.Verdicts)
+	}
+	if n := gw.Calls("pi_1"); n != 0 {
+		t.Fatalf("gateway asked %d times about a row inside the grace period, want 0", n)
+	}
+	if _, _, ok := f.Verified(t, "sweep", 1); ok {
+		t.Fatal("a row judged in flight by grace got a last-verified time")
+	}
+	if len(f.Findings(t, "sweep")) != 0 {
+		t.Fatal("a row inside the grace period produced a finding")
+	}
+}
+
+func testConcurrentRun(t *testing.T, f Fixture) {
+	f.Insert(t, Row{ID: 1, ExternalID: "pi_1", Local: "pending"}, Row{ID: 2, ExternalID: "pi_2", Local: "paid"})
+	gw := NewGateway(map[string]string{"pi_1": "succeeded", "pi_2": "succeeded"})
+	ctx := context.Background()
+	// Reconciler A reads, then B runs a whole batch, then A tries to commit what it read.
+	stale, err := f.Store().Read(ctx, reconcile.ReadRequest{Job: "sweep", Limit: 1, Grace: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reconcile.RunBatch(ctx, Config(f, "sweep", gw, 1)); err != nil {
+		t.Fatal(err)
+	}
+	before := len(f.Findings(t, "sweep"))
+	_, err = f.Store().Commit(ctx, reconcile.Commit{
+		Job: "sweep", Cursor: stale.Cursor, Next: stale.Records[0].Key,
+		Outcomes: []reconcile.Outcome{{RecordID: "2", Local: "paid", External: "canceled", Verified: true,
+			Decision: reconcile.Decision{Verdict: reconcile.NeedsReview, Kind: "stale_write"}}},
+	})
+	if !errors.Is(err, reconcile.ErrConcurrentRun) {
+		t.Fatalf("commit on a moved cursor: err = %v, want ErrConcurrentRun", err)
+	}
+	if fs := f.Findings(t, "sweep"); len(fs) != before {
+		t.Fatalf("the losing commit wrote findings: %+v", fs)
+	}
+	if _, _, ok := f.Verified(t, "sweep", 2); ok {
+		t.Fatal("the losing commit wrote an observation")
+	}
+	// The winner's cursor stands: the next batch reads row 2.
+	rep, err := reconcile.RunBatch(ctx, Config(f, "sweep", gw, 1))
+	if err != nil || rep.Scanned != 1 || gw.Calls("pi_2") != 1 {
+		t.Fatalf("next batch: %+v, %v; want row 2 read once", rep, err)
+	}
+}
+
+func testFoundAgain(t *testing.T, f Fixture) {
+	f.Insert(t, Row{ID: 1, ExternalID: "pi_1", Local: "pending"})
+	gw := NewGateway(map[string]string{"pi_1": "succeeded"})
+	cfg := Config(f, "sweep", gw, 10)
+	Cycle(t, cfg, 3)
+	fs := f.Findings(t, "sweep")
+	if len(fs) != 1 {
+		t.Fatalf("findings %+v, want 1", fs)
+	}
+	f.ResolveFinding(t, fs[0].ID)
+	Cycle(t, cfg, 3)
+	fs = f.Findings(t, "sweep")
+	cmds := f.Commands(t, "sweep")
+	if len(fs) != 2 || fs[0].Open() || !fs[1].Open() || len(cmds) != 2 || cmds[1].FindingID != fs[1].ID {
+		t.Fatalf("after resolving and another cycle: findings %+v, commands %+v; want a second open finding with its own command", fs, cmds)
+	}
+}
+
+func testNotFound(t *testing.T, f Fixture) {
+	f.Insert(t, Row{ID: 1, ExternalID: "pi_gone", Local: "paid"})
+	gw := NewGateway(map[string]string{})
+	if _, err := reconcile.RunBatch(context.Background(), Config(f, "sweep", gw, 10)); err != nil {
+		t.Fatal(err)
+	}
+	fs := f.Findings(t, "sweep")
+	if len(fs) != 1 || fs[0].Kind != reconcile.KindMissingExternally || fs[0].Command != "" {
+		t.Fatalf("findings %+v, want one missing_externally finding without a command", fs)
+	}
+	if _, _, ok := f.Verified(t, "sweep", 1); !ok {
+		t.Fatal("a confirmed absence did not count as verified")
+	}
+}
+
+func testRateLimit(t *testing.T, f Fixture) {
+	f.Insert(t, rows(10, paidRow)...)
+	st := states(10, "succeeded")
+	st["pi_4"] = "!ratelimited"
+	gw := NewGateway(st)
+	rep, err := reconcile.RunBatch(context.Background(), Config(f, "sweep", gw, 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gw.Calls("") != 4 || rep.Verdicts[reconcile.InSync] != 3 || rep.Verdicts[reconcile.Unverifiable] != 7 || !rep.RateLimited {
+		t.Fatalf("calls %d, report %+v; want 4 calls, 3 in sync, 7 unverifiable, rate limited", gw.Calls(""), rep)
+	}
+	if _, _, ok := f.Verified(t, "sweep", 5); ok {
+		t.Fatal("a row never asked got a last-verified time")
+	}
+}
+
+func testAbort(t *testing.T, f Fixture) {
+	f.Insert(t, rows(3, paidRow)...)
+	st := states(3, "succeeded")
+	st["pi_2"] = "!abort"
+	_, err := reconcile.RunBatch(context.Background(), Config(f, "sweep", NewGateway(st), 10))
+	if !errors.Is(err, reconcile.ErrAbortBatch) {
+		t.Fatalf("err = %v, want ErrAbortBatch", err)
+	}
+	if _, _, ok := f.Verified(t, "sweep", 1); ok {
+		t.Fatal("an aborted batch wrote observations")
+	}
+	// The cursor did not move: a healthy gateway now reads row 1 first.
+	gw := NewGateway(states(3, "succeeded"))
+	if _, err := reconcile.RunBatch(context.Background(), Config(f, "sweep", gw, 1)); err != nil || gw.Calls("pi_1") != 1 {
+		t.Fatalf("after abort: err %v, pi_1 asked %d times; want the batch redone from row 1", err, gw.Calls("pi_1"))
+	}
+}
+
+func testChurn(t *testing.T, f Fixture) {
+	const n = 1000
+	f.Insert(t, rows(n, paidRow)...)
+	st := states(3*n, "succeeded")
+	gw := NewGateway(st)
+	r, err := reconcile.New(Config(f, "sweep", gw, 50))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted := map[int64]bool{}
+	next := int64(n + 1)
+	for batch := 0; ; batch++ {
+		rep, err := r.RunBatch(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Wrapped {
+			break
+		}
+		// Between batches: delete two rows (one already read, one ahead) and insert two.
+		for _, id := range []int64{int64(batch*50 + 10), int64(batch*50 + 500)} {
+			if id >= 1 && id <= n && !deleted[id] {
+				f.Delete(t, id)
+				deleted[id] = true
+			}
+		}
+		if batch < n/50 { // inserts stop eventually, or the cycle could never end
+			f.Insert(t, paidRow(next), paidRow(next+1))
+			next += 2
+		}
+	}
+	for i := int64(1); i <= n; i++ {
+		id := fmt.Sprintf("pi_%d", i)
+		if deleted[i] {
+			if gw.Calls(id) > 1 {
+				t.Fatalf("deleted row %d asked %d times", i, gw.Calls(id))
+			}
+			continue
+		}
+		if gw.Calls(id) != 1 {
+			t.Fatalf("row %d existed for the whole cycle and was asked %d times, want exactly 1", i, gw.Calls(id))
+		}
+	}
+	for i := int64(n + 1); i < next; i++ {
+		if c := gw.Calls(fmt.Sprintf("pi_%d", i)); c > 1 {
+			t.Fatalf("inserted row %d asked %d times", i, c)
+		}
+	}
+}
