@@ -11,7 +11,9 @@ import (
 	"github.com/reconcilekit/reconcile/reconciletest"
 )
 
-type fixture struct{ s *memstore.Store[int64, string] }
+type fixture struct {
+	s *memstore.Store[int64, string]
+}
 
 func (f fixture) Store() reconcile.Store[string] { return f.s }
 
