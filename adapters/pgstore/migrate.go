@@ -1,0 +1,144 @@
+package pgstore
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"testing/fstest"
+	"text/template"
+
+	"github.com/jackc/pgx/v5"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Tables names the reconciler's own tables: Prefix + "cursors", "observations", "findings",
+// "outbox", "migrations", in Schema. The zero value means prefix "reconcile_" in the first
+// schema of the search_path.
+type Tables struct {
+	// Prefix starts every table and index name. Empty means "reconcile_".
+	Prefix string
+	// Schema holds the tables. Empty means the connection's search_path.
+	Schema string
+}
+
+func (t Tables) withDefaults() Tables {
+	if t.Prefix == "" {
+		t.Prefix = "reconcile_"
+	}
+	return t
+}
+
+func (t Tables) validate() error {
+	if err := checkIdent("Tables.Prefix", t.Prefix+"x"); err != nil {
+		return err
+	}
+	if len(t.Prefix) > 40 {
+		return fmt.Errorf("pgstore: config: Tables.Prefix %q is longer than 40 characters", t.Prefix)
+	}
+	if t.Schema != "" {
+		return checkIdent("Tables.Schema", t.Schema)
+	}
+	return nil
+}
+
+// table returns the quoted, schema-qualified name of one of the reconciler's tables.
+func (t Tables) table(name string) string {
+	if t.Schema == "" {
+		return pgx.Identifier{t.Prefix + name}.Sanitize()
+	}
+	return pgx.Identifier{t.Schema, t.Prefix + name}.Sanitize()
+}
+
+// Migrations returns the reconciler's migrations rendered for the given tables, as numbered
+// .sql files, for hosts that run migrations with their own tool. Migrate applies the same files.
+func Migrations(t Tables) (fs.FS, error) {
+	t = t.withDefaults()
+	if err := t.validate(); err != nil {
+		return nil, err
+	}
+	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	funcs := template.FuncMap{
+		"table": t.table,
+		"name":  func(n string) string { return pgx.Identifier{t.Prefix + n}.Sanitize() },
+	}
+	out := fstest.MapFS{}
+	for _, n := range names {
+		src, err := migrationFiles.ReadFile(n)
+		if err != nil {
+			return nil, err
+		}
+		tmpl, err := template.New(n).Funcs(funcs).Parse(string(src))
+		if err != nil {
+			return nil, fmt.Errorf("pgstore: migration %s: %w", n, err)
+		}
+		var buf bytes.Buffer
+		if err := tmpl.Execute(&buf, nil); err != nil {
+			return nil, fmt.Errorf("pgstore: migration %s: %w", n, err)
+		}
+		out[path.Base(n)] = &fstest.MapFile{Data: buf.Bytes(), Mode: 0o444}
+	}
+	return out, nil
+}
+
+// Migrate applies the migrations not yet applied, in one transaction, under an advisory lock
+// so that processes starting together do not race. Running it again is a no-op.
+func Migrate(ctx context.Context, db DB, t Tables) error {
+	t = t.withDefaults()
+	files, err := Migrations(t)
+	if err != nil {
+		return err
+	}
+	names, err := fs.Glob(files, "*.sql")
+	if err != nil {
+		return err
+	}
+	slices.Sort(names)
+	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", "pgstore.migrate:"+t.table("migrations")); err != nil {
+			return fmt.Errorf("pgstore: migrate: lock: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+t.table("migrations")+` (
+			version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+			return fmt.Errorf("pgstore: migrate: %w", err)
+		}
+		rows, err := tx.Query(ctx, "SELECT version FROM "+t.table("migrations"))
+		if err != nil {
+			return fmt.Errorf("pgstore: migrate: %w", err)
+		}
+		applied, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+		if err != nil {
+			return fmt.Errorf("pgstore: migrate: %w", err)
+		}
+		for _, n := range names {
+			v, err := strconv.Atoi(strings.SplitN(n, "_", 2)[0])
+			if err != nil {
+				return fmt.Errorf("pgstore: migration %s has no version number", n)
+			}
+			if slices.Contains(applied, int32(v)) {
+				continue
+			}
+			sql, err := fs.ReadFile(files, n)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, string(sql)); err != nil {
+				return fmt.Errorf("pgstore: migration %s: %w", n, err)
+			}
+			if _, err := tx.Exec(ctx, "INSERT INTO "+t.table("migrations")+" (version, name) VALUES ($1, $2)", v, n); err != nil {
+				return fmt.Errorf("pgstore: migration %s: %w", n, err)
+			}
+		}
+		return nil
+	})
+}

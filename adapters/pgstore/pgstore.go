@@ -1,0 +1,395 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/reconcilekit/reconcile"
+)
+
+// DB is what the store needs of a connection: *pgxpool.Pool, *pgx.Conn and pgx.Tx all have it.
+type DB interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// Observations says where a row's last confirmed external state is kept.
+type Observations int
+
+const (
+	// ObserveInOwnTable keeps observations in the reconciler's observations table. The host
+	// table is only read: SELECT privilege suffices and no updated_at trigger ever fires.
+	ObserveInOwnTable Observations = iota
+	// ObserveInHostColumns writes the observed state and the last-verified time to columns of the
+	// host table (the seed's layout). With an updated_at trigger on the host table, a row whose
+	// updated_at is within OwnWriteTolerance of its last-verified time counts as unchanged, so
+	// the reconciler's own write does not make the row look recently changed.
+	ObserveInHostColumns
+)
+
+// Config describes the host table and where the reconciler keeps its state. Every column
+// default fits the seed's payments table; only Table is required.
+type Config struct {
+	// Table is the host table, such as "payments". Required.
+	Table string
+	// Schema of the host table. Empty means the search_path.
+	Schema string
+	// KeyColumns is the keyset: one column (a bigint or other ordered primary key) or several,
+	// such as created_at and id for a UUID-keyed table (compared as a row constructor). They
+	// must be unique together and should be indexed together. Empty means ["id"].
+	KeyColumns []string
+	// IDColumn identifies a row in findings and commands. Empty means the last key column.
+	IDColumn string
+	// ExternalIDColumn holds the external object's id. Empty means "external_id".
+	ExternalIDColumn string
+	// StateColumn holds the local state. Empty means "status".
+	StateColumn string
+	// UpdatedAtColumn is the row's last change, for the grace period. Empty means "updated_at".
+	UpdatedAtColumn string
+	// CreatedAtColumn is the row's creation time, for lag. Empty means "created_at".
+	CreatedAtColumn string
+
+	// Tables names the reconciler's own tables.
+	Tables Tables
+	// AggregateType is written on outbox rows. Empty means Table.
+	AggregateType string
+
+	// Observations chooses where observations go; the default is the reconciler's own table.
+	Observations Observations
+	// ObservedColumn and VerifiedAtColumn are the host columns for ObserveInHostColumns.
+	// Empty means "observed_external_status" and "last_reconciled_at".
+	ObservedColumn   string
+	VerifiedAtColumn string
+	// OwnWriteTolerance is how close updated_at may be to the last-verified time and still be
+	// taken for the reconciler's own write, with ObserveInHostColumns. Zero means one second.
+	OwnWriteTolerance time.Duration
+}
+
+// Store is a reconcile.Store over a host table in PostgreSQL.
+type Store struct {
+	db  DB
+	cfg Config
+
+	mu  sync.Mutex
+	sql *statements // built from the catalog on first use
+}
+
+var _ reconcile.Store[string] = (*Store)(nil)
+
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func checkIdent(field, v string) error {
+	if v == "" {
+		return fmt.Errorf("pgstore: config: %s is empty", field)
+	}
+	if !identRE.MatchString(v) || len(v) > 63 {
+		return fmt.Errorf("pgstore: config: %s %q is not a plain SQL identifier (letters, digits and underscores, at most 63)", field, v)
+	}
+	return nil
+}
+
+// New checks cfg and returns a store. It does not touch the database; the host table and its
+// columns are checked against the catalog on first use (or by Check).
+func New(db DB, cfg Config) (*Store, error) {
+	if db == nil {
+		return nil, errors.New("pgstore: nil DB")
+	}
+	def := func(p *string, v string) {
+		if *p == "" {
+			*p = v
+		}
+	}
+	if len(cfg.KeyColumns) == 0 {
+		cfg.KeyColumns = []string{"id"}
+	}
+	cfg.KeyColumns = append([]string(nil), cfg.KeyColumns...)
+	def(&cfg.IDColumn, cfg.KeyColumns[len(cfg.KeyColumns)-1])
+	def(&cfg.ExternalIDColumn, "external_id")
+	def(&cfg.StateColumn, "status")
+	def(&cfg.UpdatedAtColumn, "updated_at")
+	def(&cfg.CreatedAtColumn, "created_at")
+	def(&cfg.AggregateType, cfg.Table)
+	def(&cfg.ObservedColumn, "observed_external_status")
+	def(&cfg.VerifiedAtColumn, "last_reconciled_at")
+	if cfg.OwnWriteTolerance == 0 {
+		cfg.OwnWriteTolerance = time.Second
+	}
+	cfg.Tables = cfg.Tables.withDefaults()
+
+	checks := [][2]string{{"Table", cfg.Table}, {"IDColumn", cfg.IDColumn}, {"ExternalIDColumn", cfg.ExternalIDColumn},
+		{"StateColumn", cfg.StateColumn}, {"UpdatedAtColumn", cfg.UpdatedAtColumn}, {"CreatedAtColumn", cfg.CreatedAtColumn}}
+	for i, k := range cfg.KeyColumns {
+		checks = append(checks, [2]string{fmt.Sprintf("KeyColumns[%d]", i), k})
+	}
+	if cfg.Schema != "" {
+		checks = append(checks, [2]string{"Schema", cfg.Schema})
+	}
+	if cfg.Observations == ObserveInHostColumns {
+		checks = append(checks, [2]string{"ObservedColumn", cfg.ObservedColumn}, [2]string{"VerifiedAtColumn", cfg.VerifiedAtColumn})
+	}
+	for _, c := range checks {
+		if err := checkIdent(c[0], c[1]); err != nil {
+			return nil, err
+		}
+	}
+	if err := cfg.Tables.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Observations != ObserveInOwnTable && cfg.Observations != ObserveInHostColumns {
+		return nil, fmt.Errorf("pgstore: config: unknown Observations mode %d", cfg.Observations)
+	}
+	if cfg.OwnWriteTolerance < 0 {
+		return nil, fmt.Errorf("pgstore: config: OwnWriteTolerance %s is negative", cfg.OwnWriteTolerance)
+	}
+	seen := map[string]bool{}
+	for _, k := range cfg.KeyColumns {
+		if seen[k] {
+			return nil, fmt.Errorf("pgstore: config: key column %q listed twice", k)
+		}
+		seen[k] = true
+	}
+	return &Store{db: db, cfg: cfg}, nil
+}
+
+// Config returns the store's configuration with defaults filled in.
+func (s *Store) Config() Config { return s.cfg }
+
+// Check verifies that the host table and every configured column exist, and prepares the
+// store's statements. Read calls it on first use; call it at startup to fail early.
+func (s *Store) Check(ctx context.Context) error {
+	_, err := s.statements(ctx)
+	return err
+}
+
+func (s *Store) statements(ctx context.Context) (*statements, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sql != nil {
+		return s.sql, nil
+	}
+	types, err := s.columnTypes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st, err := buildStatements(s.cfg, types)
+	if err != nil {
+		return nil, err
+	}
+	s.sql = st
+	return st, nil
+}
+
+func (s *Store) hostTable() string {
+	if s.cfg.Schema == "" {
+		return pgx.Identifier{s.cfg.Table}.Sanitize()
+	}
+	return pgx.Identifier{s.cfg.Schema, s.cfg.Table}.Sanitize()
+}
+
+// columnTypes reads the host table's column types from the catalog.
+func (s *Store) columnTypes(ctx context.Context) (map[string]string, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT a.attname, format_type(a.atttypid, a.atttypmod)
+		FROM pg_attribute a
+		WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, s.hostTable())
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: read catalog for %s: %w", s.hostTable(), err)
+	}
+	types := map[string]string{}
+	var name, typ string
+	if _, err := pgx.ForEachRow(rows, []any{&name, &typ}, func() error { types[name] = typ; return nil }); err != nil {
+		return nil, fmt.Errorf("pgstore: read catalog for %s: %w", s.hostTable(), err)
+	}
+	if len(types) == 0 {
+		return nil, fmt.Errorf("pgstore: table %s does not exist (or has no columns) in the search_path", s.hostTable())
+	}
+	need := append([]string{s.cfg.IDColumn, s.cfg.ExternalIDColumn, s.cfg.StateColumn, s.cfg.UpdatedAtColumn, s.cfg.CreatedAtColumn}, s.cfg.KeyColumns...)
+	if s.cfg.Observations == ObserveInHostColumns {
+		need = append(need, s.cfg.ObservedColumn, s.cfg.VerifiedAtColumn)
+	}
+	for _, c := range need {
+		if _, ok := types[c]; !ok {
+			return nil, fmt.Errorf("pgstore: table %s has no column %q", s.hostTable(), c)
+		}
+	}
+	return types, nil
+}
+
+// Read returns the rows after the job's cursor, in key order, judging grace by the database
+// clock.
+func (s *Store) Read(ctx context.Context, req reconcile.ReadRequest) (reconcile.Batch[string], error) {
+	var b reconcile.Batch[string]
+	if req.Limit <= 0 {
+		return b, fmt.Errorf("pgstore: limit %d must be positive", req.Limit)
+	}
+	st, err := s.statements(ctx)
+	if err != nil {
+		return b, err
+	}
+	var pos []string
+	err = s.db.QueryRow(ctx, st.readCursor, req.Job).Scan(&pos, &b.Cursor.Version)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+	case err != nil:
+		return b, fmt.Errorf("pgstore: job %s: read cursor: %w", req.Job, err)
+	}
+	query, args := st.readFirst, []any{req.Grace.Seconds(), req.Limit}
+	if pos != nil {
+		if len(pos) != len(s.cfg.KeyColumns) {
+			return b, fmt.Errorf("pgstore: job %s: stored cursor has %d values for %d key columns; was the key changed?", req.Job, len(pos), len(s.cfg.KeyColumns))
+		}
+		enc, _ := json.Marshal(pos)
+		b.Cursor.Position = string(enc)
+		query = st.readAfter
+		for _, p := range pos {
+			args = append(args, p)
+		}
+	}
+	rows, err := s.db.Query(ctx, query, args...)
+	if err != nil {
+		return b, fmt.Errorf("pgstore: job %s: read %s: %w", req.Job, s.hostTable(), err)
+	}
+	defer rows.Close()
+	key := make([]string, len(s.cfg.KeyColumns))
+	dest := make([]any, 0, len(key)+5)
+	for i := range key {
+		dest = append(dest, &key[i])
+	}
+	var r reconcile.Record[string]
+	var ext, state *string
+	var created *time.Time
+	dest = append(dest, &r.ID, &ext, &state, &created, &r.Recent)
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return b, fmt.Errorf("pgstore: job %s: read %s: %w", req.Job, s.hostTable(), err)
+		}
+		enc, err := json.Marshal(key)
+		if err != nil {
+			return b, err
+		}
+		r.Key, r.ExternalID, r.Local = string(enc), deref(ext), deref(state)
+		r.CreatedAt = time.Time{}
+		if created != nil {
+			r.CreatedAt = *created
+		}
+		b.Records = append(b.Records, r)
+	}
+	if err := rows.Err(); err != nil {
+		return b, fmt.Errorf("pgstore: job %s: read %s: %w", req.Job, s.hostTable(), err)
+	}
+	return b, nil
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// Commit writes observations, findings and repair commands and advances the cursor in one
+// transaction, pipelined in one round trip. If the cursor moved since the read it rolls back
+// and returns reconcile.ErrConcurrentRun.
+func (s *Store) Commit(ctx context.Context, c reconcile.Commit) (reconcile.CommitResult, error) {
+	var res reconcile.CommitResult
+	st, err := s.statements(ctx)
+	if err != nil {
+		return res, err
+	}
+	var next []string
+	if !c.Wrap {
+		if err := json.Unmarshal([]byte(c.Next), &next); err != nil || len(next) != len(s.cfg.KeyColumns) {
+			return res, fmt.Errorf("pgstore: job %s: cursor position %q is not one of this store's keys", c.Job, c.Next)
+		}
+	}
+	var obsIDs, obsStates []string
+	var f findingCols
+	for _, o := range c.Outcomes {
+		if o.Verified {
+			obsIDs, obsStates = append(obsIDs, o.RecordID), append(obsStates, o.External)
+		}
+		if d := o.Decision; d.Kind != "" && (d.Verdict == reconcile.Repairable || d.Verdict == reconcile.NeedsReview) {
+			f.add(o)
+		}
+	}
+
+	batch := &pgx.Batch{}
+	switch {
+	case c.Wrap && c.Cursor.Version == 0:
+		batch.Queue(st.insertWrapped, c.Job, c.Cursor.Version)
+	case c.Wrap:
+		batch.Queue(st.wrapCursor, c.Job, c.Cursor.Version)
+	case c.Cursor.Version == 0:
+		batch.Queue(st.insertCursor, c.Job, c.Cursor.Version, next, len(c.Outcomes), c.Unverifiable)
+	default:
+		batch.Queue(st.advanceCursor, c.Job, c.Cursor.Version, next, len(c.Outcomes), c.Unverifiable)
+	}
+	switch {
+	case len(obsIDs) == 0:
+	case st.observeTakesJob:
+		batch.Queue(st.observe, c.Job, obsIDs, obsStates)
+	default:
+		batch.Queue(st.observe, obsIDs, obsStates)
+	}
+	if len(f.ids) > 0 {
+		batch.Queue(st.findings, c.Job, s.cfg.AggregateType, f.ids, f.kinds, f.locals, f.externals, f.details, f.commands).
+			QueryRow(func(row pgx.Row) error { return row.Scan(&res.Findings, &res.Commands) })
+	}
+
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return res, fmt.Errorf("pgstore: job %s: begin: %w", c.Job, err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
+	br := tx.SendBatch(ctx, batch)
+	tag, err := br.Exec()
+	if err != nil {
+		br.Close()
+		return res, fmt.Errorf("pgstore: job %s: advance cursor: %w", c.Job, err)
+	}
+	if tag.RowsAffected() != 1 {
+		br.Close()
+		return reconcile.CommitResult{}, reconcile.ErrConcurrentRun
+	}
+	if err := br.Close(); err != nil {
+		return reconcile.CommitResult{}, fmt.Errorf("pgstore: job %s: write results: %w", c.Job, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return reconcile.CommitResult{}, fmt.Errorf("pgstore: job %s: commit: %w", c.Job, err)
+	}
+	return res, nil
+}
+
+type findingCols struct {
+	ids, kinds, locals, externals, details, commands []string
+}
+
+func (f *findingCols) add(o reconcile.Outcome) {
+	f.ids = append(f.ids, o.RecordID)
+	f.kinds = append(f.kinds, o.Decision.Kind)
+	f.locals = append(f.locals, o.Local)
+	f.externals = append(f.externals, o.External)
+	f.details = append(f.details, o.Decision.Detail)
+	f.commands = append(f.commands, o.Decision.Command)
+}
+
+// quoteList quotes identifiers and joins them with commas.
+func quoteList(prefix string, cols []string) string {
+	q := make([]string, len(cols))
+	for i, c := range cols {
+		q[i] = prefix + pgx.Identifier{c}.Sanitize()
+	}
+	return strings.Join(q, ", ")
+}

@@ -1,0 +1,138 @@
+package pgstore_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/pgstore"
+	"github.com/reconcilekit/reconcile/internal/pgtest"
+	"github.com/reconcilekit/reconcile/reconciletest"
+)
+
+const paymentsDDL = `CREATE TABLE payments (
+	id          bigint PRIMARY KEY,
+	external_id text NOT NULL,
+	status      text NOT NULL,
+	created_at  timestamptz NOT NULL DEFAULT now() - interval '1 day',
+	updated_at  timestamptz NOT NULL DEFAULT now()
+)`
+
+// newStore gives the test its own schema with a payments table, the reconciler's tables
+// migrated, and a store over them.
+func newStore(t testing.TB, cfg pgstore.Config, ddl ...string) (*pgxpool.Pool, *pgstore.Store) {
+	t.Helper()
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	if len(ddl) == 0 {
+		ddl = []string{paymentsDDL}
+	}
+	for _, d := range ddl {
+		if _, err := pool.Exec(ctx, d); err != nil {
+			t.Fatalf("%s: %v", d, err)
+		}
+	}
+	if err := pgstore.Migrate(ctx, pool, cfg.Tables); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Table == "" {
+		cfg.Table = "payments"
+	}
+	s, err := pgstore.New(pool, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pool, s
+}
+
+type fixture struct {
+	pool  *pgxpool.Pool
+	store *pgstore.Store
+}
+
+func (f fixture) Store() reconcile.Store[string] { return f.store }
+
+func (f fixture) Insert(t testing.TB, rows ...reconciletest.Row) {
+	b := &pgx.Batch{}
+	for _, r := range rows {
+		updated := "now() - interval '1 hour'"
+		if r.Recent {
+			updated = "now()"
+		}
+		b.Queue(`INSERT INTO payments (id, external_id, status, updated_at) VALUES ($1, $2, $3, `+updated+`)`, r.ID, r.ExternalID, r.Local)
+	}
+	if err := f.pool.SendBatch(context.Background(), b).Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f fixture) Delete(t testing.TB, ids ...int64) {
+	if _, err := f.pool.Exec(context.Background(), `DELETE FROM payments WHERE id = ANY($1)`, ids); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f fixture) Verified(t testing.TB, job string, id int64) (time.Time, string, bool) {
+	var at time.Time
+	var ext string
+	err := f.pool.QueryRow(context.Background(), `SELECT verified_at, external_state FROM reconcile_observations
+		WHERE job = $1 AND record_id = $2`, job, strconv.FormatInt(id, 10)).Scan(&at, &ext)
+	if err == pgx.ErrNoRows {
+		return time.Time{}, "", false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return at, ext, true
+}
+
+func (f fixture) Findings(t testing.TB, job string) []reconcile.Finding {
+	fs, err := f.store.Findings(context.Background(), job, 0, 100000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+func (f fixture) Commands(t testing.TB, job string) []reconcile.Command {
+	return commands(t, f.pool, job)
+}
+
+func commands(t testing.TB, pool *pgxpool.Pool, job string) []reconcile.Command {
+	rows, err := pool.Query(context.Background(), `SELECT event_type, payload FROM reconcile_outbox
+		WHERE payload->>'job' = $1 ORDER BY id`, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []reconcile.Command
+	var name string
+	var payload []byte
+	_, err = pgx.ForEachRow(rows, []any{&name, &payload}, func() error {
+		c, err := reconcile.DecodeCommand(name, payload)
+		out = append(out, c)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func (f fixture) ResolveFinding(t testing.TB, id int64) {
+	if _, err := f.store.ResolveFinding(context.Background(), f.pool, id, "fixed", "test"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	reconciletest.Run(t, func(t *testing.T) reconciletest.Fixture {
+		pool, s := newStore(t, pgstore.Config{})
+		return fixture{pool, s}
+	})
+}
