@@ -128,11 +128,12 @@ func New(db DB, cfg Config) (*Store, error) {
 	}
 	cfg.Tables = cfg.Tables.withDefaults()
 
-	checks := [][2]string{{"Table", cfg.Table}, {"IDColumn", cfg.IDColumn}, {"ExternalIDColumn", cfg.ExternalIDColumn},
-		{"StateColumn", cfg.StateColumn}, {"UpdatedAtColumn", cfg.UpdatedAtColumn}, {"CreatedAtColumn", cfg.CreatedAtColumn}}
+	checks := [][2]string{{"Table", cfg.Table}}
 	for i, k := range cfg.KeyColumns {
 		checks = append(checks, [2]string{fmt.Sprintf("KeyColumns[%d]", i), k})
 	}
+	checks = append(checks, [][2]string{{"IDColumn", cfg.IDColumn}, {"ExternalIDColumn", cfg.ExternalIDColumn},
+		{"StateColumn", cfg.StateColumn}, {"UpdatedAtColumn", cfg.UpdatedAtColumn}, {"CreatedAtColumn", cfg.CreatedAtColumn}}...)
 	if cfg.Schema != "" {
 		checks = append(checks, [2]string{"Schema", cfg.Schema})
 	}
