@@ -1,0 +1,55 @@
+// Package reconcile finds, classifies and safely repairs drift between a service's own rows and
+// an external system such as Stripe.
+//
+// Webhooks get lost, outages outlast retry windows, people edit things by hand. A reconciler
+// walks every local row with a keyset cursor, asks the external system for its state, classifies
+// each pair with a pure function, records deduplicated findings, and queues repair commands in a
+// transactional outbox. It never updates business rows itself: repairs go through the same
+// canonical writer the webhook handler uses, and anything where money may already have moved
+// goes to a person.
+//
+// # The pieces
+//
+// A job is described by a Config: a Source of local rows, a Gateway to the external system, a
+// Classifier and a Sink. The adapters provide them: adapters/pgstore is a Source and Sink over a
+// host table in PostgreSQL, adapters/memstore the same in memory, adapters/stripeadapter the
+// Stripe side. Each call of RunBatch reads one batch, asks the gateway about each row (outside
+// any transaction), classifies, and commits the results.
+//
+// # Verdicts
+//
+// Every row gets one Verdict: InSync; InFlight (changed locally within the grace period, or the
+// external side is still transitioning: judge later); Repairable (the local side catches up
+// automatically, through a repair command); NeedsReview (a person decides; every unanticipated
+// combination lands here); Unverifiable (the external system could not be asked, never counted
+// as healthy). A Classifier returns a Decision: the verdict, the finding kind and the repair
+// command. RuleTable builds one from a declarative table; ClassifierFunc adapts a function.
+//
+// # Guarantees
+//
+// RunBatch relies on its Source and Sink for these, and the conformance suite in package
+// reconciletest checks them for every adapter:
+//
+//   - The cursor is a keyset (WHERE key > cursor ORDER BY key LIMIT n), never OFFSET; an empty
+//     read wraps it and completes the cycle. Rows present for a whole cycle are checked exactly
+//     once in it, whatever is inserted or deleted meanwhile.
+//   - Gateway calls happen outside any database transaction.
+//   - Observations, findings, repair commands and the cursor advance commit together, and the
+//     advance is compare-and-set: a reconciler that lost a race gets ErrConcurrentRun and writes
+//     nothing. A crash anywhere means the batch is redone, and redoing is harmless.
+//   - Rows changed within the grace period (judged by the store's clock) are InFlight and not
+//     sent to the gateway.
+//   - Only rows the external system answered for advance their last-verified time, so an outage
+//     shows as growing lag rather than false health.
+//   - At most one finding is open per (job, record, kind), and a repair command is queued only
+//     with a new finding.
+//   - A rate limit (ErrRateLimited) stops the batch's remaining calls; ErrAbortBatch (such as
+//     rejected credentials) stops the batch with an error.
+//
+// # Gateway errors
+//
+// A Gateway maps every failure to one of: ErrNotFound (confirmed absent: a NeedsReview finding
+// of kind missing_externally), ErrRateLimited or *RateLimitError, ErrAbortBatch, *ReviewError (the
+// request was rejected and a person must look), or anything else, such as ErrUnavailable, which
+// makes the row Unverifiable.
+package reconcile
