@@ -1,0 +1,70 @@
+package reconcile_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/memstore"
+)
+
+// A sweep over three payments kept in memory: one in sync, one whose success webhook was lost
+// (repaired automatically), one paid here but canceled externally (for a person to review).
+func ExampleRunBatch() {
+	ctx := context.Background()
+	store := memstore.New[int64, string](memstore.Options{AggregateType: "payment"})
+	hourAgo := time.Now().Add(-time.Hour)
+	store.Put(memstore.Row[int64, string]{Key: 1, ExternalID: "pi_1", Local: "paid", UpdatedAt: hourAgo})
+	store.Put(memstore.Row[int64, string]{Key: 2, ExternalID: "pi_2", Local: "pending", UpdatedAt: hourAgo})
+	store.Put(memstore.Row[int64, string]{Key: 3, ExternalID: "pi_3", Local: "paid", UpdatedAt: hourAgo})
+
+	external := map[string]string{"pi_1": "succeeded", "pi_2": "succeeded", "pi_3": "canceled"}
+	gateway := reconcile.GatewayFunc[string](func(ctx context.Context, id string) (string, error) {
+		s, ok := external[id]
+		if !ok {
+			return "", reconcile.ErrNotFound
+		}
+		return s, nil
+	})
+	classifier, err := reconcile.NewRuleTable(
+		func(l string) string { return l }, func(e string) string { return e },
+		reconcile.Rule[string, string]{Local: []string{"paid"}, External: []string{"succeeded"},
+			Decision: reconcile.Decision{Verdict: reconcile.InSync}},
+		reconcile.Rule[string, string]{Local: []string{"pending"}, External: []string{"succeeded"},
+			Decision: reconcile.Decision{Verdict: reconcile.Repairable, Kind: "missed_success", Command: "ApplyPaymentSucceeded"}},
+		reconcile.Rule[string, string]{Local: []string{"paid"},
+			Decision: reconcile.Decision{Verdict: reconcile.NeedsReview, Kind: "paid_locally_not_externally"}},
+	)
+	if err != nil {
+		panic(err)
+	}
+
+	cfg := reconcile.Config[string, string]{
+		Job: "payments", Source: store, Sink: store, Gateway: gateway, Classifier: classifier, BatchSize: 100,
+	}
+	for {
+		rep, err := reconcile.RunBatch(ctx, cfg)
+		if err != nil {
+			panic(err)
+		}
+		if rep.Wrapped {
+			fmt.Println("cycle complete")
+			break
+		}
+		fmt.Printf("scanned %d: %d in sync, %d repairable, %d for review\n", rep.Scanned,
+			rep.Verdicts[reconcile.InSync], rep.Verdicts[reconcile.Repairable], rep.Verdicts[reconcile.NeedsReview])
+	}
+	for _, f := range store.Findings() {
+		fmt.Printf("finding: record %s %s (%s here, %s there)\n", f.RecordID, f.Kind, f.Local, f.External)
+	}
+	for _, c := range store.Commands() {
+		fmt.Printf("queued: %s for %s %s\n", c.Name, c.AggregateType, c.RecordID)
+	}
+	// Output:
+	// scanned 3: 1 in sync, 1 repairable, 1 for review
+	// cycle complete
+	// finding: record 2 missed_success (pending here, succeeded there)
+	// finding: record 3 paid_locally_not_externally (paid here, canceled there)
+	// queued: ApplyPaymentSucceeded for payment 2
+}
