@@ -6,6 +6,8 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/stripe/stripe-go/v82 v82.5.1
 	github.com/testcontainers/testcontainers-go/modules/postgres v0.45.0
+	go.uber.org/goleak v1.3.0
+	golang.org/x/time v0.16.0
 )
 
 require (

@@ -275,15 +275,19 @@ func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L]) (out []O
 						cancel(err)
 						return
 					}
+					if stop.Load() { // a 429 arrived while we waited our turn
+						o.Decision = Decision{Verdict: Unverifiable}
+						continue
+					}
 				}
 				nCalls.Add(1)
 				ext, err := cfg.Gateway.Fetch(ctx, o.ExternalID)
+				if errors.Is(err, ErrRateLimited) {
+					stop.Store(true)
+				}
 				if err := r.decide(ctx, o, recs[ask[n]].Local, ext, err); err != nil {
 					cancel(err)
 					return
-				}
-				if errors.Is(err, ErrRateLimited) {
-					stop.Store(true)
 				}
 			}
 		}()
