@@ -202,15 +202,20 @@ func (s *Store) hostTable() string {
 // columnTypes reads the host table's column types from the catalog.
 func (s *Store) columnTypes(ctx context.Context) (map[string]string, error) {
 	rows, err := s.db.Query(ctx, `
-		SELECT a.attname, format_type(a.atttypid, a.atttypmod)
+		SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull
 		FROM pg_attribute a
 		WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, s.hostTable())
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: read catalog for %s: %w", s.hostTable(), err)
 	}
 	types := map[string]string{}
+	notNull := map[string]bool{}
 	var name, typ string
-	if _, err := pgx.ForEachRow(rows, []any{&name, &typ}, func() error { types[name] = typ; return nil }); err != nil {
+	var nn bool
+	if _, err := pgx.ForEachRow(rows, []any{&name, &typ, &nn}, func() error {
+		types[name], notNull[name] = typ, nn
+		return nil
+	}); err != nil {
 		return nil, fmt.Errorf("pgstore: read catalog for %s: %w", s.hostTable(), err)
 	}
 	if len(types) == 0 {
@@ -224,6 +229,25 @@ func (s *Store) columnTypes(ctx context.Context) (map[string]string, error) {
 		if _, ok := types[c]; !ok {
 			return nil, fmt.Errorf("pgstore: table %s has no column %q", s.hostTable(), c)
 		}
+	}
+	// A keyset skips rows whose key is NULL and rows whose key ties across a batch boundary.
+	for _, k := range s.cfg.KeyColumns {
+		if !notNull[k] {
+			return nil, fmt.Errorf("pgstore: key column %q of %s is nullable; rows with a NULL key would never be reconciled", k, s.hostTable())
+		}
+	}
+	var unique bool
+	if err := s.db.QueryRow(ctx, `
+		SELECT EXISTS (
+			SELECT 1 FROM pg_index i
+			WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL
+			AND (SELECT bool_and(a.attname = ANY($2)) FROM pg_attribute a
+				WHERE a.attrelid = i.indrelid AND a.attnum = ANY((i.indkey::int2[])[0:i.indnkeyatts - 1])))`,
+		s.hostTable(), s.cfg.KeyColumns).Scan(&unique); err != nil {
+		return nil, fmt.Errorf("pgstore: read catalog for %s: %w", s.hostTable(), err)
+	}
+	if !unique {
+		return nil, fmt.Errorf("pgstore: key columns %v of %s are not unique (no unique index or primary key within them); the cursor would skip rows that share a key", s.cfg.KeyColumns, s.hostTable())
 	}
 	return types, nil
 }

@@ -54,7 +54,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 
 func TestCheckNamesTheMissingTableOrColumn(t *testing.T) {
 	t.Parallel()
-	pool, _ := newStore(t, pgstore.Config{})
+	pool, _ := newStore(t, pgstore.Config{}, paymentsDDL, `ALTER TABLE payments ADD COLUMN maybe bigint`)
 	ctx := context.Background()
 	tests := []struct {
 		name string
@@ -64,6 +64,8 @@ func TestCheckNamesTheMissingTableOrColumn(t *testing.T) {
 		{"an unknown table", pgstore.Config{Table: "paymentz"}, `"paymentz" does not exist`},
 		{"an unknown state column", pgstore.Config{Table: "payments", StateColumn: "state"}, `no column "state"`},
 		{"an unknown key column", pgstore.Config{Table: "payments", KeyColumns: []string{"created_at", "uuid"}}, `no column "uuid"`},
+		{"a key that is not unique", pgstore.Config{Table: "payments", KeyColumns: []string{"created_at"}}, "not unique"},
+		{"a nullable key column", pgstore.Config{Table: "payments", KeyColumns: []string{"maybe", "id"}}, `"maybe" of "payments" is nullable`},
 		{"host observation columns that are missing", pgstore.Config{Table: "payments", Observations: pgstore.ObserveInHostColumns}, `no column "observed_external_status"`},
 	}
 	for _, tt := range tests {
