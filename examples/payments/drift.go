@@ -1,0 +1,162 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+)
+
+// A story is one way a payment row and its PaymentIntent can relate, together with what the
+// reconciler must conclude about it. Each story is planted in a known number of rows, and the
+// run ends by checking that the reconciler found exactly those.
+type story struct {
+	name  string
+	share float64 // of all rows, at least one row; the first story gets the remainder
+
+	local    string
+	external stripe.PaymentIntentStatus // Stripe's status; unused when notFound
+	// notFound: Stripe never saw the PaymentIntent id, and the fake answers 404.
+	notFound bool
+	// unavailable: the fake fails every call for this row, as a timeout or a 503 would.
+	unavailable bool
+	// recent: the row changed just now, inside the grace period.
+	recent bool
+
+	verdict reconcile.Verdict
+	kind    string // the finding the reconciler must open; "" for none
+	command string // the repair command it must queue; "" for none
+}
+
+const (
+	paid    = stripeadapter.LocalPaid
+	pending = stripeadapter.LocalPending
+	failed  = stripeadapter.LocalFailed
+)
+
+// stories is the drift a payments table accumulates in real life, in realistic proportions.
+var stories = []story{
+	{name: "in sync: paid", local: paid, external: stripe.PaymentIntentStatusSucceeded,
+		verdict: reconcile.InSync},
+	{name: "in sync: failed", share: 0.08, local: failed, external: stripe.PaymentIntentStatusCanceled,
+		verdict: reconcile.InSync},
+	{name: "in sync: awaiting payment", share: 0.06, local: pending, external: stripe.PaymentIntentStatusRequiresPaymentMethod,
+		verdict: reconcile.InSync},
+	{name: "in flight: processing at Stripe", share: 0.04, local: pending, external: stripe.PaymentIntentStatusProcessing,
+		verdict: reconcile.InFlight},
+	{name: "missed success webhook", share: 0.06, local: pending, external: stripe.PaymentIntentStatusSucceeded,
+		verdict: reconcile.Repairable, kind: stripeadapter.KindMissedSuccess, command: stripeadapter.CommandApplyPaymentSucceeded},
+	{name: "missed cancel webhook", share: 0.03, local: pending, external: stripe.PaymentIntentStatusCanceled,
+		verdict: reconcile.Repairable, kind: stripeadapter.KindMissedCancel, command: stripeadapter.CommandApplyPaymentCanceled},
+	{name: "paid here, canceled at Stripe", share: 0.004, local: paid, external: stripe.PaymentIntentStatusCanceled,
+		verdict: reconcile.NeedsReview, kind: stripeadapter.KindPaidLocallyNotExternally},
+	{name: "paid here, requires_action at Stripe", share: 0.003, local: paid, external: stripe.PaymentIntentStatusRequiresAction,
+		verdict: reconcile.NeedsReview, kind: stripeadapter.KindPaidLocallyNotExternally},
+	// A customer retried after a failure and the retry succeeded: money taken for an order we
+	// gave up on. No rule covers it, so the classifier sends it to a person.
+	{name: "failed here, succeeded at Stripe", share: 0.002, local: failed, external: stripe.PaymentIntentStatusSucceeded,
+		verdict: reconcile.NeedsReview, kind: reconcile.Unexpected(failed, string(stripe.PaymentIntentStatusSucceeded)).Kind},
+	{name: "unknown to Stripe", share: 0.003, local: paid, notFound: true,
+		verdict: reconcile.NeedsReview, kind: reconcile.KindMissingExternally},
+	// The success webhook is being applied right now. The row looks like a missed success, but
+	// it is inside the grace period, so it is InFlight and Stripe is not asked.
+	{name: "changed in the last minute", share: 0.02, local: pending, external: stripe.PaymentIntentStatusSucceeded, recent: true,
+		verdict: reconcile.InFlight},
+	{name: "Stripe unavailable", share: 0.02, local: paid, external: stripe.PaymentIntentStatusSucceeded, unavailable: true,
+		verdict: reconcile.Unverifiable},
+}
+
+// payment is one row to load, with the story it tells.
+type payment struct {
+	orderID    string
+	externalID string // the PaymentIntent id
+	amount     int64  // in cents
+	// createdAgo and updatedAgo are measured back from the database's now().
+	createdAgo, updatedAgo time.Duration
+	story                  *story
+}
+
+// plan is the table's content: every row and how many rows tell each story.
+type plan struct {
+	payments []payment
+	counts   []int // indexed like stories
+}
+
+const (
+	history     = 7 * 24 * time.Hour // created_at is spread over the past week
+	quietBefore = 15 * time.Minute   // rows not in a recent story last changed before this
+)
+
+// newPlan deals the stories out over rows payments, in an order and with ids, amounts and times
+// drawn from seed: the same seed gives the same table.
+func newPlan(rows int, seed uint64) (plan, error) {
+	counts := make([]int, len(stories))
+	rest := rows
+	for i := 1; i < len(stories); i++ {
+		counts[i] = max(1, int(math.Round(stories[i].share*float64(rows))))
+		rest -= counts[i]
+	}
+	if rest < 1 {
+		return plan{}, fmt.Errorf("payments: %d rows are too few to plant every story; use at least %d", rows, rows-rest+1)
+	}
+	counts[0] = rest
+
+	rng := rand.New(rand.NewPCG(seed, 0))
+	order := make([]*story, 0, rows)
+	for i, n := range counts {
+		for range n {
+			order = append(order, &stories[i])
+		}
+	}
+	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+
+	p := plan{payments: make([]payment, rows), counts: counts}
+	seen := make(map[string]bool, rows)
+	for i, s := range order {
+		id := paymentIntentID(rng)
+		for seen[id] {
+			id = paymentIntentID(rng)
+		}
+		seen[id] = true
+		created := time.Hour + time.Duration(rng.Int64N(int64(history-time.Hour)))
+		updated := quietBefore + time.Duration(rng.Int64N(int64(created-quietBefore)))
+		if s.recent {
+			updated = 0
+		}
+		p.payments[i] = payment{
+			orderID:    fmt.Sprintf("ord_%06d", i+1),
+			externalID: id,
+			amount:     100 * (5 + rng.Int64N(500)), // $5 to $504
+			createdAgo: created,
+			updatedAgo: updated,
+			story:      s,
+		}
+	}
+	return p, nil
+}
+
+// paymentIntentID returns an id shaped like Stripe's: "pi_" and 24 letters and digits.
+func paymentIntentID(rng *rand.Rand) string {
+	const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	b := []byte("pi_")
+	for range 24 {
+		b = append(b, alphabet[rng.IntN(len(alphabet))])
+	}
+	return string(b)
+}
+
+// where returns the payments whose story satisfies pred.
+func (p plan) where(pred func(*story) bool) []payment {
+	var out []payment
+	for _, pay := range p.payments {
+		if pred(pay.story) {
+			out = append(out, pay)
+		}
+	}
+	return out
+}

@@ -1,0 +1,238 @@
+// Payments runs one full reconciliation cycle of a PostgreSQL payments table against a
+// fake Stripe, over a table seeded with the drift a real payments service accumulates.
+//
+// It is the first thing to run:
+//
+//	go run ./examples/payments
+//
+// It connects to $DATABASE_URL (by default postgres://postgres@127.0.0.1:5432/test?sslmode=disable),
+// drops and creates the schema reconcile_demo, and fills its payments table with rows that
+// mostly agree with their Stripe PaymentIntents, and some that do not: success and cancel
+// webhooks that never arrived, orders marked paid whose payment did not go through, a payment
+// that succeeded for an order marked failed, PaymentIntents Stripe never saw, rows changed a
+// moment ago, and calls that fail. The stories and their shares are in drift.go.
+//
+// It then runs the reconciler (pgstore over the table, the Stripe PaymentIntent classifier, an
+// in-process fake Stripe) batch by batch until the cursor wraps, printing a line per batch, and
+// ends with what a host would look at: verdicts, open findings by kind, the repair commands
+// queued in the outbox, the monitoring figures, and the findings a person must review. It exits
+// with status 1 if any of that differs from what was planted.
+//
+// Flags:
+//
+//	-rows N    payments to load (default 3000)
+//	-batch N   rows per batch (default 200)
+//	-rps R     Stripe calls per second, as a host would pace the real API (default 0: unpaced)
+//	           A cycle longer than the 10-minute grace period lets the rows changed "in the last
+//	           minute" age out of it; they are then asked about and reported as differences.
+//	-seed N    seed for the table's content; the same seed gives the same table (default 1)
+//
+// The tables stay until the next run, to be looked at:
+//
+//	psql "${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" -c 'TABLE reconcile_demo.reconcile_findings LIMIT 5'
+//
+// The schema name is fixed, so two runs against one database at the same time get in each
+// other's way.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stripe/stripe-go/v82"
+	"golang.org/x/time/rate"
+
+	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/pgstore"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+)
+
+// defaultDatabaseURL is the local server with trust authentication.
+const defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+// job names the sweep; its cursor, observations and findings are kept under this name.
+const job = "payments-sweep"
+
+// options are run's parameters; main fills them from flags and the environment.
+type options struct {
+	DatabaseURL string
+	Rows        int
+	BatchSize   int
+	RPS         float64 // Stripe calls per second; 0 means unpaced
+	Seed        uint64
+}
+
+func main() {
+	opts := options{DatabaseURL: os.Getenv("DATABASE_URL")}
+	if opts.DatabaseURL == "" {
+		opts.DatabaseURL = defaultDatabaseURL
+	}
+	flag.IntVar(&opts.Rows, "rows", 3000, "payments to load")
+	flag.IntVar(&opts.BatchSize, "batch", reconcile.DefaultBatchSize, "rows per batch")
+	flag.Float64Var(&opts.RPS, "rps", 0, "Stripe calls per second (0: unpaced)")
+	flag.Uint64Var(&opts.Seed, "seed", 1, "seed for the table's content")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Stdout, opts); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		stop()
+		os.Exit(1)
+	}
+}
+
+// run loads the planted table, reconciles it for one full cycle, prints the results to out, and
+// returns an error if they differ from what was planted.
+func run(ctx context.Context, out io.Writer, opts options) error {
+	switch {
+	case opts.Rows <= 0:
+		return fmt.Errorf("payments: -rows %d must be positive", opts.Rows)
+	case opts.BatchSize <= 0:
+		return fmt.Errorf("payments: -batch %d must be positive", opts.BatchSize)
+	case opts.RPS < 0:
+		return fmt.Errorf("payments: -rps %g must not be negative", opts.RPS)
+	}
+	p, err := newPlan(opts.Rows, opts.Seed)
+	if err != nil {
+		return err
+	}
+
+	pool, err := connect(ctx, opts.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := setUp(ctx, pool, p); err != nil {
+		return err
+	}
+	printPlan(out, p)
+
+	store, err := pgstore.New(pool, pgstore.Config{
+		Table:         "payments",
+		Schema:        schema,
+		Tables:        pgstore.Tables{Schema: schema},
+		AggregateType: "payment",
+	})
+	if err != nil {
+		return err
+	}
+	gateway := newFakeStripe(p)
+	// Declared as the interface so that no pacing stays a nil interface, not a nil *rate.Limiter.
+	var limiter reconcile.Limiter
+	if opts.RPS > 0 {
+		limiter = rate.NewLimiter(rate.Limit(opts.RPS), 1)
+	}
+	rec, err := reconcile.New(reconcile.Config[string, stripe.PaymentIntentStatus]{
+		Job:        job,
+		Source:     store,
+		Sink:       store,
+		Gateway:    gateway,
+		Classifier: stripeadapter.PaymentIntentClassifier,
+		BatchSize:  opts.BatchSize,
+		Limiter:    limiter,
+		// Real Stripe calls take a few hundred milliseconds; several in flight keep a batch short
+		// while the limiter sets the pace.
+		Concurrency:   8,
+		ExternalState: func(s stripe.PaymentIntentStatus) string { return string(s) },
+	})
+	if err != nil {
+		return err
+	}
+
+	c, err := runCycle(ctx, out, rec)
+	if err != nil {
+		return err
+	}
+	res, err := collect(ctx, pool, store, gateway, p, c)
+	if err != nil {
+		return err
+	}
+	printSummary(out, p, res)
+	return check(out, p, res)
+}
+
+// connect opens a pool and makes sure the database answers, explaining how to provide one if
+// it does not.
+func connect(ctx context.Context, dbURL string) (*pgxpool.Pool, error) {
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err == nil {
+		pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err = pool.Ping(pingCtx)
+		cancel()
+		if err != nil {
+			pool.Close()
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf(`payments: cannot connect to PostgreSQL at %s: %w
+
+The example needs a database it may create the schema %s in. Either
+  - set DATABASE_URL to one:
+      DATABASE_URL='postgres://user:password@host:5432/dbname?sslmode=disable' go run ./examples/payments
+  - or start the local server (its default URL is %s):
+      pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start`,
+			redact(dbURL), err, schema, defaultDatabaseURL)
+	}
+	return pool, nil
+}
+
+// redact hides the password of a database URL.
+func redact(dbURL string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return "the configured DATABASE_URL"
+	}
+	return u.Redacted()
+}
+
+// cycle adds up the batches of one cycle.
+type cycle struct {
+	batches  int
+	scanned  int
+	verdicts map[reconcile.Verdict]int
+	findings int // opened
+	commands int // queued
+	elapsed  time.Duration
+}
+
+// runCycle runs batches until the cursor wraps: one full pass over the table. A host calls
+// RunBatch from its own scheduler instead, one batch every few seconds or minutes; the cursor
+// in the database carries the cycle across runs and restarts.
+func runCycle(ctx context.Context, out io.Writer, rec *reconcile.Reconciler[string, stripe.PaymentIntentStatus]) (cycle, error) {
+	c := cycle{verdicts: map[reconcile.Verdict]int{}}
+	start := time.Now()
+	fmt.Fprintf(out, "\nReconciling (job %s):\n", job)
+	for {
+		rep, err := rec.RunBatch(ctx)
+		if errors.Is(err, reconcile.ErrConcurrentRun) {
+			return c, fmt.Errorf("payments: another reconciler is running job %s on this database: %w", job, err)
+		}
+		if err != nil {
+			return c, err
+		}
+		c.batches++
+		c.scanned += rep.Scanned
+		c.findings += rep.NewFindings
+		c.commands += rep.NewCommands
+		for v, n := range rep.Verdicts {
+			c.verdicts[v] += n
+		}
+		printBatch(out, c.batches, rep)
+		if rep.Wrapped {
+			c.elapsed = time.Since(start)
+			return c, nil
+		}
+	}
+}

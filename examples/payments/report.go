@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/pgstore"
+)
+
+// reviewShown is how many of the findings a person must review are listed.
+const reviewShown = 10
+
+// results is what a host would look at after a cycle, read back from the database and the fake.
+type results struct {
+	cycle
+	status   pgstore.Status
+	commands map[string]int // outbox rows by event type
+	// observed is the number of rows with an observation; unobserved counts the rows Stripe
+	// answered for that have none.
+	observed, unobserved int
+	// calls is the number of Stripe calls; callsInGrace those about rows inside the grace period.
+	calls, callsInGrace int
+	// review lists the first open findings that no repair command will resolve, out of
+	// reviewOpen.
+	review     []reconcile.Finding
+	reviewOpen int
+}
+
+const (
+	// commandsByType counts the repair commands queued by the job.
+	commandsByType = `SELECT event_type, count(*) FROM reconcile_demo.reconcile_outbox
+		WHERE payload->>'job' = $1 GROUP BY event_type`
+	// observedRows counts payments with an observation, and those among $2 without one.
+	observedRows = `SELECT count(o.record_id), count(*) FILTER (WHERE o.record_id IS NULL AND p.external_id = ANY($2))
+		FROM reconcile_demo.payments AS p
+		LEFT JOIN reconcile_demo.reconcile_observations AS o ON o.job = $1 AND o.record_id = p.id::text`
+)
+
+// collect reads the cycle's results back.
+func collect(ctx context.Context, pool *pgxpool.Pool, store *pgstore.Store, gateway *fakeStripe, p plan, c cycle) (results, error) {
+	r := results{cycle: c, commands: map[string]int{}}
+	var err error
+	if r.status, err = store.Status(ctx, job); err != nil {
+		return r, err
+	}
+
+	rows, err := pool.Query(ctx, commandsByType, job)
+	if err != nil {
+		return r, fmt.Errorf("payments: count commands: %w", err)
+	}
+	var event string
+	var n int
+	if _, err := pgx.ForEachRow(rows, []any{&event, &n}, func() error { r.commands[event] = n; return nil }); err != nil {
+		return r, fmt.Errorf("payments: count commands: %w", err)
+	}
+
+	answered := externalIDs(p.where(func(s *story) bool { return !s.recent && !s.unavailable }))
+	if err := pool.QueryRow(ctx, observedRows, job, answered).Scan(&r.observed, &r.unobserved); err != nil {
+		return r, fmt.Errorf("payments: count observations: %w", err)
+	}
+
+	r.calls, r.callsInGrace = gateway.calls(externalIDs(p.where(func(s *story) bool { return s.recent })))
+
+	// Findings come back a keyset page at a time. Those without a repair command are the
+	// NeedsReview ones: nothing will resolve them but a person.
+	for after := int64(0); ; {
+		page, err := store.Findings(ctx, job, after, 500)
+		if err != nil {
+			return r, err
+		}
+		if len(page) == 0 {
+			return r, nil
+		}
+		for _, f := range page {
+			if f.Open() && f.Command == "" {
+				r.reviewOpen++
+				if len(r.review) < reviewShown {
+					r.review = append(r.review, f)
+				}
+			}
+		}
+		after = page[len(page)-1].ID
+	}
+}
+
+func externalIDs(ps []payment) []string {
+	ids := make([]string, len(ps))
+	for i, p := range ps {
+		ids[i] = p.externalID
+	}
+	return ids
+}
+
+// printPlan shows the stories planted in the table.
+func printPlan(out io.Writer, p plan) {
+	fmt.Fprintf(out, "Loaded %d payments into %s.payments, with this drift planted:\n", len(p.payments), schema)
+	fmt.Fprintf(out, "  %-38s %6s  %-8s %-26s %s\n", "story", "rows", "local", "Stripe", "the reconciler must say")
+	for i, s := range stories {
+		external := string(s.external)
+		switch {
+		case s.notFound:
+			external = "404 (never saw it)"
+		case s.unavailable:
+			external = "503 (call fails)"
+		case s.recent:
+			external += " (not asked)"
+		}
+		expect := s.verdict.String()
+		if s.kind != "" {
+			expect += " " + s.kind
+		}
+		fmt.Fprintf(out, "  %-38s %6d  %-8s %-26s %s\n", s.name, p.counts[i], s.local, external, expect)
+	}
+}
+
+// printBatch prints one progress line.
+func printBatch(out io.Writer, n int, rep reconcile.Report) {
+	ms := float64(rep.Duration) / float64(time.Millisecond)
+	if rep.Wrapped {
+		fmt.Fprintf(out, "  batch %3d  scanned %4d  empty read: the cycle is complete and the cursor back at the start  %6.1fms\n",
+			n, rep.Scanned, ms)
+		return
+	}
+	var b strings.Builder
+	for _, v := range reconcile.Verdicts {
+		fmt.Fprintf(&b, "  %s %3d", v, rep.Verdicts[v])
+	}
+	fmt.Fprintf(out, "  batch %3d  scanned %4d%s  findings +%-3d commands +%-3d %6.1fms\n",
+		n, rep.Scanned, b.String(), rep.NewFindings, rep.NewCommands, ms)
+}
+
+// printSummary prints what a host would look at after the cycle, next to what was planted.
+func printSummary(out io.Writer, p plan, r results) {
+	want := p.expected()
+	fmt.Fprintf(out, "\nOne cycle: %d batches, %d rows, %d Stripe calls, %s.\n",
+		r.batches, r.scanned, r.calls, r.elapsed.Round(time.Millisecond))
+
+	fmt.Fprintf(out, "\n  %-40s %6s %8s\n", "Verdicts over the cycle", "rows", "planted")
+	for _, v := range reconcile.Verdicts {
+		fmt.Fprintf(out, "    %-38s %6d %8d\n", v, r.verdicts[v], want.verdicts[v])
+	}
+
+	fmt.Fprintf(out, "\n  %-40s %6s %8s\n", "Open findings by kind", "open", "planted")
+	for _, kind := range sortedKeys(r.status.OpenFindings, want.findings) {
+		fmt.Fprintf(out, "    %-38s %6d %8d\n", kind, r.status.OpenFindings[kind], want.findings[kind])
+	}
+
+	fmt.Fprintf(out, "\n  %-40s %6s %8s\n", "Repair commands queued in the outbox", "rows", "planted")
+	for _, event := range sortedKeys(r.commands, want.commands) {
+		fmt.Fprintf(out, "    %-38s %6d %8d\n", event, r.commands[event], want.commands[event])
+	}
+
+	st := r.status
+	fmt.Fprintf(out, "\n  Monitoring (store.Status)\n")
+	fmt.Fprintf(out, "    %-38s %s  (%d rows not verified yet count from their created_at)\n",
+		"reconciliation lag", age(st.Lag), st.Rows-int64(r.observed))
+	fmt.Fprintf(out, "    %-38s %d\n", "cycles completed", st.CyclesCompleted)
+	fmt.Fprintf(out, "    %-38s %.1f%% (%d of %d rows)\n", "last batch unverifiable",
+		100*st.UnverifiableRatio(), st.LastBatchUnverifiable, st.LastBatchScanned)
+	if open := sum(st.OpenFindings); open > 0 {
+		fmt.Fprintf(out, "    %-38s %d, the oldest detected %s ago\n", "open findings", open, age(st.Now.Sub(st.OldestOpenFinding)))
+	}
+
+	fmt.Fprintf(out, "\n  Needs review: %d open findings a person must resolve", r.reviewOpen)
+	if r.reviewOpen > len(r.review) {
+		fmt.Fprintf(out, " (the first %d)", len(r.review))
+	}
+	fmt.Fprintf(out, "\n    %-8s %-38s %-8s %s\n", "record", "kind", "local", "Stripe")
+	for _, f := range r.review {
+		external := f.External
+		if external == "" {
+			external = "-"
+		}
+		fmt.Fprintf(out, "    %-8s %-38s %-8s %s\n", f.RecordID, f.Kind, f.Local, external)
+	}
+}
+
+// sortedKeys returns the keys of both maps, sorted.
+func sortedKeys(a, b map[string]int) []string {
+	keys := slices.Collect(maps.Keys(a))
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// age formats a duration for people: days and hours past a day, seconds below.
+func age(d time.Duration) string {
+	const day = 24 * time.Hour
+	if d >= day {
+		return fmt.Sprintf("%dd %dh", d/day, d%day/time.Hour)
+	}
+	return d.Round(time.Second).String()
+}
