@@ -59,6 +59,9 @@ func scanFinding(row pgx.CollectableRow) (reconcile.Finding, error) {
 // Findings returns a job's findings, open and resolved, oldest first, at most limit of them
 // after the given id (0 to start): a keyset page.
 func (s *Store) Findings(ctx context.Context, job string, afterID int64, limit int) ([]reconcile.Finding, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("pgstore: findings: limit %d must be positive", limit)
+	}
 	rows, err := s.db.Query(ctx, `SELECT `+findingColumns+` FROM `+s.cfg.Tables.table("findings")+`
 		WHERE job = $1 AND id > $2 ORDER BY id LIMIT $3`, job, afterID, limit)
 	if err != nil {
