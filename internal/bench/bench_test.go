@@ -1,0 +1,72 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/reconcilekit/reconcile/internal/pgtest"
+)
+
+func TestSeedMixMatchesTheReferenceShares(t *testing.T) {
+	t.Parallel()
+	got := map[string]int{}
+	for i := 1; i <= 100; i++ {
+		local, ext, ok := seedMix(i)
+		if !ok {
+			ext = "unavailable"
+		}
+		got[local+"/"+string(ext)]++
+	}
+	want := map[string]int{"paid/succeeded": 90, "pending/succeeded": 4, "paid/canceled": 3,
+		"pending/processing": 2, "paid/unavailable": 1}
+	if len(got) != len(want) {
+		t.Fatalf("mix = %v, want %v", got, want)
+	}
+	for k, n := range want {
+		if got[k] != n {
+			t.Errorf("mix[%s] = %d, want %d", k, got[k], n)
+		}
+	}
+	if f, c := expected(100000); f != 7000 || c != 4000 {
+		t.Errorf("expected(100000) = %d findings, %d commands; want 7000, 4000", f, c)
+	}
+}
+
+func TestEngineFindsTheMixDriftInOneCycle(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		batch int
+	}{
+		{"with batches that divide the rows", 200},
+		{"with a last partial batch", 333},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			pool, schema := pgtest.PoolSchema(t)
+			var progress bytes.Buffer
+			res, err := runEngine(context.Background(), pool, schema, engineOptions{Rows: 2000, Batch: tc.batch, Progress: &progress})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Findings != 140 || res.Commands != 80 || res.GatewayCalls != 2000 {
+				t.Errorf("findings=%d commands=%d gateway_calls=%d, want 140, 80, 2000", res.Findings, res.Commands, res.GatewayCalls)
+			}
+			if wantBatches := (2000+tc.batch-1)/tc.batch + 1; res.Batches != wantBatches {
+				t.Errorf("batches = %d, want %d (the last one wraps)", res.Batches, wantBatches)
+			}
+			if res.Verdicts["unverifiable"] != 20 || res.Verdicts["in_flight"] != 40 {
+				t.Errorf("verdicts = %v, want 20 unverifiable and 40 in flight", res.Verdicts)
+			}
+			if n := strings.Count(progress.String(), "%"); n != 10 {
+				t.Errorf("progress has %d percentage lines, want 10:\n%s", n, progress.String())
+			}
+			if _, err := json.Marshal(res); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

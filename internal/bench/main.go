@@ -1,0 +1,147 @@
+// Command bench measures the reconciler against a real PostgreSQL database.
+//
+// Usage:
+//
+//	go run ./internal/bench <subcommand> [flags]
+//
+// Subcommands:
+//
+//	engine   load a seed-shaped payments table and time one full cycle of the engine over it
+//
+// The database comes from $DATABASE_URL, else DefaultURL. Each subcommand prints progress to
+// stderr and, as its last stdout line, one JSON object with its figures, so that runs can be
+// collected with `tail -n1`.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DefaultURL is the database used when $DATABASE_URL is not set: the local server with trust
+// authentication.
+const DefaultURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+// command is one subcommand: it parses its own flags from args and writes its result to stdout.
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+// commands maps subcommand names to their implementations; add new benchmarks here.
+var commands = map[string]command{
+	"engine": {summary: "load a payments table and time one full engine cycle over it", run: engineCommand},
+}
+
+// errUsage marks errors already explained to the user by a flag set's own output.
+var errUsage = errors.New("bench: usage")
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, errUsage) && !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, err)
+		}
+		stop()
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		return errUsage
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "bench: unknown subcommand %q\n", args[0])
+		usage(stderr)
+		return errUsage
+	}
+	return cmd.run(ctx, args[1:], stdout, stderr)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: go run ./internal/bench <subcommand> [flags]   (-h after a subcommand lists its flags)")
+	fmt.Fprintln(w, "subcommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintf(w, "The database is $DATABASE_URL (default %s).\n", DefaultURL)
+}
+
+// connect opens a pool on $DATABASE_URL (or DefaultURL) and checks that the server answers.
+// Its error says how to provide a database.
+func connect(ctx context.Context) (*pgxpool.Pool, error) {
+	dbURL, source := os.Getenv("DATABASE_URL"), "$DATABASE_URL"
+	if dbURL == "" {
+		dbURL, source = DefaultURL, "the default URL"
+	}
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err == nil {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err = pool.Ping(pctx)
+		cancel()
+		if err != nil {
+			pool.Close()
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf(`bench: cannot connect to PostgreSQL at %s (%s): %w
+Provide a database in one of these ways:
+  - set DATABASE_URL to a reachable database you may create schemas in, e.g.
+      export DATABASE_URL='%s'
+  - or start the local server (then create the database if needed):
+      pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start
+      psql -h 127.0.0.1 -U postgres -c 'CREATE DATABASE test'`, redact(dbURL), source, err, DefaultURL)
+	}
+	return pool, nil
+}
+
+// redact hides the password of a URL-style connection string.
+func redact(dbURL string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil || u.Scheme == "" {
+		return "(connection string)"
+	}
+	return u.Redacted()
+}
+
+// peakRSSMB returns the process's peak resident set size (VmHWM) in MiB, or -1 if
+// /proc/self/status cannot be read (not Linux).
+func peakRSSMB() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		v, ok := strings.CutPrefix(line, "VmHWM:")
+		if !ok {
+			continue
+		}
+		kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+		if err != nil {
+			return -1
+		}
+		return kb / 1024
+	}
+	return -1
+}
