@@ -36,45 +36,41 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"os/signal"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stripe/stripe-go/v82"
 	"golang.org/x/time/rate"
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/internal/pgenv"
 )
-
-// defaultDatabaseURL is the local server with trust authentication.
-const defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 
 // job names the sweep; its cursor, observations and findings are kept under this name.
 const job = "payments-sweep"
 
 // options are run's parameters; main fills them from flags and the environment.
 type options struct {
-	DatabaseURL string
-	Rows        int
-	BatchSize   int
-	RPS         float64 // Stripe calls per second; 0 means unpaced
-	Seed        uint64
+	DatabaseURL    string
+	DatabaseSource string // where DatabaseURL came from, for the error if it does not answer
+	Rows           int
+	BatchSize      int
+	RPS            float64 // Stripe calls per second; 0 means unpaced
+	Seed           uint64
 }
 
 func main() {
-	opts := options{DatabaseURL: os.Getenv("DATABASE_URL")}
-	if opts.DatabaseURL == "" {
-		opts.DatabaseURL = defaultDatabaseURL
-	}
+	var opts options
+	opts.DatabaseURL, opts.DatabaseSource = pgenv.URL("DATABASE_URL")
 	flag.IntVar(&opts.Rows, "rows", 3000, "payments to load")
 	flag.IntVar(&opts.BatchSize, "batch", reconcile.DefaultBatchSize, "rows per batch")
 	flag.Float64Var(&opts.RPS, "rps", 0, "Stripe calls per second (0: unpaced)")
@@ -106,9 +102,12 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 		return err
 	}
 
-	pool, err := connect(ctx, opts.DatabaseURL)
+	pool, err := pgenv.Connect(ctx, opts.DatabaseURL, cmp.Or(opts.DatabaseSource, "options.DatabaseURL"))
 	if err != nil {
-		return err
+		if ctx.Err() != nil {
+			return err
+		}
+		return fmt.Errorf("payments: the example needs a database it may create the schema %s in.\n%w", schema, err)
 	}
 	defer pool.Close()
 	if err := setUp(ctx, pool, p); err != nil {
@@ -158,43 +157,6 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 	}
 	printSummary(out, p, res)
 	return check(out, p, res)
-}
-
-// connect opens a pool and makes sure the database answers, explaining how to provide one if
-// it does not.
-func connect(ctx context.Context, dbURL string) (*pgxpool.Pool, error) {
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err == nil {
-		pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err = pool.Ping(pingCtx)
-		cancel()
-		if err != nil {
-			pool.Close()
-		}
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf(`payments: cannot connect to PostgreSQL at %s: %w
-
-The example needs a database it may create the schema %s in. Either
-  - set DATABASE_URL to one:
-      DATABASE_URL='postgres://user:password@host:5432/dbname?sslmode=disable' go run ./examples/payments
-  - or start the local server (its default URL is %s):
-      pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start`,
-			redact(dbURL), err, schema, defaultDatabaseURL)
-	}
-	return pool, nil
-}
-
-// redact hides the password of a database URL.
-func redact(dbURL string) string {
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		return "the configured DATABASE_URL"
-	}
-	return u.Redacted()
 }
 
 // cycle adds up the batches of one cycle.

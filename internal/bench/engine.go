@@ -19,6 +19,7 @@ import (
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/internal/pgenv"
 )
 
 // engineOptions configures one engine run.
@@ -83,7 +84,8 @@ func engineCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return fmt.Errorf("bench: engine: -rows and -batch must be positive")
 	}
 
-	pool, err := connect(ctx)
+	dbURL, source := pgenv.URL("DATABASE_URL")
+	pool, err := pgenv.Connect(ctx, dbURL, source)
 	if err != nil {
 		return err
 	}

@@ -8,8 +8,8 @@
 //
 //	engine   load a seed-shaped payments table and time one full cycle of the engine over it
 //
-// The database comes from $DATABASE_URL, else DefaultURL. Each subcommand prints progress to
-// stderr and, as its last stdout line, one JSON object with its figures, so that runs can be
+// The database comes from $DATABASE_URL, else pgenv.DefaultURL. Each subcommand prints progress
+// to stderr and, as its last stdout line, one JSON object with its figures, so that runs can be
 // collected with `tail -n1`.
 package main
 
@@ -19,20 +19,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/reconcilekit/reconcile/internal/pgenv"
 )
-
-// DefaultURL is the database used when $DATABASE_URL is not set: the local server with trust
-// authentication.
-const DefaultURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 
 // command is one subcommand: it parses its own flags from args and writes its result to stdout.
 type command struct {
@@ -85,44 +79,7 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintf(w, "The database is $DATABASE_URL (default %s).\n", DefaultURL)
-}
-
-// connect opens a pool on $DATABASE_URL (or DefaultURL) and checks that the server answers.
-// Its error says how to provide a database.
-func connect(ctx context.Context) (*pgxpool.Pool, error) {
-	dbURL, source := os.Getenv("DATABASE_URL"), "$DATABASE_URL"
-	if dbURL == "" {
-		dbURL, source = DefaultURL, "the default URL"
-	}
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err == nil {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err = pool.Ping(pctx)
-		cancel()
-		if err != nil {
-			pool.Close()
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf(`bench: cannot connect to PostgreSQL at %s (%s): %w
-Provide a database in one of these ways:
-  - set DATABASE_URL to a reachable database you may create schemas in, e.g.
-      export DATABASE_URL='%s'
-  - or start the local server (then create the database if needed):
-      pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start
-      psql -h 127.0.0.1 -U postgres -c 'CREATE DATABASE test'`, redact(dbURL), source, err, DefaultURL)
-	}
-	return pool, nil
-}
-
-// redact hides the password of a URL-style connection string.
-func redact(dbURL string) string {
-	u, err := url.Parse(dbURL)
-	if err != nil || u.Scheme == "" {
-		return "(connection string)"
-	}
-	return u.Redacted()
+	fmt.Fprintf(w, "The database is $DATABASE_URL (default %s).\n", pgenv.DefaultURL)
 }
 
 // peakRSSMB returns the process's peak resident set size (VmHWM) in MiB, or -1 if

@@ -2,12 +2,12 @@
 // database.
 //
 // URL finds the database: it uses $TEST_DATABASE_URL, else $DATABASE_URL,
-// else DefaultURL. The first call in a test binary pings that database
-// (once per process). If it does not answer and Docker is usable, one
-// postgres:16-alpine container is started with testcontainers and used for
-// the rest of the process; testcontainers' reaper removes it after the test
-// binary exits. If neither works, the test fails (it is never skipped) with
-// a message that says how to provide a database.
+// else pgenv.DefaultURL. The first call in a test binary pings that
+// database (once per process). If it does not answer and Docker is usable,
+// one postgres:16-alpine container is started with testcontainers and used
+// for the rest of the process; testcontainers' reaper removes it after the
+// test binary exits. If neither works, the test fails (it is never skipped)
+// with a message that says how to provide a database.
 //
 // Pool and PoolSchema give each caller its own freshly created schema with a
 // random name and a pgxpool.Pool whose connections have search_path set to
@@ -22,8 +22,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -33,11 +31,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/testcontainers/testcontainers-go/modules/postgres"
-)
 
-// DefaultURL is the database URL used when neither $TEST_DATABASE_URL nor
-// $DATABASE_URL is set: the local server with trust authentication.
-const DefaultURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	"github.com/reconcilekit/reconcile/internal/pgenv"
+)
 
 // MaxConns is the maximum number of connections in a pool returned by Pool
 // or PoolSchema.
@@ -147,22 +143,11 @@ func schemaName() (string, error) {
 	return "t_" + hex.EncodeToString(b[:]), nil
 }
 
-// configuredURL returns the database URL from the environment (looked up
-// with getenv), or DefaultURL, and where it came from.
-func configuredURL(getenv func(string) string) (dbURL, source string) {
-	for _, name := range []string{"TEST_DATABASE_URL", "DATABASE_URL"} {
-		if v := getenv(name); v != "" {
-			return v, "$" + name
-		}
-	}
-	return DefaultURL, "the default URL"
-}
-
 // resolve pings the configured database and, if it does not answer, starts
 // a container. It runs once per process.
 func resolve(tb testing.TB) (string, error) {
 	tb.Helper()
-	dbURL, source := configuredURL(os.Getenv)
+	dbURL, source := pgenv.URL("TEST_DATABASE_URL", "DATABASE_URL")
 	pingErr := ping(dbURL)
 	if pingErr == nil {
 		return dbURL, nil
@@ -170,11 +155,11 @@ func resolve(tb testing.TB) (string, error) {
 
 	dockerErr := dockerUsable()
 	if dockerErr == nil {
-		tb.Logf("pgtest: database %s (%s) did not answer: %v", redact(dbURL), source, pingErr)
+		tb.Logf("pgtest: database %s (%s) did not answer: %v", pgenv.Redact(dbURL), source, pingErr)
 		tb.Logf("pgtest: starting a %s container with testcontainers", containerImage)
 		ctrURL, err := startContainer()
 		if err == nil {
-			tb.Logf("pgtest: using PostgreSQL container at %s", redact(ctrURL))
+			tb.Logf("pgtest: using PostgreSQL container at %s", pgenv.Redact(ctrURL))
 			return ctrURL, nil
 		}
 		dockerErr = fmt.Errorf("docker is usable but starting a %s container failed: %w", containerImage, err)
@@ -190,7 +175,7 @@ Provide a database in one of these ways:
       pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start
       psql -h 127.0.0.1 -U postgres -c 'CREATE DATABASE test'
   - or install Docker (so that 'docker info' works) and pgtest will start a %s container itself`,
-		redact(dbURL), source, pingErr, dockerErr, DefaultURL, containerImage)
+		pgenv.Redact(dbURL), source, pingErr, dockerErr, pgenv.DefaultURL, containerImage)
 }
 
 // ping connects to dbURL and pings it within pingTimeout.
@@ -253,13 +238,4 @@ func startContainer() (string, error) {
 		return "", errors.Join(fmt.Errorf("ping container: %w", err), ctr.Terminate(context.Background()))
 	}
 	return ctrURL, nil
-}
-
-// redact hides the password in a URL-style connection string.
-func redact(dbURL string) string {
-	u, err := url.Parse(dbURL)
-	if err != nil || u.Scheme == "" {
-		return "(connection string)"
-	}
-	return u.Redacted()
 }

@@ -11,38 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-func TestConfiguredURL(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		env        map[string]string
-		want, from string
-	}{
-		{nil, DefaultURL, "the default URL"},
-		{map[string]string{"DATABASE_URL": "postgres://d"}, "postgres://d", "$DATABASE_URL"},
-		{map[string]string{"TEST_DATABASE_URL": "postgres://t"}, "postgres://t", "$TEST_DATABASE_URL"},
-		{map[string]string{"TEST_DATABASE_URL": "postgres://t", "DATABASE_URL": "postgres://d"}, "postgres://t", "$TEST_DATABASE_URL"},
-	}
-	for _, tt := range tests {
-		got, from := configuredURL(func(k string) string { return tt.env[k] })
-		if got != tt.want || from != tt.from {
-			t.Errorf("configuredURL(%v) = %q, %q; want %q, %q", tt.env, got, from, tt.want, tt.from)
-		}
-	}
-}
-
-func TestRedact(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		"postgres://u:secret@h:5432/db?sslmode=disable": "postgres://u:xxxxx@h:5432/db?sslmode=disable",
-		DefaultURL:               DefaultURL,
-		"host=h password=secret": "(connection string)",
-	} {
-		if got := redact(in); got != want {
-			t.Errorf("redact(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // TestPoolIsolation runs two parallel subtests that each create a table
 // with the same name in their own schema, and checks that each sees only
 // its own rows, that search_path is its schema, and that the schemas are
