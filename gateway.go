@@ -49,6 +49,9 @@ const (
 	KindMissingExternally = "missing_externally"
 	// KindRejected: the gateway returned a ReviewError without a kind of its own.
 	KindRejected = "rejected_by_external_system"
+	// KindInvalidExternalID: the row's external id is empty (the engine never sends an empty id)
+	// or cannot be valid (gateways may return a ReviewError of this kind without calling out).
+	KindInvalidExternalID = "invalid_external_id"
 )
 
 // RateLimitError is a rate-limit answer carrying how long the external system asked us to wait.
@@ -60,6 +63,7 @@ type RateLimitError struct {
 	Reason string
 }
 
+// Error describes the rate limit, with the wait and reason when known.
 func (e *RateLimitError) Error() string {
 	msg := "reconcile: rate limited by external system"
 	if e.RetryAfter > 0 {
@@ -78,10 +82,13 @@ func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimited
 // external system rejected the request as invalid, or the external id cannot be valid. The row
 // becomes a NeedsReview finding of the given Kind with Detail, and it is not counted as verified.
 type ReviewError struct {
-	Kind   string
+	// Kind is the finding kind, such as "invalid_external_id"; empty means KindRejected.
+	Kind string
+	// Detail is stored with the finding; it must not contain secrets.
 	Detail string
 }
 
+// Error names the finding kind and detail.
 func (e *ReviewError) Error() string {
 	if e.Detail == "" {
 		return "reconcile: needs review: " + e.Kind

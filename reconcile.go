@@ -35,8 +35,17 @@ type Commit struct {
 	Wrap bool
 	// Outcomes holds one entry per row read, in key order.
 	Outcomes []Outcome
-	// Unverifiable counts the outcomes whose verdict is Unverifiable, for monitoring.
-	Unverifiable int
+}
+
+// Unverifiable counts the outcomes whose verdict is Unverifiable, for monitoring.
+func (c Commit) Unverifiable() int {
+	n := 0
+	for _, o := range c.Outcomes {
+		if o.Decision.Verdict == Unverifiable {
+			n++
+		}
+	}
+	return n
 }
 
 // Outcome is what the reconciler concluded about one row.
@@ -164,12 +173,18 @@ type Report struct {
 	Wrapped bool
 	// GatewayCalls is the number of external calls made.
 	GatewayCalls int
-	// RateLimited reports that the external system asked us to slow down during the batch.
+	// RateLimited reports that the external system asked us to slow down during the batch (or
+	// the Limiter could not grant a call before ctx's deadline); the rows not asked are
+	// Unverifiable.
 	RateLimited bool
+	// RetryAfter is the longest wait a rate-limit answer asked for; zero if none named one. A
+	// scheduler should not run the job again sooner.
+	RetryAfter time.Duration
 	// NewFindings and NewCommands are what the commit added.
 	NewFindings int
 	NewCommands int
-	Duration    time.Duration
+	// Duration is the wall time of the batch, failed ones included.
+	Duration time.Duration
 }
 
 // UnverifiableRatio is the share of scanned rows that could not be checked; 0 for an empty batch.
@@ -186,6 +201,22 @@ func (r Report) UnverifiableRatio() float64 {
 // cycle. On any error nothing of the batch is written and the next run redoes it.
 func (r *Reconciler[L, E]) RunBatch(ctx context.Context) (Report, error) {
 	start := time.Now()
+	rep, err := r.runBatch(ctx)
+	rep.Duration = time.Since(start)
+	if err != nil {
+		return rep, err
+	}
+	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "reconcile batch",
+		slog.String("job", rep.Job), slog.Int("scanned", rep.Scanned), slog.Bool("wrapped", rep.Wrapped),
+		slog.Int("in_sync", rep.Verdicts[InSync]), slog.Int("in_flight", rep.Verdicts[InFlight]),
+		slog.Int("repairable", rep.Verdicts[Repairable]), slog.Int("needs_review", rep.Verdicts[NeedsReview]),
+		slog.Int("unverifiable", rep.Verdicts[Unverifiable]), slog.Int("gateway_calls", rep.GatewayCalls),
+		slog.Int("new_findings", rep.NewFindings), slog.Int("new_commands", rep.NewCommands),
+		slog.Bool("rate_limited", rep.RateLimited), slog.Duration("duration", rep.Duration))
+	return rep, nil
+}
+
+func (r *Reconciler[L, E]) runBatch(ctx context.Context) (Report, error) {
 	cfg := &r.cfg
 	rep := Report{Job: cfg.Job, Verdicts: make(map[Verdict]int, len(Verdicts))}
 	batch, err := cfg.Source.Read(ctx, ReadRequest{Job: cfg.Job, Limit: cfg.BatchSize, Grace: cfg.Grace})
@@ -201,102 +232,132 @@ func (r *Reconciler[L, E]) RunBatch(ctx context.Context) (Report, error) {
 		rep.Wrapped = true
 	} else {
 		commit.Next = batch.Records[len(batch.Records)-1].Key
-		commit.Outcomes, rep.GatewayCalls, rep.RateLimited, err = r.judge(ctx, batch.Records)
+		j, err := r.judge(ctx, batch.Records)
+		rep.GatewayCalls = j.calls
 		if err != nil {
-			return rep, err
+			return rep, fmt.Errorf("reconcile: job %s: %w", cfg.Job, err)
 		}
+		commit.Outcomes, rep.RateLimited, rep.RetryAfter = j.outcomes, j.stopped, j.retryAfter
 	}
 	for _, o := range commit.Outcomes {
 		rep.Verdicts[o.Decision.Verdict]++
 	}
 	rep.Scanned = len(commit.Outcomes)
-	commit.Unverifiable = rep.Verdicts[Unverifiable]
 	res, err := cfg.Sink.Commit(ctx, commit)
 	if err != nil {
-		if errors.Is(err, ErrConcurrentRun) {
-			return rep, err
-		}
 		return rep, fmt.Errorf("reconcile: job %s: commit: %w", cfg.Job, err)
 	}
 	rep.NewFindings, rep.NewCommands = res.Findings, res.Commands
-	rep.Duration = time.Since(start)
-	cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "reconcile batch",
-		slog.String("job", cfg.Job), slog.Int("scanned", rep.Scanned), slog.Bool("wrapped", rep.Wrapped),
-		slog.Int("in_sync", rep.Verdicts[InSync]), slog.Int("in_flight", rep.Verdicts[InFlight]),
-		slog.Int("repairable", rep.Verdicts[Repairable]), slog.Int("needs_review", rep.Verdicts[NeedsReview]),
-		slog.Int("unverifiable", rep.Verdicts[Unverifiable]), slog.Int("gateway_calls", rep.GatewayCalls),
-		slog.Int("new_findings", rep.NewFindings), slog.Int("new_commands", rep.NewCommands),
-		slog.Bool("rate_limited", rep.RateLimited), slog.Duration("duration", rep.Duration))
 	return rep, nil
 }
 
+// judgement is what judge concluded about a batch.
+type judgement struct {
+	outcomes   []Outcome
+	calls      int
+	stopped    bool          // a rate limit (or the limiter) stopped the calls
+	retryAfter time.Duration // the longest wait a rate limit asked for
+}
+
 // judge turns records into outcomes, calling the gateway for every row not changed within the
-// grace period. No database work happens here.
-func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L]) (out []Outcome, calls int, limited bool, err error) {
+// grace period. No database work happens here. Calls run on cfg.Concurrency goroutines, all of
+// which have returned when judge returns.
+func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L]) (judgement, error) {
 	cfg := &r.cfg
-	out = make([]Outcome, len(recs))
+	out := make([]Outcome, len(recs))
 	var ask []int
 	for i, rec := range recs {
 		out[i] = Outcome{RecordID: rec.ID, ExternalID: rec.ExternalID, Local: cfg.LocalState(rec.Local)}
-		if rec.Recent {
+		switch {
+		case rec.Recent:
 			out[i].Decision = Decision{Verdict: InFlight}
-		} else {
+		case rec.ExternalID == "":
+			// Nothing to ask about: never send an empty id to the external system.
+			out[i].Decision = Decision{Verdict: NeedsReview, Kind: KindInvalidExternalID, Detail: "the row has no external id"}
+		default:
 			ask = append(ask, i)
 		}
 	}
 	if len(ask) == 0 {
-		return out, 0, false, nil
+		return judgement{outcomes: out}, nil
 	}
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var (
-		next, nCalls atomic.Int64
-		stop         atomic.Bool // a 429: ask no more
-		wg           sync.WaitGroup
+		next, calls atomic.Int64
+		stop        atomic.Bool // a 429: ask no more
+		mu          sync.Mutex  // guards retryAfter
+		retryAfter  time.Duration
+		wg          sync.WaitGroup
 	)
-	workers := min(cfg.Concurrency, len(ask))
-	for range workers {
+	// ask makes one call for out[i]; it reports false when the batch must stop.
+	askOne := func(i int) (ok bool) {
+		o := &out[i]
+		defer func() {
+			// A panicking gateway or classifier must not take the host process down with it.
+			if p := recover(); p != nil {
+				cancel(fmt.Errorf("record %s: panic: %v", o.RecordID, p))
+				ok = false
+			}
+		}()
+		if stop.Load() {
+			o.Decision = Decision{Verdict: Unverifiable}
+			return true
+		}
+		if cfg.Limiter != nil {
+			if err := cfg.Limiter.Wait(ctx); err != nil {
+				if ctx.Err() != nil {
+					cancel(context.Cause(ctx))
+					return false
+				}
+				// The limiter cannot grant a call before our deadline: stop asking, keep
+				// what was learned, and let the rest be Unverifiable.
+				stop.Store(true)
+				o.Decision = Decision{Verdict: Unverifiable}
+				return true
+			}
+			if stop.Load() { // a 429 arrived while we waited our turn
+				o.Decision = Decision{Verdict: Unverifiable}
+				return true
+			}
+		}
+		calls.Add(1)
+		ext, err := cfg.Gateway.Fetch(ctx, o.ExternalID)
+		if errors.Is(err, ErrRateLimited) {
+			stop.Store(true)
+			var rl *RateLimitError
+			if errors.As(err, &rl) {
+				mu.Lock()
+				retryAfter = max(retryAfter, rl.RetryAfter)
+				mu.Unlock()
+			}
+		}
+		if err := r.decide(ctx, o, recs[i].Local, ext, err); err != nil {
+			cancel(err)
+			return false
+		}
+		return true
+	}
+	for range min(cfg.Concurrency, len(ask)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
 				n := int(next.Add(1)) - 1
-				if n >= len(ask) || ctx.Err() != nil {
-					return
-				}
-				o := &out[ask[n]]
-				if stop.Load() {
-					o.Decision = Decision{Verdict: Unverifiable}
-					continue
-				}
-				if cfg.Limiter != nil {
-					if err := cfg.Limiter.Wait(ctx); err != nil {
-						cancel(err)
-						return
-					}
-					if stop.Load() { // a 429 arrived while we waited our turn
-						o.Decision = Decision{Verdict: Unverifiable}
-						continue
-					}
-				}
-				nCalls.Add(1)
-				ext, err := cfg.Gateway.Fetch(ctx, o.ExternalID)
-				if errors.Is(err, ErrRateLimited) {
-					stop.Store(true)
-				}
-				if err := r.decide(ctx, o, recs[ask[n]].Local, ext, err); err != nil {
-					cancel(err)
+				if n >= len(ask) || ctx.Err() != nil || !askOne(ask[n]) {
 					return
 				}
 			}
 		}()
 	}
 	wg.Wait()
+	j := judgement{calls: int(calls.Load()), stopped: stop.Load(), retryAfter: retryAfter}
 	if err := context.Cause(ctx); err != nil {
-		return nil, int(nCalls.Load()), stop.Load(), fmt.Errorf("reconcile: job %s: %w", cfg.Job, err)
+		return j, err
 	}
-	return out, int(nCalls.Load()), stop.Load(), nil
+	j.outcomes = out
+	return j, nil
 }
 
 // decide fills in o from one gateway answer. It returns an error only when the batch must stop.

@@ -237,7 +237,7 @@ func (s *Store[K, L]) Commit(ctx context.Context, c reconcile.Commit) (reconcile
 		cur.CycleStartedAt = now
 	} else {
 		cur.Position = c.Next
-		cur.LastBatchAt, cur.LastBatchScanned, cur.LastBatchUnverified = now, len(c.Outcomes), c.Unverifiable
+		cur.LastBatchAt, cur.LastBatchScanned, cur.LastBatchUnverified = now, len(c.Outcomes), c.Unverifiable()
 	}
 	s.cursors[c.Job] = cur
 	return res, nil

@@ -357,9 +357,9 @@ func (s *Store) Commit(ctx context.Context, c reconcile.Commit) (reconcile.Commi
 	case c.Wrap:
 		batch.Queue(st.wrapCursor, c.Job, c.Cursor.Version)
 	case c.Cursor.Version == 0:
-		batch.Queue(st.insertCursor, c.Job, c.Cursor.Version, next, len(c.Outcomes), c.Unverifiable)
+		batch.Queue(st.insertCursor, c.Job, c.Cursor.Version, next, len(c.Outcomes), c.Unverifiable())
 	default:
-		batch.Queue(st.advanceCursor, c.Job, c.Cursor.Version, next, len(c.Outcomes), c.Unverifiable)
+		batch.Queue(st.advanceCursor, c.Job, c.Cursor.Version, next, len(c.Outcomes), c.Unverifiable())
 	}
 	switch {
 	case len(obsIDs) == 0:
