@@ -16,7 +16,10 @@ import (
 	"github.com/reconcilekit/reconcile"
 )
 
-// DB is what the store needs of a connection: *pgxpool.Pool, *pgx.Conn and pgx.Tx all have it.
+// DB is what the store needs of its database. Give it a *pgxpool.Pool: batches commit in
+// transactions of their own, and Status may run beside RunBatch. (A *pgx.Conn or pgx.Tx has these
+// methods too, but a Tx would hold a transaction open across gateway calls, and a Conn is not
+// safe for concurrent use.)
 type DB interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
@@ -40,7 +43,8 @@ const (
 )
 
 // Config describes the host table and where the reconciler keeps its state. Every column
-// default fits the seed's payments table; only Table is required.
+// default fits the seed's payments table; only Table is required. Names must be plain SQL
+// identifiers; they are always quoted, so they are case-sensitive ("Payments" is not payments).
 type Config struct {
 	// Table is the host table, such as "payments". Required.
 	Table string
@@ -75,6 +79,10 @@ type Config struct {
 	// OwnWriteTolerance is how close updated_at may be to the last-verified time and still be
 	// taken for the reconciler's own write, with ObserveInHostColumns. Zero means one second.
 	OwnWriteTolerance time.Duration
+
+	// TimeZone is the zone that columns of type timestamp without time zone are in, so that
+	// grace and lag do not depend on the session's TimeZone setting. Empty means "UTC".
+	TimeZone string
 }
 
 // Store is a reconcile.Store over a host table in PostgreSQL.
@@ -88,7 +96,10 @@ type Store struct {
 
 var _ reconcile.Store[string] = (*Store)(nil)
 
-var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var (
+	identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	zoneRE  = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_/+-]*$`)
+)
 
 func checkIdent(field, v string) error {
 	if v == "" {
@@ -123,6 +134,7 @@ func New(db DB, cfg Config) (*Store, error) {
 	def(&cfg.AggregateType, cfg.Table)
 	def(&cfg.ObservedColumn, "observed_external_status")
 	def(&cfg.VerifiedAtColumn, "last_reconciled_at")
+	def(&cfg.TimeZone, "UTC")
 	if cfg.OwnWriteTolerance == 0 {
 		cfg.OwnWriteTolerance = time.Second
 	}
@@ -150,6 +162,9 @@ func New(db DB, cfg Config) (*Store, error) {
 	}
 	if cfg.Observations != ObserveInOwnTable && cfg.Observations != ObserveInHostColumns {
 		return nil, fmt.Errorf("pgstore: config: unknown Observations mode %d", cfg.Observations)
+	}
+	if !zoneRE.MatchString(cfg.TimeZone) {
+		return nil, fmt.Errorf("pgstore: config: TimeZone %q is not a time zone name", cfg.TimeZone)
 	}
 	if cfg.OwnWriteTolerance < 0 {
 		return nil, fmt.Errorf("pgstore: config: OwnWriteTolerance %s is negative", cfg.OwnWriteTolerance)
@@ -184,12 +199,8 @@ func (s *Store) statements(ctx context.Context) (*statements, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := buildStatements(s.cfg, types)
-	if err != nil {
-		return nil, err
-	}
-	s.sql = st
-	return st, nil
+	s.sql = buildStatements(s.cfg, types)
+	return s.sql, nil
 }
 
 func (s *Store) hostTable() string {
@@ -230,12 +241,38 @@ func (s *Store) columnTypes(ctx context.Context) (map[string]string, error) {
 			return nil, fmt.Errorf("pgstore: table %s has no column %q", s.hostTable(), c)
 		}
 	}
-	// A keyset skips rows whose key is NULL and rows whose key ties across a batch boundary.
-	for _, k := range s.cfg.KeyColumns {
+	// A keyset skips rows whose key is NULL and rows whose key ties across a batch boundary;
+	// findings and observations are per row id, so two rows sharing one would be confused.
+	for _, k := range append([]string{s.cfg.IDColumn}, s.cfg.KeyColumns...) {
 		if !notNull[k] {
-			return nil, fmt.Errorf("pgstore: key column %q of %s is nullable; rows with a NULL key would never be reconciled", k, s.hostTable())
+			return nil, fmt.Errorf("pgstore: column %q of %s is nullable; as a key or row id it must be NOT NULL", k, s.hostTable())
 		}
 	}
+	for _, k := range s.cfg.KeyColumns {
+		if types[k] == "real" || types[k] == "double precision" {
+			return nil, fmt.Errorf("pgstore: key column %q of %s is a floating-point %s; use an exact type", k, s.hostTable(), types[k])
+		}
+	}
+	for _, c := range []string{s.cfg.UpdatedAtColumn, s.cfg.CreatedAtColumn} {
+		if types[c] != naiveTimestamp && types[c] != "timestamp with time zone" {
+			return nil, fmt.Errorf("pgstore: column %q of %s is %s, not a timestamp", c, s.hostTable(), types[c])
+		}
+	}
+	if err := s.checkUnique(ctx, s.cfg.KeyColumns, "key columns"); err != nil {
+		return nil, err
+	}
+	if err := s.checkUnique(ctx, []string{s.cfg.IDColumn}, "IDColumn"); err != nil {
+		return nil, err
+	}
+	if _, err := s.db.Exec(ctx, "SELECT now() AT TIME ZONE $1::text", s.cfg.TimeZone); err != nil {
+		return nil, fmt.Errorf("pgstore: config: TimeZone %q: %w", s.cfg.TimeZone, err)
+	}
+	return types, nil
+}
+
+// checkUnique verifies that some unique index (or the primary key) covers only columns among
+// cols, so that cols identify a row.
+func (s *Store) checkUnique(ctx context.Context, cols []string, what string) error {
 	var unique bool
 	if err := s.db.QueryRow(ctx, `
 		SELECT EXISTS (
@@ -243,13 +280,13 @@ func (s *Store) columnTypes(ctx context.Context) (map[string]string, error) {
 			WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL
 			AND (SELECT bool_and(a.attname = ANY($2)) FROM pg_attribute a
 				WHERE a.attrelid = i.indrelid AND a.attnum = ANY((i.indkey::int2[])[0:i.indnkeyatts - 1])))`,
-		s.hostTable(), s.cfg.KeyColumns).Scan(&unique); err != nil {
-		return nil, fmt.Errorf("pgstore: read catalog for %s: %w", s.hostTable(), err)
+		s.hostTable(), cols).Scan(&unique); err != nil {
+		return fmt.Errorf("pgstore: read catalog for %s: %w", s.hostTable(), err)
 	}
 	if !unique {
-		return nil, fmt.Errorf("pgstore: key columns %v of %s are not unique (no unique index or primary key within them); the cursor would skip rows that share a key", s.cfg.KeyColumns, s.hostTable())
+		return fmt.Errorf("pgstore: %s %v of %s are not unique (no unique index or primary key within them); rows sharing a value would be skipped or confused", what, cols, s.hostTable())
 	}
-	return types, nil
+	return nil
 }
 
 // Read returns the rows after the job's cursor, in key order, judging grace by the database
@@ -263,49 +300,32 @@ func (s *Store) Read(ctx context.Context, req reconcile.ReadRequest) (reconcile.
 	if err != nil {
 		return b, err
 	}
-	var pos []string
-	err = s.db.QueryRow(ctx, st.readCursor, req.Job).Scan(&pos, &b.Cursor.Version)
+	err = s.db.QueryRow(ctx, st.readCursor, req.Job).Scan(&b.Cursor.Position, &b.Cursor.Version)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 	case err != nil:
 		return b, fmt.Errorf("pgstore: job %s: read cursor: %w", req.Job, err)
 	}
 	query, args := st.readFirst, []any{req.Grace.Seconds(), req.Limit}
-	if pos != nil {
-		if len(pos) != len(s.cfg.KeyColumns) {
-			return b, fmt.Errorf("pgstore: job %s: stored cursor has %d values for %d key columns; was the key changed?", req.Job, len(pos), len(s.cfg.KeyColumns))
+	if b.Cursor.Position != "" {
+		if err := s.checkPosition(b.Cursor.Position); err != nil {
+			return b, fmt.Errorf("pgstore: job %s: stored cursor: %w", req.Job, err)
 		}
-		enc, _ := json.Marshal(pos)
-		b.Cursor.Position = string(enc)
-		query = st.readAfter
-		for _, p := range pos {
-			args = append(args, p)
-		}
+		query, args = st.readAfter, append(args, b.Cursor.Position)
 	}
 	rows, err := s.db.Query(ctx, query, args...)
 	if err != nil {
 		return b, fmt.Errorf("pgstore: job %s: read %s: %w", req.Job, s.hostTable(), err)
 	}
 	defer rows.Close()
-	key := make([]string, len(s.cfg.KeyColumns))
-	dest := make([]any, 0, len(key)+5)
-	for i := range key {
-		dest = append(dest, &key[i])
-	}
 	var r reconcile.Record[string]
 	var ext, state *string
 	var created *time.Time
-	dest = append(dest, &r.ID, &ext, &state, &created, &r.Recent)
 	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
+		if err := rows.Scan(&r.Key, &r.ID, &ext, &state, &created, &r.Recent); err != nil {
 			return b, fmt.Errorf("pgstore: job %s: read %s: %w", req.Job, s.hostTable(), err)
 		}
-		enc, err := json.Marshal(key)
-		if err != nil {
-			return b, err
-		}
-		r.Key, r.ExternalID, r.Local = string(enc), deref(ext), deref(state)
-		r.CreatedAt = time.Time{}
+		r.ExternalID, r.Local, r.CreatedAt = deref(ext), deref(state), time.Time{}
 		if created != nil {
 			r.CreatedAt = *created
 		}
@@ -315,6 +335,15 @@ func (s *Store) Read(ctx context.Context, req reconcile.ReadRequest) (reconcile.
 		return b, fmt.Errorf("pgstore: job %s: read %s: %w", req.Job, s.hostTable(), err)
 	}
 	return b, nil
+}
+
+// checkPosition verifies that a cursor position is a JSON array with one value per key column.
+func (s *Store) checkPosition(pos string) error {
+	var vals []json.RawMessage
+	if err := json.Unmarshal([]byte(pos), &vals); err != nil || len(vals) != len(s.cfg.KeyColumns) {
+		return fmt.Errorf("position %q is not a key of %v; was the job's key changed?", pos, s.cfg.KeyColumns)
+	}
+	return nil
 }
 
 func deref(p *string) string {
@@ -333,10 +362,9 @@ func (s *Store) Commit(ctx context.Context, c reconcile.Commit) (reconcile.Commi
 	if err != nil {
 		return res, err
 	}
-	var next []string
 	if !c.Wrap {
-		if err := json.Unmarshal([]byte(c.Next), &next); err != nil || len(next) != len(s.cfg.KeyColumns) {
-			return res, fmt.Errorf("pgstore: job %s: cursor position %q is not one of this store's keys", c.Job, c.Next)
+		if err := s.checkPosition(c.Next); err != nil {
+			return res, fmt.Errorf("pgstore: job %s: %w", c.Job, err)
 		}
 	}
 	var obsIDs, obsStates []string
@@ -351,15 +379,10 @@ func (s *Store) Commit(ctx context.Context, c reconcile.Commit) (reconcile.Commi
 	}
 
 	batch := &pgx.Batch{}
-	switch {
-	case c.Wrap && c.Cursor.Version == 0:
-		batch.Queue(st.insertWrapped, c.Job, c.Cursor.Version)
-	case c.Wrap:
-		batch.Queue(st.wrapCursor, c.Job, c.Cursor.Version)
-	case c.Cursor.Version == 0:
-		batch.Queue(st.insertCursor, c.Job, c.Cursor.Version, next, len(c.Outcomes), c.Unverifiable())
-	default:
-		batch.Queue(st.advanceCursor, c.Job, c.Cursor.Version, next, len(c.Outcomes), c.Unverifiable())
+	if c.Wrap {
+		batch.Queue(st.wrap, c.Job, c.Cursor.Version)
+	} else {
+		batch.Queue(st.advance, c.Job, c.Cursor.Version, c.Next, len(c.Outcomes), c.Unverifiable())
 	}
 	switch {
 	case len(obsIDs) == 0:

@@ -8,63 +8,76 @@ import (
 )
 
 // statements are the store's SQL, built once from the config and the host table's column
-// types. Every identifier is quoted; values are always bound parameters. Column types come
-// from the catalog (format_type), never from configuration.
+// types. Every identifier is quoted; values are bound parameters. Column types come from the
+// catalog (format_type), never from configuration; the only configured literal, the time zone,
+// is checked to be a plain zone name first.
 type statements struct {
 	readCursor, readFirst, readAfter string
-	insertCursor, advanceCursor      string
-	insertWrapped, wrapCursor        string
+	advance, wrap                    string
 	observe, findings                string
 	observeTakesJob                  bool
+	lag                              string
 }
 
-func buildStatements(cfg Config, types map[string]string) (*statements, error) {
+const naiveTimestamp = "timestamp without time zone"
+
+// Cursor positions are JSON arrays of the key values, built by to_jsonb: timestamps come out in
+// ISO 8601 whatever the session's DateStyle, so a position written by one process reads back
+// the same in another.
+func buildStatements(cfg Config, types map[string]string) *statements {
 	t := cfg.Tables
 	q := func(c string) string { return "h." + pgx.Identifier{c}.Sanitize() }
+	// ts reads a time column as timestamptz; a timestamp without time zone is taken to be in
+	// cfg.TimeZone rather than in whatever zone the session happens to have.
+	ts := func(c string) string {
+		if types[c] == naiveTimestamp {
+			return fmt.Sprintf("(%s AT TIME ZONE '%s')", q(c), cfg.TimeZone)
+		}
+		return q(c)
+	}
 	host := pgx.Identifier{cfg.Table}.Sanitize()
 	if cfg.Schema != "" {
 		host = pgx.Identifier{cfg.Schema, cfg.Table}.Sanitize()
 	}
 
 	keys := make([]string, len(cfg.KeyColumns))
-	keyText := make([]string, len(cfg.KeyColumns))
-	params := make([]string, len(cfg.KeyColumns))
+	after := make([]string, len(cfg.KeyColumns))
 	for i, k := range cfg.KeyColumns {
 		keys[i] = q(k)
-		keyText[i] = q(k) + "::text"
-		// $1 is the grace in seconds and $2 the limit; the cursor values follow.
-		params[i] = fmt.Sprintf("$%d::text::%s", i+3, types[k])
+		// $1 is the grace in seconds, $2 the limit, $3 the position.
+		after[i] = fmt.Sprintf("(($3::jsonb) ->> %d)::%s", i, types[k])
 	}
-	recent := fmt.Sprintf("%s > now() - make_interval(secs => $1::float8)", q(cfg.UpdatedAtColumn))
+	recent := fmt.Sprintf("%s > now() - make_interval(secs => $1::float8)", ts(cfg.UpdatedAtColumn))
 	if cfg.Observations == ObserveInHostColumns {
 		// Our own write to the host row may fire an updated_at trigger; a row whose last change
 		// is no later than our last verification (within the tolerance) has not changed since.
 		recent = fmt.Sprintf("%s AND NOT coalesce(%s <= %s + make_interval(secs => %f), false)",
-			recent, q(cfg.UpdatedAtColumn), q(cfg.VerifiedAtColumn), cfg.OwnWriteTolerance.Seconds())
+			recent, ts(cfg.UpdatedAtColumn), ts(cfg.VerifiedAtColumn), cfg.OwnWriteTolerance.Seconds())
 	}
-	sel := fmt.Sprintf("SELECT %s, %s::text, %s::text, %s::text, %s, coalesce(%s, false) FROM %s AS h",
-		strings.Join(keyText, ", "), q(cfg.IDColumn), q(cfg.ExternalIDColumn), q(cfg.StateColumn),
-		q(cfg.CreatedAtColumn), recent, host)
+	sel := fmt.Sprintf("SELECT jsonb_build_array(%s)::text, %s::text, %s::text, %s::text, %s, coalesce(%s, false) FROM %s AS h",
+		strings.Join(keys, ", "), q(cfg.IDColumn), q(cfg.ExternalIDColumn), q(cfg.StateColumn),
+		ts(cfg.CreatedAtColumn), recent, host)
 	order := fmt.Sprintf(" ORDER BY %s LIMIT $2", strings.Join(keys, ", "))
 
 	cursors := t.table("cursors")
 	st := &statements{
-		readCursor: "SELECT position, version FROM " + cursors + " WHERE job = $1",
+		readCursor: "SELECT coalesce(position::text, ''), version FROM " + cursors + " WHERE job = $1",
 		readFirst:  sel + order,
-		readAfter:  fmt.Sprintf("%s WHERE (%s) > (%s)%s", sel, strings.Join(keys, ", "), strings.Join(params, ", "), order),
+		readAfter:  fmt.Sprintf("%s WHERE (%s) > (%s)%s", sel, strings.Join(keys, ", "), strings.Join(after, ", "), order),
 
-		insertCursor: `INSERT INTO ` + cursors + ` (job, position, version, last_batch_at, last_batch_scanned, last_batch_unverifiable)
-			SELECT $1, $3, 1, now(), $4, $5 WHERE $2::bigint = 0
-			ON CONFLICT (job) DO NOTHING`,
-		advanceCursor: `UPDATE ` + cursors + ` SET position = $3, version = version + 1,
-			last_batch_at = now(), last_batch_scanned = $4, last_batch_unverifiable = $5
-			WHERE job = $1 AND version = $2`,
-		insertWrapped: `INSERT INTO ` + cursors + ` (job, position, version, cycles_completed, last_cycle_completed_at)
-			SELECT $1, NULL, 1, 1, now() WHERE $2::bigint = 0
-			ON CONFLICT (job) DO NOTHING`,
-		wrapCursor: `UPDATE ` + cursors + ` SET position = NULL, version = version + 1,
-			cycles_completed = cycles_completed + 1, last_cycle_completed_at = now(), cycle_started_at = now()
-			WHERE job = $1 AND version = $2`,
+		// Compare-and-set on the version read ($2), as one upsert: it affects one row exactly
+		// when the cursor is still where the batch found it (or did not exist yet).
+		advance: `INSERT INTO ` + cursors + ` AS c (job, position, version, last_batch_at, last_batch_scanned, last_batch_unverifiable)
+			VALUES ($1, $3::jsonb, $2::bigint + 1, now(), $4, $5)
+			ON CONFLICT (job) DO UPDATE SET position = EXCLUDED.position, version = c.version + 1,
+				last_batch_at = EXCLUDED.last_batch_at, last_batch_scanned = EXCLUDED.last_batch_scanned,
+				last_batch_unverifiable = EXCLUDED.last_batch_unverifiable
+			WHERE c.version = $2`,
+		wrap: `INSERT INTO ` + cursors + ` AS c (job, position, version, cycles_completed, last_cycle_completed_at)
+			VALUES ($1, NULL, $2::bigint + 1, 1, now())
+			ON CONFLICT (job) DO UPDATE SET position = NULL, version = c.version + 1,
+				cycles_completed = c.cycles_completed + 1, last_cycle_completed_at = now(), cycle_started_at = now()
+			WHERE c.version = $2`,
 
 		findings: `WITH input AS (
 				SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
@@ -83,10 +96,23 @@ func buildStatements(cfg Config, types map[string]string) (*statements, error) {
 			)
 			SELECT (SELECT count(*) FROM opened), (SELECT count(*) FROM queued)`,
 	}
+	// Lag: the longest any row has gone unverified, counting never-verified rows from creation.
 	if cfg.Observations == ObserveInHostColumns {
-		st.observe = fmt.Sprintf(`UPDATE %s AS h SET %s = t.e, %s = now()
+		st.lag = fmt.Sprintf(`SELECT now(), count(*), coalesce(extract(epoch FROM max(now() - coalesce(%s, %s))), 0)::float8
+			FROM %s AS h WHERE $1::text IS NOT NULL`, ts(cfg.VerifiedAtColumn), ts(cfg.CreatedAtColumn), host)
+	} else {
+		st.lag = fmt.Sprintf(`SELECT now(), count(*), coalesce(extract(epoch FROM max(now() - coalesce(o.verified_at, %s))), 0)::float8
+			FROM %s AS h LEFT JOIN %s AS o ON o.job = $1 AND o.record_id = %s::text`,
+			ts(cfg.CreatedAtColumn), host, t.table("observations"), q(cfg.IDColumn))
+	}
+	if cfg.Observations == ObserveInHostColumns {
+		now := "now()"
+		if types[cfg.VerifiedAtColumn] == naiveTimestamp {
+			now = fmt.Sprintf("(now() AT TIME ZONE '%s')", cfg.TimeZone)
+		}
+		st.observe = fmt.Sprintf(`UPDATE %s AS h SET %s = t.e, %s = %s
 			FROM unnest($1::text[], $2::text[]) AS t(r, e) WHERE %s = t.r::%s`,
-			host, pgx.Identifier{cfg.ObservedColumn}.Sanitize(), pgx.Identifier{cfg.VerifiedAtColumn}.Sanitize(),
+			host, pgx.Identifier{cfg.ObservedColumn}.Sanitize(), pgx.Identifier{cfg.VerifiedAtColumn}.Sanitize(), now,
 			q(cfg.IDColumn), types[cfg.IDColumn])
 	} else {
 		st.observeTakesJob = true
@@ -95,5 +121,5 @@ func buildStatements(cfg Config, types map[string]string) (*statements, error) {
 			ON CONFLICT (job, record_id) DO UPDATE
 			SET external_state = EXCLUDED.external_state, verified_at = EXCLUDED.verified_at`
 	}
-	return st, nil
+	return st
 }

@@ -62,21 +62,14 @@ func (s Status) UnverifiableRatio() float64 {
 
 // Status reads the job's monitoring figures.
 func (s *Store) Status(ctx context.Context, job string) (Status, error) {
-	if _, err := s.statements(ctx); err != nil {
+	sql, err := s.statements(ctx)
+	if err != nil {
 		return Status{}, err
 	}
 	st := Status{Job: job, OpenFindings: map[string]int{}}
-	h := func(c string) string { return "h." + pgx.Identifier{c}.Sanitize() }
-	verified := "o.verified_at"
-	from := s.hostTable() + " AS h LEFT JOIN " + s.cfg.Tables.table("observations") +
-		" AS o ON o.job = $1 AND o.record_id = " + h(s.cfg.IDColumn) + "::text"
-	if s.cfg.Observations == ObserveInHostColumns {
-		verified, from = h(s.cfg.VerifiedAtColumn), s.hostTable()+" AS h WHERE $1::text IS NOT NULL"
-	}
 	b := &pgx.Batch{}
 	var lagSeconds float64
-	b.Queue(`SELECT now(), count(*), coalesce(extract(epoch FROM max(now() - coalesce(`+verified+`, `+h(s.cfg.CreatedAtColumn)+`))), 0)::float8
-		FROM `+from, job).QueryRow(func(r pgx.Row) error { return r.Scan(&st.Now, &st.Rows, &lagSeconds) })
+	b.Queue(sql.lag, job).QueryRow(func(r pgx.Row) error { return r.Scan(&st.Now, &st.Rows, &lagSeconds) })
 	var started, completed, lastBatch *time.Time
 	b.Queue(`SELECT cycle_started_at, last_cycle_completed_at, cycles_completed, last_batch_at,
 		last_batch_scanned, last_batch_unverifiable FROM `+s.cfg.Tables.table("cursors")+` WHERE job = $1`, job).

@@ -3,7 +3,7 @@
 -- One cursor per job: where the keyset sweep stands, and when cycles start and complete.
 CREATE TABLE {{table "cursors"}} (
     job                     text PRIMARY KEY,
-    position                text[],                 -- key of the last row read; NULL = cycle start
+    position                jsonb,                  -- key of the last row read, a JSON array; NULL = cycle start
     version                 bigint NOT NULL DEFAULT 0, -- compare-and-set on every advance
     cycle_started_at        timestamptz NOT NULL DEFAULT now(),
     last_cycle_completed_at timestamptz,
