@@ -72,7 +72,8 @@ func (d Decision) Validate() error {
 }
 
 // Classifier decides what a pair of local and external state means. It must be pure: no I/O,
-// no clock, the same answer for the same pair.
+// no clock, the same answer for the same pair. With Config.Concurrency above 1 it is called from
+// several goroutines at once, as are Rule.When and the state-naming functions.
 type Classifier[L, E any] interface {
 	Classify(local L, external E) Decision
 }

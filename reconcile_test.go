@@ -62,7 +62,7 @@ func always(state string) func(int64) string { return func(int64) string { retur
 
 func config(s *store, gw reconcile.Gateway[string]) reconcile.Config[string, string] {
 	return reconcile.Config[string, string]{
-		Job: job, Source: s, Sink: s, Gateway: gw, Classifier: reconciletest.Classifier,
+		Job: job, Source: s, Sink: s, Gateway: gw, Classifier: reconciletest.Classifier(),
 	}
 }
 
@@ -327,7 +327,7 @@ func TestRunBatchInvalidDecisionCommitsNothing(t *testing.T) {
 					if l == "bad" {
 						return tt.d
 					}
-					return reconciletest.Classifier.Classify(l, e)
+					return reconciletest.Classifier().Classify(l, e)
 				})
 				rep, err := reconcile.RunBatch(context.Background(), cfg)
 				if err == nil {

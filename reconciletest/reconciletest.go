@@ -96,10 +96,11 @@ func (g *Gateway) Fetch(ctx context.Context, id string) (string, error) {
 	return s, nil
 }
 
-// Classifier is the suite's payment policy (the same shape as the Stripe one, without Stripe).
-var Classifier = mustRules()
+// Classifier returns the suite's payment policy (the same shape as the Stripe one, without
+// Stripe).
+func Classifier() reconcile.Classifier[string, string] { return classifier }
 
-func mustRules() reconcile.Classifier[string, string] {
+var classifier = func() reconcile.Classifier[string, string] {
 	id := func(s string) string { return s }
 	t, err := reconcile.NewRuleTable(id, id,
 		reconcile.Rule[string, string]{Local: []string{"paid"}, External: []string{"succeeded"}, Decision: reconcile.Decision{Verdict: reconcile.InSync}},
@@ -114,12 +115,12 @@ func mustRules() reconcile.Classifier[string, string] {
 		panic(err)
 	}
 	return t
-}
+}()
 
 // Config returns a job config over the fixture's store and the gateway.
 func Config(f Fixture, job string, gw reconcile.Gateway[string], batch int) reconcile.Config[string, string] {
 	return reconcile.Config[string, string]{
-		Job: job, Source: f.Store(), Sink: f.Store(), Gateway: gw, Classifier: Classifier, BatchSize: batch,
+		Job: job, Source: f.Store(), Sink: f.Store(), Gateway: gw, Classifier: Classifier(), BatchSize: batch,
 	}
 }
 

@@ -77,7 +77,7 @@ func TestStringKeysKeepTheirOrder(t *testing.T) {
 	}
 	var seen []string
 	gw := reconcile.GatewayFunc[string](func(_ context.Context, id string) (string, error) { seen = append(seen, id); return "succeeded", nil })
-	cfg := reconcile.Config[string, string]{Job: "j", Source: s, Sink: s, Gateway: gw, Classifier: reconciletest.Classifier, BatchSize: 1}
+	cfg := reconcile.Config[string, string]{Job: "j", Source: s, Sink: s, Gateway: gw, Classifier: reconciletest.Classifier(), BatchSize: 1}
 	reconciletest.Cycle(t, cfg, 10)
 	want := []string{"x_a", "x_a c", "x_b", `x_d"e`}
 	if len(seen) != len(want) {

@@ -95,7 +95,7 @@ func TestTheCursorMeansTheSameRowWhateverTheSessionsDateStyle(t *testing.T) {
 			s = mdy
 		}
 		rep, err := reconcile.RunBatch(ctx, reconcile.Config[string, string]{Job: "styles", Source: s, Sink: s, Gateway: gw,
-			Classifier: reconciletest.Classifier, BatchSize: 2})
+			Classifier: reconciletest.Classifier(), BatchSize: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -198,7 +198,7 @@ func TestABatchCostsTheSameRoundTripsWhateverItsSize(t *testing.T) {
 	for _, size := range []int{10, 1000} {
 		trips.n.Store(0)
 		rep, err := reconcile.RunBatch(ctx, reconcile.Config[string, string]{Job: fmt.Sprint("size", size), Source: s, Sink: s,
-			Gateway: gw, Classifier: reconciletest.Classifier, BatchSize: size})
+			Gateway: gw, Classifier: reconciletest.Classifier(), BatchSize: size})
 		if err != nil || rep.Scanned != size || rep.NewFindings == 0 {
 			t.Fatalf("batch of %d: %+v, %v", size, rep, err)
 		}
@@ -221,7 +221,7 @@ func TestNoConnectionIsHeldWhileTheGatewayIsAsked(t *testing.T) {
 		return "succeeded", nil
 	})
 	reconciletest.Cycle(t, reconcile.Config[string, string]{Job: "sweep", Source: s, Sink: s, Gateway: gw,
-		Classifier: reconciletest.Classifier, Concurrency: 2}, 3)
+		Classifier: reconciletest.Classifier(), Concurrency: 2}, 3)
 	if h := held.Load(); h != 0 {
 		t.Fatalf("%d connections were checked out while the gateway was asked, want 0", h)
 	}

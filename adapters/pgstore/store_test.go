@@ -91,8 +91,8 @@ func TestEngineRejectsEmptyJobAndBadBatch(t *testing.T) {
 	_, s := newStore(t, pgstore.Config{})
 	gw := reconciletest.NewGateway(map[string]string{})
 	for _, cfg := range []reconcile.Config[string, string]{
-		{Job: "", Source: s, Sink: s, Gateway: gw, Classifier: reconciletest.Classifier},
-		{Job: "j", Source: s, Sink: s, Gateway: gw, Classifier: reconciletest.Classifier, BatchSize: -1},
+		{Job: "", Source: s, Sink: s, Gateway: gw, Classifier: reconciletest.Classifier()},
+		{Job: "j", Source: s, Sink: s, Gateway: gw, Classifier: reconciletest.Classifier(), BatchSize: -1},
 	} {
 		if _, err := reconcile.RunBatch(context.Background(), cfg); err == nil {
 			t.Errorf("RunBatch(job %q, batch %d) succeeded", cfg.Job, cfg.BatchSize)
@@ -159,7 +159,7 @@ func TestCompositeKeyCoversAUUIDTableWithTiedTimestamps(t *testing.T) {
 	}
 	gw := reconciletest.NewGateway(states(1000, "succeeded"))
 	reps := reconciletest.Cycle(t, reconcile.Config[string, string]{Job: "uuid", Source: s, Sink: s, Gateway: gw,
-		Classifier: reconciletest.Classifier, BatchSize: 37}, 100)
+		Classifier: reconciletest.Classifier(), BatchSize: 37}, 100)
 	if len(reps) != 29 { // 27 full batches, one of 1, the wrap
 		t.Errorf("%d batches, want 29", len(reps))
 	}
@@ -338,7 +338,7 @@ func TestRowsExistingForTheWholeCycleAreVerifiedExactlyOnceDespiteConcurrentChur
 		}
 	}()
 	reconciletest.Cycle(t, reconcile.Config[string, string]{Job: "churn", Source: s, Sink: s, Gateway: gw,
-		Classifier: reconciletest.Classifier, BatchSize: 200}, 1000)
+		Classifier: reconciletest.Classifier(), BatchSize: 200}, 1000)
 	close(stop)
 	wg.Wait()
 	close(deleted)
@@ -377,7 +377,7 @@ func TestTwoReconcilersRacingOnOneJobNeverDuplicate(t *testing.T) {
 		t.Fatal(err)
 	}
 	gw := reconciletest.NewGateway(states(2000, "succeeded"))
-	cfg := reconcile.Config[string, string]{Job: "race", Source: s, Sink: s, Gateway: gw, Classifier: reconciletest.Classifier, BatchSize: 50}
+	cfg := reconcile.Config[string, string]{Job: "race", Source: s, Sink: s, Gateway: gw, Classifier: reconciletest.Classifier(), BatchSize: 50}
 	var lost atomic.Int32
 	var wg sync.WaitGroup
 	for range 2 {

@@ -45,8 +45,8 @@ var paymentIntentRules = []reconcile.Rule[string, stripe.PaymentIntentStatus]{
 		Decision: reconcile.Decision{Verdict: reconcile.NeedsReview, Kind: KindPaidLocallyNotExternally}},
 }
 
-// PaymentIntentClassifier judges a local payment status (pending, paid, failed) against a
-// PaymentIntent status. It is pure: no network, no clock.
+// PaymentIntentClassifier returns the payment policy, which judges a local payment status
+// (pending, paid, failed) against a PaymentIntent status. It is pure: no network, no clock.
 //
 //	pending × succeeded                      Repairable missed_success (ApplyPaymentSucceeded)
 //	pending × canceled                       Repairable missed_cancel (ApplyPaymentCanceled)
@@ -57,13 +57,17 @@ var paymentIntentRules = []reconcile.Rule[string, stripe.PaymentIntentStatus]{
 //	paid × succeeded, failed × canceled      InSync
 //	paid × any other known status            NeedsReview paid_locally_not_externally
 //	anything else                            NeedsReview unexpected:<local>-><external>
-var PaymentIntentClassifier reconcile.Classifier[string, stripe.PaymentIntentStatus] = mustRuleTable()
+//
+// The classifier is safe for concurrent use.
+func PaymentIntentClassifier() reconcile.Classifier[string, stripe.PaymentIntentStatus] {
+	return paymentIntentClassifier
+}
 
-func mustRuleTable() *reconcile.RuleTable[string, stripe.PaymentIntentStatus] {
+var paymentIntentClassifier = func() *reconcile.RuleTable[string, stripe.PaymentIntentStatus] {
 	t, err := reconcile.NewRuleTable(func(l string) string { return l },
 		func(e stripe.PaymentIntentStatus) string { return string(e) }, paymentIntentRules...)
 	if err != nil {
 		panic(err) // the rules above are constant; a test covers them
 	}
 	return t
-}
+}()

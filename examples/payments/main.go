@@ -135,7 +135,7 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 		Source:     store,
 		Sink:       store,
 		Gateway:    gateway,
-		Classifier: stripeadapter.PaymentIntentClassifier,
+		Classifier: stripeadapter.PaymentIntentClassifier(),
 		BatchSize:  opts.BatchSize,
 		Limiter:    limiter,
 		// Real Stripe calls take a few hundred milliseconds; several in flight keep a batch short

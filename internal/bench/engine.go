@@ -179,7 +179,7 @@ func runEngine(ctx context.Context, pool *pgxpool.Pool, schema string, opts engi
 		Source:        store,
 		Sink:          store,
 		Gateway:       gw.gateway(),
-		Classifier:    stripeadapter.PaymentIntentClassifier,
+		Classifier:    stripeadapter.PaymentIntentClassifier(),
 		BatchSize:     opts.Batch,
 		ExternalState: func(s stripe.PaymentIntentStatus) string { return string(s) },
 	})
