@@ -286,12 +286,12 @@ func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L]) (judgeme
 	defer cancel(nil)
 	var (
 		next, calls atomic.Int64
-		stop        atomic.Bool // a 429: ask no more
+		stop        atomic.Bool // a 429, or a limiter out of time: ask no more
 		mu          sync.Mutex  // guards retryAfter
 		retryAfter  time.Duration
 		wg          sync.WaitGroup
 	)
-	// ask makes one call for out[i]; it reports false when the batch must stop.
+	// askOne makes one call for out[i]; it reports false when the batch must stop.
 	askOne := func(i int) (ok bool) {
 		o := &out[i]
 		defer func() {
@@ -308,8 +308,7 @@ func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L]) (judgeme
 		if cfg.Limiter != nil {
 			if err := cfg.Limiter.Wait(ctx); err != nil {
 				if ctx.Err() != nil {
-					cancel(context.Cause(ctx))
-					return false
+					return false // judge reports the cause
 				}
 				// The limiter cannot grant a call before our deadline: stop asking, keep
 				// what was learned, and let the rest be Unverifiable.
