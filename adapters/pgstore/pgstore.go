@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strings"
 	"sync"
 	"time"
 
@@ -203,11 +202,14 @@ func (s *Store) statements(ctx context.Context) (*statements, error) {
 	return s.sql, nil
 }
 
-func (s *Store) hostTable() string {
-	if s.cfg.Schema == "" {
-		return pgx.Identifier{s.cfg.Table}.Sanitize()
+func (s *Store) hostTable() string { return s.cfg.hostTable() }
+
+// hostTable returns the quoted, possibly schema-qualified name of the host table.
+func (cfg Config) hostTable() string {
+	if cfg.Schema == "" {
+		return pgx.Identifier{cfg.Table}.Sanitize()
 	}
-	return pgx.Identifier{s.cfg.Schema, s.cfg.Table}.Sanitize()
+	return pgx.Identifier{cfg.Schema, cfg.Table}.Sanitize()
 }
 
 // columnTypes reads the host table's column types from the catalog.
@@ -431,13 +433,4 @@ func (f *findingCols) add(o reconcile.Outcome) {
 	f.externals = append(f.externals, o.External)
 	f.details = append(f.details, o.Decision.Detail)
 	f.commands = append(f.commands, o.Decision.Command)
-}
-
-// quoteList quotes identifiers and joins them with commas.
-func quoteList(prefix string, cols []string) string {
-	q := make([]string, len(cols))
-	for i, c := range cols {
-		q[i] = prefix + pgx.Identifier{c}.Sanitize()
-	}
-	return strings.Join(q, ", ")
 }

@@ -35,10 +35,7 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 		}
 		return q(c)
 	}
-	host := pgx.Identifier{cfg.Table}.Sanitize()
-	if cfg.Schema != "" {
-		host = pgx.Identifier{cfg.Schema, cfg.Table}.Sanitize()
-	}
+	host := cfg.hostTable()
 
 	keys := make([]string, len(cfg.KeyColumns))
 	after := make([]string, len(cfg.KeyColumns))
