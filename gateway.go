@@ -96,8 +96,28 @@ func (e *ReviewError) Error() string {
 	return "reconcile: needs review: " + e.Kind + ": " + e.Detail
 }
 
-// Limiter paces external calls. *rate.Limiter from golang.org/x/time/rate satisfies it.
-type Limiter interface {
-	// Wait blocks until one call may be made or ctx is done.
-	Wait(ctx context.Context) error
+// Lookup names one object a BatchGateway is asked about.
+type Lookup struct {
+	ExternalID string
+	// CreatedAt is when the local row was created, zero when the source has no creation time.
+	// A batch gateway may use it as a hint of where the object lies, such as a creation-time
+	// window of a list endpoint.
+	CreatedAt time.Time
+}
+
+// BatchGateway is an optional ability of a Gateway: asking about many objects with few calls,
+// such as through a list endpoint that returns a hundred objects a call. RunBatch finds it by
+// type assertion and, when the Gateway has it, calls FetchBatch once per batch before any
+// Fetch; rows it did not answer are then asked one by one with Fetch. To force per-object
+// calls, wrap the gateway's Fetch method in a GatewayFunc.
+type BatchGateway[E any] interface {
+	Gateway[E]
+	// FetchBatch returns the objects it found among lookups, keyed by external id. It must
+	// call wait before every external call and return at once, with that error, when wait
+	// fails: wait is how RunBatch paces and counts the calls and stops them after a rate
+	// limit. An id missing from the result is not a claim that the object does not exist, only
+	// that this call did not see it. Errors: ErrRateLimited stops the batch's calls (the
+	// objects found so far still count), ErrAbortBatch aborts the batch; on any other error,
+	// RunBatch logs it and asks Fetch about every row not found.
+	FetchBatch(ctx context.Context, lookups []Lookup, wait func(context.Context) error) (map[string]E, error)
 }

@@ -94,7 +94,8 @@ type Config[L, E any] struct {
 	// Grace: rows changed more recently than this are InFlight and not sent to the gateway.
 	// Zero means DefaultGrace; a negative value turns the grace period off.
 	Grace time.Duration
-	// Limiter paces gateway calls; nil means no pacing beyond Concurrency.
+	// Limiter paces gateway calls; nil means no pacing beyond Concurrency. A Limiter that is
+	// also a Throttler, such as *AdaptiveLimiter, is told of every rate-limit answer.
 	Limiter Limiter
 	// Concurrency is the number of gateway calls in flight at once. Zero means 1.
 	Concurrency int
@@ -129,6 +130,8 @@ func New[L, E any](cfg Config[L, E]) (*Reconciler[L, E], error) {
 		return nil, fmt.Errorf("reconcile: config: BatchSize %d is negative", cfg.BatchSize)
 	case cfg.Concurrency < 0:
 		return nil, fmt.Errorf("reconcile: config: Concurrency %d is negative", cfg.Concurrency)
+	case isNilLimiter(cfg.Limiter):
+		return nil, fmt.Errorf("reconcile: config: Limiter is a nil %T; leave it nil for no pacing", cfg.Limiter)
 	}
 	if cfg.BatchSize == 0 {
 		cfg.BatchSize = DefaultBatchSize
@@ -260,7 +263,8 @@ type judgement struct {
 }
 
 // judge turns records into outcomes, calling the gateway for every row not changed within the
-// grace period. No database work happens here. Calls run on cfg.Concurrency goroutines, all of
+// grace period: first in bulk if the gateway is a BatchGateway, then one call per row not yet
+// answered. No database work happens here. Calls run on cfg.Concurrency goroutines, all of
 // which have returned when judge returns.
 func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L]) (judgement, error) {
 	cfg := &r.cfg
@@ -284,53 +288,41 @@ func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L]) (judgeme
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	p := &pacer{limiter: cfg.Limiter}
+	result := func() judgement {
+		return judgement{calls: int(p.calls.Load()), stopped: p.stop.Load(), retryAfter: p.retryAfter}
+	}
+	if bg, ok := cfg.Gateway.(BatchGateway[E]); ok {
+		var err error
+		if ask, err = r.fetchBatch(ctx, bg, p, recs, out, ask); err != nil {
+			return result(), err
+		}
+	}
+
 	var (
-		next, calls atomic.Int64
-		stop        atomic.Bool // a 429, or a limiter out of time: ask no more
-		mu          sync.Mutex  // guards retryAfter
-		retryAfter  time.Duration
-		wg          sync.WaitGroup
+		next atomic.Int64
+		wg   sync.WaitGroup
 	)
 	// askOne makes one call for out[i]; it reports false when the batch must stop.
 	askOne := func(i int) (ok bool) {
 		o := &out[i]
 		defer func() {
 			// A panicking gateway or classifier must not take the host process down with it.
-			if p := recover(); p != nil {
-				cancel(fmt.Errorf("record %s: panic: %v", o.RecordID, p))
+			if v := recover(); v != nil {
+				cancel(fmt.Errorf("record %s: panic: %v", o.RecordID, v))
 				ok = false
 			}
 		}()
-		if stop.Load() {
+		if err := p.wait(ctx); err != nil {
+			if ctx.Err() != nil {
+				return false // judge reports the cause
+			}
 			o.Decision = Decision{Verdict: Unverifiable}
 			return true
 		}
-		if cfg.Limiter != nil {
-			if err := cfg.Limiter.Wait(ctx); err != nil {
-				if ctx.Err() != nil {
-					return false // judge reports the cause
-				}
-				// The limiter cannot grant a call before our deadline: stop asking, keep
-				// what was learned, and let the rest be Unverifiable.
-				stop.Store(true)
-				o.Decision = Decision{Verdict: Unverifiable}
-				return true
-			}
-			if stop.Load() { // a 429 arrived while we waited our turn
-				o.Decision = Decision{Verdict: Unverifiable}
-				return true
-			}
-		}
-		calls.Add(1)
 		ext, err := cfg.Gateway.Fetch(ctx, o.ExternalID)
 		if errors.Is(err, ErrRateLimited) {
-			stop.Store(true)
-			var rl *RateLimitError
-			if errors.As(err, &rl) {
-				mu.Lock()
-				retryAfter = max(retryAfter, rl.RetryAfter)
-				mu.Unlock()
-			}
+			p.limited(err)
 		}
 		if err := r.decide(ctx, o, recs[i].Local, ext, err); err != nil {
 			cancel(err)
@@ -351,12 +343,118 @@ func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L]) (judgeme
 		}()
 	}
 	wg.Wait()
-	j := judgement{calls: int(calls.Load()), stopped: stop.Load(), retryAfter: retryAfter}
+	j := result()
 	if err := context.Cause(ctx); err != nil {
 		return j, err
 	}
 	j.outcomes = out
 	return j, nil
+}
+
+// fetchBatch asks bg about the rows ask indexes, decides the rows it answered and returns the
+// rest, to be asked one by one.
+func (r *Reconciler[L, E]) fetchBatch(ctx context.Context, bg BatchGateway[E], p *pacer, recs []Record[L], out []Outcome, ask []int) (rest []int, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			rest, err = nil, fmt.Errorf("batch fetch: panic: %v", v)
+		}
+	}()
+	lookups := make([]Lookup, len(ask))
+	for k, i := range ask {
+		lookups[k] = Lookup{ExternalID: recs[i].ExternalID, CreatedAt: recs[i].CreatedAt}
+	}
+	found, err := bg.FetchBatch(ctx, lookups, p.wait)
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return nil, context.Cause(ctx)
+	case errors.Is(err, ErrAbortBatch):
+		return nil, err
+	case errors.Is(err, ErrRateLimited):
+		p.limited(err)
+	default:
+		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile batch fetch failure; asking one by one",
+			slog.String("job", r.cfg.Job), slog.Int("rows", len(ask)), slog.String("error", err.Error()))
+	}
+	for _, i := range ask {
+		ext, ok := found[recs[i].ExternalID]
+		if !ok {
+			rest = append(rest, i)
+			continue
+		}
+		if err := r.decide(ctx, &out[i], recs[i].Local, ext, nil); err != nil {
+			return nil, err
+		}
+	}
+	return rest, nil
+}
+
+// pacer paces, counts and stops one batch's external calls.
+type pacer struct {
+	limiter Limiter
+	calls   atomic.Int64
+	stop    atomic.Bool // a 429, or a limiter out of time: ask no more
+
+	mu         sync.Mutex
+	retryAfter time.Duration // the longest wait a rate limit asked for
+}
+
+// paceError is wait's refusal: calls were stopped by a rate limit or by a limiter that cannot
+// grant a call in time. It is an ErrRateLimited, but not an answer from the external system.
+type paceError struct{ cause error }
+
+func (e *paceError) Error() string {
+	if e.cause == nil {
+		return "reconcile: calls stopped after a rate limit"
+	}
+	return "reconcile: limiter cannot grant a call in time: " + e.cause.Error()
+}
+
+func (e *paceError) Is(target error) bool { return target == ErrRateLimited }
+
+// wait is called before every external call: it refuses once the batch is stopped, waits for
+// the limiter, and counts the call.
+func (p *pacer) wait(ctx context.Context) error {
+	if p.stop.Load() {
+		return &paceError{}
+	}
+	if p.limiter != nil {
+		if err := p.limiter.Wait(ctx); err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			// The limiter cannot grant a call before our deadline: stop asking, keep what was
+			// learned, and let the rest be Unverifiable.
+			p.stop.Store(true)
+			return &paceError{cause: err}
+		}
+		if p.stop.Load() { // a 429 arrived while we waited our turn
+			return &paceError{}
+		}
+	}
+	p.calls.Add(1)
+	return nil
+}
+
+// limited records a rate-limit error: no more calls this batch, and a Throttler limiter is told,
+// unless the error is our own limiter's refusal.
+func (p *pacer) limited(err error) {
+	p.stop.Store(true)
+	var pe *paceError
+	if errors.As(err, &pe) {
+		return
+	}
+	var retry time.Duration
+	var rl *RateLimitError
+	if errors.As(err, &rl) {
+		retry = rl.RetryAfter
+		p.mu.Lock()
+		p.retryAfter = max(p.retryAfter, retry)
+		p.mu.Unlock()
+	}
+	if t, ok := p.limiter.(Throttler); ok {
+		t.Throttle(retry)
+	}
 }
 
 // decide fills in o from one gateway answer. It returns an error only when the batch must stop.
