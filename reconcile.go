@@ -372,6 +372,8 @@ func (r *Reconciler[L, E]) fetchBatch(ctx context.Context, bg BatchGateway[E], p
 		return nil, err
 	case errors.Is(err, ErrRateLimited):
 		p.limited(err)
+		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile batch fetch rate limited",
+			slog.String("job", r.cfg.Job), slog.String("error", err.Error()))
 	default:
 		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile batch fetch failure; asking one by one",
 			slog.String("job", r.cfg.Job), slog.Int("rows", len(ask)), slog.String("error", err.Error()))

@@ -32,7 +32,7 @@ var (
 // pending payment catches up automatically; anything where money may already have moved goes to
 // a person. A payment paid locally whose intent needs action is NeedsReview, never InFlight:
 // judging it later would let lag monitoring report health while money is in doubt.
-var paymentIntentRules = []reconcile.Rule[string, stripe.PaymentIntentStatus]{
+var paymentIntentRules = []reconcile.Rule[string, *stripe.PaymentIntent]{
 	{Local: []string{LocalPaid}, External: []string{"succeeded"}, Decision: inSync},
 	{Local: []string{LocalFailed}, External: []string{"canceled"}, Decision: inSync},
 	{Local: []string{LocalPending}, External: []string{"requires_payment_method"}, Decision: inSync},
@@ -46,7 +46,7 @@ var paymentIntentRules = []reconcile.Rule[string, stripe.PaymentIntentStatus]{
 }
 
 // PaymentIntentClassifier returns the payment policy, which judges a local payment status
-// (pending, paid, failed) against a PaymentIntent status. It is pure: no network, no clock.
+// (pending, paid, failed) against a PaymentIntent's status. It is pure: no network, no clock.
 //
 //	pending × succeeded                      Repairable missed_success (ApplyPaymentSucceeded)
 //	pending × canceled                       Repairable missed_cancel (ApplyPaymentCanceled)
@@ -59,13 +59,21 @@ var paymentIntentRules = []reconcile.Rule[string, stripe.PaymentIntentStatus]{
 //	anything else                            NeedsReview unexpected:<local>-><external>
 //
 // The classifier is safe for concurrent use.
-func PaymentIntentClassifier() reconcile.Classifier[string, stripe.PaymentIntentStatus] {
+func PaymentIntentClassifier() reconcile.Classifier[string, *stripe.PaymentIntent] {
 	return paymentIntentClassifier
 }
 
-var paymentIntentClassifier = func() *reconcile.RuleTable[string, stripe.PaymentIntentStatus] {
-	t, err := reconcile.NewRuleTable(func(l string) string { return l },
-		func(e stripe.PaymentIntentStatus) string { return string(e) }, paymentIntentRules...)
+// PaymentIntentState returns the PaymentIntent's status, "" for nil: the external state to put
+// in Config.ExternalState.
+func PaymentIntentState(pi *stripe.PaymentIntent) string {
+	if pi == nil {
+		return ""
+	}
+	return string(pi.Status)
+}
+
+var paymentIntentClassifier = func() *reconcile.RuleTable[string, *stripe.PaymentIntent] {
+	t, err := reconcile.NewRuleTable(func(l string) string { return l }, PaymentIntentState, paymentIntentRules...)
 	if err != nil {
 		panic(err) // the rules above are constant; a test covers them
 	}

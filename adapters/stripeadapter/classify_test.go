@@ -58,7 +58,7 @@ func TestPaymentIntentClassifierCoversEveryCombination(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.local+" against "+string(tt.external), func(t *testing.T) {
-			got := PaymentIntentClassifier().Classify(tt.local, tt.external)
+			got := PaymentIntentClassifier().Classify(tt.local, &stripe.PaymentIntent{Status: tt.external})
 			if got != tt.want {
 				t.Errorf("Classify(%q, %q) = %+v, want %+v", tt.local, tt.external, got, tt.want)
 			}
@@ -78,7 +78,7 @@ func TestPaymentIntentClassifierKnowsAllSevenStatuses(t *testing.T) {
 	}
 	for _, s := range all {
 		for _, local := range []string{"pending", "paid"} {
-			if d := PaymentIntentClassifier().Classify(local, s); d.Kind != "" && d.Kind[:min(len(d.Kind), 11)] == "unexpected:" {
+			if d := PaymentIntentClassifier().Classify(local, &stripe.PaymentIntent{Status: s}); d.Kind != "" && d.Kind[:min(len(d.Kind), 11)] == "unexpected:" {
 				t.Errorf("%s × %s falls through to %q; the policy covers every status for %s", local, s, d.Kind, local)
 			}
 		}

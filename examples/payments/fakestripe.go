@@ -23,7 +23,7 @@ type fakeStripe struct {
 	asked map[string]int
 }
 
-var _ reconcile.Gateway[stripe.PaymentIntentStatus] = (*fakeStripe)(nil)
+var _ reconcile.Gateway[*stripe.PaymentIntent] = (*fakeStripe)(nil)
 
 // newFakeStripe returns a fake holding the PaymentIntent of every planted payment that Stripe
 // knows.
@@ -45,22 +45,22 @@ func newFakeStripe(p plan) *fakeStripe {
 }
 
 // Fetch returns the PaymentIntent's status.
-func (f *fakeStripe) Fetch(ctx context.Context, id string) (stripe.PaymentIntentStatus, error) {
+func (f *fakeStripe) Fetch(ctx context.Context, id string) (*stripe.PaymentIntent, error) {
 	if err := ctx.Err(); err != nil {
-		return "", err
+		return nil, err
 	}
 	f.mu.Lock()
 	f.asked[id]++
 	f.mu.Unlock()
 
 	if f.unavailable[id] {
-		return "", fmt.Errorf("fake stripe: retrieve %s: 503 Service Unavailable: %w", id, reconcile.ErrUnavailable)
+		return nil, fmt.Errorf("fake stripe: retrieve %s: 503 Service Unavailable: %w", id, reconcile.ErrUnavailable)
 	}
 	status, ok := f.intents[id]
 	if !ok {
-		return "", fmt.Errorf("fake stripe: retrieve %s: 404 resource_missing: %w", id, reconcile.ErrNotFound)
+		return nil, fmt.Errorf("fake stripe: retrieve %s: 404 resource_missing: %w", id, reconcile.ErrNotFound)
 	}
-	return status, nil
+	return &stripe.PaymentIntent{ID: id, Object: "payment_intent", Status: status}, nil
 }
 
 // calls returns the number of calls made and how many of them asked about one of ids.

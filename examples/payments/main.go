@@ -130,7 +130,7 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 	if opts.RPS > 0 {
 		limiter = rate.NewLimiter(rate.Limit(opts.RPS), 1)
 	}
-	rec, err := reconcile.New(reconcile.Config[string, stripe.PaymentIntentStatus]{
+	rec, err := reconcile.New(reconcile.Config[string, *stripe.PaymentIntent]{
 		Job:        job,
 		Source:     store,
 		Sink:       store,
@@ -141,7 +141,7 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 		// Real Stripe calls take a few hundred milliseconds; several in flight keep a batch short
 		// while the limiter sets the pace.
 		Concurrency:   8,
-		ExternalState: func(s stripe.PaymentIntentStatus) string { return string(s) },
+		ExternalState: stripeadapter.PaymentIntentState,
 	})
 	if err != nil {
 		return err
@@ -172,7 +172,7 @@ type cycle struct {
 // runCycle runs batches until the cursor wraps: one full pass over the table. A host calls
 // RunBatch from its own scheduler instead, one batch every few seconds or minutes; the cursor
 // in the database carries the cycle across runs and restarts.
-func runCycle(ctx context.Context, out io.Writer, rec *reconcile.Reconciler[string, stripe.PaymentIntentStatus]) (cycle, error) {
+func runCycle(ctx context.Context, out io.Writer, rec *reconcile.Reconciler[string, *stripe.PaymentIntent]) (cycle, error) {
 	c := cycle{verdicts: map[reconcile.Verdict]int{}}
 	start := time.Now()
 	fmt.Fprintf(out, "\nReconciling (job %s):\n", job)

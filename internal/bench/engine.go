@@ -174,14 +174,14 @@ func runEngine(ctx context.Context, pool *pgxpool.Pool, schema string, opts engi
 		return res, err
 	}
 	gw := &mixGateway{}
-	rec, err := reconcile.New(reconcile.Config[string, stripe.PaymentIntentStatus]{
+	rec, err := reconcile.New(reconcile.Config[string, *stripe.PaymentIntent]{
 		Job:           "bench",
 		Source:        store,
 		Sink:          store,
 		Gateway:       gw.gateway(),
 		Classifier:    stripeadapter.PaymentIntentClassifier(),
 		BatchSize:     opts.Batch,
-		ExternalState: func(s stripe.PaymentIntentStatus) string { return string(s) },
+		ExternalState: stripeadapter.PaymentIntentState,
 	})
 	if err != nil {
 		return res, err

@@ -20,22 +20,22 @@ type mixGateway struct {
 }
 
 // fetch answers for PaymentIntent id: its status per seedMix, or ErrUnavailable for the 1%.
-func (g *mixGateway) fetch(_ context.Context, id string) (stripe.PaymentIntentStatus, error) {
+func (g *mixGateway) fetch(_ context.Context, id string) (*stripe.PaymentIntent, error) {
 	g.calls.Add(1)
 	num, ok := strings.CutPrefix(id, "pi_")
 	i, err := strconv.Atoi(num)
 	if !ok || err != nil || i <= 0 {
 		// Not an id the benchmark loaded: a bug, so stop rather than count it Unverifiable.
-		return "", fmt.Errorf("bench: gateway asked about unexpected id %q: %w", id, reconcile.ErrAbortBatch)
+		return nil, fmt.Errorf("bench: gateway asked about unexpected id %q: %w", id, reconcile.ErrAbortBatch)
 	}
 	_, ext, available := seedMix(i)
 	if !available {
-		return "", reconcile.ErrUnavailable
+		return nil, reconcile.ErrUnavailable
 	}
-	return ext, nil
+	return &stripe.PaymentIntent{ID: id, Status: ext}, nil
 }
 
 // gateway returns g as a reconcile.Gateway.
-func (g *mixGateway) gateway() reconcile.GatewayFunc[stripe.PaymentIntentStatus] {
+func (g *mixGateway) gateway() reconcile.GatewayFunc[*stripe.PaymentIntent] {
 	return g.fetch
 }

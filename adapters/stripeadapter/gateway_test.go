@@ -1,0 +1,257 @@
+package stripeadapter_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+)
+
+const secretKey = "sk_test_51SECRETsecretSECRET0123456789"
+
+// cannedStripe answers every request with one fixed response and counts requests.
+type cannedStripe struct {
+	status  int
+	body    string
+	header  map[string]string
+	hang    bool
+	calls   atomic.Int64
+	account atomic.Value // last Stripe-Account header
+	path    atomic.Value // last request path
+}
+
+func (c *cannedStripe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c.calls.Add(1)
+	c.account.Store(r.Header.Get("Stripe-Account"))
+	c.path.Store(r.URL.Path)
+	if c.hang {
+		<-r.Context().Done()
+		return
+	}
+	for k, v := range c.header {
+		w.Header().Set(k, v)
+	}
+	if w.Header().Get("Content-Type") == "" {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	w.WriteHeader(c.status)
+	_, _ = w.Write([]byte(c.body))
+}
+
+func stripeError(typ, code, msg string) string {
+	b := `{"error":{"type":"` + typ + `","message":"` + msg + `"`
+	if code != "" {
+		b += `,"code":"` + code + `"`
+	}
+	return b + `}}`
+}
+
+func newGateway(t *testing.T, url string, mod func(*stripeadapter.GatewayConfig)) *stripeadapter.Gateway {
+	t.Helper()
+	cfg := stripeadapter.GatewayConfig{Key: secretKey, BaseURL: url, Timeout: 2 * time.Second}
+	if mod != nil {
+		mod(&cfg)
+	}
+	g, err := stripeadapter.NewGateway(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func TestGatewayMapsEveryStripeAnswer(t *testing.T) {
+	isRateLimit := func(retry time.Duration, reason string) func(*testing.T, error) {
+		return func(t *testing.T, err error) {
+			var rl *reconcile.RateLimitError
+			if !errors.As(err, &rl) || !errors.Is(err, reconcile.ErrRateLimited) {
+				t.Fatalf("err = %v, want a *reconcile.RateLimitError", err)
+			}
+			if rl.Reason != reason || rl.RetryAfter < retry-2*time.Second || rl.RetryAfter > retry {
+				t.Fatalf("rate limit %+v, want RetryAfter about %v and reason %q", rl, retry, reason)
+			}
+		}
+	}
+	is := func(target error) func(*testing.T, error) {
+		return func(t *testing.T, err error) {
+			if !errors.Is(err, target) {
+				t.Fatalf("err = %v, want %v", err, target)
+			}
+			if target != reconcile.ErrRateLimited && errors.Is(err, reconcile.ErrRateLimited) {
+				t.Fatalf("err = %v is also a rate limit", err)
+			}
+		}
+	}
+	abortSaying := func(words string) func(*testing.T, error) {
+		return func(t *testing.T, err error) {
+			if !errors.Is(err, reconcile.ErrAbortBatch) || !strings.Contains(err.Error(), words) {
+				t.Fatalf("err = %v, want ErrAbortBatch saying %q", err, words)
+			}
+		}
+	}
+	tests := []struct {
+		name   string
+		status int
+		body   string
+		header map[string]string
+		check  func(*testing.T, error)
+	}{
+		{name: "404 resource_missing is not found", status: 404,
+			body: stripeError("invalid_request_error", "resource_missing", "No such payment_intent: 'pi_1'"), check: is(reconcile.ErrNotFound)},
+		{name: "404 without resource_missing (a wrong base URL) is unavailable, not absence", status: 404,
+			body: stripeError("invalid_request_error", "", "Unrecognized request URL (GET: /x)."), check: is(reconcile.ErrUnavailable)},
+		{name: "429 rate_limit is rate limited with Retry-After in seconds and the reason", status: 429,
+			body:   stripeError("invalid_request_error", "rate_limit", "Too many requests"),
+			header: map[string]string{"Retry-After": "7", "Stripe-Rate-Limited-Reason": "global-rate"}, check: isRateLimit(7*time.Second, "global-rate")},
+		{name: "429 with a Retry-After date is rate limited until that date", status: 429,
+			body:   stripeError("invalid_request_error", "rate_limit", "Too many requests"),
+			header: map[string]string{"Retry-After": time.Now().Add(30 * time.Second).UTC().Format(http.TimeFormat)}, check: isRateLimit(30*time.Second, "")},
+		{name: "429 with no code is rate limited", status: 429, body: stripeError("invalid_request_error", "", "slow down"), check: isRateLimit(0, "")},
+		{name: "429 lock_timeout is unavailable, not a reason to slow down", status: 429,
+			body: stripeError("invalid_request_error", "lock_timeout", "This object cannot be accessed right now"), check: is(reconcile.ErrUnavailable)},
+		{name: "500 is unavailable", status: 500, body: stripeError("api_error", "", "Something went wrong"), check: is(reconcile.ErrUnavailable)},
+		{name: "503 is unavailable", status: 503, body: stripeError("api_error", "", "Service unavailable"), check: is(reconcile.ErrUnavailable)},
+		{name: "409 is unavailable", status: 409, body: stripeError("idempotency_error", "", "Keys for idempotent requests can only be used with the same parameters"), check: is(reconcile.ErrUnavailable)},
+		{name: "a 502 HTML page from a proxy is unavailable", status: 502, body: "<html><body>Bad Gateway</body></html>",
+			header: map[string]string{"Content-Type": "text/html"}, check: is(reconcile.ErrUnavailable)},
+		{name: "a 200 that is not JSON is unavailable", status: 200, body: "not json", check: is(reconcile.ErrUnavailable)},
+		{name: "401 aborts the batch saying the key is wrong", status: 401,
+			body: stripeError("invalid_request_error", "", "Invalid API Key provided: sk_test_****6789"), check: abortSaying("key was rejected")},
+		{name: "403 aborts the batch saying the key lacks permission", status: 403,
+			body: stripeError("invalid_request_error", "", "The provided key '"+secretKey+"' does not have the required permissions"), check: abortSaying("lacks permission")},
+		{name: "400 needs review with Stripe's message", status: 400,
+			body: stripeError("invalid_request_error", "parameter_invalid_empty", "You passed an empty string for 'expand[]'"),
+			check: func(t *testing.T, err error) {
+				var re *reconcile.ReviewError
+				if !errors.As(err, &re) || re.Kind != reconcile.KindRejected || !strings.Contains(re.Detail, "You passed an empty string") {
+					t.Fatalf("err = %v, want a ReviewError of kind %s carrying Stripe's message", err, reconcile.KindRejected)
+				}
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &cannedStripe{status: tt.status, body: tt.body, header: tt.header}
+			srv := httptest.NewServer(c)
+			defer srv.Close()
+			pi, err := newGateway(t, srv.URL, nil).Fetch(context.Background(), "pi_123")
+			if pi != nil {
+				t.Errorf("Fetch returned object %+v with error %v; want nil", pi, err)
+			}
+			tt.check(t, err)
+			if strings.Contains(err.Error(), secretKey) || strings.Contains(err.Error(), "sk_test_") {
+				t.Fatalf("error %q shows the API key", err)
+			}
+			if n := c.calls.Load(); n != 1 {
+				t.Fatalf("%d requests; want exactly 1 (stripe-go's own retries must be off)", n)
+			}
+		})
+	}
+}
+
+func TestGatewayNetworkFailuresAreUnavailable(t *testing.T) {
+	t.Run("connection refused", func(t *testing.T) {
+		srv := httptest.NewServer(http.NotFoundHandler())
+		url := srv.URL
+		srv.Close()
+		_, err := newGateway(t, url, nil).Fetch(context.Background(), "pi_123")
+		if !errors.Is(err, reconcile.ErrUnavailable) {
+			t.Fatalf("err = %v, want ErrUnavailable", err)
+		}
+	})
+	t.Run("a call that outlasts the per-call timeout", func(t *testing.T) {
+		srv := httptest.NewServer(&cannedStripe{hang: true})
+		defer srv.Close()
+		g := newGateway(t, srv.URL, func(c *stripeadapter.GatewayConfig) { c.Timeout = 50 * time.Millisecond })
+		_, err := g.Fetch(context.Background(), "pi_123")
+		if !errors.Is(err, reconcile.ErrUnavailable) {
+			t.Fatalf("err = %v, want ErrUnavailable", err)
+		}
+	})
+	t.Run("our own cancelled context is not the external system's failure", func(t *testing.T) {
+		srv := httptest.NewServer(&cannedStripe{hang: true})
+		defer srv.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		_, err := newGateway(t, srv.URL, nil).Fetch(ctx, "pi_123")
+		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, reconcile.ErrUnavailable) {
+			t.Fatalf("err = %v, want the context's error and not ErrUnavailable", err)
+		}
+	})
+}
+
+func TestGatewayNeverSendsAnInvalidID(t *testing.T) {
+	c := &cannedStripe{status: 200, body: `{"id":"pi_1","object":"payment_intent","status":"succeeded"}`}
+	srv := httptest.NewServer(c)
+	defer srv.Close()
+	g := newGateway(t, srv.URL, nil)
+	for _, id := range []string{"", "pi_", "ch_123", "PI_123", "pi_12/../../v1/customers", "pi_1 2", "pi_1?expand=x", "pi_é", "pi_" + strings.Repeat("a", 300)} {
+		_, err := g.Fetch(context.Background(), id)
+		var re *reconcile.ReviewError
+		if !errors.As(err, &re) || re.Kind != reconcile.KindInvalidExternalID {
+			t.Errorf("Fetch(%q) = %v, want a ReviewError of kind %s", id, err, reconcile.KindInvalidExternalID)
+		}
+	}
+	if n := c.calls.Load(); n != 0 {
+		t.Fatalf("%d requests reached Stripe for invalid ids", n)
+	}
+	pi, err := g.Fetch(context.Background(), "pi_3MtwBwLkdIwHu7ix28a3tqPa")
+	if err != nil || pi.Status != stripe.PaymentIntentStatusSucceeded {
+		t.Fatalf("a valid id: %+v, %v", pi, err)
+	}
+}
+
+func TestGatewaySendsTheConnectedAccount(t *testing.T) {
+	c := &cannedStripe{status: 200, body: `{"id":"pi_1","object":"payment_intent","status":"succeeded"}`}
+	srv := httptest.NewServer(c)
+	defer srv.Close()
+	g := newGateway(t, srv.URL, func(c *stripeadapter.GatewayConfig) { c.StripeAccount = "acct_1Connected" })
+	if _, err := g.Fetch(context.Background(), "pi_1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.account.Load(); got != "acct_1Connected" {
+		t.Fatalf("Stripe-Account = %v, want acct_1Connected", got)
+	}
+	if got := c.path.Load(); got != "/v1/payment_intents/pi_1" {
+		t.Fatalf("path = %v", got)
+	}
+}
+
+func TestNewGatewayRejectsBadConfig(t *testing.T) {
+	client := stripe.NewClient(secretKey)
+	tests := []struct {
+		name string
+		cfg  stripeadapter.GatewayConfig
+	}{
+		{"no key and no client", stripeadapter.GatewayConfig{}},
+		{"a publishable key", stripeadapter.GatewayConfig{Key: "pk_test_123"}},
+		{"a client and a key", stripeadapter.GatewayConfig{Client: client, Key: secretKey}},
+		{"a client and a base URL", stripeadapter.GatewayConfig{Client: client, BaseURL: "http://127.0.0.1:1"}},
+		{"negative retries", stripeadapter.GatewayConfig{Key: secretKey, NetworkRetries: -1}},
+		{"a negative timeout", stripeadapter.GatewayConfig{Key: secretKey, Timeout: -time.Second}},
+		{"a negative skew", stripeadapter.GatewayConfig{Key: secretKey, CreatedSkew: -time.Second}},
+		{"a negative page cap", stripeadapter.GatewayConfig{Key: secretKey, MaxListPages: -1}},
+		{"an account that is not an account id", stripeadapter.GatewayConfig{Key: secretKey, StripeAccount: "cus_123"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+" is an error", func(t *testing.T) {
+			_, err := stripeadapter.NewGateway(tt.cfg)
+			if err == nil {
+				t.Fatal("NewGateway accepted it")
+			}
+			if strings.Contains(err.Error(), "SECRET") || strings.Contains(err.Error(), "pk_test_123") {
+				t.Fatalf("error %q shows the key", err)
+			}
+		})
+	}
+	if _, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Client: client}); err != nil {
+		t.Fatalf("a client alone: %v", err)
+	}
+}
