@@ -7,6 +7,8 @@
 // Subcommands:
 //
 //	engine   load a seed-shaped payments table and time one full cycle of the engine over it
+//	stripe   one full cycle through the Stripe gateway over HTTP to stripetest, bulk or per-object,
+//	         counting API calls (calls per row, cycle hours at 5 requests/s)
 //
 // The database comes from $DATABASE_URL, else pgenv.DefaultURL. Each subcommand prints progress
 // to stderr and, as its last stdout line, one JSON object with its figures, so that runs can be
@@ -37,6 +39,7 @@ type command struct {
 // commands maps subcommand names to their implementations; add new benchmarks here.
 var commands = map[string]command{
 	"engine": {summary: "load a payments table and time one full engine cycle over it", run: engineCommand},
+	"stripe": {summary: "one cycle through the Stripe gateway over HTTP to stripetest; counts API calls", run: stripeCommand},
 }
 
 // errUsage marks errors already explained to the user by a flag set's own output.

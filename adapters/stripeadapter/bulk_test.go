@@ -1,0 +1,278 @@
+package stripeadapter_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/memstore"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
+)
+
+var (
+	t0  = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now = t0.Add(400 * 24 * time.Hour)
+)
+
+// world is a payments table in a memstore and the matching PaymentIntents in a stripetest server.
+type world struct {
+	srv    *stripetest.Server
+	store  *memstore.Store[int64, string]
+	stores []*memstore.Store[int64, string] // one per run, for comparing runs on the same data
+	rows   []memstore.Row[int64, string]
+}
+
+// worldOptions shapes the data: row i is created at t0 + 10s·i, and its PaymentIntent 0–30 s
+// later unless shift moves it.
+type worldOptions struct {
+	rows int
+	// shift moves every PaymentIntent's created time, to make the rows' hints useless.
+	shift time.Duration
+	// crowd adds this many unrelated PaymentIntents per row, created in the same window.
+	crowd int
+	// missing leaves out every missing-th row's PaymentIntent (0: none).
+	missing int
+}
+
+// status gives row i's local state and its PaymentIntent's status: mostly in sync, with every
+// kind of drift the policy knows.
+func status(i int) (string, stripe.PaymentIntentStatus) {
+	switch i % 10 {
+	case 0:
+		return stripeadapter.LocalPending, stripe.PaymentIntentStatusSucceeded
+	case 1:
+		return stripeadapter.LocalPending, stripe.PaymentIntentStatusCanceled
+	case 2:
+		return stripeadapter.LocalPaid, stripe.PaymentIntentStatusProcessing
+	case 3:
+		return stripeadapter.LocalPending, stripe.PaymentIntentStatusRequiresPaymentMethod
+	default:
+		return stripeadapter.LocalPaid, stripe.PaymentIntentStatusSucceeded
+	}
+}
+
+func newWorld(t *testing.T, o worldOptions) *world {
+	t.Helper()
+	srv := stripetest.NewServer(stripetest.Options{Now: func() time.Time { return now }})
+	t.Cleanup(srv.Close)
+	var pis []stripetest.PaymentIntent
+	var which []int
+	for i := 1; i <= o.rows; i++ {
+		created := t0.Add(time.Duration(i) * 10 * time.Second)
+		if o.missing == 0 || i%o.missing != 0 {
+			_, st := status(i)
+			pis = append(pis, stripetest.PaymentIntent{Status: st, Created: created.Add(time.Duration(i*7%31)*time.Second + o.shift), Amount: int64(i)})
+			which = append(which, i)
+		}
+		for k := range o.crowd {
+			pis = append(pis, stripetest.PaymentIntent{Status: stripe.PaymentIntentStatusSucceeded, Created: created.Add(time.Duration(k) * time.Second)})
+			which = append(which, 0)
+		}
+	}
+	ids := srv.AddPaymentIntents(pis)
+	ext := map[int]string{}
+	for k, i := range which {
+		if i != 0 {
+			ext[i] = ids[k]
+		}
+	}
+	w := &world{srv: srv}
+	for i := 1; i <= o.rows; i++ {
+		id, ok := ext[i]
+		if !ok {
+			id = fmt.Sprintf("pi_missing%d", i)
+		}
+		local, _ := status(i)
+		created := t0.Add(time.Duration(i) * 10 * time.Second)
+		w.rows = append(w.rows, memstore.Row[int64, string]{Key: int64(i), ExternalID: id, Local: local, CreatedAt: created, UpdatedAt: created})
+	}
+	return w
+}
+
+func (w *world) newStore() *memstore.Store[int64, string] {
+	s := memstore.New[int64, string](memstore.Options{Now: func() time.Time { return now }})
+	for _, r := range w.rows {
+		s.Put(r)
+	}
+	return s
+}
+
+func (w *world) gateway(t *testing.T) *stripeadapter.Gateway {
+	t.Helper()
+	g, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: w.srv.Key(), BaseURL: w.srv.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// runCycle runs one full cycle over s and returns the summed report.
+func runCycle(t *testing.T, s *memstore.Store[int64, string], gw reconcile.Gateway[*stripe.PaymentIntent], batch int) (reconcile.Report, error) {
+	t.Helper()
+	cfg := reconcile.Config[string, *stripe.PaymentIntent]{
+		Job: "sweep", Source: s, Sink: s, Gateway: gw, Classifier: stripeadapter.PaymentIntentClassifier(),
+		BatchSize: batch, Concurrency: 4, ExternalState: stripeadapter.PaymentIntentState,
+	}
+	sum := reconcile.Report{Verdicts: map[reconcile.Verdict]int{}}
+	for range 10000 {
+		rep, err := reconcile.RunBatch(context.Background(), cfg)
+		if err != nil {
+			return sum, err
+		}
+		sum.Scanned += rep.Scanned
+		sum.GatewayCalls += rep.GatewayCalls
+		sum.RateLimited = sum.RateLimited || rep.RateLimited
+		sum.RetryAfter = max(sum.RetryAfter, rep.RetryAfter)
+		for v, n := range rep.Verdicts {
+			sum.Verdicts[v] += n
+		}
+		if rep.Wrapped {
+			return sum, nil
+		}
+	}
+	t.Fatal("the cycle did not wrap")
+	return sum, nil
+}
+
+// verified counts the rows the cycle checked against Stripe.
+func verified(r reconcile.Report) int {
+	return r.Scanned - r.Verdicts[reconcile.Unverifiable] - r.Verdicts[reconcile.InFlight]
+}
+
+// compareRuns runs a per-object cycle and a bulk cycle over the same data and fails if their
+// verdicts, findings or commands differ. It returns both reports.
+func compareRuns(t *testing.T, w *world, batch int) (perObject, bulk reconcile.Report) {
+	t.Helper()
+	one, many := w.newStore(), w.newStore()
+	g := w.gateway(t)
+	var err error
+	if perObject, err = runCycle(t, one, reconcile.GatewayFunc[*stripe.PaymentIntent](g.Fetch), batch); err != nil {
+		t.Fatal(err)
+	}
+	w.srv.ResetLog()
+	if bulk, err = runCycle(t, many, g, batch); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(perObject.Verdicts, bulk.Verdicts); diff != "" {
+		t.Errorf("verdicts differ (-per-object +bulk):\n%s", diff)
+	}
+	if diff := cmp.Diff(one.Findings(), many.Findings()); diff != "" {
+		t.Errorf("findings differ (-per-object +bulk):\n%s", diff)
+	}
+	if diff := cmp.Diff(one.Commands(), many.Commands()); diff != "" {
+		t.Errorf("commands differ (-per-object +bulk):\n%s", diff)
+	}
+	if len(many.Findings()) == 0 || len(many.Commands()) == 0 {
+		t.Fatal("the data produced no findings or no commands; the comparison proves nothing")
+	}
+	// The engine counts a call per wait; the server counts what arrived.
+	if arrived := w.srv.Requests(stripetest.ListPaymentIntents) + w.srv.Requests(stripetest.RetrievePaymentIntent); arrived != bulk.GatewayCalls {
+		t.Errorf("the engine counted %d calls, stripetest received %d", bulk.GatewayCalls, arrived)
+	}
+	return perObject, bulk
+}
+
+func TestBulkFetchWithAlignedCreatedTimesCostsAboutOneCallPerHundredRows(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{rows: 3000})
+	perObject, bulk := compareRuns(t, w, 1000)
+	ratio := float64(bulk.GatewayCalls) / float64(verified(bulk))
+	t.Logf("per-object %d calls, bulk %d calls for %d verified rows: %.4f calls per row", perObject.GatewayCalls, bulk.GatewayCalls, verified(bulk), ratio)
+	if ratio > 0.011 {
+		t.Fatalf("%.4f calls per verified row, want at most 0.011", ratio)
+	}
+	if verified(bulk) != 3000 {
+		t.Fatalf("%d rows verified, want all 3000", verified(bulk))
+	}
+}
+
+func TestBulkFetchWithUselessHintsCostsAtMostTwoPercentMoreThanPerObject(t *testing.T) {
+	t.Parallel()
+	for _, o := range []worldOptions{
+		{rows: 2000, shift: 200 * 24 * time.Hour},           // nothing in the window at all
+		{rows: 2000, shift: 200 * 24 * time.Hour, crowd: 5}, // a window full of other objects
+		{rows: 2000, crowd: 20},                             // ours drowned among others
+	} {
+		t.Run(fmt.Sprintf("shift %v crowd %d", o.shift, o.crowd), func(t *testing.T) {
+			w := newWorld(t, o)
+			_, bulk := compareRuns(t, w, 1000)
+			ratio := float64(bulk.GatewayCalls) / float64(verified(bulk))
+			t.Logf("bulk %d calls for %d verified rows: %.4f calls per row", bulk.GatewayCalls, verified(bulk), ratio)
+			if ratio > 1.02 {
+				t.Fatalf("%.4f calls per verified row, want at most 1.02", ratio)
+			}
+		})
+	}
+}
+
+func TestBulkFetchFallsBackForObjectsOutsideTheWindowAndMissingOnes(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{rows: 1000, missing: 50})
+	_, bulk := compareRuns(t, w, 500)
+	if got := w.srv.Requests(stripetest.RetrievePaymentIntent); got != 20 {
+		t.Fatalf("%d per-object calls, want one for each of the 20 rows Stripe does not have", got)
+	}
+	if bulk.Verdicts[reconcile.NeedsReview] == 0 {
+		t.Fatal("no NeedsReview for the missing objects")
+	}
+}
+
+func TestBulkFetchFailures(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		fault stripetest.Fault
+		check func(t *testing.T, w *world, rep reconcile.Report, err error)
+	}{
+		{
+			name: "a 429 on the list asks no more and tells the scheduler when to come back",
+			fault: stripetest.Fault{Status: http.StatusTooManyRequests, Code: "rate_limit",
+				Header: http.Header{"Retry-After": {"9"}, "Stripe-Rate-Limited-Reason": {"endpoint-rate"}}, Times: 1},
+			check: func(t *testing.T, w *world, rep reconcile.Report, err error) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !rep.RateLimited || rep.RetryAfter != 9*time.Second || w.srv.Requests(stripetest.RetrievePaymentIntent) != 0 {
+					t.Fatalf("report %+v, %d retrieves; want rate limited, retry after 9s, no per-object calls", rep, w.srv.Requests(stripetest.RetrievePaymentIntent))
+				}
+			},
+		},
+		{
+			name:  "a 503 on the list falls back to per-object calls",
+			fault: stripetest.Fault{Status: http.StatusServiceUnavailable, Times: 1},
+			check: func(t *testing.T, w *world, rep reconcile.Report, err error) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if verified(rep) != 300 || w.srv.Requests(stripetest.RetrievePaymentIntent) != 100 {
+					t.Fatalf("report %+v, %d retrieves; want all verified, the first batch's 100 rows one by one", rep, w.srv.Requests(stripetest.RetrievePaymentIntent))
+				}
+			},
+		},
+		{
+			name:  "a 401 on the list aborts the batch",
+			fault: stripetest.Fault{Status: http.StatusUnauthorized, Message: "Invalid API Key provided: sk_test_****test"},
+			check: func(t *testing.T, w *world, _ reconcile.Report, err error) {
+				if !errors.Is(err, reconcile.ErrAbortBatch) {
+					t.Fatalf("err = %v, want ErrAbortBatch", err)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t, worldOptions{rows: 300})
+			w.srv.Inject(stripetest.ListPaymentIntents, tt.fault)
+			rep, err := runCycle(t, w.newStore(), w.gateway(t), 100)
+			tt.check(t, w, rep, err)
+		})
+	}
+}

@@ -1,0 +1,40 @@
+package stripetest
+
+import "strings"
+
+// Route names an endpoint of the fake, for fault injection and request counting.
+type Route string
+
+// Routes the fake serves. The values are the dotted names Stripe uses for API operations.
+const (
+	RetrievePaymentIntent Route = "payment_intents.retrieve" // GET /v1/payment_intents/{id}
+	ListPaymentIntents    Route = "payment_intents.list"     // GET /v1/payment_intents
+	ListEvents            Route = "events.list"              // GET /v1/events
+	RetrieveEvent         Route = "events.retrieve"          // GET /v1/events/{id}
+)
+
+// matchRoute maps a request to its route and the object id in its path; route "" means the
+// fake does not serve it. Only GET is served: the project reads from Stripe, never writes.
+func matchRoute(method, path string) (Route, string) {
+	if method != "GET" {
+		return "", ""
+	}
+	for _, r := range [...]struct {
+		prefix         string
+		list, retrieve Route
+	}{
+		{"/v1/payment_intents", ListPaymentIntents, RetrievePaymentIntent},
+		{"/v1/events", ListEvents, RetrieveEvent},
+	} {
+		rest, ok := strings.CutPrefix(path, r.prefix)
+		switch {
+		case !ok:
+			continue
+		case rest == "" || rest == "/":
+			return r.list, ""
+		case rest[0] == '/' && !strings.Contains(rest[1:], "/"):
+			return r.retrieve, rest[1:]
+		}
+	}
+	return "", ""
+}

@@ -1,0 +1,205 @@
+package stripetest
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultKey is the API key a Server accepts when Options.Key is empty.
+const DefaultKey = "sk_test_stripetest"
+
+// Options configures a Server. The zero value works.
+type Options struct {
+	// Key is the API key requests must carry, as "Authorization: Bearer <key>" or as the
+	// basic-auth user (stripe-go uses the former). Empty means DefaultKey.
+	Key string
+	// Now is the clock for generated times: the default Created of objects and the time of
+	// status-change events. Nil means time.Now.
+	Now func() time.Time
+}
+
+// Server is a running fake of the Stripe API. Its methods are safe for concurrent use, also
+// while requests are being served.
+type Server struct {
+	key     string
+	now     func() time.Time
+	http    *httptest.Server
+	closing chan struct{} // closed by Close, to end requests that wait or hang
+	once    sync.Once
+
+	mu        sync.Mutex // guards the objects below
+	seq       uint64     // insertion order, the tie-break among equal created times
+	intents   map[string]*intent
+	intentsBy map[string]*index[*intent] // by account, sorted by (created, seq)
+	events    map[string]*event
+	eventsBy  map[string]*index[*event]
+
+	ctl     sync.Mutex // guards faults, latency and the log, kept apart from the objects
+	faults  []*injected
+	latency time.Duration
+	log     []*Request
+	counts  map[Route]int
+}
+
+// NewServer starts a Server, like httptest.NewServer; call Close when done.
+func NewServer(opts Options) *Server {
+	s := &Server{
+		key:       opts.Key,
+		now:       opts.Now,
+		closing:   make(chan struct{}),
+		intents:   make(map[string]*intent),
+		intentsBy: make(map[string]*index[*intent]),
+		events:    make(map[string]*event),
+		eventsBy:  make(map[string]*index[*event]),
+		counts:    make(map[Route]int),
+	}
+	if s.key == "" {
+		s.key = DefaultKey
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.http = httptest.NewServer(http.HandlerFunc(s.serve))
+	return s
+}
+
+// URL is the server's base URL, such as http://127.0.0.1:port, for stripe-go's
+// BackendConfig.URL.
+func (s *Server) URL() string { return s.http.URL }
+
+// Key is the API key the server accepts.
+func (s *Server) Key() string { return s.key }
+
+// Close shuts the server down and waits for its requests to finish. Requests that are waiting
+// out latency or hanging are ended first (their connections are dropped), so Close returns
+// promptly. Close may be called more than once.
+func (s *Server) Close() {
+	s.once.Do(func() { close(s.closing) })
+	s.http.Close()
+}
+
+// serve answers one request: log, latency, auth, faults, then the route's handler.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	route, id := matchRoute(r.Method, r.URL.Path)
+	rec := s.record(r, route)
+	w.Header().Set("Request-Id", newRequestID())
+
+	if !s.sleep(r, s.baseLatency(), false) {
+		// The client gave up or the server is closing: drop the connection rather than let
+		// net/http send an empty 200.
+		panic(http.ErrAbortHandler)
+	}
+	if f := s.authorize(r); f != nil {
+		w.Header().Set("Www-Authenticate", `Basic realm="Stripe"`)
+		s.fail(w, rec, f)
+		return
+	}
+	if route == "" {
+		s.fail(w, rec, &failure{http.StatusNotFound, apiError{
+			Message: "Unrecognized request URL (" + r.Method + ": " + r.URL.Path + ").",
+			Type:    errInvalidRequest,
+		}})
+		return
+	}
+	if f, ok := s.takeFault(route, id); ok {
+		if answered := s.applyFault(w, r, rec, f); answered {
+			return
+		}
+	}
+
+	account := r.Header.Get("Stripe-Account")
+	q := r.URL.Query()
+	buf := bufPool.Get().(*[]byte)
+	var (
+		body = (*buf)[:0]
+		f    *failure
+	)
+	switch route {
+	case RetrievePaymentIntent:
+		body, f = s.retrievePaymentIntent(body, account, id, q)
+	case ListPaymentIntents:
+		body, f = s.listPaymentIntents(body, account, q)
+	case RetrieveEvent:
+		body, f = s.retrieveEvent(body, account, id, q)
+	case ListEvents:
+		body, f = s.listEvents(body, account, q)
+	}
+	if f != nil {
+		s.fail(w, rec, f)
+	} else {
+		s.reply(w, rec, http.StatusOK, body)
+	}
+	if cap(body) <= maxPooled {
+		*buf = body
+		bufPool.Put(buf)
+	}
+}
+
+// authorize checks the API key, answering like Stripe: 401 for a missing or wrong key, with
+// the wrong key masked in the message.
+func (s *Server) authorize(r *http.Request) *failure {
+	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		key, _, _ = r.BasicAuth()
+	}
+	key = strings.TrimSpace(key)
+	switch {
+	case key == s.key:
+		return nil
+	case key == "":
+		return &failure{http.StatusUnauthorized, apiError{
+			Message: "You did not provide an API key. You need to provide your API key in the Authorization header, using Bearer auth (e.g. 'Authorization: Bearer YOUR_SECRET_KEY'). See https://stripe.com/docs/api#authentication for details, or we can help at https://support.stripe.com/.",
+			Type:    errInvalidRequest,
+		}}
+	default:
+		return &failure{http.StatusUnauthorized, apiError{
+			Message: "Invalid API Key provided: " + maskKey(key),
+			Type:    errInvalidRequest,
+		}}
+	}
+}
+
+// reply writes a JSON answer and records its status before the client can see it, so a test
+// that got a response always finds its status in the log.
+func (s *Server) reply(w http.ResponseWriter, rec *Request, status int, body []byte) {
+	s.answered(rec, status)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// fail writes an error answer.
+func (s *Server) fail(w http.ResponseWriter, rec *Request, f *failure) {
+	b, err := json.Marshal(errorBody{f.err})
+	if err != nil {
+		// errorBody holds only strings; this cannot fail.
+		panic("stripetest: encoding an error: " + err.Error())
+	}
+	s.reply(w, rec, f.status, b)
+}
+
+// sleep waits d, or forever, unless the request's client gives up or the server closes first;
+// it reports whether the wait ran out normally.
+func (s *Server) sleep(r *http.Request, d time.Duration, forever bool) bool {
+	if d <= 0 && !forever {
+		return true
+	}
+	var expired <-chan time.Time
+	if !forever {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		expired = t.C
+	}
+	select {
+	case <-expired:
+		return true
+	case <-r.Context().Done():
+		return false
+	case <-s.closing:
+		return false
+	}
+}

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"runtime"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/pgstore"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
+	"github.com/reconcilekit/reconcile/internal/pgenv"
+)
+
+// stripeOptions configures one stripe benchmark run.
+type stripeOptions struct {
+	Rows, Batch, Concurrency int
+	// Hint is "aligned" (each PaymentIntent created 0–30 s after its row) or "none" (created
+	// 200 days later: the rows' created_at says nothing about where the objects are).
+	Hint string
+	// PerObject hides the gateway's bulk ability: one retrieve per row.
+	PerObject bool
+	// Latency is added by stripetest to every request.
+	Latency  time.Duration
+	Progress io.Writer
+}
+
+// stripeResult is the stripe subcommand's JSON line.
+type stripeResult struct {
+	Rows        int     `json:"rows"`
+	Batch       int     `json:"batch"`
+	Mode        string  `json:"mode"`
+	Hint        string  `json:"hint"`
+	Concurrency int     `json:"concurrency"`
+	LatencyMS   float64 `json:"latency_ms"`
+	APICalls    int     `json:"api_calls"`
+	ListCalls   int     `json:"list_calls"`
+	Retrieves   int     `json:"retrieve_calls"`
+	CallsPerRow float64 `json:"calls_per_row"`
+	Seconds     float64 `json:"seconds"`
+	RowsPerS    float64 `json:"rows_per_s"`
+	// CycleHoursAt5rps is how long the same cycle takes within the default budget of 5 calls
+	// per second: api_calls / 5 / 3600.
+	CycleHoursAt5rps float64        `json:"cycle_hours_at_5rps"`
+	Findings         int64          `json:"findings"`
+	Commands         int64          `json:"commands"`
+	Verdicts         map[string]int `json:"verdicts"`
+	GoVersion        string         `json:"go_version"`
+}
+
+func stripeCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("stripe", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	rows := fs.Int("rows", 20000, "payments rows (and PaymentIntents) to load")
+	batch := fs.Int("batch", 1000, "engine batch size")
+	hint := fs.String("hint", "aligned", `"aligned": PaymentIntents created 0-30 s after their rows; "none": no overlap at all`)
+	mode := fs.String("mode", "bulk", `"bulk": the gateway lists in pages of 100; "per-object": one retrieve per row`)
+	conc := fs.Int("concurrency", 8, "gateway calls in flight")
+	latency := fs.Duration("latency", 0, "latency stripetest adds to every request")
+	schema := fs.String("schema", "bench_stripe", "schema to drop, recreate and work in")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: go run ./internal/bench stripe [flags]")
+		fmt.Fprintln(stderr, "One full cycle of the engine with pgstore and the Stripe gateway over HTTP to stripetest,")
+		fmt.Fprintln(stderr, "no rate limit; counts the API calls. Database: $DATABASE_URL.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	switch {
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "bench: stripe: unexpected arguments %q\n", fs.Args())
+		return errUsage
+	case *rows <= 0 || *batch <= 0 || *conc <= 0:
+		return fmt.Errorf("bench: stripe: -rows, -batch and -concurrency must be positive")
+	case *hint != "aligned" && *hint != "none":
+		return fmt.Errorf("bench: stripe: -hint must be aligned or none, not %q", *hint)
+	case *mode != "bulk" && *mode != "per-object":
+		return fmt.Errorf("bench: stripe: -mode must be bulk or per-object, not %q", *mode)
+	}
+	dbURL, source := pgenv.URL("DATABASE_URL")
+	pool, err := pgenv.Connect(ctx, dbURL, source)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	ident := pgx.Identifier{*schema}.Sanitize()
+	for _, q := range []string{"DROP SCHEMA IF EXISTS " + ident + " CASCADE", "CREATE SCHEMA " + ident} {
+		if _, err := pool.Exec(ctx, q); err != nil {
+			return fmt.Errorf("bench: %s: %w", q, err)
+		}
+	}
+	defer func() {
+		if _, err := pool.Exec(context.WithoutCancel(ctx), "DROP SCHEMA IF EXISTS "+ident+" CASCADE"); err != nil {
+			fmt.Fprintf(stderr, "bench: drop schema %s: %v\n", ident, err)
+		}
+	}()
+	res, err := runStripe(ctx, pool, *schema, stripeOptions{Rows: *rows, Batch: *batch, Concurrency: *conc, Hint: *hint,
+		PerObject: *mode == "per-object", Latency: *latency, Progress: stderr})
+	if err != nil {
+		return err
+	}
+	line, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s\n", line)
+	return nil
+}
+
+// stripeBase is the first row's created_at; row i is created 10 s·i later.
+var stripeBase = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// stripeMix is seedMix without the unavailable share: stripetest answers every row, so that
+// bulk and per-object runs must agree exactly.
+func stripeMix(i int) (string, stripe.PaymentIntentStatus) {
+	local, ext, ok := seedMix(i)
+	if !ok {
+		return stripeadapter.LocalPaid, stripe.PaymentIntentStatusSucceeded
+	}
+	return local, ext
+}
+
+// runStripe loads opts.Rows rows into schema and as many PaymentIntents into a stripetest
+// server, then times one full cycle and checks its results.
+func runStripe(ctx context.Context, pool *pgxpool.Pool, schema string, opts stripeOptions) (stripeResult, error) {
+	res := stripeResult{Rows: opts.Rows, Batch: opts.Batch, Hint: opts.Hint, Mode: "bulk", Concurrency: opts.Concurrency,
+		LatencyMS: float64(opts.Latency.Microseconds()) / 1000, Verdicts: map[string]int{}, GoVersion: runtime.Version()}
+	if opts.PerObject {
+		res.Mode = "per-object"
+	}
+	progress := opts.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	srv := stripetest.NewServer(stripetest.Options{})
+	defer srv.Close()
+	pis := make([]stripetest.PaymentIntent, opts.Rows)
+	for i := range pis {
+		n := i + 1
+		_, ext := stripeMix(n)
+		created := stripeBase.Add(time.Duration(n)*10*time.Second + time.Duration(n*7%31)*time.Second)
+		if opts.Hint == "none" {
+			created = created.Add(200 * 24 * time.Hour)
+		}
+		pis[i] = stripetest.PaymentIntent{Status: ext, Created: created, Amount: int64(1000 + n%5000)}
+	}
+	ids := srv.AddPaymentIntents(pis)
+
+	tables := pgstore.Tables{Prefix: "reconcile_", Schema: schema}
+	if err := pgstore.Migrate(ctx, pool, tables); err != nil {
+		return res, err
+	}
+	table := pgx.Identifier{schema, paymentsTable}
+	if _, err := pool.Exec(ctx, fmt.Sprintf(paymentsDDL, table.Sanitize())); err != nil {
+		return res, fmt.Errorf("bench: create %s: %w", table.Sanitize(), err)
+	}
+	rows := make([][]any, opts.Rows)
+	for i := range rows {
+		n := i + 1
+		local, _ := stripeMix(n)
+		rows[i] = []any{fmt.Sprintf("o_%d", n), ids[i], local, stripeBase.Add(time.Duration(n) * 10 * time.Second)}
+	}
+	if _, err := pool.CopyFrom(ctx, table, []string{"order_id", "stripe_payment_intent_id", "status", "created_at"}, pgx.CopyFromRows(rows)); err != nil {
+		return res, fmt.Errorf("bench: copy into %s: %w", table.Sanitize(), err)
+	}
+	if _, err := pool.Exec(ctx, "ANALYZE "+table.Sanitize()); err != nil {
+		return res, err
+	}
+	store, err := pgstore.New(pool, pgstore.Config{Table: paymentsTable, Schema: schema, ExternalIDColumn: "stripe_payment_intent_id", Tables: tables})
+	if err != nil {
+		return res, err
+	}
+	// Enough idle connections for every worker: the default keeps two and would reconnect.
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: opts.Concurrency + 2}}
+	gw, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL(), HTTPClient: hc})
+	if err != nil {
+		return res, err
+	}
+	var gateway reconcile.Gateway[*stripe.PaymentIntent] = gw
+	if opts.PerObject {
+		gateway = reconcile.GatewayFunc[*stripe.PaymentIntent](gw.Fetch)
+	}
+	rec, err := reconcile.New(reconcile.Config[string, *stripe.PaymentIntent]{
+		Job: "bench", Source: store, Sink: store, Gateway: gateway, Classifier: stripeadapter.PaymentIntentClassifier(),
+		BatchSize: opts.Batch, Concurrency: opts.Concurrency, ExternalState: stripeadapter.PaymentIntentState,
+	})
+	if err != nil {
+		return res, err
+	}
+	fmt.Fprintf(progress, "stripe: loaded %d rows and PaymentIntents; one cycle, mode %s, hint %s, batch %d\n", opts.Rows, res.Mode, opts.Hint, opts.Batch)
+	srv.ResetLog()
+	srv.SetLatency(opts.Latency)
+	scanned, reported := 0, 0
+	start := time.Now()
+	for {
+		rep, err := rec.RunBatch(ctx)
+		if err != nil {
+			return res, err
+		}
+		scanned += rep.Scanned
+		reported += rep.GatewayCalls
+		for v, n := range rep.Verdicts {
+			res.Verdicts[v.String()] += n
+		}
+		if rep.Wrapped {
+			break
+		}
+	}
+	elapsed := time.Since(start)
+	res.Seconds = round(elapsed.Seconds(), 3)
+	res.RowsPerS = math.Round(float64(scanned) / elapsed.Seconds())
+	res.ListCalls = srv.Requests(stripetest.ListPaymentIntents)
+	res.Retrieves = srv.Requests(stripetest.RetrievePaymentIntent)
+	res.APICalls = res.ListCalls + res.Retrieves
+	res.CallsPerRow = round(float64(res.APICalls)/float64(opts.Rows), 4)
+	res.CycleHoursAt5rps = round(float64(res.APICalls)/5/3600, 3)
+	err = pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM "+pgx.Identifier{schema, tables.Prefix + "findings"}.Sanitize()+
+		"), (SELECT count(*) FROM "+pgx.Identifier{schema, tables.Prefix + "outbox"}.Sanitize()+")").Scan(&res.Findings, &res.Commands)
+	if err != nil {
+		return res, fmt.Errorf("bench: count findings and commands: %w", err)
+	}
+	switch wantF, wantC := expected(opts.Rows); {
+	case scanned != opts.Rows:
+		return res, fmt.Errorf("bench: stripe: the cycle scanned %d rows of %d", scanned, opts.Rows)
+	case reported != res.APICalls:
+		return res, fmt.Errorf("bench: stripe: the engine counted %d calls, stripetest received %d", reported, res.APICalls)
+	case res.Findings != wantF || res.Commands != wantC || res.Verdicts[reconcile.Unverifiable.String()] != 0:
+		return res, fmt.Errorf("bench: stripe: wrong results: %d findings, %d commands, verdicts %v; want %d, %d, none unverifiable",
+			res.Findings, res.Commands, res.Verdicts, wantF, wantC)
+	}
+	return res, nil
+}
