@@ -46,6 +46,22 @@
 //   - A rate limit (ErrRateLimited) stops the batch's remaining calls; ErrAbortBatch (such as
 //     rejected credentials) stops the batch with an error.
 //
+// # Rate budget
+//
+// Config.Limiter paces the gateway's calls; share one Limiter among every job that talks to the
+// same external account, since its budget is the account's. A *rate.Limiter works; an
+// AdaptiveLimiter (default 5 requests/s) also halves its rate when the external system answers
+// "too many requests", pauses for the Retry-After it named, and grows back gradually. RunBatch
+// tells any Limiter that is a Throttler about every rate-limit answer, and reports the longest
+// Retry-After in Report.RetryAfter for the scheduler.
+//
+// # Bulk fetch
+//
+// A Gateway may also be a BatchGateway, able to answer about many objects with one call (a list
+// endpoint). RunBatch then calls FetchBatch once per batch, through the same limiter, and asks
+// Fetch only about the rows the bulk answer did not cover. The Stripe gateway does this through
+// the PaymentIntents list, a hundred objects per call.
+//
 // # Gateway errors
 //
 // A Gateway maps every failure to one of: ErrNotFound (confirmed absent: a NeedsReview finding

@@ -68,3 +68,26 @@ func ExampleRunBatch() {
 	// finding: record 3 paid_locally_not_externally (paid here, canceled there)
 	// queued: ApplyPaymentSucceeded for payment 2
 }
+
+// An adaptive budget: 5 requests per second, halved by a 429, grown back a tenth of the budget
+// every RecoverEvery.
+func ExampleNewAdaptiveLimiter() {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	lim, err := reconcile.NewAdaptiveLimiter(reconcile.AdaptiveOptions{
+		Rate:         5,
+		RecoverEvery: 30 * time.Second,
+		Now:          func() time.Time { return now }, // a fixed clock, for the example
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("budget:", lim.Limit())
+	lim.Throttle(0) // what RunBatch does when the gateway answers 429
+	fmt.Println("after a 429:", lim.Limit())
+	now = now.Add(time.Minute)
+	fmt.Println("a minute later:", lim.Limit())
+	// Output:
+	// budget: 5
+	// after a 429: 2.5
+	// a minute later: 3.5
+}

@@ -1,11 +1,52 @@
-// Package stripeadapter connects the reconciler to Stripe PaymentIntents.
+// Package stripeadapter connects the reconciler to Stripe PaymentIntents, through stripe-go v82.
+//
+// # Gateway
+//
+// NewGateway returns a reconcile.Gateway[*stripe.PaymentIntent] built from an API key (with
+// optional base URL, HTTP client, per-call timeout and Stripe-Account for a connected account)
+// or from a *stripe.Client you already have. stripe-go's own retries are off by default: a row
+// that cannot be checked is Unverifiable and is checked again next cycle, which keeps a batch's
+// duration and API use predictable.
+//
+// # Errors
+//
+// Every Stripe answer maps to what the engine does with the row:
+//
+//	404 resource_missing                    ErrNotFound: NeedsReview missing_externally
+//	429 (any code but lock_timeout)         *RateLimitError with Retry-After and the
+//	                                        Stripe-Rate-Limited-Reason: the rest of the batch
+//	                                        is not asked, an AdaptiveLimiter slows down
+//	429 lock_timeout, 409, 5xx, a body that
+//	is not JSON, connection refused, timeout ErrUnavailable: Unverifiable
+//	401, 403                                ErrAbortBatch: the batch stops with an error that
+//	                                        says the key is wrong or lacks permission
+//	400                                     NeedsReview rejected_by_external_system with
+//	                                        Stripe's message
+//
+// An id that is not a PaymentIntent id (pi_ and letters and digits) is never sent: it is a
+// NeedsReview finding invalid_external_id. API keys are removed from every error.
+//
+// # Bulk fetch
+//
+// The Gateway is also a reconcile.BatchGateway: for a batch of rows it lists the PaymentIntents
+// created within the rows' created_at window, widened by CreatedSkew, a hundred per call, and
+// the engine then retrieves one by one only the rows the list did not show. With rows and
+// PaymentIntents created close together this costs about one call per hundred rows instead of
+// one per row. A crowded or misaligned window stops after two pages (or MaxListPages) and
+// degrades to per-object calls. Results are the same either way; to force per-object calls,
+// pass reconcile.GatewayFunc[*stripe.PaymentIntent](gateway.Fetch).
 //
 // # Classifier
 //
 // PaymentIntentClassifier is the payment policy as a pure function of a local payment status
-// and a PaymentIntent status: Stripe is the truth for a payment's outcome, so a pending payment
-// whose intent succeeded or was canceled is repaired automatically, and anything where money may
+// and a PaymentIntent: Stripe is the truth for a payment's outcome, so a pending payment whose
+// intent succeeded or was canceled is repaired automatically, and anything where money may
 // already have moved (a payment paid locally but not at Stripe) goes to a person.
+//
+// # Testing
+//
+// Package stripetest is a stateful fake of the Stripe API over HTTP, with fault injection, for
+// the host's own tests as much as ours. The wire format is checked against stripe-mock.
 //
 // The package is named stripeadapter so that it does not shadow stripe-go's stripe package.
 package stripeadapter
