@@ -3,8 +3,10 @@ package reconcile_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -113,9 +115,9 @@ func TestABatchGatewayGivesTheSameResultsWithFewerCalls(t *testing.T) {
 	all := paymentsWorld(n)
 	// The bulk call sees three rows in four; the rest, and the missing ones, go one by one.
 	listed := map[string]string{}
-	for id, s := range all {
-		if len(id)%4 != 0 || id[len(id)-1] != '3' {
-			listed[id] = s
+	for i := int64(1); i <= n; i++ {
+		if s, ok := all[extID(i)]; ok && i%4 != 0 {
+			listed[extID(i)] = s
 		}
 	}
 
@@ -286,8 +288,10 @@ func TestABatchGatewayStopsWhenTheLimiterRunsOutOfTime(t *testing.T) {
 	if rep.GatewayCalls != 2 || rep.Verdicts[reconcile.Unverifiable] != n-10 || !rep.RateLimited || bg.Calls() != 0 {
 		t.Fatalf("report %+v, per-object calls %d; want 2 pages, %d unverifiable, no per-object calls", rep, bg.Calls(), n-10)
 	}
-	if slices.Contains(logged, "reconcile batch fetch failure; asking one by one") {
-		t.Fatal("the limiter's refusal was logged as a bulk failure")
+	for _, msg := range []string{"reconcile batch fetch failure; asking one by one", "reconcile batch fetch rate limited"} {
+		if slices.Contains(logged, msg) {
+			t.Fatalf("the limiter's refusal was logged as %q", msg)
+		}
 	}
 }
 
@@ -298,3 +302,41 @@ func (h funcHandler) Enabled(context.Context, slog.Level) bool      { return tru
 func (h funcHandler) Handle(_ context.Context, r slog.Record) error { h(r); return nil }
 func (h funcHandler) WithAttrs([]slog.Attr) slog.Handler            { return h }
 func (h funcHandler) WithGroup(string) slog.Handler                 { return h }
+
+// checkingGateway rejects ids that do not start with "pi_" without a call.
+type checkingGateway struct{ *fakeGateway }
+
+func (g checkingGateway) CheckID(id string) error {
+	if !strings.HasPrefix(id, "pi_") {
+		return &reconcile.ReviewError{Kind: reconcile.KindInvalidExternalID, Detail: id + " is not a PaymentIntent id"}
+	}
+	return nil
+}
+
+func TestInvalidIDsAreFindingsWithoutACallEvenAfterARateLimit(t *testing.T) {
+	c := newClock()
+	s := memstore.New[int64, string](memstore.Options{Now: c.Now})
+	old := c.Now().Add(-time.Hour)
+	s.Put(memstore.Row[int64, string]{Key: 1, ExternalID: "pi_1", Local: "paid", UpdatedAt: old})
+	for i := int64(2); i <= 6; i++ {
+		s.Put(memstore.Row[int64, string]{Key: i, ExternalID: fmt.Sprintf("ch_%d", i), Local: "paid", UpdatedAt: old})
+	}
+	gw := checkingGateway{newFakeGateway(0, func(context.Context, int, string) (string, error) {
+		return "", &reconcile.RateLimitError{}
+	})}
+	lim := &recordingLimiter{}
+	cfg := config(s, gw)
+	cfg.Limiter = lim
+	rep, err := reconcile.RunBatch(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.GatewayCalls != 1 || gw.Calls() != 1 || rep.Verdicts[reconcile.NeedsReview] != 5 || rep.Verdicts[reconcile.Unverifiable] != 1 {
+		t.Fatalf("report %+v, %d calls; want 1 call (pi_1, rate limited) and 5 invalid-id findings", rep, gw.Calls())
+	}
+	for _, f := range s.Findings() {
+		if f.Kind != reconcile.KindInvalidExternalID {
+			t.Fatalf("finding %+v, want kind %s", f, reconcile.KindInvalidExternalID)
+		}
+	}
+}

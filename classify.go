@@ -139,3 +139,17 @@ func (t *RuleTable[L, E]) Classify(local L, external E) Decision {
 func Unexpected(local, external string) Decision {
 	return Decision{Verdict: NeedsReview, Kind: "unexpected:" + local + "->" + external}
 }
+
+// StateNamer is an optional ability of a Classifier: naming each side's state as its rules
+// spell it. New takes Config.LocalState and Config.ExternalState from it when they are nil, so
+// that what findings and observations record is the state the rules judged. RuleTable has it.
+type StateNamer[L, E any] interface {
+	LocalState(L) string
+	ExternalState(E) string
+}
+
+// LocalState names the local state as the rules spell it.
+func (t *RuleTable[L, E]) LocalState(local L) string { return t.localState(local) }
+
+// ExternalState names the external state as the rules spell it.
+func (t *RuleTable[L, E]) ExternalState(external E) string { return t.externalState(external) }

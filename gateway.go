@@ -96,6 +96,15 @@ func (e *ReviewError) Error() string {
 	return "reconcile: needs review: " + e.Kind + ": " + e.Detail
 }
 
+// IDChecker is an optional ability of a Gateway: telling, without a call, that an external id
+// cannot be valid (the wrong prefix, characters that do not belong in a URL). RunBatch asks it
+// before spending a call or a limiter token on the row, so such a row is a finding even in a
+// batch stopped by a rate limit. A non-nil answer is handled as Fetch's error would be;
+// normally it is a *ReviewError of kind KindInvalidExternalID.
+type IDChecker interface {
+	CheckID(externalID string) error
+}
+
 // Lookup names one object a BatchGateway is asked about.
 type Lookup struct {
 	ExternalID string

@@ -44,7 +44,8 @@ type AdaptiveOptions struct {
 	// RecoverEvery is how often the rate grows back by a tenth of Rate after a slowdown, so a
 	// halved rate is whole again after five periods. Zero means 30 seconds.
 	RecoverEvery time.Duration
-	// Now is the clock; nil means time.Now. Tests set it.
+	// Now is the clock every decision is measured by; nil means time.Now. Tests set it to check
+	// the rate; it must advance like a clock for Wait to return.
 	Now func() time.Time
 }
 
@@ -106,30 +107,49 @@ func NewAdaptiveLimiter(opts AdaptiveOptions) (*AdaptiveLimiter, error) {
 	}, nil
 }
 
-// errPaused is returned by Wait when a Retry-After pause outlasts ctx's deadline.
-var errPaused = errors.New("reconcile: adaptive limiter: paused by a rate-limit answer past the context deadline")
-
-// Wait blocks until a call may be made: after any pause a rate-limit answer asked for, then at
-// the current rate. Like rate.Limiter, it fails at once when ctx's deadline comes first.
+// Wait blocks until a call may be made: its turn at the current rate, and then the end of any
+// pause a rate-limit answer asked for, also one that arrives while it waits. Like rate.Limiter,
+// it fails at once when ctx's deadline comes first; when a pause is the reason, the error is a
+// *RateLimitError saying how long the pause still lasts.
 func (l *AdaptiveLimiter) Wait(ctx context.Context) error {
 	l.mu.Lock()
 	now := l.now()
 	l.recoverLocked(now)
-	pause := l.pausedUntil.Sub(now)
+	res := l.lim.ReserveN(now, 1)
+	turn := now.Add(res.DelayFrom(now))
 	l.mu.Unlock()
-	if pause > 0 {
-		if d, ok := ctx.Deadline(); ok && d.Before(now.Add(pause)) {
-			return errPaused
+	if !res.OK() {
+		return errors.New("reconcile: adaptive limiter: a burst of 0 grants no call")
+	}
+	for {
+		l.mu.Lock()
+		now := l.now()
+		until := turn
+		if l.pausedUntil.After(until) {
+			until = l.pausedUntil
 		}
-		t := time.NewTimer(pause)
+		l.mu.Unlock()
+		wait := until.Sub(now)
+		if wait <= 0 {
+			return nil
+		}
+		if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
+			res.CancelAt(now)
+			if until.After(turn) {
+				return &RateLimitError{RetryAfter: wait, Reason: "the limiter is paused by an earlier rate-limit answer"}
+			}
+			return fmt.Errorf("reconcile: adaptive limiter: the next call is %v away, past the context deadline", wait)
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
+			// Look again: a rate-limit answer may have paused everyone meanwhile.
 		case <-ctx.Done():
 			t.Stop()
+			res.CancelAt(l.now())
 			return ctx.Err()
 		}
 	}
-	return l.lim.Wait(ctx)
 }
 
 // Throttle halves the rate (not below Min) and pauses every caller for retryAfter. Answers

@@ -206,3 +206,54 @@ func TestNewRejectsANilLimiterPointer(t *testing.T) {
 		t.Fatal("New accepted a nil *rate.Limiter, which panics at the first call")
 	}
 }
+
+func TestARateLimitAnswerHoldsBackCallersAlreadyWaiting(t *testing.T) {
+	l, err := reconcile.NewAdaptiveLimiter(reconcile.AdaptiveOptions{Rate: 2, Burst: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Wait(context.Background()); err != nil { // spends the burst
+		t.Fatal(err)
+	}
+	start := time.Now()
+	done := make(chan time.Duration)
+	go func() {
+		if err := l.Wait(context.Background()); err != nil { // its turn is 500ms away
+			t.Error(err)
+		}
+		done <- time.Since(start)
+	}()
+	time.Sleep(100 * time.Millisecond)
+	l.Throttle(time.Second) // arrives while the caller waits for its turn
+	if d := <-done; d < time.Second {
+		t.Fatalf("a caller waiting before the 429 went through after %v, inside the 1s pause", d)
+	}
+}
+
+func TestABatchThatCannotMakeItsFirstCallWritesNothingAndSaysWhenToComeBack(t *testing.T) {
+	s := newStore(newClock(), 10, always("paid"))
+	sink := &countingSink{Sink: s}
+	gw := newFakeGateway(0, func(context.Context, int, string) (string, error) { return "succeeded", nil })
+	lim, err := reconcile.NewAdaptiveLimiter(reconcile.AdaptiveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim.Throttle(time.Minute) // another job sharing the budget was told to wait a minute
+	cfg := config(s, gw)
+	cfg.Sink, cfg.Limiter = sink, lim
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for range 3 { // a scheduler that ignored the advice would not walk the cursor over the table
+		rep, err := reconcile.RunBatch(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.Deferred || !rep.RateLimited || rep.RetryAfter < 50*time.Second || rep.Scanned != 0 {
+			t.Fatalf("report %+v; want deferred, rate limited, RetryAfter about a minute, nothing scanned", rep)
+		}
+	}
+	assertNothingWritten(t, s, sink, 10)
+	if gw.Calls() != 0 {
+		t.Fatalf("%d calls during the pause", gw.Calls())
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -100,7 +101,9 @@ type Config[L, E any] struct {
 	// Concurrency is the number of gateway calls in flight at once. Zero means 1.
 	Concurrency int
 	// LocalState and ExternalState describe each side's state for findings and observations.
-	// Nil means fmt.Sprint.
+	// Nil means the Classifier's own, if it is a StateNamer (as a RuleTable is), else
+	// fmt.Sprint for types that print as a plain value (strings, numbers, fmt.Stringers); for
+	// other types they are required, so that no struct is recorded whole, secrets and all.
 	LocalState    func(L) string
 	ExternalState func(E) string
 	// Logger receives one line per batch and one per gateway failure. Nil means no logging.
@@ -144,16 +147,47 @@ func New[L, E any](cfg Config[L, E]) (*Reconciler[L, E], error) {
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = 1
 	}
-	if cfg.LocalState == nil {
-		cfg.LocalState = func(l L) string { return fmt.Sprint(l) }
+	if n, ok := cfg.Classifier.(StateNamer[L, E]); ok {
+		if cfg.LocalState == nil {
+			cfg.LocalState = n.LocalState
+		}
+		if cfg.ExternalState == nil {
+			cfg.ExternalState = n.ExternalState
+		}
 	}
-	if cfg.ExternalState == nil {
-		cfg.ExternalState = func(e E) string { return fmt.Sprint(e) }
+	var err error
+	if cfg.LocalState, err = defaultState(cfg.LocalState, "LocalState"); err != nil {
+		return nil, err
+	}
+	if cfg.ExternalState, err = defaultState(cfg.ExternalState, "ExternalState"); err != nil {
+		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Reconciler[L, E]{cfg: cfg}, nil
+}
+
+// defaultState returns f, or fmt.Sprint for a T that prints as a plain value: a string, number,
+// bool or fmt.Stringer. For anything else, such as a struct or a pointer to one, fmt.Sprint
+// would store every field in findings and observations, secrets included (a PaymentIntent's
+// client_secret), so the host must say what to record.
+func defaultState[T any](f func(T) string, field string) (func(T) string, error) {
+	if f != nil {
+		return f, nil
+	}
+	t := reflect.TypeFor[T]()
+	plain := t.Implements(reflect.TypeFor[fmt.Stringer]())
+	switch t.Kind() {
+	case reflect.String, reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		plain = true
+	}
+	if !plain {
+		return nil, fmt.Errorf("reconcile: config: %s is nil and %v is not a string, number or fmt.Stringer: "+
+			"say which part of it findings and observations should record", field, t)
+	}
+	return func(v T) string { return fmt.Sprint(v) }, nil
 }
 
 // RunBatch checks cfg and runs one batch; see (*Reconciler).RunBatch.
@@ -180,9 +214,14 @@ type Report struct {
 	// the Limiter could not grant a call before ctx's deadline); the rows not asked are
 	// Unverifiable.
 	RateLimited bool
-	// RetryAfter is the longest wait a rate-limit answer asked for; zero if none named one. A
-	// scheduler should not run the job again sooner.
+	// RetryAfter is the longest wait a rate-limit answer (or a limiter paused by one) asked for;
+	// zero if none named one. A scheduler should not run the job again sooner.
 	RetryAfter time.Duration
+	// Deferred reports that the batch wrote nothing because not one external call could be
+	// made: the limiter, or a rate limit answered earlier, refused the first. The cursor did not
+	// move, and Scanned and Verdicts are zero; run the job again after RetryAfter. RateLimited
+	// is set too.
+	Deferred bool
 	// NewFindings and NewCommands are what the commit added.
 	NewFindings int
 	NewCommands int
@@ -215,7 +254,8 @@ func (r *Reconciler[L, E]) RunBatch(ctx context.Context) (Report, error) {
 		slog.Int("repairable", rep.Verdicts[Repairable]), slog.Int("needs_review", rep.Verdicts[NeedsReview]),
 		slog.Int("unverifiable", rep.Verdicts[Unverifiable]), slog.Int("gateway_calls", rep.GatewayCalls),
 		slog.Int("new_findings", rep.NewFindings), slog.Int("new_commands", rep.NewCommands),
-		slog.Bool("rate_limited", rep.RateLimited), slog.Duration("duration", rep.Duration))
+		slog.Bool("rate_limited", rep.RateLimited), slog.Bool("deferred", rep.Deferred),
+		slog.Duration("retry_after", rep.RetryAfter), slog.Duration("duration", rep.Duration))
 	return rep, nil
 }
 
@@ -241,6 +281,12 @@ func (r *Reconciler[L, E]) runBatch(ctx context.Context) (Report, error) {
 			return rep, fmt.Errorf("reconcile: job %s: %w", cfg.Job, err)
 		}
 		commit.Outcomes, rep.RateLimited, rep.RetryAfter = j.outcomes, j.stopped, j.retryAfter
+		if j.stopped && j.calls == 0 && j.asked > 0 {
+			// Not one call could be made: committing would walk the cursor over rows that were
+			// never asked, batch after batch, while the budget is spent. Wait instead.
+			rep.Deferred = true
+			return rep, nil
+		}
 	}
 	for _, o := range commit.Outcomes {
 		rep.Verdicts[o.Decision.Verdict]++
@@ -257,6 +303,7 @@ func (r *Reconciler[L, E]) runBatch(ctx context.Context) (Report, error) {
 // judgement is what judge concluded about a batch.
 type judgement struct {
 	outcomes   []Outcome
+	asked      int // rows that needed a call
 	calls      int
 	stopped    bool          // a rate limit (or the limiter) stopped the calls
 	retryAfter time.Duration // the longest wait a rate limit asked for
@@ -270,6 +317,7 @@ func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L]) (judgeme
 	cfg := &r.cfg
 	out := make([]Outcome, len(recs))
 	var ask []int
+	checker, _ := cfg.Gateway.(IDChecker)
 	for i, rec := range recs {
 		out[i] = Outcome{RecordID: rec.ID, ExternalID: rec.ExternalID, Local: cfg.LocalState(rec.Local)}
 		switch {
@@ -278,6 +326,15 @@ func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L]) (judgeme
 		case rec.ExternalID == "":
 			// Nothing to ask about: never send an empty id to the external system.
 			out[i].Decision = Decision{Verdict: NeedsReview, Kind: KindInvalidExternalID, Detail: "the row has no external id"}
+		case checker != nil:
+			if err := checker.CheckID(rec.ExternalID); err != nil {
+				var zero E
+				if err := r.decide(ctx, &out[i], rec.Local, zero, err); err != nil {
+					return judgement{}, err
+				}
+				continue
+			}
+			ask = append(ask, i)
 		default:
 			ask = append(ask, i)
 		}
@@ -289,8 +346,9 @@ func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L]) (judgeme
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	p := &pacer{limiter: cfg.Limiter}
+	asked := len(ask)
 	result := func() judgement {
-		return judgement{calls: int(p.calls.Load()), stopped: p.stop.Load(), retryAfter: p.retryAfter}
+		return judgement{asked: asked, calls: int(p.calls.Load()), stopped: p.stop.Load(), retryAfter: p.retryAfter}
 	}
 	if bg, ok := cfg.Gateway.(BatchGateway[E]); ok {
 		var err error
@@ -372,8 +430,10 @@ func (r *Reconciler[L, E]) fetchBatch(ctx context.Context, bg BatchGateway[E], p
 		return nil, err
 	case errors.Is(err, ErrRateLimited):
 		p.limited(err)
-		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile batch fetch rate limited",
-			slog.String("job", r.cfg.Job), slog.String("error", err.Error()))
+		if pe := (*paceError)(nil); !errors.As(err, &pe) { // our own limiter's refusal is not news
+			r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile batch fetch rate limited",
+				slog.String("job", r.cfg.Job), slog.String("error", err.Error()))
+		}
 	default:
 		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile batch fetch failure; asking one by one",
 			slog.String("job", r.cfg.Job), slog.Int("rows", len(ask)), slog.String("error", err.Error()))
@@ -426,8 +486,15 @@ func (p *pacer) wait(ctx context.Context) error {
 				return err
 			}
 			// The limiter cannot grant a call before our deadline: stop asking, keep what was
-			// learned, and let the rest be Unverifiable.
+			// learned, and let the rest be Unverifiable. A limiter paused by a rate limit says
+			// for how long, and the scheduler should hear it.
 			p.stop.Store(true)
+			var rl *RateLimitError
+			if errors.As(err, &rl) {
+				p.mu.Lock()
+				p.retryAfter = max(p.retryAfter, rl.RetryAfter)
+				p.mu.Unlock()
+			}
 			return &paceError{cause: err}
 		}
 		if p.stop.Load() { // a 429 arrived while we waited our turn

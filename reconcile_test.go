@@ -857,3 +857,30 @@ func TestDecodeCommand(t *testing.T) {
 		})
 	}
 }
+
+func TestNewNamesStatesSafely(t *testing.T) {
+	type secretive struct{ Status, ClientSecret string }
+	s := newStore(newClock(), 1, always("paid"))
+	gw := reconcile.GatewayFunc[*secretive](func(context.Context, string) (*secretive, error) {
+		return &secretive{Status: "succeeded", ClientSecret: "pi_1_secret_abc"}, nil
+	})
+	fn := reconcile.ClassifierFunc[string, *secretive](func(string, *secretive) reconcile.Decision {
+		return reconcile.Decision{Verdict: reconcile.InSync}
+	})
+	cfg := reconcile.Config[string, *secretive]{Job: job, Source: s, Sink: s, Gateway: gw, Classifier: fn}
+	if _, err := reconcile.New(cfg); err == nil || !strings.Contains(err.Error(), "ExternalState") {
+		t.Fatalf("New = %v; want an error asking for ExternalState rather than recording the struct whole", err)
+	}
+	table, err := reconcile.NewRuleTable(func(l string) string { return l }, func(e *secretive) string { return e.Status },
+		reconcile.Rule[string, *secretive]{Local: []string{"paid"}, External: []string{"succeeded"}, Decision: reconcile.Decision{Verdict: reconcile.InSync}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Classifier = table
+	if _, err := reconcile.RunBatch(context.Background(), cfg); err != nil {
+		t.Fatalf("a rule table names its own states: %v", err)
+	}
+	if o, ok := s.Observation(job, recordID(1)); !ok || o.External != "succeeded" {
+		t.Fatalf("observation %+v; want the rule table's name for the state, %q", o, "succeeded")
+	}
+}
