@@ -2,9 +2,11 @@ package stripeadapter
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/stripe/stripe-go/v82"
+	"github.com/stripe/stripe-go/v82/form"
 
 	"github.com/reconcilekit/reconcile"
 )
@@ -12,15 +14,17 @@ import (
 const (
 	// listLimit is the largest page Stripe's list endpoints return.
 	listLimit = 100
-	// minMatchesPerPage: after two pages, a list that has matched fewer rows than this per
-	// page read costs more calls than it saves, and the rest go one by one.
+	// A page matching fewer than minMatchesPerPage rows is barren: it saved fewer calls than a
+	// tenth of a page's worth. After barrenPages of them in a row the list stops and the rest
+	// go one by one; one barren page alone may just be the newest edge of the window.
 	minMatchesPerPage = 10
+	barrenPages       = 2
 )
 
 // FetchBatch lists the PaymentIntents created within the lookups' created_at window (widened by
 // CreatedSkew), newest first, a hundred a call, and returns those whose ids were asked for. It
 // stops as soon as every id is found, when the window is exhausted, at MaxListPages, or after two
-// pages when the list matches fewer than ten rows a page: a crowded or misaligned window then
+// pages in a row that each matched fewer than ten rows: a crowded or misaligned window then
 // degrades to per-object calls, never to reading the whole account. Lookups without a creation
 // time or with an invalid id are left to Fetch.
 func (g *Gateway) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wait func(context.Context) error) (map[string]*stripe.PaymentIntent, error) {
@@ -51,21 +55,28 @@ func (g *Gateway) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wa
 		// Stripe's created is whole seconds: round the upper bound up.
 		LesserThanOrEqual: hi.Add(g.skew + time.Second - 1).Unix(),
 	}
-	after := ""
+	after, barren := "", 0
 	for page := 1; page <= maxPages; page++ {
 		if err := wait(ctx); err != nil {
 			return found, err
 		}
-		items, err := g.listPage(ctx, window, after)
+		items, more, err := g.listPage(ctx, window, after)
 		if err != nil {
 			return found, err
 		}
+		matched := 0
 		for _, pi := range items {
-			if want[pi.ID] {
+			if want[pi.ID] && found[pi.ID] == nil {
 				found[pi.ID] = pi
+				matched++
 			}
 		}
-		if len(found) == len(want) || len(items) < listLimit || (page >= 2 && len(found) < page*minMatchesPerPage) {
+		if matched < minMatchesPerPage {
+			barren++
+		} else {
+			barren = 0
+		}
+		if len(found) == len(want) || !more || len(items) == 0 || barren >= barrenPages {
 			break
 		}
 		after = items[len(items)-1].ID
@@ -73,25 +84,36 @@ func (g *Gateway) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wa
 	return found, nil
 }
 
-// listPage makes one list call: PaymentIntents created within window, after the id after.
-func (g *Gateway) listPage(ctx context.Context, window *stripe.RangeQueryParams, after string) ([]*stripe.PaymentIntent, error) {
-	callCtx, cancel := context.WithTimeout(ctx, g.timeout)
+// piPage is one page of the PaymentIntents list, with has_more, which stripe-go's iterator
+// keeps to itself.
+type piPage struct {
+	stripe.APIResource
+	stripe.ListMeta
+	Data []*stripe.PaymentIntent `json:"data"`
+}
+
+// listPage makes exactly one list call: PaymentIntents created within window, after the id
+// after. It reports whether more remain.
+func (g *Gateway) listPage(ctx context.Context, window *stripe.RangeQueryParams, after string) ([]*stripe.PaymentIntent, bool, error) {
+	callCtx, answer := withAnswer(ctx)
+	callCtx, cancel := context.WithTimeout(callCtx, g.timeout)
 	defer cancel()
 	params := &stripe.PaymentIntentListParams{CreatedRange: window}
+	params.Context = callCtx
 	params.Limit = stripe.Int64(listLimit)
-	params.Single = true // we page ourselves, so that every call waits for the limiter
 	if after != "" {
 		params.StartingAfter = stripe.String(after)
 	}
 	if g.account != "" {
 		params.SetStripeAccount(g.account)
 	}
-	items := make([]*stripe.PaymentIntent, 0, listLimit)
-	for pi, err := range g.sc.V1PaymentIntents.List(callCtx, params) {
-		if err != nil {
-			return nil, g.mapError(ctx, "list payment intents", err)
-		}
-		items = append(items, pi)
+	query := &form.Values{}
+	form.AppendTo(query, params)
+	svc := g.sc.V1PaymentIntents
+	var page piPage
+	// The same call stripe-go's List makes for one page, without its iterator.
+	if err := svc.B.CallRaw(http.MethodGet, "/v1/payment_intents", svc.Key, []byte(query.Encode()), params.GetParams(), &page); err != nil {
+		return nil, false, g.mapError(ctx, "list payment intents", err, answer)
 	}
-	return items, nil
+	return page.Data, page.HasMore, nil
 }

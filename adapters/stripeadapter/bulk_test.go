@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -274,5 +275,71 @@ func TestBulkFetchFailures(t *testing.T) {
 			rep, err := runCycle(t, w.newStore(), w.gateway(t), 100)
 			tt.check(t, w, rep, err)
 		})
+	}
+}
+
+func TestBulkFetchStopsOnceTheListStopsMatching(t *testing.T) {
+	t.Parallel()
+	// A batch of 1000 rows: 300 recent, 700 from three years earlier, and 20,000 unrelated
+	// PaymentIntents created between them. The list finds the 300 in three pages, then meets
+	// only strangers: it must give up after two barren pages, not read through the crowd.
+	srv := stripetest.NewServer(stripetest.Options{Now: func() time.Time { return now }})
+	t.Cleanup(srv.Close)
+	recent, old := now.Add(-24*time.Hour), now.Add(-3*365*24*time.Hour)
+	var pis []stripetest.PaymentIntent
+	created := func(i int) time.Time {
+		if i < 700 {
+			return old.Add(time.Duration(i) * time.Second)
+		}
+		return recent.Add(time.Duration(i) * time.Second)
+	}
+	for i := range 1000 {
+		pis = append(pis, stripetest.PaymentIntent{Status: stripe.PaymentIntentStatusSucceeded, Created: created(i)})
+	}
+	for i := range 20000 {
+		pis = append(pis, stripetest.PaymentIntent{Status: stripe.PaymentIntentStatusSucceeded, Created: old.Add(time.Hour + time.Duration(i)*time.Hour)})
+	}
+	ids := srv.AddPaymentIntents(pis)
+	s := memstore.New[int64, string](memstore.Options{Now: func() time.Time { return now }})
+	for i := range 1000 {
+		s.Put(memstore.Row[int64, string]{Key: int64(i), ExternalID: ids[i], Local: stripeadapter.LocalPaid, CreatedAt: created(i), UpdatedAt: created(i)})
+	}
+	g, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := runCycle(t, s, g, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists := srv.Requests(stripetest.ListPaymentIntents)
+	if verified(rep) != 1000 || lists > 5 || rep.GatewayCalls > 705 {
+		t.Fatalf("%d list calls, %d calls in all, %d verified; want all verified with at most 5 list calls and 705 calls", lists, rep.GatewayCalls, verified(rep))
+	}
+}
+
+func TestBulkFetchNeverSendsAnInvalidID(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, worldOptions{rows: 50})
+	w.rows[10].ExternalID = "ch_3MtwBwLkdIwHu7ix"
+	w.rows[20].ExternalID = "pi_../../v1/customers"
+	s := w.newStore()
+	rep, err := runCycle(t, s, w.gateway(t), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	invalid := 0
+	for _, f := range s.Findings() {
+		if f.Kind == reconcile.KindInvalidExternalID {
+			invalid++
+		}
+	}
+	if invalid != 2 || rep.GatewayCalls != w.srv.Requests(stripetest.ListPaymentIntents)+w.srv.Requests(stripetest.RetrievePaymentIntent) {
+		t.Fatalf("%d invalid-id findings, report %+v; want 2, and calls counted as made", invalid, rep)
+	}
+	for _, r := range w.srv.Log() {
+		if strings.Contains(r.Path, "ch_") || strings.Contains(r.Path, "customers") {
+			t.Fatalf("request %s reached Stripe", r.Path)
+		}
 	}
 }

@@ -1,9 +1,11 @@
 package stripeadapter
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -23,19 +25,21 @@ const (
 
 // GatewayConfig configures a Gateway. Give either Client or Key.
 type GatewayConfig struct {
-	// Client is a stripe-go client to use as it is, with its own backend settings. When it is
-	// set, Key, BaseURL, HTTPClient and NetworkRetries must be empty.
+	// Client is a stripe-go client to use as it is, with its own backend settings, which must
+	// not retry (BackendConfig.MaxNetworkRetries 0): stripe-go's retries are neither paced by
+	// the limiter nor counted, and sleep past our deadline. When Client is set, Key, BaseURL and
+	// HTTPClient must be empty. Prefer Key: rate limits are then recognised even when a proxy
+	// answers 429 with a body that is not Stripe's JSON.
 	Client *stripe.Client
 	// Key is the secret (sk_...) or restricted (rk_...) API key. It appears in no error or log.
 	Key string
 	// BaseURL replaces https://api.stripe.com: stripe-mock, stripetest, or a proxy.
 	BaseURL string
-	// HTTPClient makes the requests; nil means stripe-go's default client.
+	// HTTPClient makes the requests; nil means one over http.DefaultTransport. Its Timeout, if
+	// any, applies as well as Timeout below. stripe-go never retries: a row that cannot be
+	// checked is Unverifiable and is checked again next cycle, which keeps a batch's duration
+	// and API use predictable.
 	HTTPClient *http.Client
-	// NetworkRetries is how many times stripe-go itself retries a failed request. Zero, the
-	// default, means never: a row that cannot be checked is Unverifiable and is checked again
-	// next cycle, which keeps a batch's duration and API use predictable.
-	NetworkRetries int
 	// Timeout bounds each API call. Zero means DefaultTimeout.
 	Timeout time.Duration
 	// StripeAccount is the connected account (acct_...) to act on, sent as the Stripe-Account
@@ -63,19 +67,23 @@ type Gateway struct {
 	maxPages int
 }
 
-var _ reconcile.BatchGateway[*stripe.PaymentIntent] = (*Gateway)(nil)
+var (
+	_ reconcile.BatchGateway[*stripe.PaymentIntent] = (*Gateway)(nil)
+	_ reconcile.IDChecker                           = (*Gateway)(nil)
+)
 
 // NewGateway checks cfg and returns a Gateway.
 func NewGateway(cfg GatewayConfig) (*Gateway, error) {
 	switch {
-	case cfg.Client != nil && (cfg.Key != "" || cfg.BaseURL != "" || cfg.HTTPClient != nil || cfg.NetworkRetries != 0):
-		return nil, errors.New("stripeadapter: gateway config: Client is set, so Key, BaseURL, HTTPClient and NetworkRetries must be empty")
+	case cfg.Client != nil && (cfg.Key != "" || cfg.BaseURL != "" || cfg.HTTPClient != nil):
+		return nil, errors.New("stripeadapter: gateway config: Client is set, so Key, BaseURL and HTTPClient must be empty")
+	case cfg.Client != nil && retries(cfg.Client) != 0:
+		return nil, fmt.Errorf("stripeadapter: gateway config: Client retries failed requests %d times; "+
+			"build it with BackendConfig.MaxNetworkRetries = stripe.Int64(0), or give Key instead", retries(cfg.Client))
 	case cfg.Client == nil && cfg.Key == "":
 		return nil, errors.New("stripeadapter: gateway config: Key is empty and no Client is set")
 	case cfg.Client == nil && !validKey(cfg.Key):
 		return nil, errors.New("stripeadapter: gateway config: Key is not a Stripe secret (sk_...) or restricted (rk_...) key")
-	case cfg.NetworkRetries < 0:
-		return nil, fmt.Errorf("stripeadapter: gateway config: NetworkRetries %d is negative", cfg.NetworkRetries)
 	case cfg.Timeout < 0:
 		return nil, fmt.Errorf("stripeadapter: gateway config: Timeout %v is negative", cfg.Timeout)
 	case cfg.CreatedSkew < 0:
@@ -93,9 +101,14 @@ func NewGateway(cfg GatewayConfig) (*Gateway, error) {
 		g.skew = DefaultCreatedSkew
 	}
 	if g.sc == nil {
+		hc := &http.Client{}
+		if cfg.HTTPClient != nil {
+			*hc = *cfg.HTTPClient
+		}
+		hc.Transport = &statusRecorder{base: cmp.Or[http.RoundTripper](hc.Transport, http.DefaultTransport)}
 		bc := &stripe.BackendConfig{
-			HTTPClient:        cfg.HTTPClient,
-			MaxNetworkRetries: stripe.Int64(int64(cfg.NetworkRetries)),
+			HTTPClient:        hc,
+			MaxNetworkRetries: stripe.Int64(0),
 			// We report every failure ourselves, redacted; stripe-go's logger would print
 			// response bodies to stderr.
 			LeveledLogger: &stripe.LeveledLogger{Level: stripe.LevelNull},
@@ -108,13 +121,62 @@ func NewGateway(cfg GatewayConfig) (*Gateway, error) {
 	return g, nil
 }
 
+// retries returns how many times c's backend retries a request, 0 when it cannot tell.
+func retries(c *stripe.Client) int64 {
+	if c.V1PaymentIntents == nil {
+		return 0
+	}
+	b := c.V1PaymentIntents.B
+	if u, ok := b.(*stripe.UsageBackend); ok { // what stripe.NewClient wraps its defaults in
+		b = u.B
+	}
+	if bi, ok := b.(*stripe.BackendImplementation); ok {
+		return bi.MaxNetworkRetries
+	}
+	return 0
+}
+
+// String describes the gateway without its key.
+func (g Gateway) String() string {
+	return fmt.Sprintf("stripeadapter.Gateway{account: %q, timeout: %v, skew: %v}", g.account, g.timeout, g.skew)
+}
+
+// GoString describes the gateway without its key, also for %#v.
+func (g Gateway) GoString() string { return g.String() }
+
+// String describes the config with its key redacted, so that printing it leaks nothing.
+func (c GatewayConfig) String() string {
+	key := ""
+	if c.Key != "" {
+		key = "[redacted]"
+	}
+	return fmt.Sprintf("stripeadapter.GatewayConfig{Key: %q, BaseURL: %q, StripeAccount: %q, Timeout: %v, CreatedSkew: %v, MaxListPages: %d, Client set: %t}",
+		key, c.BaseURL, c.StripeAccount, c.Timeout, c.CreatedSkew, c.MaxListPages, c.Client != nil)
+}
+
+// GoString is String, also for %#v.
+func (c GatewayConfig) GoString() string { return c.String() }
+
+// LogValue logs the config with its key redacted.
+func (c GatewayConfig) LogValue() slog.Value { return slog.StringValue(c.String()) }
+
+// CheckID rejects, without a call, an id that cannot be a PaymentIntent's: a ReviewError of kind
+// invalid_external_id. The engine asks it before spending a call or a limiter token.
+func (g *Gateway) CheckID(externalID string) error {
+	if !ValidPaymentIntentID(externalID) {
+		return &reconcile.ReviewError{Kind: reconcile.KindInvalidExternalID, Detail: invalidIDDetail(externalID)}
+	}
+	return nil
+}
+
 // Fetch retrieves one PaymentIntent. An id that cannot be a PaymentIntent's is a ReviewError of
 // kind invalid_external_id, found without calling Stripe.
 func (g *Gateway) Fetch(ctx context.Context, externalID string) (*stripe.PaymentIntent, error) {
-	if !ValidPaymentIntentID(externalID) {
-		return nil, &reconcile.ReviewError{Kind: reconcile.KindInvalidExternalID, Detail: invalidIDDetail(externalID)}
+	if err := g.CheckID(externalID); err != nil {
+		return nil, err
 	}
-	callCtx, cancel := context.WithTimeout(ctx, g.timeout)
+	callCtx, answer := withAnswer(ctx)
+	callCtx, cancel := context.WithTimeout(callCtx, g.timeout)
 	defer cancel()
 	params := &stripe.PaymentIntentRetrieveParams{}
 	if g.account != "" {
@@ -122,7 +184,7 @@ func (g *Gateway) Fetch(ctx context.Context, externalID string) (*stripe.Payment
 	}
 	pi, err := g.sc.V1PaymentIntents.Retrieve(callCtx, externalID, params)
 	if err != nil { // stripe-go returns an empty object with the error: never look at it
-		return nil, g.mapError(ctx, "retrieve "+externalID, err)
+		return nil, g.mapError(ctx, "retrieve "+externalID, err, answer)
 	}
 	return pi, nil
 }
@@ -153,16 +215,20 @@ func invalidIDDetail(id string) string {
 	return fmt.Sprintf("%q is not a PaymentIntent id (pi_ followed by letters and digits)", id)
 }
 
-// mapError turns a stripe-go error into the reconcile error that decides the row's fate.
-func (g *Gateway) mapError(ctx context.Context, op string, err error) error {
+// mapError turns a stripe-go error into the reconcile error that decides the row's fate. answer
+// is what the transport saw of the response, when we built the client.
+func (g *Gateway) mapError(ctx context.Context, op string, err error, answer *answer) error {
 	if ctx.Err() != nil {
 		// Our caller gave up; that says nothing about Stripe.
 		return fmt.Errorf("stripeadapter: %s: %w", op, context.Cause(ctx))
 	}
 	var se *stripe.Error
 	if !errors.As(err, &se) {
-		// No Stripe error body: connection refused, our per-call timeout, a body that is not
-		// JSON (a proxy's error page).
+		// No Stripe error body: connection refused, our per-call timeout, or a body that is not
+		// JSON (a proxy's error page). A 429 is still a rate limit, whatever its body.
+		if status, header := answer.get(); status == http.StatusTooManyRequests {
+			return fmt.Errorf("stripeadapter: %s: answered 429 without a Stripe error body: %w", op, rateLimit(header))
+		}
 		return fmt.Errorf("stripeadapter: %s: %w: %s", op, reconcile.ErrUnavailable, g.redact(err.Error()))
 	}
 	status, msg := se.HTTPStatusCode, g.redact(se.Msg)
@@ -181,12 +247,11 @@ func (g *Gateway) mapError(ctx context.Context, op string, err error) error {
 		return fmt.Errorf("stripeadapter: %s: %s: %w", op, desc, reconcile.ErrNotFound)
 	case status == http.StatusTooManyRequests && se.Code != stripe.ErrorCodeLockTimeout:
 		// lock_timeout is contention on one object, not our pace: a plain retry later.
-		rl := &reconcile.RateLimitError{}
+		var header http.Header
 		if se.LastResponse != nil {
-			rl.RetryAfter = retryAfter(se.LastResponse.Header.Get("Retry-After"), time.Now())
-			rl.Reason = se.LastResponse.Header.Get("Stripe-Rate-Limited-Reason")
+			header = se.LastResponse.Header
 		}
-		return fmt.Errorf("stripeadapter: %s: %s: %w", op, desc, rl)
+		return fmt.Errorf("stripeadapter: %s: %s: %w", op, desc, rateLimit(header))
 	case status == http.StatusUnauthorized:
 		return fmt.Errorf("stripeadapter: %s: the API key was rejected: it is wrong, expired or revoked (%s): %w", op, desc, reconcile.ErrAbortBatch)
 	case status == http.StatusForbidden:
@@ -198,16 +263,28 @@ func (g *Gateway) mapError(ctx context.Context, op string, err error) error {
 	}
 }
 
-// retryAfter parses a Retry-After header: seconds, or an HTTP date. Zero if absent or invalid.
+// rateLimit builds the rate-limit error from a 429's headers.
+func rateLimit(h http.Header) *reconcile.RateLimitError {
+	return &reconcile.RateLimitError{
+		RetryAfter: retryAfter(h.Get("Retry-After"), time.Now()),
+		Reason:     h.Get("Stripe-Rate-Limited-Reason"),
+	}
+}
+
+// maxRetryAfter caps a Retry-After: a larger one is a misconfigured proxy, not advice.
+const maxRetryAfter = time.Hour
+
+// retryAfter parses a Retry-After header: seconds, or an HTTP date. Zero if absent or invalid;
+// at most maxRetryAfter.
 func retryAfter(v string, now time.Time) time.Duration {
 	if v == "" {
 		return 0
 	}
-	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
-		return max(0, time.Duration(s)*time.Second)
+	if s, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+		return time.Duration(min(max(s, 0), int64(maxRetryAfter/time.Second))) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil {
-		return max(0, t.Sub(now))
+		return min(max(t.Sub(now), 0), maxRetryAfter)
 	}
 	return 0
 }

@@ -3,6 +3,8 @@ package stripeadapter_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -115,6 +117,10 @@ func TestGatewayMapsEveryStripeAnswer(t *testing.T) {
 			body:   stripeError("invalid_request_error", "rate_limit", "Too many requests"),
 			header: map[string]string{"Retry-After": time.Now().Add(30 * time.Second).UTC().Format(http.TimeFormat)}, check: isRateLimit(30*time.Second, "")},
 		{name: "429 with no code is rate limited", status: 429, body: stripeError("invalid_request_error", "", "slow down"), check: isRateLimit(0, "")},
+		{name: "a 429 whose body is a proxy's HTML page is still rate limited", status: 429, body: "<html>Too Many Requests</html>",
+			header: map[string]string{"Content-Type": "text/html", "Retry-After": "3"}, check: isRateLimit(3*time.Second, "")},
+		{name: "an absurd Retry-After is capped at an hour", status: 429, body: stripeError("invalid_request_error", "rate_limit", "Too many requests"),
+			header: map[string]string{"Retry-After": "99999999999999999"}, check: isRateLimit(time.Hour, "")},
 		{name: "429 lock_timeout is unavailable, not a reason to slow down", status: 429,
 			body: stripeError("invalid_request_error", "lock_timeout", "This object cannot be accessed right now"), check: is(reconcile.ErrUnavailable)},
 		{name: "500 is unavailable", status: 500, body: stripeError("api_error", "", "Something went wrong"), check: is(reconcile.ErrUnavailable)},
@@ -225,7 +231,7 @@ func TestGatewaySendsTheConnectedAccount(t *testing.T) {
 }
 
 func TestNewGatewayRejectsBadConfig(t *testing.T) {
-	client := stripe.NewClient(secretKey)
+	client := stripe.NewClient(secretKey) // stripe-go's default: two retries
 	tests := []struct {
 		name string
 		cfg  stripeadapter.GatewayConfig
@@ -234,7 +240,7 @@ func TestNewGatewayRejectsBadConfig(t *testing.T) {
 		{"a publishable key", stripeadapter.GatewayConfig{Key: "pk_test_123"}},
 		{"a client and a key", stripeadapter.GatewayConfig{Client: client, Key: secretKey}},
 		{"a client and a base URL", stripeadapter.GatewayConfig{Client: client, BaseURL: "http://127.0.0.1:1"}},
-		{"negative retries", stripeadapter.GatewayConfig{Key: secretKey, NetworkRetries: -1}},
+		{"a client that retries on its own", stripeadapter.GatewayConfig{Client: client}},
 		{"a negative timeout", stripeadapter.GatewayConfig{Key: secretKey, Timeout: -time.Second}},
 		{"a negative skew", stripeadapter.GatewayConfig{Key: secretKey, CreatedSkew: -time.Second}},
 		{"a negative page cap", stripeadapter.GatewayConfig{Key: secretKey, MaxListPages: -1}},
@@ -251,7 +257,24 @@ func TestNewGatewayRejectsBadConfig(t *testing.T) {
 			}
 		})
 	}
-	if _, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Client: client}); err != nil {
-		t.Fatalf("a client alone: %v", err)
+	quiet := stripe.NewClient(secretKey, stripe.WithBackends(stripe.NewBackendsWithConfig(&stripe.BackendConfig{MaxNetworkRetries: stripe.Int64(0)})))
+	if _, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Client: quiet}); err != nil {
+		t.Fatalf("a client without retries: %v", err)
+	}
+}
+
+func TestPrintingTheGatewayOrItsConfigShowsNoKey(t *testing.T) {
+	cfg := stripeadapter.GatewayConfig{Key: secretKey, BaseURL: "http://127.0.0.1:1"}
+	g, err := stripeadapter.NewGateway(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged strings.Builder
+	slog.New(slog.NewTextHandler(&logged, nil)).Info("config", "cfg", cfg, "gateway", g)
+	for _, out := range []string{fmt.Sprint(g), fmt.Sprintf("%+v", g), fmt.Sprintf("%#v", g), fmt.Sprintf("%v", *g),
+		fmt.Sprint(cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg), logged.String()} {
+		if strings.Contains(out, "SECRET") {
+			t.Fatalf("%q shows the key", out)
+		}
 	}
 }
