@@ -12,9 +12,13 @@ type expected struct {
 	verdicts map[reconcile.Verdict]int
 	findings map[string]int // open findings by kind
 	commands map[string]int // repair commands by event type
-	// asked is the number of rows outside the grace period, each asked about once; answered
-	// those among them Stripe answered (found or not), each of which must be observed.
+	// asked is the number of rows outside the grace period, each asked about once, in a list or
+	// a retrieve; answered those among them Stripe answered (found or not), each of which must
+	// be observed.
 	asked, answered int
+	// notFound and unavailable are the rows outside the grace period that no list can show,
+	// each retrieved once: answered 404 for the rows Stripe never saw, 503 for the others.
+	notFound, unavailable int
 }
 
 func (p plan) expected() expected {
@@ -32,6 +36,12 @@ func (p plan) expected() expected {
 			e.asked += n
 			if !s.unavailable {
 				e.answered += n
+			}
+			if s.notFound {
+				e.notFound += n
+			}
+			if s.unavailable {
+				e.unavailable += n
 			}
 		}
 	}
@@ -66,8 +76,12 @@ func compare(p plan, r results) []difference {
 	add("commands in the outbox, one per repairable row", r.verdicts[reconcile.Repairable], total)
 	add("commands reported queued by the batches", total, r.cycle.commands)
 	add("findings reported opened by the batches", sum(want.findings), r.findings)
-	add("Stripe calls, one per row outside the grace period", want.asked, r.calls)
-	add("Stripe calls about rows inside the grace period", 0, r.callsInGrace)
+	add("API calls the batches reported, one per request to Stripe", r.list+r.retrieve, r.calls)
+	add("Stripe requests about rows inside the grace period", 0, r.aboutGrace)
+	add("PaymentIntents retrieved more than once", 0, r.retrievedAgain)
+	add("retrieves of rows unknown to Stripe, answered 404", want.notFound, r.notFound)
+	add("retrieves of rows with Stripe unavailable, answered 503", want.unavailable, r.unavailable)
+	add("Stripe requests answered with an error not planted", 0, r.unplanned)
 	add("rows with an observation, one per row Stripe answered for", want.answered, r.observed)
 	add("rows Stripe answered for without an observation", 0, r.unobserved)
 	add("cycles completed", 1, int(r.status.CyclesCompleted))

@@ -21,9 +21,12 @@ type story struct {
 
 	local    string
 	external stripe.PaymentIntentStatus // Stripe's status; unused when notFound
-	// notFound: Stripe never saw the PaymentIntent id, and the fake answers 404.
+	// notFound: Stripe never saw the PaymentIntent id: stripetest does not hold it, so the
+	// bulk list cannot show it and its retrieve is answered 404.
 	notFound bool
-	// unavailable: the fake fails every call for this row, as a timeout or a 503 would.
+	// unavailable: every retrieve of this row's PaymentIntent is answered 503, as in an outage.
+	// The intent was created long before its row, outside the creation window the bulk fetch
+	// lists, so only retrieves reach it.
 	unavailable bool
 	// recent: the row changed just now, inside the grace period.
 	recent bool
@@ -76,9 +79,14 @@ type payment struct {
 	orderID    string
 	externalID string // the PaymentIntent id
 	amount     int64  // in cents
-	// createdAgo and updatedAgo are measured back from the database's now().
+	// createdAgo and updatedAgo are measured back from the database's now(). createdAgo
+	// decreases with the row's position: rows are created in id order, as in a real table, so
+	// a batch of rows read in id order covers one stretch of time.
 	createdAgo, updatedAgo time.Duration
-	story                  *story
+	// intentAfter is how long after the row its PaymentIntent was created; negative is before.
+	// Unused when the story is notFound.
+	intentAfter time.Duration
+	story       *story
 }
 
 // plan is the table's content: every row and how many rows tell each story.
@@ -88,8 +96,18 @@ type plan struct {
 }
 
 const (
-	history     = 7 * 24 * time.Hour // created_at is spread over the past week
+	history     = 7 * 24 * time.Hour // created_at is spread over the past week, up to an hour ago
 	quietBefore = 15 * time.Minute   // rows not in a recent story last changed before this
+	// intentLag is the most a PaymentIntent is created after its row: the checkout creates the
+	// order, then the intent. The gateway's bulk fetch finds intents within 5 minutes of their
+	// rows' created_at.
+	intentLag = 30 * time.Second
+	// unavailableEarly is how long before its row the PaymentIntent of a "Stripe unavailable"
+	// row was created. Every row was created within the last week and at least an hour ago, so
+	// such an intent is older than every row (by more than the gateway's 5 minutes of skew) and
+	// lies outside the list window of every batch, whatever -rows and -batch: the gateway must
+	// retrieve it one by one, and that retrieve is the call that fails.
+	unavailableEarly = history
 )
 
 // newPlan deals the stories out over rows payments, in an order and with ids, amounts and times
@@ -117,24 +135,32 @@ func newPlan(rows int, seed uint64) (plan, error) {
 
 	p := plan{payments: make([]payment, rows), counts: counts}
 	seen := make(map[string]bool, rows)
+	// Row i is created in the i-th of rows equal slots of the past week (less its last hour),
+	// in the first half of its slot: created_at strictly increases with the row id.
+	slot := (history - time.Hour) / time.Duration(rows)
 	for i, s := range order {
 		id := paymentIntentID(rng)
 		for seen[id] {
 			id = paymentIntentID(rng)
 		}
 		seen[id] = true
-		created := time.Hour + time.Duration(rng.Int64N(int64(history-time.Hour)))
+		created := history - time.Duration(i)*slot - time.Duration(rng.Int64N(int64(max(1, slot/2))))
 		updated := quietBefore + time.Duration(rng.Int64N(int64(created-quietBefore)))
 		if s.recent {
 			updated = 0
 		}
+		after := time.Duration(rng.Int64N(int64(intentLag) + 1))
+		if s.unavailable {
+			after = -unavailableEarly
+		}
 		p.payments[i] = payment{
-			orderID:    fmt.Sprintf("ord_%06d", i+1),
-			externalID: id,
-			amount:     100 * (5 + rng.Int64N(500)), // $5 to $504
-			createdAgo: created,
-			updatedAgo: updated,
-			story:      s,
+			orderID:     fmt.Sprintf("ord_%06d", i+1),
+			externalID:  id,
+			amount:      100 * (5 + rng.Int64N(500)), // $5 to $504
+			createdAgo:  created,
+			updatedAgo:  updated,
+			intentAfter: after,
+			story:       s,
 		}
 	}
 	return p, nil

@@ -1,5 +1,5 @@
-// Payments runs one full reconciliation cycle of a PostgreSQL payments table against a
-// fake Stripe, over a table seeded with the drift a real payments service accumulates.
+// Payments runs one full reconciliation cycle of a PostgreSQL payments table against a fake
+// Stripe, over a table seeded with the drift a real payments service accumulates.
 //
 // It is the first thing to run:
 //
@@ -10,19 +10,24 @@
 // mostly agree with their Stripe PaymentIntents, and some that do not: success and cancel
 // webhooks that never arrived, orders marked paid whose payment did not go through, a payment
 // that succeeded for an order marked failed, PaymentIntents Stripe never saw, rows changed a
-// moment ago, and calls that fail. The stories and their shares are in drift.go.
+// moment ago, and calls that fail. The stories and their shares are in drift.go. The
+// PaymentIntents are loaded into stripetest, a fake Stripe API served over HTTP in-process, with
+// a 503 injected for every retrieve of the ones whose calls fail.
 //
-// It then runs the reconciler (pgstore over the table, the Stripe PaymentIntent classifier, an
-// in-process fake Stripe) batch by batch until the cursor wraps, printing a line per batch, and
-// ends with what a host would look at: verdicts, open findings by kind, the repair commands
-// queued in the outbox, the monitoring figures, and the findings a person must review. It exits
-// with status 1 if any of that differs from what was planted.
+// It then runs the reconciler (pgstore over the table, the Stripe PaymentIntent classifier, and
+// the real Stripe gateway of stripeadapter, stripe-go over HTTP to stripetest) batch by batch
+// until the cursor wraps, printing a line per batch, and ends with what a host would look at:
+// the Stripe API calls made (a list call per hundred rows, and a retrieve for each row the lists
+// did not show), verdicts, open findings by kind, the repair commands queued in the outbox, the
+// monitoring figures, and the findings a person must review. It exits with status 1 if any of
+// that differs from what was planted.
 //
 // Flags:
 //
 //	-rows N    payments to load (default 3000)
 //	-batch N   rows per batch (default 200)
-//	-rps R     Stripe calls per second, as a host would pace the real API (default 0: unpaced)
+//	-rps R     Stripe API calls per second, paced by a reconcile.AdaptiveLimiter as a host would
+//	           pace the real API (default 0: unpaced)
 //	           A cycle longer than the 10-minute grace period lets the rows changed "in the last
 //	           minute" age out of it; they are then asked about and reported as differences.
 //	-seed N    seed for the table's content; the same seed gives the same table (default 1)
@@ -42,6 +47,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"time"
@@ -94,8 +100,8 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 		return fmt.Errorf("payments: -rows %d must be positive", opts.Rows)
 	case opts.BatchSize <= 0:
 		return fmt.Errorf("payments: -batch %d must be positive", opts.BatchSize)
-	case opts.RPS < 0:
-		return fmt.Errorf("payments: -rps %g must not be negative", opts.RPS)
+	case opts.RPS < 0 || math.IsNaN(opts.RPS):
+		return fmt.Errorf("payments: -rps %g must be zero or positive", opts.RPS)
 	}
 	p, err := newPlan(opts.Rows, opts.Seed)
 	if err != nil {
@@ -110,11 +116,16 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 		return fmt.Errorf("payments: the example needs a database it may create the schema %s in.\n%w", schema, err)
 	}
 	defer pool.Close()
-	if err := setUp(ctx, pool, p); err != nil {
+	createdAt, err := setUp(ctx, pool, p)
+	if err != nil {
 		return err
 	}
+	srv := newStripe(p, createdAt)
+	defer srv.Close()
 	printPlan(out, p)
 
+	// pgstore reads each row's created_at (Config.CreatedAtColumn, by default "created_at"),
+	// which the gateway uses to list the PaymentIntents created near a batch's rows.
 	store, err := pgstore.New(pool, pgstore.Config{
 		Table:         "payments",
 		Schema:        schema,
@@ -124,11 +135,18 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 	if err != nil {
 		return err
 	}
-	gateway := newFakeStripe(p)
-	// Declared as the interface so that no pacing stays a nil interface, not a nil *rate.Limiter.
+	// The gateway a host uses against Stripe itself, with its own key and no BaseURL.
+	gateway, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL()})
+	if err != nil {
+		return err
+	}
+	// Declared as the interface so that no pacing stays a nil interface, not a nil pointer.
 	var limiter reconcile.Limiter
 	if opts.RPS > 0 {
-		limiter = rate.NewLimiter(rate.Limit(opts.RPS), 1)
+		// It halves its rate when Stripe answers 429, and grows back.
+		if limiter, err = reconcile.NewAdaptiveLimiter(reconcile.AdaptiveOptions{Rate: rate.Limit(opts.RPS), Burst: 1}); err != nil {
+			return fmt.Errorf("payments: -rps %g: %w", opts.RPS, err)
+		}
 	}
 	rec, err := reconcile.New(reconcile.Config[string, *stripe.PaymentIntent]{
 		Job:        job,
@@ -147,11 +165,12 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 		return err
 	}
 
+	fmt.Fprintf(out, "\nReconciling (job %s, the Stripe gateway over HTTP to stripetest at %s):\n", job, srv.URL())
 	c, err := runCycle(ctx, out, rec)
 	if err != nil {
 		return err
 	}
-	res, err := collect(ctx, pool, store, gateway, p, c)
+	res, err := collect(ctx, pool, store, srv, p, c)
 	if err != nil {
 		return err
 	}
@@ -166,6 +185,7 @@ type cycle struct {
 	verdicts map[reconcile.Verdict]int
 	findings int // opened
 	commands int // queued
+	calls    int // Stripe API calls, as the batches reported them
 	elapsed  time.Duration
 }
 
@@ -175,7 +195,6 @@ type cycle struct {
 func runCycle(ctx context.Context, out io.Writer, rec *reconcile.Reconciler[string, *stripe.PaymentIntent]) (cycle, error) {
 	c := cycle{verdicts: map[reconcile.Verdict]int{}}
 	start := time.Now()
-	fmt.Fprintf(out, "\nReconciling (job %s):\n", job)
 	for {
 		rep, err := rec.RunBatch(ctx)
 		if errors.Is(err, reconcile.ErrConcurrentRun) {
@@ -188,6 +207,7 @@ func runCycle(ctx context.Context, out io.Writer, rec *reconcile.Reconciler[stri
 		c.scanned += rep.Scanned
 		c.findings += rep.NewFindings
 		c.commands += rep.NewCommands
+		c.calls += rep.GatewayCalls
 		for v, n := range rep.Verdicts {
 			c.verdicts[v] += n
 		}

@@ -4,12 +4,18 @@ import (
 	"bytes"
 	"context"
 	"maps"
+	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 	"github.com/reconcilekit/reconcile/internal/pgtest"
 )
 
@@ -44,6 +50,7 @@ func TestRunFindsExactlyThePlantedDrift(t *testing.T) {
 	for _, want := range []string{
 		"batch   3  scanned  100",
 		"empty read: the cycle is complete",
+		"Stripe API calls (stripetest's log)",
 		"Verdicts over the cycle",
 		"Open findings by kind",
 		"Repair commands queued in the outbox",
@@ -55,6 +62,37 @@ func TestRunFindsExactlyThePlantedDrift(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
+
+	// The bulk fetch at work: the lists show every intent near its row, so only the rows no
+	// list can show are retrieved, and a batch of 200 rows costs a few list calls, not 200.
+	p, err := newPlan(500, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := p.expected()
+	list, retrieve := calls(t, out.String(), "list"), calls(t, out.String(), "retrieve")
+	if retrieve != e.notFound+e.unavailable {
+		t.Errorf("%d retrieve calls, want %d: one per row unknown to Stripe (%d) or unavailable (%d)",
+			retrieve, e.notFound+e.unavailable, e.notFound, e.unavailable)
+	}
+	// Each of the 3 batches lists about its own rows' intents, a hundred a page.
+	if maxList := 500/100 + 3; list < 1 || list > maxList {
+		t.Errorf("%d list calls, want 1 to %d", list, maxList)
+	}
+}
+
+// calls reads the number of API calls of a kind, "list" or "retrieve", from run's summary.
+func calls(t *testing.T, out, kind string) int {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^    ` + kind + ` +GET /v1/payment_intents\S* +(\d+)  `).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("output has no %s calls line:\n%s", kind, out)
+	}
+	n, err := strconv.Atoi(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 func TestRunWithPacedCallsFindsTheSameDrift(t *testing.T) {
@@ -100,9 +138,30 @@ func TestPlanDealsEveryStoryAndIsRepeatable(t *testing.T) {
 	if total != 500 || len(p.payments) != 500 {
 		t.Errorf("counts add up to %d over %d payments, want 500", total, len(p.payments))
 	}
-	for i := range p.payments {
-		if p.payments[i] != again.payments[i] {
-			t.Fatalf("payment %d differs between two plans with one seed: %+v, %+v", i, p.payments[i], again.payments[i])
+	for i, pay := range p.payments {
+		if pay != again.payments[i] {
+			t.Fatalf("payment %d differs between two plans with one seed: %+v, %+v", i, pay, again.payments[i])
+		}
+		// Rows are created in id order within the past week, at least an hour ago, so that a
+		// batch's rows cover one stretch of time and the bulk fetch finds their intents.
+		if pay.createdAgo > history || pay.createdAgo < time.Hour {
+			t.Errorf("payment %d created %v ago, want between an hour and %v", i, pay.createdAgo, history)
+		}
+		if i > 0 && pay.createdAgo >= p.payments[i-1].createdAgo {
+			t.Errorf("payment %d created %v ago, not after payment %d (%v ago)", i, pay.createdAgo, i-1, p.payments[i-1].createdAgo)
+		}
+		if pay.updatedAgo > pay.createdAgo {
+			t.Errorf("payment %d updated %v ago, before it was created %v ago", i, pay.updatedAgo, pay.createdAgo)
+		}
+		switch after := pay.intentAfter; {
+		case pay.story.unavailable:
+			// Older than every row: outside every batch's list window, by more than the
+			// gateway's 5 minutes of skew.
+			if pay.createdAgo-after < history+stripeadapter.DefaultCreatedSkew {
+				t.Errorf("payment %d (%s): intent created %v ago, inside the table's history", i, pay.story.name, pay.createdAgo-after)
+			}
+		case after < 0 || after > intentLag:
+			t.Errorf("payment %d (%s): intent created %v after its row, want 0 to %v", i, pay.story.name, after, intentLag)
 		}
 	}
 	if _, err := newPlan(len(stories)-1, 1); err == nil {
@@ -122,12 +181,16 @@ func TestCompareReportsEveryCountThatDiffers(t *testing.T) {
 	r := perfect(p)
 	r.status.OpenFindings[stripeadapter.KindMissedSuccess]--
 	r.status.OpenFindings["unexpected:paid->processing"] = 1
-	r.callsInGrace = 2
+	r.calls++
+	r.aboutGrace = 2
+	r.unavailable--
 	got := compare(p, r)
 	want := []string{
 		"open missed_success findings",
 		"open unexpected:paid->processing findings",
-		"Stripe calls about rows inside the grace period",
+		"API calls the batches reported, one per request to Stripe",
+		"Stripe requests about rows inside the grace period",
+		"retrieves of rows with Stripe unavailable, answered 503",
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d differences, want %d: %+v", len(got), len(want), got)
@@ -149,6 +212,47 @@ func perfect(p plan) results {
 	r.commands = maps.Clone(e.commands)
 	r.cycle.commands = sum(e.commands)
 	r.findings = sum(e.findings)
-	r.calls, r.observed = e.asked, e.answered
+	r.observed = e.answered
+	r.notFound, r.unavailable = e.notFound, e.unavailable
+	r.list, r.retrieve = 3, e.notFound+e.unavailable
+	r.calls = r.list + r.retrieve
 	return r
+}
+
+func TestReadLogCountsWhatTheChecksNeed(t *testing.T) {
+	p, err := newPlan(500, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := func(pred func(*story) bool) string { return p.where(pred)[0].externalID }
+	var (
+		grace       = id(func(s *story) bool { return s.recent })
+		notFound    = id(func(s *story) bool { return s.notFound })
+		unavailable = id(func(s *story) bool { return s.unavailable })
+		inSync      = id(func(s *story) bool { return s.verdict == reconcile.InSync })
+	)
+	list := func(status int, query url.Values) stripetest.Request {
+		return stripetest.Request{Route: stripetest.ListPaymentIntents, Path: "/v1/payment_intents", Query: query, Status: status}
+	}
+	retrieve := func(id string, status int) stripetest.Request {
+		return stripetest.Request{Route: stripetest.RetrievePaymentIntent, Path: retrievePrefix + id, Status: status}
+	}
+	got := readLog([]stripetest.Request{
+		list(200, url.Values{"created[gte]": {"1"}, "limit": {"100"}}),
+		list(200, url.Values{"starting_after": {grace}}), // a cursor asks nothing about its row
+		list(200, url.Values{"customer": {grace}}),
+		list(400, nil),
+		retrieve(inSync, 200),
+		retrieve(inSync, 200),
+		retrieve(grace, 200),
+		retrieve(notFound, 404),
+		retrieve(unavailable, 503),
+		retrieve(unavailable, 200),
+		retrieve(inSync, 500),
+		{Route: "", Path: "/v1/charges", Status: 404},
+	}, p)
+	want := traffic{list: 4, retrieve: 7, aboutGrace: 2, retrievedAgain: 3, notFound: 1, unavailable: 1, unplanned: 3}
+	if got != want {
+		t.Errorf("readLog = %+v, want %+v", got, want)
+	}
 }

@@ -14,21 +14,22 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 )
 
 // reviewShown is how many of the findings a person must review are listed.
 const reviewShown = 10
 
-// results is what a host would look at after a cycle, read back from the database and the fake.
+// results is what a host would look at after a cycle, read back from the database, with what
+// stripetest's request log says about the calls.
 type results struct {
 	cycle
+	traffic
 	status   pgstore.Status
 	commands map[string]int // outbox rows by event type
 	// observed is the number of rows with an observation; unobserved counts the rows Stripe
 	// answered for that have none.
 	observed, unobserved int
-	// calls is the number of Stripe calls; callsInGrace those about rows inside the grace period.
-	calls, callsInGrace int
 	// review lists the first open findings that no repair command will resolve, out of
 	// reviewOpen.
 	review     []reconcile.Finding
@@ -46,8 +47,8 @@ const (
 )
 
 // collect reads the cycle's results back.
-func collect(ctx context.Context, pool *pgxpool.Pool, store *pgstore.Store, gateway *fakeStripe, p plan, c cycle) (results, error) {
-	r := results{cycle: c, commands: map[string]int{}}
+func collect(ctx context.Context, pool *pgxpool.Pool, store *pgstore.Store, srv *stripetest.Server, p plan, c cycle) (results, error) {
+	r := results{cycle: c, traffic: readLog(srv.Log(), p), commands: map[string]int{}}
 	var err error
 	if r.status, err = store.Status(ctx, job); err != nil {
 		return r, err
@@ -67,8 +68,6 @@ func collect(ctx context.Context, pool *pgxpool.Pool, store *pgstore.Store, gate
 	if err := pool.QueryRow(ctx, observedRows, job, answered).Scan(&r.observed, &r.unobserved); err != nil {
 		return r, fmt.Errorf("payments: count observations: %w", err)
 	}
-
-	r.calls, r.callsInGrace = gateway.calls(externalIDs(p.where(func(s *story) bool { return s.recent })))
 
 	// Findings come back a keyset page at a time. Those without a repair command are the
 	// NeedsReview ones: nothing will resolve them but a person.
@@ -100,9 +99,10 @@ func externalIDs(ps []payment) []string {
 	return ids
 }
 
-// printPlan shows the stories planted in the table.
+// printPlan shows the stories planted in the table and in stripetest.
 func printPlan(out io.Writer, p plan) {
-	fmt.Fprintf(out, "Loaded %d payments into %s.payments, with this drift planted:\n", len(p.payments), schema)
+	fmt.Fprintf(out, "Loaded %d payments into %s.payments and their PaymentIntents into stripetest, with this drift planted:\n",
+		len(p.payments), schema)
 	fmt.Fprintf(out, "  %-38s %6s  %-8s %-26s %s\n", "story", "rows", "local", "Stripe", "the reconciler must say")
 	for i, s := range stories {
 		external := string(s.external)
@@ -110,7 +110,7 @@ func printPlan(out io.Writer, p plan) {
 		case s.notFound:
 			external = "404 (never saw it)"
 		case s.unavailable:
-			external = "503 (call fails)"
+			external = "503 (retrieve fails)"
 		case s.recent:
 			external += " (not asked)"
 		}
@@ -134,15 +134,32 @@ func printBatch(out io.Writer, n int, rep reconcile.Report) {
 	for _, v := range reconcile.Verdicts {
 		fmt.Fprintf(&b, "  %s %3d", v, rep.Verdicts[v])
 	}
-	fmt.Fprintf(out, "  batch %3d  scanned %4d%s  findings +%-3d commands +%-3d %6.1fms\n",
-		n, rep.Scanned, b.String(), rep.NewFindings, rep.NewCommands, ms)
+	fmt.Fprintf(out, "  batch %3d  scanned %4d%s  findings +%-3d commands +%-3d calls %3d %6.1fms\n",
+		n, rep.Scanned, b.String(), rep.NewFindings, rep.NewCommands, rep.GatewayCalls, ms)
 }
 
 // printSummary prints what a host would look at after the cycle, next to what was planted.
 func printSummary(out io.Writer, p plan, r results) {
 	want := p.expected()
-	fmt.Fprintf(out, "\nOne cycle: %d batches, %d rows, %d Stripe calls, %s.\n",
+	fmt.Fprintf(out, "\nOne cycle: %d batches, %d rows, %d Stripe API calls, %s.\n",
 		r.batches, r.scanned, r.calls, r.elapsed.Round(time.Millisecond))
+
+	// From stripetest's log: what the cycle spent of the account's Stripe rate limit.
+	fmt.Fprintf(out, "\n  %-40s %6s\n", "Stripe API calls (stripetest's log)", "calls")
+	fmt.Fprintf(out, "    %-38s %6d  pages of up to 100 intents created near a batch's rows\n",
+		"list      GET /v1/payment_intents", r.list)
+	fmt.Fprintf(out, "    %-38s %6d  one per row no list showed: %d answered 404, %d answered 503",
+		"retrieve  GET /v1/payment_intents/{id}", r.retrieve, r.notFound, r.unavailable)
+	if others := r.retrieve - r.notFound - r.unavailable; others > 0 {
+		// A row alone in its batch is retrieved: one GET is no dearer than a list call.
+		fmt.Fprintf(out, ", %d others", others)
+	}
+	fmt.Fprintln(out)
+	perRow := 0.0
+	if r.scanned > 0 {
+		perRow = float64(r.list+r.retrieve) / float64(r.scanned)
+	}
+	fmt.Fprintf(out, "    %-38s %6.3f  one retrieve per row outside the grace period would be %d calls\n", "calls per row", perRow, want.asked)
 
 	fmt.Fprintf(out, "\n  %-40s %6s %8s\n", "Verdicts over the cycle", "rows", "planted")
 	for _, v := range reconcile.Verdicts {

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
+)
+
+// newStripe starts stripetest, the fake Stripe API over HTTP, in-process, holding the
+// PaymentIntent of every planted payment Stripe knows: with the id in the row, the story's
+// status, and created intentAfter the row's created_at as the database stored it (createdAt,
+// by PaymentIntent id). Every retrieve of an unavailable row's intent is answered 503. The
+// caller closes the server.
+func newStripe(p plan, createdAt map[string]time.Time) *stripetest.Server {
+	srv := stripetest.NewServer(stripetest.Options{})
+	intents := make([]stripetest.PaymentIntent, 0, len(p.payments))
+	for _, pay := range p.payments {
+		if pay.story.notFound {
+			continue
+		}
+		intents = append(intents, stripetest.PaymentIntent{
+			ID:       pay.externalID,
+			Status:   pay.story.external,
+			Created:  createdAt[pay.externalID].Add(pay.intentAfter),
+			Amount:   pay.amount,
+			Metadata: map[string]string{"order_id": pay.orderID},
+		})
+	}
+	srv.AddPaymentIntents(intents)
+	for _, pay := range p.where(func(s *story) bool { return s.unavailable }) {
+		srv.Inject(stripetest.RetrievePaymentIntent, stripetest.Fault{Status: http.StatusServiceUnavailable, ID: pay.externalID})
+	}
+	return srv
+}
+
+// retrievePrefix is the path of a PaymentIntent retrieve, before the id.
+const retrievePrefix = "/v1/payment_intents/"
+
+// traffic is what stripetest's request log says about the calls of a cycle.
+type traffic struct {
+	list, retrieve int // requests received
+	// aboutGrace counts the requests that named a row inside the grace period: a retrieve of
+	// its PaymentIntent, or its id in a list parameter. A list's paging cursor (starting_after)
+	// is not counted: it is the last intent of the previous page, whichever row that is, and
+	// asks nothing about it.
+	aboutGrace int
+	// retrievedAgain counts the retrieves of an id already retrieved in the cycle.
+	retrievedAgain int
+	// notFound counts the retrieves answered 404 for rows Stripe never saw; unavailable those
+	// answered 503 for rows planted unavailable.
+	notFound, unavailable int
+	// unplanned counts the other requests not answered 200, and any request for a path
+	// stripetest does not serve.
+	unplanned int
+}
+
+// readLog sums up stripetest's request log against the plan.
+func readLog(log []stripetest.Request, p plan) traffic {
+	grace, notFound, unavailable := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for _, pay := range p.payments {
+		switch s := pay.story; {
+		case s.recent:
+			grace[pay.externalID] = true
+		case s.notFound:
+			notFound[pay.externalID] = true
+		case s.unavailable:
+			unavailable[pay.externalID] = true
+		}
+	}
+	var t traffic
+	retrieved := map[string]bool{}
+	for _, req := range log {
+		switch req.Route {
+		case stripetest.ListPaymentIntents:
+			t.list++
+			for param, values := range req.Query {
+				if param == "starting_after" || param == "ending_before" {
+					continue
+				}
+				for _, v := range values {
+					if grace[v] {
+						t.aboutGrace++
+					}
+				}
+			}
+			if req.Status != http.StatusOK {
+				t.unplanned++
+			}
+		case stripetest.RetrievePaymentIntent:
+			t.retrieve++
+			id := strings.TrimPrefix(req.Path, retrievePrefix)
+			if grace[id] {
+				t.aboutGrace++
+			}
+			if retrieved[id] {
+				t.retrievedAgain++
+			}
+			retrieved[id] = true
+			switch {
+			case notFound[id] && req.Status == http.StatusNotFound:
+				t.notFound++
+			case unavailable[id] && req.Status == http.StatusServiceUnavailable:
+				t.unavailable++
+			case req.Status != http.StatusOK:
+				t.unplanned++
+			}
+		default:
+			t.unplanned++
+		}
+	}
+	return t
+}
