@@ -12,14 +12,12 @@ import (
 	"runtime/pprof"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
-	"github.com/reconcilekit/reconcile/internal/pgenv"
 )
 
 // engineOptions configures one engine run.
@@ -84,26 +82,13 @@ func engineCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return fmt.Errorf("bench: engine: -rows and -batch must be positive")
 	}
 
-	dbURL, source := pgenv.URL("DATABASE_URL")
-	pool, err := pgenv.Connect(ctx, dbURL, source)
+	pool, drop, err := benchSchema(ctx, *schema, stderr)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-
-	ident := pgx.Identifier{*schema}.Sanitize()
-	if _, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+ident+" CASCADE"); err != nil {
-		return fmt.Errorf("bench: drop schema %s: %w", ident, err)
-	}
-	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+ident); err != nil {
-		return fmt.Errorf("bench: create schema %s: %w", ident, err)
-	}
 	if !*keep {
-		defer func() {
-			if _, err := pool.Exec(context.WithoutCancel(ctx), "DROP SCHEMA IF EXISTS "+ident+" CASCADE"); err != nil {
-				fmt.Fprintf(stderr, "bench: drop schema %s: %v\n", ident, err)
-			}
-		}()
+		defer drop()
 	}
 
 	opts := engineOptions{Rows: *rows, Batch: *batch, Progress: stderr, NoAnalyze: !*analyze}
@@ -232,10 +217,8 @@ func runEngine(ctx context.Context, pool *pgxpool.Pool, schema string, opts engi
 	if int64(reportCalls) != res.GatewayCalls {
 		return res, fmt.Errorf("bench: reports count %d gateway calls, the gateway %d", reportCalls, res.GatewayCalls)
 	}
-	err = pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM "+pgx.Identifier{schema, tables.Prefix + "findings"}.Sanitize()+
-		"), (SELECT count(*) FROM "+pgx.Identifier{schema, tables.Prefix + "outbox"}.Sanitize()+")").Scan(&res.Findings, &res.Commands)
-	if err != nil {
-		return res, fmt.Errorf("bench: count findings and commands: %w", err)
+	if res.Findings, res.Commands, err = countFindings(ctx, pool, tables); err != nil {
+		return res, err
 	}
 	res.PeakRSSMB = round(peakRSSMB(), 1)
 	return res, nil

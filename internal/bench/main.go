@@ -27,6 +27,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/internal/pgenv"
 )
 
@@ -104,4 +108,36 @@ func peakRSSMB() float64 {
 		return kb / 1024
 	}
 	return -1
+}
+
+// benchSchema connects to $DATABASE_URL and drops and recreates schema. drop removes the schema
+// again, reporting a failure to stderr.
+func benchSchema(ctx context.Context, schema string, stderr io.Writer) (pool *pgxpool.Pool, drop func(), err error) {
+	dbURL, source := pgenv.URL("DATABASE_URL")
+	if pool, err = pgenv.Connect(ctx, dbURL, source); err != nil {
+		return nil, nil, err
+	}
+	ident := pgx.Identifier{schema}.Sanitize()
+	for _, q := range []string{"DROP SCHEMA IF EXISTS " + ident + " CASCADE", "CREATE SCHEMA " + ident} {
+		if _, err := pool.Exec(ctx, q); err != nil {
+			pool.Close()
+			return nil, nil, fmt.Errorf("bench: %s: %w", q, err)
+		}
+	}
+	drop = func() {
+		if _, err := pool.Exec(context.WithoutCancel(ctx), "DROP SCHEMA IF EXISTS "+ident+" CASCADE"); err != nil {
+			fmt.Fprintf(stderr, "bench: drop schema %s: %v\n", ident, err)
+		}
+	}
+	return pool, drop, nil
+}
+
+// countFindings counts the findings and outbox rows in the reconciler's tables.
+func countFindings(ctx context.Context, pool *pgxpool.Pool, tables pgstore.Tables) (findings, commands int64, err error) {
+	err = pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM "+pgx.Identifier{tables.Schema, tables.Prefix + "findings"}.Sanitize()+
+		"), (SELECT count(*) FROM "+pgx.Identifier{tables.Schema, tables.Prefix + "outbox"}.Sanitize()+")").Scan(&findings, &commands)
+	if err != nil {
+		return 0, 0, fmt.Errorf("bench: count findings and commands: %w", err)
+	}
+	return findings, commands, nil
 }

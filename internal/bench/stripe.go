@@ -19,7 +19,6 @@ import (
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
-	"github.com/reconcilekit/reconcile/internal/pgenv"
 )
 
 // stripeOptions configures one stripe benchmark run.
@@ -58,6 +57,8 @@ type stripeResult struct {
 	GoVersion        string         `json:"go_version"`
 }
 
+// stripeCommand is the stripe subcommand: it recreates its schema, runs runStripe in it and
+// prints the result as its last stdout line.
 func stripeCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("stripe", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -88,23 +89,12 @@ func stripeCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	case *mode != "bulk" && *mode != "per-object":
 		return fmt.Errorf("bench: stripe: -mode must be bulk or per-object, not %q", *mode)
 	}
-	dbURL, source := pgenv.URL("DATABASE_URL")
-	pool, err := pgenv.Connect(ctx, dbURL, source)
+	pool, drop, err := benchSchema(ctx, *schema, stderr)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	ident := pgx.Identifier{*schema}.Sanitize()
-	for _, q := range []string{"DROP SCHEMA IF EXISTS " + ident + " CASCADE", "CREATE SCHEMA " + ident} {
-		if _, err := pool.Exec(ctx, q); err != nil {
-			return fmt.Errorf("bench: %s: %w", q, err)
-		}
-	}
-	defer func() {
-		if _, err := pool.Exec(context.WithoutCancel(ctx), "DROP SCHEMA IF EXISTS "+ident+" CASCADE"); err != nil {
-			fmt.Fprintf(stderr, "bench: drop schema %s: %v\n", ident, err)
-		}
-	}()
+	defer drop()
 	res, err := runStripe(ctx, pool, *schema, stripeOptions{Rows: *rows, Batch: *batch, Concurrency: *conc, Hint: *hint,
 		PerObject: *mode == "per-object", Latency: *latency, Progress: stderr})
 	if err != nil {
@@ -225,10 +215,8 @@ func runStripe(ctx context.Context, pool *pgxpool.Pool, schema string, opts stri
 	res.APICalls = res.ListCalls + res.Retrieves
 	res.CallsPerRow = round(float64(res.APICalls)/float64(opts.Rows), 4)
 	res.CycleHoursAt5rps = round(float64(res.APICalls)/5/3600, 3)
-	err = pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM "+pgx.Identifier{schema, tables.Prefix + "findings"}.Sanitize()+
-		"), (SELECT count(*) FROM "+pgx.Identifier{schema, tables.Prefix + "outbox"}.Sanitize()+")").Scan(&res.Findings, &res.Commands)
-	if err != nil {
-		return res, fmt.Errorf("bench: count findings and commands: %w", err)
+	if res.Findings, res.Commands, err = countFindings(ctx, pool, tables); err != nil {
+		return res, err
 	}
 	switch wantF, wantC := expected(opts.Rows); {
 	case scanned != opts.Rows:
