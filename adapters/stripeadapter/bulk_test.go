@@ -25,10 +25,8 @@ var (
 
 // world is a payments table in a memstore and the matching PaymentIntents in a stripetest server.
 type world struct {
-	srv    *stripetest.Server
-	store  *memstore.Store[int64, string]
-	stores []*memstore.Store[int64, string] // one per run, for comparing runs on the same data
-	rows   []memstore.Row[int64, string]
+	srv  *stripetest.Server
+	rows []memstore.Row[int64, string]
 }
 
 // worldOptions shapes the data: row i is created at t0 + 10s·i, and its PaymentIntent 0–30 s
