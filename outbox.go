@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -37,4 +38,37 @@ func DecodeCommand(name string, payload []byte) (Command, error) {
 	}
 	c.Name = name
 	return c, nil
+}
+
+// Resolutions a finding can be closed with. Hosts may use their own words too.
+const (
+	// ResolutionRepaired: a repair command applied the external state (or found it applied).
+	ResolutionRepaired = "repaired"
+	// ResolutionFixed: a person fixed the data.
+	ResolutionFixed = "fixed"
+	// ResolutionAccepted: the difference is known and accepted as it is.
+	ResolutionAccepted = "accepted"
+	// ResolutionFalsePositive: there was no real difference.
+	ResolutionFalsePositive = "false_positive"
+)
+
+// Resolution says how, by whom and why a finding was closed.
+type Resolution struct {
+	// As is the resolution, such as ResolutionFixed. Required.
+	As string
+	// By names the actor: a person's login, or "reconciler" for repairs. Required.
+	By string
+	// Note explains the decision; it is kept in the finding's history.
+	Note string
+}
+
+// Validate reports a resolution that lacks its word or its actor.
+func (r Resolution) Validate() error {
+	switch {
+	case r.As == "":
+		return errors.New("reconcile: resolution: As is empty")
+	case r.By == "":
+		return errors.New("reconcile: resolution: By (the actor) is empty")
+	}
+	return nil
 }

@@ -573,7 +573,10 @@ type Finding struct {
 	DetectedAt time.Time
 	// ResolvedAt is zero while the finding is open.
 	ResolvedAt time.Time
-	Resolution string
+	// Resolution, ResolvedBy and ResolutionNote say how, by whom and why it was closed.
+	Resolution     string
+	ResolvedBy     string
+	ResolutionNote string
 }
 
 // Open reports whether the finding is unresolved.

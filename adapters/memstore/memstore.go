@@ -275,9 +275,11 @@ func (s *Store[K, L]) Commands() []QueuedCommand {
 	return slices.Clone(s.commands)
 }
 
-// ResolveFinding closes an open finding with a resolution such as "fixed"; resolving a
-// finding that is already closed is a no-op. The same drift can be found again afterwards.
-func (s *Store[K, L]) ResolveFinding(id int64, resolution string) error {
+// ResolveFinding closes an open finding; resolving a closed one changes nothing.
+func (s *Store[K, L]) ResolveFinding(id int64, r reconcile.Resolution) error {
+	if err := r.Validate(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if id <= 0 || id > int64(len(s.findings)) {
@@ -287,7 +289,7 @@ func (s *Store[K, L]) ResolveFinding(id int64, resolution string) error {
 	if !f.Open() {
 		return nil
 	}
-	f.ResolvedAt, f.Resolution = s.now(), resolution
+	f.ResolvedAt, f.Resolution, f.ResolvedBy, f.ResolutionNote = s.now(), r.As, r.By, r.Note
 	delete(s.open, findingKey{f.Job, f.RecordID, f.Kind})
 	return nil
 }

@@ -59,7 +59,7 @@ func (f fixture) Commands(t testing.TB, job string) []reconcile.Command {
 }
 
 func (f fixture) ResolveFinding(t testing.TB, id int64) {
-	if err := f.s.ResolveFinding(id, "fixed"); err != nil {
+	if err := f.s.ResolveFinding(id, reconcile.Resolution{As: reconcile.ResolutionFixed, By: "test"}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -7,12 +7,17 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/reconcilekit/reconcile"
 )
 
 // ErrNoFinding is returned for a finding id that does not exist.
 var ErrNoFinding = errors.New("pgstore: no such finding")
+
+// DefaultStaleAfter is how long a finding may stay open before Status counts it as stale: a
+// repair that never applied (its command dead) shows up there.
+const DefaultStaleAfter = 24 * time.Hour
 
 // Querier runs statements: a DB, or the host's own pgx.Tx so that resolving a finding commits
 // together with the business change that fixed it.
@@ -21,39 +26,162 @@ type Querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-// ResolveFinding closes an open finding inside q (usually the canonical writer's transaction)
-// and reports whether it was open. Resolving a closed finding changes nothing and returns false:
-// a repair and a person may both get there. Once resolved, the same drift can be found again.
-func (s *Store) ResolveFinding(ctx context.Context, q Querier, id int64, resolution, actor string) (bool, error) {
-	if resolution == "" {
-		return false, errors.New("pgstore: resolve finding: empty resolution")
+// ResolveFinding closes an open finding inside q and records the change in the finding's
+// history; it reports whether the finding was open. Call it from the canonical writer, in the
+// transaction of the business change that fixed the drift, so that both commit or neither does.
+// Resolving a closed finding changes nothing and returns false: a repair and a webhook (or a
+// person) may both get there. Once resolved, the same drift can be found again.
+func (s *Store) ResolveFinding(ctx context.Context, q Querier, id int64, r reconcile.Resolution) (bool, error) {
+	if err := r.Validate(); err != nil {
+		return false, err
 	}
-	var open bool
-	err := q.QueryRow(ctx, `WITH f AS (SELECT id FROM `+s.cfg.Tables.table("findings")+` WHERE id = $1),
-		upd AS (UPDATE `+s.cfg.Tables.table("findings")+` SET resolved_at = now(), resolution = $2, resolved_by = $3
-			WHERE id = $1 AND resolved_at IS NULL RETURNING id)
-		SELECT EXISTS (SELECT 1 FROM upd) FROM f`, id, resolution, actor).Scan(&open)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, fmt.Errorf("%w: %d", ErrNoFinding, id)
-	}
+	var exists, open bool
+	err := q.QueryRow(ctx, `WITH upd AS (
+			UPDATE `+s.cfg.Tables.table("findings")+` SET resolved_at = now(), resolution = $2, resolved_by = $3, resolution_note = $4
+			WHERE id = $1 AND resolved_at IS NULL RETURNING id
+		), ev AS (
+			INSERT INTO `+s.cfg.Tables.table("finding_events")+` (finding_id, action, actor, resolution, note)
+			SELECT id, 'resolved', $3, $2, $4 FROM upd RETURNING 1
+		)
+		SELECT EXISTS (SELECT 1 FROM `+s.cfg.Tables.table("findings")+` WHERE id = $1), EXISTS (SELECT 1 FROM ev)`,
+		id, r.As, r.By, r.Note).Scan(&exists, &open)
 	if err != nil {
 		return false, fmt.Errorf("pgstore: resolve finding %d: %w", id, err)
+	}
+	if !exists {
+		return false, fmt.Errorf("%w: %d", ErrNoFinding, id)
 	}
 	return open, nil
 }
 
-const findingColumns = `id, job, record_id, kind, local_state, external_state, detail, command,
-	detected_at, resolved_at, coalesce(resolution, '')`
+// ResolveRecordFindings closes every open finding of the given kinds about one local row, in any
+// job, and returns their ids. It is the webhook's side of the canonical writer: a webhook knows
+// the payment, not the finding, and the drift it fixes may have been found by any job. No kinds
+// means every kind.
+func (s *Store) ResolveRecordFindings(ctx context.Context, q Querier, recordID string, kinds []string, r reconcile.Resolution) ([]int64, error) {
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	rows, err := q.Query(ctx, `WITH upd AS (
+			UPDATE `+s.cfg.Tables.table("findings")+` SET resolved_at = now(), resolution = $3, resolved_by = $4, resolution_note = $5
+			WHERE record_id = $1 AND resolved_at IS NULL AND (cardinality($2::text[]) = 0 OR kind = ANY($2))
+			RETURNING id
+		), ev AS (
+			INSERT INTO `+s.cfg.Tables.table("finding_events")+` (finding_id, action, actor, resolution, note)
+			SELECT id, 'resolved', $4, $3, $5 FROM upd
+		)
+		SELECT id FROM upd ORDER BY id`, recordID, kinds, r.As, r.By, r.Note)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: resolve findings of record %s: %w", recordID, err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: resolve findings of record %s: %w", recordID, err)
+	}
+	return ids, nil
+}
+
+// ErrAlreadyOpen is returned when reopening a finding whose drift has since been found again:
+// the newer finding is the open one.
+var ErrAlreadyOpen = errors.New("pgstore: an open finding of the same job, record and kind exists")
+
+// ReopenFinding opens a resolved finding again (the fix did not hold, or was recorded by
+// mistake) and records who did it and why; it reports whether the finding was closed.
+func (s *Store) ReopenFinding(ctx context.Context, q Querier, id int64, by, note string) (bool, error) {
+	if by == "" {
+		return false, errors.New("pgstore: reopen finding: the actor is empty")
+	}
+	var exists, reopened bool
+	err := q.QueryRow(ctx, `WITH upd AS (
+			UPDATE `+s.cfg.Tables.table("findings")+` SET resolved_at = NULL, resolution = NULL, resolved_by = NULL, resolution_note = NULL
+			WHERE id = $1 AND resolved_at IS NOT NULL RETURNING id
+		), ev AS (
+			INSERT INTO `+s.cfg.Tables.table("finding_events")+` (finding_id, action, actor, note)
+			SELECT id, 'reopened', $2, $3 FROM upd RETURNING 1
+		)
+		SELECT EXISTS (SELECT 1 FROM `+s.cfg.Tables.table("findings")+` WHERE id = $1), EXISTS (SELECT 1 FROM ev)`,
+		id, by, note).Scan(&exists, &reopened)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation on the open-finding index
+		return false, fmt.Errorf("pgstore: reopen finding %d: %w", id, ErrAlreadyOpen)
+	}
+	if err != nil {
+		return false, fmt.Errorf("pgstore: reopen finding %d: %w", id, err)
+	}
+	if !exists {
+		return false, fmt.Errorf("%w: %d", ErrNoFinding, id)
+	}
+	return reopened, nil
+}
+
+const findingColumns = `f.id, f.job, f.record_id, f.kind, f.local_state, f.external_state, f.detail, f.command,
+	f.detected_at, f.resolved_at, coalesce(f.resolution, ''), coalesce(f.resolved_by, ''), coalesce(f.resolution_note, '')`
 
 func scanFinding(row pgx.CollectableRow) (reconcile.Finding, error) {
 	var f reconcile.Finding
 	var resolved *time.Time
 	err := row.Scan(&f.ID, &f.Job, &f.RecordID, &f.Kind, &f.Local, &f.External, &f.Detail, &f.Command,
-		&f.DetectedAt, &resolved, &f.Resolution)
+		&f.DetectedAt, &resolved, &f.Resolution, &f.ResolvedBy, &f.ResolutionNote)
 	if resolved != nil {
 		f.ResolvedAt = *resolved
 	}
 	return f, err
+}
+
+// FindingQuery selects findings for review. The zero value means every open finding, oldest
+// first, 100 per page.
+type FindingQuery struct {
+	// Job and Kind filter when set.
+	Job, Kind string
+	// RecordID filters to one local row when set.
+	RecordID string
+	// State is "open" (the default), "resolved" or "all".
+	State string
+	// DetectedBefore keeps findings detected before this time: DetectedBefore =
+	// now - 24h lists those open for more than a day.
+	DetectedBefore time.Time
+	// AfterID continues from the last id of the previous page (keyset pagination).
+	AfterID int64
+	// Limit is the page size; zero means 100.
+	Limit int
+}
+
+// ListFindings returns a page of findings, oldest first by id.
+func (s *Store) ListFindings(ctx context.Context, fq FindingQuery) ([]reconcile.Finding, error) {
+	if fq.Limit < 0 {
+		return nil, fmt.Errorf("pgstore: list findings: limit %d is negative", fq.Limit)
+	}
+	if fq.Limit == 0 {
+		fq.Limit = 100
+	}
+	var state string
+	switch fq.State {
+	case "", "open":
+		state = "f.resolved_at IS NULL"
+	case "resolved":
+		state = "f.resolved_at IS NOT NULL"
+	case "all":
+		state = "true"
+	default:
+		return nil, fmt.Errorf("pgstore: list findings: state %q is not open, resolved or all", fq.State)
+	}
+	var before *time.Time
+	if !fq.DetectedBefore.IsZero() {
+		before = &fq.DetectedBefore
+	}
+	rows, err := s.db.Query(ctx, `SELECT `+findingColumns+` FROM `+s.cfg.Tables.table("findings")+` AS f
+		WHERE `+state+` AND f.id > $1
+			AND ($2 = '' OR f.job = $2) AND ($3 = '' OR f.kind = $3) AND ($4 = '' OR f.record_id = $4)
+			AND ($5::timestamptz IS NULL OR f.detected_at < $5)
+		ORDER BY f.id LIMIT $6`, fq.AfterID, fq.Job, fq.Kind, fq.RecordID, before, fq.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: list findings: %w", err)
+	}
+	fs, err := pgx.CollectRows(rows, scanFinding)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: list findings: %w", err)
+	}
+	return fs, nil
 }
 
 // Findings returns a job's findings, open and resolved, oldest first, at most limit of them
@@ -62,14 +190,56 @@ func (s *Store) Findings(ctx context.Context, job string, afterID int64, limit i
 	if limit <= 0 {
 		return nil, fmt.Errorf("pgstore: findings: limit %d must be positive", limit)
 	}
-	rows, err := s.db.Query(ctx, `SELECT `+findingColumns+` FROM `+s.cfg.Tables.table("findings")+`
-		WHERE job = $1 AND id > $2 ORDER BY id LIMIT $3`, job, afterID, limit)
+	return s.ListFindings(ctx, FindingQuery{Job: job, State: "all", AfterID: afterID, Limit: limit})
+}
+
+// FindingEvent is one entry of a finding's history.
+type FindingEvent struct {
+	At time.Time
+	// Action is "detected", "resolved", "reopened", or for its repair command "command
+	// pending", "command done" or "command dead".
+	Action     string
+	Actor      string
+	Resolution string
+	Note       string
+}
+
+// FindingDetail is one finding with its history, for review.
+type FindingDetail struct {
+	reconcile.Finding
+	// History is oldest first: detection, every resolution and reopening, and the state of
+	// its repair commands.
+	History []FindingEvent
+}
+
+// Finding returns one finding with its history.
+func (s *Store) Finding(ctx context.Context, id int64) (FindingDetail, error) {
+	rows, err := s.db.Query(ctx, `SELECT `+findingColumns+` FROM `+s.cfg.Tables.table("findings")+` AS f WHERE f.id = $1`, id)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: findings: %w", err)
+		return FindingDetail{}, fmt.Errorf("pgstore: finding %d: %w", id, err)
 	}
-	fs, err := pgx.CollectRows(rows, scanFinding)
+	f, err := pgx.CollectExactlyOneRow(rows, scanFinding)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return FindingDetail{}, fmt.Errorf("%w: %d", ErrNoFinding, id)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: findings: %w", err)
+		return FindingDetail{}, fmt.Errorf("pgstore: finding %d: %w", id, err)
 	}
-	return fs, nil
+	d := FindingDetail{Finding: f, History: []FindingEvent{{At: f.DetectedAt, Action: "detected", Actor: f.Job}}}
+	rows, err = s.db.Query(ctx, `SELECT at, action, actor, coalesce(resolution, ''), note FROM (
+			SELECT at, action, actor, resolution, note, 0 AS src, id FROM `+s.cfg.Tables.table("finding_events")+` WHERE finding_id = $1
+			UNION ALL
+			SELECT coalesce(processed_at, dead_at, created_at), 'command ' || status, event_type,
+				NULL, coalesce(last_error, ''), 1, id
+			FROM `+s.cfg.Tables.table("outbox")+` WHERE finding_id = $1
+		) h ORDER BY at, src, id`, id)
+	if err != nil {
+		return FindingDetail{}, fmt.Errorf("pgstore: history of finding %d: %w", id, err)
+	}
+	events, err := pgx.CollectRows(rows, pgx.RowToStructByPos[FindingEvent])
+	if err != nil {
+		return FindingDetail{}, fmt.Errorf("pgstore: history of finding %d: %w", id, err)
+	}
+	d.History = append(d.History, events...)
+	return d, nil
 }

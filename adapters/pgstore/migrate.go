@@ -71,6 +71,8 @@ func Migrations(t Tables) (fs.FS, error) {
 	funcs := template.FuncMap{
 		"table": t.table,
 		"name":  func(n string) string { return pgx.Identifier{t.Prefix + n}.Sanitize() },
+		// qualified names an existing index (DROP INDEX needs its schema).
+		"qualified": t.table,
 	}
 	out := fstest.MapFS{}
 	for _, n := range names {

@@ -66,6 +66,9 @@ type Config struct {
 
 	// Tables names the reconciler's own tables.
 	Tables Tables
+	// StaleAfter is how long a finding may stay open before Status counts it stale. Zero means
+	// DefaultStaleAfter.
+	StaleAfter time.Duration
 	// AggregateType is written on outbox rows. Empty means Table.
 	AggregateType string
 
@@ -136,6 +139,11 @@ func New(db DB, cfg Config) (*Store, error) {
 	def(&cfg.TimeZone, "UTC")
 	if cfg.OwnWriteTolerance == 0 {
 		cfg.OwnWriteTolerance = time.Second
+	}
+	if cfg.StaleAfter == 0 {
+		cfg.StaleAfter = DefaultStaleAfter
+	} else if cfg.StaleAfter < 0 {
+		return nil, fmt.Errorf("pgstore: config: StaleAfter %v is negative", cfg.StaleAfter)
 	}
 	cfg.Tables = cfg.Tables.withDefaults()
 

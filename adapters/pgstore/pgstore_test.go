@@ -124,7 +124,7 @@ func commands(t testing.TB, pool *pgxpool.Pool, job string) []reconcile.Command 
 }
 
 func (f fixture) ResolveFinding(t testing.TB, id int64) {
-	if _, err := f.store.ResolveFinding(context.Background(), f.pool, id, "fixed", "test"); err != nil {
+	if _, err := f.store.ResolveFinding(context.Background(), f.pool, id, reconcile.Resolution{As: reconcile.ResolutionFixed, By: "test"}); err != nil {
 		t.Fatal(err)
 	}
 }

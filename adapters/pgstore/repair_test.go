@@ -36,7 +36,7 @@ func applyRepair(ctx context.Context, pool *pgxpool.Pool, s *pgstore.Store, cmd 
 		if _, err := applyPaymentSucceeded(ctx, tx, id); err != nil {
 			return err
 		}
-		_, err := s.ResolveFinding(ctx, tx, cmd.FindingID, "repaired", "reconciler")
+		_, err := s.ResolveFinding(ctx, tx, cmd.FindingID, reconcile.Resolution{As: reconcile.ResolutionRepaired, By: "reconciler"})
 		return err
 	})
 }
@@ -150,10 +150,10 @@ func TestApplyingARepairResolvesItsFindingSoTheDriftCanBeFoundAgain(t *testing.T
 		t.Fatalf("findings %+v and %d commands; want a second open finding with its own command", fs, len(cmds))
 	}
 	// Resolving twice is harmless and says it was already closed.
-	if open, err := s.ResolveFinding(ctx, pool, cmd.FindingID, "repaired", "again"); err != nil || open {
+	if open, err := s.ResolveFinding(ctx, pool, cmd.FindingID, reconcile.Resolution{As: reconcile.ResolutionRepaired, By: "again"}); err != nil || open {
 		t.Fatalf("second resolve: open=%v err=%v, want false, nil", open, err)
 	}
-	if _, err := s.ResolveFinding(ctx, pool, 999999, "fixed", "x"); err == nil {
+	if _, err := s.ResolveFinding(ctx, pool, 999999, reconcile.Resolution{As: "fixed", By: "x"}); err == nil {
 		t.Fatal("resolving an unknown finding succeeded")
 	}
 }

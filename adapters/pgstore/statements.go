@@ -85,8 +85,8 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 				ON CONFLICT (job, record_id, kind) WHERE resolved_at IS NULL DO NOTHING
 				RETURNING id, record_id, kind, local_state, external_state, command
 			), queued AS (
-				INSERT INTO ` + t.table("outbox") + ` (aggregate_type, aggregate_id, event_type, payload)
-				SELECT $2, record_id, command, jsonb_build_object('job', $1::text, 'record_id', record_id,
+				INSERT INTO ` + t.table("outbox") + ` (aggregate_type, aggregate_id, event_type, finding_id, payload)
+				SELECT $2, record_id, command, id, jsonb_build_object('job', $1::text, 'record_id', record_id,
 					'finding_id', id, 'kind', kind, 'expected_local_state', local_state, 'external_state', external_state)
 				FROM opened WHERE command <> '' ORDER BY id
 				RETURNING 1

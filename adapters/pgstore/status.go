@@ -34,6 +34,9 @@ type Status struct {
 	OpenFindings map[string]int
 	// OldestOpenFinding is the detection time of the oldest open finding; zero if none.
 	OldestOpenFinding time.Time
+	// StaleFindings counts the findings open longer than Config.StaleAfter: repairs that never
+	// applied and reviews nobody did.
+	StaleFindings int
 }
 
 // CycleAge is how long the current cycle has been running.
@@ -80,13 +83,14 @@ func (s *Store) Status(ctx context.Context, job string) (Status, error) {
 			}
 			return err
 		})
-	b.Queue(`SELECT kind, count(*), min(detected_at) FROM `+s.cfg.Tables.table("findings")+`
-		WHERE job = $1 AND resolved_at IS NULL GROUP BY kind`, job).Query(func(rows pgx.Rows) error {
+	b.Queue(`SELECT kind, count(*), min(detected_at), count(*) FILTER (WHERE detected_at < now() - $2::interval)
+		FROM `+s.cfg.Tables.table("findings")+` WHERE job = $1 AND resolved_at IS NULL GROUP BY kind`, job, s.cfg.StaleAfter).Query(func(rows pgx.Rows) error {
 		var kind string
-		var n int
+		var n, stale int
 		var oldest time.Time
-		_, err := pgx.ForEachRow(rows, []any{&kind, &n, &oldest}, func() error {
+		_, err := pgx.ForEachRow(rows, []any{&kind, &n, &oldest, &stale}, func() error {
 			st.OpenFindings[kind] = n
+			st.StaleFindings += stale
 			if st.OldestOpenFinding.IsZero() || oldest.Before(st.OldestOpenFinding) {
 				st.OldestOpenFinding = oldest
 			}

@@ -1,0 +1,218 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/pgstore"
+	"github.com/reconcilekit/reconcile/reconciletest"
+)
+
+// reviewWorld runs one cycle over payments 1..6: 1–2 missed successes (Repairable, with a
+// command), 3–4 paid locally but canceled at Stripe (NeedsReview), 5–6 in sync.
+func reviewWorld(t *testing.T) (fixture, context.Context) {
+	t.Helper()
+	pool, s := newStore(t, pgstore.Config{StaleAfter: time.Hour}, paymentsDDL)
+	f := fixture{pool, s}
+	ext := map[string]string{}
+	for i := int64(1); i <= 6; i++ {
+		local, remote := "paid", "succeeded"
+		switch {
+		case i <= 2:
+			local = "pending"
+		case i <= 4:
+			remote = "canceled"
+		}
+		f.Insert(t, reconciletest.Row{ID: i, ExternalID: extIDOf(i), Local: local})
+		ext[extIDOf(i)] = remote
+	}
+	reconciletest.Cycle(t, reconciletest.Config(f, "sweep", reconciletest.NewGateway(ext), 10), 3)
+	return f, context.Background()
+}
+
+func extIDOf(i int64) string { return "pi_" + string(rune('0'+i)) }
+
+func TestResolvingAndReopeningAreRecordedInTheFindingsHistory(t *testing.T) {
+	t.Parallel()
+	f, ctx := reviewWorld(t)
+	open, err := f.store.ListFindings(ctx, pgstore.FindingQuery{Job: "sweep", Kind: "paid_locally_not_externally"})
+	if err != nil || len(open) != 2 {
+		t.Fatalf("open NeedsReview findings: %+v, %v; want 2", open, err)
+	}
+	id := open[0].ID
+	ok, err := f.store.ResolveFinding(ctx, f.pool, id, reconcile.Resolution{As: reconcile.ResolutionAccepted, By: "alice", Note: "refunded by hand"})
+	if err != nil || !ok {
+		t.Fatalf("resolve: %v, %v", ok, err)
+	}
+	if ok, err := f.store.ResolveFinding(ctx, f.pool, id, reconcile.Resolution{As: reconcile.ResolutionFixed, By: "bob"}); err != nil || ok {
+		t.Fatalf("resolving again = %v, %v; want false and no change", ok, err)
+	}
+	if ok, err := f.store.ReopenFinding(ctx, f.pool, id, "carol", "the refund bounced"); err != nil || !ok {
+		t.Fatalf("reopen: %v, %v", ok, err)
+	}
+	d, err := f.store.Finding(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var actions []string
+	for _, e := range d.History {
+		actions = append(actions, e.Action+" by "+e.Actor+": "+e.Resolution+" "+e.Note)
+	}
+	want := []string{"detected by sweep:  ", "resolved by alice: accepted refunded by hand", "reopened by carol:  the refund bounced"}
+	if len(actions) != len(want) {
+		t.Fatalf("history %q, want %q", actions, want)
+	}
+	for i := range want {
+		if actions[i] != want[i] {
+			t.Fatalf("history %q, want %q", actions, want)
+		}
+	}
+	if !d.Open() || d.Resolution != "" {
+		t.Fatalf("finding %+v; want open again", d.Finding)
+	}
+	for _, bad := range []reconcile.Resolution{{By: "x"}, {As: "fixed"}} {
+		if _, err := f.store.ResolveFinding(ctx, f.pool, id, bad); err == nil {
+			t.Errorf("resolution %+v accepted", bad)
+		}
+	}
+	if _, err := f.store.ResolveFinding(ctx, f.pool, 999999, reconcile.Resolution{As: "fixed", By: "x"}); !errors.Is(err, pgstore.ErrNoFinding) {
+		t.Errorf("resolving a missing finding = %v, want ErrNoFinding", err)
+	}
+}
+
+func TestTheAuditIsAppendOnly(t *testing.T) {
+	t.Parallel()
+	f, ctx := reviewWorld(t)
+	open, err := f.store.ListFindings(ctx, pgstore.FindingQuery{})
+	if err != nil || len(open) == 0 {
+		t.Fatal(open, err)
+	}
+	if _, err := f.store.ResolveFinding(ctx, f.pool, open[0].ID, reconcile.Resolution{As: "fixed", By: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, sql := range []string{`UPDATE reconcile_finding_events SET actor = 'mallory'`, `DELETE FROM reconcile_finding_events`} {
+		if _, err := f.pool.Exec(ctx, sql); err == nil {
+			t.Errorf("%s succeeded on the audit table", sql)
+		}
+	}
+}
+
+func TestReopeningDriftThatWasFoundAgainIsRefused(t *testing.T) {
+	t.Parallel()
+	f, ctx := reviewWorld(t)
+	open, _ := f.store.ListFindings(ctx, pgstore.FindingQuery{Kind: "paid_locally_not_externally"})
+	id := open[0].ID
+	if _, err := f.store.ResolveFinding(ctx, f.pool, id, reconcile.Resolution{As: "false_positive", By: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	// The next cycle finds the same drift again: a new open finding.
+	ext := map[string]string{}
+	for i := int64(1); i <= 6; i++ {
+		ext[extIDOf(i)] = map[bool]string{true: "canceled", false: "succeeded"}[i == 3 || i == 4]
+	}
+	reconciletest.Cycle(t, reconciletest.Config(f, "sweep", reconciletest.NewGateway(ext), 10), 3)
+	if _, err := f.store.ReopenFinding(ctx, f.pool, id, "bob", ""); !errors.Is(err, pgstore.ErrAlreadyOpen) {
+		t.Fatalf("reopen = %v, want ErrAlreadyOpen", err)
+	}
+}
+
+func TestListFindingsFiltersAndPages(t *testing.T) {
+	t.Parallel()
+	f, ctx := reviewWorld(t)
+	all, err := f.store.ListFindings(ctx, pgstore.FindingQuery{State: "all"})
+	if err != nil || len(all) != 4 {
+		t.Fatalf("all findings: %d, %v; want 4", len(all), err)
+	}
+	var paged []reconcile.Finding
+	for after := int64(0); ; {
+		page, err := f.store.ListFindings(ctx, pgstore.FindingQuery{AfterID: after, Limit: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		paged = append(paged, page...)
+		after = page[len(page)-1].ID
+	}
+	if len(paged) != 4 {
+		t.Fatalf("paged through %d findings, want 4", len(paged))
+	}
+	if got, _ := f.store.ListFindings(ctx, pgstore.FindingQuery{Kind: "missed_success"}); len(got) != 2 {
+		t.Errorf("kind filter: %d, want 2", len(got))
+	}
+	if got, _ := f.store.ListFindings(ctx, pgstore.FindingQuery{Job: "other"}); len(got) != 0 {
+		t.Errorf("job filter: %d, want 0", len(got))
+	}
+	if got, _ := f.store.ListFindings(ctx, pgstore.FindingQuery{RecordID: "3"}); len(got) != 1 {
+		t.Errorf("record filter: %d, want 1", len(got))
+	}
+	if got, _ := f.store.ListFindings(ctx, pgstore.FindingQuery{DetectedBefore: time.Now().Add(-time.Hour)}); len(got) != 0 {
+		t.Errorf("age filter: %d findings older than an hour, want 0", len(got))
+	}
+	if _, err := f.store.ListFindings(ctx, pgstore.FindingQuery{State: "closed"}); err == nil {
+		t.Error("an unknown state was accepted")
+	}
+}
+
+func TestADeadRepairShowsAsAStaleFindingAndInItsHistory(t *testing.T) {
+	t.Parallel()
+	f, ctx := reviewWorld(t)
+	d, err := pgstore.NewDispatcher(f.pool, pgstore.DispatcherConfig{MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pgstore.HandleCommand(d, "ApplyPaymentSucceeded", func(context.Context, pgx.Tx, reconcile.Command) error {
+		return errors.New("the ledger service is down")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Work(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Make the findings look a day old.
+	if _, err := f.pool.Exec(ctx, `UPDATE reconcile_findings SET detected_at = detected_at - interval '2 hours'`); err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.store.Status(ctx, "sweep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.StaleFindings != 4 {
+		t.Fatalf("StaleFindings = %d, want 4 (StaleAfter is an hour)", st.StaleFindings)
+	}
+	stale, err := f.store.ListFindings(ctx, pgstore.FindingQuery{Kind: "missed_success", DetectedBefore: time.Now().Add(-time.Hour)})
+	if err != nil || len(stale) != 2 {
+		t.Fatalf("stale missed_success findings: %d, %v; want 2", len(stale), err)
+	}
+	detail, err := f.store.Finding(ctx, stale[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := detail.History[len(detail.History)-1]
+	if last.Action != "command dead" || last.Actor != "ApplyPaymentSucceeded" || last.Note != "the ledger service is down" {
+		t.Fatalf("history ends with %+v; want the dead command and its error", last)
+	}
+}
+
+func TestAWebhookResolvesTheFindingsOfItsPaymentWhateverTheJob(t *testing.T) {
+	t.Parallel()
+	f, ctx := reviewWorld(t)
+	var ids []int64
+	err := pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error {
+		var err error
+		ids, err = f.store.ResolveRecordFindings(ctx, tx, "1", []string{"missed_success"}, reconcile.Resolution{As: reconcile.ResolutionFixed, By: "stripe-webhook"})
+		return err
+	})
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("resolved %v, %v; want the one missed_success of payment 1", ids, err)
+	}
+	if again, err := f.store.ResolveRecordFindings(ctx, f.pool, "1", nil, reconcile.Resolution{As: reconcile.ResolutionFixed, By: "stripe-webhook"}); err != nil || len(again) != 0 {
+		t.Fatalf("a second webhook resolved %v, %v; want nothing", again, err)
+	}
+}
