@@ -223,8 +223,8 @@ func HandleCommand(d *Dispatcher, name string, h func(ctx context.Context, tx pg
 	})
 }
 
-// Start runs Workers goroutines that claim and apply commands until Stop, or until ctx is
-// cancelled (which also cancels running handlers, as a Stop out of patience does).
+// Start claims and applies commands in the background, up to Workers at once, until Stop, or
+// until ctx is cancelled (which also cancels running handlers, as a Stop out of patience does).
 func (d *Dispatcher) Start(ctx context.Context) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -238,13 +238,11 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	handlerCtx, kill := context.WithCancelCause(ctx)
 	claimCtx, stop := context.WithCancel(handlerCtx)
 	d.stop, d.kill = stop, kill
-	for range d.cfg.Workers {
-		d.wg.Add(1)
-		go func() {
-			defer d.wg.Done()
-			d.work(claimCtx, handlerCtx)
-		}()
-	}
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		d.run(claimCtx, handlerCtx)
+	}()
 	return nil
 }
 
@@ -278,12 +276,45 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 	}
 }
 
-// work is one worker: claim a command, apply it, repeat; sleep when there is nothing to do.
-func (d *Dispatcher) work(claimCtx, handlerCtx context.Context) {
-	for claimCtx.Err() == nil {
-		dels, err := d.claim(claimCtx, 1)
+// run claims as many commands as there are idle slots, in one statement, and applies each on
+// its own goroutine; it sleeps when there is nothing to do. Claiming only for idle slots keeps
+// every claimed command running, so no lease ticks away in a queue.
+func (d *Dispatcher) run(claimCtx, handlerCtx context.Context) {
+	slots := make(chan struct{}, d.cfg.Workers)
+	for range d.cfg.Workers {
+		slots <- struct{}{}
+	}
+	for {
+		// Wait for one idle slot, then take every other idle one.
+		select {
+		case <-slots:
+		case <-claimCtx.Done():
+			return
+		}
+		n := 1
+	more:
+		for n < d.cfg.Workers {
+			select {
+			case <-slots:
+				n++
+			default:
+				break more
+			}
+		}
+		dels, err := d.claim(claimCtx, n)
 		if err != nil && claimCtx.Err() == nil {
 			d.cfg.Logger.LogAttrs(claimCtx, slog.LevelWarn, "reconcile dispatcher: claim failed", slog.String("error", err.Error()))
+		}
+		for range n - len(dels) {
+			slots <- struct{}{}
+		}
+		for _, del := range dels {
+			d.wg.Add(1)
+			go func() {
+				defer d.wg.Done()
+				d.process(handlerCtx, del)
+				slots <- struct{}{}
+			}()
 		}
 		if len(dels) == 0 {
 			t := time.NewTimer(jitter(d.cfg.PollInterval))
@@ -291,11 +322,8 @@ func (d *Dispatcher) work(claimCtx, handlerCtx context.Context) {
 			case <-t.C:
 			case <-claimCtx.Done():
 				t.Stop()
+				return
 			}
-			continue
-		}
-		for _, del := range dels {
-			d.process(handlerCtx, del)
 		}
 	}
 }

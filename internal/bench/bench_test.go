@@ -95,3 +95,15 @@ func TestStripeBenchBulkAgreesWithPerObjectAtAHundredthOfTheCalls(t *testing.T) 
 		}
 	}
 }
+
+func TestDispatchBenchAppliesEveryCommandOnce(t *testing.T) {
+	t.Parallel()
+	pool, schema := pgtest.PoolSchema(t)
+	res, err := runDispatch(context.Background(), pool, schema, dispatchOptions{Commands: 2000, Aggregates: 300, Workers: 3, Concurrency: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Duplicates != 0 || res.Lost != 0 || res.OutOfOrder != 0 || res.CommandsPerS <= 0 {
+		t.Fatalf("result %+v; want no duplicates, none lost, none out of order", res)
+	}
+}

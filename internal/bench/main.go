@@ -7,6 +7,7 @@
 // Subcommands:
 //
 //	engine   load a seed-shaped payments table and time one full cycle of the engine over it
+//	dispatch queue repair commands in the outbox and time dispatchers applying them all
 //	stripe   one full cycle through the Stripe gateway over HTTP to stripetest, bulk or per-object,
 //	         counting API calls (calls per row, cycle hours at 5 requests/s)
 //
@@ -42,8 +43,9 @@ type command struct {
 
 // commands maps subcommand names to their implementations; add new benchmarks here.
 var commands = map[string]command{
-	"engine": {summary: "load a payments table and time one full engine cycle over it", run: engineCommand},
-	"stripe": {summary: "one cycle through the Stripe gateway over HTTP to stripetest; counts API calls", run: stripeCommand},
+	"engine":   {summary: "load a payments table and time one full engine cycle over it", run: engineCommand},
+	"dispatch": {summary: "queue repair commands and time dispatchers applying them; counts duplicates", run: dispatchCommand},
+	"stripe":   {summary: "one cycle through the Stripe gateway over HTTP to stripetest; counts API calls", run: stripeCommand},
 }
 
 // errUsage marks errors already explained to the user by a flag set's own output.
