@@ -27,8 +27,39 @@
 // queued only for a finding that was actually inserted) as one pipelined batch in one
 // transaction, so a batch costs a handful of round trips whatever its size.
 //
+// # Applying repairs
+//
+// A Dispatcher applies the repair commands of the outbox through handlers registered per
+// command name (Handle, or HandleCommand and HandleJSON for typed payloads). It claims commands
+// with FOR UPDATE SKIP LOCKED under a lease, renews the lease while a handler runs, and calls
+// the handler with a transaction in which the command is then marked done, so the repair and
+// its completion commit together. Every completion, retry and renewal is guarded by the
+// claim's attempt number: a dispatcher whose lease was taken over changes nothing. Failures are
+// retried with exponential backoff and jitter; a handler returns Permanent for a command that
+// can never apply and RetryLater to wait without spending an attempt. After MaxAttempts a
+// command is dead, kept with its errors (DeadCommands) until Redrive. Commands of one
+// aggregate apply in order. Start and Stop run it in the background with a graceful drain;
+// Work runs one round for hosts that schedule it themselves. A host with its own outbox relay
+// runs no Dispatcher and reads the seed's columns.
+//
+// # The canonical writer
+//
+// The state transition a repair applies is the host's own function, the same one its webhook
+// handler calls: a guarded update (WHERE status = 'pending') that is a no-op when already
+// applied. Inside that function's transaction, ResolveFinding (the repair knows its finding) or
+// ResolveRecordFindings (a webhook knows only the row) closes the finding either way, so the
+// repair, the webhook and the finding commit together whichever comes first.
+//
+// # Review
+//
+// ListFindings pages through findings by job, kind, row, state and age; Finding returns one
+// with its history (detection, resolutions, reopenings and its repair commands' fate).
+// ResolveFinding records the resolution, actor and note; ReopenFinding opens it again. Every
+// change is appended to an audit table that a trigger keeps append-only.
+//
 // # Monitoring
 //
 // Status reads a job's lag, cycle age, time since the last completed cycle, last batch's
-// unverifiable ratio and open findings by kind, in one round trip.
+// unverifiable ratio, open findings by kind and those open longer than StaleAfter (a repair
+// that never applied shows up there), in one round trip.
 package pgstore
