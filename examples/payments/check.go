@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
+	"net/http"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 )
 
 // expected is what one cycle over the plan must find.
@@ -108,4 +110,103 @@ func check(out io.Writer, p plan, r results) error {
 		fmt.Fprintf(out, "  %-60s want %6d, got %6d\n", d.what, d.want, d.got)
 	}
 	return fmt.Errorf("payments: %d counts differ from the planted drift", len(diffs))
+}
+
+// compareRepairs lists every count of r that differs from what the repairs must do: the late
+// webhook pays its payment, the repair commands change every other repairable payment, each
+// missed success becomes paid with exactly one ledger row, every repairable finding is resolved
+// by the path that applied its change, every command is done, and nothing else changes.
+func compareRepairs(p plan, r repairResults) []difference {
+	var diffs []difference
+	add := func(what string, want, got int) {
+		if want != got {
+			diffs = append(diffs, difference{what, want, got})
+		}
+	}
+	var wrongStatus, wrongLedger, otherChanged int
+	for _, pay := range p.payments {
+		st, ok := r.payments[pay.externalID]
+		if !ok {
+			wrongStatus++
+			continue
+		}
+		to, repaired := repairsOf(pay.story)
+		wantLedger := 0
+		if to == stripeadapter.LocalPaid {
+			wantLedger = 1
+		}
+		switch {
+		case !repaired:
+			if st.status != pay.story.local || st.touched {
+				otherChanged++
+			}
+		case st.status != to:
+			wrongStatus++
+		}
+		if st.ledger != wantLedger {
+			wrongLedger++
+		}
+	}
+	add("repairable payments not in Stripe's state now", 0, wrongStatus)
+	add("payments whose ledger rows are not one per payment made paid", 0, wrongLedger)
+	add("payments changed that nothing should change", 0, otherChanged)
+
+	add("late webhook answered 200", http.StatusOK, r.webhookStatus)
+	add("late webhook's payment booked by the webhook", 1, b2i(r.lateLedger == actorWebhook))
+	add("late webhook's finding resolved by the webhook", 1, b2i(r.lateResolvedBy == actorWebhook))
+
+	repairable := sum(p.expected().commands)
+	add("repairable findings still open", 0, r.openRepairable)
+	add("repairable findings resolved by the late webhook", 1, r.resolvedBy[actorWebhook])
+	add("repairable findings resolved by the repairs", repairable-1, r.resolvedBy[actorReconciler])
+	add("repairable findings resolved by anyone else", 0, sum(r.resolvedBy)-r.resolvedBy[actorWebhook]-r.resolvedBy[actorReconciler])
+	add("repair commands that changed a payment", repairable-1, r.changed)
+	add("repair commands that found their payment changed already", 1, r.unchanged)
+
+	var done, all int
+	for _, byStatus := range r.commands {
+		done += byStatus[commandDone]
+		all += sum(byStatus)
+	}
+	add("repair commands done", repairable, done)
+	add("repair commands dead or waiting", 0, all-done)
+	add("repair commands claimed, each once", repairable, r.claimed)
+
+	wantOpen := needsReview(p)
+	for _, kind := range sortedKeys(wantOpen, r.openByKind) {
+		add(fmt.Sprintf("open %s findings", kind), wantOpen[kind], r.openByKind[kind])
+	}
+	return diffs
+}
+
+// checkRepairs prints how the repairs compare with the plan and returns an error if they differ.
+func checkRepairs(out io.Writer, p plan, r repairResults) error {
+	diffs := compareRepairs(p, r)
+	if len(diffs) == 0 {
+		fmt.Fprintln(out, "\nEvery repairable finding is resolved, each payment changed once by one path, and nothing else changed.")
+		return nil
+	}
+	fmt.Fprintf(out, "\nThe repairs did not do what they must:\n")
+	for _, d := range diffs {
+		fmt.Fprintf(out, "  %-60s want %6d, got %6d\n", d.what, d.want, d.got)
+	}
+	return fmt.Errorf("payments: %d counts differ from what the repairs must do", len(diffs))
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// repairsOf reports whether s is a story whose payment a repair command changes, and to what.
+func repairsOf(s *story) (to string, ok bool) {
+	switch s.command {
+	case stripeadapter.CommandApplyPaymentSucceeded:
+		return stripeadapter.LocalPaid, true
+	case stripeadapter.CommandApplyPaymentCanceled:
+		return stripeadapter.LocalFailed, true
+	}
+	return "", false
 }

@@ -1,5 +1,6 @@
 // Payments runs one full reconciliation cycle of a PostgreSQL payments table against a fake
-// Stripe, over a table seeded with the drift a real payments service accumulates.
+// Stripe, over a table seeded with the drift a real payments service accumulates, and then
+// repairs what it found through the same canonical writer the Stripe webhook handler uses.
 //
 // It is the first thing to run:
 //
@@ -16,28 +17,42 @@
 //
 // It then runs the reconciler (pgstore over the table, the Stripe PaymentIntent classifier, and
 // the real Stripe gateway of stripeadapter, stripe-go over HTTP to stripetest) batch by batch
-// until the cursor wraps, printing a line per batch, and ends with what a host would look at:
+// until the cursor wraps, printing a line per batch, and prints what a host would look at:
 // the Stripe API calls made (a list call per hundred rows, and a retrieve for each row the lists
 // did not show), verdicts, open findings by kind, the repair commands queued in the outbox, the
-// monitoring figures, and the findings a person must review. It exits with status 1 if any of
-// that differs from what was planted.
+// monitoring figures, and the findings a person must review.
+//
+// Then the repairs. One of the missed success webhooks arrives after all, late: a signed
+// payment_intent.succeeded goes through the webhook handler (webhook.go). Then a
+// pgstore.Dispatcher applies the queued repair commands (repair.go). Both go through the
+// canonical writer (writer.go), the one place a payment's status changes: a guarded update, a
+// ledger row for a payment that becomes paid, and the findings about the payment resolved in
+// the same transaction. The late webhook's payment is therefore repaired once: its repair
+// command finds it paid already, does nothing, and is done. The run prints what the repairs
+// did and the findings left for a person.
+//
+// It exits with status 1 if the cycle found anything but what was planted, or if the repairs
+// left a repairable finding open, changed a payment other than those, booked a payment twice,
+// or left a command dead or waiting.
 //
 // Flags:
 //
-//	-rows N    payments to load (default 3000)
-//	-batch N   rows per batch (default 200)
-//	-rps R     Stripe API calls per second, paced by a reconcile.AdaptiveLimiter as a host would
-//	           pace the real API (default 0: unpaced)
-//	           A cycle longer than the 10-minute grace period lets the rows changed "in the last
-//	           minute" age out of it; they are then asked about and reported as differences.
-//	-seed N    seed for the table's content; the same seed gives the same table (default 1)
+//	-rows N      payments to load (default 3000)
+//	-batch N     rows per batch (default 200)
+//	-rps R       Stripe API calls per second, paced by a reconcile.AdaptiveLimiter as a host
+//	             would pace the real API (default 0: unpaced)
+//	             A cycle longer than the 10-minute grace period lets the rows changed "in the
+//	             last minute" age out of it; they are then asked about and reported as
+//	             differences.
+//	-seed N      seed for the table's content; the same seed gives the same table (default 1)
+//	-schema S    the schema to drop and create (default reconcile_demo)
 //
 // The tables stay until the next run, to be looked at:
 //
 //	psql "${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" -c 'TABLE reconcile_demo.reconcile_findings LIMIT 5'
 //
-// The schema name is fixed, so two runs against one database at the same time get in each
-// other's way.
+// Two runs against one database at the same time get in each other's way unless they are
+// given different schemas.
 package main
 
 import (
@@ -47,17 +62,21 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stripe/stripe-go/v82"
 	"golang.org/x/time/rate"
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 	"github.com/reconcilekit/reconcile/internal/pgenv"
 )
 
@@ -72,6 +91,7 @@ type options struct {
 	BatchSize      int
 	RPS            float64 // Stripe calls per second; 0 means unpaced
 	Seed           uint64
+	Schema         string // empty means defaultSchema
 }
 
 func main() {
@@ -81,6 +101,7 @@ func main() {
 	flag.IntVar(&opts.BatchSize, "batch", reconcile.DefaultBatchSize, "rows per batch")
 	flag.Float64Var(&opts.RPS, "rps", 0, "Stripe calls per second (0: unpaced)")
 	flag.Uint64Var(&opts.Seed, "seed", 1, "seed for the table's content")
+	flag.StringVar(&opts.Schema, "schema", defaultSchema, "the schema to drop and create")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -92,9 +113,10 @@ func main() {
 	}
 }
 
-// run loads the planted table, reconciles it for one full cycle, prints the results to out, and
-// returns an error if they differ from what was planted.
+// run loads the planted table, reconciles it for one full cycle, repairs what the cycle found,
+// prints the results to out, and returns an error if they differ from what was planted.
 func run(ctx context.Context, out io.Writer, opts options) error {
+	schema := cmp.Or(opts.Schema, defaultSchema)
 	switch {
 	case opts.Rows <= 0:
 		return fmt.Errorf("payments: -rows %d must be positive", opts.Rows)
@@ -102,6 +124,8 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 		return fmt.Errorf("payments: -batch %d must be positive", opts.BatchSize)
 	case opts.RPS < 0 || math.IsNaN(opts.RPS):
 		return fmt.Errorf("payments: -rps %g must be zero or positive", opts.RPS)
+	case !schemaRE.MatchString(schema):
+		return fmt.Errorf("payments: -schema %q is not a plain lower-case SQL identifier", schema)
 	}
 	p, err := newPlan(opts.Rows, opts.Seed)
 	if err != nil {
@@ -116,27 +140,15 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 		return fmt.Errorf("payments: the example needs a database it may create the schema %s in.\n%w", schema, err)
 	}
 	defer pool.Close()
-	createdAt, err := setUp(ctx, pool, p)
+	createdAt, err := setUp(ctx, pool, schema, p)
 	if err != nil {
 		return err
 	}
 	srv := newStripe(p, createdAt)
 	defer srv.Close()
-	printPlan(out, p)
+	printPlan(out, schema, p)
 
-	// pgstore reads each row's created_at (Config.CreatedAtColumn, by default "created_at"),
-	// which the gateway uses to list the PaymentIntents created near a batch's rows.
-	store, err := pgstore.New(pool, pgstore.Config{
-		Table:         "payments",
-		Schema:        schema,
-		Tables:        pgstore.Tables{Schema: schema},
-		AggregateType: "payment",
-	})
-	if err != nil {
-		return err
-	}
-	// The gateway a host uses against Stripe itself, with its own key and no BaseURL.
-	gateway, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL()})
+	store, err := newStore(pool, schema)
 	if err != nil {
 		return err
 	}
@@ -148,19 +160,7 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 			return fmt.Errorf("payments: -rps %g: %w", opts.RPS, err)
 		}
 	}
-	rec, err := reconcile.New(reconcile.Config[string, *stripe.PaymentIntent]{
-		Job:        job,
-		Source:     store,
-		Sink:       store,
-		Gateway:    gateway,
-		Classifier: stripeadapter.PaymentIntentClassifier(),
-		BatchSize:  opts.BatchSize,
-		Limiter:    limiter,
-		// Real Stripe calls take a few hundred milliseconds; several in flight keep a batch short
-		// while the limiter sets the pace.
-		Concurrency:   8,
-		ExternalState: stripeadapter.PaymentIntentState,
-	})
+	rec, err := newReconciler(store, srv, opts.BatchSize, limiter)
 	if err != nil {
 		return err
 	}
@@ -170,12 +170,84 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 	if err != nil {
 		return err
 	}
-	res, err := collect(ctx, pool, store, srv, p, c)
+	res, err := collect(ctx, pool, schema, store, srv, p, c)
 	if err != nil {
 		return err
 	}
 	printSummary(out, p, res)
-	return check(out, p, res)
+	if err := check(out, p, res); err != nil {
+		return err
+	}
+
+	rr, err := repair(ctx, pool, schema, store, p, slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		return err
+	}
+	printRepairs(out, p, rr)
+	return checkRepairs(out, p, rr)
+}
+
+// newStore returns the store over schema's payments table, with the reconciler's tables next
+// to it.
+func newStore(pool *pgxpool.Pool, schema string) (*pgstore.Store, error) {
+	// pgstore reads each row's created_at (Config.CreatedAtColumn, by default "created_at"),
+	// which the gateway uses to list the PaymentIntents created near a batch's rows.
+	return pgstore.New(pool, pgstore.Config{
+		Table:         "payments",
+		Schema:        schema,
+		Tables:        pgstore.Tables{Schema: schema},
+		AggregateType: "payment",
+	})
+}
+
+// newReconciler returns the reconciler of store's payments against srv, through the Stripe
+// gateway a host uses against Stripe itself. A nil limiter means unpaced.
+func newReconciler(store *pgstore.Store, srv *stripetest.Server, batchSize int, limiter reconcile.Limiter) (*reconcile.Reconciler[string, *stripe.PaymentIntent], error) {
+	// A host gives its own key and no BaseURL.
+	gateway, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL()})
+	if err != nil {
+		return nil, err
+	}
+	return reconcile.New(reconcile.Config[string, *stripe.PaymentIntent]{
+		Job:        job,
+		Source:     store,
+		Sink:       store,
+		Gateway:    gateway,
+		Classifier: stripeadapter.PaymentIntentClassifier(),
+		BatchSize:  batchSize,
+		Limiter:    limiter,
+		// Real Stripe calls take a few hundred milliseconds; several in flight keep a batch short
+		// while the limiter sets the pace.
+		Concurrency:   8,
+		ExternalState: stripeadapter.PaymentIntentState,
+	})
+}
+
+// repair delivers the success webhook of one missed success late, through the webhook handler,
+// then applies every queued repair command with a dispatcher, and reads back what they did.
+func repair(ctx context.Context, pool *pgxpool.Pool, schema string, store *pgstore.Store, p plan, logger *slog.Logger) (repairResults, error) {
+	var r repairResults
+	// Rows changed from now on were changed by the repairs.
+	if err := pool.QueryRow(ctx, "SELECT now()").Scan(&r.since); err != nil {
+		return r, fmt.Errorf("payments: read the clock: %w", err)
+	}
+	r.late = p.where(func(s *story) bool { return s.command == stripeadapter.CommandApplyPaymentSucceeded })[0]
+	body, header := signedEvent(demoWebhookSecret, stripe.EventTypePaymentIntentSucceeded, r.late.externalID, r.late.amount)
+	resp := deliver(ctx, newWebhookHandler(pool, store, demoWebhookSecret, logger), body, header)
+	r.webhookStatus, r.webhookBody = resp.Code, strings.TrimSpace(resp.Body.String())
+
+	var stats repairStats
+	d, err := newDispatcher(pool, schema, store, &stats, logger)
+	if err != nil {
+		return r, err
+	}
+	start := time.Now()
+	if r.rounds, r.claimed, err = drain(ctx, d); err != nil {
+		return r, err
+	}
+	r.elapsed = time.Since(start)
+	r.changed, r.unchanged = int(stats.changed.Load()), int(stats.unchanged.Load())
+	return r, collectRepairs(ctx, pool, schema, store, &r)
 }
 
 // cycle adds up the batches of one cycle.

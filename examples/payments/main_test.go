@@ -19,8 +19,8 @@ import (
 	"github.com/reconcilekit/reconcile/internal/pgtest"
 )
 
-// The example owns the fixed schema reconcile_demo, so its database tests do not run in
-// parallel.
+// The tests of run use the default schema reconcile_demo, so they do not run in parallel; the
+// tests built on a fixture (fixture_test.go) have schemas of their own and do.
 
 // databaseURL returns the test database and drops the example's schema when the test ends.
 func databaseURL(t *testing.T) string {
@@ -30,12 +30,12 @@ func databaseURL(t *testing.T) string {
 		ctx := context.Background()
 		conn, err := pgx.Connect(ctx, dbURL)
 		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
+			t.Errorf("drop schema %s: %v", defaultSchema, err)
 			return
 		}
 		defer conn.Close(ctx)
 		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS reconcile_demo CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
+			t.Errorf("drop schema %s: %v", defaultSchema, err)
 		}
 	})
 	return dbURL
@@ -57,6 +57,11 @@ func TestRunFindsExactlyThePlantedDrift(t *testing.T) {
 		"Monitoring (store.Status)",
 		"Needs review:",
 		"Everything found matches what was planted.",
+		"POST /webhooks/stripe  200  payment ",
+		"Repair commands in the outbox",
+		"repair commands with nothing to change      1  the late webhook's payment",
+		"Findings still open, for a person",
+		"Every repairable finding is resolved, each payment changed once by one path, and nothing else changed.",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
@@ -200,6 +205,81 @@ func TestCompareReportsEveryCountThatDiffers(t *testing.T) {
 			t.Errorf("difference %d is %q, want %q", i, got[i].what, w)
 		}
 	}
+}
+
+func TestCompareRepairsReportsEveryCountThatDiffers(t *testing.T) {
+	p, err := newPlan(500, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diffs := compareRepairs(p, perfectRepairs(p)); len(diffs) != 0 {
+		t.Fatalf("perfect repairs differ: %+v", diffs)
+	}
+
+	r := perfectRepairs(p)
+	review := p.where(func(s *story) bool { return s.verdict == reconcile.NeedsReview })[0]
+	st := r.payments[review.externalID]
+	st.touched = true // a payment nothing should change was written to
+	r.payments[review.externalID] = st
+	success := p.where(func(s *story) bool { return s.command == stripeadapter.CommandApplyPaymentSucceeded })[1]
+	st = r.payments[success.externalID]
+	st.ledger = 2 // booked twice
+	r.payments[success.externalID] = st
+	r.lateResolvedBy = actorReconciler
+	r.commands[stripeadapter.CommandApplyPaymentCanceled][commandDone]--
+	r.commands[stripeadapter.CommandApplyPaymentCanceled][commandDead] = 1
+	got := compareRepairs(p, r)
+	want := []string{
+		"payments whose ledger rows are not one per payment made paid",
+		"payments changed that nothing should change",
+		"late webhook's finding resolved by the webhook",
+		"repair commands done",
+		"repair commands dead or waiting",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d differences, want %d: %+v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		if got[i].what != w {
+			t.Errorf("difference %d is %q, want %q", i, got[i].what, w)
+		}
+	}
+}
+
+// perfectRepairs returns the results of repairs that did exactly what they must.
+func perfectRepairs(p plan) repairResults {
+	e := p.expected()
+	n := sum(e.commands)
+	r := repairResults{
+		late:           p.where(func(s *story) bool { return s.command == stripeadapter.CommandApplyPaymentSucceeded })[0],
+		webhookStatus:  200,
+		claimed:        n,
+		changed:        n - 1,
+		unchanged:      1,
+		commands:       map[string]map[string]int{},
+		payments:       map[string]paymentState{},
+		resolvedBy:     map[string]int{actorReconciler: n - 1, actorWebhook: 1},
+		openByKind:     needsReview(p),
+		lateResolvedBy: actorWebhook,
+		lateLedger:     actorWebhook,
+	}
+	for event, k := range e.commands {
+		r.commands[event] = map[string]int{commandDone: k}
+	}
+	for i, pay := range p.payments {
+		st := paymentState{id: strconv.Itoa(i + 1), status: pay.story.local}
+		if to, ok := repairsOf(pay.story); ok {
+			st.status, st.touched = to, true
+			if to == paid {
+				st.ledger, st.bookedBy = 1, actorReconciler
+			}
+		}
+		if pay.externalID == r.late.externalID {
+			st.bookedBy = actorWebhook
+		}
+		r.payments[pay.externalID] = st
+	}
+	return r
 }
 
 // perfect returns the results of a cycle that found exactly what p planted.

@@ -47,14 +47,14 @@ const (
 )
 
 // collect reads the cycle's results back.
-func collect(ctx context.Context, pool *pgxpool.Pool, store *pgstore.Store, srv *stripetest.Server, p plan, c cycle) (results, error) {
+func collect(ctx context.Context, pool *pgxpool.Pool, schema string, store *pgstore.Store, srv *stripetest.Server, p plan, c cycle) (results, error) {
 	r := results{cycle: c, traffic: readLog(srv.Log(), p), commands: map[string]int{}}
 	var err error
 	if r.status, err = store.Status(ctx, job); err != nil {
 		return r, err
 	}
 
-	rows, err := pool.Query(ctx, commandsByType, job)
+	rows, err := pool.Query(ctx, inSchema(schema, commandsByType), job)
 	if err != nil {
 		return r, fmt.Errorf("payments: count commands: %w", err)
 	}
@@ -65,7 +65,7 @@ func collect(ctx context.Context, pool *pgxpool.Pool, store *pgstore.Store, srv 
 	}
 
 	answered := externalIDs(p.where(func(s *story) bool { return !s.recent && !s.unavailable }))
-	if err := pool.QueryRow(ctx, observedRows, job, answered).Scan(&r.observed, &r.unobserved); err != nil {
+	if err := pool.QueryRow(ctx, inSchema(schema, observedRows), job, answered).Scan(&r.observed, &r.unobserved); err != nil {
 		return r, fmt.Errorf("payments: count observations: %w", err)
 	}
 
@@ -100,7 +100,7 @@ func externalIDs(ps []payment) []string {
 }
 
 // printPlan shows the stories planted in the table and in stripetest.
-func printPlan(out io.Writer, p plan) {
+func printPlan(out io.Writer, schema string, p plan) {
 	fmt.Fprintf(out, "Loaded %d payments into %s.payments and their PaymentIntents into stripetest, with this drift planted:\n",
 		len(p.payments), schema)
 	fmt.Fprintf(out, "  %-38s %6s  %-8s %-26s %s\n", "story", "rows", "local", "Stripe", "the reconciler must say")

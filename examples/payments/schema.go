@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -11,12 +13,26 @@ import (
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 )
 
-// schema holds everything the example creates. It is dropped and created again on every run,
-// so every run starts from the same state. The SQL spells the name out, to read as SQL.
-const schema = "reconcile_demo"
+// defaultSchema holds everything the example creates. It is dropped and created again on every
+// run, so every run starts from the same state. The SQL spells the name out, to read as SQL;
+// inSchema puts another schema in its place, so that tests can each have their own.
+const defaultSchema = "reconcile_demo"
 
-// createSchema makes the host's own table, as a service taking payments would have it. The
-// reconciler only ever reads it: repairs go through the outbox to the code that owns the table.
+// schemaRE matches the schema names the example accepts: plain SQL identifiers.
+var schemaRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// inSchema returns query, written for reconcile_demo, for schema (quoted, so a reserved word
+// works too), which must match schemaRE.
+func inSchema(schema, query string) string {
+	if schema == defaultSchema {
+		return query
+	}
+	return strings.ReplaceAll(query, defaultSchema, pgx.Identifier{schema}.Sanitize())
+}
+
+// createSchema makes the host's own tables, as a service taking payments would have them. The
+// reconciler only ever reads payments: repairs go through the outbox to the canonical writer
+// (writer.go), the code that owns both tables.
 const createSchema = `
 DROP SCHEMA IF EXISTS reconcile_demo CASCADE;
 CREATE SCHEMA reconcile_demo;
@@ -28,7 +44,19 @@ CREATE TABLE reconcile_demo.payments (
 	amount      bigint NOT NULL CHECK (amount > 0), -- in cents
 	created_at  timestamptz NOT NULL DEFAULT now(), -- the Stripe gateway lists intents created near it
 	updated_at  timestamptz NOT NULL DEFAULT now()
-)`
+);
+-- One row per state change that moves money: a payment becoming paid. Only the canonical writer
+-- inserts here, and its guarded update is what keeps it to one row per payment (there is no
+-- unique constraint to hide a second one: the tests count them).
+CREATE TABLE reconcile_demo.ledger (
+	id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	payment_id bigint NOT NULL REFERENCES reconcile_demo.payments,
+	entry      text NOT NULL, -- payment_succeeded
+	amount     bigint NOT NULL, -- in cents, the payment's
+	applied_by text NOT NULL, -- the writer's actor: stripe-webhook, reconciler, or a person
+	created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX ON reconcile_demo.ledger (payment_id)`
 
 // insertPayments loads every row in one statement and returns each row's created_at. Times are
 // computed from the database's clock, the one the reconciler judges the grace period by.
@@ -40,11 +68,14 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::float8[], $6::
 ORDER BY n
 RETURNING external_id, created_at`
 
-// setUp creates the schema and the payments table, loads the planted rows, and creates the
-// reconciler's own tables next to them. It returns every row's created_at as stored, by
-// PaymentIntent id, for the PaymentIntents to be created relative to it.
-func setUp(ctx context.Context, pool *pgxpool.Pool, p plan) (map[string]time.Time, error) {
-	if _, err := pool.Exec(ctx, createSchema); err != nil {
+// setUp (re)creates schema with the payments and ledger tables, loads the planted rows, and
+// creates the reconciler's own tables next to them. It returns every row's created_at as
+// stored, by PaymentIntent id, for the PaymentIntents to be created relative to it.
+func setUp(ctx context.Context, pool *pgxpool.Pool, schema string, p plan) (map[string]time.Time, error) {
+	if !schemaRE.MatchString(schema) {
+		return nil, fmt.Errorf("payments: schema %q is not a plain lower-case SQL identifier", schema)
+	}
+	if _, err := pool.Exec(ctx, inSchema(schema, createSchema)); err != nil {
 		return nil, fmt.Errorf("payments: create schema %s: %w", schema, err)
 	}
 	n := len(p.payments)
@@ -56,7 +87,7 @@ func setUp(ctx context.Context, pool *pgxpool.Pool, p plan) (map[string]time.Tim
 		amounts[i] = pay.amount
 		created[i], updated[i] = pay.createdAgo.Seconds(), pay.updatedAgo.Seconds()
 	}
-	rows, err := pool.Query(ctx, insertPayments, orders, ids, statuses, amounts, created, updated)
+	rows, err := pool.Query(ctx, inSchema(schema, insertPayments), orders, ids, statuses, amounts, created, updated)
 	if err != nil {
 		return nil, fmt.Errorf("payments: load payments: %w", err)
 	}

@@ -1,9 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"time"
+
+	"github.com/stripe/stripe-go/v82"
+	"github.com/stripe/stripe-go/v82/webhook"
 
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 )
@@ -111,4 +118,50 @@ func readLog(log []stripetest.Request, p plan) traffic {
 		}
 	}
 	return t
+}
+
+// demoWebhookSecret signs the example's webhooks. A host reads its endpoint's signing secret
+// from its configuration, and never logs it.
+const demoWebhookSecret = "whsec_reconcile_demo"
+
+// webhookPath is where the example's webhook handler would be mounted.
+const webhookPath = "/webhooks/stripe"
+
+// signedEvent returns the body and Stripe-Signature header of an event of type t about the
+// PaymentIntent intentID, as Stripe sends it to an endpoint whose signing secret is secret:
+// signed now, with stripe-go's API version.
+func signedEvent(secret string, t stripe.EventType, intentID string, amount int64) (body []byte, header string) {
+	status := stripe.PaymentIntentStatusSucceeded
+	if t == stripe.EventTypePaymentIntentCanceled {
+		status = stripe.PaymentIntentStatusCanceled
+	}
+	intent, err := json.Marshal(map[string]any{
+		"id": intentID, "object": "payment_intent", "status": status, "amount": amount, "currency": "usd",
+	})
+	if err != nil {
+		panic(err) // a map of strings and numbers always encodes
+	}
+	body, err = json.Marshal(stripe.Event{
+		ID:         "evt_" + strings.TrimPrefix(intentID, "pi_"),
+		Object:     "event",
+		APIVersion: stripe.APIVersion,
+		Created:    time.Now().Unix(),
+		Type:       t,
+		Data:       &stripe.EventData{Raw: intent},
+	})
+	if err != nil {
+		panic(err)
+	}
+	signed := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: secret})
+	return signed.Payload, signed.Header
+}
+
+// deliver POSTs a webhook to h in-process, as Stripe would over HTTP, and returns the response.
+func deliver(ctx context.Context, h http.Handler, body []byte, header string) *httptest.ResponseRecorder {
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, webhookPath, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Stripe-Signature", header)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
 }

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/pgstore"
+	"github.com/reconcilekit/reconcile/internal/pgtest"
+)
+
+// testSecret is the webhook signing secret of the tests' handlers.
+const testSecret = "whsec_test_secret_do_not_log"
+
+// fixture is a schema of its own (so tests using one may run in parallel) holding payments
+// that all tell one story, reconciled for one cycle: their findings are open and their repair
+// commands queued, as the run leaves them before its repairs.
+type fixture struct {
+	pool   *pgxpool.Pool
+	schema string
+	store  *pgstore.Store
+	d      *pgstore.Dispatcher
+	stats  *repairStats
+	hook   *webhookHandler
+	p      plan
+}
+
+// newFixture returns a fixture of n payments telling the story that queues command.
+func newFixture(t *testing.T, command string, n int) *fixture {
+	t.Helper()
+	ctx := t.Context()
+	i := slices.IndexFunc(stories, func(s story) bool { return s.command == command })
+	if i < 0 {
+		t.Fatalf("no story queues %s", command)
+	}
+	f := &fixture{stats: &repairStats{}, p: plan{counts: make([]int, len(stories))}}
+	f.p.counts[i] = n
+	rng := rand.New(rand.NewPCG(uint64(n), uint64(i)))
+	for k := range n {
+		f.p.payments = append(f.p.payments, payment{
+			orderID:    fmt.Sprintf("ord_%06d", k+1),
+			externalID: paymentIntentID(rng),
+			amount:     1000 + 100*int64(k),
+			createdAgo: 2*time.Hour - time.Duration(k)*time.Second,
+			updatedAgo: time.Hour, // outside the grace period
+			story:      &stories[i],
+		})
+	}
+
+	f.pool, f.schema = pgtest.PoolSchema(t)
+	createdAt, err := setUp(ctx, f.pool, f.schema, f.p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newStripe(f.p, createdAt)
+	t.Cleanup(srv.Close)
+	if f.store, err = newStore(f.pool, f.schema); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := newReconciler(f.store, srv, 100, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCycle(ctx, io.Discard, rec); err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.NewTextHandler(t.Output(), nil))
+	if f.d, err = newDispatcher(f.pool, f.schema, f.store, f.stats, logger); err != nil {
+		t.Fatal(err)
+	}
+	f.hook = newWebhookHandler(f.pool, f.store, testSecret, logger)
+
+	for _, pay := range f.p.payments {
+		st := f.state(t, pay.externalID)
+		if len(st.findings) != 1 || !st.findings[0].Open() || len(st.commands) != 1 || st.commands[0].status != "pending" {
+			t.Fatalf("payment %s after the cycle: %+v, want one open finding and one pending command", st.id, st)
+		}
+	}
+	return f
+}
+
+// rowState is what the tables hold about one payment.
+type rowState struct {
+	id       string
+	status   string
+	ledger   []string // the actor of each ledger row
+	findings []reconcile.Finding
+	commands []commandState
+}
+
+// commandState is one outbox row, as the dispatcher left it.
+type commandState struct {
+	status            string
+	attempt, failures int
+	lastError         string
+}
+
+// state reads what the tables hold about the payment of a PaymentIntent.
+func (f *fixture) state(t *testing.T, intentID string) rowState {
+	t.Helper()
+	ctx := t.Context()
+	var st rowState
+	var id int64
+	err := f.pool.QueryRow(ctx, inSchema(f.schema, `SELECT id, status FROM reconcile_demo.payments WHERE external_id = $1`),
+		intentID).Scan(&id, &st.status)
+	if err != nil {
+		t.Fatalf("read payment %s: %v", intentID, err)
+	}
+	st.id = strconv.FormatInt(id, 10)
+	rows, _ := f.pool.Query(ctx, inSchema(f.schema, `SELECT applied_by FROM reconcile_demo.ledger WHERE payment_id = $1 ORDER BY id`), id)
+	if st.ledger, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		t.Fatalf("read ledger: %v", err)
+	}
+	if st.findings, err = f.store.ListFindings(ctx, pgstore.FindingQuery{RecordID: st.id, State: "all"}); err != nil {
+		t.Fatal(err)
+	}
+	rows, _ = f.pool.Query(ctx, inSchema(f.schema, `SELECT status, attempt, failures, coalesce(last_error, '')
+		FROM reconcile_demo.reconcile_outbox WHERE aggregate_id = $1 ORDER BY id`), st.id)
+	st.commands, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (commandState, error) {
+		var c commandState
+		err := row.Scan(&c.status, &c.attempt, &c.failures, &c.lastError)
+		return c, err
+	})
+	if err != nil {
+		t.Fatalf("read outbox: %v", err)
+	}
+	return st
+}
+
+// assertAppliedOnce checks that a payment moved to status to exactly once, booked in the
+// ledger if it became paid, with its one finding resolved as repaired by actor, and its one
+// repair command done at its first attempt.
+func assertAppliedOnce(t *testing.T, st rowState, to, actor string) {
+	t.Helper()
+	if st.status != to {
+		t.Errorf("payment %s is %s, want %s", st.id, st.status, to)
+	}
+	var wantLedger []string
+	if to == paid {
+		wantLedger = []string{actor}
+	}
+	if !slices.Equal(st.ledger, wantLedger) {
+		t.Errorf("payment %s has ledger rows by %q, want %q", st.id, st.ledger, wantLedger)
+	}
+	if len(st.findings) != 1 {
+		t.Fatalf("payment %s has %d findings, want 1: %+v", st.id, len(st.findings), st.findings)
+	}
+	if f := st.findings[0]; f.Open() || f.Resolution != reconcile.ResolutionRepaired || f.ResolvedBy != actor {
+		t.Errorf("payment %s: finding open %v, resolved as %q by %q, want resolved as %q by %q",
+			st.id, f.Open(), f.Resolution, f.ResolvedBy, reconcile.ResolutionRepaired, actor)
+	}
+	want := []commandState{{status: commandDone, attempt: 1}}
+	if !slices.Equal(st.commands, want) {
+		t.Errorf("payment %s: commands %+v, want %+v", st.id, st.commands, want)
+	}
+}
