@@ -108,6 +108,8 @@ type Config[L, E any] struct {
 	ExternalState func(E) string
 	// Logger receives one line per batch and one per gateway failure. Nil means no logging.
 	Logger *slog.Logger
+	// Observer, if set, is told of every gateway call and batch, for metrics and tracing.
+	Observer Observer
 }
 
 // Reconciler runs batches of one job. It is safe for concurrent use, though two batches of one
@@ -245,6 +247,9 @@ func (r *Reconciler[L, E]) RunBatch(ctx context.Context) (Report, error) {
 	start := time.Now()
 	rep, err := r.runBatch(ctx)
 	rep.Duration = time.Since(start)
+	if r.cfg.Observer != nil {
+		r.cfg.Observer.BatchDone(r.cfg.Job, rep, err)
+	}
 	if err != nil {
 		return rep, err
 	}
@@ -378,7 +383,11 @@ func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L]) (judgeme
 			o.Decision = Decision{Verdict: Unverifiable}
 			return true
 		}
+		callStart := time.Now()
 		ext, err := cfg.Gateway.Fetch(ctx, o.ExternalID)
+		if cfg.Observer != nil {
+			cfg.Observer.GatewayCalls(cfg.Job, 1, time.Since(callStart), ErrorClass(err))
+		}
 		if errors.Is(err, ErrRateLimited) {
 			p.limited(err)
 		}
@@ -421,7 +430,11 @@ func (r *Reconciler[L, E]) fetchBatch(ctx context.Context, bg BatchGateway[E], p
 	for k, i := range ask {
 		lookups[k] = Lookup{ExternalID: recs[i].ExternalID, CreatedAt: recs[i].CreatedAt}
 	}
+	batchStart := time.Now()
 	found, err := bg.FetchBatch(ctx, lookups, p.wait)
+	if n := int(p.calls.Load()); r.cfg.Observer != nil && n > 0 {
+		r.cfg.Observer.GatewayCalls(r.cfg.Job, n, time.Since(batchStart), ErrorClass(err))
+	}
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:

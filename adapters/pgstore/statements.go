@@ -95,12 +95,14 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 	}
 	// Lag: the longest any row has gone unverified, counting never-verified rows from creation.
 	if cfg.Observations == ObserveInHostColumns {
-		st.lag = fmt.Sprintf(`SELECT now(), count(*), coalesce(extract(epoch FROM max(now() - coalesce(%s, %s))), 0)::float8
-			FROM %s AS h WHERE $1::text IS NOT NULL`, ts(cfg.VerifiedAtColumn), ts(cfg.CreatedAtColumn), host)
+		st.lag = fmt.Sprintf(`SELECT now(), count(*), coalesce(extract(epoch FROM max(now() - coalesce(%s, %s))), 0)::float8,
+				count(*) FILTER (WHERE %s > now() - interval '1 hour')
+			FROM %s AS h WHERE $1::text IS NOT NULL`, ts(cfg.VerifiedAtColumn), ts(cfg.CreatedAtColumn), ts(cfg.CreatedAtColumn), host)
 	} else {
-		st.lag = fmt.Sprintf(`SELECT now(), count(*), coalesce(extract(epoch FROM max(now() - coalesce(o.verified_at, %s))), 0)::float8
+		st.lag = fmt.Sprintf(`SELECT now(), count(*), coalesce(extract(epoch FROM max(now() - coalesce(o.verified_at, %s))), 0)::float8,
+				count(*) FILTER (WHERE %s > now() - interval '1 hour')
 			FROM %s AS h LEFT JOIN %s AS o ON o.job = $1 AND o.record_id = %s::text`,
-			ts(cfg.CreatedAtColumn), host, t.table("observations"), q(cfg.IDColumn))
+			ts(cfg.CreatedAtColumn), ts(cfg.CreatedAtColumn), host, t.table("observations"), q(cfg.IDColumn))
 	}
 	if cfg.Observations == ObserveInHostColumns {
 		now := "now()"

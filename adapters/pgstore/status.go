@@ -7,72 +7,22 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/reconcilekit/reconcile"
 )
 
-// Status is what monitoring needs of one job, read in one round trip. Times are the
-// database's.
-type Status struct {
-	Job string
-	// Now is the database clock when the status was read.
-	Now time.Time
-	// Lag is the primary SLO: the longest time any row has gone without being verified,
-	// max(now - coalesce(last verified, created_at)) over the host table. Unverifiable rows keep
-	// their old time, so an outage makes it grow.
-	Lag time.Duration
-	// Rows is the number of rows in the host table.
-	Rows int64
-	// CycleStartedAt is when the current cycle began; zero before the job's first batch.
-	CycleStartedAt time.Time
-	// LastCycleCompletedAt is zero until a cycle completes.
-	LastCycleCompletedAt time.Time
-	CyclesCompleted      int64
-	// LastBatchAt, LastBatchScanned and LastBatchUnverifiable describe the last non-empty batch.
-	LastBatchAt           time.Time
-	LastBatchScanned      int
-	LastBatchUnverifiable int
-	// OpenFindings counts open findings by kind.
-	OpenFindings map[string]int
-	// OldestOpenFinding is the detection time of the oldest open finding; zero if none.
-	OldestOpenFinding time.Time
-	// StaleFindings counts the findings open longer than Config.StaleAfter: repairs that never
-	// applied and reviews nobody did.
-	StaleFindings int
-}
-
-// CycleAge is how long the current cycle has been running.
-func (s Status) CycleAge() time.Duration {
-	if s.CycleStartedAt.IsZero() {
-		return 0
-	}
-	return s.Now.Sub(s.CycleStartedAt)
-}
-
-// SinceLastCycle is the time since the last completed cycle, and false if none has completed.
-func (s Status) SinceLastCycle() (time.Duration, bool) {
-	if s.LastCycleCompletedAt.IsZero() {
-		return 0, false
-	}
-	return s.Now.Sub(s.LastCycleCompletedAt), true
-}
-
-// UnverifiableRatio is the share of the last batch's rows that could not be checked.
-func (s Status) UnverifiableRatio() float64 {
-	if s.LastBatchScanned == 0 {
-		return 0
-	}
-	return float64(s.LastBatchUnverifiable) / float64(s.LastBatchScanned)
-}
-
-// Status reads the job's monitoring figures.
-func (s *Store) Status(ctx context.Context, job string) (Status, error) {
+// Status reads the job's monitoring figures in one round trip. Lag and NewRowsPerHour scan the
+// host table (its rows the job covers); at millions of rows, read it every few minutes, not on
+// every scrape.
+func (s *Store) Status(ctx context.Context, job string) (reconcile.Status, error) {
 	sql, err := s.statements(ctx)
 	if err != nil {
-		return Status{}, err
+		return reconcile.Status{}, err
 	}
-	st := Status{Job: job, OpenFindings: map[string]int{}}
+	st := reconcile.Status{Job: job, OpenFindings: map[string]int{}}
 	b := &pgx.Batch{}
 	var lagSeconds float64
-	b.Queue(sql.lag, job).QueryRow(func(r pgx.Row) error { return r.Scan(&st.Now, &st.Rows, &lagSeconds) })
+	b.Queue(sql.lag, job).QueryRow(func(r pgx.Row) error { return r.Scan(&st.Now, &st.Rows, &lagSeconds, &st.NewRowsPerHour) })
 	var started, completed, lastBatch *time.Time
 	b.Queue(`SELECT cycle_started_at, last_cycle_completed_at, cycles_completed, last_batch_at,
 		last_batch_scanned, last_batch_unverifiable FROM `+s.cfg.Tables.table("cursors")+` WHERE job = $1`, job).
@@ -99,7 +49,7 @@ func (s *Store) Status(ctx context.Context, job string) (Status, error) {
 		return err
 	})
 	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
-		return Status{}, fmt.Errorf("pgstore: status of job %s: %w", job, err)
+		return reconcile.Status{}, fmt.Errorf("pgstore: status of job %s: %w", job, err)
 	}
 	st.Lag = time.Duration(lagSeconds * float64(time.Second))
 	for _, p := range []struct {

@@ -25,7 +25,7 @@ const reviewShown = 10
 type results struct {
 	cycle
 	traffic
-	status   pgstore.Status
+	status   reconcile.Status
 	commands map[string]int // outbox rows by event type
 	// observed is the number of rows with an observation; unobserved counts the rows Stripe
 	// answered for that have none.

@@ -1,0 +1,195 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Status is what monitoring needs of one job, as a store reads it (pgstore.Store.Status).
+// Times are the store's clock.
+type Status struct {
+	Job string
+	// Now is the store's clock when the status was read.
+	Now time.Time
+	// Lag is the primary SLO: the longest any row has gone without being verified,
+	// max(now - coalesce(last verified, created_at)) over the job's rows. Unverifiable rows
+	// keep their old time, so an outage makes it grow.
+	Lag time.Duration
+	// Rows is the number of rows the job covers.
+	Rows int64
+	// NewRowsPerHour is the number of rows created in the last hour, for the planner; -1 if
+	// the store cannot tell.
+	NewRowsPerHour int64
+	// CycleStartedAt is when the current cycle began; zero before the job's first batch.
+	CycleStartedAt time.Time
+	// LastCycleCompletedAt is zero until a cycle completes.
+	LastCycleCompletedAt time.Time
+	CyclesCompleted      int64
+	// LastBatchAt, LastBatchScanned and LastBatchUnverifiable describe the last non-empty batch.
+	LastBatchAt           time.Time
+	LastBatchScanned      int
+	LastBatchUnverifiable int
+	// OpenFindings counts open findings by kind.
+	OpenFindings map[string]int
+	// OldestOpenFinding is the detection time of the oldest open finding; zero if none.
+	OldestOpenFinding time.Time
+	// StaleFindings counts the findings open longer than the store's threshold: repairs that
+	// never applied and reviews nobody did.
+	StaleFindings int
+}
+
+// CycleAge is how long the current cycle has been running.
+func (s Status) CycleAge() time.Duration {
+	if s.CycleStartedAt.IsZero() {
+		return 0
+	}
+	return s.Now.Sub(s.CycleStartedAt)
+}
+
+// SinceLastCycle is the time since the last completed cycle, and false if none has completed.
+func (s Status) SinceLastCycle() (time.Duration, bool) {
+	if s.LastCycleCompletedAt.IsZero() {
+		return 0, false
+	}
+	return s.Now.Sub(s.LastCycleCompletedAt), true
+}
+
+// UnverifiableRatio is the share of the last batch's rows that could not be checked.
+func (s Status) UnverifiableRatio() float64 {
+	if s.LastBatchScanned == 0 {
+		return 0
+	}
+	return float64(s.LastBatchUnverifiable) / float64(s.LastBatchScanned)
+}
+
+// StatusReader reads a job's Status; pgstore.Store is one.
+type StatusReader interface {
+	Status(ctx context.Context, job string) (Status, error)
+}
+
+// DefaultLagSLO is the reconciliation lag a HealthPolicy tolerates when none is set.
+const DefaultLagSLO = 72 * time.Hour
+
+// HealthPolicy is what "healthy" means for a job. The zero value is the defaults.
+type HealthPolicy struct {
+	// LagSLO bounds Status.Lag. Zero means DefaultLagSLO.
+	LagSLO time.Duration
+	// MaxSinceLastCycle bounds the time since the last completed cycle, and MaxCycleAge the
+	// current cycle's age (which is what counts before any cycle completed). Zero means LagSLO.
+	MaxSinceLastCycle, MaxCycleAge time.Duration
+	// MaxUnverifiableRatio bounds the last batch's share of rows that could not be checked.
+	// Zero means 0.25: a few percent is an API's normal weather, a quarter is an outage or a
+	// bad key.
+	MaxUnverifiableRatio float64
+	// MaxStaleFindings bounds the findings open past the store's threshold. Zero means none
+	// may be; a negative value turns the check off.
+	MaxStaleFindings int
+}
+
+func (p HealthPolicy) withDefaults() HealthPolicy {
+	if p.LagSLO == 0 {
+		p.LagSLO = DefaultLagSLO
+	}
+	if p.MaxSinceLastCycle == 0 {
+		p.MaxSinceLastCycle = p.LagSLO
+	}
+	if p.MaxCycleAge == 0 {
+		p.MaxCycleAge = p.LagSLO
+	}
+	if p.MaxUnverifiableRatio == 0 {
+		p.MaxUnverifiableRatio = 0.25
+	}
+	return p
+}
+
+// Check is one health criterion.
+type Check struct {
+	// Name is "lag", "since_last_cycle", "cycle_age", "unverifiable" or "stale_findings".
+	Name string
+	OK   bool
+	// Value and Limit, for people.
+	Value, Limit string
+	// Reason says why the check fails; empty when it passes.
+	Reason string
+}
+
+// Health is a job's status judged against a HealthPolicy.
+type Health struct {
+	Job    string
+	Status Status
+	// OK is true when every check passes.
+	OK     bool
+	Checks []Check
+}
+
+// Reasons lists the failing checks' reasons.
+func (h Health) Reasons() []string {
+	var r []string
+	for _, c := range h.Checks {
+		if !c.OK {
+			r = append(r, c.Reason)
+		}
+	}
+	return r
+}
+
+// String is one line: the job, OK or FAILING, and the reasons.
+func (h Health) String() string {
+	if h.OK {
+		return fmt.Sprintf("%s: OK (lag %s)", h.Job, h.Status.Lag.Round(time.Second))
+	}
+	return fmt.Sprintf("%s: FAILING: %s", h.Job, strings.Join(h.Reasons(), "; "))
+}
+
+// EvaluateHealth judges st against p. A job whose last batch could not verify its rows fails
+// with the reason "unverifiable" even while its lag is still within the SLO, so an outage is
+// never reported healthy.
+func EvaluateHealth(st Status, p HealthPolicy) Health {
+	p = p.withDefaults()
+	h := Health{Job: st.Job, Status: st, OK: true}
+	add := func(c Check) {
+		h.Checks = append(h.Checks, c)
+		h.OK = h.OK && c.OK
+	}
+	round := func(d time.Duration) string { return d.Round(time.Second).String() }
+
+	add(Check{Name: "lag", OK: st.Lag <= p.LagSLO, Value: round(st.Lag), Limit: round(p.LagSLO),
+		Reason: fmt.Sprintf("lag: a row has gone %s without being verified, over the SLO of %s", round(st.Lag), round(p.LagSLO))})
+	if since, ok := st.SinceLastCycle(); ok {
+		add(Check{Name: "since_last_cycle", OK: since <= p.MaxSinceLastCycle, Value: round(since), Limit: round(p.MaxSinceLastCycle),
+			Reason: fmt.Sprintf("since_last_cycle: the last cycle completed %s ago, more than %s", round(since), round(p.MaxSinceLastCycle))})
+	}
+	if st.CycleStartedAt.IsZero() {
+		add(Check{Name: "cycle_age", OK: false, Value: "never run", Limit: round(p.MaxCycleAge),
+			Reason: "cycle_age: the job has never run a batch"})
+	} else {
+		add(Check{Name: "cycle_age", OK: st.CycleAge() <= p.MaxCycleAge, Value: round(st.CycleAge()), Limit: round(p.MaxCycleAge),
+			Reason: fmt.Sprintf("cycle_age: the current cycle has run %s, more than %s", round(st.CycleAge()), round(p.MaxCycleAge))})
+	}
+	ratio := st.UnverifiableRatio()
+	add(Check{Name: "unverifiable", OK: ratio <= p.MaxUnverifiableRatio,
+		Value: fmt.Sprintf("%.0f%% (%d of %d)", 100*ratio, st.LastBatchUnverifiable, st.LastBatchScanned),
+		Limit: fmt.Sprintf("%.0f%%", 100*p.MaxUnverifiableRatio),
+		Reason: fmt.Sprintf("unverifiable: %d of the last batch's %d rows could not be checked (the external system failed or refused)",
+			st.LastBatchUnverifiable, st.LastBatchScanned)})
+	if p.MaxStaleFindings >= 0 {
+		add(Check{Name: "stale_findings", OK: st.StaleFindings <= p.MaxStaleFindings,
+			Value: fmt.Sprint(st.StaleFindings), Limit: fmt.Sprint(p.MaxStaleFindings),
+			Reason: fmt.Sprintf("stale_findings: %d findings open past the threshold (dead repairs or reviews nobody did)", st.StaleFindings)})
+	}
+	for i := range h.Checks {
+		if h.Checks[i].OK {
+			h.Checks[i].Reason = ""
+		}
+	}
+	return h
+}
+
+// OpenFindingKinds returns the kinds with open findings, sorted, for stable output.
+func (s Status) OpenFindingKinds() []string {
+	return slices.Sorted(maps.Keys(s.OpenFindings))
+}
