@@ -1,0 +1,273 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// BatchRunner runs one batch of a job; *Reconciler is one.
+type BatchRunner interface {
+	RunBatch(ctx context.Context) (Report, error)
+}
+
+// TickBudget bounds one tick: batch after batch while there is work, until either limit is
+// reached. Zero fields mean no limit of that kind.
+type TickBudget struct {
+	MaxRows int
+	MaxTime time.Duration
+}
+
+// TickReport sums the batches of one tick.
+type TickReport struct {
+	Job          string
+	Batches      int
+	Scanned      int
+	Verdicts     map[Verdict]int
+	GatewayCalls int
+	NewFindings  int
+	NewCommands  int
+	// Wrapped reports that the cycle completed during the tick.
+	Wrapped bool
+	// RateLimited and Deferred are the last batch's; RetryAfter the longest any batch asked.
+	RateLimited bool
+	Deferred    bool
+	RetryAfter  time.Duration
+	Duration    time.Duration
+}
+
+func (t *TickReport) add(r Report) {
+	t.Job = r.Job
+	t.Batches++
+	t.Scanned += r.Scanned
+	t.GatewayCalls += r.GatewayCalls
+	t.NewFindings += r.NewFindings
+	t.NewCommands += r.NewCommands
+	for v, n := range r.Verdicts {
+		t.Verdicts[v] += n
+	}
+	t.Wrapped = t.Wrapped || r.Wrapped
+	t.RateLimited, t.Deferred = r.RateLimited, r.Deferred
+	t.RetryAfter = max(t.RetryAfter, r.RetryAfter)
+}
+
+// RunTick runs batches of b, one after another, until the cycle wraps, the external system
+// pushes back (a rate limit or a deferred batch), a batch fails, ctx is done, or the budget is
+// spent. It is what a Runner does on every tick, for hosts that schedule ticks themselves
+// (cron, a job queue such as River): call it, then wait at least RetryAfter if it is set.
+func RunTick(ctx context.Context, b BatchRunner, budget TickBudget) (TickReport, error) {
+	return runTick(ctx, ctx, b, budget)
+}
+
+// runTick is RunTick with batches run under batchCtx and the loop stopped by stopCtx, so that
+// a graceful stop lets the current batch finish.
+func runTick(batchCtx, stopCtx context.Context, b BatchRunner, budget TickBudget) (TickReport, error) {
+	t := TickReport{Verdicts: map[Verdict]int{}}
+	start := time.Now()
+	defer func() { t.Duration = time.Since(start) }()
+	for stopCtx.Err() == nil {
+		rep, err := b.RunBatch(batchCtx)
+		if err != nil {
+			t.Duration = time.Since(start)
+			return t, err
+		}
+		t.add(rep)
+		switch {
+		case rep.Wrapped, rep.RateLimited, rep.Deferred:
+			return t, nil
+		case budget.MaxRows > 0 && t.Scanned >= budget.MaxRows:
+			return t, nil
+		case budget.MaxTime > 0 && time.Since(start) >= budget.MaxTime:
+			return t, nil
+		}
+	}
+	return t, nil
+}
+
+// RunnerJob is one job a Runner schedules.
+type RunnerJob struct {
+	// Name names the job in logs. Required.
+	Name string
+	// Batches runs the job's batches: its *Reconciler. Required.
+	Batches BatchRunner
+	// Interval is the time between ticks while a cycle is under way. Zero means a minute.
+	Interval time.Duration
+	// Jitter spreads ticks by up to this fraction of Interval, so that jobs started together
+	// do not tick together. Zero means 0.1; negative means none.
+	Jitter float64
+	// Budget bounds a tick. Zero means at most Interval of batches.
+	Budget TickBudget
+	// IdleAfterWrap is the time to sleep after a cycle completes. Zero means Interval.
+	IdleAfterWrap time.Duration
+}
+
+// RunnerConfig configures a Runner.
+type RunnerConfig struct {
+	Jobs []RunnerJob
+	// Logger receives a line per failed tick; nil means no logging. Each batch logs through its
+	// own Config.Logger.
+	Logger *slog.Logger
+}
+
+// Runner runs jobs on intervals in the host's process: each job ticks on its own goroutine,
+// runs batches while there is work (within its budget), sleeps after a wrap, and backs off
+// when the external system pushes back or a batch fails. A lost cursor race
+// (ErrConcurrentRun: another process runs the job) is logged and retried next tick.
+type Runner struct {
+	jobs   []RunnerJob
+	logger *slog.Logger
+
+	mu      sync.Mutex
+	started bool
+	stop    context.CancelFunc      // ends the loops between batches
+	kill    context.CancelCauseFunc // cancels running batches
+	wg      sync.WaitGroup
+}
+
+// NewRunner checks cfg and returns a Runner.
+func NewRunner(cfg RunnerConfig) (*Runner, error) {
+	if len(cfg.Jobs) == 0 {
+		return nil, errors.New("reconcile: runner: no jobs")
+	}
+	names := map[string]bool{}
+	jobs := make([]RunnerJob, len(cfg.Jobs))
+	for i, j := range cfg.Jobs {
+		switch {
+		case j.Name == "":
+			return nil, fmt.Errorf("reconcile: runner: job %d has no Name", i)
+		case names[j.Name]:
+			return nil, fmt.Errorf("reconcile: runner: job %q appears twice", j.Name)
+		case j.Batches == nil:
+			return nil, fmt.Errorf("reconcile: runner: job %q has no Batches", j.Name)
+		case j.Interval < 0 || j.IdleAfterWrap < 0 || j.Budget.MaxRows < 0 || j.Budget.MaxTime < 0 || j.Jitter >= 1:
+			return nil, fmt.Errorf("reconcile: runner: job %q: negative durations or budget, or Jitter of 1 or more", j.Name)
+		}
+		names[j.Name] = true
+		if j.Interval == 0 {
+			j.Interval = time.Minute
+		}
+		if j.Jitter == 0 {
+			j.Jitter = 0.1
+		} else if j.Jitter < 0 {
+			j.Jitter = 0
+		}
+		if j.Budget == (TickBudget{}) {
+			j.Budget.MaxTime = j.Interval
+		}
+		if j.IdleAfterWrap == 0 {
+			j.IdleAfterWrap = j.Interval
+		}
+		jobs[i] = j
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Runner{jobs: jobs, logger: cfg.Logger}, nil
+}
+
+// errRunnerStopped is the cause running batches see when Stop runs out of patience.
+var errRunnerStopped = errors.New("reconcile: runner stopped")
+
+// Start starts every job's loop. Cancelling ctx cancels running batches too (nothing of a
+// cancelled batch is written); Stop is the graceful way.
+func (r *Runner) Start(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.started {
+		return errors.New("reconcile: runner: already started")
+	}
+	r.started = true
+	batchCtx, kill := context.WithCancelCause(ctx)
+	stopCtx, stop := context.WithCancel(batchCtx)
+	r.stop, r.kill = stop, kill
+	for _, j := range r.jobs {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			r.loop(batchCtx, stopCtx, j)
+		}()
+	}
+	return nil
+}
+
+// Stop lets each job finish its current batch and returns when all loops have ended. If ctx
+// ends first, running batches are cancelled (they write nothing and are redone next time).
+func (r *Runner) Stop(ctx context.Context) error {
+	r.mu.Lock()
+	if !r.started || r.stop == nil {
+		r.mu.Unlock()
+		return errors.New("reconcile: runner: not started")
+	}
+	stop, kill := r.stop, r.kill
+	r.stop = nil
+	r.mu.Unlock()
+	stop()
+	done := make(chan struct{})
+	go func() {
+		r.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		kill(nil)
+		return nil
+	case <-ctx.Done():
+		kill(errRunnerStopped)
+		<-done
+		return fmt.Errorf("reconcile: runner: stop: batches cancelled: %w", ctx.Err())
+	}
+}
+
+// loop ticks one job until stopCtx ends.
+func (r *Runner) loop(batchCtx, stopCtx context.Context, j RunnerJob) {
+	wait := spread(0, j.Interval, j.Jitter) // stagger the first ticks
+	failures := 0
+	for {
+		t := time.NewTimer(wait)
+		select {
+		case <-stopCtx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		tick, err := runTick(batchCtx, stopCtx, j.Batches, j.Budget)
+		switch {
+		case err != nil && stopCtx.Err() != nil:
+			return
+		case errors.Is(err, ErrConcurrentRun):
+			// Another process runs this job: not a failure, try again next tick.
+			r.logger.LogAttrs(stopCtx, slog.LevelInfo, "reconcile runner: another reconciler moved the cursor; retrying next tick",
+				slog.String("job", j.Name))
+			failures, wait = 0, spread(j.Interval, j.Interval, j.Jitter)
+		case err != nil:
+			failures++
+			wait = spread(backoff(j.Interval, failures), j.Interval, j.Jitter)
+			r.logger.LogAttrs(stopCtx, slog.LevelError, "reconcile runner: batch failed",
+				slog.String("job", j.Name), slog.Int("consecutive_failures", failures),
+				slog.Duration("next_try_in", wait), slog.String("error", err.Error()))
+		case tick.RateLimited || tick.Deferred:
+			failures, wait = 0, max(tick.RetryAfter, spread(j.Interval, j.Interval, j.Jitter))
+		case tick.Wrapped:
+			failures, wait = 0, spread(j.IdleAfterWrap, j.Interval, j.Jitter)
+		default:
+			failures, wait = 0, spread(j.Interval, j.Interval, j.Jitter)
+		}
+	}
+}
+
+// backoff doubles the interval per consecutive failure, up to 32 intervals.
+func backoff(interval time.Duration, failures int) time.Duration {
+	return interval << min(failures-1, 5)
+}
+
+// spread returns d plus a random part of up to jitter·interval.
+func spread(d, interval time.Duration, jitter float64) time.Duration {
+	if j := time.Duration(jitter * float64(interval)); j > 0 {
+		d += rand.N(j)
+	}
+	return d
+}
