@@ -1,0 +1,192 @@
+package prommetrics
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/reconcilekit/reconcile"
+)
+
+// healthCollector reads each job's Status at scrape time, caches it, judges it and sends the
+// health gauges as const metrics: they describe the store, not this process, so they are
+// computed fresh rather than kept up to date.
+type healthCollector struct {
+	status  reconcile.StatusReader
+	jobs    []string
+	policy  reconcile.HealthPolicy
+	ttl     time.Duration
+	timeout time.Duration
+	now     func() time.Time
+	errors  *prometheus.CounterVec
+
+	lag, rows, cycleAge, sinceLastCycle, cyclesCompleted, unverifiableRatio *prometheus.Desc
+	openFindings, staleFindings, healthy, checkOK                           *prometheus.Desc
+
+	mu    sync.Mutex
+	cache map[string]cachedStatus
+}
+
+type cachedStatus struct {
+	st reconcile.Status
+	at time.Time // our clock when the read began
+}
+
+func newHealthCollector(opts Options, statusErrors *prometheus.CounterVec) *healthCollector {
+	name := func(n string) string { return prometheus.BuildFQName(opts.Namespace, "", n) }
+	job := []string{"job"}
+	h := &healthCollector{
+		status: opts.Status, jobs: opts.Jobs, policy: opts.Policy,
+		ttl: opts.StatusTTL, timeout: opts.StatusTimeout, now: opts.Now, errors: statusErrors,
+		cache: make(map[string]cachedStatus),
+
+		lag: prometheus.NewDesc(name("lag_seconds"),
+			"Longest time any of the job's rows has gone without being verified (the primary SLO).", job, nil),
+		rows: prometheus.NewDesc(name("rows"), "Rows the job covers.", job, nil),
+		cycleAge: prometheus.NewDesc(name("cycle_age_seconds"),
+			"How long the current cycle has been running; absent before the job's first batch.", job, nil),
+		sinceLastCycle: prometheus.NewDesc(name("since_last_cycle_seconds"),
+			"Time since the last completed cycle; absent until one completes.", job, nil),
+		cyclesCompleted: prometheus.NewDesc(name("cycles_completed_total"),
+			"Cycles the job has completed, as the store counts them.", job, nil),
+		unverifiableRatio: prometheus.NewDesc(name("last_batch_unverifiable_ratio"),
+			"Share of the last non-empty batch's rows that could not be checked.", job, nil),
+		openFindings: prometheus.NewDesc(name("open_findings"),
+			"Open findings, by kind.", []string{"job", "kind"}, nil),
+		staleFindings: prometheus.NewDesc(name("stale_findings"),
+			"Findings open longer than the store's threshold: repairs that never applied, reviews nobody did.", job, nil),
+		healthy: prometheus.NewDesc(name("healthy"),
+			"1 if every health check passes, else 0; absent when the status could not be read.", job, nil),
+		checkOK: prometheus.NewDesc(name("health_check_ok"),
+			"1 if the health check passes, else 0.", []string{"job", "check"}, nil),
+	}
+	for _, j := range h.jobs {
+		statusErrors.WithLabelValues(j) // present at zero from the start
+	}
+	return h
+}
+
+func (h *healthCollector) describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{h.lag, h.rows, h.cycleAge, h.sinceLastCycle, h.cyclesCompleted,
+		h.unverifiableRatio, h.openFindings, h.staleFindings, h.healthy, h.checkOK} {
+		ch <- d
+	}
+}
+
+func (h *healthCollector) collect(ch chan<- prometheus.Metric) {
+	for i, r := range h.read() {
+		job := h.jobs[i]
+		if r.err != nil {
+			h.errors.WithLabelValues(job).Inc()
+			continue
+		}
+		h.send(ch, job, r.st)
+	}
+}
+
+type readResult struct {
+	i   int
+	st  reconcile.Status
+	err error
+}
+
+// read returns every job's status, from the cache or read concurrently under one timeout. A
+// reader that ignores its context cannot hold the scrape past the timeout: its result is
+// dropped (a late success still fills the cache).
+func (h *healthCollector) read() []readResult {
+	now := h.now()
+	out := make([]readResult, len(h.jobs))
+	ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
+	defer cancel()
+	results := make(chan readResult, len(h.jobs)) // buffered: late senders never block
+	pending := 0
+	for i, job := range h.jobs {
+		if st, ok := h.cached(job, now); ok {
+			out[i] = readResult{i: i, st: st}
+			continue
+		}
+		out[i] = readResult{i: i, err: fmt.Errorf("prommetrics: job %s: status: no answer within %s", job, h.timeout)}
+		pending++
+		go func() {
+			st, err := h.status.Status(ctx, job)
+			if err == nil {
+				h.store(job, st, now)
+			}
+			results <- readResult{i: i, st: st, err: err}
+		}()
+	}
+	for ; pending > 0; pending-- {
+		select {
+		case r := <-results:
+			out[r.i] = r
+		case <-ctx.Done():
+			return out // the unanswered keep their timeout error
+		}
+	}
+	return out
+}
+
+func (h *healthCollector) cached(job string, now time.Time) (reconcile.Status, bool) {
+	if h.ttl < 0 {
+		return reconcile.Status{}, false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c, ok := h.cache[job]
+	if !ok || now.Sub(c.at) >= h.ttl || now.Before(c.at) {
+		return reconcile.Status{}, false
+	}
+	return c.st, true
+}
+
+func (h *healthCollector) store(job string, st reconcile.Status, at time.Time) {
+	if h.ttl < 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c, ok := h.cache[job]; !ok || !at.Before(c.at) { // a slow read must not replace a newer one
+		h.cache[job] = cachedStatus{st: st, at: at}
+	}
+}
+
+// send sends job's gauges for st.
+func (h *healthCollector) send(ch chan<- prometheus.Metric, job string, st reconcile.Status) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append([]string{job}, labels...)...)
+	}
+	gauge(h.lag, st.Lag.Seconds())
+	gauge(h.rows, float64(st.Rows))
+	if !st.CycleStartedAt.IsZero() {
+		gauge(h.cycleAge, st.CycleAge().Seconds())
+	}
+	if since, ok := st.SinceLastCycle(); ok {
+		gauge(h.sinceLastCycle, since.Seconds())
+	}
+	ch <- prometheus.MustNewConstMetric(h.cyclesCompleted, prometheus.CounterValue, float64(st.CyclesCompleted), job)
+	gauge(h.unverifiableRatio, st.UnverifiableRatio())
+	kinds := make(map[string]int, len(st.OpenFindings))
+	for kind, n := range st.OpenFindings {
+		kinds[labelValue(kind)] += n // two invalid kinds may sanitize alike; one series each
+	}
+	for kind, n := range kinds {
+		gauge(h.openFindings, float64(n), kind)
+	}
+	gauge(h.staleFindings, float64(st.StaleFindings))
+
+	health := reconcile.EvaluateHealth(st, h.policy)
+	gauge(h.healthy, boolValue(health.OK))
+	for _, c := range health.Checks {
+		gauge(h.checkOK, boolValue(c.OK), labelValue(c.Name))
+	}
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,83 @@
+package prommetrics
+
+import (
+	"time"
+
+	"github.com/reconcilekit/reconcile"
+)
+
+// GatewayCalls counts calls by outcome class and observes their duration: d itself for a
+// Fetch (calls is 1), d/calls for a FetchBatch that made several, so that one observation is
+// the mean time per call of that invocation.
+func (m *Metrics) GatewayCalls(job string, calls int, d time.Duration, class string) {
+	if calls <= 0 {
+		return
+	}
+	job = m.touch(job)
+	m.gatewayCalls.WithLabelValues(job, labelValue(class)).Add(float64(calls))
+	m.callDuration.WithLabelValues(job).Observe(d.Seconds() / float64(calls))
+}
+
+// BatchDone counts the batch by outcome and observes its duration; a successful batch also
+// adds its rows per verdict and the findings and commands its commit added.
+func (m *Metrics) BatchDone(job string, rep reconcile.Report, err error) {
+	job = m.touch(job)
+	m.batchDuration.WithLabelValues(job).Observe(rep.Duration.Seconds())
+	m.batches.WithLabelValues(job, outcome(rep, err)).Inc()
+	if rep.RateLimited {
+		m.rateLimited.WithLabelValues(job).Inc()
+	}
+	if err != nil {
+		return // nothing was written
+	}
+	for v, n := range rep.Verdicts {
+		if n > 0 {
+			m.rows.WithLabelValues(job, labelValue(v.String())).Add(float64(n))
+		}
+	}
+	if rep.NewFindings > 0 {
+		m.findingsOpened.WithLabelValues(job).Add(float64(rep.NewFindings))
+	}
+	if rep.NewCommands > 0 {
+		m.commandsQueued.WithLabelValues(job).Add(float64(rep.NewCommands))
+	}
+}
+
+func outcome(rep reconcile.Report, err error) string {
+	switch {
+	case err != nil:
+		return OutcomeError
+	case rep.Deferred:
+		return OutcomeDeferred
+	case rep.Wrapped:
+		return OutcomeWrapped
+	default:
+		return OutcomeOK
+	}
+}
+
+// touch returns job as a label value and, the first time a job is seen, creates its series at
+// zero for every verdict, outcome and class, so that rate() and absence checks work from the
+// first batch rather than from the first occurrence of each label.
+func (m *Metrics) touch(job string) string {
+	job = labelValue(job)
+	if _, seen := m.seen.Load(job); seen {
+		return job
+	}
+	for _, v := range reconcile.Verdicts {
+		m.rows.WithLabelValues(job, v.String())
+	}
+	for _, o := range outcomes {
+		m.batches.WithLabelValues(job, o)
+	}
+	for _, c := range classes {
+		m.gatewayCalls.WithLabelValues(job, c)
+	}
+	m.batchDuration.WithLabelValues(job)
+	m.callDuration.WithLabelValues(job)
+	m.findingsOpened.WithLabelValues(job)
+	m.commandsQueued.WithLabelValues(job)
+	m.rateLimited.WithLabelValues(job)
+	m.seen.Store(job, struct{}{})
+	return job
+}

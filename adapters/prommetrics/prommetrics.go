@@ -1,0 +1,249 @@
+package prommetrics
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/reconcilekit/reconcile"
+)
+
+// Defaults a zero Options gets.
+const (
+	DefaultNamespace     = "reconcile"
+	DefaultStatusTTL     = 30 * time.Second
+	DefaultStatusTimeout = 5 * time.Second
+)
+
+// DefaultBuckets are the batch duration buckets a zero Options gets: 10 ms to about 5 minutes,
+// doubling, so that a paced batch of a few hundred calls still lands in a bucket.
+var DefaultBuckets = prometheus.ExponentialBuckets(0.01, 2, 16)
+
+// DefaultCallBuckets are the gateway call duration buckets a zero Options gets.
+var DefaultCallBuckets = prometheus.DefBuckets
+
+// Options configures Metrics. The zero value works: event metrics only, under "reconcile_".
+type Options struct {
+	// Namespace prefixes every metric name. Empty means DefaultNamespace.
+	Namespace string
+
+	// Status, Jobs and Policy turn on the health gauges: at scrape time each job's Status is
+	// read and judged by reconcile.EvaluateHealth against Policy. Jobs must be set together
+	// with Status; the zero Policy is reconcile's defaults.
+	Status reconcile.StatusReader
+	Jobs   []string
+	Policy reconcile.HealthPolicy
+	// StatusTTL caches each job's Status so that a scrape every 15 s does not scan a large
+	// table each time; the gauges are then up to StatusTTL old. Failed reads are not cached.
+	// Zero means DefaultStatusTTL; a negative value reads on every scrape.
+	StatusTTL time.Duration
+	// StatusTimeout bounds a scrape's Status reads, which run concurrently, one per job. Zero
+	// means DefaultStatusTimeout.
+	StatusTimeout time.Duration
+	// Now is the clock of the Status cache. Nil means time.Now.
+	Now func() time.Time
+
+	// Buckets are the upper bounds of the batch duration histogram, in seconds, increasing.
+	// Nil means DefaultBuckets.
+	Buckets []float64
+	// CallBuckets are the upper bounds of the gateway call duration histogram, in seconds,
+	// increasing. Nil means DefaultCallBuckets.
+	CallBuckets []float64
+}
+
+// Metrics is a reconcile.Observer that counts what the engine does, and a prometheus.Collector
+// that exposes those counts together with health gauges read at scrape time. Set it as
+// Config.Observer of every job and register it once. It is safe for concurrent use.
+type Metrics struct {
+	// Event metrics, updated by the Observer methods.
+	rows            *prometheus.CounterVec
+	batches         *prometheus.CounterVec
+	batchDuration   *prometheus.HistogramVec
+	gatewayCalls    *prometheus.CounterVec
+	callDuration    *prometheus.HistogramVec
+	findingsOpened  *prometheus.CounterVec
+	commandsQueued  *prometheus.CounterVec
+	rateLimited     *prometheus.CounterVec
+	statusErrors    *prometheus.CounterVec
+	seen            sync.Map // job label -> struct{}: jobs whose series are initialized
+	eventCollectors []prometheus.Collector
+
+	health *healthCollector // nil without Options.Status
+}
+
+var (
+	_ reconcile.Observer   = (*Metrics)(nil)
+	_ prometheus.Collector = (*Metrics)(nil)
+)
+
+// Outcomes of a batch, as the outcome label of batches_total names them.
+const (
+	OutcomeOK       = "ok"
+	OutcomeWrapped  = "wrapped"
+	OutcomeDeferred = "deferred"
+	OutcomeError    = "error"
+)
+
+var (
+	outcomes = []string{OutcomeOK, OutcomeWrapped, OutcomeDeferred, OutcomeError}
+	classes  = []string{
+		reconcile.ClassOK, reconcile.ClassNotFound, reconcile.ClassRateLimited, reconcile.ClassUnavailable,
+		reconcile.ClassAbort, reconcile.ClassReview, reconcile.ClassCanceled, reconcile.ClassOther,
+	}
+	// A namespace is joined to names with "_"; the classic metric name syntax keeps the names
+	// usable by every Prometheus version and exposition format.
+	namespaceRE = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
+)
+
+// New checks opts and returns Metrics.
+func New(opts Options) (*Metrics, error) {
+	if opts.Namespace == "" {
+		opts.Namespace = DefaultNamespace
+	}
+	if !namespaceRE.MatchString(opts.Namespace) {
+		return nil, fmt.Errorf("prommetrics: options: Namespace %q is not a valid metric name prefix", opts.Namespace)
+	}
+	if opts.Buckets == nil {
+		opts.Buckets = DefaultBuckets
+	}
+	if opts.CallBuckets == nil {
+		opts.CallBuckets = DefaultCallBuckets
+	}
+	if err := checkBuckets("Buckets", opts.Buckets); err != nil {
+		return nil, err
+	}
+	if err := checkBuckets("CallBuckets", opts.CallBuckets); err != nil {
+		return nil, err
+	}
+	if err := checkHealthOptions(&opts); err != nil {
+		return nil, err
+	}
+
+	ns := opts.Namespace
+	m := &Metrics{
+		rows: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "rows_total",
+			Help: "Rows judged by successful batches, by verdict."}, []string{"job", "verdict"}),
+		batches: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "batches_total",
+			Help: "Batches run, by outcome: ok, wrapped (an empty read completed the cycle), deferred (no call could be made, nothing written) or error."},
+			[]string{"job", "outcome"}),
+		batchDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "batch_duration_seconds",
+			Help: "Wall time of batches, failed ones included.", Buckets: opts.Buckets}, []string{"job"}),
+		gatewayCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "gateway_calls_total",
+			Help: "Calls to the external system, by outcome class."}, []string{"job", "class"}),
+		callDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "gateway_call_duration_seconds",
+			Help:    "Duration of gateway calls: one observation per Fetch, and one per FetchBatch of its mean time per call.",
+			Buckets: opts.CallBuckets}, []string{"job"}),
+		findingsOpened: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "findings_opened_total",
+			Help: "Findings opened by committed batches."}, []string{"job"}),
+		commandsQueued: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "commands_queued_total",
+			Help: "Repair commands queued by committed batches."}, []string{"job"}),
+		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "rate_limited_batches_total",
+			Help: "Batches whose calls were stopped by a rate limit or by the limiter."}, []string{"job"}),
+		statusErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "status_errors_total",
+			Help: "Failed reads of a job's status at scrape time; that scrape has none of the job's health gauges."},
+			[]string{"job"}),
+	}
+	m.eventCollectors = []prometheus.Collector{
+		m.rows, m.batches, m.batchDuration, m.gatewayCalls, m.callDuration,
+		m.findingsOpened, m.commandsQueued, m.rateLimited,
+	}
+	if opts.Status != nil {
+		m.health = newHealthCollector(opts, m.statusErrors)
+	}
+	return m, nil
+}
+
+func checkBuckets(field string, b []float64) error {
+	if len(b) == 0 {
+		return fmt.Errorf("prommetrics: options: %s is empty; leave it nil for the default", field)
+	}
+	for i := 1; i < len(b); i++ {
+		if !(b[i] > b[i-1]) {
+			return fmt.Errorf("prommetrics: options: %s must be strictly increasing: %v", field, b)
+		}
+	}
+	return nil
+}
+
+func checkHealthOptions(opts *Options) error {
+	switch {
+	case opts.Status == nil && len(opts.Jobs) > 0:
+		return errors.New("prommetrics: options: Jobs is set but Status is nil")
+	case opts.Status != nil && len(opts.Jobs) == 0:
+		return errors.New("prommetrics: options: Status is set but Jobs is empty")
+	case opts.StatusTimeout < 0:
+		return fmt.Errorf("prommetrics: options: StatusTimeout %s is negative", opts.StatusTimeout)
+	}
+	for i, job := range opts.Jobs {
+		switch {
+		case job == "":
+			return fmt.Errorf("prommetrics: options: Jobs[%d] is empty", i)
+		case !utf8.ValidString(job):
+			return fmt.Errorf("prommetrics: options: Jobs[%d] %q is not valid UTF-8", i, job)
+		case slices.Contains(opts.Jobs[:i], job):
+			return fmt.Errorf("prommetrics: options: job %q is listed twice", job)
+		}
+	}
+	opts.Jobs = slices.Clone(opts.Jobs)
+	if opts.StatusTTL == 0 {
+		opts.StatusTTL = DefaultStatusTTL
+	}
+	if opts.StatusTimeout == 0 {
+		opts.StatusTimeout = DefaultStatusTimeout
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return nil
+}
+
+// Register registers m with r; nil means prometheus.DefaultRegisterer.
+func (m *Metrics) Register(r prometheus.Registerer) error {
+	if r == nil {
+		r = prometheus.DefaultRegisterer
+	}
+	if err := r.Register(m); err != nil {
+		return fmt.Errorf("prommetrics: register: %w", err)
+	}
+	return nil
+}
+
+// Describe sends the descriptors of every metric m can collect.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range m.eventCollectors {
+		c.Describe(ch)
+	}
+	m.statusErrors.Describe(ch)
+	if m.health != nil {
+		m.health.describe(ch)
+	}
+}
+
+// Collect sends the event metrics and, when Options.Status is set, reads each job's status
+// and sends its health gauges. A failed read counts in status_errors_total and leaves that
+// job's gauges out; it never fails the scrape.
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	if m.health != nil {
+		m.health.collect(ch) // first: it counts failed reads in statusErrors
+	}
+	for _, c := range m.eventCollectors {
+		c.Collect(ch)
+	}
+	m.statusErrors.Collect(ch)
+}
+
+// labelValue makes s safe as a label value: client_golang panics on invalid UTF-8, and a
+// metrics library must not take the batch down with it.
+func labelValue(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
