@@ -9,11 +9,13 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/reconcilekit/reconcile"
 )
@@ -57,6 +59,12 @@ func (e *permanentError) Unwrap() error { return e.err }
 // re-driven. Use it for bad payloads and commands that can never apply.
 func Permanent(err error) error { return &permanentError{err} }
 
+// IsPermanent reports whether err was marked with Permanent.
+func IsPermanent(err error) bool {
+	var p *permanentError
+	return errors.As(err, &p)
+}
+
 // retryLaterError asks for another try after a wait, without spending an attempt.
 type retryLaterError struct {
 	after time.Duration
@@ -72,13 +80,27 @@ func (e *retryLaterError) Unwrap() error { return e.err }
 // row it needs is locked, a dependency is not there yet.
 func RetryLater(d time.Duration, err error) error { return &retryLaterError{after: d, err: err} }
 
+// IsRetryLater reports whether err was made by RetryLater, and the wait it asked for.
+func IsRetryLater(err error) (time.Duration, bool) {
+	var r *retryLaterError
+	if errors.As(err, &r) {
+		return r.after, true
+	}
+	return 0, false
+}
+
 // Defaults of DispatcherConfig.
 const (
-	DefaultLease        = 30 * time.Second
-	DefaultPollInterval = time.Second
-	DefaultMaxAttempts  = 10
-	DefaultBackoffBase  = time.Second
-	DefaultBackoffMax   = time.Hour
+	DefaultLease          = 30 * time.Second
+	DefaultPollInterval   = time.Second
+	DefaultMaxAttempts    = 10
+	DefaultBackoffBase    = time.Second
+	DefaultBackoffMax     = time.Hour
+	DefaultWorkers        = 4
+	DefaultHandlerTimeout = 10 * time.Minute
+	// finalizeTimeout bounds the statements that record an outcome, which run even while
+	// stopping: a database that does not answer must not hold Stop past its deadline for long.
+	finalizeTimeout = 10 * time.Second
 )
 
 // DispatcherConfig configures a Dispatcher. The zero value works with the default tables.
@@ -88,7 +110,9 @@ type DispatcherConfig struct {
 	// Owner names this dispatcher in leases. Empty means host name, process id and a random
 	// suffix.
 	Owner string
-	// Workers is the number of commands handled at once. Zero means 4.
+	// Workers is the number of commands handled at once. Zero means DefaultWorkers. Each
+	// running handler holds a connection for its transaction, and the dispatcher needs one more
+	// to claim and one to renew leases: a *pgxpool.Pool must allow Workers + 2 connections.
 	Workers int
 	// Lease is how long a claim holds before another dispatcher may take the command; running
 	// handlers renew it every third of that. Zero means DefaultLease.
@@ -103,6 +127,10 @@ type DispatcherConfig struct {
 	// at most BackoffMax, of which a random half is taken off so that retries spread out.
 	// Zero means DefaultBackoffBase and DefaultBackoffMax.
 	BackoffBase, BackoffMax time.Duration
+	// HandlerTimeout bounds one handler call; a handler that hangs longer fails (and is
+	// retried), instead of holding its lease, its aggregate and a worker forever. Zero means
+	// DefaultHandlerTimeout.
+	HandlerTimeout time.Duration
 	// Logger receives a line per failure. Nil means no logging.
 	Logger *slog.Logger
 }
@@ -117,17 +145,24 @@ type DispatcherConfig struct {
 // A host that relays the outbox itself (the seed's columns: aggregate_type, aggregate_id,
 // event_type, payload, processed_at) simply does not run a Dispatcher; the reconciler only
 // inserts rows.
+//
+// A Dispatcher is started once: after Stop, make a new one to start again.
 type Dispatcher struct {
 	db       DB
 	cfg      DispatcherConfig
 	handlers map[string]Handler
 	sql      dispatchSQL
 
+	leaseMu sync.Mutex
+	leases  map[int64]*lease // deliveries being handled, whose leases the renewer keeps
+
 	mu      sync.Mutex
+	frozen  bool // handlers are in use: no more may be registered
 	started bool
 	stop    context.CancelFunc      // stops claiming
-	kill    context.CancelCauseFunc // cancels running handlers
-	wg      sync.WaitGroup
+	kill    context.CancelCauseFunc // cancels running handlers, and ends the renewer
+	work    sync.WaitGroup          // the claim loop and the handlers it started
+	bg      sync.WaitGroup          // the lease renewer
 }
 
 // errStopped is the cause handlers see when Stop runs out of patience.
@@ -139,7 +174,7 @@ func NewDispatcher(db DB, cfg DispatcherConfig) (*Dispatcher, error) {
 		return nil, errors.New("pgstore: dispatcher: db is nil")
 	}
 	switch {
-	case cfg.Workers < 0, cfg.Lease < 0, cfg.PollInterval < 0, cfg.MaxAttempts < 0, cfg.BackoffBase < 0, cfg.BackoffMax < 0:
+	case cfg.Workers < 0, cfg.Lease < 0, cfg.PollInterval < 0, cfg.MaxAttempts < 0, cfg.BackoffBase < 0, cfg.BackoffMax < 0, cfg.HandlerTimeout < 0:
 		return nil, fmt.Errorf("pgstore: dispatcher config: negative value in %+v", cfg)
 	}
 	cfg.Tables = cfg.Tables.withDefaults()
@@ -159,8 +194,17 @@ func NewDispatcher(db DB, cfg DispatcherConfig) (*Dispatcher, error) {
 	def(&cfg.PollInterval, DefaultPollInterval)
 	def(&cfg.BackoffBase, DefaultBackoffBase)
 	def(&cfg.BackoffMax, DefaultBackoffMax)
+	def(&cfg.HandlerTimeout, DefaultHandlerTimeout)
 	if cfg.Workers == 0 {
-		cfg.Workers = 4
+		cfg.Workers = DefaultWorkers
+	}
+	if cfg.BackoffBase > cfg.BackoffMax {
+		return nil, fmt.Errorf("pgstore: dispatcher config: BackoffBase %v is above BackoffMax %v", cfg.BackoffBase, cfg.BackoffMax)
+	}
+	if p, ok := db.(*pgxpool.Pool); ok && int(p.Config().MaxConns) < cfg.Workers+2 {
+		// Otherwise handlers wait for connections while their leases run out.
+		return nil, fmt.Errorf("pgstore: dispatcher config: the pool allows %d connections; %d workers need %d (Workers + 2)",
+			p.Config().MaxConns, cfg.Workers, cfg.Workers+2)
 	}
 	if cfg.MaxAttempts == 0 {
 		cfg.MaxAttempts = DefaultMaxAttempts
@@ -171,7 +215,7 @@ func NewDispatcher(db DB, cfg DispatcherConfig) (*Dispatcher, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Dispatcher{db: db, cfg: cfg, handlers: map[string]Handler{}, sql: newDispatchSQL(cfg.Tables)}, nil
+	return &Dispatcher{db: db, cfg: cfg, handlers: map[string]Handler{}, sql: newDispatchSQL(cfg.Tables), leases: map[int64]*lease{}}, nil
 }
 
 // Handle registers the handler of one command name. Commands nobody handles go dead with an
@@ -180,8 +224,8 @@ func (d *Dispatcher) Handle(name string, h Handler) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	switch {
-	case d.started:
-		return errors.New("pgstore: dispatcher: Handle after Start")
+	case d.frozen:
+		return errors.New("pgstore: dispatcher: Handle after Start or Work")
 	case name == "" || h == nil:
 		return errors.New("pgstore: dispatcher: Handle needs a name and a handler")
 	case d.handlers[name] != nil:
@@ -201,6 +245,9 @@ func HandleJSON[T any](d *Dispatcher, name string, h func(ctx context.Context, t
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&v); err != nil {
 			return Permanent(fmt.Errorf("decode %s payload: %w", name, err))
+		}
+		if dec.More() {
+			return Permanent(fmt.Errorf("decode %s payload: data after the JSON value", name))
 		}
 		if val, ok := any(&v).(interface{ Validate() error }); ok {
 			if err := val.Validate(); err != nil {
@@ -229,19 +276,24 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.started {
-		return errors.New("pgstore: dispatcher: already started")
+		return errors.New("pgstore: dispatcher: already started (a stopped Dispatcher cannot start again)")
 	}
 	if len(d.handlers) == 0 {
 		return errors.New("pgstore: dispatcher: no handlers registered")
 	}
-	d.started = true
+	d.started, d.frozen = true, true
 	handlerCtx, kill := context.WithCancelCause(ctx)
 	claimCtx, stop := context.WithCancel(handlerCtx)
 	d.stop, d.kill = stop, kill
-	d.wg.Add(1)
+	d.work.Add(1)
 	go func() {
-		defer d.wg.Done()
+		defer d.work.Done()
 		d.run(claimCtx, handlerCtx)
+	}()
+	d.bg.Add(1)
+	go func() {
+		defer d.bg.Done()
+		d.renew(handlerCtx) // until Stop has seen the last handler finish
 	}()
 	return nil
 }
@@ -262,18 +314,20 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 	stop()
 	done := make(chan struct{})
 	go func() {
-		d.wg.Wait()
+		d.work.Wait()
 		close(done)
 	}()
+	var err error
 	select {
 	case <-done:
-		kill(nil)
-		return nil
 	case <-ctx.Done():
 		kill(errStopped)
 		<-done
-		return fmt.Errorf("pgstore: dispatcher: stop: handlers cancelled: %w", ctx.Err())
+		err = fmt.Errorf("pgstore: dispatcher: stop: handlers cancelled: %w", ctx.Err())
 	}
+	kill(nil) // ends the renewer
+	d.bg.Wait()
+	return err
 }
 
 // run claims as many commands as there are idle slots, in one statement, and applies each on
@@ -301,17 +355,21 @@ func (d *Dispatcher) run(claimCtx, handlerCtx context.Context) {
 				break more
 			}
 		}
-		dels, err := d.claim(claimCtx, n)
-		if err != nil && claimCtx.Err() == nil {
+		// A claim that commits while its caller is being cancelled would strand its rows
+		// until their leases expire: let it finish.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(claimCtx), finalizeTimeout)
+		dels, err := d.claim(cctx, n)
+		cancel()
+		if err != nil {
 			d.cfg.Logger.LogAttrs(claimCtx, slog.LevelWarn, "reconcile dispatcher: claim failed", slog.String("error", err.Error()))
 		}
 		for range n - len(dels) {
 			slots <- struct{}{}
 		}
 		for _, del := range dels {
-			d.wg.Add(1)
+			d.work.Add(1)
 			go func() {
-				defer d.wg.Done()
+				defer d.work.Done()
 				d.process(handlerCtx, del)
 				slots <- struct{}{}
 			}()
@@ -329,13 +387,22 @@ func (d *Dispatcher) run(claimCtx, handlerCtx context.Context) {
 }
 
 // Work claims up to Workers commands and applies them, concurrently, returning how many it
-// claimed. It is for hosts that schedule the dispatcher themselves (cron, a job queue) and for
-// tests; a started Dispatcher does the same in a loop.
+// claimed once all are finished. It is for hosts that schedule the dispatcher themselves
+// (cron, a job queue) and for tests; a started Dispatcher does the same in a loop.
 func (d *Dispatcher) Work(ctx context.Context) (int, error) {
+	d.mu.Lock()
+	d.frozen = true
+	d.mu.Unlock()
 	dels, err := d.claim(ctx, d.cfg.Workers)
-	if err != nil {
+	if err != nil || len(dels) == 0 {
 		return 0, err
 	}
+	rctx, stopRenew := context.WithCancel(ctx)
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		d.renew(rctx)
+	}()
 	var wg sync.WaitGroup
 	for _, del := range dels {
 		wg.Add(1)
@@ -345,6 +412,8 @@ func (d *Dispatcher) Work(ctx context.Context) (int, error) {
 		}()
 	}
 	wg.Wait()
+	stopRenew()
+	<-renewed
 	return len(dels), nil
 }
 
@@ -361,14 +430,30 @@ func (d *Dispatcher) claim(ctx context.Context, n int) ([]Delivery, error) {
 	return dels, nil
 }
 
+// lease is a delivery being handled: what the renewer renews, and how it stops the handler if
+// the lease was lost.
+type lease struct {
+	attempt int64
+	cancel  context.CancelCauseFunc
+}
+
 // process applies one claimed command and finalizes it. It never returns an error: every
 // outcome is recorded on the row, fenced by the attempt number.
 func (d *Dispatcher) process(ctx context.Context, del Delivery) {
+	if del.Failures >= d.cfg.MaxAttempts {
+		// Leases expired on every attempt: the handler crashes its process or hangs.
+		d.fail(ctx, del, Permanent(fmt.Errorf("the lease expired %d times: the handler crashes or hangs", del.Failures)))
+		return
+	}
 	hctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stopBeat := d.heartbeat(hctx, cancel, del)
+	d.leaseMu.Lock()
+	d.leases[del.ID] = &lease{attempt: del.Attempt, cancel: cancel}
+	d.leaseMu.Unlock()
 	err := d.apply(hctx, del)
-	stopBeat()
+	d.leaseMu.Lock()
+	delete(d.leases, del.ID)
+	d.leaseMu.Unlock()
 	if err == nil {
 		return
 	}
@@ -377,13 +462,12 @@ func (d *Dispatcher) process(ctx context.Context, del Delivery) {
 			slog.Int64("command", del.ID), slog.Int64("attempt", del.Attempt))
 		return
 	}
-	fctx := context.WithoutCancel(ctx) // record the outcome even when stopping
 	if ctx.Err() != nil {
 		// Stopped: give the command back without counting a failure.
-		d.finalize(fctx, d.sql.release, del, err)
+		d.finalize(ctx, d.sql.release, del, err)
 		return
 	}
-	d.fail(fctx, del, err)
+	d.fail(ctx, del, err)
 }
 
 // apply runs the handler in a transaction and, if it succeeds, completes the command in it.
@@ -392,16 +476,23 @@ func (d *Dispatcher) apply(ctx context.Context, del Delivery) (err error) {
 	if h == nil {
 		return Permanent(fmt.Errorf("no handler is registered for command %q", del.Name))
 	}
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.HandlerTimeout)
+	defer cancel()
 	tx, err := d.db.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer func() {
 		if err != nil {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalizeTimeout)
+			_ = tx.Rollback(rctx)
+			cancel()
 		}
 	}()
 	if err := callHandler(ctx, h, tx, del); err != nil {
+		if ctx.Err() == context.DeadlineExceeded && context.Cause(ctx) == context.DeadlineExceeded {
+			return fmt.Errorf("the handler ran past HandlerTimeout (%v): %w", d.cfg.HandlerTimeout, err)
+		}
 		return err
 	}
 	tag, err := tx.Exec(ctx, d.sql.complete, del.ID, del.Attempt)
@@ -430,12 +521,11 @@ func callHandler(ctx context.Context, h Handler, tx pgx.Tx, del Delivery) (err e
 
 // fail records a failed attempt: a wait without cost, a retry after backoff, or dead.
 func (d *Dispatcher) fail(ctx context.Context, del Delivery, err error) {
-	var later *retryLaterError
-	var perm *permanentError
+	after, later := IsRetryLater(err)
 	switch {
-	case errors.As(err, &later):
-		d.finalize(ctx, d.sql.snooze, del, err, later.after)
-	case errors.As(err, &perm) || del.Failures+1 >= d.cfg.MaxAttempts:
+	case later:
+		d.finalize(ctx, d.sql.snooze, del, err, after)
+	case IsPermanent(err) || del.Failures+1 >= d.cfg.MaxAttempts:
 		d.finalize(ctx, d.sql.bury, del, err)
 		d.cfg.Logger.LogAttrs(ctx, slog.LevelError, "reconcile dispatcher: command dead",
 			slog.Int64("command", del.ID), slog.String("name", del.Name), slog.String("aggregate", del.AggregateID),
@@ -448,10 +538,13 @@ func (d *Dispatcher) fail(ctx context.Context, del Delivery, err error) {
 	}
 }
 
-// finalize runs one fenced outcome statement ($1 id, $2 attempt, $3 error, then extra args).
+// finalize runs one fenced outcome statement ($1 id, $2 attempt, $3 error, then extra args). It
+// runs even when ctx is done (a stop must still release its commands), within a time limit.
 func (d *Dispatcher) finalize(ctx context.Context, sql string, del Delivery, cause error, extra ...any) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalizeTimeout)
+	defer cancel()
 	args := append([]any{del.ID, del.Attempt, truncate(cause.Error(), 2000)}, extra...)
-	tag, err := d.db.Exec(ctx, sql, args...)
+	tag, err := d.db.Exec(fctx, sql, args...)
 	switch {
 	case err != nil:
 		d.cfg.Logger.LogAttrs(ctx, slog.LevelError, "reconcile dispatcher: recording an outcome failed; the lease will expire",
@@ -462,44 +555,57 @@ func (d *Dispatcher) finalize(ctx context.Context, sql string, del Delivery, cau
 	}
 }
 
-// heartbeat renews del's lease every third of the lease while the handler runs, and cancels the
-// handler with ErrLeaseLost if another claim took the command. The returned func stops it.
-func (d *Dispatcher) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, del Delivery) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(d.cfg.Lease / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			tag, err := d.db.Exec(ctx, d.sql.renew, del.ID, del.Attempt, d.cfg.Lease)
-			if err == nil && tag.RowsAffected() == 0 {
-				cancel(ErrLeaseLost)
-				return
+// renew renews, every third of the lease and in one statement, the leases of every delivery
+// being handled, and cancels with ErrLeaseLost the handlers whose command was claimed again.
+// It returns when ctx is done.
+func (d *Dispatcher) renew(ctx context.Context) {
+	t := time.NewTicker(d.cfg.Lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		d.leaseMu.Lock()
+		ids := make([]int64, 0, len(d.leases))
+		attempts := make([]int64, 0, len(d.leases))
+		for id, l := range d.leases {
+			ids, attempts = append(ids, id), append(attempts, l.attempt)
+		}
+		d.leaseMu.Unlock()
+		if len(ids) == 0 {
+			continue
+		}
+		rows, err := d.db.Query(ctx, d.sql.renew, ids, attempts, d.cfg.Lease)
+		if err != nil {
+			d.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile dispatcher: renewing leases failed", slog.String("error", err.Error()))
+			continue
+		}
+		held, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			continue // unknown: try again next tick rather than cancel handlers that may be fine
+		}
+		d.leaseMu.Lock()
+		for i, id := range ids {
+			if l := d.leases[id]; l != nil && l.attempt == attempts[i] && !slices.Contains(held, id) {
+				// The row was claimed again, or finished by a concurrent completion we are
+				// about to see; in both cases this handler's work must not be kept.
+				l.cancel(ErrLeaseLost)
 			}
 		}
-	}()
-	return func() {
-		close(done)
-		wg.Wait()
+		d.leaseMu.Unlock()
 	}
 }
 
-// backoff is the wait before retry number failures: exponential, capped, with jitter.
+// backoff is the wait before retry number failures: BackoffBase doubled per earlier failure,
+// at most BackoffMax, with jitter. Doubling stops at the cap, so it never overflows.
 func (d *Dispatcher) backoff(failures int) time.Duration {
-	b := d.cfg.BackoffMax
-	if failures < 40 {
-		b = min(d.cfg.BackoffBase<<(failures-1), d.cfg.BackoffMax)
+	b := d.cfg.BackoffBase
+	for i := 1; i < failures && b < d.cfg.BackoffMax; i++ {
+		b *= 2
 	}
-	return jitter(b)
+	return jitter(min(b, d.cfg.BackoffMax))
 }
 
 // jitter takes a random part of up to half off d.

@@ -3,7 +3,9 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -67,5 +69,56 @@ func TestAWorkerThatLostItsLeaseChangesNothing(t *testing.T) {
 	}
 	if status != "done" || attempt != 2 || effects != 1 || fromKilled != 0 {
 		t.Fatalf("status %s, attempt %d, %d effects (%d from the killed worker); want done, 2, 1, 0", status, attempt, effects, fromKilled)
+	}
+}
+
+func TestBackoffDoublesWithinItsBoundsAndNeverOverflows(t *testing.T) {
+	d := &Dispatcher{cfg: DispatcherConfig{BackoffBase: time.Second, BackoffMax: time.Hour}}
+	for failures := 1; failures <= 200; failures++ {
+		want := min(time.Second<<min(failures-1, 20), time.Hour)
+		if b := d.backoff(failures); b <= want/2-1 || b > want {
+			t.Fatalf("backoff(%d) = %v, want in (%v, %v]", failures, b, want/2, want)
+		}
+	}
+}
+
+// A handler that crashes its process every time is never finalized: each claim of its expired
+// lease counts a failure, and at MaxAttempts it is dead without running again.
+func TestACommandWhoseHandlerKeepsCrashingEndsDead(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Pool(t)
+	ctx := context.Background()
+	if err := Migrate(ctx, pool, Tables{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO reconcile_outbox (aggregate_type, aggregate_id, event_type, payload) VALUES ('payment', 'p1', 'Apply', '{}')`); err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	d, err := NewDispatcher(pool, DispatcherConfig{MaxAttempts: 3, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Handle("Apply", func(context.Context, pgx.Tx, Delivery) error { ran++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 { // claim, then "crash": the lease expires
+		if dels, err := d.claim(ctx, 1); err != nil || len(dels) != 1 {
+			t.Fatalf("claim: %v, %v", dels, err)
+		}
+		if _, err := pool.Exec(ctx, `UPDATE reconcile_outbox SET available_at = now() - interval '1 second'`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := d.Work(ctx); err != nil || n != 1 {
+		t.Fatalf("Work: %d, %v", n, err)
+	}
+	var status, lastError string
+	var failures int
+	if err := pool.QueryRow(ctx, `SELECT status, failures, last_error FROM reconcile_outbox`).Scan(&status, &failures, &lastError); err != nil {
+		t.Fatal(err)
+	}
+	if status != "dead" || ran != 0 || !strings.Contains(lastError, "lease expired 3 times") {
+		t.Fatalf("status %s, failures %d, handler ran %d times, last error %q; want dead without running, saying why", status, failures, ran, lastError)
 	}
 }

@@ -42,7 +42,7 @@ func hangMidHandler(url, schema string) error {
 	if err != nil {
 		return err
 	}
-	d, err := pgstore.NewDispatcher(pool, pgstore.DispatcherConfig{Owner: "child", Lease: time.Second})
+	d, err := pgstore.NewDispatcher(pool, pgstore.DispatcherConfig{Owner: "child", Lease: time.Second, Workers: 1})
 	if err != nil {
 		return err
 	}

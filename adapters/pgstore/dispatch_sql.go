@@ -26,25 +26,40 @@ func newDispatchSQL(t Tables) dispatchSQL {
 	const fence = ` WHERE id = $1 AND attempt = $2 AND status = 'running'`
 	return dispatchSQL{
 		// Ready rows: pending and due, or running with an expired lease (available_at is the
-		// lease expiry then). A row waits while an older row of its aggregate is unfinished.
+		// lease expiry then). A row waits while an older row of its aggregate is unfinished:
+		// it must be its aggregate's oldest unfinished row. (Written as a scalar subquery, not
+		// NOT EXISTS: an anti-join planned without statistics, as on a freshly filled outbox,
+		// scans the whole index per row.)
+		// Taking over an expired lease counts a failure: a handler that crashes its process
+		// or hangs past its lease must end dead, not be retried forever.
 		claim: `WITH c AS (
 				SELECT o.id FROM ` + outbox + ` AS o
-				WHERE o.status IN ('pending', 'running') AND o.available_at <= now()
-					AND NOT EXISTS (SELECT 1 FROM ` + outbox + ` AS p
-						WHERE p.status IN ('pending', 'running') AND p.aggregate_type = o.aggregate_type
-							AND p.aggregate_id = o.aggregate_id AND p.id < o.id)
+				WHERE o.status IN ('pending', 'running') AND o.processed_at IS NULL AND o.available_at <= now()
+					AND o.id = (SELECT p.id FROM ` + outbox + ` AS p
+						WHERE p.status IN ('pending', 'running') AND p.processed_at IS NULL
+							AND p.aggregate_type = o.aggregate_type AND p.aggregate_id = o.aggregate_id
+						ORDER BY p.id LIMIT 1)
 				ORDER BY o.available_at, o.id
 				LIMIT $3
 				FOR UPDATE SKIP LOCKED
 			)
 			UPDATE ` + outbox + ` AS o SET status = 'running', attempt = o.attempt + 1, lease_owner = $1,
-				lease_expires_at = now() + $2::interval, available_at = now() + $2::interval
+				lease_expires_at = now() + $2::interval, available_at = now() + $2::interval,
+				failures = o.failures + (o.status = 'running')::int,
+				last_error = CASE WHEN o.status = 'running' THEN 'the lease of ' || coalesce(o.lease_owner, '?') || ' expired' ELSE o.last_error END,
+				errors = CASE WHEN o.status = 'running' THEN o.errors || jsonb_build_array(jsonb_build_object(
+					'attempt', o.attempt, 'at', now(), 'error', 'the lease of ' || coalesce(o.lease_owner, '?') || ' expired'))
+					ELSE o.errors END
 			FROM c WHERE o.id = c.id
 			RETURNING o.id, o.aggregate_type, o.aggregate_id, o.event_type, o.payload, coalesce(o.finding_id, 0),
 				o.attempt, o.failures, o.created_at`,
 		complete: `UPDATE ` + outbox + ` SET status = 'done', processed_at = now(), lease_owner = NULL,
-			lease_expires_at = NULL` + fence,
-		renew: `UPDATE ` + outbox + ` SET lease_expires_at = now() + $3::interval, available_at = now() + $3::interval` + fence,
+			lease_expires_at = NULL, last_error = NULL` + fence,
+		// One statement renews every lease a dispatcher holds; it returns the ones it still holds.
+		renew: `UPDATE ` + outbox + ` AS o SET lease_expires_at = now() + $3::interval, available_at = now() + $3::interval
+			FROM unnest($1::bigint[], $2::bigint[]) AS l(id, attempt)
+			WHERE o.id = l.id AND o.attempt = l.attempt AND o.status = 'running'
+			RETURNING o.id`,
 		release: `UPDATE ` + outbox + ` SET status = 'pending', available_at = now(), lease_owner = NULL,
 			lease_expires_at = NULL, last_error = $3` + fence,
 		snooze: `UPDATE ` + outbox + ` SET status = 'pending', available_at = now() + $4::interval, lease_owner = NULL,
@@ -91,15 +106,45 @@ func (d *Dispatcher) DeadCommands(ctx context.Context, afterID int64, limit int)
 // ErrNotDead is returned by Redrive for a command that is not dead.
 var ErrNotDead = errors.New("pgstore: the command is not dead")
 
-// Redrive gives a dead command a new set of attempts, due now; its error history is kept.
-func (d *Dispatcher) Redrive(ctx context.Context, id int64) error {
-	tag, err := d.db.Exec(ctx, `UPDATE `+d.cfg.Tables.table("outbox")+` SET status = 'pending', failures = 0,
-		available_at = now(), dead_at = NULL WHERE id = $1 AND status = 'dead'`, id)
-	if err != nil {
-		return fmt.Errorf("pgstore: redrive command %d: %w", id, err)
+// ErrOutOfOrder is returned by Redrive when a younger command of the same aggregate has been
+// applied or is queued: applying the dead one now would apply it out of order. Resolve its
+// finding by hand instead (through the canonical writer), or re-drive after the younger ones
+// are dead too.
+var ErrOutOfOrder = errors.New("pgstore: a younger command of the same aggregate was applied or is queued")
+
+// Redrive gives a dead command a new set of attempts, due now, and records who did it in its
+// finding's history; its error history is kept.
+func (d *Dispatcher) Redrive(ctx context.Context, id int64, actor string) error {
+	if actor == "" {
+		return errors.New("pgstore: redrive: the actor is empty")
 	}
-	if tag.RowsAffected() == 0 {
+	outbox := d.cfg.Tables.table("outbox")
+	var dead, younger, redriven bool
+	err := d.db.QueryRow(ctx, `WITH cmd AS (
+			SELECT id, aggregate_type, aggregate_id, finding_id, status = 'dead' AS dead FROM `+outbox+` WHERE id = $1
+		), younger AS (
+			SELECT EXISTS (SELECT 1 FROM `+outbox+` AS y, cmd
+				WHERE y.aggregate_type = cmd.aggregate_type AND y.aggregate_id = cmd.aggregate_id
+					AND y.id > cmd.id AND y.status <> 'dead') AS found
+		), upd AS (
+			UPDATE `+outbox+` AS o SET status = 'pending', failures = 0, available_at = now(), dead_at = NULL
+			FROM cmd, younger WHERE o.id = cmd.id AND cmd.dead AND NOT younger.found
+			RETURNING o.finding_id
+		), ev AS (
+			INSERT INTO `+d.cfg.Tables.table("finding_events")+` (finding_id, action, actor, note)
+			SELECT finding_id, 'command redriven', $2, 'command ' || $1::text FROM upd WHERE finding_id IS NOT NULL
+		)
+		SELECT coalesce((SELECT dead FROM cmd), false), (SELECT found FROM younger), EXISTS (SELECT 1 FROM upd)`, id, actor).
+		Scan(&dead, &younger, &redriven)
+	switch {
+	case err != nil:
+		return fmt.Errorf("pgstore: redrive command %d: %w", id, err)
+	case !dead:
 		return fmt.Errorf("%w: %d", ErrNotDead, id)
+	case younger:
+		return fmt.Errorf("pgstore: redrive command %d: %w", id, ErrOutOfOrder)
+	case !redriven:
+		return fmt.Errorf("pgstore: redrive command %d: it changed meanwhile", id)
 	}
 	return nil
 }

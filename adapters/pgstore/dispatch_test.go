@@ -150,19 +150,29 @@ func TestAHandlersEffectAndTheCompletionCommitTogether(t *testing.T) {
 	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM effects`).Scan(&effects); err != nil || effects != 2 {
 		t.Fatalf("%d effects (%v); want 2: the failed try's write must have been rolled back", effects, err)
 	}
-	if c := command(t, pool, ids[1]); c.Failures != 1 || c.Attempt != 2 || !strings.Contains(c.LastError, "first try") {
-		t.Fatalf("second command %+v; want 1 failure, 2 attempts and its error kept", c)
+	var history string
+	if err := pool.QueryRow(context.Background(), `SELECT errors::text FROM reconcile_outbox WHERE id = $1`, ids[1]).Scan(&history); err != nil {
+		t.Fatal(err)
+	}
+	if c := command(t, pool, ids[1]); c.Failures != 1 || c.Attempt != 2 || c.LastError != "" || !strings.Contains(history, "first try") {
+		t.Fatalf("second command %+v, errors %s; want 1 failure, 2 attempts, its error kept in the history", c, history)
 	}
 }
 
 func TestFourDispatchersApplyTenThousandCommandsOnceInOrder(t *testing.T) {
 	verifyNoLeaks(t)
 	pool := outboxWorld(t)
-	const n, aggregates = 10000, 500
+	const n, aggregates = 10000, 2000 // five commands queued per payment
 	enqueue(t, pool, "Apply", n, aggregates, `{}`)
+	// Four dispatchers as four processes would run them: each with its own pool.
 	var ds []*pgstore.Dispatcher
 	for i := range 4 {
-		d := newDispatcher(t, pool, pgstore.DispatcherConfig{Owner: fmt.Sprintf("d%d", i), Workers: 2}, map[string]pgstore.Handler{"Apply": recordEffect})
+		own, err := pgxpool.NewWithConfig(context.Background(), pool.Config().Copy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(own.Close)
+		d := newDispatcher(t, own, pgstore.DispatcherConfig{Owner: fmt.Sprintf("d%d", i), Workers: 2}, map[string]pgstore.Handler{"Apply": recordEffect})
 		if err := d.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -222,10 +232,10 @@ func TestAPoisonCommandGoesDeadKeepsItsErrorsAndCanBeRedriven(t *testing.T) {
 		t.Fatalf("DeadCommands = %+v, %v; want the command with its three errors", dead, err)
 	}
 	healed.Store(true)
-	if err := d.Redrive(context.Background(), ids[0]); err != nil {
+	if err := d.Redrive(context.Background(), ids[0], "ops"); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Redrive(context.Background(), ids[0]); !errors.Is(err, pgstore.ErrNotDead) {
+	if err := d.Redrive(context.Background(), ids[0], "ops"); !errors.Is(err, pgstore.ErrNotDead) {
 		t.Fatalf("second Redrive = %v, want ErrNotDead", err)
 	}
 	drain(t, pool, d)
@@ -448,5 +458,39 @@ func TestNewDispatcherRejectsBadConfig(t *testing.T) {
 	}
 	if err := d.Handle("A", recordEffect); err == nil {
 		t.Error("a second handler for A was accepted")
+	}
+}
+
+func TestRedriveRefusesToApplyACommandAfterAYoungerOneOfItsAggregate(t *testing.T) {
+	t.Parallel()
+	pool := outboxWorld(t)
+	ids := enqueue(t, pool, "Apply", 2, 1, `{}`) // one aggregate
+	d := newDispatcher(t, pool, pgstore.DispatcherConfig{MaxAttempts: 1}, map[string]pgstore.Handler{
+		"Apply": func(ctx context.Context, tx pgx.Tx, del pgstore.Delivery) error {
+			if del.ID == ids[0] {
+				return errors.New("poison")
+			}
+			return recordEffect(ctx, tx, del)
+		},
+	})
+	drain(t, pool, d)
+	if c := command(t, pool, ids[1]); c.Status != "done" {
+		t.Fatalf("the younger command: %+v, want done (a dead one does not block its aggregate)", c)
+	}
+	if err := d.Redrive(context.Background(), ids[0], "ops"); !errors.Is(err, pgstore.ErrOutOfOrder) {
+		t.Fatalf("Redrive = %v, want ErrOutOfOrder", err)
+	}
+	if err := d.Redrive(context.Background(), ids[0], ""); err == nil {
+		t.Fatal("Redrive without an actor succeeded")
+	}
+}
+
+func TestNewDispatcherRefusesAPoolTooSmallForItsWorkers(t *testing.T) {
+	pool := pgtest.Pool(t) // pgtest.MaxConns connections
+	if _, err := pgstore.NewDispatcher(pool, pgstore.DispatcherConfig{Workers: pgtest.MaxConns}); err == nil {
+		t.Fatalf("a pool of %d connections was accepted for %d workers", pgtest.MaxConns, pgtest.MaxConns)
+	}
+	if _, err := pgstore.NewDispatcher(pool, pgstore.DispatcherConfig{Workers: pgtest.MaxConns - 2}); err != nil {
+		t.Fatal(err)
 	}
 }

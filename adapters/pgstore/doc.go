@@ -14,6 +14,34 @@
 // table, so SELECT privilege suffices and no updated_at trigger fires. ObserveInHostColumns
 // writes them to columns of the host table instead, as the seed design did.
 //
+// # Tiers
+//
+// Several jobs may cover one host table with different filters and cadences: recent and
+// unsettled rows often, the rest rarely. Each tier is its own Store, with a Config.Filter and
+// a job name of its own, so each has its own cursor, observations and findings:
+//
+//	hot := pgstore.Filter{AnyOf: [][]pgstore.Cond{
+//		{{Column: "created_at", Op: pgstore.Within, Value: 90 * 24 * time.Hour}},
+//		{{Column: "status", Op: pgstore.In, Value: []string{"pending"}}},
+//	}}
+//	cold := hot
+//	cold.Not = true
+//
+// A Filter is an OR of ANDs of conditions on columns; values are bound parameters and columns
+// are checked identifiers, so the filter above reads WHERE coalesce((h."created_at" >= now() -
+// $3::interval) OR (h."status" = ANY($4)), false), and its Not twin NOT coalesce(...). A row
+// whose conditions are unknown (a NULL created_at or status) is thus outside a filter and
+// inside its complement: a filter and its Not twin partition the table. Within and OlderThan
+// use the database clock and read a timestamp without time zone in Config.TimeZone.
+//
+// The partition holds at an instant; a row moves between tiers as it ages or changes, and
+// one that moves behind the other tier's cursor waits for that tier's next cycle. Lag shows
+// it. Status reports each tier's rows, lag and new rows per hour; the overall lag is the
+// largest tier's. Give each tier the others' names in LagJobs, so that a row the hot tier
+// verified an hour ago and that has just turned cold counts an hour of lag, not the time since
+// its creation. An unfiltered Store whose LagJobs lists every tier reports the overall lag
+// directly.
+//
 // # The reconciler's tables
 //
 // Cursors, observations, findings and the outbox come from migrations embedded in the package.

@@ -40,8 +40,9 @@ func (t Tables) validate() error {
 	if err := checkIdent("Tables.Prefix", t.Prefix+"x"); err != nil {
 		return err
 	}
-	if len(t.Prefix) > 40 {
-		return fmt.Errorf("pgstore: config: Tables.Prefix %q is longer than 40 characters", t.Prefix)
+	if len(t.Prefix) > 36 {
+		// The longest name built from it must fit PostgreSQL's 63 bytes.
+		return fmt.Errorf("pgstore: config: Tables.Prefix %q is longer than 36 characters", t.Prefix)
 	}
 	if t.Schema != "" {
 		return checkIdent("Tables.Schema", t.Schema)
@@ -71,8 +72,6 @@ func Migrations(t Tables) (fs.FS, error) {
 	funcs := template.FuncMap{
 		"table": t.table,
 		"name":  func(n string) string { return pgx.Identifier{t.Prefix + n}.Sanitize() },
-		// qualified names an existing index (DROP INDEX needs its schema).
-		"qualified": t.table,
 	}
 	out := fstest.MapFS{}
 	for _, n := range names {

@@ -83,8 +83,19 @@ type Config struct {
 	OwnWriteTolerance time.Duration
 
 	// TimeZone is the zone that columns of type timestamp without time zone are in, so that
-	// grace and lag do not depend on the session's TimeZone setting. Empty means "UTC".
+	// grace, lag and filters do not depend on the session's TimeZone setting. Empty means "UTC".
 	TimeZone string
+
+	// Filter selects the rows this store covers, for a tier: several jobs over one host table,
+	// each with its own store, filter and cadence. Read and Status see only these rows. The
+	// zero Filter selects every row.
+	Filter Filter
+	// LagJobs names other jobs whose verifications count for this store's lag in Status, such
+	// as the other tiers over the same table: a row that leaves the hot tier for the cold one
+	// has gone unverified only since the hot job last verified it. The job Status is asked
+	// about always counts. ObserveInHostColumns keeps one verified-at column for every job, so
+	// there every job's verification counts already and LagJobs changes nothing.
+	LagJobs []string
 }
 
 // Store is a reconcile.Store over a host table in PostgreSQL.
@@ -128,6 +139,8 @@ func New(db DB, cfg Config) (*Store, error) {
 		cfg.KeyColumns = []string{"id"}
 	}
 	cfg.KeyColumns = append([]string(nil), cfg.KeyColumns...)
+	cfg.LagJobs = append([]string(nil), cfg.LagJobs...)
+	cfg.Filter = cfg.Filter.clone()
 	def(&cfg.IDColumn, cfg.KeyColumns[len(cfg.KeyColumns)-1])
 	def(&cfg.ExternalIDColumn, "external_id")
 	def(&cfg.StateColumn, "status")
@@ -176,6 +189,14 @@ func New(db DB, cfg Config) (*Store, error) {
 	if cfg.OwnWriteTolerance < 0 {
 		return nil, fmt.Errorf("pgstore: config: OwnWriteTolerance %s is negative", cfg.OwnWriteTolerance)
 	}
+	if err := cfg.Filter.validate(); err != nil {
+		return nil, err
+	}
+	for i, j := range cfg.LagJobs {
+		if j == "" {
+			return nil, fmt.Errorf("pgstore: config: LagJobs[%d] is empty", i)
+		}
+	}
 	seen := map[string]bool{}
 	for _, k := range cfg.KeyColumns {
 		if seen[k] {
@@ -206,7 +227,23 @@ func (s *Store) statements(ctx context.Context) (*statements, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.sql = buildStatements(s.cfg, types)
+	if err := s.cfg.checkFilter(types); err != nil {
+		return nil, err
+	}
+	st := buildStatements(s.cfg, types)
+	// A value the column cannot take (text for a bigint, say) fails here rather than in the
+	// first batch.
+	if where, args := renderFilter(s.cfg, types, 1); where != "" {
+		rows, err := s.db.Query(ctx, "SELECT 1 FROM "+s.hostTable()+" AS h WHERE "+where+" LIMIT 0", args...)
+		if err == nil {
+			rows.Close()
+			err = rows.Err()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("pgstore: config: Filter on %s: %w", s.hostTable(), err)
+		}
+	}
+	s.sql = st
 	return s.sql, nil
 }
 
@@ -299,8 +336,8 @@ func (s *Store) checkUnique(ctx context.Context, cols []string, what string) err
 	return nil
 }
 
-// Read returns the rows after the job's cursor, in key order, judging grace by the database
-// clock.
+// Read returns the rows the Filter selects after the job's cursor, in key order, judging grace
+// by the database clock.
 func (s *Store) Read(ctx context.Context, req reconcile.ReadRequest) (reconcile.Batch[string], error) {
 	var b reconcile.Batch[string]
 	if req.Limit <= 0 {
@@ -323,6 +360,7 @@ func (s *Store) Read(ctx context.Context, req reconcile.ReadRequest) (reconcile.
 		}
 		query, args = st.readAfter, append(args, b.Cursor.Position)
 	}
+	args = append(args, st.filterArgs...)
 	rows, err := s.db.Query(ctx, query, args...)
 	if err != nil {
 		return b, fmt.Errorf("pgstore: job %s: read %s: %w", req.Job, s.hostTable(), err)

@@ -17,6 +17,9 @@ type statements struct {
 	observe, findings                string
 	observeTakesJob                  bool
 	lag                              string
+	// filterArgs are the Filter's values, bound after each statement's own parameters: read
+	// and lag statements take them from the placeholder after their last one.
+	filterArgs []any
 }
 
 const naiveTimestamp = "timestamp without time zone"
@@ -55,12 +58,25 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 		strings.Join(keys, ", "), q(cfg.IDColumn), q(cfg.ExternalIDColumn), q(cfg.StateColumn),
 		ts(cfg.CreatedAtColumn), recent, host)
 	order := fmt.Sprintf(" ORDER BY %s LIMIT $2", strings.Join(keys, ", "))
+	// where joins conds and the Filter into a WHERE clause; the Filter's placeholders start at
+	// $first, after the statement's own, and statements.filterArgs are bound to them.
+	where := func(first int, conds ...string) string {
+		if f, _ := renderFilter(cfg, types, first); f != "" {
+			conds = append(conds, f)
+		}
+		if len(conds) == 0 {
+			return ""
+		}
+		return " WHERE " + strings.Join(conds, " AND ")
+	}
+	_, filterArgs := renderFilter(cfg, types, 1)
 
 	cursors := t.table("cursors")
 	st := &statements{
+		filterArgs: filterArgs,
 		readCursor: "SELECT coalesce(position::text, ''), version FROM " + cursors + " WHERE job = $1",
-		readFirst:  sel + order,
-		readAfter:  fmt.Sprintf("%s WHERE (%s) > (%s)%s", sel, strings.Join(keys, ", "), strings.Join(after, ", "), order),
+		readFirst:  sel + where(3) + order,
+		readAfter:  sel + where(4, fmt.Sprintf("(%s) > (%s)", strings.Join(keys, ", "), strings.Join(after, ", "))) + order,
 
 		// Compare-and-set on the version read ($2), as one upsert: it affects one row exactly
 		// when the cursor is still where the batch found it (or did not exist yet).
@@ -93,16 +109,20 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 			)
 			SELECT (SELECT count(*) FROM opened), (SELECT count(*) FROM queued)`,
 	}
-	// Lag: the longest any row has gone unverified, counting never-verified rows from creation.
+	// Lag: the longest any of the filter's rows has gone unverified, counting never-verified
+	// rows from creation. $1 is the jobs whose verifications count (the job and LagJobs).
 	if cfg.Observations == ObserveInHostColumns {
 		st.lag = fmt.Sprintf(`SELECT now(), count(*), coalesce(extract(epoch FROM max(now() - coalesce(%s, %s))), 0)::float8,
 				count(*) FILTER (WHERE %s > now() - interval '1 hour')
-			FROM %s AS h WHERE $1::text IS NOT NULL`, ts(cfg.VerifiedAtColumn), ts(cfg.CreatedAtColumn), ts(cfg.CreatedAtColumn), host)
+			FROM %s AS h%s`, ts(cfg.VerifiedAtColumn), ts(cfg.CreatedAtColumn), ts(cfg.CreatedAtColumn), host,
+			where(2, "$1::text[] IS NOT NULL"))
 	} else {
 		st.lag = fmt.Sprintf(`SELECT now(), count(*), coalesce(extract(epoch FROM max(now() - coalesce(o.verified_at, %s))), 0)::float8,
 				count(*) FILTER (WHERE %s > now() - interval '1 hour')
-			FROM %s AS h LEFT JOIN %s AS o ON o.job = $1 AND o.record_id = %s::text`,
-			ts(cfg.CreatedAtColumn), ts(cfg.CreatedAtColumn), host, t.table("observations"), q(cfg.IDColumn))
+			FROM %s AS h LEFT JOIN (
+				SELECT record_id, max(verified_at) AS verified_at FROM %s WHERE job = ANY($1::text[]) GROUP BY record_id
+			) AS o ON o.record_id = %s::text%s`,
+			ts(cfg.CreatedAtColumn), ts(cfg.CreatedAtColumn), host, t.table("observations"), q(cfg.IDColumn), where(2))
 	}
 	if cfg.Observations == ObserveInHostColumns {
 		now := "now()"

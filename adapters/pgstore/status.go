@@ -11,9 +11,10 @@ import (
 	"github.com/reconcilekit/reconcile"
 )
 
-// Status reads the job's monitoring figures in one round trip. Lag and NewRowsPerHour scan the
-// host table (its rows the job covers); at millions of rows, read it every few minutes, not on
-// every scrape.
+// Status reads the job's monitoring figures in one round trip. Rows, Lag and NewRowsPerHour
+// cover the rows the store's Filter selects, so each tier reports its own; a row counts as
+// verified when the job or one of LagJobs last verified it. They scan the host table: at
+// millions of rows, read it every few minutes, not on every scrape.
 func (s *Store) Status(ctx context.Context, job string) (reconcile.Status, error) {
 	sql, err := s.statements(ctx)
 	if err != nil {
@@ -22,7 +23,8 @@ func (s *Store) Status(ctx context.Context, job string) (reconcile.Status, error
 	st := reconcile.Status{Job: job, OpenFindings: map[string]int{}}
 	b := &pgx.Batch{}
 	var lagSeconds float64
-	b.Queue(sql.lag, job).QueryRow(func(r pgx.Row) error { return r.Scan(&st.Now, &st.Rows, &lagSeconds, &st.NewRowsPerHour) })
+	lagArgs := append([]any{append([]string{job}, s.cfg.LagJobs...)}, sql.filterArgs...)
+	b.Queue(sql.lag, lagArgs...).QueryRow(func(r pgx.Row) error { return r.Scan(&st.Now, &st.Rows, &lagSeconds, &st.NewRowsPerHour) })
 	var started, completed, lastBatch *time.Time
 	b.Queue(`SELECT cycle_started_at, last_cycle_completed_at, cycles_completed, last_batch_at,
 		last_batch_scanned, last_batch_unverifiable FROM `+s.cfg.Tables.table("cursors")+` WHERE job = $1`, job).

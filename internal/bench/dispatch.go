@@ -114,10 +114,18 @@ func runDispatch(ctx context.Context, pool *pgxpool.Pool, schema string, opts di
 		_, err := tx.Exec(ctx, `INSERT INTO `+effects+` (command_id, aggregate_id) VALUES ($1, $2)`, d.ID, d.AggregateID)
 		return err
 	}
+	// Each dispatcher needs a connection per handler, one to claim and one to renew leases.
+	pcfg := pool.Config().Copy()
+	pcfg.MaxConns = int32(opts.Workers * (opts.Concurrency + 2))
+	dpool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return res, err
+	}
+	defer dpool.Close()
 	var ds []*pgstore.Dispatcher
 	start := time.Now()
 	for i := range opts.Workers {
-		d, err := pgstore.NewDispatcher(pool, pgstore.DispatcherConfig{Tables: tables, Owner: fmt.Sprintf("bench-%d", i),
+		d, err := pgstore.NewDispatcher(dpool, pgstore.DispatcherConfig{Tables: tables, Owner: fmt.Sprintf("bench-%d", i),
 			Workers: opts.Concurrency, PollInterval: 10 * time.Millisecond})
 		if err != nil {
 			return res, err
@@ -151,7 +159,7 @@ func runDispatch(ctx context.Context, pool *pgxpool.Pool, schema string, opts di
 	}
 	res.Seconds = round(elapsed.Seconds(), 3)
 	res.CommandsPerS = math.Round(float64(opts.Commands) / elapsed.Seconds())
-	err := pool.QueryRow(ctx, `SELECT (SELECT count(*) - count(DISTINCT command_id) FROM `+effects+`),
+	err = pool.QueryRow(ctx, `SELECT (SELECT count(*) - count(DISTINCT command_id) FROM `+effects+`),
 		(SELECT count(*) FROM `+outbox+` WHERE status <> 'done'),
 		(SELECT count(*) FROM (SELECT command_id < lag(command_id) OVER (PARTITION BY aggregate_id ORDER BY seq) AS bad FROM `+effects+`) x WHERE bad)`).
 		Scan(&res.Duplicates, &res.Lost, &res.OutOfOrder)
