@@ -28,7 +28,9 @@ type repairStats struct {
 func newDispatcher(db pgstore.DB, schema string, store *pgstore.Store, stats *repairStats, logger *slog.Logger) (*pgstore.Dispatcher, error) {
 	d, err := pgstore.NewDispatcher(db, pgstore.DispatcherConfig{
 		Tables:  pgstore.Tables{Schema: schema},
-		Workers: 8,
+		// Each running handler holds a connection, and the dispatcher needs two more: the
+		// example's pool has pgxpool's default of four.
+		Workers: 2,
 		Logger:  logger,
 	})
 	if err != nil {
