@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/reconcilekit/reconcile"
 )
@@ -54,23 +54,23 @@ func (s *Store) ResolveFinding(ctx context.Context, q Querier, id int64, r recon
 	return open, nil
 }
 
-// ResolveRecordFindings closes every open finding of the given kinds about one local row, in any
-// job, and returns their ids. It is the webhook's side of the canonical writer: a webhook knows
-// the payment, not the finding, and the drift it fixes may have been found by any job. No kinds
-// means every kind.
+// ResolveRecordFindings closes every open finding of the given kinds about one row of this
+// store's table (its AggregateType), in any job over it, and returns their ids. It is the
+// webhook's side of the canonical writer: a webhook knows the payment, not the finding, and the
+// drift it fixes may have been found by any tier's job. No kinds means every kind.
 func (s *Store) ResolveRecordFindings(ctx context.Context, q Querier, recordID string, kinds []string, r reconcile.Resolution) ([]int64, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
 	rows, err := q.Query(ctx, `WITH upd AS (
 			UPDATE `+s.cfg.Tables.table("findings")+` SET resolved_at = now(), resolution = $3, resolved_by = $4, resolution_note = $5
-			WHERE record_id = $1 AND resolved_at IS NULL AND (cardinality($2::text[]) = 0 OR kind = ANY($2))
+			WHERE record_id = $1 AND aggregate_type = $6 AND resolved_at IS NULL AND (cardinality($2::text[]) = 0 OR kind = ANY($2))
 			RETURNING id
 		), ev AS (
 			INSERT INTO `+s.cfg.Tables.table("finding_events")+` (finding_id, action, actor, resolution, note)
 			SELECT id, 'resolved', $4, $3, $5 FROM upd
 		)
-		SELECT id FROM upd ORDER BY id`, recordID, kinds, r.As, r.By, r.Note)
+		SELECT id FROM upd ORDER BY id`, recordID, kinds, r.As, r.By, r.Note, s.cfg.AggregateType)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: resolve findings of record %s: %w", recordID, err)
 	}
@@ -86,30 +86,38 @@ func (s *Store) ResolveRecordFindings(ctx context.Context, q Querier, recordID s
 var ErrAlreadyOpen = errors.New("pgstore: an open finding of the same job, record and kind exists")
 
 // ReopenFinding opens a resolved finding again (the fix did not hold, or was recorded by
-// mistake) and records who did it and why; it reports whether the finding was closed.
+// mistake) and records who did it and why; it reports whether the finding was closed. If the
+// same drift has been found again since, the newer finding is the open one: ErrAlreadyOpen, and
+// q (the host's transaction, perhaps) is left usable.
 func (s *Store) ReopenFinding(ctx context.Context, q Querier, id int64, by, note string) (bool, error) {
 	if by == "" {
 		return false, errors.New("pgstore: reopen finding: the actor is empty")
 	}
-	var exists, reopened bool
-	err := q.QueryRow(ctx, `WITH upd AS (
-			UPDATE `+s.cfg.Tables.table("findings")+` SET resolved_at = NULL, resolution = NULL, resolved_by = NULL, resolution_note = NULL
-			WHERE id = $1 AND resolved_at IS NOT NULL RETURNING id
+	findings := s.cfg.Tables.table("findings")
+	var exists, sibling, reopened bool
+	err := q.QueryRow(ctx, `WITH f AS (
+			SELECT id, job, record_id, kind, resolved_at FROM `+findings+` WHERE id = $1
+		), sibling AS (
+			SELECT EXISTS (SELECT 1 FROM `+findings+` AS o, f WHERE o.job = f.job AND o.record_id = f.record_id
+				AND o.kind = f.kind AND o.resolved_at IS NULL AND o.id <> f.id) AS found
+		), upd AS (
+			UPDATE `+findings+` AS t SET resolved_at = NULL, resolution = NULL, resolved_by = NULL, resolution_note = NULL
+			FROM sibling WHERE t.id = $1 AND t.resolved_at IS NOT NULL AND NOT sibling.found RETURNING t.id
 		), ev AS (
 			INSERT INTO `+s.cfg.Tables.table("finding_events")+` (finding_id, action, actor, note)
 			SELECT id, 'reopened', $2, $3 FROM upd RETURNING 1
 		)
-		SELECT EXISTS (SELECT 1 FROM `+s.cfg.Tables.table("findings")+` WHERE id = $1), EXISTS (SELECT 1 FROM ev)`,
-		id, by, note).Scan(&exists, &reopened)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation on the open-finding index
-		return false, fmt.Errorf("pgstore: reopen finding %d: %w", id, ErrAlreadyOpen)
-	}
-	if err != nil {
+		SELECT EXISTS (SELECT 1 FROM f), (SELECT found FROM sibling), EXISTS (SELECT 1 FROM ev)`,
+		id, by, note).Scan(&exists, &sibling, &reopened)
+	switch {
+	case err != nil:
+		// A sibling opened concurrently still trips the unique index; that is rare enough to
+		// surface as the database's error.
 		return false, fmt.Errorf("pgstore: reopen finding %d: %w", id, err)
-	}
-	if !exists {
+	case !exists:
 		return false, fmt.Errorf("%w: %d", ErrNoFinding, id)
+	case sibling && !reopened:
+		return false, fmt.Errorf("pgstore: reopen finding %d: %w", id, ErrAlreadyOpen)
 	}
 	return reopened, nil
 }
@@ -154,26 +162,38 @@ func (s *Store) ListFindings(ctx context.Context, fq FindingQuery) ([]reconcile.
 	if fq.Limit == 0 {
 		fq.Limit = 100
 	}
-	var state string
+	// Only the filters asked for are in the statement, so that each shape gets a plan that
+	// uses the indexes on open findings.
+	where := []string{"f.id > $1"}
+	args := []any{fq.AfterID}
 	switch fq.State {
 	case "", "open":
-		state = "f.resolved_at IS NULL"
+		where = append(where, "f.resolved_at IS NULL")
 	case "resolved":
-		state = "f.resolved_at IS NOT NULL"
+		where = append(where, "f.resolved_at IS NOT NULL")
 	case "all":
-		state = "true"
 	default:
 		return nil, fmt.Errorf("pgstore: list findings: state %q is not open, resolved or all", fq.State)
 	}
-	var before *time.Time
-	if !fq.DetectedBefore.IsZero() {
-		before = &fq.DetectedBefore
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
 	}
+	if fq.Job != "" {
+		add("f.job = $%d", fq.Job)
+	}
+	if fq.Kind != "" {
+		add("f.kind = $%d", fq.Kind)
+	}
+	if fq.RecordID != "" {
+		add("f.record_id = $%d", fq.RecordID)
+	}
+	if !fq.DetectedBefore.IsZero() {
+		add("f.detected_at < $%d", fq.DetectedBefore)
+	}
+	args = append(args, fq.Limit)
 	rows, err := s.db.Query(ctx, `SELECT `+findingColumns+` FROM `+s.cfg.Tables.table("findings")+` AS f
-		WHERE `+state+` AND f.id > $1
-			AND ($2 = '' OR f.job = $2) AND ($3 = '' OR f.kind = $3) AND ($4 = '' OR f.record_id = $4)
-			AND ($5::timestamptz IS NULL OR f.detected_at < $5)
-		ORDER BY f.id LIMIT $6`, fq.AfterID, fq.Job, fq.Kind, fq.RecordID, before, fq.Limit)
+		WHERE `+strings.Join(where, " AND ")+fmt.Sprintf(` ORDER BY f.id LIMIT $%d`, len(args)), args...)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: list findings: %w", err)
 	}

@@ -95,7 +95,7 @@ func TestTheAuditIsAppendOnly(t *testing.T) {
 	if _, err := f.store.ResolveFinding(ctx, f.pool, open[0].ID, reconcile.Resolution{As: "fixed", By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	for _, sql := range []string{`UPDATE reconcile_finding_events SET actor = 'mallory'`, `DELETE FROM reconcile_finding_events`} {
+	for _, sql := range []string{`UPDATE reconcile_finding_events SET actor = 'mallory'`, `DELETE FROM reconcile_finding_events`, `TRUNCATE reconcile_finding_events`} {
 		if _, err := f.pool.Exec(ctx, sql); err == nil {
 			t.Errorf("%s succeeded on the audit table", sql)
 		}
@@ -116,8 +116,16 @@ func TestReopeningDriftThatWasFoundAgainIsRefused(t *testing.T) {
 		ext[extIDOf(i)] = map[bool]string{true: "canceled", false: "succeeded"}[i == 3 || i == 4]
 	}
 	reconciletest.Cycle(t, reconciletest.Config(f, "sweep", reconciletest.NewGateway(ext), 10), 3)
-	if _, err := f.store.ReopenFinding(ctx, f.pool, id, "bob", ""); !errors.Is(err, pgstore.ErrAlreadyOpen) {
-		t.Fatalf("reopen = %v, want ErrAlreadyOpen", err)
+	// Inside the host's transaction, which must stay usable after the refusal.
+	err := pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error {
+		if _, err := f.store.ReopenFinding(ctx, tx, id, "bob", ""); !errors.Is(err, pgstore.ErrAlreadyOpen) {
+			t.Fatalf("reopen = %v, want ErrAlreadyOpen", err)
+		}
+		_, err := tx.Exec(ctx, `SELECT 1`)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("the transaction was spoiled by the refusal: %v", err)
 	}
 }
 
@@ -200,17 +208,38 @@ func TestADeadRepairShowsAsAStaleFindingAndInItsHistory(t *testing.T) {
 	}
 }
 
-func TestAWebhookResolvesTheFindingsOfItsPaymentWhateverTheJob(t *testing.T) {
+func TestAWebhookResolvesTheFindingsOfItsPaymentInEveryTierButNotOtherTables(t *testing.T) {
 	t.Parallel()
 	f, ctx := reviewWorld(t)
+	// A second job (a tier) over the same payments finds the same drift.
+	ext := map[string]string{}
+	for i := int64(1); i <= 6; i++ {
+		ext[extIDOf(i)] = map[bool]string{true: "canceled", false: "succeeded"}[i == 3 || i == 4]
+	}
+	reconciletest.Cycle(t, reconciletest.Config(f, "hot", reconciletest.NewGateway(ext), 10), 3)
+	// Another table's job has a finding about its own record "1".
+	refunds, err := pgstore.New(f.pool, pgstore.Config{Table: "payments", AggregateType: "refund"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reconciletest.Cycle(t, reconciletest.Config(fixture{f.pool, refunds}, "refunds", reconciletest.NewGateway(ext), 10), 3)
+
 	var ids []int64
-	err := pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error {
 		var err error
 		ids, err = f.store.ResolveRecordFindings(ctx, tx, "1", []string{"missed_success"}, reconcile.Resolution{As: reconcile.ResolutionFixed, By: "stripe-webhook"})
 		return err
 	})
-	if err != nil || len(ids) != 1 {
-		t.Fatalf("resolved %v, %v; want the one missed_success of payment 1", ids, err)
+	if err != nil || len(ids) != 2 {
+		t.Fatalf("resolved %v, %v; want payment 1's missed_success in both tiers", ids, err)
+	}
+	open, err := refunds.ListFindings(ctx, pgstore.FindingQuery{Job: "refunds", RecordID: "1"})
+	if err != nil || len(open) != 1 {
+		t.Fatalf("the refunds job's finding about its record 1: %+v, %v; want it still open", open, err)
+	}
+	d, err := f.store.Finding(ctx, ids[0])
+	if err != nil || d.History[len(d.History)-1].Actor != "stripe-webhook" {
+		t.Fatalf("history %+v, %v; want the webhook's resolution recorded", d.History, err)
 	}
 	if again, err := f.store.ResolveRecordFindings(ctx, f.pool, "1", nil, reconcile.Resolution{As: reconcile.ResolutionFixed, By: "stripe-webhook"}); err != nil || len(again) != 0 {
 		t.Fatalf("a second webhook resolved %v, %v; want nothing", again, err)

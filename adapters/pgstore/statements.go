@@ -96,8 +96,8 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 				SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
 					AS t(record_id, kind, local_state, external_state, detail, command)
 			), opened AS (
-				INSERT INTO ` + t.table("findings") + ` (job, record_id, kind, local_state, external_state, detail, command)
-				SELECT $1, record_id, kind, local_state, external_state, detail, command FROM input
+				INSERT INTO ` + t.table("findings") + ` (job, record_id, kind, local_state, external_state, detail, command, aggregate_type)
+				SELECT $1, record_id, kind, local_state, external_state, detail, command, $2 FROM input
 				ON CONFLICT (job, record_id, kind) WHERE resolved_at IS NULL DO NOTHING
 				RETURNING id, record_id, kind, local_state, external_state, command
 			), queued AS (
