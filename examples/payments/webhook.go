@@ -60,10 +60,12 @@ func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "cannot read body", http.StatusBadRequest)
 		return
 	}
-	// ConstructEvent checks the signature, its age (5 minutes, against replays), and that the
-	// event's API version is stripe-go's: the endpoint must be created with that version. Its
-	// errors describe the header or payload, never the secret.
-	ev, err := webhook.ConstructEvent(body, r.Header.Get("Stripe-Signature"), h.secret)
+	// The signature and its age (5 minutes, against replays) are checked; the event's API
+	// version is not, so that an account's API upgrade does not turn every delivery into a 400
+	// until Stripe gives up: only the PaymentIntent's id is read, which every version has.
+	// The errors describe the header or payload, never the secret.
+	ev, err := webhook.ConstructEventWithOptions(body, r.Header.Get("Stripe-Signature"), h.secret,
+		webhook.ConstructEventOptions{IgnoreAPIVersionMismatch: true})
 	if err != nil {
 		h.log.LogAttrs(r.Context(), slog.LevelWarn, "stripe webhook: rejected", slog.String("error", err.Error()))
 		http.Error(w, "invalid signature or payload", http.StatusBadRequest)
