@@ -88,6 +88,11 @@ type HealthPolicy struct {
 	// MaxStaleFindings bounds the findings open past the store's threshold. Zero means none
 	// may be; a negative value turns the check off.
 	MaxStaleFindings int
+	// Schedule, if set, is the job's schedule (BatchSize, BatchesPerHour, RequestsPerSecond,
+	// CallsPerRow); Rows and NewRowsPerHour are taken from the Status. The health report then
+	// carries the coverage plan, and fails the check "plan" when a cycle can never complete or
+	// will take longer than LagSLO.
+	Schedule *PlanInput
 }
 
 func (p HealthPolicy) withDefaults() HealthPolicy {
@@ -124,6 +129,8 @@ type Health struct {
 	// OK is true when every check passes.
 	OK     bool
 	Checks []Check
+	// Plan is the coverage plan when the policy has a Schedule.
+	Plan *Plan
 }
 
 // Reasons lists the failing checks' reasons.
@@ -180,6 +187,23 @@ func EvaluateHealth(st Status, p HealthPolicy) Health {
 		add(Check{Name: "stale_findings", OK: st.StaleFindings <= p.MaxStaleFindings,
 			Value: fmt.Sprint(st.StaleFindings), Limit: fmt.Sprint(p.MaxStaleFindings),
 			Reason: fmt.Sprintf("stale_findings: %d findings open past the threshold (dead repairs or reviews nobody did)", st.StaleFindings)})
+	}
+	if p.Schedule != nil {
+		in := *p.Schedule
+		in.Rows, in.LagSLO = st.Rows, p.LagSLO
+		if st.NewRowsPerHour > 0 {
+			in.NewRowsPerHour = float64(st.NewRowsPerHour)
+		}
+		if plan, err := PlanCoverage(in); err != nil {
+			add(Check{Name: "plan", OK: false, Value: "invalid schedule", Reason: "plan: " + err.Error()})
+		} else {
+			h.Plan = &plan
+			value := "never completes"
+			if plan.Completes {
+				value = round(plan.CycleTime)
+			}
+			add(Check{Name: "plan", OK: plan.MeetsSLO, Value: value, Limit: round(p.LagSLO), Reason: "plan: " + plan.Verdict})
+		}
 	}
 	for i := range h.Checks {
 		if h.Checks[i].OK {

@@ -37,6 +37,12 @@ func TestEvaluateHealth(t *testing.T) {
 		}, reconcile.HealthPolicy{}, []string{"since_last_cycle", "cycle_age"}},
 		{"stale findings fail", func(s *reconcile.Status) { s.StaleFindings = 3 }, reconcile.HealthPolicy{}, []string{"stale_findings"}},
 		{"stale findings can be tolerated", func(s *reconcile.Status) { s.StaleFindings = 3 }, reconcile.HealthPolicy{MaxStaleFindings: -1}, nil},
+		{"a schedule that keeps up passes the plan", func(s *reconcile.Status) { s.Rows = 120000 },
+			reconcile.HealthPolicy{Schedule: &reconcile.PlanInput{BatchSize: 200, BatchesPerHour: 12}}, nil},
+		{"a schedule slower than new rows arrive fails the plan", func(s *reconcile.Status) { s.Rows, s.NewRowsPerHour = 120000, 2400 },
+			reconcile.HealthPolicy{Schedule: &reconcile.PlanInput{BatchSize: 200, BatchesPerHour: 12}}, []string{"plan"}},
+		{"a schedule whose cycle outlasts the SLO fails the plan", func(s *reconcile.Status) { s.Rows = 120000 },
+			reconcile.HealthPolicy{LagSLO: 48 * time.Hour, Schedule: &reconcile.PlanInput{BatchSize: 200, BatchesPerHour: 12}}, []string{"plan"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
