@@ -62,6 +62,29 @@
 // Fetch only about the rows the bulk answer did not cover. The Stripe gateway does this through
 // the PaymentIntents list, a hundred objects per call.
 //
+// # Running it
+//
+// A Runner runs jobs in the host's process: each job ticks on an interval with jitter, runs
+// batch after batch while there is work (within a per-tick budget of rows or time), sleeps
+// after a wrap, waits out rate limits, backs off after failures, and treats a lost cursor race
+// (another process runs the job) as routine. Stop lets the current batch finish. Hosts that
+// schedule work themselves (cron, River) call RunTick, which is one tick of the same loop.
+//
+// # Coverage and health
+//
+// Guarantees are measured in time. PlanCoverage computes a schedule's cycle time from N rows,
+// batch B, R batches an hour, G new rows an hour and the API budget, and says plainly when a
+// cycle can never complete (B×R ≤ G) or will miss the lag SLO. EvaluateHealth judges a job's
+// Status (lag, time since the last completed cycle, cycle age, the last batch's unverifiable
+// ratio, stale findings, and the plan when the policy has a schedule) against a HealthPolicy
+// and gives each failing check its reason: a job whose gateway is failing is never healthy.
+//
+// # Observing it
+//
+// Config.Observer is told of every gateway call (with ErrorClass) and every batch; package
+// adapters/prommetrics turns that, and health read at scrape time, into Prometheus metrics.
+// Each batch logs one structured line through Config.Logger; no secret is ever logged.
+//
 // # Gateway errors
 //
 // A Gateway maps every failure to one of: ErrNotFound (confirmed absent: a NeedsReview finding
