@@ -187,6 +187,19 @@ func printSummary(out io.Writer, p plan, r results) {
 		fmt.Fprintf(out, "    %-38s %d, the oldest detected %s ago\n", "open findings", open, age(st.Now.Sub(st.OldestOpenFinding)))
 	}
 
+	// What an alert would say: the status judged against the default policy (lag SLO 72 h).
+	// The demo's rows were created over the past week and some were never verified (changed a
+	// moment ago, or Stripe unavailable), so lag fails, as it should, until a cycle verifies them.
+	h := reconcile.EvaluateHealth(st, reconcile.HealthPolicy{})
+	fmt.Fprintf(out, "\n  Health (reconcile.EvaluateHealth, default policy)\n")
+	for _, c := range h.Checks {
+		verdict := "OK"
+		if !c.OK {
+			verdict = "FAILING"
+		}
+		fmt.Fprintf(out, "    %-38s %-8s %s (limit %s)\n", c.Name, verdict, c.Value, c.Limit)
+	}
+
 	fmt.Fprintf(out, "\n  Needs review: %d open findings a person must resolve", r.reviewOpen)
 	if r.reviewOpen > len(r.review) {
 		fmt.Fprintf(out, " (the first %d)", len(r.review))
