@@ -27,7 +27,7 @@ type repairStats struct {
 // writer, as the webhook does, as actor "reconciler".
 func newDispatcher(db pgstore.DB, schema string, store *pgstore.Store, stats *repairStats, logger *slog.Logger) (*pgstore.Dispatcher, error) {
 	d, err := pgstore.NewDispatcher(db, pgstore.DispatcherConfig{
-		Tables:  pgstore.Tables{Schema: schema},
+		Tables: pgstore.Tables{Schema: schema},
 		// Each running handler holds a connection, and the dispatcher needs two more: the
 		// example's pool has pgxpool's default of four.
 		Workers: 2,
