@@ -146,6 +146,14 @@ type DispatcherConfig struct {
 // event_type, payload, processed_at) simply does not run a Dispatcher; the reconciler only
 // inserts rows.
 //
+// Order is by outbox id: two transactions queueing for one aggregate commit in either order,
+// and the younger id may be applied first if its transaction commits first. A dead command
+// does not hold up its aggregate; Redrive refuses to apply it after a younger one. Commands
+// waiting behind a busy aggregate are skipped by every claim, so a long queue for one
+// aggregate makes claims slower. A command nobody handles goes dead: in a rolling deploy,
+// register a new command's handler in every running version before queueing it (or re-drive
+// after the deploy).
+//
 // A Dispatcher is started once: after Stop, make a new one to start again.
 type Dispatcher struct {
 	db       DB
