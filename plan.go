@@ -47,6 +47,11 @@ type Plan struct {
 // PlanCoverage computes the cycle time of a schedule and says whether it can meet the lag SLO.
 // The worst lag a row sees is about one cycle time, so a cycle slower than the SLO misses it.
 func PlanCoverage(in PlanInput) (Plan, error) {
+	for _, f := range []float64{in.BatchesPerHour, in.NewRowsPerHour, in.RequestsPerSecond, in.CallsPerRow} {
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return Plan{}, fmt.Errorf("reconcile: plan: input %+v is not finite", in)
+		}
+	}
 	switch {
 	case in.Rows < 0 || in.BatchSize < 0 || in.BatchesPerHour < 0 || in.NewRowsPerHour < 0 || in.RequestsPerSecond < 0 || in.CallsPerRow < 0:
 		return Plan{}, fmt.Errorf("reconcile: plan: negative input %+v", in)
@@ -78,8 +83,14 @@ func PlanCoverage(in PlanInput) (Plan, error) {
 	}
 	p.Completes = true
 	hours := float64(in.Rows) / net
-	p.CycleTime = time.Duration(hours * float64(time.Hour)).Round(time.Second)
-	p.MeetsSLO = p.CycleTime <= in.LagSLO
+	// Judged in hours before converting: a cycle of millions of hours would overflow a
+	// Duration (and come out negative); it is capped at the largest one for display.
+	p.MeetsSLO = hours <= in.LagSLO.Hours()
+	if hours >= float64(math.MaxInt64)/float64(time.Hour) {
+		p.CycleTime = time.Duration(math.MaxInt64)
+	} else {
+		p.CycleTime = time.Duration(hours * float64(time.Hour)).Round(time.Second)
+	}
 	if p.MeetsSLO {
 		p.Verdict = fmt.Sprintf("a cycle takes %s (%s-bound), within the lag SLO of %s", p.CycleTime, p.BoundBy, in.LagSLO)
 	} else {

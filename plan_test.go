@@ -1,6 +1,7 @@
 package reconcile_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -54,9 +55,22 @@ func TestPlanCoverageRejectsInputsThatBoundNothing(t *testing.T) {
 		{Rows: 10},
 		{Rows: 10, BatchesPerHour: 12},
 		{Rows: -1, RequestsPerSecond: 5},
+		{Rows: 10, RequestsPerSecond: math.NaN()},
+		{Rows: 10, RequestsPerSecond: math.Inf(1)},
 	} {
 		if _, err := reconcile.PlanCoverage(in); err == nil {
 			t.Errorf("PlanCoverage(%+v) succeeded", in)
 		}
+	}
+}
+
+func TestPlanCoverageOfAnEndlessCycleDoesNotOverflowIntoHealth(t *testing.T) {
+	// 10 million rows gaining on arrivals by 0.01 rows an hour: a billion hours.
+	p, err := reconcile.PlanCoverage(reconcile.PlanInput{Rows: 10_000_000, BatchSize: 100, BatchesPerHour: 1, NewRowsPerHour: 99.99})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.MeetsSLO || p.CycleTime <= 0 {
+		t.Fatalf("plan %+v; want a huge positive cycle time that misses the SLO", p)
 	}
 }

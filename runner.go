@@ -37,7 +37,11 @@ type TickReport struct {
 	RateLimited bool
 	Deferred    bool
 	RetryAfter  time.Duration
-	Duration    time.Duration
+	// Conflict reports that another reconciler moved the job's cursor during the last batch
+	// (ErrConcurrentRun): that batch wrote nothing, and running the job again later is right.
+	// It is not an error: two schedulers of one job are a normal, safe configuration.
+	Conflict bool
+	Duration time.Duration
 }
 
 func (t *TickReport) add(r Report) {
@@ -56,23 +60,34 @@ func (t *TickReport) add(r Report) {
 }
 
 // RunTick runs batches of b, one after another, until the cycle wraps, the external system
-// pushes back (a rate limit or a deferred batch), a batch fails, ctx is done, or the budget is
-// spent. It is what a Runner does on every tick, for hosts that schedule ticks themselves
-// (cron, a job queue such as River): call it, then wait at least RetryAfter if it is set.
+// pushes back (a rate limit or a deferred batch), another reconciler holds the cursor
+// (Conflict), a batch fails, ctx is done, or the budget is spent. It does not start a batch
+// that ctx's deadline would cut short, judging by the last batch's duration. It is what a Runner
+// does on every tick, for hosts that schedule ticks themselves (cron, a job queue such as
+// River): call it, then wait at least RetryAfter if it is set.
 func RunTick(ctx context.Context, b BatchRunner, budget TickBudget) (TickReport, error) {
 	return runTick(ctx, ctx, b, budget)
 }
 
 // runTick is RunTick with batches run under batchCtx and the loop stopped by stopCtx, so that
 // a graceful stop lets the current batch finish.
-func runTick(batchCtx, stopCtx context.Context, b BatchRunner, budget TickBudget) (TickReport, error) {
-	t := TickReport{Verdicts: map[Verdict]int{}}
+func runTick(batchCtx, stopCtx context.Context, b BatchRunner, budget TickBudget) (t TickReport, err error) {
+	t = TickReport{Verdicts: map[Verdict]int{}}
 	start := time.Now()
 	defer func() { t.Duration = time.Since(start) }()
+	var last time.Duration
 	for stopCtx.Err() == nil {
+		if d, ok := batchCtx.Deadline(); ok && last > 0 && time.Until(d) < last {
+			return t, nil // the next batch would not finish in time
+		}
+		batchStart := time.Now()
 		rep, err := b.RunBatch(batchCtx)
+		last = time.Since(batchStart)
+		if errors.Is(err, ErrConcurrentRun) {
+			t.Conflict = true
+			return t, nil
+		}
 		if err != nil {
-			t.Duration = time.Since(start)
 			return t, err
 		}
 		t.add(rep)
@@ -217,7 +232,14 @@ func (r *Runner) Stop(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		kill(errRunnerStopped)
-		<-done
+		// A batch whose gateway or limiter ignores cancellation may outlive Stop: wait a
+		// moment for the loops, not forever.
+		t := time.NewTimer(time.Second)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+		}
 		return fmt.Errorf("reconcile: runner: stop: batches cancelled: %w", ctx.Err())
 	}
 }
@@ -235,22 +257,25 @@ func (r *Runner) loop(batchCtx, stopCtx context.Context, j RunnerJob) {
 		case <-t.C:
 		}
 		tick, err := runTick(batchCtx, stopCtx, j.Batches, j.Budget)
+		// Retries and backoff start from a minute (or the interval, if shorter), not from the
+		// interval: a daily tier must not wait a day after a blip.
+		retry := min(j.Interval, time.Minute)
 		switch {
 		case err != nil && stopCtx.Err() != nil:
 			return
-		case errors.Is(err, ErrConcurrentRun):
+		case err != nil:
+			failures++
+			wait = spread(backoff(retry, failures), retry, j.Jitter)
+			r.logger.LogAttrs(stopCtx, slog.LevelError, "reconcile runner: batch failed",
+				slog.String("job", j.Name), slog.Int("consecutive_failures", failures),
+				slog.Duration("next_try_in", wait), slog.String("error", err.Error()))
+		case tick.Conflict:
 			// Another process runs this job: not a failure, try again next tick.
 			r.logger.LogAttrs(stopCtx, slog.LevelInfo, "reconcile runner: another reconciler moved the cursor; retrying next tick",
 				slog.String("job", j.Name))
 			failures, wait = 0, spread(j.Interval, j.Interval, j.Jitter)
-		case err != nil:
-			failures++
-			wait = spread(backoff(j.Interval, failures), j.Interval, j.Jitter)
-			r.logger.LogAttrs(stopCtx, slog.LevelError, "reconcile runner: batch failed",
-				slog.String("job", j.Name), slog.Int("consecutive_failures", failures),
-				slog.Duration("next_try_in", wait), slog.String("error", err.Error()))
 		case tick.RateLimited || tick.Deferred:
-			failures, wait = 0, max(tick.RetryAfter, spread(j.Interval, j.Interval, j.Jitter))
+			failures, wait = 0, max(tick.RetryAfter, retry)+spread(0, retry, j.Jitter)
 		case tick.Wrapped:
 			failures, wait = 0, spread(j.IdleAfterWrap, j.Interval, j.Jitter)
 		default:
@@ -259,9 +284,9 @@ func (r *Runner) loop(batchCtx, stopCtx context.Context, j RunnerJob) {
 	}
 }
 
-// backoff doubles the interval per consecutive failure, up to 32 intervals.
-func backoff(interval time.Duration, failures int) time.Duration {
-	return interval << min(failures-1, 5)
+// backoff doubles base per consecutive failure, up to 32 times base.
+func backoff(base time.Duration, failures int) time.Duration {
+	return base << min(failures-1, 5)
 }
 
 // spread returns d plus a random part of up to jitter·interval.

@@ -58,16 +58,22 @@ func TestRunTickStopsWhereItShould(t *testing.T) {
 			}
 			return batchOf(10), nil
 		}, 2, true},
-		{"when the time budget is spent", reconcile.TickBudget{MaxTime: 30 * time.Millisecond}, func(context.Context, int) (reconcile.Report, error) {
-			time.Sleep(20 * time.Millisecond)
+		{"when the time budget is spent", reconcile.TickBudget{MaxTime: time.Nanosecond}, func(context.Context, int) (reconcile.Report, error) {
 			return batchOf(1), nil
+		}, 1, false},
+		{"when another reconciler holds the cursor, without an error", reconcile.TickBudget{}, func(_ context.Context, n int) (reconcile.Report, error) {
+			if n == 2 {
+				return reconcile.Report{}, reconcile.ErrConcurrentRun
+			}
+			return batchOf(10), nil
 		}, 2, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := &scripted{next: tt.next}
 			tick, err := reconcile.RunTick(context.Background(), b, tt.budget)
-			if (err != nil) != tt.wantErr || int(b.calls.Load()) != tt.wantBatches || tick.Batches != int(b.calls.Load())-map[bool]int{true: 1, false: 0}[tt.wantErr] {
+			failedLast := tt.wantErr || tick.Conflict
+			if (err != nil) != tt.wantErr || int(b.calls.Load()) != tt.wantBatches || tick.Batches != int(b.calls.Load())-map[bool]int{true: 1, false: 0}[failedLast] {
 				t.Fatalf("tick %+v, err %v, %d batches; want %d batches, error %v", tick, err, b.calls.Load(), tt.wantBatches, tt.wantErr)
 			}
 		})
@@ -223,13 +229,16 @@ func TestALostCursorRaceIsNotAnErrorAndFailuresBackOff(t *testing.T) {
 	if err := r.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if lv.count(slog.LevelInfo) == 0 || lv.count(slog.LevelError) != int(broken.calls.Load()) {
+	if lv.count(slog.LevelInfo) != int(race.calls.Load()) || lv.count(slog.LevelError) != int(broken.calls.Load()) {
 		t.Fatalf("log levels %v; want the races at info and only the broken job's failures as errors", lv.seen)
 	}
 	// Without backoff the broken job would run about 30 times in 300ms; doubling from 10ms
-	// (10, 20, 40, 80, 160) allows at most 6.
+	// (10, 20, 40, 80, 160) allows at most 6. The race is retried every interval, not backed off.
 	if n := broken.calls.Load(); n > 6 {
 		t.Fatalf("the failing job ran %d times in 300ms; failures must back off", n)
+	}
+	if n := race.calls.Load(); n < 10 {
+		t.Fatalf("the job losing races ran %d times in 300ms; a lost race is not a failure to back off from", n)
 	}
 }
 
@@ -246,5 +255,21 @@ func TestNewRunnerRejectsBadJobs(t *testing.T) {
 		if _, err := reconcile.NewRunner(cfg); err == nil {
 			t.Errorf("NewRunner(%+v) succeeded", cfg)
 		}
+	}
+}
+
+func TestRunTickReportsItsDurationAndStopsBeforeTheDeadline(t *testing.T) {
+	b := &scripted{next: func(context.Context, int) (reconcile.Report, error) {
+		time.Sleep(30 * time.Millisecond)
+		return batchOf(1), nil
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	tick, err := reconcile.RunTick(ctx, b, reconcile.TickBudget{})
+	if err != nil {
+		t.Fatalf("RunTick = %v; it must not start a batch the deadline would cut short", err)
+	}
+	if tick.Duration < 30*time.Millisecond || tick.Batches == 0 {
+		t.Fatalf("tick %+v; want its duration reported", tick)
 	}
 }
