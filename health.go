@@ -40,6 +40,10 @@ type Status struct {
 	// StaleFindings counts the findings open longer than the store's threshold: repairs that
 	// never applied and reviews nobody did.
 	StaleFindings int
+	// LastFailureAt and LastFailure describe the last batch that failed or could not make a
+	// call (see FailureRecorder); zero if none.
+	LastFailureAt time.Time
+	LastFailure   string
 }
 
 // CycleAge is how long the current cycle has been running.
@@ -81,9 +85,12 @@ type HealthPolicy struct {
 	// MaxSinceLastCycle bounds the time since the last completed cycle, and MaxCycleAge the
 	// current cycle's age (which is what counts before any cycle completed). Zero means LagSLO.
 	MaxSinceLastCycle, MaxCycleAge time.Duration
+	// MaxSinceLastBatch bounds the time since a batch last committed rows: a scheduler that
+	// stopped, or batches that all fail. Zero means LagSLO/2; negative turns the check off.
+	MaxSinceLastBatch time.Duration
 	// MaxUnverifiableRatio bounds the last batch's share of rows that could not be checked.
 	// Zero means 0.25: a few percent is an API's normal weather, a quarter is an outage or a
-	// bad key.
+	// bad key. Negative turns the check off.
 	MaxUnverifiableRatio float64
 	// MaxStaleFindings bounds the findings open past the store's threshold. Zero means none
 	// may be; a negative value turns the check off.
@@ -108,12 +115,16 @@ func (p HealthPolicy) withDefaults() HealthPolicy {
 	if p.MaxUnverifiableRatio == 0 {
 		p.MaxUnverifiableRatio = 0.25
 	}
+	if p.MaxSinceLastBatch == 0 {
+		p.MaxSinceLastBatch = p.LagSLO / 2
+	}
 	return p
 }
 
 // Check is one health criterion.
 type Check struct {
-	// Name is "lag", "since_last_cycle", "cycle_age", "unverifiable" or "stale_findings".
+	// Name is "lag", "since_last_cycle", "cycle_age", "last_attempt", "since_last_batch",
+	// "unverifiable", "stale_findings" or "plan".
 	Name string
 	OK   bool
 	// Value and Limit, for people.
@@ -177,12 +188,31 @@ func EvaluateHealth(st Status, p HealthPolicy) Health {
 		add(Check{Name: "cycle_age", OK: st.CycleAge() <= p.MaxCycleAge, Value: round(st.CycleAge()), Limit: round(p.MaxCycleAge),
 			Reason: fmt.Sprintf("cycle_age: the current cycle has run %s, more than %s", round(st.CycleAge()), round(p.MaxCycleAge))})
 	}
+	// The last attempt failed if a failure was recorded after the last batch that committed.
+	lastGood := st.LastBatchAt
+	if st.LastCycleCompletedAt.After(lastGood) {
+		lastGood = st.LastCycleCompletedAt
+	}
+	failedLast := !st.LastFailureAt.IsZero() && st.LastFailureAt.After(lastGood)
+	value := "succeeded"
+	if failedLast {
+		value = "failed at " + st.LastFailureAt.UTC().Format(time.RFC3339)
+	}
+	add(Check{Name: "last_attempt", OK: !failedLast, Value: value, Limit: "succeeded",
+		Reason: fmt.Sprintf("last_attempt: the last batch failed at %s: %s", st.LastFailureAt.UTC().Format(time.RFC3339), st.LastFailure)})
+	if p.MaxSinceLastBatch > 0 && !st.LastBatchAt.IsZero() {
+		since := st.Now.Sub(st.LastBatchAt)
+		add(Check{Name: "since_last_batch", OK: since <= p.MaxSinceLastBatch, Value: round(since), Limit: round(p.MaxSinceLastBatch),
+			Reason: fmt.Sprintf("since_last_batch: no batch has committed rows for %s (the scheduler stopped, or every batch fails)", round(since))})
+	}
 	ratio := st.UnverifiableRatio()
-	add(Check{Name: "unverifiable", OK: ratio <= p.MaxUnverifiableRatio,
-		Value: fmt.Sprintf("%.0f%% (%d of %d)", 100*ratio, st.LastBatchUnverifiable, st.LastBatchScanned),
-		Limit: fmt.Sprintf("%.0f%%", 100*p.MaxUnverifiableRatio),
-		Reason: fmt.Sprintf("unverifiable: %d of the last batch's %d rows could not be checked (the external system failed or refused)",
-			st.LastBatchUnverifiable, st.LastBatchScanned)})
+	if p.MaxUnverifiableRatio >= 0 {
+		add(Check{Name: "unverifiable", OK: ratio <= p.MaxUnverifiableRatio,
+			Value: fmt.Sprintf("%.0f%% (%d of %d)", 100*ratio, st.LastBatchUnverifiable, st.LastBatchScanned),
+			Limit: fmt.Sprintf("%.0f%%", 100*p.MaxUnverifiableRatio),
+			Reason: fmt.Sprintf("unverifiable: %d of the last batch's %d rows could not be checked (the external system failed or refused)",
+				st.LastBatchUnverifiable, st.LastBatchScanned)})
+	}
 	if p.MaxStaleFindings >= 0 {
 		add(Check{Name: "stale_findings", OK: st.StaleFindings <= p.MaxStaleFindings,
 			Value: fmt.Sprint(st.StaleFindings), Limit: fmt.Sprint(p.MaxStaleFindings),

@@ -36,6 +36,17 @@ func TestEvaluateHealth(t *testing.T) {
 			s.CycleStartedAt, s.LastCycleCompletedAt = now.Add(-80*time.Hour), now.Add(-80*time.Hour)
 		}, reconcile.HealthPolicy{}, []string{"since_last_cycle", "cycle_age"}},
 		{"stale findings fail", func(s *reconcile.Status) { s.StaleFindings = 3 }, reconcile.HealthPolicy{}, []string{"stale_findings"}},
+		{"a failure after the last good batch fails, however fresh the lag", func(s *reconcile.Status) {
+			s.LastFailureAt, s.LastFailure = now.Add(-time.Second), "invalid API key"
+		}, reconcile.HealthPolicy{}, []string{"last_attempt"}},
+		{"a failure before the last good batch is history", func(s *reconcile.Status) {
+			s.LastFailureAt, s.LastFailure = now.Add(-time.Hour), "invalid API key"
+		}, reconcile.HealthPolicy{}, nil},
+		{"no batch committed for longer than half the SLO fails", func(s *reconcile.Status) {
+			s.LastBatchAt = now.Add(-40 * time.Hour)
+		}, reconcile.HealthPolicy{}, []string{"since_last_batch"}},
+		{"the unverifiable check can be turned off", func(s *reconcile.Status) { s.LastBatchUnverifiable = 200 },
+			reconcile.HealthPolicy{MaxUnverifiableRatio: -1}, nil},
 		{"stale findings can be tolerated", func(s *reconcile.Status) { s.StaleFindings = 3 }, reconcile.HealthPolicy{MaxStaleFindings: -1}, nil},
 		{"a schedule that keeps up passes the plan", func(s *reconcile.Status) { s.Rows = 120000 },
 			reconcile.HealthPolicy{Schedule: &reconcile.PlanInput{BatchSize: 200, BatchesPerHour: 12}}, nil},

@@ -19,6 +19,13 @@ type Sink interface {
 	Commit(ctx context.Context, c Commit) (CommitResult, error)
 }
 
+// FailureRecorder is an optional ability of a Sink: remembering that a batch of a job failed,
+// or could not make a single call, so that health reports the failure instead of the last good
+// batch. RunBatch calls it after such a batch, not after a lost cursor race or a cancellation.
+type FailureRecorder interface {
+	RecordFailure(ctx context.Context, job string, cause error) error
+}
+
 // Store is a Source and a Sink over the same data, as both our adapters are.
 type Store[L any] interface {
 	Source[L]
@@ -250,6 +257,7 @@ func (r *Reconciler[L, E]) RunBatch(ctx context.Context) (Report, error) {
 	if r.cfg.Observer != nil {
 		r.cfg.Observer.BatchDone(r.cfg.Job, rep, err)
 	}
+	r.recordFailure(ctx, rep, err)
 	if err != nil {
 		return rep, err
 	}
@@ -303,6 +311,26 @@ func (r *Reconciler[L, E]) runBatch(ctx context.Context) (Report, error) {
 	}
 	rep.NewFindings, rep.NewCommands = res.Findings, res.Commands
 	return rep, nil
+}
+
+// recordFailure tells a FailureRecorder sink about a failed or deferred batch. Its own failure
+// is only logged: the batch's error is what the caller needs.
+func (r *Reconciler[L, E]) recordFailure(ctx context.Context, rep Report, err error) {
+	fr, ok := r.cfg.Sink.(FailureRecorder)
+	switch {
+	case !ok, errors.Is(err, ErrConcurrentRun), ctx.Err() != nil:
+		return
+	case err == nil && rep.Deferred:
+		err = errors.New("deferred: the limiter (or a rate limit) refused the batch's first call")
+	case err == nil:
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if rerr := fr.RecordFailure(rctx, r.cfg.Job, err); rerr != nil {
+		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile: recording a failed batch failed",
+			slog.String("job", r.cfg.Job), slog.String("error", rerr.Error()))
+	}
 }
 
 // judgement is what judge concluded about a batch.

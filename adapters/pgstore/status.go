@@ -26,10 +26,12 @@ func (s *Store) Status(ctx context.Context, job string) (reconcile.Status, error
 	lagArgs := append([]any{append([]string{job}, s.cfg.LagJobs...)}, sql.filterArgs...)
 	b.Queue(sql.lag, lagArgs...).QueryRow(func(r pgx.Row) error { return r.Scan(&st.Now, &st.Rows, &lagSeconds, &st.NewRowsPerHour) })
 	var started, completed, lastBatch *time.Time
+	var failedAt *time.Time
+	var failure *string
 	b.Queue(`SELECT cycle_started_at, last_cycle_completed_at, cycles_completed, last_batch_at,
-		last_batch_scanned, last_batch_unverifiable FROM `+s.cfg.Tables.table("cursors")+` WHERE job = $1`, job).
+		last_batch_scanned, last_batch_unverifiable, last_failure_at, last_failure FROM `+s.cfg.Tables.table("cursors")+` WHERE job = $1`, job).
 		QueryRow(func(r pgx.Row) error {
-			err := r.Scan(&started, &completed, &st.CyclesCompleted, &lastBatch, &st.LastBatchScanned, &st.LastBatchUnverifiable)
+			err := r.Scan(&started, &completed, &st.CyclesCompleted, &lastBatch, &st.LastBatchScanned, &st.LastBatchUnverifiable, &failedAt, &failure)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return nil
 			}
@@ -57,10 +59,31 @@ func (s *Store) Status(ctx context.Context, job string) (reconcile.Status, error
 	for _, p := range []struct {
 		dst *time.Time
 		src *time.Time
-	}{{&st.CycleStartedAt, started}, {&st.LastCycleCompletedAt, completed}, {&st.LastBatchAt, lastBatch}} {
+	}{{&st.CycleStartedAt, started}, {&st.LastCycleCompletedAt, completed}, {&st.LastBatchAt, lastBatch}, {&st.LastFailureAt, failedAt}} {
 		if p.src != nil {
 			*p.dst = *p.src
 		}
 	}
+	if failure != nil {
+		st.LastFailure = *failure
+	}
 	return st, nil
 }
+
+// RecordFailure remembers that a batch of job failed, for Status and health: a
+// reconcile.FailureRecorder, called by RunBatch. The message is cut to 1,000 bytes.
+func (s *Store) RecordFailure(ctx context.Context, job string, cause error) error {
+	msg := cause.Error()
+	if len(msg) > 1000 {
+		msg = msg[:1000] + "..."
+	}
+	_, err := s.db.Exec(ctx, `INSERT INTO `+s.cfg.Tables.table("cursors")+` AS c (job, last_failure_at, last_failure)
+		VALUES ($1, now(), $2)
+		ON CONFLICT (job) DO UPDATE SET last_failure_at = now(), last_failure = $2`, job, msg)
+	if err != nil {
+		return fmt.Errorf("pgstore: record failure of job %s: %w", job, err)
+	}
+	return nil
+}
+
+var _ reconcile.FailureRecorder = (*Store)(nil)

@@ -2,6 +2,9 @@ package prommetrics_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -43,9 +46,12 @@ func TestAnOutageShowsAsGrowingLagAndFailingHealthUntilOneCycleAfterRecovery(t *
 	if err := m.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	var down atomic.Bool
+	var down, revoked atomic.Bool
 	gw := reconcile.GatewayFunc[string](func(ctx context.Context, id string) (string, error) {
-		if down.Load() {
+		switch {
+		case revoked.Load():
+			return "", fmt.Errorf("the API key was revoked: %w", reconcile.ErrAbortBatch)
+		case down.Load():
 			return "", reconcile.ErrUnavailable
 		}
 		return "succeeded", nil
@@ -150,6 +156,19 @@ func TestAnOutageShowsAsGrowingLagAndFailingHealthUntilOneCycleAfterRecovery(t *
 	}
 	if g := gauge("reconcile_healthy", "job", "sweep"); g != 1 {
 		t.Fatalf("reconcile_healthy = %v after recovery", g)
+	}
+
+	// Batches that fail outright commit nothing; health must not go on reporting the last
+	// good batch.
+	revoked.Store(true)
+	if _, err := reconcile.RunBatch(ctx, cfg); !errors.Is(err, reconcile.ErrAbortBatch) {
+		t.Fatalf("RunBatch with a revoked key = %v", err)
+	}
+	if h := health(); h.OK || !failed(h, "last_attempt") || !strings.Contains(h.String(), "revoked") {
+		t.Fatalf("after a failed batch: %s; want failing on last_attempt with the cause", h)
+	}
+	if g := gauge("reconcile_healthy", "job", "sweep"); g != 0 {
+		t.Fatalf("reconcile_healthy = %v after a failed batch", g)
 	}
 }
 

@@ -1,5 +1,8 @@
 -- The repair path: dispatch state on the outbox, and an append-only audit of finding changes.
 
+-- The last batch that failed, so that health reports it instead of the last good batch.
+ALTER TABLE {{table "cursors"}} ADD COLUMN last_failure_at timestamptz, ADD COLUMN last_failure text;
+
 -- Outbox rows keep the seed's columns (a host's own relay may read just those); the dispatcher
 -- adds a status, a lease and a fencing token. attempt counts claims and guards every finalize,
 -- retry and renew; failures counts the attempts that spent the retry budget. available_at is
