@@ -37,7 +37,8 @@
 //	reconcile_rows_total                    counter    job, verdict  rows judged by successful batches; verdict is in_sync, in_flight,
 //	                                                                 repairable, needs_review or unverifiable (reconcile.Verdict.String)
 //	reconcile_batches_total                 counter    job, outcome  batches by outcome: ok, wrapped (the cycle completed),
-//	                                                                 deferred (no call could be made, nothing written) or error
+//	                                                                 deferred (no call could be made, nothing written),
+//	                                                                 conflict (another replica moved the cursor) or error
 //	reconcile_batch_duration_seconds        histogram  job           wall time of every batch, failed ones included
 //	reconcile_gateway_calls_total           counter    job, class    external calls by outcome class (reconcile.ErrorClass): ok, not_found,
 //	                                                                 rate_limited, unavailable, abort, review, canceled, other
@@ -51,7 +52,7 @@
 // Read from the store at scrape time, for each of Options.Jobs:
 //
 //	reconcile_lag_seconds                   gauge      job           the longest any row has gone unverified: the primary SLO
-//	reconcile_rows                          gauge      job           rows the job covers
+//	reconcile_covered_rows                  gauge      job           rows the job covers
 //	reconcile_cycle_age_seconds             gauge      job           age of the current cycle; absent before the first batch
 //	reconcile_since_last_cycle_seconds      gauge      job           time since the last completed cycle; absent until one completes
 //	reconcile_cycles_completed_total        counter    job           cycles completed, as the store counts them

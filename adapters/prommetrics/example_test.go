@@ -113,6 +113,7 @@ func Example_health() {
 	// Output:
 	// reconcile_health_check_ok{check="cycle_age",job="payments"} 1
 	// reconcile_health_check_ok{check="lag",job="payments"} 0
+	// reconcile_health_check_ok{check="last_attempt",job="payments"} 1
 	// reconcile_health_check_ok{check="since_last_cycle",job="payments"} 1
 	// reconcile_health_check_ok{check="stale_findings",job="payments"} 1
 	// reconcile_health_check_ok{check="unverifiable",job="payments"} 0

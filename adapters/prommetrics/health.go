@@ -16,6 +16,7 @@ import (
 // computed fresh rather than kept up to date.
 type healthCollector struct {
 	status  reconcile.StatusReader
+	readers map[string]reconcile.StatusReader
 	jobs    []string
 	policy  reconcile.HealthPolicy
 	ttl     time.Duration
@@ -39,13 +40,13 @@ func newHealthCollector(opts Options, statusErrors *prometheus.CounterVec) *heal
 	name := func(n string) string { return prometheus.BuildFQName(opts.Namespace, "", n) }
 	job := []string{"job"}
 	h := &healthCollector{
-		status: opts.Status, jobs: opts.Jobs, policy: opts.Policy,
+		status: opts.Status, readers: opts.Readers, jobs: opts.Jobs, policy: opts.Policy,
 		ttl: opts.StatusTTL, timeout: opts.StatusTimeout, now: opts.Now, errors: statusErrors,
 		cache: make(map[string]cachedStatus),
 
 		lag: prometheus.NewDesc(name("lag_seconds"),
 			"Longest time any of the job's rows has gone without being verified (the primary SLO).", job, nil),
-		rows: prometheus.NewDesc(name("rows"), "Rows the job covers.", job, nil),
+		rows: prometheus.NewDesc(name("covered_rows"), "Rows the job covers.", job, nil),
 		cycleAge: prometheus.NewDesc(name("cycle_age_seconds"),
 			"How long the current cycle has been running; absent before the job's first batch.", job, nil),
 		sinceLastCycle: prometheus.NewDesc(name("since_last_cycle_seconds"),
@@ -111,7 +112,11 @@ func (h *healthCollector) read() []readResult {
 		out[i] = readResult{i: i, err: fmt.Errorf("prommetrics: job %s: status: no answer within %s", job, h.timeout)}
 		pending++
 		go func() {
-			st, err := h.status.Status(ctx, job)
+			r := h.status
+			if own := h.readers[job]; own != nil {
+				r = own
+			}
+			st, err := r.Status(ctx, job)
 			if err == nil {
 				h.store(job, st, now)
 			}

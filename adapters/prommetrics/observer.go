@@ -1,6 +1,7 @@
 package prommetrics
 
 import (
+	"errors"
 	"time"
 
 	"github.com/reconcilekit/reconcile"
@@ -45,6 +46,8 @@ func (m *Metrics) BatchDone(job string, rep reconcile.Report, err error) {
 
 func outcome(rep reconcile.Report, err error) string {
 	switch {
+	case errors.Is(err, reconcile.ErrConcurrentRun):
+		return OutcomeConflict
 	case err != nil:
 		return OutcomeError
 	case rep.Deferred:

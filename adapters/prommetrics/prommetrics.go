@@ -36,10 +36,14 @@ type Options struct {
 
 	// Status, Jobs and Policy turn on the health gauges: at scrape time each job's Status is
 	// read and judged by reconcile.EvaluateHealth against Policy. Jobs must be set together
-	// with Status; the zero Policy is reconcile's defaults.
+	// with Status or Readers; the zero Policy is reconcile's defaults.
 	Status reconcile.StatusReader
 	Jobs   []string
 	Policy reconcile.HealthPolicy
+	// Readers gives jobs a StatusReader of their own, used instead of Status. A
+	// pgstore.Store counts the rows of its own table and filter: tiers, or jobs over other
+	// tables, each need their own store here.
+	Readers map[string]reconcile.StatusReader
 	// StatusTTL caches each job's Status so that a scrape every 15 s does not scan a large
 	// table each time; the gauges are then up to StatusTTL old. Failed reads are not cached.
 	// Zero means DefaultStatusTTL; a negative value reads on every scrape.
@@ -89,10 +93,13 @@ const (
 	OutcomeWrapped  = "wrapped"
 	OutcomeDeferred = "deferred"
 	OutcomeError    = "error"
+	// OutcomeConflict is a batch that lost the cursor race to another reconciler of the same
+	// job (reconcile.ErrConcurrentRun): routine with several replicas, not an error.
+	OutcomeConflict = "conflict"
 )
 
 var (
-	outcomes = []string{OutcomeOK, OutcomeWrapped, OutcomeDeferred, OutcomeError}
+	outcomes = []string{OutcomeOK, OutcomeWrapped, OutcomeDeferred, OutcomeError, OutcomeConflict}
 	classes  = []string{
 		reconcile.ClassOK, reconcile.ClassNotFound, reconcile.ClassRateLimited, reconcile.ClassUnavailable,
 		reconcile.ClassAbort, reconcile.ClassReview, reconcile.ClassCanceled, reconcile.ClassOther,
@@ -131,7 +138,7 @@ func New(opts Options) (*Metrics, error) {
 		rows: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "rows_total",
 			Help: "Rows judged by successful batches, by verdict."}, []string{"job", "verdict"}),
 		batches: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "batches_total",
-			Help: "Batches run, by outcome: ok, wrapped (an empty read completed the cycle), deferred (no call could be made, nothing written) or error."},
+			Help: "Batches run, by outcome: ok, wrapped (an empty read completed the cycle), deferred (no call could be made, nothing written), conflict (another reconciler moved the cursor, nothing written) or error."},
 			[]string{"job", "outcome"}),
 		batchDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "batch_duration_seconds",
 			Help: "Wall time of batches, failed ones included.", Buckets: opts.Buckets}, []string{"job"}),
@@ -154,7 +161,7 @@ func New(opts Options) (*Metrics, error) {
 		m.rows, m.batches, m.batchDuration, m.gatewayCalls, m.callDuration,
 		m.findingsOpened, m.commandsQueued, m.rateLimited,
 	}
-	if opts.Status != nil {
+	if len(opts.Jobs) > 0 {
 		m.health = newHealthCollector(opts, m.statusErrors)
 	}
 	return m, nil
@@ -174,10 +181,8 @@ func checkBuckets(field string, b []float64) error {
 
 func checkHealthOptions(opts *Options) error {
 	switch {
-	case opts.Status == nil && len(opts.Jobs) > 0:
-		return errors.New("prommetrics: options: Jobs is set but Status is nil")
-	case opts.Status != nil && len(opts.Jobs) == 0:
-		return errors.New("prommetrics: options: Status is set but Jobs is empty")
+	case (opts.Status != nil || len(opts.Readers) > 0) && len(opts.Jobs) == 0:
+		return errors.New("prommetrics: options: Status or Readers is set but Jobs is empty")
 	case opts.StatusTimeout < 0:
 		return fmt.Errorf("prommetrics: options: StatusTimeout %s is negative", opts.StatusTimeout)
 	}
@@ -189,6 +194,13 @@ func checkHealthOptions(opts *Options) error {
 			return fmt.Errorf("prommetrics: options: Jobs[%d] %q is not valid UTF-8", i, job)
 		case slices.Contains(opts.Jobs[:i], job):
 			return fmt.Errorf("prommetrics: options: job %q is listed twice", job)
+		case opts.Status == nil && opts.Readers[job] == nil:
+			return fmt.Errorf("prommetrics: options: job %q has no StatusReader (Status or Readers)", job)
+		}
+	}
+	for job := range opts.Readers {
+		if !slices.Contains(opts.Jobs, job) {
+			return fmt.Errorf("prommetrics: options: Readers has job %q, which is not in Jobs", job)
 		}
 	}
 	opts.Jobs = slices.Clone(opts.Jobs)

@@ -158,8 +158,9 @@ func TestEventMetricsCountWhatTheBatchesDid(t *testing.T) {
 	}
 
 	const want = `
-# HELP reconcile_batches_total Batches run, by outcome: ok, wrapped (an empty read completed the cycle), deferred (no call could be made, nothing written) or error.
+# HELP reconcile_batches_total Batches run, by outcome: ok, wrapped (an empty read completed the cycle), deferred (no call could be made, nothing written), conflict (another reconciler moved the cursor, nothing written) or error.
 # TYPE reconcile_batches_total counter
+reconcile_batches_total{job="payments",outcome="conflict"} 0
 reconcile_batches_total{job="payments",outcome="deferred"} 1
 reconcile_batches_total{job="payments",outcome="error"} 1
 reconcile_batches_total{job="payments",outcome="ok"} 1
@@ -302,7 +303,7 @@ func (f *fakeStatus) readsOf(job string) int {
 }
 
 var healthNames = []string{
-	"reconcile_lag_seconds", "reconcile_rows", "reconcile_cycle_age_seconds", "reconcile_since_last_cycle_seconds",
+	"reconcile_lag_seconds", "reconcile_covered_rows", "reconcile_cycle_age_seconds", "reconcile_since_last_cycle_seconds",
 	"reconcile_cycles_completed_total", "reconcile_last_batch_unverifiable_ratio", "reconcile_open_findings",
 	"reconcile_stale_findings", "reconcile_healthy", "reconcile_health_check_ok", "reconcile_status_errors_total",
 }
@@ -342,6 +343,9 @@ reconcile_health_check_ok{check="cycle_age",job="fine"} 1
 reconcile_health_check_ok{check="cycle_age",job="stuck"} 1
 reconcile_health_check_ok{check="lag",job="fine"} 1
 reconcile_health_check_ok{check="lag",job="stuck"} 0
+reconcile_health_check_ok{check="last_attempt",job="fine"} 1
+reconcile_health_check_ok{check="last_attempt",job="stuck"} 1
+reconcile_health_check_ok{check="since_last_batch",job="stuck"} 1
 reconcile_health_check_ok{check="since_last_cycle",job="stuck"} 1
 reconcile_health_check_ok{check="stale_findings",job="fine"} 1
 reconcile_health_check_ok{check="stale_findings",job="stuck"} 1
@@ -363,10 +367,10 @@ reconcile_last_batch_unverifiable_ratio{job="stuck"} 1
 # TYPE reconcile_open_findings gauge
 reconcile_open_findings{job="stuck",kind="missed_success"} 3
 reconcile_open_findings{job="stuck",kind="paid_locally_not_externally"} 1
-# HELP reconcile_rows Rows the job covers.
-# TYPE reconcile_rows gauge
-reconcile_rows{job="fine"} 50
-reconcile_rows{job="stuck"} 1000
+# HELP reconcile_covered_rows Rows the job covers.
+# TYPE reconcile_covered_rows gauge
+reconcile_covered_rows{job="fine"} 50
+reconcile_covered_rows{job="stuck"} 1000
 # HELP reconcile_since_last_cycle_seconds Time since the last completed cycle; absent until one completes.
 # TYPE reconcile_since_last_cycle_seconds gauge
 reconcile_since_last_cycle_seconds{job="stuck"} 10800
@@ -575,7 +579,8 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"a namespace with a dash", prommetrics.Options{Namespace: "my-app"}, "Namespace"},
 		{"buckets out of order", prommetrics.Options{Buckets: []float64{1, 0.5}}, "Buckets"},
 		{"empty call buckets", prommetrics.Options{CallBuckets: []float64{}}, "CallBuckets"},
-		{"jobs without a status reader", prommetrics.Options{Jobs: []string{"a"}}, "Status is nil"},
+		{"jobs without a status reader", prommetrics.Options{Jobs: []string{"a"}}, "has no StatusReader"},
+		{"a reader for a job not listed", prommetrics.Options{Status: reader, Jobs: []string{"a"}, Readers: map[string]reconcile.StatusReader{"b": reader}}, "not in Jobs"},
 		{"a status reader without jobs", prommetrics.Options{Status: reader}, "Jobs is empty"},
 		{"an empty job", prommetrics.Options{Status: reader, Jobs: []string{"a", ""}}, "Jobs[1] is empty"},
 		{"a job listed twice", prommetrics.Options{Status: reader, Jobs: []string{"a", "b", "a"}}, "listed twice"},
@@ -600,5 +605,30 @@ func TestRegisteringTwiceFails(t *testing.T) {
 	var already prometheus.AlreadyRegisteredError
 	if err := m.Register(reg); !errors.As(err, &already) {
 		t.Errorf("second Register = %v, want AlreadyRegisteredError", err)
+	}
+}
+
+func TestEachTierIsReadThroughItsOwnReader(t *testing.T) {
+	shared := &fakeStatus{status: map[string]reconcile.Status{"hot": {Job: "hot", Rows: 1}, "cold": {Job: "cold", Rows: 1}}}
+	cold := &fakeStatus{status: map[string]reconcile.Status{"cold": {Job: "cold", Rows: 41}}}
+	m, err := prommetrics.New(prommetrics.Options{Status: shared, Jobs: []string{"hot", "cold"},
+		Readers: map[string]reconcile.StatusReader{"cold": cold}, StatusTTL: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	if err := m.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP reconcile_covered_rows Rows the job covers.
+# TYPE reconcile_covered_rows gauge
+reconcile_covered_rows{job="cold"} 41
+reconcile_covered_rows{job="hot"} 1
+`), "reconcile_covered_rows"); err != nil {
+		t.Fatal(err)
+	}
+	if shared.readsOf("cold") != 0 {
+		t.Fatal("the cold tier was read through the shared reader")
 	}
 }
