@@ -85,6 +85,14 @@
 // ResolveFinding records the resolution, actor and note; ReopenFinding opens it again. Every
 // change is appended to an audit table that a trigger keeps append-only.
 //
+// # Rows that can never be verified
+//
+// Lag counts a row from its last verification, or from its creation if it was never verified.
+// A row that cannot be verified at all (no external id, or an id the external system rejects)
+// keeps the lag at its age for as long as it exists, also after a person resolved its finding:
+// exclude such rows from the job with a Filter (external_id NotNull, or a status column), or
+// fix them.
+//
 // # Monitoring
 //
 // Status reads a job's lag, cycle age, time since the last completed cycle, last batch's

@@ -260,7 +260,7 @@ func (cfg Config) hostTable() string {
 // columnTypes reads the host table's column types from the catalog.
 func (s *Store) columnTypes(ctx context.Context) (map[string]string, error) {
 	rows, err := s.db.Query(ctx, `
-		SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull
+		SELECT a.attname, format_type(a.atttypid, NULL), a.attnotnull
 		FROM pg_attribute a
 		WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, s.hostTable())
 	if err != nil {
