@@ -91,3 +91,37 @@ func ExampleNewAdaptiveLimiter() {
 	// after a 429: 2.5
 	// a minute later: 3.5
 }
+
+// The planner with the seed design's figures: a schedule, a rate budget, and a schedule that
+// new rows outrun.
+func ExamplePlanCoverage() {
+	for _, in := range []reconcile.PlanInput{
+		{Rows: 120000, BatchSize: 200, BatchesPerHour: 12},
+		{Rows: 120000, RequestsPerSecond: 5},
+		{Rows: 120000, BatchSize: 200, BatchesPerHour: 12, NewRowsPerHour: 3000},
+	} {
+		p, err := reconcile.PlanCoverage(in)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(p.Verdict)
+	}
+	// Output:
+	// a cycle takes 50h0m0s (schedule-bound), within the lag SLO of 72h0m0s
+	// a cycle takes 6h40m0s (rate budget-bound), within the lag SLO of 72h0m0s
+	// a cycle never completes: 2400 rows an hour are checked (schedule) and 3000 new rows arrive an hour
+}
+
+// Health during an outage: the lag is still within its SLO, but the last batch could check
+// none of its rows, so the job is failing, and says why.
+func ExampleEvaluateHealth() {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	st := reconcile.Status{
+		Job: "payments-sweep", Now: now, Lag: 5 * time.Hour, Rows: 120000,
+		CycleStartedAt: now.Add(-time.Hour), LastCycleCompletedAt: now.Add(-time.Hour),
+		LastBatchAt: now.Add(-time.Minute), LastBatchScanned: 200, LastBatchUnverifiable: 200,
+	}
+	fmt.Println(reconcile.EvaluateHealth(st, reconcile.HealthPolicy{}))
+	// Output:
+	// payments-sweep: FAILING: unverifiable: 200 of the last batch's 200 rows could not be checked (the external system failed or refused)
+}
