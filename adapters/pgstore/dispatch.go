@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -401,9 +402,19 @@ func (d *Dispatcher) Work(ctx context.Context) (int, error) {
 	d.mu.Lock()
 	d.frozen = true
 	d.mu.Unlock()
-	dels, err := d.claim(ctx, d.cfg.Workers)
+	// As in run: a claim must not be abandoned halfway, or its rows wait out their lease and
+	// are charged a failure.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalizeTimeout)
+	dels, err := d.claim(cctx, d.cfg.Workers)
+	cancel()
 	if err != nil || len(dels) == 0 {
 		return 0, err
+	}
+	if ctx.Err() != nil {
+		for _, del := range dels {
+			d.finalize(ctx, d.sql.release, del, context.Cause(ctx))
+		}
+		return 0, ctx.Err()
 	}
 	rctx, stopRenew := context.WithCancel(ctx)
 	renewed := make(chan struct{})
@@ -455,12 +466,20 @@ func (d *Dispatcher) process(ctx context.Context, del Delivery) {
 	}
 	hctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	l := &lease{attempt: del.Attempt, cancel: cancel}
 	d.leaseMu.Lock()
-	d.leases[del.ID] = &lease{attempt: del.Attempt, cancel: cancel}
+	if old := d.leases[del.ID]; old != nil {
+		// This dispatcher claimed the command again after its own earlier attempt lost the
+		// lease: that attempt must not keep anything.
+		old.cancel(ErrLeaseLost)
+	}
+	d.leases[del.ID] = l
 	d.leaseMu.Unlock()
 	err := d.apply(hctx, del)
 	d.leaseMu.Lock()
-	delete(d.leases, del.ID)
+	if d.leases[del.ID] == l { // not a newer attempt's entry
+		delete(d.leases, del.ID)
+	}
 	d.leaseMu.Unlock()
 	if err == nil {
 		return
@@ -576,23 +595,23 @@ func (d *Dispatcher) renew(ctx context.Context) {
 		case <-t.C:
 		}
 		d.leaseMu.Lock()
-		ids := make([]int64, 0, len(d.leases))
-		attempts := make([]int64, 0, len(d.leases))
-		for id, l := range d.leases {
-			ids, attempts = append(ids, id), append(attempts, l.attempt)
+		ids := slices.Sorted(maps.Keys(d.leases)) // one lock order for every renewer
+		attempts := make([]int64, len(ids))
+		for i, id := range ids {
+			attempts[i] = d.leases[id].attempt
 		}
 		d.leaseMu.Unlock()
 		if len(ids) == 0 {
 			continue
 		}
-		rows, err := d.db.Query(ctx, d.sql.renew, ids, attempts, d.cfg.Lease)
+		// Bounded, so that one locked row cannot hold up every lease past its expiry.
+		rctx, cancel := context.WithTimeout(ctx, d.cfg.Lease/3)
+		held, err := d.renewOnce(rctx, ids, attempts)
+		cancel()
 		if err != nil {
+			// Unknown: try again next tick rather than cancel handlers that may be fine.
 			d.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile dispatcher: renewing leases failed", slog.String("error", err.Error()))
 			continue
-		}
-		held, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil {
-			continue // unknown: try again next tick rather than cancel handlers that may be fine
 		}
 		d.leaseMu.Lock()
 		for i, id := range ids {
@@ -604,6 +623,15 @@ func (d *Dispatcher) renew(ctx context.Context) {
 		}
 		d.leaseMu.Unlock()
 	}
+}
+
+// renewOnce renews the given leases and returns the ids still held.
+func (d *Dispatcher) renewOnce(ctx context.Context, ids, attempts []int64) ([]int64, error) {
+	rows, err := d.db.Query(ctx, d.sql.renew, ids, attempts, d.cfg.Lease)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
 
 // backoff is the wait before retry number failures: BackoffBase doubled per earlier failure,

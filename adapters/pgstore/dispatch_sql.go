@@ -128,7 +128,7 @@ func (d *Dispatcher) Redrive(ctx context.Context, id int64, actor string) error 
 					AND y.id > cmd.id AND y.status <> 'dead') AS found
 		), upd AS (
 			UPDATE `+outbox+` AS o SET status = 'pending', failures = 0, available_at = now(), dead_at = NULL
-			FROM cmd, younger WHERE o.id = cmd.id AND cmd.dead AND NOT younger.found
+			FROM cmd, younger WHERE o.id = cmd.id AND o.status = 'dead' AND cmd.dead AND NOT younger.found
 			RETURNING o.finding_id
 		), ev AS (
 			INSERT INTO `+d.cfg.Tables.table("finding_events")+` (finding_id, action, actor, note)

@@ -494,3 +494,20 @@ func TestNewDispatcherRefusesAPoolTooSmallForItsWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestAWorkCancelledAroundItsClaimGivesTheCommandsBackUncharged(t *testing.T) {
+	t.Parallel()
+	pool := outboxWorld(t)
+	ids := enqueue(t, pool, "Apply", 2, 2, `{}`)
+	d := newDispatcher(t, pool, pgstore.DispatcherConfig{}, map[string]pgstore.Handler{"Apply": recordEffect})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := d.Work(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Work on a cancelled context = %v", err)
+	}
+	for _, id := range ids {
+		if c := command(t, pool, id); c.Status != "pending" || c.Failures != 0 {
+			t.Fatalf("command %d: %+v; want pending again with no failure charged", id, c)
+		}
+	}
+}

@@ -55,7 +55,8 @@ func (s *Store) ResolveFinding(ctx context.Context, q Querier, id int64, r recon
 }
 
 // ResolveRecordFindings closes every open finding of the given kinds about one row of this
-// store's table (its AggregateType), in any job over it, and returns their ids. It is the
+// store's table (its AggregateType; findings recorded before the column existed have none and
+// match any table), in any job over it, and returns their ids. It is the
 // webhook's side of the canonical writer: a webhook knows the payment, not the finding, and the
 // drift it fixes may have been found by any tier's job. No kinds means every kind.
 func (s *Store) ResolveRecordFindings(ctx context.Context, q Querier, recordID string, kinds []string, r reconcile.Resolution) ([]int64, error) {
@@ -64,7 +65,8 @@ func (s *Store) ResolveRecordFindings(ctx context.Context, q Querier, recordID s
 	}
 	rows, err := q.Query(ctx, `WITH upd AS (
 			UPDATE `+s.cfg.Tables.table("findings")+` SET resolved_at = now(), resolution = $3, resolved_by = $4, resolution_note = $5
-			WHERE record_id = $1 AND aggregate_type = $6 AND resolved_at IS NULL AND (cardinality($2::text[]) = 0 OR kind = ANY($2))
+			WHERE record_id = $1 AND (aggregate_type = $6 OR aggregate_type IS NULL) AND resolved_at IS NULL
+				AND (coalesce(cardinality($2::text[]), 0) = 0 OR kind = ANY($2))
 			RETURNING id
 		), ev AS (
 			INSERT INTO `+s.cfg.Tables.table("finding_events")+` (finding_id, action, actor, resolution, note)

@@ -241,7 +241,11 @@ func TestAWebhookResolvesTheFindingsOfItsPaymentInEveryTierButNotOtherTables(t *
 	if err != nil || d.History[len(d.History)-1].Actor != "stripe-webhook" {
 		t.Fatalf("history %+v, %v; want the webhook's resolution recorded", d.History, err)
 	}
-	if again, err := f.store.ResolveRecordFindings(ctx, f.pool, "1", nil, reconcile.Resolution{As: reconcile.ResolutionFixed, By: "stripe-webhook"}); err != nil || len(again) != 0 {
+	if again, err := f.store.ResolveRecordFindings(ctx, f.pool, "1", []string{"missed_success"}, reconcile.Resolution{As: reconcile.ResolutionFixed, By: "stripe-webhook"}); err != nil || len(again) != 0 {
 		t.Fatalf("a second webhook resolved %v, %v; want nothing", again, err)
+	}
+	// No kinds means every kind: payment 3's paid_locally_not_externally in both tiers.
+	if all, err := f.store.ResolveRecordFindings(ctx, f.pool, "3", nil, reconcile.Resolution{As: reconcile.ResolutionFixed, By: "ops"}); err != nil || len(all) != 2 {
+		t.Fatalf("resolving every kind of payment 3 resolved %v, %v; want its 2 findings", all, err)
 	}
 }
