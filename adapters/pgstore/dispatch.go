@@ -402,6 +402,9 @@ func (d *Dispatcher) Work(ctx context.Context) (int, error) {
 	d.mu.Lock()
 	d.frozen = true
 	d.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
 	// As in run: a claim must not be abandoned halfway, or its rows wait out their lease and
 	// are charged a failure.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalizeTimeout)
