@@ -249,3 +249,36 @@ func TestAWebhookResolvesTheFindingsOfItsPaymentInEveryTierButNotOtherTables(t *
 		t.Fatalf("resolving every kind of payment 3 resolved %v, %v; want its 2 findings", all, err)
 	}
 }
+
+func TestARepairDoesNotOverruleAPersonWhoResolvedItsFindingFirst(t *testing.T) {
+	t.Parallel()
+	f, ctx := reviewWorld(t)
+	open, err := f.store.ListFindings(ctx, pgstore.FindingQuery{Kind: "missed_success"})
+	if err != nil || len(open) != 2 {
+		t.Fatal(open, err)
+	}
+	if _, err := f.store.ResolveFinding(ctx, f.pool, open[0].ID, reconcile.Resolution{As: reconcile.ResolutionAccepted, By: "alice", Note: "refunded"}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := pgstore.NewDispatcher(f.pool, pgstore.DispatcherConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var applied []string
+	if err := pgstore.HandleCommand(d, "ApplyPaymentSucceeded", func(_ context.Context, _ pgx.Tx, cmd reconcile.Command) error {
+		applied = append(applied, cmd.RecordID)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := d.Work(ctx); err != nil || n != 2 {
+		t.Fatalf("Work = %d, %v; want both commands claimed", n, err)
+	}
+	if len(applied) != 1 || applied[0] != open[1].RecordID {
+		t.Fatalf("handler applied %v; want only the command of the finding still open (record %s)", applied, open[1].RecordID)
+	}
+	var done int
+	if err := f.pool.QueryRow(ctx, `SELECT count(*) FROM reconcile_outbox WHERE status = 'done'`).Scan(&done); err != nil || done != 2 {
+		t.Fatalf("%d commands done (%v); want both, the skipped one included", done, err)
+	}
+}

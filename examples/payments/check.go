@@ -161,7 +161,10 @@ func compareRepairs(p plan, r repairResults) []difference {
 	add("repairable findings resolved by the repairs", repairable-1, r.resolvedBy[actorReconciler])
 	add("repairable findings resolved by anyone else", 0, sum(r.resolvedBy)-r.resolvedBy[actorWebhook]-r.resolvedBy[actorReconciler])
 	add("repair commands that changed a payment", repairable-1, r.changed)
-	add("repair commands that found their payment changed already", 1, r.unchanged)
+	// The late webhook resolved its finding first, so its repair command was completed without
+	// running the writer (pgstore.HandleCommand skips commands whose finding is resolved).
+	add("repair commands that found their payment changed already", 0, r.unchanged)
+	add("repair commands skipped, their finding resolved already", 1, r.claimed-r.changed-r.unchanged)
 
 	var done, all int
 	for _, byStatus := range r.commands {

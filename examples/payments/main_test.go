@@ -59,7 +59,7 @@ func TestRunFindsExactlyThePlantedDrift(t *testing.T) {
 		"Everything found matches what was planted.",
 		"POST /webhooks/stripe  200  payment ",
 		"Repair commands in the outbox",
-		"repair commands with nothing to change      1  the late webhook's payment",
+		"repair commands skipped (resolved)          1  the late webhook's payment",
 		"Findings still open, for a person",
 		"Every repairable finding is resolved, each payment changed once by one path, and nothing else changed.",
 	} {
@@ -255,7 +255,7 @@ func perfectRepairs(p plan) repairResults {
 		webhookStatus:  200,
 		claimed:        n,
 		changed:        n - 1,
-		unchanged:      1,
+		unchanged:      0,
 		commands:       map[string]map[string]int{},
 		payments:       map[string]paymentState{},
 		resolvedBy:     map[string]int{actorReconciler: n - 1, actorWebhook: 1},

@@ -166,8 +166,10 @@ func printRepairs(out io.Writer, p plan, r repairResults) {
 	fmt.Fprintf(out, "    %-38s %6d  %s\n", "ledger rows", sum(ledger), byActor(ledger))
 	fmt.Fprintf(out, "    %-38s %6d  %s\n", "repairable findings resolved", sum(r.resolvedBy), byActor(r.resolvedBy))
 	fmt.Fprintf(out, "    %-38s %6d\n", "repair commands that changed a payment", r.changed)
+	fmt.Fprintf(out, "    %-38s %6d\n", "repair commands with nothing to change", r.unchanged)
 	fmt.Fprintf(out, "    %-38s %6d  the late webhook's payment %s is %s, booked by %s\n",
-		"repair commands with nothing to change", r.unchanged, lateID, r.payments[r.late.externalID].status, cmp.Or(r.lateLedger, "nobody"))
+		"repair commands skipped (resolved)", r.claimed-r.changed-r.unchanged, lateID,
+		r.payments[r.late.externalID].status, cmp.Or(r.lateLedger, "nobody"))
 
 	wantOpen := needsReview(p)
 	fmt.Fprintf(out, "\n  %-40s %6s %8s\n", "Findings still open, for a person", "open", "planted")
