@@ -125,3 +125,33 @@ func ExampleEvaluateHealth() {
 	// Output:
 	// payments-sweep: FAILING: unverifiable: 200 of the last batch's 200 rows could not be checked (the external system failed or refused)
 }
+
+// One tick, as a host's own scheduler (cron, River) would run it: batches until the cycle
+// completes or the budget is spent.
+func ExampleRunTick() {
+	store := memstore.New[int64, string](memstore.Options{})
+	hourAgo := time.Now().Add(-time.Hour)
+	for i := int64(1); i <= 25; i++ {
+		store.Put(memstore.Row[int64, string]{Key: i, ExternalID: fmt.Sprintf("pi_%d", i), Local: "paid", UpdatedAt: hourAgo})
+	}
+	rec, err := reconcile.New(reconcile.Config[string, string]{
+		Job: "payments", Source: store, Sink: store, BatchSize: 10,
+		Gateway: reconcile.GatewayFunc[string](func(context.Context, string) (string, error) { return "succeeded", nil }),
+		Classifier: reconcile.ClassifierFunc[string, string](func(string, string) reconcile.Decision {
+			return reconcile.Decision{Verdict: reconcile.InSync}
+		}),
+	})
+	if err != nil {
+		panic(err)
+	}
+	for _, budget := range []reconcile.TickBudget{{MaxRows: 15}, {}} {
+		tick, err := reconcile.RunTick(context.Background(), rec, budget)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("%d batches, %d rows, cycle completed: %v\n", tick.Batches, tick.Scanned, tick.Wrapped)
+	}
+	// Output:
+	// 2 batches, 20 rows, cycle completed: false
+	// 2 batches, 5 rows, cycle completed: true
+}
