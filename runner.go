@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/reconcilekit/reconcile/internal/drain"
 )
 
 // BatchRunner runs one batch of a job; *Reconciler is one.
@@ -221,27 +223,12 @@ func (r *Runner) Stop(ctx context.Context) error {
 	r.stop = nil
 	r.mu.Unlock()
 	stop()
-	done := make(chan struct{})
-	go func() {
-		r.wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		kill(nil)
-		return nil
-	case <-ctx.Done():
-		kill(errRunnerStopped)
-		// A batch whose gateway or limiter ignores cancellation may outlive Stop: wait a
-		// moment for the loops, not forever.
-		t := time.NewTimer(time.Second)
-		defer t.Stop()
-		select {
-		case <-done:
-		case <-t.C:
-		}
+	if !drain.Wait(ctx, &r.wg, kill, errRunnerStopped) {
+		// A batch whose gateway or limiter ignores cancellation may outlive Stop.
 		return fmt.Errorf("reconcile: runner: stop: batches cancelled: %w", ctx.Err())
 	}
+	kill(nil)
+	return nil
 }
 
 // loop ticks one job until stopCtx ends.

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/internal/drain"
 )
 
 // Delivery is one claimed command, as a handler sees it.
@@ -322,7 +323,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 
 // Stop stops claiming and waits for running handlers to finish. If ctx ends first, it cancels
 // them: their transactions roll back and their commands are released for the next claim.
-// Stop returns when every goroutine has returned.
+// A handler that ignores its context may outlive Stop by drain.Grace; then it is left running.
 func (d *Dispatcher) Stop(ctx context.Context) error {
 	d.mu.Lock()
 	if !d.started || d.stop == nil {
@@ -334,17 +335,8 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 	d.mu.Unlock()
 
 	stop()
-	done := make(chan struct{})
-	go func() {
-		d.work.Wait()
-		close(done)
-	}()
 	var err error
-	select {
-	case <-done:
-	case <-ctx.Done():
-		kill(errStopped)
-		<-done
+	if !drain.Wait(ctx, &d.work, kill, errStopped) {
 		err = fmt.Errorf("pgstore: dispatcher: stop: handlers cancelled: %w", ctx.Err())
 	}
 	kill(nil) // ends the renewer
