@@ -44,6 +44,45 @@ type Status struct {
 	// call (see FailureRecorder); zero if none.
 	LastFailureAt time.Time
 	LastFailure   string
+	// Lanes describes the job's lanes (see Lane), sorted by name; empty if it has none.
+	Lanes []LaneStatus
+}
+
+// LaneStatus is what monitoring needs of one lane of a job.
+type LaneStatus struct {
+	Lane string
+	// CreatedAt is when the lane first committed a step; LastRunAt when it last did.
+	CreatedAt time.Time
+	LastRunAt time.Time
+	// PassesCompleted counts the steps that reached the feed's End: completed passes of a
+	// reverse scan, catch-ups of an event log. LastEndAt is the last of them; zero if none.
+	PassesCompleted int64
+	LastEndAt       time.Time
+	// GapAt and GapReason describe the last time the lane started again without replaying what
+	// it had not read (FeedPage.Gap); zero if never. GapOpen reports that the gap is not yet
+	// covered: no sweep cycle that started after GapAt has completed, so changes made during
+	// the gap may still be unseen.
+	GapAt     time.Time
+	GapReason string
+	GapOpen   bool
+	// LastFailureAt and LastFailure describe the last step that failed (see
+	// LaneFailureRecorder); zero if none.
+	LastFailureAt time.Time
+	LastFailure   string
+}
+
+// Failing reports that the lane's last step failed: a failure is recorded after its last commit.
+func (l LaneStatus) Failing() bool {
+	return !l.LastFailureAt.IsZero() && (l.LastRunAt.IsZero() || l.LastFailureAt.After(l.LastRunAt))
+}
+
+// SinceEnd is the time since the lane last reached its feed's End, or since it first ran if it
+// never has.
+func (l LaneStatus) SinceEnd(now time.Time) time.Duration {
+	if l.LastEndAt.IsZero() {
+		return now.Sub(l.CreatedAt)
+	}
+	return now.Sub(l.LastEndAt)
 }
 
 // CycleAge is how long the current cycle has been running.
@@ -95,6 +134,10 @@ type HealthPolicy struct {
 	// MaxStaleFindings bounds the findings open past the store's threshold. Zero means none
 	// may be; a negative value turns the check off.
 	MaxStaleFindings int
+	// MaxLaneLag bounds, for each lane, the time since it last reached its feed's End (caught up
+	// with an event log, completed a reverse pass). Zero means LagSLO; a lane run every minute
+	// should be given much less, such as 15 minutes for an events lane.
+	MaxLaneLag time.Duration
 	// Schedule, if set, is the job's schedule (BatchSize, BatchesPerHour, RequestsPerSecond,
 	// CallsPerRow); Rows and NewRowsPerHour are taken from the Status. The health report then
 	// carries the coverage plan, and fails the check "plan" when a cycle can never complete or
@@ -118,13 +161,16 @@ func (p HealthPolicy) withDefaults() HealthPolicy {
 	if p.MaxSinceLastBatch == 0 {
 		p.MaxSinceLastBatch = p.LagSLO / 2
 	}
+	if p.MaxLaneLag == 0 {
+		p.MaxLaneLag = p.LagSLO
+	}
 	return p
 }
 
 // Check is one health criterion.
 type Check struct {
 	// Name is "lag", "since_last_cycle", "cycle_age", "last_attempt", "since_last_batch",
-	// "unverifiable", "stale_findings" or "plan".
+	// "unverifiable", "stale_findings", "plan", or "lane:" and a lane's name.
 	Name string
 	OK   bool
 	// Value and Limit, for people.
@@ -234,6 +280,24 @@ func EvaluateHealth(st Status, p HealthPolicy) Health {
 			}
 			add(Check{Name: "plan", OK: plan.MeetsSLO, Value: value, Limit: round(p.LagSLO), Reason: "plan: " + plan.Verdict})
 		}
+	}
+	for _, l := range st.Lanes {
+		since := l.SinceEnd(st.Now)
+		c := Check{Name: "lane:" + l.Lane, OK: since <= p.MaxLaneLag && !l.GapOpen && !l.Failing(), Value: round(since), Limit: round(p.MaxLaneLag)}
+		switch {
+		case l.Failing():
+			c.Value = "failed at " + l.LastFailureAt.UTC().Format(time.RFC3339)
+			c.Reason = fmt.Sprintf("lane:%s: the last step failed at %s: %s", l.Lane, l.LastFailureAt.UTC().Format(time.RFC3339), l.LastFailure)
+		case l.GapOpen:
+			c.Value = "gap since " + l.GapAt.UTC().Format(time.RFC3339)
+			c.Reason = fmt.Sprintf("lane:%s: restarted at %s without replay (%s); the sweep covers what changed before, and has not completed a cycle since",
+				l.Lane, l.GapAt.UTC().Format(time.RFC3339), l.GapReason)
+		case l.LastEndAt.IsZero():
+			c.Reason = fmt.Sprintf("lane:%s: has not reached the end of its feed in the %s since it started, more than %s", l.Lane, round(since), round(p.MaxLaneLag))
+		default:
+			c.Reason = fmt.Sprintf("lane:%s: last reached the end of its feed %s ago, more than %s", l.Lane, round(since), round(p.MaxLaneLag))
+		}
+		add(c)
 	}
 	for i := range h.Checks {
 		if h.Checks[i].OK {

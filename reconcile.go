@@ -211,11 +211,14 @@ func RunBatch[L, E any](ctx context.Context, cfg Config[L, E]) (Report, error) {
 // Report describes one batch.
 type Report struct {
 	Job string
+	// Lane is the lane's name for a Lane's step, empty for a sweep batch.
+	Lane string
 	// Scanned is the number of rows read.
 	Scanned int
 	// Verdicts counts rows per verdict.
 	Verdicts map[Verdict]int
-	// Wrapped reports that the read was empty and the cycle completed.
+	// Wrapped reports that the read was empty and the cycle completed; for a Lane, that the
+	// feed reported End.
 	Wrapped bool
 	// GatewayCalls is the number of external calls made.
 	GatewayCalls int
@@ -229,7 +232,8 @@ type Report struct {
 	// Deferred reports that the batch wrote nothing because not one external call could be
 	// made: the limiter, or a rate limit answered earlier, refused the first. The cursor did not
 	// move, and Scanned and Verdicts are zero; run the job again after RetryAfter. RateLimited
-	// is set too.
+	// is set too. A Lane's step is Deferred when a rate limit (an answer, or the limiter)
+	// stopped its feed: it wrote nothing.
 	Deferred bool
 	// NewFindings and NewCommands are what the commit added.
 	NewFindings int

@@ -415,9 +415,26 @@ func (s *Store) Commit(ctx context.Context, c reconcile.Commit) (reconcile.Commi
 			return res, fmt.Errorf("pgstore: job %s: %w", c.Job, err)
 		}
 	}
+	batch := &pgx.Batch{}
+	if c.Wrap {
+		batch.Queue(st.wrap, c.Job, c.Cursor.Version)
+	} else {
+		batch.Queue(st.advance, c.Job, c.Cursor.Version, c.Next, len(c.Outcomes), c.Unverifiable())
+	}
+	s.queueResults(batch, st, c.Job, c.Outcomes, &res)
+
+	if err := s.sendFenced(ctx, batch, "job "+c.Job); err != nil {
+		return reconcile.CommitResult{}, err
+	}
+	return res, nil
+}
+
+// queueResults queues the observations, findings and repair commands of outcomes; res receives
+// what the findings statement added.
+func (s *Store) queueResults(batch *pgx.Batch, st *statements, job string, outcomes []reconcile.Outcome, res *reconcile.CommitResult) {
 	var obsIDs, obsStates []string
 	var f findingCols
-	for _, o := range c.Outcomes {
+	for _, o := range outcomes {
 		if o.Verified {
 			obsIDs, obsStates = append(obsIDs, o.RecordID), append(obsStates, o.External)
 		}
@@ -425,47 +442,17 @@ func (s *Store) Commit(ctx context.Context, c reconcile.Commit) (reconcile.Commi
 			f.add(o)
 		}
 	}
-
-	batch := &pgx.Batch{}
-	if c.Wrap {
-		batch.Queue(st.wrap, c.Job, c.Cursor.Version)
-	} else {
-		batch.Queue(st.advance, c.Job, c.Cursor.Version, c.Next, len(c.Outcomes), c.Unverifiable())
-	}
 	switch {
 	case len(obsIDs) == 0:
 	case st.observeTakesJob:
-		batch.Queue(st.observe, c.Job, obsIDs, obsStates)
+		batch.Queue(st.observe, job, obsIDs, obsStates)
 	default:
 		batch.Queue(st.observe, obsIDs, obsStates)
 	}
 	if len(f.ids) > 0 {
-		batch.Queue(st.findings, c.Job, s.cfg.AggregateType, f.ids, f.kinds, f.locals, f.externals, f.details, f.commands).
+		batch.Queue(st.findings, job, s.cfg.AggregateType, f.ids, f.kinds, f.locals, f.externals, f.details, f.commands).
 			QueryRow(func(row pgx.Row) error { return row.Scan(&res.Findings, &res.Commands) })
 	}
-
-	tx, err := s.db.Begin(ctx)
-	if err != nil {
-		return res, fmt.Errorf("pgstore: job %s: begin: %w", c.Job, err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
-	br := tx.SendBatch(ctx, batch)
-	tag, err := br.Exec()
-	if err != nil {
-		br.Close()
-		return res, fmt.Errorf("pgstore: job %s: advance cursor: %w", c.Job, err)
-	}
-	if tag.RowsAffected() != 1 {
-		br.Close()
-		return reconcile.CommitResult{}, reconcile.ErrConcurrentRun
-	}
-	if err := br.Close(); err != nil {
-		return reconcile.CommitResult{}, fmt.Errorf("pgstore: job %s: write results: %w", c.Job, err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return reconcile.CommitResult{}, fmt.Errorf("pgstore: job %s: commit: %w", c.Job, err)
-	}
-	return res, nil
 }
 
 type findingCols struct {

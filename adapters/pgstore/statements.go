@@ -17,6 +17,8 @@ type statements struct {
 	observe, findings                string
 	observeTakesJob                  bool
 	lag                              string
+	// match finds rows by external id for a lane (see Store.Match).
+	match string
 	// filterArgs are the Filter's values, bound after each statement's own parameters: read
 	// and lag statements take them from the placeholder after their last one.
 	filterArgs []any
@@ -54,6 +56,21 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 		recent = fmt.Sprintf("%s AND NOT coalesce(%s <= %s + make_interval(secs => %f), false)",
 			recent, ts(cfg.UpdatedAtColumn), ts(cfg.VerifiedAtColumn), cfg.OwnWriteTolerance.Seconds())
 	}
+	// A lane's match: $1 the grace in seconds, $2 the external ids, $3 per id the time from which
+	// a change makes the row Recent (NULL adds nothing). Text-like external id columns are
+	// compared as their own type, so that an index on them serves; others as text.
+	changed := fmt.Sprintf("(%s > now() - make_interval(secs => $1::float8) OR %s >= t.since)", ts(cfg.UpdatedAtColumn), ts(cfg.UpdatedAtColumn))
+	if cfg.Observations == ObserveInHostColumns {
+		changed = fmt.Sprintf("%s AND NOT coalesce(%s <= %s + make_interval(secs => %f), false)",
+			changed, ts(cfg.UpdatedAtColumn), ts(cfg.VerifiedAtColumn), cfg.OwnWriteTolerance.Seconds())
+	}
+	extMatch := fmt.Sprintf("%s::text = t.ext", q(cfg.ExternalIDColumn))
+	if et := types[cfg.ExternalIDColumn]; et == "text" || strings.HasPrefix(et, "character varying") || strings.HasPrefix(et, "character(") {
+		extMatch = fmt.Sprintf("%s = t.ext::%s", q(cfg.ExternalIDColumn), et)
+	}
+	match := fmt.Sprintf("SELECT jsonb_build_array(%s)::text, %s::text, %s::text, %s::text, %s, coalesce(%s, false) FROM %s AS h JOIN unnest($2::text[], $3::timestamptz[]) AS t(ext, since) ON %s",
+		strings.Join(keys, ", "), q(cfg.IDColumn), q(cfg.ExternalIDColumn), q(cfg.StateColumn),
+		ts(cfg.CreatedAtColumn), changed, host, extMatch)
 	sel := fmt.Sprintf("SELECT jsonb_build_array(%s)::text, %s::text, %s::text, %s::text, %s, coalesce(%s, false) FROM %s AS h",
 		strings.Join(keys, ", "), q(cfg.IDColumn), q(cfg.ExternalIDColumn), q(cfg.StateColumn),
 		ts(cfg.CreatedAtColumn), recent, host)
@@ -77,6 +94,7 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 		readCursor: "SELECT coalesce(position::text, ''), version FROM " + cursors + " WHERE job = $1",
 		readFirst:  sel + where(3) + order,
 		readAfter:  sel + where(4, fmt.Sprintf("(%s) > (%s)", strings.Join(keys, ", "), strings.Join(after, ", "))) + order,
+		match:      match + where(4),
 
 		// Compare-and-set on the version read ($2), as one upsert: it affects one row exactly
 		// when the cursor is still where the batch found it (or did not exist yet).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -37,6 +38,7 @@ func (s *Store) Status(ctx context.Context, job string) (reconcile.Status, error
 			}
 			return err
 		})
+	s.queueLaneStatus(b, job, &st, &st.CyclesCompleted)
 	b.Queue(`SELECT kind, count(*), min(detected_at), count(*) FILTER (WHERE detected_at < now() - $2::interval)
 		FROM `+s.cfg.Tables.table("findings")+` WHERE job = $1 AND resolved_at IS NULL GROUP BY kind`, job, s.cfg.StaleAfter).Query(func(rows pgx.Rows) error {
 		var kind string
@@ -73,13 +75,9 @@ func (s *Store) Status(ctx context.Context, job string) (reconcile.Status, error
 // RecordFailure remembers that a batch of job failed, for Status and health: a
 // reconcile.FailureRecorder, called by RunBatch. The message is cut to 1,000 bytes.
 func (s *Store) RecordFailure(ctx context.Context, job string, cause error) error {
-	msg := cause.Error()
-	if len(msg) > 1000 {
-		msg = msg[:1000] + "..."
-	}
 	_, err := s.db.Exec(ctx, `INSERT INTO `+s.cfg.Tables.table("cursors")+` AS c (job, last_failure_at, last_failure)
 		VALUES ($1, now(), $2)
-		ON CONFLICT (job) DO UPDATE SET last_failure_at = now(), last_failure = $2`, job, msg)
+		ON CONFLICT (job) DO UPDATE SET last_failure_at = now(), last_failure = $2`, job, failureText(cause))
 	if err != nil {
 		return fmt.Errorf("pgstore: record failure of job %s: %w", job, err)
 	}
@@ -87,3 +85,12 @@ func (s *Store) RecordFailure(ctx context.Context, job string, cause error) erro
 }
 
 var _ reconcile.FailureRecorder = (*Store)(nil)
+
+// failureText is cause's message cut to 1,000 bytes, on a character boundary.
+func failureText(cause error) string {
+	msg := cause.Error()
+	if len(msg) > 1000 {
+		msg = strings.ToValidUTF8(msg[:1000], "") + "..."
+	}
+	return msg
+}

@@ -2,11 +2,9 @@ package stripeadapter
 
 import (
 	"context"
-	"net/http"
 	"time"
 
 	"github.com/stripe/stripe-go/v82"
-	"github.com/stripe/stripe-go/v82/form"
 
 	"github.com/reconcilekit/reconcile"
 )
@@ -95,25 +93,14 @@ type piPage struct {
 // listPage makes exactly one list call: PaymentIntents created within window, after the id
 // after. It reports whether more remain.
 func (g *Gateway) listPage(ctx context.Context, window *stripe.RangeQueryParams, after string) ([]*stripe.PaymentIntent, bool, error) {
-	callCtx, answer := withAnswer(ctx)
-	callCtx, cancel := context.WithTimeout(callCtx, g.timeout)
-	defer cancel()
 	params := &stripe.PaymentIntentListParams{CreatedRange: window}
-	params.Context = callCtx
-	params.Limit = stripe.Int64(listLimit)
 	if after != "" {
 		params.StartingAfter = stripe.String(after)
 	}
-	if g.account != "" {
-		params.SetStripeAccount(g.account)
-	}
-	query := &form.Values{}
-	form.AppendTo(query, params)
 	svc := g.sc.V1PaymentIntents
 	var page piPage
-	// The same call stripe-go's List makes for one page, without its iterator.
-	if err := svc.B.CallRaw(http.MethodGet, "/v1/payment_intents", svc.Key, []byte(query.Encode()), params.GetParams(), &page); err != nil {
-		return nil, false, g.mapError(ctx, "list payment intents", err, answer)
+	if err := g.list(ctx, "list payment intents", svc.B, svc.Key, "/v1/payment_intents", &params.ListParams, params, &page); err != nil {
+		return nil, false, err
 	}
 	return page.Data, page.HasMore, nil
 }

@@ -10,6 +10,8 @@
 //	dispatch queue repair commands in the outbox and time dispatchers applying them all
 //	stripe   one full cycle through the Stripe gateway over HTTP to stripetest, bulk or per-object,
 //	         counting API calls (calls per row, cycle hours at 5 requests/s)
+//	lanes    the events catch-up lane finding missed webhooks (detect_seconds, api_calls) and one
+//	         reverse-scan pass (api_calls_per_object), over HTTP to stripetest
 //
 // The database comes from $DATABASE_URL, else pgenv.DefaultURL. Each subcommand prints progress
 // to stderr and, as its last stdout line, one JSON object with its figures, so that runs can be
@@ -46,6 +48,7 @@ var commands = map[string]command{
 	"engine":   {summary: "load a payments table and time one full engine cycle over it", run: engineCommand},
 	"dispatch": {summary: "queue repair commands and time dispatchers applying them; counts duplicates", run: dispatchCommand},
 	"stripe":   {summary: "one cycle through the Stripe gateway over HTTP to stripetest; counts API calls", run: stripeCommand},
+	"lanes":    {summary: "the events lane finding missed webhooks and a reverse-scan pass; detection time and API calls", run: lanesCommand},
 }
 
 // errUsage marks errors already explained to the user by a flag set's own output.

@@ -1,0 +1,197 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/reconcilekit/reconcile"
+)
+
+// A Store is a lane's Matcher and LaneSink too: lanes record under the sweep's job in the same
+// findings, observations and outbox tables, and keep their positions in the lanes table.
+var (
+	_ reconcile.Matcher[string] = (*Store)(nil)
+	_ reconcile.LaneSink        = (*Store)(nil)
+)
+
+// maxLanePosition bounds a stored lane position: a feed's position is a small token.
+const maxLanePosition = 4096
+
+// Match returns the rows, among those the store's Filter selects, whose external id is one of
+// req.ExternalIDs, in one query; rows are Recent when changed within req.Grace or at or after
+// their Since time. Index the external id column: without an index every call scans the table.
+func (s *Store) Match(ctx context.Context, req reconcile.MatchRequest) ([]reconcile.Record[string], error) {
+	if req.Since != nil && len(req.Since) != len(req.ExternalIDs) {
+		return nil, fmt.Errorf("pgstore: match: %d Since times for %d external ids", len(req.Since), len(req.ExternalIDs))
+	}
+	if len(req.ExternalIDs) == 0 {
+		return nil, nil
+	}
+	st, err := s.statements(ctx)
+	if err != nil {
+		return nil, err
+	}
+	since := make([]*time.Time, len(req.ExternalIDs))
+	for i := range req.Since {
+		if !req.Since[i].IsZero() {
+			since[i] = &req.Since[i]
+		}
+	}
+	args := append([]any{req.Grace.Seconds(), req.ExternalIDs, since}, st.filterArgs...)
+	rows, err := s.db.Query(ctx, st.match, args...)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: job %s: match %s: %w", req.Job, s.hostTable(), err)
+	}
+	defer rows.Close()
+	var out []reconcile.Record[string]
+	var r reconcile.Record[string]
+	var ext, state *string
+	var created *time.Time
+	for rows.Next() {
+		if err := rows.Scan(&r.Key, &r.ID, &ext, &state, &created, &r.Recent); err != nil {
+			return nil, fmt.Errorf("pgstore: job %s: match %s: %w", req.Job, s.hostTable(), err)
+		}
+		r.ExternalID, r.Local, r.CreatedAt = deref(ext), deref(state), time.Time{}
+		if created != nil {
+			r.CreatedAt = *created
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pgstore: job %s: match %s: %w", req.Job, s.hostTable(), err)
+	}
+	return out, nil
+}
+
+// ReadLane returns the lane's position and version; the zero Cursor if it has not committed.
+func (s *Store) ReadLane(ctx context.Context, job, lane string) (reconcile.Cursor, error) {
+	var c reconcile.Cursor
+	err := s.db.QueryRow(ctx, "SELECT position, version FROM "+s.cfg.Tables.table("lanes")+" WHERE job = $1 AND lane = $2", job, lane).
+		Scan(&c.Position, &c.Version)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return c, fmt.Errorf("pgstore: lane %s/%s: read position: %w", job, lane, err)
+	}
+	return c, nil
+}
+
+// CommitLane writes a lane step's observations, findings and repair commands and its new
+// position in one transaction, pipelined in one round trip, compare-and-set on the version read:
+// reconcile.ErrConcurrentRun if another step committed first. A Gap is recorded with the
+// sweep's completed cycles at that moment, so Status can tell when a full cycle has covered it.
+func (s *Store) CommitLane(ctx context.Context, c reconcile.LaneCommit) (reconcile.CommitResult, error) {
+	var res reconcile.CommitResult
+	switch {
+	case c.Job == "" || c.Lane == "":
+		return res, errors.New("pgstore: lane commit without a job or lane name")
+	case len(c.Next) > maxLanePosition:
+		return res, fmt.Errorf("pgstore: lane %s/%s: position of %d bytes is longer than %d", c.Job, c.Lane, len(c.Next), maxLanePosition)
+	}
+	st, err := s.statements(ctx)
+	if err != nil {
+		return res, err
+	}
+	t := s.cfg.Tables
+	batch := &pgx.Batch{}
+	if c.Cursor.Version == 0 {
+		// A lane never committed (at most a failure recorded): create it. Two first steps
+		// racing meet in the conflict, where the loser finds version 1 and affects no row.
+		batch.Queue(`INSERT INTO `+t.table("lanes")+` AS l (job, lane, position, version, last_run_at, last_run_objects,
+				passes_completed, last_end_at, gap_at, gap_reason, gap_sweep_cycles)
+			VALUES ($1, $2, $3, 1, now(), $4, CASE WHEN $5 THEN 1 ELSE 0 END, CASE WHEN $5 THEN now() END,
+				CASE WHEN $6 <> '' THEN now() END, nullif($6, ''),
+				CASE WHEN $6 <> '' THEN coalesce((SELECT cycles_completed FROM `+t.table("cursors")+` WHERE job = $1), 0) END)
+			ON CONFLICT (job, lane) DO UPDATE SET position = EXCLUDED.position, version = 1, last_run_at = EXCLUDED.last_run_at,
+				last_run_objects = EXCLUDED.last_run_objects, passes_completed = EXCLUDED.passes_completed,
+				last_end_at = EXCLUDED.last_end_at, gap_at = EXCLUDED.gap_at, gap_reason = EXCLUDED.gap_reason,
+				gap_sweep_cycles = EXCLUDED.gap_sweep_cycles
+			WHERE l.version = 0`, c.Job, c.Lane, c.Next, len(c.Outcomes), c.End, c.Gap)
+	} else {
+		batch.Queue(`UPDATE `+t.table("lanes")+` SET position = $4, version = version + 1,
+				last_run_at = now(), last_run_objects = $5,
+				passes_completed = passes_completed + CASE WHEN $6 THEN 1 ELSE 0 END,
+				last_end_at = CASE WHEN $6 THEN now() ELSE last_end_at END,
+				gap_at = CASE WHEN $7 <> '' THEN now() ELSE gap_at END,
+				gap_reason = CASE WHEN $7 <> '' THEN $7 ELSE gap_reason END,
+				gap_sweep_cycles = CASE WHEN $7 <> '' THEN coalesce((SELECT cycles_completed FROM `+t.table("cursors")+` WHERE job = $1), 0)
+					ELSE gap_sweep_cycles END
+			WHERE job = $1 AND lane = $2 AND version = $3`, c.Job, c.Lane, c.Cursor.Version, c.Next, len(c.Outcomes), c.End, c.Gap)
+	}
+	s.queueResults(batch, st, c.Job, c.Outcomes, &res)
+	if err := s.sendFenced(ctx, batch, "lane "+c.Job+"/"+c.Lane); err != nil {
+		return reconcile.CommitResult{}, err
+	}
+	return res, nil
+}
+
+var _ reconcile.LaneFailureRecorder = (*Store)(nil)
+
+// RecordLaneFailure remembers that a step of a lane failed, for Status and health: a
+// reconcile.LaneFailureRecorder, called by Lane.RunBatch. The message is cut to 1,000 bytes.
+func (s *Store) RecordLaneFailure(ctx context.Context, job, lane string, cause error) error {
+	_, err := s.db.Exec(ctx, `INSERT INTO `+s.cfg.Tables.table("lanes")+` (job, lane, last_failure_at, last_failure)
+		VALUES ($1, $2, now(), $3)
+		ON CONFLICT (job, lane) DO UPDATE SET last_failure_at = now(), last_failure = $3`, job, lane, failureText(cause))
+	if err != nil {
+		return fmt.Errorf("pgstore: record failure of lane %s/%s: %w", job, lane, err)
+	}
+	return nil
+}
+
+// sendFenced runs batch in a transaction whose first statement is a compare-and-set: if it
+// affects no row, nothing is written and the result is reconcile.ErrConcurrentRun.
+func (s *Store) sendFenced(ctx context.Context, batch *pgx.Batch, what string) error {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("pgstore: %s: begin: %w", what, err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
+	br := tx.SendBatch(ctx, batch)
+	tag, err := br.Exec()
+	if err != nil {
+		br.Close()
+		return fmt.Errorf("pgstore: %s: advance: %w", what, err)
+	}
+	if tag.RowsAffected() != 1 {
+		br.Close()
+		return reconcile.ErrConcurrentRun
+	}
+	if err := br.Close(); err != nil {
+		return fmt.Errorf("pgstore: %s: write results: %w", what, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("pgstore: %s: commit: %w", what, err)
+	}
+	return nil
+}
+
+// queueLaneStatus queues the read of the job's lanes for Status; cycles is the sweep's completed cycles.
+func (s *Store) queueLaneStatus(b *pgx.Batch, job string, st *reconcile.Status, cycles *int64) {
+	b.Queue(`SELECT lane, created_at, last_run_at, passes_completed, last_end_at, gap_at, coalesce(gap_reason, ''), gap_sweep_cycles,
+			last_failure_at, coalesce(last_failure, '')
+		FROM `+s.cfg.Tables.table("lanes")+` WHERE job = $1 ORDER BY lane`, job).Query(func(rows pgx.Rows) error {
+		var l reconcile.LaneStatus
+		var lastRun, lastEnd, gapAt, failedAt *time.Time
+		var gapCycles *int64
+		_, err := pgx.ForEachRow(rows, []any{&l.Lane, &l.CreatedAt, &lastRun, &l.PassesCompleted, &lastEnd, &gapAt, &l.GapReason, &gapCycles,
+			&failedAt, &l.LastFailure}, func() error {
+			l.LastRunAt, l.LastEndAt, l.GapAt, l.LastFailureAt = derefTime(lastRun), derefTime(lastEnd), derefTime(gapAt), derefTime(failedAt)
+			// The sweep cycle under way at the gap started before it; the next one starts after
+			// it, and covers every row once it completes.
+			l.GapOpen = gapCycles != nil && *cycles < *gapCycles+2
+			st.Lanes = append(st.Lanes, l)
+			return nil
+		})
+		return err
+	})
+}
+
+func derefTime(p *time.Time) time.Time {
+	if p == nil {
+		return time.Time{}
+	}
+	return *p
+}

@@ -1,0 +1,414 @@
+package stripeadapter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/stripe/stripe-go/v82"
+	"github.com/stripe/stripe-go/v82/form"
+
+	"github.com/reconcilekit/reconcile"
+)
+
+// Feeds for reconcile.Lane: the events catch-up lane and the reverse scan. Both list through the
+// gateway's client, key, account and error mapping, one page of a hundred per call.
+
+// Defaults of EventsOptions and ReverseOptions.
+const (
+	DefaultEventSettle   = time.Minute
+	DefaultEventMaxAge   = 25 * 24 * time.Hour
+	DefaultEventsPerStep = 1000
+	DefaultReverseWindow = 7 * 24 * time.Hour
+)
+
+// maxUnanchoredPages bounds the pages an events feed without a checkpoint event reads to find
+// the oldest event since its checkpoint time.
+const maxUnanchoredPages = 50
+
+// errCursorGone is a list call's answer when its starting_after or ending_before object no
+// longer exists (an event past Stripe's 30 days, say).
+var errCursorGone = errors.New("the list cursor's object no longer exists")
+
+// list makes exactly one list call, GET path with params, decoded into out. lp is params' own
+// ListParams, which list completes with the context, page size and account.
+func (g *Gateway) list(ctx context.Context, op string, b stripe.Backend, key, path string, lp *stripe.ListParams, params any, out stripe.LastResponseSetter) error {
+	callCtx, answer := withAnswer(ctx)
+	callCtx, cancel := context.WithTimeout(callCtx, g.timeout)
+	defer cancel()
+	lp.Context = callCtx
+	lp.Limit = stripe.Int64(listLimit)
+	if g.account != "" {
+		lp.SetStripeAccount(g.account)
+	}
+	query := &form.Values{}
+	form.AppendTo(query, params)
+	// The same call stripe-go's List makes for one page, without its iterator, which keeps
+	// has_more to itself.
+	if err := b.CallRaw(http.MethodGet, path, key, []byte(query.Encode()), lp.GetParams(), out); err != nil {
+		var se *stripe.Error
+		if ctx.Err() == nil && errors.As(err, &se) && se.Code == stripe.ErrorCodeResourceMissing &&
+			(se.Param == "starting_after" || se.Param == "ending_before") {
+			return fmt.Errorf("stripeadapter: %s: %w (%s)", op, errCursorGone, g.redact(se.Msg))
+		}
+		return g.mapError(ctx, op, err, answer)
+	}
+	return nil
+}
+
+// EventsOptions configures EventsFeed.
+type EventsOptions struct {
+	// Types are the event types to read, "*" matching any run of characters. Empty means
+	// payment_intent.*. At most 20; a pattern with * must be the only one.
+	Types []string
+	// Settle: events younger than this are left for the next step, so that an event Stripe
+	// lists a little late is not skipped, and a webhook merely on its way is not taken for a
+	// missed one. Zero means DefaultEventSettle.
+	Settle time.Duration
+	// MaxAge: a checkpoint older than this is not replayed (Stripe keeps events 30 days); the
+	// feed starts again from the newest event and reports a gap, which the sweep covers. Zero
+	// means DefaultEventMaxAge.
+	MaxAge time.Duration
+	// PerStep bounds the events one step reads before it commits. Zero means
+	// DefaultEventsPerStep.
+	PerStep int
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// EventsFeed reads PaymentIntent events after a checkpoint, oldest first, and yields the newest
+// state of each intent they carry: a reconcile.Feed for an events catch-up lane, which finds a
+// missed webhook within minutes rather than when the sweep reaches its row. It costs one call
+// per hundred events. Objects carry the event's time as ObservedAt, so a row changed since is
+// not judged against the older state.
+type EventsFeed struct {
+	g   *Gateway
+	opt EventsOptions
+}
+
+var _ reconcile.Feed[*stripe.PaymentIntent] = (*EventsFeed)(nil)
+
+// EventsFeed returns a feed of the account's events, through g's client.
+func (g *Gateway) EventsFeed(opt EventsOptions) (*EventsFeed, error) {
+	switch {
+	case opt.Settle < 0, opt.MaxAge < 0, opt.PerStep < 0:
+		return nil, errors.New("stripeadapter: events options: Settle, MaxAge and PerStep must not be negative")
+	case len(opt.Types) > 20:
+		return nil, fmt.Errorf("stripeadapter: events options: %d types, Stripe takes at most 20", len(opt.Types))
+	case len(opt.Types) > 1 && slices.ContainsFunc(opt.Types, func(t string) bool { return strings.Contains(t, "*") }):
+		return nil, errors.New("stripeadapter: events options: a type with * must be the only one")
+	case slices.Contains(opt.Types, ""):
+		return nil, errors.New("stripeadapter: events options: empty event type")
+	}
+	if len(opt.Types) == 0 {
+		opt.Types = []string{"payment_intent.*"}
+	}
+	if opt.Settle == 0 {
+		opt.Settle = DefaultEventSettle
+	}
+	if opt.MaxAge == 0 {
+		opt.MaxAge = DefaultEventMaxAge
+	}
+	if opt.MaxAge > 30*24*time.Hour {
+		return nil, fmt.Errorf("stripeadapter: events options: MaxAge %v is beyond the 30 days Stripe keeps events", opt.MaxAge)
+	}
+	if opt.PerStep == 0 {
+		opt.PerStep = DefaultEventsPerStep
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	return &EventsFeed{g: g, opt: opt}, nil
+}
+
+// eventsPosition is the events feed's checkpoint: the last event read, and the time up to which
+// every event has been read (for the age guard).
+type eventsPosition struct {
+	After string `json:"after,omitempty"`
+	Until int64  `json:"until"`
+}
+
+func (p eventsPosition) String() string {
+	b, _ := json.Marshal(p)
+	return string(b)
+}
+
+// eventPage is one page of the events list, with has_more.
+type eventPage struct {
+	stripe.APIResource
+	stripe.ListMeta
+	Data []*stripe.Event `json:"data"`
+}
+
+// page lists one page of events: with after, the hundred just newer than it (ending_before);
+// without, the newest created after since. Both only up to cutoff.
+func (f *EventsFeed) page(ctx context.Context, after string, since, cutoff int64, startingAfter string, limit int64) (*eventPage, error) {
+	params := &stripe.EventListParams{CreatedRange: &stripe.RangeQueryParams{LesserThanOrEqual: cutoff}}
+	if len(f.opt.Types) == 1 {
+		params.Type = stripe.String(f.opt.Types[0])
+	} else {
+		params.Types = stripe.StringSlice(f.opt.Types)
+	}
+	switch {
+	case after != "":
+		params.EndingBefore = stripe.String(after)
+	default:
+		params.CreatedRange.GreaterThan = since
+		if startingAfter != "" {
+			params.StartingAfter = stripe.String(startingAfter)
+		}
+	}
+	svc := f.g.sc.V1Events
+	var p eventPage
+	if err := f.g.list(ctx, "list events", svc.B, svc.Key, "/v1/events", &params.ListParams, params, &p); err != nil {
+		return nil, err
+	}
+	if limit > 0 && int64(len(p.Data)) > limit {
+		p.Data = p.Data[:limit]
+	}
+	return &p, nil
+}
+
+// Next reads the events after pos, oldest first, up to PerStep of them and none younger than
+// Settle. Without a checkpoint it starts at the newest settled event (events before it are the
+// sweep's to find). A checkpoint older than MaxAge, or whose event Stripe no longer has, starts
+// again the same way and reports a Gap.
+func (f *EventsFeed) Next(ctx context.Context, pos string, wait func(context.Context) error) (reconcile.FeedPage[*stripe.PaymentIntent], error) {
+	now := f.opt.Now()
+	cutoff := now.Add(-f.opt.Settle).Unix()
+	if pos == "" {
+		return f.anchor(ctx, wait, cutoff, "")
+	}
+	var cp eventsPosition
+	if err := json.Unmarshal([]byte(pos), &cp); err != nil || cp.Until <= 0 || (cp.After != "" && !strings.HasPrefix(cp.After, "evt_")) {
+		return reconcile.FeedPage[*stripe.PaymentIntent]{}, fmt.Errorf("stripeadapter: events checkpoint %q is not one of this feed's", pos)
+	}
+	if age := now.Sub(time.Unix(cp.Until, 0)); age > f.opt.MaxAge {
+		return f.anchor(ctx, wait, cutoff, fmt.Sprintf("the events checkpoint is %s old, past the %s Stripe's 30-day event log allows replaying",
+			age.Round(time.Hour), f.opt.MaxAge))
+	}
+
+	var events []*stripe.Event // oldest first
+	seen := make(map[string]bool)
+	end := false
+	if cp.After != "" {
+		// ending_before gives the hundred events just newer than the checkpoint, newest first.
+		for after := cp.After; len(events) < f.opt.PerStep; {
+			if err := wait(ctx); err != nil {
+				return reconcile.FeedPage[*stripe.PaymentIntent]{}, err
+			}
+			p, err := f.page(ctx, after, 0, cutoff, "", 0)
+			if errors.Is(err, errCursorGone) {
+				return f.anchor(ctx, wait, cutoff, fmt.Sprintf("the checkpoint event %s no longer exists at Stripe", cp.After))
+			}
+			if err != nil {
+				return reconcile.FeedPage[*stripe.PaymentIntent]{}, err
+			}
+			for _, e := range slices.Backward(p.Data) {
+				if !seen[e.ID] {
+					seen[e.ID] = true
+					events = append(events, e)
+				}
+			}
+			if !p.HasMore || len(p.Data) == 0 {
+				end = true
+				break
+			}
+			after = p.Data[0].ID
+		}
+	} else {
+		// No event to page from (the account had none when the lane started): read every
+		// settled event since, newest first, then take them oldest first.
+		var newestFirst []*stripe.Event
+		for startingAfter, pages := "", 0; ; pages++ {
+			if pages == maxUnanchoredPages {
+				return f.anchor(ctx, wait, cutoff, fmt.Sprintf("more than %d events arrived while the lane had no event to page from", pages*listLimit))
+			}
+			if err := wait(ctx); err != nil {
+				return reconcile.FeedPage[*stripe.PaymentIntent]{}, err
+			}
+			p, err := f.page(ctx, "", cp.Until, cutoff, startingAfter, 0)
+			if err != nil {
+				return reconcile.FeedPage[*stripe.PaymentIntent]{}, err
+			}
+			newestFirst = append(newestFirst, p.Data...)
+			if !p.HasMore || len(p.Data) == 0 {
+				break
+			}
+			startingAfter = p.Data[len(p.Data)-1].ID
+		}
+		for _, e := range slices.Backward(newestFirst) {
+			if !seen[e.ID] {
+				seen[e.ID] = true
+				events = append(events, e)
+			}
+		}
+		end = true
+	}
+	if len(events) > f.opt.PerStep {
+		events, end = events[:f.opt.PerStep], false
+	}
+
+	next := cp
+	if len(events) > 0 {
+		last := events[len(events)-1]
+		next.After, next.Until = last.ID, max(next.Until, last.Created)
+	}
+	if end {
+		next.Until = max(next.Until, cutoff)
+	}
+	objs, err := newestStates(events)
+	if err != nil {
+		return reconcile.FeedPage[*stripe.PaymentIntent]{}, err
+	}
+	return reconcile.FeedPage[*stripe.PaymentIntent]{Objects: objs, Next: next.String(), End: end}, nil
+}
+
+// anchor starts the feed at the newest settled event, reporting gap (empty for a first start).
+func (f *EventsFeed) anchor(ctx context.Context, wait func(context.Context) error, cutoff int64, gap string) (reconcile.FeedPage[*stripe.PaymentIntent], error) {
+	if err := wait(ctx); err != nil {
+		return reconcile.FeedPage[*stripe.PaymentIntent]{}, err
+	}
+	p, err := f.page(ctx, "", 0, cutoff, "", 1)
+	if err != nil {
+		return reconcile.FeedPage[*stripe.PaymentIntent]{}, err
+	}
+	cp := eventsPosition{Until: cutoff}
+	if len(p.Data) > 0 {
+		cp.After = p.Data[0].ID
+	}
+	return reconcile.FeedPage[*stripe.PaymentIntent]{Next: cp.String(), End: true, Gap: gap}, nil
+}
+
+// newestStates turns events, oldest first, into the newest PaymentIntent state each carries.
+// Events of other objects are skipped.
+func newestStates(events []*stripe.Event) ([]reconcile.FeedObject[*stripe.PaymentIntent], error) {
+	at := make(map[string]int)
+	var objs []reconcile.FeedObject[*stripe.PaymentIntent]
+	for _, e := range events {
+		if e.Data == nil || len(e.Data.Raw) == 0 {
+			continue
+		}
+		var head struct {
+			Object string `json:"object"`
+		}
+		if err := json.Unmarshal(e.Data.Raw, &head); err != nil {
+			return nil, fmt.Errorf("stripeadapter: event %s: %w", e.ID, err)
+		}
+		if head.Object != "payment_intent" {
+			continue
+		}
+		pi := &stripe.PaymentIntent{}
+		if err := json.Unmarshal(e.Data.Raw, pi); err != nil {
+			return nil, fmt.Errorf("stripeadapter: event %s: payment intent: %w", e.ID, err)
+		}
+		if pi.ID == "" {
+			return nil, fmt.Errorf("stripeadapter: event %s: payment intent without an id", e.ID)
+		}
+		o := reconcile.FeedObject[*stripe.PaymentIntent]{ExternalID: pi.ID, Object: pi,
+			CreatedAt: time.Unix(pi.Created, 0), ObservedAt: time.Unix(e.Created, 0)}
+		if i, ok := at[pi.ID]; ok {
+			objs[i] = o // a later event: a newer state
+			continue
+		}
+		at[pi.ID] = len(objs)
+		objs = append(objs, o)
+	}
+	return objs, nil
+}
+
+// ReverseOptions configures ReverseFeed.
+type ReverseOptions struct {
+	// Window is how far back a pass lists PaymentIntents by creation time. Zero means
+	// DefaultReverseWindow (7 days).
+	Window time.Duration
+	// Grace: intents created more recently are left to a later pass, since our own row for
+	// them may not be committed yet. Zero means reconcile.DefaultGrace.
+	Grace time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// ReverseFeed lists the PaymentIntents created within a window, newest first, a page of a
+// hundred per step: a reconcile.Feed for the reverse scan, which finds intents that no local
+// row refers to (with LaneConfig.ReportMissing) and verifies the others in bulk. A pass fixes
+// its window when it starts, so that paging is stable; when the window is exhausted the pass
+// is complete and the next step starts a new one. The Search API is not used: it can lag by an
+// hour, and absence must not be concluded from a lagging index.
+type ReverseFeed struct {
+	g   *Gateway
+	opt ReverseOptions
+}
+
+var _ reconcile.Feed[*stripe.PaymentIntent] = (*ReverseFeed)(nil)
+
+// ReverseFeed returns a reverse-scan feed of the account's PaymentIntents, through g's client.
+func (g *Gateway) ReverseFeed(opt ReverseOptions) (*ReverseFeed, error) {
+	if opt.Window < 0 || opt.Grace < 0 {
+		return nil, errors.New("stripeadapter: reverse options: Window and Grace must not be negative")
+	}
+	if opt.Window == 0 {
+		opt.Window = DefaultReverseWindow
+	}
+	if opt.Grace == 0 {
+		opt.Grace = reconcile.DefaultGrace
+	}
+	if opt.Grace >= opt.Window {
+		return nil, fmt.Errorf("stripeadapter: reverse options: Grace %v leaves nothing of Window %v", opt.Grace, opt.Window)
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	return &ReverseFeed{g: g, opt: opt}, nil
+}
+
+// reversePosition is a pass's window and the last intent listed.
+type reversePosition struct {
+	From  int64  `json:"from"`
+	To    int64  `json:"to"`
+	After string `json:"after,omitempty"`
+}
+
+// Next lists the next page of the current pass, starting a pass when pos is empty.
+func (f *ReverseFeed) Next(ctx context.Context, pos string, wait func(context.Context) error) (reconcile.FeedPage[*stripe.PaymentIntent], error) {
+	var rp reversePosition
+	if pos == "" {
+		now := f.opt.Now()
+		rp = reversePosition{From: now.Add(-f.opt.Window).Unix(), To: now.Add(-f.opt.Grace).Unix()}
+	} else if err := json.Unmarshal([]byte(pos), &rp); err != nil || rp.From <= 0 || rp.To < rp.From || (rp.After != "" && !ValidPaymentIntentID(rp.After)) {
+		return reconcile.FeedPage[*stripe.PaymentIntent]{}, fmt.Errorf("stripeadapter: reverse scan position %q is not one of this feed's", pos)
+	}
+	if err := wait(ctx); err != nil {
+		return reconcile.FeedPage[*stripe.PaymentIntent]{}, err
+	}
+	items, more, err := f.g.listPage(ctx, &stripe.RangeQueryParams{GreaterThanOrEqual: rp.From, LesserThanOrEqual: rp.To}, rp.After)
+	if errors.Is(err, errCursorGone) {
+		// The intent we paged from is gone: start the pass again rather than skip the rest.
+		return reconcile.FeedPage[*stripe.PaymentIntent]{}, nil
+	}
+	if err != nil {
+		return reconcile.FeedPage[*stripe.PaymentIntent]{}, err
+	}
+	page := reconcile.FeedPage[*stripe.PaymentIntent]{Objects: make([]reconcile.FeedObject[*stripe.PaymentIntent], 0, len(items))}
+	seen := make(map[string]bool, len(items))
+	for _, pi := range items {
+		if pi == nil || pi.ID == "" || seen[pi.ID] {
+			continue
+		}
+		seen[pi.ID] = true
+		page.Objects = append(page.Objects, reconcile.FeedObject[*stripe.PaymentIntent]{ExternalID: pi.ID, Object: pi, CreatedAt: time.Unix(pi.Created, 0)})
+	}
+	if !more || len(items) == 0 {
+		page.End = true // the pass is complete; Next "" starts the next one
+		return page, nil
+	}
+	rp.After = items[len(items)-1].ID
+	b, _ := json.Marshal(rp)
+	page.Next = string(b)
+	return page, nil
+}

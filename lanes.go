@@ -1,0 +1,366 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// The sweep starts from local rows, so it cannot see external objects that have no row, and it
+// finds a missed webhook only when its cycle reaches that row. Lanes start from the external
+// side instead: a Feed lists external objects a page at a time (a reverse scan of recently
+// created objects, or the external system's event log), a Matcher finds the local rows with
+// those external ids in one query, and each pair is classified and recorded exactly as the
+// sweep does, under the sweep's job, so the open-finding deduplication covers lanes and sweep
+// together.
+
+// KindMissingLocally is the finding kind of an external object that no local row refers to,
+// reported by a lane with ReportMissing (the reverse scan): a PaymentIntent created at Stripe
+// whose local transaction rolled back, say. Such findings are NeedsReview, and their RecordID
+// is the external id, since there is no local row.
+const KindMissingLocally = "missing_locally"
+
+// DefaultLaneGrace is the Grace a zero LaneConfig gets. It is shorter than the sweep's
+// DefaultGrace: a lane is how a missed webhook is found within minutes.
+const DefaultLaneGrace = time.Minute
+
+// Feed lists external objects a page at a time, from a position the lane keeps.
+type Feed[E any] interface {
+	// Next returns the objects after position pos; "" means the feed has no position yet (a
+	// first run, or a new pass). wait must be called before every external call: it paces the
+	// calls with the lane's Limiter and counts them; its error (a rate limit, a limiter out of
+	// time, ctx done) ends the step. On any error Next returns it and the lane writes nothing:
+	// the step is done again from pos next time. A rate limit is an ErrRateLimited, ideally a
+	// *RateLimitError, so that the lane backs off for as long as the answer asked.
+	Next(ctx context.Context, pos string, wait func(context.Context) error) (FeedPage[E], error)
+}
+
+// FeedPage is one step of a Feed.
+type FeedPage[E any] struct {
+	// Objects are the external objects of the step, at most one per external id.
+	Objects []FeedObject[E]
+	// Next is the position to resume from. The lane stores it in the transaction that records
+	// the step's results, so a step is either recorded whole or done again.
+	Next string
+	// End reports that the feed has nothing more for now: a reverse scan's pass is complete, an
+	// event log is caught up.
+	End bool
+	// Gap, if not empty, says why the feed could not resume from pos (a checkpoint lost, or
+	// older than the external system keeps its log) and started again from Next. What changed
+	// in between is left to the sweep; health reports the gap until a sweep cycle covers it.
+	Gap string
+}
+
+// FeedObject is one external object of a FeedPage.
+type FeedObject[E any] struct {
+	ExternalID string
+	Object     E
+	// CreatedAt is when the external object was created, if known.
+	CreatedAt time.Time
+	// ObservedAt is when Object was the object's state, for a state taken from an event; zero
+	// means it is the current state. A local row changed at or after ObservedAt has moved on
+	// since and is judged InFlight rather than against the older state.
+	ObservedAt time.Time
+}
+
+// Matcher finds local rows by external id: a lane's view of the local side.
+type Matcher[L any] interface {
+	Match(ctx context.Context, req MatchRequest) ([]Record[L], error)
+}
+
+// MatchRequest asks a Matcher for the rows whose external id is one of ExternalIDs.
+type MatchRequest struct {
+	Job         string
+	ExternalIDs []string
+	// Since, if not nil, has one entry per external id: a row changed at or after Since[i]
+	// comes back Recent, as does any row changed within Grace (by the store's clock). A zero
+	// entry adds nothing.
+	Since []time.Time
+	Grace time.Duration
+}
+
+// LaneSink records a lane's steps.
+type LaneSink interface {
+	// ReadLane returns the lane's position and version; the zero Cursor if it has none.
+	ReadLane(ctx context.Context, job, lane string) (Cursor, error)
+	// CommitLane writes observations, findings, repair commands and the lane's new position in
+	// one transaction, compare-and-set on LaneCommit.Cursor (ErrConcurrentRun if it moved), with
+	// the same deduplication as Sink.Commit: a finding already open for (job, record, kind),
+	// whoever opened it, is not recorded again and queues no command.
+	CommitLane(ctx context.Context, c LaneCommit) (CommitResult, error)
+}
+
+// LaneFailureRecorder is an optional ability of a LaneSink: remembering that a step of a lane
+// failed, so that health reports a lane that keeps failing. RunBatch calls it after a failed
+// step, not after a lost race, a cancellation or a deferred step.
+type LaneFailureRecorder interface {
+	RecordLaneFailure(ctx context.Context, job, lane string, cause error) error
+}
+
+// LaneCommit is one lane step's results.
+type LaneCommit struct {
+	Job, Lane string
+	// Cursor is the lane's cursor as read; the commit applies only if it is unchanged.
+	Cursor Cursor
+	// Next, End and Gap are the FeedPage's.
+	Next string
+	End  bool
+	Gap  string
+	// Outcomes holds one entry per object (more if several rows share an external id).
+	Outcomes []Outcome
+}
+
+// LaneConfig describes one lane of a job.
+type LaneConfig[L, E any] struct {
+	// Job is the sweep's job: findings and observations are recorded under it, so that a drift
+	// found by a lane and by the sweep is one finding with one command. Required.
+	Job string
+	// Lane names the lane within the job, such as "events" or "reverse"; its position is kept
+	// under (Job, Lane). Required.
+	Lane string
+	// Feed lists the external objects. Required.
+	Feed Feed[E]
+	// Matcher finds the local rows. Required.
+	Matcher Matcher[L]
+	// Sink records the results. Required.
+	Sink LaneSink
+	// Classifier judges each pair; usually the sweep's. Required.
+	Classifier Classifier[L, E]
+	// ReportMissing makes an object that no local row refers to a NeedsReview finding of kind
+	// KindMissingLocally. Without it such objects are skipped (an event log also carries objects
+	// created by other systems).
+	ReportMissing bool
+	// Grace: rows changed more recently are InFlight. Zero means DefaultLaneGrace; a negative
+	// value turns it off.
+	Grace time.Duration
+	// Limiter paces the Feed's calls; see Config.Limiter.
+	Limiter Limiter
+	// LocalState, ExternalState, Logger and Observer are as in Config. The Observer's job name
+	// is Job + "/" + Lane.
+	LocalState    func(L) string
+	ExternalState func(E) string
+	Logger        *slog.Logger
+	Observer      Observer
+}
+
+// Lane runs the steps of one lane. It is a BatchRunner, so a Runner or RunTick can schedule it
+// like a sweep. It is safe for concurrent use, though two steps at once only make one of them
+// fail with ErrConcurrentRun.
+type Lane[L, E any] struct {
+	cfg  LaneConfig[L, E]
+	name string // Job/Lane, for logs and the Observer
+}
+
+// NewLane checks cfg and returns a Lane.
+func NewLane[L, E any](cfg LaneConfig[L, E]) (*Lane[L, E], error) {
+	switch {
+	case cfg.Job == "":
+		return nil, errors.New("reconcile: lane config: Job is empty")
+	case cfg.Lane == "":
+		return nil, errors.New("reconcile: lane config: Lane is empty")
+	case cfg.Feed == nil:
+		return nil, errors.New("reconcile: lane config: Feed is nil")
+	case cfg.Matcher == nil:
+		return nil, errors.New("reconcile: lane config: Matcher is nil")
+	case cfg.Sink == nil:
+		return nil, errors.New("reconcile: lane config: Sink is nil")
+	case cfg.Classifier == nil:
+		return nil, errors.New("reconcile: lane config: Classifier is nil")
+	case isNilLimiter(cfg.Limiter):
+		return nil, fmt.Errorf("reconcile: lane config: Limiter is a nil %T; leave it nil for no pacing", cfg.Limiter)
+	}
+	if cfg.Grace == 0 {
+		cfg.Grace = DefaultLaneGrace
+	} else if cfg.Grace < 0 {
+		cfg.Grace = 0
+	}
+	if n, ok := cfg.Classifier.(StateNamer[L, E]); ok {
+		if cfg.LocalState == nil {
+			cfg.LocalState = n.LocalState
+		}
+		if cfg.ExternalState == nil {
+			cfg.ExternalState = n.ExternalState
+		}
+	}
+	var err error
+	if cfg.LocalState, err = defaultState(cfg.LocalState, "LocalState"); err != nil {
+		return nil, err
+	}
+	if cfg.ExternalState, err = defaultState(cfg.ExternalState, "ExternalState"); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Lane[L, E]{cfg: cfg, name: cfg.Job + "/" + cfg.Lane}, nil
+}
+
+// RunBatch runs one step: it reads the lane's position, asks the Feed for the next objects
+// (outside any transaction), finds their local rows in one query, classifies each pair and
+// commits the results with the new position. On any error nothing is written and the next run
+// redoes the step. Report.Wrapped reports the feed's End; Scanned counts the outcomes.
+func (l *Lane[L, E]) RunBatch(ctx context.Context) (Report, error) {
+	start := time.Now()
+	rep, err := l.step(ctx)
+	rep.Duration = time.Since(start)
+	if l.cfg.Observer != nil {
+		l.cfg.Observer.BatchDone(l.name, rep, err)
+	}
+	if err != nil {
+		l.recordFailure(ctx, err)
+		return rep, err
+	}
+	l.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "reconcile lane",
+		slog.String("job", l.cfg.Job), slog.String("lane", l.cfg.Lane), slog.Int("scanned", rep.Scanned),
+		slog.Bool("end", rep.Wrapped), slog.Int("repairable", rep.Verdicts[Repairable]),
+		slog.Int("needs_review", rep.Verdicts[NeedsReview]), slog.Int("gateway_calls", rep.GatewayCalls),
+		slog.Int("new_findings", rep.NewFindings), slog.Int("new_commands", rep.NewCommands),
+		slog.Bool("rate_limited", rep.RateLimited), slog.Bool("deferred", rep.Deferred),
+		slog.Duration("duration", rep.Duration))
+	return rep, nil
+}
+
+func (l *Lane[L, E]) step(ctx context.Context) (Report, error) {
+	cfg := &l.cfg
+	rep := Report{Job: cfg.Job, Lane: cfg.Lane, Verdicts: make(map[Verdict]int, len(Verdicts))}
+	cur, err := cfg.Sink.ReadLane(ctx, cfg.Job, cfg.Lane)
+	if err != nil {
+		return rep, fmt.Errorf("reconcile: lane %s: read position: %w", l.name, err)
+	}
+	p := &pacer{limiter: cfg.Limiter}
+	callStart := time.Now()
+	page, err := l.next(ctx, cur.Position, p.wait)
+	rep.GatewayCalls = int(p.calls.Load())
+	if cfg.Observer != nil && rep.GatewayCalls > 0 {
+		cfg.Observer.GatewayCalls(l.name, rep.GatewayCalls, time.Since(callStart), ErrorClass(err))
+	}
+	if errors.Is(err, ErrRateLimited) {
+		p.limited(err) // tells a Throttler, unless it was our own limiter's refusal
+	}
+	p.mu.Lock()
+	rep.RateLimited, rep.RetryAfter = p.stop.Load(), p.retryAfter
+	p.mu.Unlock()
+	switch {
+	case err != nil && rep.RateLimited && ctx.Err() == nil:
+		// Nothing was learned: write nothing, like a sweep batch whose first call was refused,
+		// and let the scheduler wait RetryAfter.
+		rep.Deferred = true
+		return rep, nil
+	case err != nil:
+		return rep, fmt.Errorf("reconcile: lane %s: feed: %w", l.name, err)
+	}
+
+	c := LaneCommit{Job: cfg.Job, Lane: cfg.Lane, Cursor: cur, Next: page.Next, End: page.End, Gap: page.Gap}
+	if len(page.Objects) > 0 {
+		if c.Outcomes, err = l.judge(ctx, page.Objects); err != nil {
+			return rep, fmt.Errorf("reconcile: lane %s: %w", l.name, err)
+		}
+	}
+	for _, o := range c.Outcomes {
+		rep.Verdicts[o.Decision.Verdict]++
+	}
+	rep.Scanned, rep.Wrapped = len(c.Outcomes), page.End
+	if page.Gap != "" {
+		cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile lane restarted without replay; the sweep covers the gap",
+			slog.String("job", cfg.Job), slog.String("lane", cfg.Lane), slog.String("reason", page.Gap))
+	}
+	res, err := cfg.Sink.CommitLane(ctx, c)
+	if err != nil {
+		return rep, fmt.Errorf("reconcile: lane %s: commit: %w", l.name, err)
+	}
+	rep.NewFindings, rep.NewCommands = res.Findings, res.Commands
+	return rep, nil
+}
+
+// recordFailure tells a LaneFailureRecorder sink about a failed step; its own failure is only
+// logged.
+func (l *Lane[L, E]) recordFailure(ctx context.Context, err error) {
+	fr, ok := l.cfg.Sink.(LaneFailureRecorder)
+	if !ok || errors.Is(err, ErrConcurrentRun) || ctx.Err() != nil {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if rerr := fr.RecordLaneFailure(rctx, l.cfg.Job, l.cfg.Lane, err); rerr != nil {
+		l.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile: recording a failed lane step failed",
+			slog.String("job", l.cfg.Job), slog.String("lane", l.cfg.Lane), slog.String("error", rerr.Error()))
+	}
+}
+
+// next calls the feed, turning a panic into an error.
+func (l *Lane[L, E]) next(ctx context.Context, pos string, wait func(context.Context) error) (page FeedPage[E], err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("panic: %v", v)
+		}
+	}()
+	return l.cfg.Feed.Next(ctx, pos, wait)
+}
+
+// judge matches objects to local rows and classifies each pair.
+func (l *Lane[L, E]) judge(ctx context.Context, objs []FeedObject[E]) (out []Outcome, err error) {
+	cfg := &l.cfg
+	defer func() {
+		if v := recover(); v != nil {
+			out, err = nil, fmt.Errorf("panic: %v", v)
+		}
+	}()
+	req := MatchRequest{Job: cfg.Job, Grace: cfg.Grace, ExternalIDs: make([]string, 0, len(objs))}
+	byID := make(map[string]int, len(objs))
+	for i, o := range objs {
+		if o.ExternalID == "" {
+			return nil, fmt.Errorf("feed returned an object without an external id")
+		}
+		if _, dup := byID[o.ExternalID]; dup {
+			return nil, fmt.Errorf("feed returned %s twice in one step", o.ExternalID)
+		}
+		byID[o.ExternalID] = i
+		req.ExternalIDs = append(req.ExternalIDs, o.ExternalID)
+		if !o.ObservedAt.IsZero() {
+			if req.Since == nil {
+				req.Since = make([]time.Time, len(objs))
+			}
+			req.Since[i] = o.ObservedAt
+		}
+	}
+	recs, err := cfg.Matcher.Match(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("match: %w", err)
+	}
+	matched := make([]bool, len(objs))
+	for _, rec := range recs {
+		i, ok := byID[rec.ExternalID]
+		if !ok {
+			return nil, fmt.Errorf("match returned row %s for external id %q, which was not asked for", rec.ID, rec.ExternalID)
+		}
+		matched[i] = true
+		o := Outcome{RecordID: rec.ID, ExternalID: rec.ExternalID, Local: cfg.LocalState(rec.Local)}
+		if rec.Recent {
+			o.Decision = Decision{Verdict: InFlight}
+		} else {
+			d := cfg.Classifier.Classify(rec.Local, objs[i].Object)
+			if err := d.Validate(); err != nil {
+				return nil, fmt.Errorf("classifier on record %s: %w", rec.ID, err)
+			}
+			o.Decision, o.External, o.Verified = d, cfg.ExternalState(objs[i].Object), d.Verdict != Unverifiable
+		}
+		out = append(out, o)
+	}
+	if cfg.ReportMissing {
+		for i, obj := range objs {
+			if matched[i] {
+				continue
+			}
+			detail := "no local row has this external id"
+			if !obj.CreatedAt.IsZero() {
+				detail += "; created " + obj.CreatedAt.UTC().Format(time.RFC3339)
+			}
+			out = append(out, Outcome{RecordID: obj.ExternalID, ExternalID: obj.ExternalID,
+				External: cfg.ExternalState(obj.Object),
+				Decision: Decision{Verdict: NeedsReview, Kind: KindMissingLocally, Detail: detail}})
+		}
+	}
+	return out, nil
+}
