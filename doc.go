@@ -1,29 +1,96 @@
 // Package reconcile finds, classifies and safely repairs drift between a service's own rows and
 // an external system such as Stripe.
 //
-// Webhooks get lost, outages outlast retry windows, people edit things by hand. A reconciler
-// walks every local row with a keyset cursor, asks the external system for its state, classifies
-// each pair with a pure function, records deduplicated findings, and queues repair commands in a
-// transactional outbox. It never updates business rows itself: repairs go through the same
-// canonical writer the webhook handler uses, and anything where money may already have moved
-// goes to a person.
+// Webhooks get lost, outages outlast retry windows, people edit things by hand, other systems
+// call the API. A reconciler walks every local row with a keyset cursor, asks the external
+// system for its state, classifies each pair with a pure function, records deduplicated
+// findings, and queues repair commands in a transactional outbox. It never updates business
+// rows itself: repairs go through the same canonical writer the webhook handler uses, and
+// anything where money may already have moved goes to a person. It is the last safety net
+// behind atomic writes and idempotent webhook handlers, not a replacement for them.
 //
-// # The pieces
+// # The model: three states per record
 //
-// A job is described by a Config: a Source of local rows, a Gateway to the external system, a
-// Classifier and a Sink. The adapters provide them: adapters/pgstore is a Source and Sink over a
-// host table in PostgreSQL, adapters/memstore the same in memory, adapters/stripeadapter the
-// Stripe side. Each call of RunBatch reads one batch, asks the gateway about each row (outside
-// any transaction), classifies, and commits the results.
+// For every row the reconciler keeps three states apart:
+//
+//   - Local: what the host's business decided, such as payments.status. The [Source] reads
+//     it as [Record].Local, typed as the host likes (the L of [Config]).
+//   - External: what the external system holds now, such as the PaymentIntent's status. The
+//     [Gateway] fetches it (the E of [Config]).
+//   - Last observed: the external state as last confirmed, and when. The [Sink] stores it
+//     for every row the external system answered for ([Outcome].Verified); a row it could not
+//     be asked about keeps its old time, and lag is measured from that time.
+//
+// Which side is the truth is decided per kind of data, never as "fix whichever differs": a
+// payment's outcome is Stripe's, so the local row catches up; the number of seats a customer
+// bought is ours, so the repair pushes it to the external system. The classifier encodes the
+// choice, and the repair commands it names carry it out.
 //
 // # Verdicts
 //
-// Every row gets one Verdict: InSync; InFlight (changed locally within the grace period, or the
-// external side is still transitioning: judge later); Repairable (the local side catches up
-// automatically, through a repair command); NeedsReview (a person decides; every unanticipated
-// combination lands here); Unverifiable (the external system could not be asked, never counted
-// as healthy). A Classifier returns a Decision: the verdict, the finding kind and the repair
-// command. RuleTable builds one from a declarative table; ClassifierFunc adapts a function.
+// Every row gets one [Verdict] ([Verdicts] lists them; String gives the snake_case names used
+// in logs and metrics):
+//
+//   - [InSync]: both sides agree.
+//   - [InFlight]: judge later. The row changed locally within the grace period (it is not even
+//     sent to the gateway), or the external side is still transitioning while the local side
+//     waits.
+//   - [Repairable]: the difference is repaired automatically: the finding queues a repair
+//     command. Usually the local side catches up with the external one; where the host owns
+//     the data, the command pushes the local value out instead.
+//   - [NeedsReview]: a person decides. Anything involving money already taken or goods already
+//     shipped, and every combination nobody anticipated.
+//   - [Unverifiable]: the external system could not be asked (timeout, 429, 5xx). Never counted
+//     as healthy: the row keeps its old last-verified time.
+//
+// The zero Verdict is invalid, so a forgotten field is caught rather than read as InSync.
+//
+// # Classifiers
+//
+// A [Classifier] turns a pair of local and external state into a [Decision]: the verdict, the
+// finding kind (for Repairable and NeedsReview; findings are deduplicated per job, record and
+// kind), the repair command (for Repairable, and only for it; see [Decision.Validate]) and a
+// detail for the person who reads the finding. It must be pure (no I/O, no clock), and with
+// Config.Concurrency above 1 it is called from several goroutines.
+//
+// [RuleTable], built with [NewRuleTable], is a declarative classifier: each [Rule] lists the
+// local and external states it applies to, as two naming functions spell them, and an optional
+// When condition on the whole pair, for comparing amounts or quantities as well as states. The
+// first matching rule decides; a pair no rule matches is [Unexpected]: NeedsReview of kind
+// "unexpected:<local>-><external>". [ClassifierFunc] adapts a plain function. A classifier
+// that is also a [StateNamer] (as a RuleTable is) names the states that findings, observations
+// and repair commands record; wrap a RuleTable to record more than the states its rules match,
+// such as the amounts (see the StateNamer example and examples/custom-classifier).
+//
+// The engine decides some rows itself, without the classifier: a row with no external id is
+// NeedsReview [KindInvalidExternalID], an object the external system says does not exist is
+// NeedsReview [KindMissingExternally], and a [ReviewError] from the gateway is NeedsReview of
+// its kind ([KindRejected] by default).
+//
+// # The batch engine
+//
+// A job is described by a [Config]: its name, a [Source] of local rows, a [Sink] for the
+// results (usually one [Store] that is both), a [Gateway], a [Classifier], and optionally the
+// batch size ([DefaultBatchSize] rows), the grace period ([DefaultGrace]), a [Limiter], the
+// number of concurrent gateway calls, a logger and an [Observer]. [New] checks it and returns a
+// [Reconciler]; [RunBatch] does both for a single batch.
+//
+// Each [Reconciler.RunBatch]:
+//
+//  1. reads the next [Batch] of rows after the job's [Cursor] ([Source].Read with a
+//     [ReadRequest]); an empty read wraps the cursor and completes the cycle;
+//  2. judges the rows changed within the grace period InFlight without asking about them;
+//  3. asks the gateway about the others, outside any transaction: in bulk first if it is a
+//     [BatchGateway], then one [Gateway].Fetch per row not yet answered, on Config.Concurrency
+//     goroutines paced by Config.Limiter;
+//  4. classifies every answer into an [Outcome];
+//  5. commits the outcomes and the cursor advance as one [Commit] ([Sink].Commit), which
+//     records observations, opens findings that are new and queues their repair commands.
+//
+// It returns a [Report]: rows scanned, verdict counts, gateway calls, findings and commands
+// added, whether the cycle wrapped, and whether the external system pushed back (RateLimited,
+// RetryAfter, Deferred). On any error nothing of the batch is written and the next run redoes
+// it; a panicking gateway or classifier fails the batch, not the host process.
 //
 // # Guarantees
 //
@@ -35,60 +102,105 @@
 //     once in it, whatever is inserted or deleted meanwhile.
 //   - Gateway calls happen outside any database transaction.
 //   - Observations, findings, repair commands and the cursor advance commit together, and the
-//     advance is compare-and-set: a reconciler that lost a race gets ErrConcurrentRun and writes
-//     nothing. A crash anywhere means the batch is redone, and redoing is harmless.
+//     advance is compare-and-set: a reconciler that lost a race gets [ErrConcurrentRun] and
+//     writes nothing. A crash anywhere means the batch is redone, and redoing is harmless.
 //   - Rows changed within the grace period (judged by the store's clock) are InFlight and not
 //     sent to the gateway.
 //   - Only rows the external system answered for advance their last-verified time, so an outage
 //     shows as growing lag rather than false health.
 //   - At most one finding is open per (job, record, kind), and a repair command is queued only
 //     with a new finding.
-//   - A rate limit (ErrRateLimited) stops the batch's remaining calls; ErrAbortBatch (such as
-//     rejected credentials) stops the batch with an error.
-//
-// # Rate budget
-//
-// Config.Limiter paces the gateway's calls; share one Limiter among every job that talks to the
-// same external account, since its budget is the account's. A *rate.Limiter works; an
-// AdaptiveLimiter (default 5 requests/s) also halves its rate when the external system answers
-// "too many requests", pauses for the Retry-After it named, and grows back gradually. RunBatch
-// tells any Limiter that is a Throttler about every rate-limit answer, and reports the longest
-// Retry-After in Report.RetryAfter for the scheduler.
-//
-// # Bulk fetch
-//
-// A Gateway may also be a BatchGateway, able to answer about many objects with one call (a list
-// endpoint). RunBatch then calls FetchBatch once per batch, through the same limiter, and asks
-// Fetch only about the rows the bulk answer did not cover. The Stripe gateway does this through
-// the PaymentIntents list, a hundred objects per call.
-//
-// # Running it
-//
-// A Runner runs jobs in the host's process: each job ticks on an interval with jitter, runs
-// batch after batch while there is work (within a per-tick budget of rows or time), sleeps
-// after a wrap, waits out rate limits, backs off after failures, and treats a lost cursor race
-// (another process runs the job) as routine. Stop lets the current batch finish. Hosts that
-// schedule work themselves (cron, River) call RunTick, which is one tick of the same loop.
-//
-// # Coverage and health
-//
-// Guarantees are measured in time. PlanCoverage computes a schedule's cycle time from N rows,
-// batch B, R batches an hour, G new rows an hour and the API budget, and says plainly when a
-// cycle can never complete (B×R ≤ G) or will miss the lag SLO. EvaluateHealth judges a job's
-// Status (lag, time since the last completed cycle, cycle age, the last batch's unverifiable
-// ratio, stale findings, and the plan when the policy has a schedule) against a HealthPolicy
-// and gives each failing check its reason: a job whose gateway is failing is never healthy.
-//
-// # Observing it
-//
-// Config.Observer is told of every gateway call (with ErrorClass) and every batch; package
-// adapters/prommetrics turns that, and health read at scrape time, into Prometheus metrics.
-// Each batch logs one structured line through Config.Logger; no secret is ever logged.
+//   - A rate limit ([ErrRateLimited]) stops the batch's remaining calls; [ErrAbortBatch] (such
+//     as rejected credentials) stops the batch with an error.
 //
 // # Gateway errors
 //
-// A Gateway maps every failure to one of: ErrNotFound (confirmed absent: a NeedsReview finding
-// of kind missing_externally), ErrRateLimited or *RateLimitError, ErrAbortBatch, *ReviewError (the
-// request was rejected and a person must look), or anything else, such as ErrUnavailable, which
-// makes the row Unverifiable.
+// A [Gateway] maps every failure to one of: [ErrNotFound] (confirmed absent: a NeedsReview
+// finding of kind missing_externally), [ErrRateLimited] or a [*RateLimitError], [ErrAbortBatch],
+// a [*ReviewError] (the request was rejected and a person must look), or anything else, such as
+// [ErrUnavailable], which makes the row Unverifiable. A gateway that is an [IDChecker] refuses
+// ids that cannot be valid without spending a call. [ErrorClass] names these outcomes for
+// metrics.
+//
+// # Rate budget
+//
+// Config.Limiter paces the gateway's calls; share one [Limiter] among every job that talks to
+// the same external account, since its budget is the account's. A *rate.Limiter works; an
+// [AdaptiveLimiter] (default 5 requests/s) also halves its rate when the external system
+// answers "too many requests", pauses for the Retry-After it named, and grows back gradually.
+// RunBatch tells any Limiter that is a [Throttler] about every rate-limit answer, and reports the
+// longest Retry-After in Report.RetryAfter for the scheduler.
+//
+// # Bulk fetch
+//
+// A Gateway may also be a [BatchGateway], able to answer about many objects with one call (a
+// list endpoint). RunBatch then calls FetchBatch once per batch, through the same limiter, and
+// asks Fetch only about the rows the bulk answer did not cover. The Stripe gateway does this
+// through the PaymentIntents list, a hundred objects per call.
+//
+// # Running it
+//
+// A [Runner] runs jobs in the host's process: each [RunnerJob] ticks on an interval with
+// jitter, runs batch after batch while there is work (within a [TickBudget] of rows or time),
+// sleeps after a wrap, waits out rate limits, backs off after failures, and treats a lost
+// cursor race (another process runs the job) as routine. [Runner.Stop] lets the current batch
+// finish. Hosts that schedule work themselves (cron, River) call [RunTick], which is one tick
+// of the same loop and returns a [TickReport].
+//
+// # Coverage and health
+//
+// Guarantees are measured in time, not assumed. [PlanCoverage] computes a schedule's cycle
+// time from N rows, batch B, R batches an hour, G new rows an hour and the API budget
+// ([PlanInput]), and its [Plan] says plainly when a cycle can never complete (B×R ≤ G) or will
+// miss the lag SLO. A store that is a [StatusReader] reads a job's [Status]: the reconciliation
+// lag, max(now − coalesce(last verified, created)) over the job's rows, which is the primary
+// SLO; time since the last completed cycle and the current cycle's age; the last batch's
+// unverifiable ratio; open findings by kind and those open past a threshold (a dead repair
+// command shows up there); and the last failed batch, which a Sink that is a
+// [FailureRecorder] is told about. [EvaluateHealth] judges a Status against a [HealthPolicy]
+// (lag SLO [DefaultLagSLO] unless set) and returns a [Health] in which each failing [Check]
+// gives its reason: a job whose gateway is failing is never healthy, even while its lag is
+// still within the SLO.
+//
+// # Observing it
+//
+// Config.Observer is told of every gateway call (with its [ErrorClass]) and every batch; package
+// adapters/prommetrics turns that, and health read at scrape time, into Prometheus metrics.
+// Each batch logs one structured line through Config.Logger; no secret is ever logged.
+//
+// # Repair path
+//
+// A repair command is an outbox row queued in the batch's own transaction, only when its
+// finding is new: event type the command's name, aggregate id the record, and as payload a
+// [Command] (job, record, finding id, kind, the local state the repair expects to find, the
+// external state observed). [DecodeCommand] reads it back. The host applies it with a handler
+// per command name; with PostgreSQL, pgstore's Dispatcher claims commands with FOR UPDATE SKIP
+// LOCKED under a lease, retries with backoff and parks poison commands as dead.
+//
+// A handler that makes the local row catch up calls the host's canonical writer, the same
+// function its webhook handler calls: a guarded transition that is a no-op when the row has
+// moved on (the webhook got there first). Either way it resolves the command's [Finding] with
+// a [Resolution] ([ResolutionRepaired]), in the writer's transaction. A handler that pushes a
+// local value to the external system sends an idempotency key derived from the command alone
+// (job, record, finding id, command name), so that a retry after a lost answer applies once.
+// NeedsReview findings are resolved by people through the same writer, recording who, when,
+// what and why ([ResolutionFixed], [ResolutionAccepted], [ResolutionFalsePositive]).
+//
+// # Packages
+//
+//   - [github.com/reconcilekit/reconcile/adapters/pgstore]: Source and Sink over a host table
+//     in PostgreSQL, with the reconciler's own tables, the outbox dispatcher, review and
+//     status.
+//   - [github.com/reconcilekit/reconcile/adapters/memstore]: the same in memory, for tests and
+//     trying classifiers.
+//   - [github.com/reconcilekit/reconcile/adapters/stripeadapter]: the Stripe PaymentIntent
+//     gateway and classifier; [github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest]
+//     is a stateful fake of Stripe for tests.
+//   - [github.com/reconcilekit/reconcile/adapters/prommetrics]: Prometheus metrics and health.
+//   - [github.com/reconcilekit/reconcile/reconciletest]: the conformance suite for Store
+//     adapters.
+//
+// Runnable programs are under examples/: examples/payments (PostgreSQL and a fake Stripe, end
+// to end) and examples/custom-classifier (another external system, both directions of truth,
+// no database).
 package reconcile

@@ -1,10 +1,3 @@
-// Package reconciletest is the conformance suite for reconcile.Store adapters. An adapter's
-// test calls Run with a function that gives each subtest a fresh, isolated fixture; every
-// adapter in this module runs it, and third-party adapters should too.
-//
-// The suite checks what RunBatch relies on: keyset order and wrap, compare-and-set on the
-// cursor, grace judged by the store, observations only for confirmed rows, one open finding per
-// (job, record, kind), and a repair command only with a new finding.
 package reconciletest
 
 import (

@@ -1,15 +1,3 @@
-// Package memstore is an in-process reconcile.Store: the same cursor, grace, observation,
-// finding and command semantics as the PostgreSQL adapter, with nothing to set up. Use it for
-// host unit tests, for trying classifiers, and for the database-free quick start.
-//
-// # Semantics
-//
-// Rows are kept in key order; Read returns the rows after the job's cursor, and an empty read
-// wraps. Commit compare-and-sets on the cursor version (reconcile.ErrConcurrentRun when it moved)
-// and applies observations, findings and commands together. At most one finding is open per
-// (job, record, kind), and a command is queued only with a new finding.
-//
-// All methods are safe for concurrent use.
 package memstore
 
 import (

@@ -1,6 +1,40 @@
 // Package pgstore is the PostgreSQL adapter (pgx v5): one Store that is both the reconcile.Source
 // and the reconcile.Sink for a host table described by Config.
 //
+// # Getting started
+//
+// Create the reconciler's tables once (or run Migrations with your own tool), describe the host
+// table, and give the store to a job as both its Source and its Sink; a Dispatcher applies the
+// repair commands the job queues:
+//
+//	if err := pgstore.Migrate(ctx, pool, pgstore.Tables{}); err != nil { ... }
+//	store, err := pgstore.New(pool, pgstore.Config{
+//		Table:            "payments",
+//		ExternalIDColumn: "stripe_payment_intent_id",
+//	})
+//	if err != nil { ... }
+//	rec, err := reconcile.New(reconcile.Config[string, *stripe.PaymentIntent]{
+//		Job: "payments", Source: store, Sink: store,
+//		Gateway: gateway, Classifier: stripeadapter.PaymentIntentClassifier(),
+//		ExternalState: stripeadapter.PaymentIntentState,
+//	})
+//	if err != nil { ... }
+//	// run rec from a reconcile.Runner, or call reconcile.RunTick from your own scheduler
+//
+//	dispatcher, err := pgstore.NewDispatcher(pool, pgstore.DispatcherConfig{})
+//	if err != nil { ... }
+//	err = pgstore.HandleCommand(dispatcher, "ApplyPaymentSucceeded",
+//		func(ctx context.Context, tx pgx.Tx, cmd reconcile.Command) error {
+//			return markPaid(ctx, tx, cmd) // the canonical writer; it resolves cmd.FindingID in tx
+//		})
+//	if err != nil { ... }
+//	if err := dispatcher.Start(ctx); err != nil { ... }
+//	defer dispatcher.Stop(context.Background())
+//
+// The local state is the state column's text, so the store is a reconcile.Store[string]. Every
+// query takes a context; pool is a *pgxpool.Pool or anything else that is a DB. Check verifies
+// the table and columns up front, Status reads a job's monitoring figures.
+//
 // # The host table
 //
 // Config names the table and its columns: the keyset (one ordered column, or several such as

@@ -6,7 +6,21 @@
 // optional base URL, HTTP client, per-call timeout and Stripe-Account for a connected account)
 // or from a *stripe.Client you already have. stripe-go's own retries are off by default: a row
 // that cannot be checked is Unverifiable and is checked again next cycle, which keeps a batch's
-// duration and API use predictable.
+// duration and API use predictable. With the payment policy below, a job over a payments table
+// whose status column holds pending, paid or failed reads:
+//
+//	gateway, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{
+//		Key: os.Getenv("STRIPE_SECRET_KEY"),
+//	})
+//	if err != nil { ... }
+//	rec, err := reconcile.New(reconcile.Config[string, *stripe.PaymentIntent]{
+//		Job: "payments", Source: store, Sink: store, Gateway: gateway,
+//		Classifier:    stripeadapter.PaymentIntentClassifier(),
+//		ExternalState: stripeadapter.PaymentIntentState, // record the status, never the whole intent
+//		Limiter:       limiter, // one reconcile.AdaptiveLimiter per Stripe account
+//	})
+//
+// In tests, point BaseURL at a stripetest server and use its Key (see the examples).
 //
 // # Errors
 //

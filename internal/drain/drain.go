@@ -1,5 +1,3 @@
-// Package drain is the second half of stopping background work gracefully: after the work was
-// asked to stop, wait for it, and cancel it when the caller runs out of patience.
 package drain
 
 import (

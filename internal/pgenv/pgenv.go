@@ -1,10 +1,3 @@
-// Package pgenv finds and connects to the PostgreSQL database that the module's commands
-// (examples/payments, internal/bench) and its test harness (internal/pgtest) use.
-//
-// URL picks the database from environment variables, falling back to DefaultURL, the local
-// server with trust authentication. Connect opens a pool on it and checks that the server
-// answers; if it does not, the error says how to provide a database. Redact makes a
-// connection string fit to print.
 package pgenv
 
 import (

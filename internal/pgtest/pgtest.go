@@ -1,19 +1,3 @@
-// Package pgtest is the harness for tests that need a real PostgreSQL
-// database.
-//
-// URL finds the database: it uses $TEST_DATABASE_URL, else $DATABASE_URL,
-// else pgenv.DefaultURL. The first call in a test binary pings that
-// database (once per process). If it does not answer and Docker is usable,
-// one postgres:16-alpine container is started with testcontainers and used
-// for the rest of the process; testcontainers' reaper removes it after the
-// test binary exits. If neither works, the test fails (it is never skipped)
-// with a message that says how to provide a database.
-//
-// Pool and PoolSchema give each caller its own freshly created schema with a
-// random name and a pgxpool.Pool whose connections have search_path set to
-// that schema only, so tests that use them may run with t.Parallel and may
-// create tables with the same names without seeing each other's rows. The
-// pool is closed and the schema dropped (CASCADE) when the test finishes.
 package pgtest
 
 import (

@@ -1,10 +1,3 @@
-// Package stripemock starts stripe-mock, Stripe's own stateless mock of its API, for tests that
-// check our requests against Stripe's OpenAPI specification: a parameter Stripe does not know
-// is a 400 there, and every answer has the shape of a real one.
-//
-// URL looks, in order, for a running server in $STRIPE_MOCK_URL, a binary in $STRIPE_MOCK_BIN,
-// stripe-mock on $PATH or in $(go env GOPATH)/bin, and otherwise installs Version into the
-// user's cache directory with `go install` (once; later runs reuse it).
 package stripemock
 
 import (

@@ -1,0 +1,43 @@
+// Package memstore is an in-process [reconcile.Store]: the same cursor, grace, observation,
+// finding and command semantics as the PostgreSQL adapter, with nothing to set up. Use it for
+// host unit tests, for trying classifiers, and for database-free examples
+// (examples/custom-classifier runs on it).
+//
+// # Using it
+//
+// [New] returns a [Store] over rows keyed by any ordered type K, with local state of any type L.
+// [Store.Put] rows in, and give the store to a job as both its Source and its Sink:
+//
+//	store := memstore.New[int64, string](memstore.Options{})
+//	store.Put(memstore.Row[int64, string]{Key: 1, ExternalID: "pi_1", Local: "pending"})
+//	rec, err := reconcile.New(reconcile.Config[string, string]{
+//		Job: "payments", Source: store, Sink: store, Gateway: gateway, Classifier: classifier,
+//	})
+//
+// A row's CreatedAt and UpdatedAt default to the store's clock at Put, so a row just put is
+// inside the grace period: set UpdatedAt in the past, or set [Options].Now to a clock the test
+// moves, to have it judged at once. Record ids are the keys as fmt.Sprint prints them.
+//
+// # Semantics
+//
+// Rows are kept in key order; Read returns the rows after the job's cursor, and an empty read
+// wraps. Commit compare-and-sets on the cursor version ([reconcile.ErrConcurrentRun] when it
+// moved) and applies observations, findings and commands together. At most one finding is open
+// per (job, record, kind), and a command is queued only with a new finding. The package runs
+// the conformance suite of package reconciletest, as pgstore does.
+//
+// # Reading the results
+//
+// What a PostgreSQL store keeps in its tables, this one exposes as methods: [Store.Findings]
+// (open and resolved, in the order they were opened), [Store.Commands] (the outbox, in order,
+// each a [reconcile.Command] with its sequence number and aggregate type), [Store.Observation]
+// (a record's last confirmed external state and when), and [Store.Cursor] (position, version,
+// and cycle and last-batch figures). [Store.ResolveFinding] closes a finding with a
+// [reconcile.Resolution], after which the same drift can be found again with a new finding and
+// a new command.
+//
+// There is no dispatcher: a test or example applies the commands itself, through the host's
+// handlers, and resolves their findings.
+//
+// All methods are safe for concurrent use.
+package memstore

@@ -1,0 +1,38 @@
+package stripeadapter_test
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+)
+
+// The payment policy is a pure function of a local status and a PaymentIntent: Stripe's
+// outcome catches a pending payment up, and a payment paid here but not at Stripe goes to a
+// person, also while the intent still requires action.
+func ExamplePaymentIntentClassifier() {
+	classifier := stripeadapter.PaymentIntentClassifier()
+	for _, c := range []struct {
+		local  string
+		status stripe.PaymentIntentStatus
+	}{
+		{stripeadapter.LocalPaid, stripe.PaymentIntentStatusSucceeded},
+		{stripeadapter.LocalPending, stripe.PaymentIntentStatusSucceeded},
+		{stripeadapter.LocalPending, stripe.PaymentIntentStatusCanceled},
+		{stripeadapter.LocalPending, stripe.PaymentIntentStatusProcessing},
+		{stripeadapter.LocalPaid, stripe.PaymentIntentStatusRequiresAction},
+		{stripeadapter.LocalFailed, stripe.PaymentIntentStatusSucceeded},
+	} {
+		d := classifier.Classify(c.local, &stripe.PaymentIntent{Status: c.status})
+		fmt.Println(strings.TrimSpace(fmt.Sprintf("%-7s x %-15s => %s %s %s", c.local, c.status, d.Verdict, d.Kind, d.Command)))
+	}
+	// Output:
+	// paid    x succeeded       => in_sync
+	// pending x succeeded       => repairable missed_success ApplyPaymentSucceeded
+	// pending x canceled        => repairable missed_cancel ApplyPaymentCanceled
+	// pending x processing      => in_flight
+	// paid    x requires_action => needs_review paid_locally_not_externally
+	// failed  x succeeded       => needs_review unexpected:failed->succeeded
+}

@@ -1,0 +1,19 @@
+// Package pgenv finds and connects to the PostgreSQL database that the module's commands
+// (examples/payments, internal/bench) and its test harness (internal/pgtest) use.
+//
+// # Usage
+//
+// URL picks the database from environment variables, falling back to DefaultURL, the local
+// server with trust authentication; Connect opens a pool on it and checks that the server
+// answers:
+//
+//	dbURL, source := pgenv.URL("DATABASE_URL")
+//	pool, err := pgenv.Connect(ctx, dbURL, source)
+//	if err != nil {
+//		return err // names the redacted URL, where it came from, and how to provide one
+//	}
+//	defer pool.Close()
+//
+// Redact makes a connection string fit to print: the password of a URL is hidden, and a
+// keyword/value string, which may hold a password anywhere, is not printed at all.
+package pgenv

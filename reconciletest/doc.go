@@ -1,0 +1,45 @@
+// Package reconciletest is the conformance suite for [reconcile.Store] adapters: what
+// [reconcile.RunBatch] relies on a Source and Sink for, checked against the adapter itself. Every
+// adapter in this module runs it (adapters/memstore in memory, adapters/pgstore against a real
+// PostgreSQL), and third-party adapters should too.
+//
+// # Running it
+//
+// An adapter's test implements [Fixture] over one isolated store (its own table or schema, so
+// that subtests may run in parallel) and calls [Run] with a function that makes a fresh one for
+// each subtest:
+//
+//	func TestConformance(t *testing.T) {
+//		reconciletest.Run(t, func(t *testing.T) reconciletest.Fixture {
+//			return newFixture(t) // a store over an empty table of its own
+//		})
+//	}
+//
+// Fixture's methods fill the table with a [Row] each (an integer id, an external id, a status, and
+// whether the row changed just now), delete rows, and read back what the store recorded:
+// observations, findings, repair commands. A method that cannot do its work fails the test
+// through the testing.TB it is given.
+//
+// # What it checks
+//
+//   - Keyset order and wrap: batches follow the key, never OFFSET, and an empty read completes
+//     the cycle; a second cycle starts again from the first row; rows deleted and inserted
+//     during a cycle do not disturb the rest.
+//   - Compare-and-set on the cursor: a commit after a concurrent run moved it fails with
+//     reconcile.ErrConcurrentRun and writes nothing.
+//   - Grace judged by the store: a row changed just now is InFlight and not sent to the gateway.
+//   - Observations only for confirmed rows: a failing gateway leaves rows Unverifiable and their
+//     verified times unmoved; a missing object is a verified missing_externally finding.
+//   - Findings and commands: one open finding per (job, record, kind) over repeated cycles, a
+//     repair command only with a new finding, none for NeedsReview, and a new finding and
+//     command after the old finding was resolved.
+//   - Stopping: a rate limit stops the rest of the batch's calls; an abort writes nothing and
+//     keeps the cursor.
+//
+// # Building blocks
+//
+// The suite's parts are exported for adapters' own tests: [Gateway] is a fake external system
+// over a map of states that counts calls (the states "!unavailable", "!ratelimited",
+// "!notfound" and "!abort" answer with those errors); [Classifier] is the suite's payment
+// policy; [Config] builds a job over a fixture; [Cycle] runs batches until the cursor wraps.
+package reconciletest
