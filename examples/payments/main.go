@@ -102,11 +102,17 @@ func main() {
 	flag.Float64Var(&opts.RPS, "rps", 0, "Stripe calls per second (0: unpaced)")
 	flag.Uint64Var(&opts.Seed, "seed", 1, "seed for the table's content")
 	flag.StringVar(&opts.Schema, "schema", defaultSchema, "the schema to drop and create")
+	consoleAddr := flag.String("console", "", "after the run, serve the review console on this address, such as 127.0.0.1:8080, until interrupted (see console.go)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := run(ctx, os.Stdout, opts); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		stop()
+		os.Exit(1)
+	}
+	if err := serveConsole(ctx, os.Stdout, *consoleAddr, opts); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		stop()
 		os.Exit(1)

@@ -1,0 +1,267 @@
+package console
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/reconcilekit/reconcile"
+)
+
+// Defaults of Config.
+const (
+	DefaultPageSize      = 50
+	MaxPageSize          = 500
+	DefaultStatusTTL     = 30 * time.Second
+	DefaultStatusTimeout = 10 * time.Second
+)
+
+// DefaultResolutions are offered in the resolve form when Config.Resolutions is empty: what a
+// person may decide. reconcile.ResolutionRepaired is left to repair commands.
+var DefaultResolutions = []string{reconcile.ResolutionFixed, reconcile.ResolutionAccepted, reconcile.ResolutionFalsePositive}
+
+// Config configures a Console. Store and Authenticate are required; every other field's zero
+// value works.
+type Config struct {
+	// Store reads and writes findings and reads job statuses. Required.
+	Store Store
+	// Authenticate returns the actor making the request (a login, recorded as the author of
+	// resolutions and reopenings), or an error to refuse it. Every request goes through it,
+	// reads included. It is the host's: a session cookie, a header set by an authenticating
+	// proxy, basic auth. An empty actor counts as a refusal. Required.
+	Authenticate func(r *http.Request) (actor string, err error)
+	// Challenge, when set, is sent as WWW-Authenticate with a 401 to a refused request, such
+	// as `Basic realm="reconcile"` for a browser to ask for a password. Empty means a refused
+	// request gets a 403.
+	Challenge string
+	// BasePath is the path the console is mounted under when the host does not strip it
+	// (mux.Handle("/review/", h) with BasePath "/review"). Empty means the request path is
+	// the console's own (the host mounts it with http.StripPrefix, or at the root). Links
+	// are relative, so both work under any prefix.
+	BasePath string
+
+	// Jobs are the jobs the overview shows, in this order. Empty means the store's jobs if it
+	// is a JobLister (PGStore is), else none.
+	Jobs []string
+	// Policy judges each job's status on the overview; Policies overrides it per job. The
+	// zero Policy is reconcile's defaults.
+	Policy   reconcile.HealthPolicy
+	Policies map[string]reconcile.HealthPolicy
+	// StatusTTL caches each job's status for the overview: pgstore's Status scans the job's
+	// table. A resolution or reopening through the console clears the cache. Zero means
+	// DefaultStatusTTL; a negative value reads on every request.
+	StatusTTL time.Duration
+	// StatusTimeout bounds the overview's status reads, which run concurrently. Zero means
+	// DefaultStatusTimeout.
+	StatusTimeout time.Duration
+
+	// Resolutions are the words a person may resolve a finding with. Empty means
+	// DefaultResolutions.
+	Resolutions []string
+	// ExternalURL links a finding to its external object; an empty string means no link.
+	// html/template drops URLs with unsafe schemes (javascript:) whatever it returns. Nil
+	// means StripeDashboardURL(false).
+	ExternalURL func(Finding) string
+	// PageSize is the number of findings per page. Zero means DefaultPageSize; at most
+	// MaxPageSize.
+	PageSize int
+
+	// CSRFKey signs the forms' anti-forgery tokens; at least 32 bytes. Empty means a random
+	// key made by New: tokens then die with the process, and replicas behind one load
+	// balancer must share a key instead.
+	CSRFKey []byte
+	// TrustedOrigins may post cross-origin (http.CrossOriginProtection.AddTrustedOrigin), such
+	// as "https://admin.example.com" when a proxy changes the Host header.
+	TrustedOrigins []string
+
+	// Logger reports store failures and refused requests. Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Console is the review console, an http.Handler. It is safe for concurrent use.
+type Console struct {
+	store        Store
+	authenticate func(*http.Request) (string, error)
+	challenge    string
+	base         string
+	jobs         []string
+	policy       reconcile.HealthPolicy
+	policies     map[string]reconcile.HealthPolicy
+	resolutions  []string
+	externalURL  func(Finding) string
+	pageSize     int
+	timeout      time.Duration
+	csrf         *tokens
+	origins      *http.CrossOriginProtection
+	statuses     *statusCache
+	log          *slog.Logger
+	mux          *http.ServeMux
+}
+
+// New validates cfg and returns the console.
+func New(cfg Config) (*Console, error) {
+	switch {
+	case cfg.Store == nil:
+		return nil, errors.New("console: Config.Store is nil")
+	case cfg.Authenticate == nil:
+		return nil, errors.New("console: Config.Authenticate is nil; the console needs the host's authentication and will not serve without it")
+	case cfg.PageSize < 0 || cfg.PageSize > MaxPageSize:
+		return nil, fmt.Errorf("console: Config.PageSize %d is not between 0 and %d", cfg.PageSize, MaxPageSize)
+	case cfg.StatusTimeout < 0:
+		return nil, fmt.Errorf("console: Config.StatusTimeout %v is negative", cfg.StatusTimeout)
+	case len(cfg.CSRFKey) > 0 && len(cfg.CSRFKey) < 32:
+		return nil, fmt.Errorf("console: Config.CSRFKey has %d bytes; at least 32 are needed", len(cfg.CSRFKey))
+	case strings.ContainsAny(cfg.Challenge, "\r\n"):
+		return nil, errors.New("console: Config.Challenge has a line break")
+	}
+	base, err := basePath(cfg.BasePath)
+	if err != nil {
+		return nil, err
+	}
+	c := &Console{
+		store: cfg.Store, authenticate: cfg.Authenticate, challenge: cfg.Challenge, base: base,
+		jobs: slices.Clone(cfg.Jobs), policy: cfg.Policy, policies: maps.Clone(cfg.Policies),
+		resolutions: slices.Clone(cfg.Resolutions), externalURL: cfg.ExternalURL,
+		pageSize: cfg.PageSize, timeout: cfg.StatusTimeout, log: cfg.Logger,
+		statuses: newStatusCache(cfg.StatusTTL),
+	}
+	if len(c.jobs) == 0 {
+		if jl, ok := cfg.Store.(JobLister); ok {
+			c.jobs = jl.Jobs()
+		}
+	}
+	for _, j := range c.jobs {
+		if j == "" {
+			return nil, errors.New("console: Config.Jobs has an empty job name")
+		}
+	}
+	if len(c.resolutions) == 0 {
+		c.resolutions = slices.Clone(DefaultResolutions)
+	}
+	for _, r := range c.resolutions {
+		if r == "" || len(r) > maxField {
+			return nil, fmt.Errorf("console: Config.Resolutions has an empty or overlong word %q", r)
+		}
+	}
+	if c.externalURL == nil {
+		c.externalURL = StripeDashboardURL(false)
+	}
+	if c.pageSize == 0 {
+		c.pageSize = DefaultPageSize
+	}
+	if c.timeout == 0 {
+		c.timeout = DefaultStatusTimeout
+	}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	key := cfg.CSRFKey
+	if len(key) == 0 {
+		key = make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			return nil, fmt.Errorf("console: make a CSRF key: %w", err)
+		}
+	}
+	c.csrf = &tokens{key: slices.Clone(key)}
+	c.origins = http.NewCrossOriginProtection()
+	for _, o := range cfg.TrustedOrigins {
+		if err := c.origins.AddTrustedOrigin(o); err != nil {
+			return nil, fmt.Errorf("console: Config.TrustedOrigins: %w", err)
+		}
+	}
+
+	c.mux = http.NewServeMux()
+	c.mux.HandleFunc("GET /{$}", c.overview)
+	c.mux.HandleFunc("GET /findings", c.list)
+	c.mux.HandleFunc("GET /findings/{id}", c.detail)
+	c.mux.HandleFunc("/findings/{id}/resolve", c.resolve)
+	c.mux.HandleFunc("/findings/{id}/reopen", c.reopen)
+	c.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		c.fail(w, r, http.StatusNotFound, "Not found", "There is no such page in the review console.")
+	})
+	return c, nil
+}
+
+func basePath(p string) (string, error) {
+	if p == "" || p == "/" {
+		return "", nil
+	}
+	u, err := url.Parse(p)
+	if err != nil || !strings.HasPrefix(p, "/") || u.Path != p || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("console: Config.BasePath %q is not a plain absolute path such as /review", p)
+	}
+	return strings.TrimSuffix(p, "/"), nil
+}
+
+type actorKey struct{}
+
+// actor returns the actor Authenticate named for the request.
+func actor(r *http.Request) string {
+	a, _ := r.Context().Value(actorKey{}).(string)
+	return a
+}
+
+// ServeHTTP serves the console. Every request is checked, in this order: the path is under
+// BasePath, a state-changing request is not cross-origin, and Authenticate accepts it.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	securityHeaders(w.Header())
+	if c.base != "" {
+		p, rp := strings.TrimPrefix(r.URL.Path, c.base), strings.TrimPrefix(r.URL.RawPath, c.base)
+		under := len(p) < len(r.URL.Path) && (p == "" || p[0] == '/') && (r.URL.RawPath == "" || len(rp) < len(r.URL.RawPath))
+		if !under {
+			c.fail(w, r, http.StatusNotFound, "Not found", "There is no such page in the review console.")
+			return
+		}
+		r2 := new(http.Request)
+		*r2 = *r
+		r2.URL = new(url.URL)
+		*r2.URL = *r.URL
+		r2.URL.Path, r2.URL.RawPath = p, rp
+		r = r2
+	}
+	if err := c.origins.Check(r); err != nil {
+		c.log.WarnContext(r.Context(), "console: cross-origin request refused",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("origin", r.Header.Get("Origin")))
+		c.fail(w, r, http.StatusForbidden, "Cross-origin request refused",
+			"This request came from another site. Changes can only be made from the console's own pages.")
+		return
+	}
+	who, err := c.authenticate(r)
+	if err != nil || who == "" {
+		if err == nil {
+			err = errors.New("no actor")
+		}
+		// Debug: a browser's first request under basic auth is always refused once.
+		c.log.DebugContext(r.Context(), "console: request not authenticated",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("error", err.Error()))
+		status := http.StatusForbidden
+		if c.challenge != "" {
+			w.Header().Set("WWW-Authenticate", c.challenge)
+			status = http.StatusUnauthorized
+		}
+		c.fail(w, r, status, "Not signed in", "The review console needs you to sign in, with an account allowed to review findings.")
+		return
+	}
+	if r.URL.Path == "" {
+		// Mounted with http.StripPrefix and asked for the prefix itself: relative links need
+		// the trailing slash. RequestURI is the path as the client sent it.
+		u, err := url.ParseRequestURI(r.RequestURI)
+		if err != nil || u.Path == "" {
+			c.fail(w, r, http.StatusNotFound, "Not found", "There is no such page in the review console.")
+			return
+		}
+		u.Path, u.RawPath = u.Path+"/", ""
+		w.Header().Set("Location", u.EscapedPath())
+		w.WriteHeader(http.StatusSeeOther)
+		return
+	}
+	c.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), actorKey{}, who)))
+}

@@ -1,0 +1,101 @@
+// Package console is the review console: web pages, embedded in the host's own HTTP server,
+// where people look at the reconciler's health and resolve the findings it could not repair
+// itself (NeedsReview). It is standard library only (net/http, html/template); the pages have
+// no JavaScript.
+//
+// # Mounting
+//
+// New returns a *Console, an http.Handler. Mount it under any path:
+//
+//	store, err := console.NewPGStore(console.PGConfig{
+//		DB:   pool,
+//		Jobs: map[string]*pgstore.Store{"payments-hot": hot, "payments-cold": cold},
+//	})
+//	if err != nil { ... }
+//	c, err := console.New(console.Config{
+//		Store:        store,
+//		Authenticate: host.ReviewerOf, // func(*http.Request) (string, error)
+//		Policy:       reconcile.HealthPolicy{LagSLO: 24 * time.Hour},
+//	})
+//	if err != nil { ... }
+//	mux.Handle("/review/", http.StripPrefix("/review", c))
+//
+// or, without StripPrefix, mux.Handle("/review/", c) with Config.BasePath "/review". Every link
+// and redirect is relative, so both work under any prefix, behind a proxy too. The routes,
+// under the prefix:
+//
+//	GET  /                       overview
+//	GET  /findings               findings list: ?job= &kind= &record= &state=open|resolved|all &age=24h &after=<id>
+//	GET  /findings/{id}          one finding with its history
+//	POST /findings/{id}/resolve  resolution, note
+//	POST /findings/{id}/reopen   note
+//
+// A write answers 303 back to the finding's page. Errors are pages of their own: 400 for a bad
+// parameter or form, 401 or 403 when authentication refuses, 403 for a cross-origin post or a
+// bad form token, 404 for an unknown finding or page, 405 for a GET on a write route, 409 when
+// the finding was resolved (or reopened) already or its drift was found again, 500 when the
+// store fails. They never show an internal error's text: that goes to Config.Logger.
+//
+// NewPGStore adapts pgstore: the findings, their history (the append-only audit table),
+// ResolveFinding and ReopenFinding go through the stores' shared reconciler tables, each job's
+// Status through the store over that job's rows, and each finding's external id (the
+// PaymentIntent) is read from its job's host table, to link to it. The Store interface is
+// small so that a host can wrap it, for instance to resolve through its own canonical writer
+// in the same transaction as a business change, or fake it in tests.
+//
+// # Authentication
+//
+// Authentication and authorization are the host's: Config.Authenticate returns the actor for a
+// request (the reviewer's login) or an error, and New refuses a nil one. Every request goes
+// through it, reads included, since the pages show payments. A refused request gets 403, or 401
+// with Config.Challenge as WWW-Authenticate (say `Basic realm="review"`) for a browser to ask
+// for credentials. The actor recorded in a resolution or reopening is the one Authenticate
+// returned, never a form field.
+//
+// # CSRF
+//
+// Writes are POST only, and two independent checks guard them:
+//
+//   - http.CrossOriginProtection (Go 1.25 and later) refuses a state-changing request that a
+//     browser marks as cross-site (Sec-Fetch-Site), or whose Origin is not the Host. It needs
+//     no state and stops the classic forged form post from another site. But it lets through
+//     requests that carry neither header (old browsers, some proxies and non-browser clients),
+//     and it trusts the Host header, which a misconfigured proxy may rewrite.
+//   - So every form also carries a token: HMAC-SHA256 over the actor and the time it was
+//     issued, under Config.CSRFKey, valid for 12 hours. A page from another site cannot read
+//     it, and it is bound to the authenticated actor, so one person's token is refused for
+//     another. It needs no session store; a random key is made when Config.CSRFKey is empty,
+//     which is fine for one process (a restart only expires the open forms) but replicas behind
+//     one load balancer must share a key.
+//
+// The token travels in the form body only: a token in the query string is ignored. Pages are
+// served with a Content-Security-Policy that allows no script and only the console's own inline
+// style (by hash), form-action 'self', frame-ancestors 'none' (no clickjacking), no-store
+// caching, and no Referer to the external links.
+//
+// # What is shown
+//
+// The overview shows, per job (Config.Jobs, else the store's jobs): OK or FAILING against the
+// job's HealthPolicy (Config.Policy, or Config.Policies[job]) with the reason of every failing
+// check, the reconciliation lag, the last completed cycle, the current cycle's age, the last
+// batch's unverifiable ratio, the stale findings, and the open findings by kind, each a link to
+// the list filtered by job and kind. Statuses are cached for Config.StatusTTL (30 s) because
+// pgstore's Status scans the job's table; a write through the console clears the cache. A job
+// whose status cannot be read is shown as STATUS UNAVAILABLE, never as OK.
+//
+// The findings list filters by job, kind, record, state (open by default) and age (detected
+// more than 1 hour, 1, 3 or 7 days ago), Config.PageSize (50) a page, by keyset: the "Next page"
+// link continues after the last id shown. Each row shows the finding, its job, record, kind,
+// local and external state, when it was detected, and a link to the external object made by
+// Config.ExternalURL; the default, StripeDashboardURL(false), links PaymentIntents (pi_...) to
+// the Stripe dashboard and gives other findings no link.
+//
+// A finding's page shows everything the finding records, its history oldest first (detection,
+// resolutions and reopenings with who, when and why, and its repair command's fate), and a
+// form: resolve, with one of Config.Resolutions (fixed, accepted, false_positive by default)
+// and a note, while it is open; reopen, with a note, once it is resolved.
+//
+// Everything from the database (record ids, states, details, notes, actors) is escaped by
+// html/template, and URLs with unsafe schemes (javascript:) are replaced, whatever
+// Config.ExternalURL returns. No credentials or connection details are ever put on a page.
+package console

@@ -1,0 +1,96 @@
+package console_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"time"
+
+	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/console"
+)
+
+// memStore is a console.Store in memory: a host's tests can fake the store this way. A real
+// host uses console.NewPGStore.
+type memStore struct{ findings []console.Finding }
+
+func (m *memStore) Findings(_ context.Context, q console.Query) ([]console.Finding, error) {
+	var out []console.Finding
+	for _, f := range m.findings {
+		if f.ID > q.AfterID && (q.Job == "" || f.Job == q.Job) && f.Open() == (q.State != console.StateResolved) {
+			out = append(out, f)
+		}
+	}
+	return out[:min(len(out), q.Limit)], nil
+}
+
+func (m *memStore) Finding(_ context.Context, id int64) (console.Detail, error) {
+	for _, f := range m.findings {
+		if f.ID == id {
+			return console.Detail{Finding: f, History: []console.Event{{At: f.DetectedAt, Action: "detected", Actor: f.Job}}}, nil
+		}
+	}
+	return console.Detail{}, console.ErrNotFound
+}
+
+func (m *memStore) Resolve(context.Context, int64, reconcile.Resolution) error {
+	return errors.New("read-only")
+}
+
+func (m *memStore) Reopen(context.Context, int64, string, string) error {
+	return errors.New("read-only")
+}
+
+func (m *memStore) Status(_ context.Context, job string) (reconcile.Status, error) {
+	return reconcile.Status{Job: job, Now: time.Now(), OpenFindings: map[string]int{"paid_locally_not_externally": 1}}, nil
+}
+
+func Example() {
+	store := &memStore{findings: []console.Finding{{
+		Finding: reconcile.Finding{ID: 7, Job: "payments", RecordID: "42", Kind: "paid_locally_not_externally",
+			Local: "paid", External: "canceled", DetectedAt: time.Now().Add(-time.Hour)},
+		ExternalID: "pi_3PExample000042",
+	}}}
+	c, err := console.New(console.Config{
+		Store: store,
+		// The host's own authentication: here, a reviewer's name set by a trusted proxy.
+		Authenticate: func(r *http.Request) (string, error) {
+			if u := r.Header.Get("X-Reviewer"); u != "" {
+				return u, nil
+			}
+			return "", errors.New("not signed in")
+		},
+		Jobs: []string{"payments"},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/review/", http.StripPrefix("/review", c))
+
+	get := func(path, reviewer string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		if reviewer != "" {
+			req.Header.Set("X-Reviewer", reviewer)
+		}
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, req)
+		return rec
+	}
+	fmt.Println("anonymous:", get("/review/findings", "").Code)
+	list := get("/review/findings", "alice")
+	fmt.Println("alice:", list.Code)
+	fmt.Println("links to Stripe:", strings.Contains(list.Body.String(), "https://dashboard.stripe.com/payments/pi_3PExample000042"))
+	fmt.Println("finding page:", get("/review/findings/7", "alice").Code)
+	fmt.Println("unknown finding:", get("/review/findings/8", "alice").Code)
+	// Output:
+	// anonymous: 403
+	// alice: 200
+	// links to Stripe: true
+	// finding page: 200
+	// unknown finding: 404
+}

@@ -1,0 +1,112 @@
+package console_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/console"
+)
+
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// fakeStore is a Store whose every call fails with err.
+type fakeStore struct{ err error }
+
+func (s *fakeStore) Findings(context.Context, console.Query) ([]console.Finding, error) {
+	return nil, s.err
+}
+func (s *fakeStore) Finding(context.Context, int64) (console.Detail, error) {
+	return console.Detail{}, s.err
+}
+func (s *fakeStore) Resolve(context.Context, int64, reconcile.Resolution) error { return s.err }
+func (s *fakeStore) Reopen(context.Context, int64, string, string) error        { return s.err }
+func (s *fakeStore) Status(context.Context, string) (reconcile.Status, error) {
+	return reconcile.Status{}, s.err
+}
+
+// serve sends one request straight to h, as actor (none if empty).
+func serve(h http.Handler, method, path, actor string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, path, nil)
+	if actor != "" {
+		req.Header.Set("X-Test-User", actor)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+func TestNewRefusesAnIncompleteConfig(t *testing.T) {
+	t.Parallel()
+	store := &fakeStore{}
+	tests := []struct {
+		name string
+		cfg  console.Config
+		want string
+	}{
+		{"no Authenticate", console.Config{Store: store}, "Authenticate is nil"},
+		{"no Store", console.Config{Authenticate: headerAuth}, "Store is nil"},
+		{"a short CSRF key", console.Config{Store: store, Authenticate: headerAuth, CSRFKey: []byte("short")}, "at least 32"},
+		{"a relative base path", console.Config{Store: store, Authenticate: headerAuth, BasePath: "review"}, "BasePath"},
+		{"a base path with a query", console.Config{Store: store, Authenticate: headerAuth, BasePath: "/review?x=1"}, "BasePath"},
+		{"a huge page", console.Config{Store: store, Authenticate: headerAuth, PageSize: 100000}, "PageSize"},
+		{"a bad trusted origin", console.Config{Store: store, Authenticate: headerAuth, TrustedOrigins: []string{"not a url"}}, "TrustedOrigins"},
+		{"an empty job", console.Config{Store: store, Authenticate: headerAuth, Jobs: []string{""}}, "empty job"},
+		{"an empty resolution", console.Config{Store: store, Authenticate: headerAuth, Resolutions: []string{""}}, "Resolutions"},
+		{"a challenge with a line break", console.Config{Store: store, Authenticate: headerAuth, Challenge: "Basic\r\nX: y"}, "line break"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := console.New(tt.cfg)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("New = %v, %v; want an error mentioning %q", c, err, tt.want)
+			}
+		})
+	}
+	if _, err := console.NewPGStore(console.PGConfig{}); err == nil {
+		t.Error("NewPGStore without DB or jobs succeeded")
+	}
+}
+
+func TestEveryPageCarriesASecurityPolicyThatAllowsOnlyItsOwnStyle(t *testing.T) {
+	t.Parallel()
+	c, err := console.New(console.Config{Store: &fakeStore{}, Authenticate: headerAuth, Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*httptest.ResponseRecorder{serve(c, "GET", "/", "alice"), serve(c, "GET", "/", ""), serve(c, "GET", "/nope", "alice")} {
+		h := r.Header()
+		csp := h.Get("Content-Security-Policy")
+		for _, want := range []string{"default-src 'none'", "style-src 'sha256-", "form-action 'self'", "frame-ancestors 'none'"} {
+			if !strings.Contains(csp, want) {
+				t.Errorf("Content-Security-Policy %q lacks %q", csp, want)
+			}
+		}
+		if strings.Contains(csp, "script-src") || strings.Contains(csp, "unsafe-inline") {
+			t.Errorf("Content-Security-Policy %q allows scripts or any inline code", csp)
+		}
+		if h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Cache-Control") != "no-store" || h.Get("Referrer-Policy") != "no-referrer" {
+			t.Errorf("headers %v", h)
+		}
+		body := r.Body.String()
+		start, end := strings.Index(body, "<style>"), strings.Index(body, "</style>")
+		if start < 0 || end < start {
+			t.Fatalf("no style element:\n%s", body)
+		}
+		if want := "'" + styleHash(body[start+len("<style>"):end]) + "'"; !strings.Contains(csp, want) {
+			t.Errorf("the style element's hash %s is not the one the policy allows (%s): the browser would drop the style", want, csp)
+		}
+	}
+}
+
+func styleHash(css string) string {
+	sum := sha256.Sum256([]byte(css))
+	return "sha256-" + base64.StdEncoding.EncodeToString(sum[:])
+}

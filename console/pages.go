@@ -1,0 +1,271 @@
+package console
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// maxField bounds every free-text parameter: job, kind, record id, resolution.
+const maxField = 200
+
+// userError is a message for the person at the browser: it says what was wrong with the
+// request, and is shown as it is.
+type userError string
+
+func (e userError) Error() string { return string(e) }
+
+// maxNote bounds a resolution's or reopening's note.
+const maxNote = 2000
+
+// overviewPage is the data of the overview.
+type overviewPage struct {
+	Jobs        []jobView
+	FindingsURL string
+}
+
+type jobView struct {
+	Name        string
+	Err         bool
+	OK          bool
+	Reasons     []string
+	Lag         string
+	LastCycle   string
+	CycleAge    string
+	Unverify    string
+	Stale       int
+	Kinds       []kindView
+	FindingsURL string
+}
+
+type kindView struct {
+	Kind string
+	N    int
+	URL  string
+}
+
+func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
+	root := rootOf(r.URL.EscapedPath())
+	data := overviewPage{FindingsURL: listURL(root, filter{State: StateOpen}, 0)}
+	for _, js := range c.readStatuses(r.Context()) {
+		v := jobView{Name: js.job, FindingsURL: listURL(root, filter{Job: js.job, State: StateOpen}, 0)}
+		if js.err != nil {
+			c.log.ErrorContext(r.Context(), "console: read job status", "job", js.job, "error", js.err.Error())
+			v.Err = true
+			data.Jobs = append(data.Jobs, v)
+			continue
+		}
+		h, st := js.health, js.health.Status
+		v.OK, v.Reasons = h.OK, h.Reasons()
+		v.Lag = formatDuration(st.Lag)
+		if since, ok := st.SinceLastCycle(); ok {
+			v.LastCycle = fmt.Sprintf("%s (%s ago)", formatTime(st.LastCycleCompletedAt), formatDuration(since))
+		} else {
+			v.LastCycle = "never"
+		}
+		if st.CycleStartedAt.IsZero() {
+			v.CycleAge = "not started"
+		} else {
+			v.CycleAge = formatDuration(st.CycleAge())
+		}
+		v.Unverify = fmt.Sprintf("%.0f%% (%d of %d rows of the last batch)", 100*st.UnverifiableRatio(), st.LastBatchUnverifiable, st.LastBatchScanned)
+		v.Stale = st.StaleFindings
+		for _, k := range st.OpenFindingKinds() {
+			v.Kinds = append(v.Kinds, kindView{Kind: k, N: st.OpenFindings[k],
+				URL: listURL(root, filter{Job: js.job, Kind: k, State: StateOpen}, 0)})
+		}
+		data.Jobs = append(data.Jobs, v)
+	}
+	c.render(w, r, http.StatusOK, "overview", "Overview", data)
+}
+
+// filter is the findings list's query string, as given (validated).
+type filter struct {
+	Job, Kind, Record, State, Age string
+	age                           time.Duration
+	after                         int64
+}
+
+// ages are the age filter's choices; any other positive duration is accepted too.
+var ages = []option{
+	{"", "any age"}, {"1h", "older than 1 hour"}, {"24h", "older than 1 day"},
+	{"72h", "older than 3 days"}, {"168h", "older than 7 days"},
+}
+
+type option struct{ Value, Label string }
+
+// parseFilter reads and checks the list's query string; the error is for people.
+func parseFilter(q url.Values) (filter, error) {
+	f := filter{Job: q.Get("job"), Kind: q.Get("kind"), Record: q.Get("record"), State: q.Get("state"), Age: q.Get("age")}
+	for name, v := range map[string]string{"job": f.Job, "kind": f.Kind, "record": f.Record} {
+		if len(v) > maxField || !utf8.ValidString(v) {
+			return f, userError(fmt.Sprintf("The %s filter must be valid text of at most %d bytes.", name, maxField))
+		}
+	}
+	switch f.State {
+	case "":
+		f.State = StateOpen
+	case StateOpen, StateResolved, StateAll:
+	default:
+		return f, userError("The state filter must be open, resolved or all.")
+	}
+	if f.Age != "" {
+		d, err := time.ParseDuration(f.Age)
+		if err != nil || d <= 0 || d > 100*365*24*time.Hour {
+			return f, userError("The age filter must be a positive duration such as 24h.")
+		}
+		f.age = d
+	}
+	if s := q.Get("after"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			return f, userError("The after parameter must be a finding id.")
+		}
+		f.after = n
+	}
+	return f, nil
+}
+
+// listPage is the data of the findings list.
+type listPage struct {
+	Filter   filter
+	Jobs     []string // the job filter's choices; empty: a text field
+	States   []option
+	Ages     []option
+	Rows     []rowView
+	NextURL  string
+	FirstURL string
+	Action   string
+}
+
+type rowView struct {
+	ID          int64
+	URL         string
+	Job         string
+	RecordID    string
+	Kind        string
+	Local       string
+	External    string
+	Detected    string
+	Age         string
+	ExternalID  string
+	ExternalURL string
+	Open        bool
+	Resolution  string
+	ResolvedBy  string
+}
+
+func (c *Console) view(root string, f Finding, now time.Time) rowView {
+	return rowView{
+		ID: f.ID, URL: findingURL(root, f.ID), Job: f.Job, RecordID: f.RecordID, Kind: f.Kind,
+		Local: f.Local, External: f.External, Detected: formatTime(f.DetectedAt), Age: formatDuration(now.Sub(f.DetectedAt)),
+		ExternalID: f.ExternalID, ExternalURL: c.externalURL(f),
+		Open: f.Open(), Resolution: f.Resolution, ResolvedBy: f.ResolvedBy,
+	}
+}
+
+func (c *Console) list(w http.ResponseWriter, r *http.Request) {
+	f, err := parseFilter(r.URL.Query())
+	if err != nil {
+		c.fail(w, r, http.StatusBadRequest, "Bad filter", err.Error())
+		return
+	}
+	now := time.Now()
+	q := Query{Job: f.Job, Kind: f.Kind, RecordID: f.Record, State: f.State, AfterID: f.after, Limit: c.pageSize + 1}
+	if f.age > 0 {
+		q.DetectedBefore = now.Add(-f.age)
+	}
+	found, err := c.store.Findings(r.Context(), q)
+	if err != nil {
+		c.storeFailed(w, r, "list the findings", err)
+		return
+	}
+	root := rootOf(r.URL.EscapedPath())
+	data := listPage{Filter: f, Jobs: c.jobs, Action: root + "findings",
+		States: []option{{StateOpen, "open"}, {StateResolved, "resolved"}, {StateAll, "all"}}, Ages: ages}
+	if f.Age != "" && !containsValue(ages, f.Age) {
+		data.Ages = append(append([]option(nil), ages...), option{f.Age, "older than " + f.Age})
+	}
+	if f.Job != "" && len(c.jobs) > 0 && !slices.Contains(c.jobs, f.Job) {
+		data.Jobs = append(append([]string(nil), c.jobs...), f.Job)
+	}
+	if len(found) > c.pageSize {
+		found = found[:c.pageSize]
+		data.NextURL = listURL(root, f, found[len(found)-1].ID)
+	}
+	if f.after > 0 {
+		data.FirstURL = listURL(root, f, 0)
+	}
+	for _, fd := range found {
+		data.Rows = append(data.Rows, c.view(root, fd, now))
+	}
+	c.render(w, r, http.StatusOK, "list", "Findings", data)
+}
+
+func containsValue(opts []option, v string) bool {
+	return slices.ContainsFunc(opts, func(o option) bool { return o.Value == v })
+}
+
+// detailPage is the data of a finding's page.
+type detailPage struct {
+	rowView
+	Detail         string
+	Command        string
+	Resolved       string
+	ResolutionNote string
+	History        []eventView
+	Resolutions    []string
+	ResolveURL     string
+	ReopenURL      string
+	ListURL        string
+	MaxNote        int
+}
+
+type eventView struct {
+	At, Action, Actor, Resolution, Note string
+}
+
+// findingID reads the {id} path segment; the error is for people.
+func findingID(r *http.Request) (int64, error) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, userError("A finding id is a positive number.")
+	}
+	return id, nil
+}
+
+func (c *Console) detail(w http.ResponseWriter, r *http.Request) {
+	id, err := findingID(r)
+	if err != nil {
+		c.fail(w, r, http.StatusBadRequest, "Bad finding id", err.Error())
+		return
+	}
+	d, err := c.store.Finding(r.Context(), id)
+	if errors.Is(err, ErrNotFound) {
+		c.fail(w, r, http.StatusNotFound, "No such finding", fmt.Sprintf("There is no finding %d.", id))
+		return
+	}
+	if err != nil {
+		c.storeFailed(w, r, "read the finding", err)
+		return
+	}
+	root := rootOf(r.URL.EscapedPath())
+	data := detailPage{
+		rowView: c.view(root, d.Finding, time.Now()), Detail: d.Detail, Command: d.Command,
+		ResolutionNote: d.ResolutionNote, Resolutions: c.resolutions, MaxNote: maxNote,
+		ResolveURL: findingURL(root, id) + "/resolve", ReopenURL: findingURL(root, id) + "/reopen",
+		ListURL: listURL(root, filter{Job: d.Job, State: StateOpen}, 0),
+	}
+	if !d.Open() {
+		data.Resolved = formatTime(d.ResolvedAt)
+	}
+	for _, e := range d.History {
+		data.History = append(data.History, eventView{At: formatTime(e.At), Action: e.Action, Actor: e.Actor, Resolution: e.Resolution, Note: e.Note})
+	}
+	c.render(w, r, http.StatusOK, "detail", fmt.Sprintf("Finding %d", id), data)
+}

@@ -1,0 +1,141 @@
+package console
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/base64"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+//go:embed templates/*.html
+var templateFiles embed.FS
+
+// pages are the parsed templates, one per page, each with the layout.
+var pages = func() map[string]*template.Template {
+	m := map[string]*template.Template{}
+	for _, name := range []string{"overview", "list", "detail", "error"} {
+		m[name] = template.Must(template.ParseFS(templateFiles, "templates/layout.html", "templates/"+name+".html"))
+	}
+	return m
+}()
+
+// style is the console's only styling, inline; the Content-Security-Policy allows exactly it
+// by its hash, and nothing else: no script, no other source.
+const style = `body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d1d1f;background:#fafafa}
+header{display:flex;justify-content:space-between;align-items:center;padding:.6em 1.2em;background:#24292f;color:#fff}
+header a{color:#fff;margin-right:1.2em;text-decoration:none;font-weight:600}
+main{padding:1em 1.2em;max-width:1200px}
+h1{font-size:1.4em}h2{font-size:1.15em}h3{font-size:1em}
+table{border-collapse:collapse;width:100%;background:#fff;margin:.5em 0}
+th,td{border:1px solid #d0d7de;padding:.3em .5em;text-align:left;vertical-align:top}
+th{background:#f0f2f4}
+td.text{white-space:pre-wrap;word-break:break-word}
+.ok{color:#116329;font-weight:700}.bad{color:#b3261e;font-weight:700}
+.muted{color:#57606a}
+section.job{background:#fff;border:1px solid #d0d7de;padding:.2em 1em .8em;margin-bottom:1em}
+dl{display:grid;grid-template-columns:max-content auto;gap:.2em 1em}dt{font-weight:600}dd{margin:0;word-break:break-word}
+form.filters{display:flex;flex-wrap:wrap;gap:.6em;align-items:end}
+form.filters label,form.action label{display:flex;flex-direction:column;font-size:.9em}
+form.action{background:#fff;border:1px solid #d0d7de;padding:.8em;margin:1em 0;max-width:40em}
+textarea{width:100%;min-height:4em}
+button{padding:.35em 1em}
+.pager{margin:1em 0}`
+
+var styleHash = func() string {
+	sum := sha256.Sum256([]byte(style))
+	return "sha256-" + base64.StdEncoding.EncodeToString(sum[:])
+}()
+
+// securityHeaders go on every response: the pages hold financial data and form tokens.
+func securityHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src '"+styleHash+"'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	// The external links (the Stripe dashboard) should not learn the console's URLs.
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-store")
+}
+
+// page is what every template gets; Data is the page's own.
+type page struct {
+	Title string
+	Root  string
+	Actor string
+	CSS   template.CSS
+	Token string
+	Data  any
+}
+
+// render executes a page into a buffer first, so that a template failure becomes a clean 500
+// rather than half a page.
+func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name, title string, data any) {
+	p := page{Title: title, Root: rootOf(r.URL.EscapedPath()), Actor: actor(r), CSS: template.CSS(style), Data: data}
+	if p.Actor != "" {
+		p.Token = c.csrf.issue(p.Actor, time.Now())
+	}
+	var buf bytes.Buffer
+	if err := pages[name].ExecuteTemplate(&buf, "layout", p); err != nil {
+		c.log.ErrorContext(r.Context(), "console: render page", slog.String("page", name), slog.String("error", err.Error()))
+		if name != "error" {
+			c.fail(w, r, http.StatusInternalServerError, "Internal error", "The page could not be shown. The error was logged.")
+			return
+		}
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes()) //nolint:errcheck // the client went away
+}
+
+// errorPage is the data of the error page.
+type errorPage struct {
+	Status   int
+	Message  string
+	LinkURL  string
+	LinkText string
+}
+
+// fail answers with a clean error page: a status, a title and a message for people, never an
+// internal error's text.
+func (c *Console) fail(w http.ResponseWriter, r *http.Request, status int, title, msg string) {
+	c.failWithLink(w, r, status, title, msg, "", "")
+}
+
+func (c *Console) failWithLink(w http.ResponseWriter, r *http.Request, status int, title, msg, link, linkText string) {
+	c.render(w, r, status, "error", title, errorPage{Status: status, Message: msg, LinkURL: link, LinkText: linkText})
+}
+
+// storeFailed logs a store error and answers 500 without its text, which may name tables,
+// hosts or values.
+func (c *Console) storeFailed(w http.ResponseWriter, r *http.Request, op string, err error) {
+	c.log.ErrorContext(r.Context(), "console: store failed", slog.String("op", op), slog.String("error", err.Error()))
+	c.fail(w, r, http.StatusInternalServerError, "The findings store failed",
+		fmt.Sprintf("The console could not %s. The error was logged; try again in a moment.", op))
+}
+
+// formatTime shows a time in UTC to the second; the zero time as a dash.
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+// formatDuration is a duration for people: 3d4h, 5h12m, 4m10s.
+func formatDuration(d time.Duration) string {
+	switch d = d.Round(time.Second); {
+	case d < 0:
+		return "-" + formatDuration(-d)
+	case d >= 48*time.Hour:
+		return fmt.Sprintf("%dd%dh", d/(24*time.Hour), d%(24*time.Hour)/time.Hour)
+	case d >= time.Hour:
+		return fmt.Sprintf("%dh%dm", d/time.Hour, d%time.Hour/time.Minute)
+	}
+	return d.String()
+}

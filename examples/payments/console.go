@@ -1,0 +1,193 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/reconcilekit/reconcile/adapters/pgstore"
+	"github.com/reconcilekit/reconcile/console"
+	"github.com/reconcilekit/reconcile/internal/pgenv"
+)
+
+// With -console ADDR (such as :8080 or 127.0.0.1:8080), the run ends by serving the review
+// console (package console) over its tables on ADDR, until SIGINT or SIGTERM:
+//
+//	CONSOLE_TOKEN=s3cret go run ./examples/payments -console 127.0.0.1:8080
+//
+// then open http://127.0.0.1:8080/ and sign in with your name and the token as the password,
+// or: curl -H "Authorization: Bearer s3cret" http://127.0.0.1:8080/findings. Without
+// CONSOLE_TOKEN a random token is made and printed.
+//
+// The token is the demo's whole authentication: anyone who has it may review, under the name
+// they give. A host plugs in its own (sessions, single sign-on, an authenticating proxy)
+// through console.Config.Authenticate.
+
+// consoleRealm is the basic-auth realm the browser shows when it asks for the token.
+const consoleRealm = `Basic realm="reconcile review console (password: the console token)", charset="UTF-8"`
+
+// shutdownGrace is how long requests in flight may take to finish when the console stops.
+const shutdownGrace = 10 * time.Second
+
+// serveConsole serves the console on addr over the tables the run left, until ctx is done or
+// the process gets SIGINT or SIGTERM, then shuts down gracefully. An empty addr does nothing.
+func serveConsole(ctx context.Context, out io.Writer, addr string, opts options) error {
+	if addr == "" {
+		return nil
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	schema := cmp.Or(opts.Schema, defaultSchema)
+	pool, err := pgenv.Connect(ctx, opts.DatabaseURL, cmp.Or(opts.DatabaseSource, "options.DatabaseURL"))
+	if err != nil {
+		return fmt.Errorf("payments: console: %w", err)
+	}
+	defer pool.Close()
+	store, err := newStore(pool, schema)
+	if err != nil {
+		return err
+	}
+	token, generated := os.Getenv("CONSOLE_TOKEN"), false
+	if token == "" {
+		if token, err = randomToken(); err != nil {
+			return err
+		}
+		generated = true
+	}
+	h, err := newConsole(pool, store, token, slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("payments: -console %s: %w", addr, err)
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		WriteTimeout:      time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	url := consoleURL(ln.Addr())
+	fmt.Fprintf(out, "\nReview console at %s (job %s, schema %s)\n", url, job, schema)
+	fmt.Fprintf(out, "  sign in with any user name and the console token as the password,\n")
+	shown := "$CONSOLE_TOKEN"
+	if generated {
+		fmt.Fprintf(out, "  CONSOLE_TOKEN is not set; this run's token is %s\n", token)
+		shown = token
+	}
+	fmt.Fprintf(out, "  or: curl -H \"Authorization: Bearer %s\" %sfindings\n", shown, url)
+	fmt.Fprintf(out, "Press Ctrl-C to stop.\n")
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("payments: console: %w", err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("payments: console: shut down: %w", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("payments: console: %w", err)
+	}
+	fmt.Fprintln(out, "Review console stopped.")
+	return nil
+}
+
+// newConsole returns the console over the example's store, for people holding token.
+func newConsole(pool *pgxpool.Pool, store *pgstore.Store, token string, logger *slog.Logger) (http.Handler, error) {
+	if token == "" {
+		return nil, errors.New("payments: console: the token is empty")
+	}
+	cs, err := console.NewPGStore(console.PGConfig{DB: pool, Jobs: map[string]*pgstore.Store{job: store}, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	return console.New(console.Config{
+		Store:        cs,
+		Authenticate: tokenAuth(token),
+		Challenge:    consoleRealm,
+		// The PaymentIntents are stripetest's, so test mode; they will not be found there.
+		ExternalURL: console.StripeDashboardURL(true),
+		Logger:      logger,
+	})
+}
+
+// reviewerName is what a reviewer may call themselves: it is recorded in the audit history.
+var reviewerName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
+
+// tokenAuth accepts requests carrying token: as the password of basic auth, whose user name
+// becomes the actor, or as a bearer token, for the actor "operator".
+func tokenAuth(token string) func(*http.Request) (string, error) {
+	want := sha256.Sum256([]byte(token))
+	matches := func(got string) bool {
+		// Hashes have one length, so the comparison's time says nothing about the token's.
+		sum := sha256.Sum256([]byte(got))
+		return subtle.ConstantTimeCompare(sum[:], want[:]) == 1
+	}
+	return func(r *http.Request) (string, error) {
+		if user, pass, ok := r.BasicAuth(); ok {
+			if !matches(pass) {
+				return "", errors.New("wrong console token")
+			}
+			if !reviewerName.MatchString(user) {
+				return "", errors.New("the user name must be 1 to 64 letters, digits, dots, dashes, underscores or @")
+			}
+			return user, nil
+		}
+		if bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+			if !matches(bearer) {
+				return "", errors.New("wrong console token")
+			}
+			return "operator", nil
+		}
+		return "", errors.New("no credentials")
+	}
+}
+
+// randomToken makes a console token: 128 random bits, in hex.
+func randomToken() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("payments: console token: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// consoleURL is the console's address for people: an unspecified host (":8080") as localhost.
+func consoleURL(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return "http://" + a.String() + "/"
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/"
+}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/internal/pgtest"
+)
+
+func TestTheConsoleTokenIsTheConsolesAuthentication(t *testing.T) {
+	t.Parallel()
+	auth := tokenAuth("s3cret-token")
+	tests := []struct {
+		name      string
+		set       func(r *http.Request)
+		wantActor string // empty: refused
+	}{
+		{"no credentials", func(*http.Request) {}, ""},
+		{"basic auth with the token", func(r *http.Request) { r.SetBasicAuth("alice", "s3cret-token") }, "alice"},
+		{"basic auth with another token", func(r *http.Request) { r.SetBasicAuth("alice", "s3cret-tokeN") }, ""},
+		{"basic auth with a prefix of the token", func(r *http.Request) { r.SetBasicAuth("alice", "s3cret") }, ""},
+		{"basic auth without a user name", func(r *http.Request) { r.SetBasicAuth("", "s3cret-token") }, ""},
+		{"basic auth with markup for a user name", func(r *http.Request) { r.SetBasicAuth("<b>eve</b>", "s3cret-token") }, ""},
+		{"a bearer token", func(r *http.Request) { r.Header.Set("Authorization", "Bearer s3cret-token") }, "operator"},
+		{"a wrong bearer token", func(r *http.Request) { r.Header.Set("Authorization", "Bearer nope") }, ""},
+		{"the token as a query parameter", func(r *http.Request) { r.URL.RawQuery = "token=s3cret-token" }, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			tt.set(r)
+			actor, err := auth(r)
+			if actor != tt.wantActor || (err == nil) != (tt.wantActor != "") {
+				t.Fatalf("auth = %q, %v; want %q", actor, err, tt.wantActor)
+			}
+		})
+	}
+}
+
+func TestTheConsoleShowsTheRunsFindingsToTokenHolders(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, stripeadapter.CommandApplyPaymentSucceeded, 3)
+	h, err := newConsole(f.pool, f.store, "s3cret-token", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	anonymous := httptest.NewRecorder()
+	h.ServeHTTP(anonymous, httptest.NewRequest(http.MethodGet, "/findings", nil))
+	if anonymous.Code != http.StatusUnauthorized || !strings.HasPrefix(anonymous.Header().Get("WWW-Authenticate"), "Basic ") {
+		t.Fatalf("without the token: %d, WWW-Authenticate %q; want 401 asking for basic auth", anonymous.Code, anonymous.Header().Get("WWW-Authenticate"))
+	}
+	req := httptest.NewRequest(http.MethodGet, "/findings", nil)
+	req.SetBasicAuth("alice", "s3cret-token")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	body := rec.Body.String()
+	if rec.Code != http.StatusOK {
+		t.Fatalf("with the token: %d\n%s", rec.Code, body)
+	}
+	for _, p := range f.p.payments {
+		if want := "https://dashboard.stripe.com/test/payments/" + p.externalID; !strings.Contains(body, want) {
+			t.Errorf("the list lacks the link %s to payment %s's PaymentIntent", want, p.orderID)
+		}
+	}
+	if n := strings.Count(body, "<td>missed_success</td>"); n != 3 {
+		t.Errorf("the list shows %d missed successes, want 3", n)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutine and the test's.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestServeConsoleServesUntilCanceledThenShutsDown(t *testing.T) {
+	t.Setenv("CONSOLE_TOKEN", "") // a token of its own, printed
+	f := newFixture(t, stripeadapter.CommandApplyPaymentCanceled, 2)
+	if err := serveConsole(t.Context(), io.Discard, "", options{}); err != nil {
+		t.Fatalf("no -console: %v", err)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- serveConsole(ctx, &out, "127.0.0.1:0", options{DatabaseURL: pgtest.URL(t), DatabaseSource: "test", Schema: f.schema})
+	}()
+	at := regexp.MustCompile(`Review console at (http://127\.0\.0\.1:\d+/)`)
+	token := regexp.MustCompile(`this run's token is ([0-9a-f]{32})\n`)
+	var url, tok string
+	for deadline := time.Now().Add(10 * time.Second); url == "" || tok == ""; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the console did not say where it serves:\n%s", out.String())
+		}
+		if m, n := at.FindStringSubmatch(out.String()), token.FindStringSubmatch(out.String()); m != nil && n != nil {
+			url, tok = m[1], n[1]
+		}
+	}
+	req, err := http.NewRequest(http.MethodGet, url+"findings", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || strings.Count(string(body), "<td>missed_cancel</td>") != 2 {
+		t.Fatalf("GET /findings = %d:\n%s", resp.StatusCode, body)
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serveConsole after cancel: %v", err)
+		}
+	case <-time.After(shutdownGrace + 5*time.Second):
+		t.Fatal("serveConsole did not return after its context was canceled")
+	}
+	if !strings.Contains(out.String(), "Review console stopped.") {
+		t.Errorf("no word of the stop:\n%s", out.String())
+	}
+	if _, err := http.DefaultClient.Do(req); err == nil {
+		t.Error("the console still answers after the shutdown")
+	}
+}
