@@ -135,9 +135,10 @@ type HealthPolicy struct {
 	// may be; a negative value turns the check off.
 	MaxStaleFindings int
 	// MaxLaneLag bounds, for each lane, the time since it last reached its feed's End (caught up
-	// with an event log, completed a reverse pass). Zero means LagSLO; a lane run every minute
-	// should be given much less, such as 15 minutes for an events lane.
+	// with an event log, completed a reverse pass). Zero means LagSLO. LaneLag overrides it per
+	// lane name: an events lane run every minute should be given much less, such as 15 minutes.
 	MaxLaneLag time.Duration
+	LaneLag    map[string]time.Duration
 	// Schedule, if set, is the job's schedule (BatchSize, BatchesPerHour, RequestsPerSecond,
 	// CallsPerRow); Rows and NewRowsPerHour are taken from the Status. The health report then
 	// carries the coverage plan, and fails the check "plan" when a cycle can never complete or
@@ -282,8 +283,11 @@ func EvaluateHealth(st Status, p HealthPolicy) Health {
 		}
 	}
 	for _, l := range st.Lanes {
-		since := l.SinceEnd(st.Now)
-		c := Check{Name: "lane:" + l.Lane, OK: since <= p.MaxLaneLag && !l.GapOpen && !l.Failing(), Value: round(since), Limit: round(p.MaxLaneLag)}
+		since, limit := l.SinceEnd(st.Now), p.MaxLaneLag
+		if d, ok := p.LaneLag[l.Lane]; ok && d > 0 {
+			limit = d
+		}
+		c := Check{Name: "lane:" + l.Lane, OK: since <= limit && !l.GapOpen && !l.Failing(), Value: round(since), Limit: round(limit)}
 		switch {
 		case l.Failing():
 			c.Value = "failed at " + l.LastFailureAt.UTC().Format(time.RFC3339)
@@ -293,9 +297,9 @@ func EvaluateHealth(st Status, p HealthPolicy) Health {
 			c.Reason = fmt.Sprintf("lane:%s: restarted at %s without replay (%s); the sweep covers what changed before, and has not completed a cycle since",
 				l.Lane, l.GapAt.UTC().Format(time.RFC3339), l.GapReason)
 		case l.LastEndAt.IsZero():
-			c.Reason = fmt.Sprintf("lane:%s: has not reached the end of its feed in the %s since it started, more than %s", l.Lane, round(since), round(p.MaxLaneLag))
+			c.Reason = fmt.Sprintf("lane:%s: has not reached the end of its feed in the %s since it started, more than %s", l.Lane, round(since), round(limit))
 		default:
-			c.Reason = fmt.Sprintf("lane:%s: last reached the end of its feed %s ago, more than %s", l.Lane, round(since), round(p.MaxLaneLag))
+			c.Reason = fmt.Sprintf("lane:%s: last reached the end of its feed %s ago, more than %s", l.Lane, round(since), round(limit))
 		}
 		add(c)
 	}

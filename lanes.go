@@ -31,9 +31,11 @@ type Feed[E any] interface {
 	// Next returns the objects after position pos; "" means the feed has no position yet (a
 	// first run, or a new pass). wait must be called before every external call: it paces the
 	// calls with the lane's Limiter and counts them; its error (a rate limit, a limiter out of
-	// time, ctx done) ends the step. On any error Next returns it and the lane writes nothing:
+	// time, ctx done) ends the step. On an error Next returns it and the lane writes nothing:
 	// the step is done again from pos next time. A rate limit is an ErrRateLimited, ideally a
-	// *RateLimitError, so that the lane backs off for as long as the answer asked.
+	// *RateLimitError, so that the lane backs off for as long as the answer asked; a feed that
+	// had read some pages before it may return them, with a Next after them, together with
+	// the rate-limit error, and the lane commits them.
 	Next(ctx context.Context, pos string, wait func(context.Context) error) (FeedPage[E], error)
 }
 
@@ -61,13 +63,23 @@ type FeedObject[E any] struct {
 	CreatedAt time.Time
 	// ObservedAt is when Object was the object's state, for a state taken from an event; zero
 	// means it is the current state. A local row changed at or after ObservedAt has moved on
-	// since and is judged InFlight rather than against the older state.
+	// since and is judged InFlight rather than against the older state, and a pair judged from
+	// such a state opens findings but does not count as a verification of the row.
 	ObservedAt time.Time
 }
 
 // Matcher finds local rows by external id: a lane's view of the local side.
 type Matcher[L any] interface {
-	Match(ctx context.Context, req MatchRequest) ([]Record[L], error)
+	Match(ctx context.Context, req MatchRequest) (MatchResult[L], error)
+}
+
+// MatchResult is what a Matcher found.
+type MatchResult[L any] struct {
+	// Rows are the rows in the Matcher's scope (a tier's filter) with one of the external ids.
+	Rows []Record[L]
+	// Elsewhere lists external ids that only rows outside that scope have: another tier's
+	// rows. They are neither judged nor reported missing.
+	Elsewhere []string
 }
 
 // MatchRequest asks a Matcher for the rows whose external id is one of ExternalIDs.
@@ -132,8 +144,10 @@ type LaneConfig[L, E any] struct {
 	// KindMissingLocally. Without it such objects are skipped (an event log also carries objects
 	// created by other systems).
 	ReportMissing bool
-	// Grace: rows changed more recently are InFlight. Zero means DefaultLaneGrace; a negative
-	// value turns it off.
+	// Grace: rows changed more recently are InFlight. Zero means DefaultLaneGrace, meant for an
+	// events lane, whose Since rule already spares rows that moved on after an event; a reverse
+	// scan should use the sweep's Grace (DefaultGrace), so that it does not judge rows the sweep
+	// deliberately leaves in flight. A negative value turns it off.
 	Grace time.Duration
 	// Limiter paces the Feed's calls; see Config.Limiter.
 	Limiter Limiter
@@ -243,6 +257,9 @@ func (l *Lane[L, E]) step(ctx context.Context) (Report, error) {
 	rep.RateLimited, rep.RetryAfter = p.stop.Load(), p.retryAfter
 	p.mu.Unlock()
 	switch {
+	case err != nil && rep.RateLimited && ctx.Err() == nil && page.Next != "":
+		// The feed read some pages before the rate limit: keep them, and let the scheduler
+		// wait RetryAfter before the rest.
 	case err != nil && rep.RateLimited && ctx.Err() == nil:
 		// Nothing was learned: write nothing, like a sweep batch whose first call was refused,
 		// and let the scheduler wait RetryAfter.
@@ -325,12 +342,17 @@ func (l *Lane[L, E]) judge(ctx context.Context, objs []FeedObject[E]) (out []Out
 			req.Since[i] = o.ObservedAt
 		}
 	}
-	recs, err := cfg.Matcher.Match(ctx, req)
+	res, err := cfg.Matcher.Match(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("match: %w", err)
 	}
 	matched := make([]bool, len(objs))
-	for _, rec := range recs {
+	for _, id := range res.Elsewhere {
+		if i, ok := byID[id]; ok {
+			matched[i] = true
+		}
+	}
+	for _, rec := range res.Rows {
 		i, ok := byID[rec.ExternalID]
 		if !ok {
 			return nil, fmt.Errorf("match returned row %s for external id %q, which was not asked for", rec.ID, rec.ExternalID)
@@ -344,7 +366,10 @@ func (l *Lane[L, E]) judge(ctx context.Context, objs []FeedObject[E]) (out []Out
 			if err := d.Validate(); err != nil {
 				return nil, fmt.Errorf("classifier on record %s: %w", rec.ID, err)
 			}
-			o.Decision, o.External, o.Verified = d, cfg.ExternalState(objs[i].Object), d.Verdict != Unverifiable
+			// A state taken from an event may be older than what the sweep last saw: it decides
+			// findings, but is not recorded as a verification of the row.
+			o.Decision, o.External = d, cfg.ExternalState(objs[i].Object)
+			o.Verified = d.Verdict != Unverifiable && objs[i].ObservedAt.IsZero()
 		}
 		out = append(out, o)
 	}

@@ -80,7 +80,12 @@ type laneMatcher struct {
 	reqs []reconcile.MatchRequest
 }
 
-func (m *laneMatcher) Match(_ context.Context, req reconcile.MatchRequest) ([]reconcile.Record[string], error) {
+func (m *laneMatcher) Match(ctx context.Context, req reconcile.MatchRequest) (reconcile.MatchResult[string], error) {
+	rows, err := m.match(ctx, req)
+	return reconcile.MatchResult[string]{Rows: rows}, err
+}
+
+func (m *laneMatcher) match(_ context.Context, req reconcile.MatchRequest) ([]reconcile.Record[string], error) {
 	m.mu.Lock()
 	m.reqs = append(m.reqs, req)
 	m.mu.Unlock()
@@ -327,8 +332,8 @@ func (structFeed) Next(context.Context, string, func(context.Context) error) (re
 
 type structMatcher struct{}
 
-func (structMatcher) Match(context.Context, reconcile.MatchRequest) ([]reconcile.Record[laneLocal], error) {
-	return []reconcile.Record[laneLocal]{{ID: "1", ExternalID: "pi_1", Local: laneLocal{Status: "pending", Email: "a@example.com"}}}, nil
+func (structMatcher) Match(context.Context, reconcile.MatchRequest) (reconcile.MatchResult[laneLocal], error) {
+	return reconcile.MatchResult[laneLocal]{Rows: []reconcile.Record[laneLocal]{{ID: "1", ExternalID: "pi_1", Local: laneLocal{Status: "pending", Email: "a@example.com"}}}}, nil
 }
 
 func TestALaneRecordsOnlyTheNamedStateOfStructs(t *testing.T) {

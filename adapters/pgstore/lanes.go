@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,17 +24,20 @@ const maxLanePosition = 4096
 
 // Match returns the rows, among those the store's Filter selects, whose external id is one of
 // req.ExternalIDs, in one query; rows are Recent when changed within req.Grace or at or after
-// their Since time. Index the external id column: without an index every call scans the table.
-func (s *Store) Match(ctx context.Context, req reconcile.MatchRequest) ([]reconcile.Record[string], error) {
+// their Since time. Ids that only rows outside the Filter have (another tier's) are listed in
+// Elsewhere. Index the external id column: without an index (or with a column that is not
+// text, varchar or char, compared as text) every call scans the table.
+func (s *Store) Match(ctx context.Context, req reconcile.MatchRequest) (reconcile.MatchResult[string], error) {
+	var res reconcile.MatchResult[string]
 	if req.Since != nil && len(req.Since) != len(req.ExternalIDs) {
-		return nil, fmt.Errorf("pgstore: match: %d Since times for %d external ids", len(req.Since), len(req.ExternalIDs))
+		return res, fmt.Errorf("pgstore: match: %d Since times for %d external ids", len(req.Since), len(req.ExternalIDs))
 	}
 	if len(req.ExternalIDs) == 0 {
-		return nil, nil
+		return res, nil
 	}
 	st, err := s.statements(ctx)
 	if err != nil {
-		return nil, err
+		return res, err
 	}
 	since := make([]*time.Time, len(req.ExternalIDs))
 	for i := range req.Since {
@@ -44,27 +48,39 @@ func (s *Store) Match(ctx context.Context, req reconcile.MatchRequest) ([]reconc
 	args := append([]any{req.Grace.Seconds(), req.ExternalIDs, since}, st.filterArgs...)
 	rows, err := s.db.Query(ctx, st.match, args...)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: job %s: match %s: %w", req.Job, s.hostTable(), err)
+		return res, fmt.Errorf("pgstore: job %s: match %s: %w", req.Job, s.hostTable(), err)
 	}
 	defer rows.Close()
-	var out []reconcile.Record[string]
 	var r reconcile.Record[string]
 	var ext, state *string
 	var created *time.Time
+	var inScope bool
+	inRows := make(map[string]bool)
+	var elsewhere []string
 	for rows.Next() {
-		if err := rows.Scan(&r.Key, &r.ID, &ext, &state, &created, &r.Recent); err != nil {
-			return nil, fmt.Errorf("pgstore: job %s: match %s: %w", req.Job, s.hostTable(), err)
+		if err := rows.Scan(&r.Key, &r.ID, &ext, &state, &created, &r.Recent, &inScope); err != nil {
+			return res, fmt.Errorf("pgstore: job %s: match %s: %w", req.Job, s.hostTable(), err)
 		}
 		r.ExternalID, r.Local, r.CreatedAt = deref(ext), deref(state), time.Time{}
 		if created != nil {
 			r.CreatedAt = *created
 		}
-		out = append(out, r)
+		if !inScope {
+			elsewhere = append(elsewhere, r.ExternalID)
+			continue
+		}
+		inRows[r.ExternalID] = true
+		res.Rows = append(res.Rows, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("pgstore: job %s: match %s: %w", req.Job, s.hostTable(), err)
+		return res, fmt.Errorf("pgstore: job %s: match %s: %w", req.Job, s.hostTable(), err)
 	}
-	return out, nil
+	for _, id := range elsewhere {
+		if !inRows[id] && !slices.Contains(res.Elsewhere, id) {
+			res.Elsewhere = append(res.Elsewhere, id)
+		}
+	}
+	return res, nil
 }
 
 // ReadLane returns the lane's position and version; the zero Cursor if it has not committed.

@@ -50,10 +50,11 @@ func laneMatch(t testing.TB, s *pgstore.Store, req reconcile.MatchRequest) []rec
 	if req.Job == "" {
 		req.Job = "payments"
 	}
-	recs, err := s.Match(context.Background(), req)
+	res, err := s.Match(context.Background(), req)
 	if err != nil {
 		t.Fatalf("Match(%v): %v", req.ExternalIDs, err)
 	}
+	recs := res.Rows
 	slices.SortFunc(recs, func(a, b reconcile.Record[string]) int { return strings.Compare(a.ID, b.ID) })
 	return recs
 }

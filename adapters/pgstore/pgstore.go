@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -432,6 +434,9 @@ func (s *Store) Commit(ctx context.Context, c reconcile.Commit) (reconcile.Commi
 // queueResults queues the observations, findings and repair commands of outcomes; res receives
 // what the findings statement added.
 func (s *Store) queueResults(batch *pgx.Batch, st *statements, job string, outcomes []reconcile.Outcome, res *reconcile.CommitResult) {
+	// In record order, whoever commits: a sweep and a lane writing the same rows at once then
+	// lock them in the same order and cannot deadlock.
+	outcomes = slices.SortedStableFunc(slices.Values(outcomes), func(a, b reconcile.Outcome) int { return strings.Compare(a.RecordID, b.RecordID) })
 	var obsIDs, obsStates []string
 	var f findingCols
 	for _, o := range outcomes {

@@ -57,20 +57,30 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 			recent, ts(cfg.UpdatedAtColumn), ts(cfg.VerifiedAtColumn), cfg.OwnWriteTolerance.Seconds())
 	}
 	// A lane's match: $1 the grace in seconds, $2 the external ids, $3 per id the time from which
-	// a change makes the row Recent (NULL adds nothing). Text-like external id columns are
-	// compared as their own type, so that an index on them serves; others as text.
+	// a change makes the row Recent (NULL adds nothing), then the Filter's values. It reads rows
+	// outside the Filter too, flagged, so that a lane does not take another tier's row for a
+	// missing one. Text-like external id columns are compared as their own type, so that an
+	// index on them serves; others as text.
 	changed := fmt.Sprintf("(%s > now() - make_interval(secs => $1::float8) OR %s >= t.since)", ts(cfg.UpdatedAtColumn), ts(cfg.UpdatedAtColumn))
 	if cfg.Observations == ObserveInHostColumns {
 		changed = fmt.Sprintf("%s AND NOT coalesce(%s <= %s + make_interval(secs => %f), false)",
 			changed, ts(cfg.UpdatedAtColumn), ts(cfg.VerifiedAtColumn), cfg.OwnWriteTolerance.Seconds())
 	}
 	extMatch := fmt.Sprintf("%s::text = t.ext", q(cfg.ExternalIDColumn))
-	if et := types[cfg.ExternalIDColumn]; et == "text" || strings.HasPrefix(et, "character varying") || strings.HasPrefix(et, "character(") {
+	switch et := types[cfg.ExternalIDColumn]; {
+	case et == "text" || strings.HasPrefix(et, "character varying"):
 		extMatch = fmt.Sprintf("%s = t.ext::%s", q(cfg.ExternalIDColumn), et)
+	case et == "character" || strings.HasPrefix(et, "character("):
+		// format_type without a modifier says "character"; bpchar keeps the value's length.
+		extMatch = fmt.Sprintf("%s = t.ext::bpchar", q(cfg.ExternalIDColumn))
 	}
-	match := fmt.Sprintf("SELECT jsonb_build_array(%s)::text, %s::text, %s::text, %s::text, %s, coalesce(%s, false) FROM %s AS h JOIN unnest($2::text[], $3::timestamptz[]) AS t(ext, since) ON %s",
+	inScope := "true"
+	if f, _ := renderFilter(cfg, types, 4); f != "" {
+		inScope = "coalesce(" + f + ", false)"
+	}
+	match := fmt.Sprintf("SELECT jsonb_build_array(%s)::text, %s::text, %s::text, %s::text, %s, coalesce(%s, false), %s FROM %s AS h JOIN unnest($2::text[], $3::timestamptz[]) AS t(ext, since) ON %s",
 		strings.Join(keys, ", "), q(cfg.IDColumn), q(cfg.ExternalIDColumn), q(cfg.StateColumn),
-		ts(cfg.CreatedAtColumn), changed, host, extMatch)
+		ts(cfg.CreatedAtColumn), changed, inScope, host, extMatch)
 	sel := fmt.Sprintf("SELECT jsonb_build_array(%s)::text, %s::text, %s::text, %s::text, %s, coalesce(%s, false) FROM %s AS h",
 		strings.Join(keys, ", "), q(cfg.IDColumn), q(cfg.ExternalIDColumn), q(cfg.StateColumn),
 		ts(cfg.CreatedAtColumn), recent, host)
@@ -94,7 +104,7 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 		readCursor: "SELECT coalesce(position::text, ''), version FROM " + cursors + " WHERE job = $1",
 		readFirst:  sel + where(3) + order,
 		readAfter:  sel + where(4, fmt.Sprintf("(%s) > (%s)", strings.Join(keys, ", "), strings.Join(after, ", "))) + order,
-		match:      match + where(4),
+		match:      match,
 
 		// Compare-and-set on the version read ($2), as one upsert: it affects one row exactly
 		// when the cursor is still where the batch found it (or did not exist yet).
@@ -116,6 +126,10 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 			), opened AS (
 				INSERT INTO ` + t.table("findings") + ` (job, record_id, kind, local_state, external_state, detail, command, aggregate_type)
 				SELECT $1, record_id, kind, local_state, external_state, detail, command, $2 FROM input
+				-- A resolved missing_locally finding was a person's decision about an object that
+				-- still exists: later passes seeing it again do not reopen it.
+				WHERE NOT (kind = 'missing_locally' AND EXISTS (SELECT 1 FROM ` + t.table("findings") + ` AS f
+					WHERE f.job = $1 AND f.record_id = input.record_id AND f.kind = 'missing_locally'))
 				ON CONFLICT (job, record_id, kind) WHERE resolved_at IS NULL DO NOTHING
 				RETURNING id, record_id, kind, local_state, external_state, command
 			), queued AS (

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -42,7 +43,9 @@ func (g *Gateway) list(ctx context.Context, op string, b stripe.Backend, key, pa
 	callCtx, cancel := context.WithTimeout(callCtx, g.timeout)
 	defer cancel()
 	lp.Context = callCtx
-	lp.Limit = stripe.Int64(listLimit)
+	if lp.Limit == nil {
+		lp.Limit = stripe.Int64(listLimit)
+	}
 	if g.account != "" {
 		lp.SetStripeAccount(g.account)
 	}
@@ -68,7 +71,10 @@ type EventsOptions struct {
 	Types []string
 	// Settle: events younger than this are left for the next step, so that an event Stripe
 	// lists a little late is not skipped, and a webhook merely on its way is not taken for a
-	// missed one. Zero means DefaultEventSettle.
+	// missed one. It is a correctness setting, not only a delay: an event that becomes visible
+	// in the list more than Settle after its creation time, behind the checkpoint, is not read
+	// (the sweep still finds its change). It is measured by Now against Stripe's clock, so keep
+	// the host's clock synchronized. Zero means DefaultEventSettle.
 	Settle time.Duration
 	// MaxAge: a checkpoint older than this is not replayed (Stripe keeps events 30 days); the
 	// feed starts again from the newest event and reports a gap, which the sweep covers. Zero
@@ -79,6 +85,9 @@ type EventsOptions struct {
 	PerStep int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Logger receives a warning for each event skipped because its object cannot be read. Nil
+	// means no logging.
+	Logger *slog.Logger
 }
 
 // EventsFeed reads PaymentIntent events after a checkpoint, oldest first, and yields the newest
@@ -123,6 +132,9 @@ func (g *Gateway) EventsFeed(opt EventsOptions) (*EventsFeed, error) {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
 	return &EventsFeed{g: g, opt: opt}, nil
 }
 
@@ -163,6 +175,9 @@ func (f *EventsFeed) page(ctx context.Context, after string, since, cutoff int64
 			params.StartingAfter = stripe.String(startingAfter)
 		}
 	}
+	if limit > 0 {
+		params.Limit = stripe.Int64(limit)
+	}
 	svc := f.g.sc.V1Events
 	var p eventPage
 	if err := f.g.list(ctx, "list events", svc.B, svc.Key, "/v1/events", &params.ListParams, params, &p); err != nil {
@@ -194,61 +209,29 @@ func (f *EventsFeed) Next(ctx context.Context, pos string, wait func(context.Con
 	}
 
 	var events []*stripe.Event // oldest first
-	seen := make(map[string]bool)
-	end := false
+	var end bool
+	var err error
 	if cp.After != "" {
-		// ending_before gives the hundred events just newer than the checkpoint, newest first.
-		for after := cp.After; len(events) < f.opt.PerStep; {
-			if err := wait(ctx); err != nil {
-				return reconcile.FeedPage[*stripe.PaymentIntent]{}, err
-			}
-			p, err := f.page(ctx, after, 0, cutoff, "", 0)
-			if errors.Is(err, errCursorGone) {
-				return f.anchor(ctx, wait, cutoff, fmt.Sprintf("the checkpoint event %s no longer exists at Stripe", cp.After))
-			}
-			if err != nil {
-				return reconcile.FeedPage[*stripe.PaymentIntent]{}, err
-			}
-			for _, e := range slices.Backward(p.Data) {
-				if !seen[e.ID] {
-					seen[e.ID] = true
-					events = append(events, e)
-				}
-			}
-			if !p.HasMore || len(p.Data) == 0 {
-				end = true
-				break
-			}
-			after = p.Data[0].ID
+		events, end, err = f.readAfter(ctx, wait, cp.After, cutoff)
+		if errors.Is(err, errCursorGone) {
+			// Stripe no longer has the checkpoint event (it keeps events 30 days, and a quiet
+			// account may have had none since), but every event up to Until has been read and
+			// Until is recent: read by time from there instead.
+			cp.After, err = "", nil
 		}
-	} else {
-		// No event to page from (the account had none when the lane started): read every
-		// settled event since, newest first, then take them oldest first.
-		var newestFirst []*stripe.Event
-		for startingAfter, pages := "", 0; ; pages++ {
-			if pages == maxUnanchoredPages {
-				return f.anchor(ctx, wait, cutoff, fmt.Sprintf("more than %d events arrived while the lane had no event to page from", pages*listLimit))
-			}
-			if err := wait(ctx); err != nil {
-				return reconcile.FeedPage[*stripe.PaymentIntent]{}, err
-			}
-			p, err := f.page(ctx, "", cp.Until, cutoff, startingAfter, 0)
-			if err != nil {
-				return reconcile.FeedPage[*stripe.PaymentIntent]{}, err
-			}
-			newestFirst = append(newestFirst, p.Data...)
-			if !p.HasMore || len(p.Data) == 0 {
-				break
-			}
-			startingAfter = p.Data[len(p.Data)-1].ID
-		}
-		for _, e := range slices.Backward(newestFirst) {
-			if !seen[e.ID] {
-				seen[e.ID] = true
-				events = append(events, e)
-			}
+	}
+	if cp.After == "" && err == nil {
+		events, err = f.readSince(ctx, wait, cp.Until, cutoff)
+		if errors.Is(err, errTooManyEvents) {
+			return f.anchor(ctx, wait, cutoff, err.Error())
 		}
 		end = true
+	}
+	if err != nil && (len(events) == 0 || !errors.Is(err, reconcile.ErrRateLimited)) {
+		return reconcile.FeedPage[*stripe.PaymentIntent]{}, err
+	}
+	if err != nil {
+		end = false // a rate limit cut the step short: keep what was read
 	}
 	if len(events) > f.opt.PerStep {
 		events, end = events[:f.opt.PerStep], false
@@ -262,11 +245,70 @@ func (f *EventsFeed) Next(ctx context.Context, pos string, wait func(context.Con
 	if end {
 		next.Until = max(next.Until, cutoff)
 	}
-	objs, err := newestStates(events)
-	if err != nil {
-		return reconcile.FeedPage[*stripe.PaymentIntent]{}, err
+	return reconcile.FeedPage[*stripe.PaymentIntent]{Objects: f.newestStates(events), Next: next.String(), End: end}, err
+}
+
+// readAfter reads the events just newer than the event after, oldest first, up to PerStep and
+// none after cutoff; end reports that none remain. On an error it returns the events read so far.
+func (f *EventsFeed) readAfter(ctx context.Context, wait func(context.Context) error, after string, cutoff int64) (events []*stripe.Event, end bool, err error) {
+	seen := make(map[string]bool)
+	for len(events) < f.opt.PerStep {
+		if err := wait(ctx); err != nil {
+			return events, false, err
+		}
+		// ending_before gives the hundred events just newer than the cursor, newest first.
+		p, err := f.page(ctx, after, 0, cutoff, "", 0)
+		if err != nil {
+			return events, false, err
+		}
+		for _, e := range slices.Backward(p.Data) {
+			if !seen[e.ID] {
+				seen[e.ID] = true
+				events = append(events, e)
+			}
+		}
+		if !p.HasMore || len(p.Data) == 0 {
+			return events, true, nil
+		}
+		after = p.Data[0].ID
 	}
-	return reconcile.FeedPage[*stripe.PaymentIntent]{Objects: objs, Next: next.String(), End: end}, nil
+	return events, false, nil
+}
+
+// errTooManyEvents: readSince found more events than it reads to find the oldest.
+var errTooManyEvents = fmt.Errorf("more than %d events arrived while the lane had no event to page from", maxUnanchoredPages*listLimit)
+
+// readSince reads every event created after since and up to cutoff, oldest first: the path
+// without an event to page from (none existed when the lane started, or Stripe no longer has
+// it). The list is newest first, so it is read whole before it can be taken oldest first.
+func (f *EventsFeed) readSince(ctx context.Context, wait func(context.Context) error, since, cutoff int64) ([]*stripe.Event, error) {
+	var newestFirst []*stripe.Event
+	for startingAfter, pages := "", 0; ; pages++ {
+		if pages == maxUnanchoredPages {
+			return nil, errTooManyEvents
+		}
+		if err := wait(ctx); err != nil {
+			return nil, err
+		}
+		p, err := f.page(ctx, "", since, cutoff, startingAfter, 0)
+		if err != nil {
+			return nil, err
+		}
+		newestFirst = append(newestFirst, p.Data...)
+		if !p.HasMore || len(p.Data) == 0 {
+			break
+		}
+		startingAfter = p.Data[len(p.Data)-1].ID
+	}
+	seen := make(map[string]bool, len(newestFirst))
+	events := make([]*stripe.Event, 0, len(newestFirst))
+	for _, e := range slices.Backward(newestFirst) {
+		if !seen[e.ID] {
+			seen[e.ID] = true
+			events = append(events, e)
+		}
+	}
+	return events, nil
 }
 
 // anchor starts the feed at the newest settled event, reporting gap (empty for a first start).
@@ -286,8 +328,12 @@ func (f *EventsFeed) anchor(ctx context.Context, wait func(context.Context) erro
 }
 
 // newestStates turns events, oldest first, into the newest PaymentIntent state each carries.
-// Events of other objects are skipped.
-func newestStates(events []*stripe.Event) ([]reconcile.FeedObject[*stripe.PaymentIntent], error) {
+// Events of other objects are skipped, and so are events whose object cannot be read (an event
+// rendered in an old API version, say), with a warning: one such event must not stop the lane.
+// Stripe orders events by their creation second only, so among events of one intent in the
+// same second the furthest status along wins (a payment that succeeds in the second it is
+// created lists both events in either order).
+func (f *EventsFeed) newestStates(events []*stripe.Event) []reconcile.FeedObject[*stripe.PaymentIntent] {
 	at := make(map[string]int)
 	var objs []reconcile.FeedObject[*stripe.PaymentIntent]
 	for _, e := range events {
@@ -298,28 +344,40 @@ func newestStates(events []*stripe.Event) ([]reconcile.FeedObject[*stripe.Paymen
 			Object string `json:"object"`
 		}
 		if err := json.Unmarshal(e.Data.Raw, &head); err != nil {
-			return nil, fmt.Errorf("stripeadapter: event %s: %w", e.ID, err)
+			f.opt.Logger.Warn("stripeadapter: events feed: skipping an event whose object cannot be read", "event", e.ID, "error", err.Error())
+			continue
 		}
 		if head.Object != "payment_intent" {
 			continue
 		}
 		pi := &stripe.PaymentIntent{}
-		if err := json.Unmarshal(e.Data.Raw, pi); err != nil {
-			return nil, fmt.Errorf("stripeadapter: event %s: payment intent: %w", e.ID, err)
-		}
-		if pi.ID == "" {
-			return nil, fmt.Errorf("stripeadapter: event %s: payment intent without an id", e.ID)
+		if err := json.Unmarshal(e.Data.Raw, pi); err != nil || pi.ID == "" {
+			f.opt.Logger.Warn("stripeadapter: events feed: skipping an event whose payment intent cannot be read", "event", e.ID, "error", fmt.Sprint(err))
+			continue
 		}
 		o := reconcile.FeedObject[*stripe.PaymentIntent]{ExternalID: pi.ID, Object: pi,
 			CreatedAt: time.Unix(pi.Created, 0), ObservedAt: time.Unix(e.Created, 0)}
-		if i, ok := at[pi.ID]; ok {
-			objs[i] = o // a later event: a newer state
-			continue
+		i, ok := at[pi.ID]
+		switch {
+		case !ok:
+			at[pi.ID] = len(objs)
+			objs = append(objs, o)
+		case o.ObservedAt.After(objs[i].ObservedAt) || statusRank(pi.Status) >= statusRank(objs[i].Object.Status):
+			objs[i] = o
 		}
-		at[pi.ID] = len(objs)
-		objs = append(objs, o)
 	}
-	return objs, nil
+	return objs
+}
+
+// statusRank orders PaymentIntent statuses by how far along a payment they are.
+func statusRank(s stripe.PaymentIntentStatus) int {
+	switch s {
+	case stripe.PaymentIntentStatusSucceeded, stripe.PaymentIntentStatusCanceled:
+		return 2
+	case stripe.PaymentIntentStatusProcessing, stripe.PaymentIntentStatusRequiresAction, stripe.PaymentIntentStatusRequiresCapture:
+		return 1
+	}
+	return 0
 }
 
 // ReverseOptions configures ReverseFeed.
@@ -330,6 +388,11 @@ type ReverseOptions struct {
 	// Grace: intents created more recently are left to a later pass, since our own row for
 	// them may not be committed yet. Zero means reconcile.DefaultGrace.
 	Grace time.Duration
+	// Include, if set, says which intents are this table's to account for; the others are
+	// skipped, neither judged nor reported missing. Intents created by Invoices, Checkout,
+	// Payment Links, the Dashboard or another service of the same account have no row here:
+	// tell them apart by a metadata key your checkout sets, say. Nil means every intent.
+	Include func(*stripe.PaymentIntent) bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -397,7 +460,7 @@ func (f *ReverseFeed) Next(ctx context.Context, pos string, wait func(context.Co
 	page := reconcile.FeedPage[*stripe.PaymentIntent]{Objects: make([]reconcile.FeedObject[*stripe.PaymentIntent], 0, len(items))}
 	seen := make(map[string]bool, len(items))
 	for _, pi := range items {
-		if pi == nil || pi.ID == "" || seen[pi.ID] {
+		if pi == nil || pi.ID == "" || seen[pi.ID] || (f.opt.Include != nil && !f.opt.Include(pi)) {
 			continue
 		}
 		seen[pi.ID] = true

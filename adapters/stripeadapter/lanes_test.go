@@ -542,16 +542,26 @@ func TestEventsLaneGapsAndRateLimits(t *testing.T) {
 		t.Errorf("the sweep found the change made during the gap %d times, want once", n)
 	}
 
-	// A checkpoint event Stripe no longer has: start again, with a gap.
+	// A checkpoint event Stripe no longer has, on a quiet account whose checkpoint time is
+	// recent: the lane reads by time from there, no gap and nothing skipped.
+	gapAt := w.laneStatus("events").GapAt
 	if _, err := w.pool.Exec(ctx, `UPDATE reconcile_lanes SET position = $1 WHERE lane = 'events'`,
-		fmt.Sprintf(`{"after":"evt_gone","until":%d}`, w.now().Unix())); err != nil {
+		fmt.Sprintf(`{"after":"evt_gone","until":%d}`, w.now().Add(-time.Minute).Unix())); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := events.RunBatch(ctx); err != nil {
+	if err := w.srv.SetStatus(w.pis[5], stripe.PaymentIntentStatusCanceled); err != nil {
 		t.Fatal(err)
 	}
-	if l := w.laneStatus("events"); !l.GapOpen || !strings.Contains(l.GapReason, "evt_gone") {
-		t.Errorf("lane status after a lost checkpoint event = %+v", l)
+	w.later(2 * time.Minute)
+	rep, err = events.RunBatch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.NewCommands != 1 {
+		t.Errorf("step after a lost checkpoint event = %+v, want row 6's missed cancel found", rep)
+	}
+	if l := w.laneStatus("events"); !l.GapAt.Equal(gapAt) {
+		t.Errorf("a lost checkpoint event with a recent checkpoint time recorded a gap: %+v", l)
 	}
 
 	// A position that is not the feed's is an error, not a silent restart.
@@ -560,5 +570,88 @@ func TestEventsLaneGapsAndRateLimits(t *testing.T) {
 	}
 	if _, err := events.RunBatch(ctx); err == nil || !strings.Contains(err.Error(), "not one of this feed's") {
 		t.Errorf("step from a garbage position = %v", err)
+	}
+}
+
+func TestReverseScanOverATierAndResolvedOrphans(t *testing.T) {
+	t.Parallel()
+	w := newLaneWorld(t, 120)
+	ctx := context.Background()
+	// Half the rows are paid and in sync: they belong to the cold tier, not the hot store's.
+	if _, err := w.pool.Exec(ctx, `UPDATE payments SET status = 'paid' WHERE id % 2 = 0`); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < 120; i += 2 {
+		if err := w.srv.SetStatusAt(w.pis[i], stripe.PaymentIntentStatusSucceeded, time.Now().Add(-90*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hot, err := pgstore.New(w.pool, pgstore.Config{Table: "payments", Filter: pgstore.Filter{AnyOf: [][]pgstore.Cond{{{Column: "status", Op: pgstore.In, Value: []string{"pending"}}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours := w.srv.AddPaymentIntent(stripetest.PaymentIntent{Created: time.Now().Add(-3 * time.Hour)})
+	w.srv.AddPaymentIntent(stripetest.PaymentIntent{Created: time.Now().Add(-3 * time.Hour), Metadata: map[string]string{"source": "invoice"}})
+	feed, err := w.gw.ReverseFeed(stripeadapter.ReverseOptions{Now: w.now, Include: func(pi *stripe.PaymentIntent) bool { return pi.Metadata["source"] != "invoice" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reverse, err := reconcile.NewLane(reconcile.LaneConfig[string, *stripe.PaymentIntent]{
+		Job: laneJob, Lane: "reverse", Feed: feed, Matcher: hot, Sink: hot,
+		Classifier: stripeadapter.PaymentIntentClassifier(), ReportMissing: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := untilEnd(t, reverse)
+	// The cold tier's rows exist, elsewhere: not missing. The invoice's intent is not ours.
+	if tr.Scanned != 61 || tr.Verdicts[reconcile.NeedsReview] != 1 {
+		t.Fatalf("pass over the hot tier = %+v, want the 60 hot rows judged and one orphan", tr)
+	}
+	var id int64
+	if err := w.pool.QueryRow(ctx, `SELECT id FROM reconcile_findings WHERE kind = 'missing_locally' AND record_id = $1`, ours).Scan(&id); err != nil {
+		t.Fatalf("the orphan's finding: %v", err)
+	}
+	if n := w.count(`SELECT count(*) FROM reconcile_findings`); n != 1 {
+		t.Errorf("%d findings, want only the orphan's", n)
+	}
+	// Only the hot rows were verified.
+	if n := w.count(`SELECT count(*) FROM reconcile_observations`); n != 60 {
+		t.Errorf("%d rows verified, want the 60 hot ones", n)
+	}
+
+	// A person decides the orphan is fine: later passes leave it resolved.
+	if ok, err := hot.ResolveFinding(ctx, w.pool, id, reconcile.Resolution{As: reconcile.ResolutionAccepted, By: "alice", Note: "test order"}); err != nil || !ok {
+		t.Fatalf("resolve the orphan's finding: %v, %v", ok, err)
+	}
+	tr = untilEnd(t, reverse)
+	if tr.NewFindings != 0 {
+		t.Errorf("a pass after the orphan was resolved opened %d findings", tr.NewFindings)
+	}
+	if n := w.count(`SELECT count(*) FROM reconcile_findings WHERE resolved_at IS NULL`); n != 0 {
+		t.Errorf("%d findings open after the orphan was resolved", n)
+	}
+}
+
+func TestEventsLaneDoesNotCountSnapshotsAsVerifications(t *testing.T) {
+	t.Parallel()
+	w := newLaneWorld(t, 30)
+	ctx := context.Background()
+	events := w.eventsLane(nil, 0)
+	if _, err := events.RunBatch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if err := w.srv.SetStatus(w.pis[i], stripe.PaymentIntentStatusProcessing); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.later(2 * time.Minute)
+	rep, err := events.RunBatch(ctx)
+	if err != nil || rep.Scanned != 10 {
+		t.Fatalf("step = %+v, %v; want 10 intents judged", rep, err)
+	}
+	if n := w.count(`SELECT count(*) FROM reconcile_observations`); n != 0 {
+		t.Errorf("an event's snapshot was recorded as %d verifications", n)
 	}
 }

@@ -21,3 +21,8 @@ CREATE TABLE {{table "lanes"}} (
     last_failure     text,
     PRIMARY KEY (job, lane)
 );
+
+-- An object only the external system has stays what it is: once a person resolved its
+-- missing_locally finding, later passes do not open it again. This index finds resolved ones.
+CREATE INDEX {{name "findings_missing_locally"}} ON {{table "findings"}} (job, record_id)
+    WHERE kind = 'missing_locally';
