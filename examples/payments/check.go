@@ -4,16 +4,19 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 )
 
-// expected is what one cycle over the plan must find.
+// expected is what the sweep's cycle and the lanes over the plan must find.
 type expected struct {
+	// verdicts, findings and commands are the sweep's: one verdict per row, the open findings
+	// by kind and the repair commands by event type after its cycle.
 	verdicts map[reconcile.Verdict]int
-	findings map[string]int // open findings by kind
-	commands map[string]int // repair commands by event type
+	findings map[string]int
+	commands map[string]int
 	// asked is the number of rows outside the grace period, each asked about once, in a list or
 	// a retrieve; answered those among them Stripe answered (found or not), each of which must
 	// be observed.
@@ -21,19 +24,43 @@ type expected struct {
 	// notFound and unavailable are the rows outside the grace period that no list can show,
 	// each retrieved once: answered 404 for the rows Stripe never saw, 503 for the others.
 	notFound, unavailable int
+	// missed is the number of webhooks lost after the sweep: the events lane must find each as
+	// one finding with one command. orphans is the number of PaymentIntents only at Stripe
+	// that the reverse scan must report (the young one excepted).
+	missed, orphans int
+	// allFindings and allCommands are the open findings by kind and the repair commands by
+	// event type once the sweep and both lanes have run.
+	allFindings, allCommands map[string]int
 }
 
 func (p plan) expected() expected {
-	e := expected{verdicts: map[reconcile.Verdict]int{}, findings: map[string]int{}, commands: map[string]int{}}
+	e := expected{verdicts: map[reconcile.Verdict]int{}, findings: map[string]int{}, commands: map[string]int{},
+		allFindings: map[string]int{}, allCommands: map[string]int{}}
 	for i, s := range stories {
 		n := p.counts[i]
-		e.verdicts[s.verdict] += n
 		if s.kind != "" {
-			e.findings[s.kind] += n
+			e.allFindings[s.kind] += n
 		}
 		if s.command != "" {
-			e.commands[s.command] += n
+			e.allCommands[s.command] += n
 		}
+		switch s.finder() {
+		case laneReverse:
+			if s.kind != "" {
+				e.orphans += n
+			}
+			continue // no row: nothing for the sweep
+		case laneEvents:
+			e.missed += n
+		default:
+			if s.kind != "" {
+				e.findings[s.kind] += n
+			}
+			if s.command != "" {
+				e.commands[s.command] += n
+			}
+		}
+		e.verdicts[s.verdict] += n
 		if !s.recent {
 			e.asked += n
 			if !s.unavailable {
@@ -98,14 +125,74 @@ func sum(m map[string]int) int {
 	return n
 }
 
-// check prints how the cycle compares with the plan and returns an error if it differs.
-func check(out io.Writer, p plan, r results) error {
-	diffs := compare(p, r)
+// compareLanes lists every count of l that differs from what the lanes must find: the events
+// lane each lost webhook, once, with one command, in one run of a call per hundred events;
+// the reverse scan each PaymentIntent only at Stripe and nothing else, in a call per hundred
+// PaymentIntents listed; and then every finding and command planted open or queued, and each
+// lane healthy.
+func compareLanes(p plan, l laneResults) []difference {
+	want := p.expected()
+	var diffs []difference
+	add := func(what string, want, got int) {
+		if want != got {
+			diffs = append(diffs, difference{what, want, got})
+		}
+	}
+	add("events lane: anchor steps, judging nothing", 1, l.anchor.batches)
+	add("events lane: anchor API calls", 1, l.anchorCalls)
+	add("events lane: PaymentIntents judged, one per lost webhook", want.missed, l.events.scanned)
+	add("events lane: rows judged repairable", want.missed, l.events.verdicts[reconcile.Repairable])
+	add("events lane: findings opened", want.missed, l.events.findings)
+	add("events lane: commands queued", want.missed, l.events.commands)
+	add("lost webhooks with one open missed_success and one command", want.missed, l.missedFound)
+	add("events lane: API calls reported, one per request to Stripe", l.eventsCalls, l.events.calls)
+	add("events lane: API calls, one per hundred events", pages(want.missed), l.eventsCalls)
+
+	add("reverse scan: findings opened, one per orphan PaymentIntent", want.orphans, l.reverse.findings)
+	add("reverse scan: commands queued", 0, l.reverse.commands)
+	add("PaymentIntents only at Stripe reported missing_locally", want.orphans, l.orphansFound)
+	add("other PaymentIntents reported missing_locally", 0, l.otherMissing)
+	add("reverse scan: API calls reported, one per request to Stripe", l.reverseCalls, l.reverse.calls)
+	add("reverse scan: API calls, one per hundred listed", pages(l.reverse.scanned), l.reverseCalls)
+
+	for _, kind := range sortedKeys(want.allFindings, l.status.OpenFindings) {
+		add(fmt.Sprintf("open %s findings after the lanes", kind), want.allFindings[kind], l.status.OpenFindings[kind])
+	}
+	for _, event := range sortedKeys(want.allCommands, l.commands) {
+		add(fmt.Sprintf("%s commands in the outbox after the lanes", event), want.allCommands[event], l.commands[event])
+	}
+	passes := map[string]int64{}
+	for _, ls := range l.status.Lanes {
+		passes[ls.Lane] = ls.PassesCompleted
+	}
+	add("lanes in store.Status", 2, len(l.status.Lanes))
+	// The anchor and the run that caught up; one full pass.
+	add("events lane: catch-ups completed", 2, int(passes[laneEvents]))
+	add("reverse scan: passes completed", 1, int(passes[laneReverse]))
+	failing := 0
+	for _, c := range l.health.Checks {
+		if strings.HasPrefix(c.Name, "lane:") && !c.OK {
+			failing++
+		}
+	}
+	add("lane health checks failing", 0, failing)
+	return diffs
+}
+
+// pages is the number of list calls that read n objects a hundred at a time: at least one.
+func pages(n int) int {
+	return max(1, (n+99)/100)
+}
+
+// check prints how the cycle and the lanes compare with the plan and returns an error if they
+// differ.
+func check(out io.Writer, p plan, r results, l laneResults) error {
+	diffs := append(compare(p, r), compareLanes(p, l)...)
 	if len(diffs) == 0 {
-		fmt.Fprintln(out, "\nEverything found matches what was planted.")
+		fmt.Fprintln(out, "\nEverything found matches what was planted: the sweep's, the events lane's and the reverse scan's.")
 		return nil
 	}
-	fmt.Fprintf(out, "\nThe cycle did not find what was planted:\n")
+	fmt.Fprintf(out, "\nThe sweep and the lanes did not find what was planted:\n")
 	for _, d := range diffs {
 		fmt.Fprintf(out, "  %-60s want %6d, got %6d\n", d.what, d.want, d.got)
 	}
@@ -155,7 +242,8 @@ func compareRepairs(p plan, r repairResults) []difference {
 	add("late webhook's payment booked by the webhook", 1, b2i(r.lateLedger == actorWebhook))
 	add("late webhook's finding resolved by the webhook", 1, b2i(r.lateResolvedBy == actorWebhook))
 
-	repairable := sum(p.expected().commands)
+	// The sweep's repair commands and the events lane's.
+	repairable := sum(p.expected().allCommands)
 	add("repairable findings still open", 0, r.openRepairable)
 	add("repairable findings resolved by the late webhook", 1, r.resolvedBy[actorWebhook])
 	add("repairable findings resolved by the repairs", repairable-1, r.resolvedBy[actorReconciler])

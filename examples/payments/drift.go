@@ -30,10 +30,42 @@ type story struct {
 	unavailable bool
 	// recent: the row changed just now, inside the grace period.
 	recent bool
+	// later, if set, is the status the PaymentIntent moves to at Stripe after the sweep, with
+	// the webhook lost on the way: the sweep finds the row in sync, and the events lane must
+	// find the change (kind, command) long before the next cycle would.
+	later stripe.PaymentIntentStatus
+	// stripeOnly: no row refers to the PaymentIntent (our transaction rolled back after it was
+	// created). The sweep starts from rows and cannot see it; the reverse scan, which starts
+	// from Stripe, must report it.
+	stripeOnly bool
+	// young: a stripeOnly PaymentIntent created youngAge before the reverse scan runs, a
+	// checkout under way whose row may not be committed yet. It is inside the scan's grace
+	// window, so the scan must not report it.
+	young bool
 
+	// verdict is the sweep's on the row; for a stripeOnly story, the reverse scan's on the
+	// PaymentIntent (none for a young one, which the scan does not list).
 	verdict reconcile.Verdict
-	kind    string // the finding the reconciler must open; "" for none
+	kind    string // the finding the reconciler must open, by whichever lane finds it; "" for none
 	command string // the repair command it must queue; "" for none
+}
+
+// Lanes, as named in the output and in the lanes' positions. The sweep is the job itself.
+const (
+	laneSweep   = "sweep"
+	laneEvents  = "events"
+	laneReverse = "reverse"
+)
+
+// finder returns the lane that must find the story's drift.
+func (s *story) finder() string {
+	switch {
+	case s.stripeOnly:
+		return laneReverse
+	case s.later != "":
+		return laneEvents
+	}
+	return laneSweep
 }
 
 const (
@@ -72,9 +104,24 @@ var stories = []story{
 		verdict: reconcile.InFlight},
 	{name: "Stripe unavailable", share: 0.02, local: paid, external: stripe.PaymentIntentStatusSucceeded, unavailable: true,
 		verdict: reconcile.Unverifiable},
+	// Awaiting payment, and in sync when the sweep reads them; then the customer pays and the
+	// success webhook is lost. The next cycle would find them hours later; the events lane
+	// reads Stripe's event log and finds them within a minute.
+	{name: "succeeds after the sweep, webhook lost", share: 0.003, local: pending,
+		external: stripe.PaymentIntentStatusRequiresPaymentMethod, later: stripe.PaymentIntentStatusSucceeded,
+		verdict: reconcile.InSync, kind: stripeadapter.KindMissedSuccess, command: stripeadapter.CommandApplyPaymentSucceeded},
+	// Our transaction rolled back after the PaymentIntent was created, and the customer paid:
+	// money taken for an order we do not have. The share is of the rows, but these stories
+	// add PaymentIntents, not rows.
+	{name: "only at Stripe", share: 0.003, external: stripe.PaymentIntentStatusSucceeded, stripeOnly: true,
+		verdict: reconcile.NeedsReview, kind: reconcile.KindMissingLocally},
+	// Share 0: exactly one.
+	{name: "only at Stripe, created 2 minutes ago", external: stripe.PaymentIntentStatusRequiresPaymentMethod,
+		stripeOnly: true, young: true},
 }
 
-// payment is one row to load, with the story it tells.
+// payment is one row to load, with the story it tells; in plan.stripeOnly, a PaymentIntent
+// that no row refers to (no orderID, no updatedAgo, no intentAfter).
 type payment struct {
 	orderID    string
 	externalID string // the PaymentIntent id
@@ -89,10 +136,14 @@ type payment struct {
 	story       *story
 }
 
-// plan is the table's content: every row and how many rows tell each story.
+// plan is the table's content: every row and how many rows tell each story, and the
+// PaymentIntents no row refers to.
 type plan struct {
-	payments []payment
-	counts   []int // indexed like stories
+	payments []payment // the rows, in id order
+	// stripeOnly holds the PaymentIntents of the stripeOnly stories, which have no row; their
+	// createdAgo is the intent's age (for a young one, when the reverse scan starts).
+	stripeOnly []payment
+	counts     []int // indexed like stories: rows, or PaymentIntents for a stripeOnly story
 }
 
 const (
@@ -108,6 +159,9 @@ const (
 	// lies outside the list window of every batch, whatever -rows and -batch: the gateway must
 	// retrieve it one by one, and that retrieve is the call that fails.
 	unavailableEarly = history
+	// youngAge is how old the young Stripe-only PaymentIntent is when the reverse scan starts:
+	// well inside the scan's grace window (stripeadapter.ReverseOptions.Grace, 10 minutes).
+	youngAge = 2 * time.Minute
 )
 
 // newPlan deals the stories out over rows payments, in an order and with ids, amounts and times
@@ -117,7 +171,9 @@ func newPlan(rows int, seed uint64) (plan, error) {
 	rest := rows
 	for i := 1; i < len(stories); i++ {
 		counts[i] = max(1, int(math.Round(stories[i].share*float64(rows))))
-		rest -= counts[i]
+		if !stories[i].stripeOnly {
+			rest -= counts[i]
+		}
 	}
 	if rest < 1 {
 		return plan{}, fmt.Errorf("payments: %d rows are too few to plant every story; use at least %d", rows, rows-rest+1)
@@ -126,9 +182,14 @@ func newPlan(rows int, seed uint64) (plan, error) {
 
 	rng := rand.New(rand.NewPCG(seed, 0))
 	order := make([]*story, 0, rows)
+	var stripeOnly []*story
 	for i, n := range counts {
 		for range n {
-			order = append(order, &stories[i])
+			if stories[i].stripeOnly {
+				stripeOnly = append(stripeOnly, &stories[i])
+			} else {
+				order = append(order, &stories[i])
+			}
 		}
 	}
 	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
@@ -163,6 +224,25 @@ func newPlan(rows int, seed uint64) (plan, error) {
 			story:       s,
 		}
 	}
+	// The Stripe-only PaymentIntents were created within the week, at least an hour before the
+	// run, well inside the reverse scan's window and past its grace; the young one just now.
+	for _, s := range stripeOnly {
+		id := paymentIntentID(rng)
+		for seen[id] {
+			id = paymentIntentID(rng)
+		}
+		seen[id] = true
+		created := time.Hour + time.Duration(rng.Int64N(int64(history-2*time.Hour)))
+		if s.young {
+			created = youngAge
+		}
+		p.stripeOnly = append(p.stripeOnly, payment{
+			externalID: id,
+			amount:     100 * (5 + rng.Int64N(500)),
+			createdAgo: created,
+			story:      s,
+		})
+	}
 	return p, nil
 }
 
@@ -176,7 +256,7 @@ func paymentIntentID(rng *rand.Rand) string {
 	return string(b)
 }
 
-// where returns the payments whose story satisfies pred.
+// where returns the payments (rows) whose story satisfies pred.
 func (p plan) where(pred func(*story) bool) []payment {
 	var out []payment
 	for _, pay := range p.payments {
@@ -185,4 +265,24 @@ func (p plan) where(pred func(*story) bool) []payment {
 		}
 	}
 	return out
+}
+
+// lateWebhook is the payment whose success webhook arrives late, after the lanes: one of the
+// missed successes the sweep finds.
+func (p plan) lateWebhook() payment {
+	return p.where(func(s *story) bool {
+		return s.command == stripeadapter.CommandApplyPaymentSucceeded && s.finder() == laneSweep
+	})[0]
+}
+
+// orphans returns the ids of the Stripe-only PaymentIntents the reverse scan must report: all
+// but the young one.
+func (p plan) orphans() []string {
+	var ids []string
+	for _, pay := range p.stripeOnly {
+		if !pay.story.young {
+			ids = append(ids, pay.externalID)
+		}
+	}
+	return ids
 }

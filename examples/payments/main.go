@@ -1,6 +1,7 @@
-// Payments runs one full reconciliation cycle of a PostgreSQL payments table against a fake
-// Stripe, over a table seeded with the drift a real payments service accumulates, and then
-// repairs what it found through the same canonical writer the Stripe webhook handler uses.
+// Payments reconciles a PostgreSQL payments table against a fake Stripe with all three of the
+// library's ways of looking, over a table seeded with the drift a real payments service
+// accumulates, and then repairs what they found through the same canonical writer the Stripe
+// webhook handler uses.
 //
 // It is the first thing to run:
 //
@@ -11,41 +12,60 @@
 // mostly agree with their Stripe PaymentIntents, and some that do not: success and cancel
 // webhooks that never arrived, orders marked paid whose payment did not go through, a payment
 // that succeeded for an order marked failed, PaymentIntents Stripe never saw, rows changed a
-// moment ago, and calls that fail. The stories and their shares are in drift.go. The
-// PaymentIntents are loaded into stripetest, a fake Stripe API served over HTTP in-process, with
-// a 503 injected for every retrieve of the ones whose calls fail.
+// moment ago, and calls that fail. Stripe also holds PaymentIntents no row refers to (our
+// transaction rolled back after creating them), one of them created a moment ago by a
+// checkout still under way. The stories and their shares are in drift.go. The PaymentIntents
+// are loaded into stripetest, a fake Stripe API served over HTTP in-process, with a 503
+// injected for every retrieve of the ones whose calls fail.
 //
-// It then runs the reconciler (pgstore over the table, the Stripe PaymentIntent classifier, and
-// the real Stripe gateway of stripeadapter, stripe-go over HTTP to stripetest) batch by batch
-// until the cursor wraps, printing a line per batch, and prints what a host would look at:
-// the Stripe API calls made (a list call per hundred rows, and a retrieve for each row the lists
-// did not show), verdicts, open findings by kind, the repair commands queued in the outbox, the
-// monitoring figures, and the findings a person must review.
+// Then three lanes look, all under one job (lanes.go), so that a drift two of them see is one
+// finding with one repair command:
+//
+//   - The events lane, started first: its first run only anchors at Stripe's newest event.
+//   - The sweep (pgstore over the table, the Stripe PaymentIntent classifier, and the real
+//     Stripe gateway of stripeadapter, stripe-go over HTTP to stripetest) runs batch by batch
+//     until the cursor wraps, printing a line per batch, the Stripe API calls it made (a list
+//     call per hundred rows, and a retrieve for each row the lists did not show) and its
+//     verdicts.
+//   - Then some payments the sweep found in sync, awaiting payment, succeed at Stripe and their
+//     webhooks are lost. The events lane waits out its settle time (2 seconds here, a minute in
+//     production) and runs until it has caught up with Stripe's event log: it finds each of
+//     them as a missed success with one repair command, in one run, with one API call per
+//     hundred events.
+//   - The reverse scan lists the PaymentIntents created in the last 7 days (but the last 10
+//     minutes) for one full pass, a hundred per call, and reports those no row refers to as
+//     missing_locally, for a person; it adds nothing for the drifts the others opened.
+//
+// The run prints what a host would look at: open findings by kind, the repair commands queued
+// in the outbox, the monitoring figures and the health checks (the lanes' among them), and the
+// findings a person must review.
 //
 // Then the repairs. One of the missed success webhooks arrives after all, late: a signed
 // payment_intent.succeeded goes through the webhook handler (webhook.go). Then a
-// pgstore.Dispatcher applies the queued repair commands (repair.go). Both go through the
-// canonical writer (writer.go), the one place a payment's status changes: a guarded update, a
-// ledger row for a payment that becomes paid, and the findings about the payment resolved in
-// the same transaction. The late webhook's payment is therefore repaired once: its repair
-// command finds it paid already, does nothing, and is done. The run prints what the repairs
-// did and the findings left for a person.
+// pgstore.Dispatcher applies the queued repair commands (repair.go), the sweep's and the
+// events lane's. Both go through the canonical writer (writer.go), the one place a payment's
+// status changes: a guarded update, a ledger row for a payment that becomes paid, and the
+// findings about the payment resolved in the same transaction. The late webhook's payment is
+// therefore repaired once: its repair command finds its finding resolved, is skipped, and is
+// done. The run prints what the repairs did and the findings left for a person.
 //
-// It exits with status 1 if the cycle found anything but what was planted, or if the repairs
-// left a repairable finding open, changed a payment other than those, booked a payment twice,
-// or left a command dead or waiting.
+// It exits with status 1 if the sweep or either lane found anything but what was planted, if a
+// lane's health check fails, or if the repairs left a repairable finding open, changed a
+// payment other than those, booked a payment twice, or left a command dead or waiting.
 //
 // Flags:
 //
 //	-rows N      payments to load (default 3000)
 //	-batch N     rows per batch (default 200)
 //	-rps R       Stripe API calls per second, paced by a reconcile.AdaptiveLimiter as a host
-//	             would pace the real API (default 0: unpaced)
-//	             A cycle longer than the 10-minute grace period lets the rows changed "in the
-//	             last minute" age out of it; they are then asked about and reported as
+//	             would pace the real API, shared by the sweep and the lanes (default 0:
+//	             unpaced). A run longer than the 10-minute grace period lets the rows changed
+//	             "in the last minute" age out of it; they are then asked about and reported as
 //	             differences.
 //	-seed N      seed for the table's content; the same seed gives the same table (default 1)
 //	-schema S    the schema to drop and create (default reconcile_demo)
+//	-console A   after the run, serve the review console on address A, such as
+//	             127.0.0.1:8080, until interrupted (see console.go; default: none)
 //
 // The tables stay until the next run, to be looked at:
 //
@@ -171,6 +191,15 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 		return err
 	}
 
+	l, err := newLanes(store, srv, limiter)
+	if err != nil {
+		return err
+	}
+	lr, err := anchorEvents(ctx, out, l, srv)
+	if err != nil {
+		return err
+	}
+
 	fmt.Fprintf(out, "\nReconciling (job %s, the Stripe gateway over HTTP to stripetest at %s):\n", job, srv.URL())
 	c, err := runCycle(ctx, out, rec)
 	if err != nil {
@@ -180,8 +209,13 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 	if err != nil {
 		return err
 	}
-	printSummary(out, p, res)
-	if err := check(out, p, res); err != nil {
+	printCycle(out, p, res)
+
+	if err := runLanes(ctx, out, pool, schema, store, srv, p, l, &lr); err != nil {
+		return err
+	}
+	printSummary(out, p, res, lr)
+	if err := check(out, p, res, lr); err != nil {
 		return err
 	}
 
@@ -206,11 +240,16 @@ func newStore(pool *pgxpool.Pool, schema string) (*pgstore.Store, error) {
 	})
 }
 
-// newReconciler returns the reconciler of store's payments against srv, through the Stripe
-// gateway a host uses against Stripe itself. A nil limiter means unpaced.
-func newReconciler(store *pgstore.Store, srv *stripetest.Server, batchSize int, limiter reconcile.Limiter) (*reconcile.Reconciler[string, *stripe.PaymentIntent], error) {
+// newGateway returns the Stripe gateway a host uses against Stripe itself, pointed at srv.
+func newGateway(srv *stripetest.Server) (*stripeadapter.Gateway, error) {
 	// A host gives its own key and no BaseURL.
-	gateway, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL()})
+	return stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL()})
+}
+
+// newReconciler returns the reconciler of store's payments against srv, through the Stripe
+// gateway. A nil limiter means unpaced.
+func newReconciler(store *pgstore.Store, srv *stripetest.Server, batchSize int, limiter reconcile.Limiter) (*reconcile.Reconciler[string, *stripe.PaymentIntent], error) {
+	gateway, err := newGateway(srv)
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +276,7 @@ func repair(ctx context.Context, pool *pgxpool.Pool, schema string, store *pgsto
 	if err := pool.QueryRow(ctx, "SELECT now()").Scan(&r.since); err != nil {
 		return r, fmt.Errorf("payments: read the clock: %w", err)
 	}
-	r.late = p.where(func(s *story) bool { return s.command == stripeadapter.CommandApplyPaymentSucceeded })[0]
+	r.late = p.lateWebhook()
 	body, header := signedEvent(demoWebhookSecret, stripe.EventTypePaymentIntentSucceeded, r.late.externalID, r.late.amount)
 	resp := deliver(ctx, newWebhookHandler(pool, store, demoWebhookSecret, logger), body, header)
 	r.webhookStatus, r.webhookBody = resp.Code, strings.TrimSpace(resp.Body.String())
@@ -256,7 +295,7 @@ func repair(ctx context.Context, pool *pgxpool.Pool, schema string, store *pgsto
 	return r, collectRepairs(ctx, pool, schema, store, &r)
 }
 
-// cycle adds up the batches of one cycle.
+// cycle adds up the batches of one cycle, or the steps of a lane's run.
 type cycle struct {
 	batches  int
 	scanned  int
@@ -270,26 +309,44 @@ type cycle struct {
 // runCycle runs batches until the cursor wraps: one full pass over the table. A host calls
 // RunBatch from its own scheduler instead, one batch every few seconds or minutes; the cursor
 // in the database carries the cycle across runs and restarts.
-func runCycle(ctx context.Context, out io.Writer, rec *reconcile.Reconciler[string, *stripe.PaymentIntent]) (cycle, error) {
+func runCycle(ctx context.Context, out io.Writer, rec reconcile.BatchRunner) (cycle, error) {
+	return untilWrapped(ctx, rec, func(n int, rep reconcile.Report) { printBatch(out, n, rep) })
+}
+
+// untilWrapped runs b, a sweep or a lane, batch after batch until it reports Wrapped: the end
+// of a cycle, of a reverse pass, or of the event log. A batch deferred by a rate limit wrote
+// nothing and is run again after the wait it asked for. each, if not nil, is told of every
+// other batch.
+func untilWrapped(ctx context.Context, b reconcile.BatchRunner, each func(n int, rep reconcile.Report)) (cycle, error) {
 	c := cycle{verdicts: map[reconcile.Verdict]int{}}
 	start := time.Now()
 	for {
-		rep, err := rec.RunBatch(ctx)
+		rep, err := b.RunBatch(ctx)
 		if errors.Is(err, reconcile.ErrConcurrentRun) {
-			return c, fmt.Errorf("payments: another reconciler is running job %s on this database: %w", job, err)
+			return c, fmt.Errorf("payments: another process is running job %s on this database: %w", job, err)
 		}
 		if err != nil {
 			return c, err
+		}
+		c.calls += rep.GatewayCalls // a refused call is a call too
+		if rep.Deferred {
+			select {
+			case <-ctx.Done():
+				return c, ctx.Err()
+			case <-time.After(max(rep.RetryAfter, 100*time.Millisecond)):
+			}
+			continue
 		}
 		c.batches++
 		c.scanned += rep.Scanned
 		c.findings += rep.NewFindings
 		c.commands += rep.NewCommands
-		c.calls += rep.GatewayCalls
 		for v, n := range rep.Verdicts {
 			c.verdicts[v] += n
 		}
-		printBatch(out, c.batches, rep)
+		if each != nil {
+			each(c.batches, rep)
+		}
 		if rep.Wrapped {
 			c.elapsed = time.Since(start)
 			return c, nil

@@ -56,7 +56,14 @@ func TestRunFindsExactlyThePlantedDrift(t *testing.T) {
 		"Repair commands queued in the outbox",
 		"Monitoring (store.Status)",
 		"Needs review:",
-		"Everything found matches what was planted.",
+		"Events lane (job payments-sweep, lane events): anchored at Stripe's newest event, 1 API call",
+		"Lost webhooks: 2 payments the sweep found in sync",
+		"Events lane: waited out its 2s settle time, then ran until caught up: 1 step,",
+		"Reverse scan: one full pass",
+		"After the sweep, the events lane and the reverse scan:",
+		"    lane events                            at the end of its feed",
+		"    lane reverse                           at the end of its feed",
+		"Everything found matches what was planted: the sweep's, the events lane's and the reverse scan's.",
 		"POST /webhooks/stripe  200  payment ",
 		"Repair commands in the outbox",
 		"repair commands skipped (resolved)          1  the late webhook's payment",
@@ -84,6 +91,72 @@ func TestRunFindsExactlyThePlantedDrift(t *testing.T) {
 	if maxList := 500/100 + 3; list < 1 || list > maxList {
 		t.Errorf("%d list calls, want 1 to %d", list, maxList)
 	}
+
+	// The lanes: the events lane finds each lost webhook with one call, the reverse scan each
+	// PaymentIntent only at Stripe (not the young one) and nothing else, a call per hundred.
+	if e.missed != 2 || e.orphans != 2 {
+		t.Fatalf("the plan has %d lost webhooks and %d orphans; the assertions below expect 2 and 2", e.missed, e.orphans)
+	}
+	// Every PaymentIntent but those of the rows Stripe never saw or (created long before their
+	// rows) outside the window, and the young one.
+	listed := len(p.payments) - e.notFound - e.unavailable + e.orphans
+	for _, f := range []struct {
+		label         string
+		got, planted  int
+		plantedColumn bool
+	}{
+		{"events read (PaymentIntents judged)", 2, 2, true},
+		{"API calls  GET /v1/events", 1, 1, true},
+		{"findings opened", 2, 2, true}, // the events lane's: the first of the two such lines
+		{"only at Stripe", 2, 2, true},
+		{"PaymentIntents listed", listed, 0, false},
+		{"API calls  GET /v1/payment_intents", pages(listed), 0, false},
+		{"missing_locally", 2, 2, true},         // open, in the summary
+		{"ApplyPaymentSucceeded", 32, 32, true}, // queued: 30 by the sweep, 2 by the events lane
+	} {
+		got, planted := figures(t, out.String(), f.label)
+		if got != f.got || (f.plantedColumn && planted != f.planted) {
+			t.Errorf("%s: %d (planted %d), want %d (planted %d)", f.label, got, planted, f.got, f.planted)
+		}
+	}
+	reverse := out.String()[strings.Index(out.String(), "Reverse scan:"):]
+	for _, want := range []string{
+		"    findings opened                             2        2  nothing new for the drifts",
+		"    repair commands queued                      0        0",
+		"calls per PaymentIntent                 0.010",
+	} {
+		if !strings.Contains(reverse, want) {
+			t.Errorf("the reverse scan's section lacks %q:\n%s", want, out.String())
+		}
+	}
+	for _, check := range []string{"lane:events", "lane:reverse"} {
+		if !regexp.MustCompile(`(?m)^    ` + check + ` +OK +\d+s \(limit 15m0s\)$`).MatchString(out.String()) {
+			t.Errorf("health lacks %s OK:\n%s", check, out.String())
+		}
+	}
+	review := out.String()[strings.Index(out.String(), "Needs review:"):]
+	for _, id := range p.orphans() {
+		if !strings.Contains(review, id+"  missing_locally") {
+			t.Errorf("the review list lacks the orphan %s:\n%s", id, review)
+		}
+	}
+	young := p.stripeOnly[len(p.stripeOnly)-1]
+	if !young.story.young || strings.Contains(out.String(), young.externalID) {
+		t.Errorf("the young PaymentIntent %s (young %v) is in the output", young.externalID, young.story.young)
+	}
+}
+
+// figures reads the first line of run's output whose label is label: its first figure, and
+// the second if there is one (the planted count).
+func figures(t *testing.T, out, label string) (got, planted int) {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^ {4}` + regexp.QuoteMeta(label) + ` +(\d+)(?: +(\d+))?`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("output has no line %q:\n%s", label, out)
+	}
+	got, _ = strconv.Atoi(m[1])
+	planted, _ = strconv.Atoi(m[2])
+	return got, planted
 }
 
 // calls reads the number of API calls of a kind, "list" or "retrieve", from run's summary.
@@ -133,20 +206,30 @@ func TestPlanDealsEveryStoryAndIsRepeatable(t *testing.T) {
 		t.Fatal(err)
 	}
 	again, _ := newPlan(500, 7)
-	total := 0
+	rows, intents, rowStories := 0, 0, 0
 	for i, s := range stories {
 		if p.counts[i] < 1 {
 			t.Errorf("story %q has no rows", s.name)
 		}
-		total += p.counts[i]
+		if s.stripeOnly {
+			intents += p.counts[i]
+		} else {
+			rows += p.counts[i]
+			rowStories++
+		}
 	}
-	if total != 500 || len(p.payments) != 500 {
-		t.Errorf("counts add up to %d over %d payments, want 500", total, len(p.payments))
+	if rows != 500 || len(p.payments) != 500 {
+		t.Errorf("counts of rows add up to %d over %d payments, want 500", rows, len(p.payments))
 	}
+	if intents != len(p.stripeOnly) || intents < 2 {
+		t.Errorf("counts of Stripe-only PaymentIntents add up to %d over %d, want at least 2", intents, len(p.stripeOnly))
+	}
+	ids := map[string]bool{}
 	for i, pay := range p.payments {
 		if pay != again.payments[i] {
 			t.Fatalf("payment %d differs between two plans with one seed: %+v, %+v", i, pay, again.payments[i])
 		}
+		ids[pay.externalID] = true
 		// Rows are created in id order within the past week, at least an hour ago, so that a
 		// batch's rows cover one stretch of time and the bulk fetch finds their intents.
 		if pay.createdAgo > history || pay.createdAgo < time.Hour {
@@ -159,6 +242,8 @@ func TestPlanDealsEveryStoryAndIsRepeatable(t *testing.T) {
 			t.Errorf("payment %d updated %v ago, before it was created %v ago", i, pay.updatedAgo, pay.createdAgo)
 		}
 		switch after := pay.intentAfter; {
+		case pay.story.stripeOnly:
+			t.Errorf("payment %d is a row of the Stripe-only story %q", i, pay.story.name)
 		case pay.story.unavailable:
 			// Older than every row: outside every batch's list window, by more than the
 			// gateway's 5 minutes of skew.
@@ -169,8 +254,36 @@ func TestPlanDealsEveryStoryAndIsRepeatable(t *testing.T) {
 			t.Errorf("payment %d (%s): intent created %v after its row, want 0 to %v", i, pay.story.name, after, intentLag)
 		}
 	}
-	if _, err := newPlan(len(stories)-1, 1); err == nil {
-		t.Error("a plan with fewer rows than stories succeeded")
+	for i, pay := range p.stripeOnly {
+		if pay != again.stripeOnly[i] {
+			t.Fatalf("Stripe-only PaymentIntent %d differs between two plans with one seed: %+v, %+v", i, pay, again.stripeOnly[i])
+		}
+		if ids[pay.externalID] {
+			t.Errorf("Stripe-only PaymentIntent %s has the id of a row's", pay.externalID)
+		}
+		ids[pay.externalID] = true
+		// Inside the reverse scan's window (7 days) and past its grace (10 minutes) by an hour,
+		// or, the young one, well inside the grace.
+		switch s := pay.story; {
+		case !s.stripeOnly:
+			t.Errorf("Stripe-only PaymentIntent %d tells the story %q of a row", i, s.name)
+		case s.young && pay.createdAgo != youngAge:
+			t.Errorf("the young PaymentIntent is %v old, want %v", pay.createdAgo, youngAge)
+		case !s.young && (pay.createdAgo < time.Hour || pay.createdAgo > stripeadapter.DefaultReverseWindow-time.Hour):
+			t.Errorf("Stripe-only PaymentIntent %d created %v ago, want an hour inside the reverse scan's window", i, pay.createdAgo)
+		}
+	}
+	if young := len(p.stripeOnly) - len(p.orphans()); young != 1 {
+		t.Errorf("%d young Stripe-only PaymentIntents, want 1", young)
+	}
+	if late := p.lateWebhook(); late.story.finder() != laneSweep || late.story.command != stripeadapter.CommandApplyPaymentSucceeded {
+		t.Errorf("the late webhook's payment tells %q, want a missed success the sweep finds", late.story.name)
+	}
+	if _, err := newPlan(rowStories-1, 1); err == nil {
+		t.Error("a plan with fewer rows than stories of rows succeeded")
+	}
+	if _, err := newPlan(rowStories, 1); err != nil {
+		t.Errorf("a plan with a row per story of rows: %v", err)
 	}
 }
 
@@ -249,9 +362,9 @@ func TestCompareRepairsReportsEveryCountThatDiffers(t *testing.T) {
 // perfectRepairs returns the results of repairs that did exactly what they must.
 func perfectRepairs(p plan) repairResults {
 	e := p.expected()
-	n := sum(e.commands)
+	n := sum(e.allCommands) // the sweep's and the events lane's
 	r := repairResults{
-		late:           p.where(func(s *story) bool { return s.command == stripeadapter.CommandApplyPaymentSucceeded })[0],
+		late:           p.lateWebhook(),
 		webhookStatus:  200,
 		claimed:        n,
 		changed:        n - 1,
@@ -263,7 +376,7 @@ func perfectRepairs(p plan) repairResults {
 		lateResolvedBy: actorWebhook,
 		lateLedger:     actorWebhook,
 	}
-	for event, k := range e.commands {
+	for event, k := range e.allCommands {
 		r.commands[event] = map[string]int{commandDone: k}
 	}
 	for i, pay := range p.payments {
@@ -297,6 +410,65 @@ func perfect(p plan) results {
 	r.list, r.retrieve = 3, e.notFound+e.unavailable
 	r.calls = r.list + r.retrieve
 	return r
+}
+
+func TestCompareLanesReportsEveryCountThatDiffers(t *testing.T) {
+	p, err := newPlan(500, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diffs := compareLanes(p, perfectLanes(p)); len(diffs) != 0 {
+		t.Fatalf("perfect lanes differ: %+v", diffs)
+	}
+
+	l := perfectLanes(p)
+	l.events.findings-- // a lost webhook found by nobody
+	l.missedFound--
+	l.otherMissing = 1 // the young PaymentIntent reported
+	l.reverse.commands = 1
+	l.reverseCalls++ // a call the lane did not report
+	l.status.OpenFindings[reconcile.KindMissingLocally]++
+	l.health.Checks[1].OK = false
+	got := compareLanes(p, l)
+	want := []string{
+		"events lane: findings opened",
+		"lost webhooks with one open missed_success and one command",
+		"reverse scan: commands queued",
+		"other PaymentIntents reported missing_locally",
+		"reverse scan: API calls reported, one per request to Stripe",
+		"reverse scan: API calls, one per hundred listed",
+		"open missing_locally findings after the lanes",
+		"lane health checks failing",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d differences, want %d: %+v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		if got[i].what != w {
+			t.Errorf("difference %d is %q, want %q", i, got[i].what, w)
+		}
+	}
+}
+
+// perfectLanes returns the results of lanes that found exactly what p planted.
+func perfectLanes(p plan) laneResults {
+	e := p.expected()
+	l := laneResults{
+		anchor:       cycle{batches: 1, calls: 1},
+		anchorCalls:  1,
+		eventsCalls:  1,
+		missedFound:  e.missed,
+		reverseCalls: 5,
+		orphansFound: e.orphans,
+		commands:     maps.Clone(e.allCommands),
+	}
+	l.events = cycle{batches: 1, scanned: e.missed, verdicts: map[reconcile.Verdict]int{reconcile.Repairable: e.missed},
+		findings: e.missed, commands: e.missed, calls: 1}
+	l.reverse = cycle{batches: 5, scanned: 491, findings: e.orphans, calls: 5}
+	l.status.OpenFindings = maps.Clone(e.allFindings)
+	l.status.Lanes = []reconcile.LaneStatus{{Lane: laneEvents, PassesCompleted: 2}, {Lane: laneReverse, PassesCompleted: 1}}
+	l.health.Checks = []reconcile.Check{{Name: "lag"}, {Name: "lane:events", OK: true}, {Name: "lane:reverse", OK: true}}
+	return l
 }
 
 func TestReadLogCountsWhatTheChecksNeed(t *testing.T) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -17,11 +18,11 @@ import (
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 )
 
-// reviewShown is how many of the findings a person must review are listed.
-const reviewShown = 10
+// reviewShown is how many of the findings a person must review are listed, of each kind.
+const reviewShown = 3
 
-// results is what a host would look at after a cycle, read back from the database, with what
-// stripetest's request log says about the calls.
+// results is what a host would look at after the sweep's cycle, read back from the database,
+// with what stripetest's request log says about the calls.
 type results struct {
 	cycle
 	traffic
@@ -30,10 +31,6 @@ type results struct {
 	// observed is the number of rows with an observation; unobserved counts the rows Stripe
 	// answered for that have none.
 	observed, unobserved int
-	// review lists the first open findings that no repair command will resolve, out of
-	// reviewOpen.
-	review     []reconcile.Finding
-	reviewOpen int
 }
 
 const (
@@ -48,42 +45,55 @@ const (
 
 // collect reads the cycle's results back.
 func collect(ctx context.Context, pool *pgxpool.Pool, schema string, store *pgstore.Store, srv *stripetest.Server, p plan, c cycle) (results, error) {
-	r := results{cycle: c, traffic: readLog(srv.Log(), p), commands: map[string]int{}}
+	r := results{cycle: c, traffic: readLog(srv.Log(), p)}
 	var err error
 	if r.status, err = store.Status(ctx, job); err != nil {
 		return r, err
 	}
-
-	rows, err := pool.Query(ctx, inSchema(schema, commandsByType), job)
-	if err != nil {
-		return r, fmt.Errorf("payments: count commands: %w", err)
+	if r.commands, err = countCommands(ctx, pool, schema); err != nil {
+		return r, err
 	}
-	var event string
-	var n int
-	if _, err := pgx.ForEachRow(rows, []any{&event, &n}, func() error { r.commands[event] = n; return nil }); err != nil {
-		return r, fmt.Errorf("payments: count commands: %w", err)
-	}
-
 	answered := externalIDs(p.where(func(s *story) bool { return !s.recent && !s.unavailable }))
 	if err := pool.QueryRow(ctx, inSchema(schema, observedRows), job, answered).Scan(&r.observed, &r.unobserved); err != nil {
 		return r, fmt.Errorf("payments: count observations: %w", err)
 	}
+	return r, nil
+}
 
-	// Findings come back a keyset page at a time. Those without a repair command are the
-	// NeedsReview ones: nothing will resolve them but a person.
+// countCommands counts the job's repair commands in the outbox by event type.
+func countCommands(ctx context.Context, pool *pgxpool.Pool, schema string) (map[string]int, error) {
+	rows, err := pool.Query(ctx, inSchema(schema, commandsByType), job)
+	if err != nil {
+		return nil, fmt.Errorf("payments: count commands: %w", err)
+	}
+	commands := map[string]int{}
+	var event string
+	var n int
+	if _, err := pgx.ForEachRow(rows, []any{&event, &n}, func() error { commands[event] = n; return nil }); err != nil {
+		return nil, fmt.Errorf("payments: count commands: %w", err)
+	}
+	return commands, nil
+}
+
+// readReview returns the first reviewShown of each kind of the open findings that no repair
+// command will resolve (the NeedsReview ones: nothing will resolve them but a person), and
+// how many there are.
+func readReview(ctx context.Context, store *pgstore.Store) (map[string][]reconcile.Finding, int, error) {
+	review, open := map[string][]reconcile.Finding{}, 0
+	// Findings come back a keyset page at a time.
 	for after := int64(0); ; {
 		page, err := store.Findings(ctx, job, after, 500)
 		if err != nil {
-			return r, err
+			return review, open, err
 		}
 		if len(page) == 0 {
-			return r, nil
+			return review, open, nil
 		}
 		for _, f := range page {
 			if f.Open() && f.Command == "" {
-				r.reviewOpen++
-				if len(r.review) < reviewShown {
-					r.review = append(r.review, f)
+				open++
+				if len(review[f.Kind]) < reviewShown {
+					review[f.Kind] = append(review[f.Kind], f)
 				}
 			}
 		}
@@ -101,11 +111,12 @@ func externalIDs(ps []payment) []string {
 
 // printPlan shows the stories planted in the table and in stripetest.
 func printPlan(out io.Writer, schema string, p plan) {
-	fmt.Fprintf(out, "Loaded %d payments into %s.payments and their PaymentIntents into stripetest, with this drift planted:\n",
-		len(p.payments), schema)
-	fmt.Fprintf(out, "  %-38s %6s  %-8s %-26s %s\n", "story", "rows", "local", "Stripe", "the reconciler must say")
+	fmt.Fprintf(out, "Loaded %d payments into %s.payments and their PaymentIntents into stripetest, and %d PaymentIntents\n",
+		len(p.payments), schema, len(p.stripeOnly))
+	fmt.Fprintf(out, "no row refers to, with this drift planted:\n")
+	fmt.Fprintf(out, "  %-38s %6s  %-8s %-26s %s\n", "story", "count", "local", "Stripe", "the reconciler must say")
 	for i, s := range stories {
-		external := string(s.external)
+		local, external := s.local, string(s.external)
 		switch {
 		case s.notFound:
 			external = "404 (never saw it)"
@@ -113,12 +124,27 @@ func printPlan(out io.Writer, schema string, p plan) {
 			external = "503 (retrieve fails)"
 		case s.recent:
 			external += " (not asked)"
+		case s.later != "":
+			external = string(s.later) + " after the sweep"
 		}
-		expect := s.verdict.String()
+		if s.stripeOnly {
+			local = "(no row)"
+		}
+		var expect string
+		switch {
+		case s.young:
+			expect = laneReverse + ": nothing yet, inside its grace window"
+		case s.finder() == laneEvents:
+			expect = s.verdict.String() + ", then " + laneEvents + ": " + reconcile.Repairable.String()
+		case s.finder() == laneReverse:
+			expect = laneReverse + ": " + s.verdict.String()
+		default:
+			expect = s.verdict.String()
+		}
 		if s.kind != "" {
 			expect += " " + s.kind
 		}
-		fmt.Fprintf(out, "  %-38s %6d  %-8s %-26s %s\n", s.name, p.counts[i], s.local, external, expect)
+		fmt.Fprintf(out, "  %-38s %6d  %-8s %-26s %s\n", s.name, p.counts[i], local, external, expect)
 	}
 }
 
@@ -138,8 +164,8 @@ func printBatch(out io.Writer, n int, rep reconcile.Report) {
 		n, rep.Scanned, b.String(), rep.NewFindings, rep.NewCommands, rep.GatewayCalls, ms)
 }
 
-// printSummary prints what a host would look at after the cycle, next to what was planted.
-func printSummary(out io.Writer, p plan, r results) {
+// printCycle prints what the sweep's cycle cost and judged, next to what was planted.
+func printCycle(out io.Writer, p plan, r results) {
 	want := p.expected()
 	fmt.Fprintf(out, "\nOne cycle: %d batches, %d rows, %d Stripe API calls, %s.\n",
 		r.batches, r.scanned, r.calls, r.elapsed.Round(time.Millisecond))
@@ -165,18 +191,26 @@ func printSummary(out io.Writer, p plan, r results) {
 	for _, v := range reconcile.Verdicts {
 		fmt.Fprintf(out, "    %-38s %6d %8d\n", v, r.verdicts[v], want.verdicts[v])
 	}
+	fmt.Fprintf(out, "\n  The cycle opened %d findings and queued %d repair commands (planted: %d and %d).\n",
+		r.findings, r.cycle.commands, sum(want.findings), sum(want.commands))
+}
 
+// printSummary prints what a host would look at once the sweep and both lanes have run, next
+// to what was planted.
+func printSummary(out io.Writer, p plan, r results, l laneResults) {
+	want := p.expected()
+	fmt.Fprintf(out, "\nAfter the sweep, the events lane and the reverse scan:\n")
 	fmt.Fprintf(out, "\n  %-40s %6s %8s\n", "Open findings by kind", "open", "planted")
-	for _, kind := range sortedKeys(r.status.OpenFindings, want.findings) {
-		fmt.Fprintf(out, "    %-38s %6d %8d\n", kind, r.status.OpenFindings[kind], want.findings[kind])
+	for _, kind := range sortedKeys(l.status.OpenFindings, want.allFindings) {
+		fmt.Fprintf(out, "    %-38s %6d %8d\n", kind, l.status.OpenFindings[kind], want.allFindings[kind])
 	}
 
 	fmt.Fprintf(out, "\n  %-40s %6s %8s\n", "Repair commands queued in the outbox", "rows", "planted")
-	for _, event := range sortedKeys(r.commands, want.commands) {
-		fmt.Fprintf(out, "    %-38s %6d %8d\n", event, r.commands[event], want.commands[event])
+	for _, event := range sortedKeys(l.commands, want.allCommands) {
+		fmt.Fprintf(out, "    %-38s %6d %8d\n", event, l.commands[event], want.allCommands[event])
 	}
 
-	st := r.status
+	st := l.status
 	fmt.Fprintf(out, "\n  Monitoring (store.Status)\n")
 	fmt.Fprintf(out, "    %-38s %s  (%d rows not verified yet count from their created_at)\n",
 		"reconciliation lag", age(st.Lag), st.Rows-int64(r.observed))
@@ -186,12 +220,22 @@ func printSummary(out io.Writer, p plan, r results) {
 	if open := sum(st.OpenFindings); open > 0 {
 		fmt.Fprintf(out, "    %-38s %d, the oldest detected %s ago\n", "open findings", open, age(st.Now.Sub(st.OldestOpenFinding)))
 	}
+	for _, ls := range st.Lanes {
+		gap := "no gap"
+		if ls.GapOpen {
+			gap = "gap open since " + ls.GapAt.UTC().Format(time.RFC3339) + ": " + ls.GapReason
+		}
+		fmt.Fprintf(out, "    %-38s at the end of its feed %s ago, %s so far; %s\n",
+			"lane "+ls.Lane, age(ls.SinceEnd(st.Now)), plural(int(ls.PassesCompleted), "time"), gap)
+	}
 
-	// What an alert would say: the status judged against the default policy (lag SLO 72 h).
-	// The demo's rows were created over the past week and some were never verified (changed a
-	// moment ago, or Stripe unavailable), so lag fails, as it should, until a cycle verifies them.
-	h := reconcile.EvaluateHealth(st, reconcile.HealthPolicy{})
-	fmt.Fprintf(out, "\n  Health (reconcile.EvaluateHealth, default policy)\n")
+	// What an alert would say: the status judged against healthPolicy (lag SLO 72 h, lanes
+	// caught up within 15 minutes). The demo's rows were created over the past week and some
+	// were never verified (changed a moment ago, or Stripe unavailable), so lag fails, as it
+	// should, until a cycle verifies them. The lanes' checks pass: each has just reached the end
+	// of its feed, and the events lane's first start was an anchor, not a gap.
+	h := l.health
+	fmt.Fprintf(out, "\n  Health (reconcile.EvaluateHealth: default policy, MaxLaneLag %s)\n", healthPolicy.MaxLaneLag)
 	for _, c := range h.Checks {
 		verdict := "OK"
 		if !c.OK {
@@ -200,17 +244,13 @@ func printSummary(out io.Writer, p plan, r results) {
 		fmt.Fprintf(out, "    %-38s %-8s %s (limit %s)\n", c.Name, verdict, c.Value, c.Limit)
 	}
 
-	fmt.Fprintf(out, "\n  Needs review: %d open findings a person must resolve", r.reviewOpen)
-	if r.reviewOpen > len(r.review) {
-		fmt.Fprintf(out, " (the first %d)", len(r.review))
-	}
-	fmt.Fprintf(out, "\n    %-8s %-38s %-8s %s\n", "record", "kind", "local", "Stripe")
-	for _, f := range r.review {
-		external := f.External
-		if external == "" {
-			external = "-"
+	fmt.Fprintf(out, "\n  Needs review: %d open findings a person must resolve (at most %d of each kind)\n", l.reviewOpen, reviewShown)
+	fmt.Fprintf(out, "    %-28s %-30s %-8s %s\n", "record", "kind", "local", "Stripe")
+	for _, kind := range slices.Sorted(maps.Keys(l.review)) {
+		for _, f := range l.review[kind] {
+			// A missing_locally finding has no row: its record is the PaymentIntent.
+			fmt.Fprintf(out, "    %-28s %-30s %-8s %s\n", f.RecordID, f.Kind, cmp.Or(f.Local, "-"), cmp.Or(f.External, "-"))
 		}
-		fmt.Fprintf(out, "    %-8s %-38s %-8s %s\n", f.RecordID, f.Kind, f.Local, external)
 	}
 }
 

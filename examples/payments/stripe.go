@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,11 +19,12 @@ import (
 // newStripe starts stripetest, the fake Stripe API over HTTP, in-process, holding the
 // PaymentIntent of every planted payment Stripe knows: with the id in the row, the story's
 // status, and created intentAfter the row's created_at as the database stored it (createdAt,
-// by PaymentIntent id). Every retrieve of an unavailable row's intent is answered 503. The
-// caller closes the server.
+// by PaymentIntent id). It holds the Stripe-only PaymentIntents too, but the young one, which
+// addCheckoutUnderWay adds just before the reverse scan. Every retrieve of an unavailable
+// row's intent is answered 503. The caller closes the server.
 func newStripe(p plan, createdAt map[string]time.Time) *stripetest.Server {
 	srv := stripetest.NewServer(stripetest.Options{})
-	intents := make([]stripetest.PaymentIntent, 0, len(p.payments))
+	intents := make([]stripetest.PaymentIntent, 0, len(p.payments)+len(p.stripeOnly))
 	for _, pay := range p.payments {
 		if pay.story.notFound {
 			continue
@@ -35,11 +37,48 @@ func newStripe(p plan, createdAt map[string]time.Time) *stripetest.Server {
 			Metadata: map[string]string{"order_id": pay.orderID},
 		})
 	}
+	// By this process's clock, which the reverse scan's window is measured by too.
+	now := time.Now()
+	for _, pay := range p.stripeOnly {
+		if !pay.story.young {
+			intents = append(intents, stripeOnlyIntent(pay, now))
+		}
+	}
 	srv.AddPaymentIntents(intents)
 	for _, pay := range p.where(func(s *story) bool { return s.unavailable }) {
 		srv.Inject(stripetest.RetrievePaymentIntent, stripetest.Fault{Status: http.StatusServiceUnavailable, ID: pay.externalID})
 	}
 	return srv
+}
+
+// stripeOnlyIntent is the PaymentIntent of a Stripe-only payment, created createdAgo before now.
+func stripeOnlyIntent(pay payment, now time.Time) stripetest.PaymentIntent {
+	return stripetest.PaymentIntent{ID: pay.externalID, Status: pay.story.external, Created: now.Add(-pay.createdAgo), Amount: pay.amount}
+}
+
+// addCheckoutUnderWay adds the young Stripe-only PaymentIntents, created youngAge ago: a
+// checkout under way, whose row is not committed yet. They are added when the reverse scan
+// starts rather than with the others, so that they are youngAge old then however long the
+// run took to get there.
+func addCheckoutUnderWay(srv *stripetest.Server, p plan) {
+	now := time.Now()
+	for _, pay := range p.stripeOnly {
+		if pay.story.young {
+			srv.AddPaymentIntent(stripeOnlyIntent(pay, now))
+		}
+	}
+}
+
+// loseWebhooks changes the PaymentIntents of the stories with a later status to it at
+// stripetest, which records the event Stripe would send, and sends no webhook: the rows stay
+// as they are, as when a webhook is lost. It returns when the last change was made.
+func loseWebhooks(srv *stripetest.Server, p plan) (time.Time, error) {
+	for _, pay := range p.where(func(s *story) bool { return s.later != "" }) {
+		if err := srv.SetStatus(pay.externalID, pay.story.later); err != nil {
+			return time.Time{}, fmt.Errorf("payments: %w", err)
+		}
+	}
+	return time.Now(), nil
 }
 
 // retrievePrefix is the path of a PaymentIntent retrieve, before the id.

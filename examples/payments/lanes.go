@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/pgstore"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
+)
+
+// The sweep starts from our rows, so it cannot see a PaymentIntent that no row refers to, and
+// it finds a lost webhook only when its cycle comes round to the row, hours or days later. Two
+// lanes start from Stripe instead:
+//
+//   - the events lane reads Stripe's event log (payment_intent.*) after a checkpoint, a call per
+//     hundred events, and judges the newest state the events carry against our rows: a lost
+//     webhook becomes a finding with its repair command within a minute or two;
+//   - the reverse scan lists the PaymentIntents created in the last week, a page of a hundred
+//     per step, and reports those no row refers to as missing_locally, for a person.
+//
+// Both record under the sweep's job, through the same store, so that a drift found by a lane
+// and by the sweep is one finding with one command. A host runs them with reconcile.RunTick or
+// a reconcile.Runner, the events lane every minute, the reverse scan a page every few
+// minutes; the example runs each until it reports Wrapped.
+
+// demoSettle is the events feed's settle time in the demo: events younger than this are left
+// for the next run. Production keeps stripeadapter.DefaultEventSettle, a minute: Stripe lists a
+// new event a moment after it happens, and the checkpoint moves past everything the lane has
+// read, so an event listed late would be skipped for good; and a minute lets the webhook, which
+// usually arrives within seconds, apply the change first, so that the lane does not queue a
+// repair for every payment whose webhook is merely on its way. stripetest lists events at once
+// and the demo sends no webhooks, so two seconds keep the run short without changing what it
+// finds.
+const demoSettle = 2 * time.Second
+
+// lanes are the job's events lane and reverse scan.
+type lanes struct {
+	events, reverse *reconcile.Lane[string, *stripe.PaymentIntent]
+}
+
+// newLanes returns the lanes of store's payments against srv, through the Stripe gateway, paced
+// by the sweep's limiter (the account has one rate limit). A nil limiter means unpaced.
+func newLanes(store *pgstore.Store, srv *stripetest.Server, limiter reconcile.Limiter) (lanes, error) {
+	gateway, err := newGateway(srv)
+	if err != nil {
+		return lanes{}, err
+	}
+	eventsFeed, err := gateway.EventsFeed(stripeadapter.EventsOptions{Settle: demoSettle})
+	if err != nil {
+		return lanes{}, err
+	}
+	// The last 7 days; PaymentIntents created in the last 10 minutes are left to a later pass,
+	// since our row for them may not be committed yet.
+	reverseFeed, err := gateway.ReverseFeed(stripeadapter.ReverseOptions{})
+	if err != nil {
+		return lanes{}, err
+	}
+	cfg := reconcile.LaneConfig[string, *stripe.PaymentIntent]{
+		Job:           job, // the sweep's: one finding per drift, whoever finds it
+		Lane:          laneEvents,
+		Feed:          eventsFeed,
+		Matcher:       store,
+		Sink:          store,
+		Classifier:    stripeadapter.PaymentIntentClassifier(),
+		Limiter:       limiter,
+		ExternalState: stripeadapter.PaymentIntentState,
+	}
+	var l lanes
+	if l.events, err = reconcile.NewLane(cfg); err != nil {
+		return lanes{}, err
+	}
+	cfg.Lane, cfg.Feed = laneReverse, reverseFeed
+	cfg.ReportMissing = true
+	// The reverse scan verifies every row whose PaymentIntent it lists, so it gives rows the
+	// sweep's grace period rather than the events lane's minute: a row the sweep leaves alone
+	// as just changed (a webhook being applied) is not reported by the scan either.
+	cfg.Grace = reconcile.DefaultGrace
+	if l.reverse, err = reconcile.NewLane(cfg); err != nil {
+		return lanes{}, err
+	}
+	return l, nil
+}
+
+// laneResults is what the lanes did, from their reports, stripetest's request log and the
+// tables.
+type laneResults struct {
+	// anchor is the events lane's first run, before the sweep, and anchorCalls its requests.
+	anchor      cycle
+	anchorCalls int
+	// events is the events lane's run after the webhooks were lost, eventsCalls its requests;
+	// missedFound counts the payments whose webhook was lost that have exactly one open
+	// missed_success finding with one repair command; detect is the time from the last status
+	// change at Stripe to the run's end, its findings committed.
+	events      cycle
+	eventsCalls int
+	missedFound int
+	detect      time.Duration
+	// reverse is the reverse scan's pass, reverseCalls its requests; orphansFound counts the
+	// planted Stripe-only PaymentIntents reported missing_locally, otherMissing any other
+	// PaymentIntent reported so (the young one would be).
+	reverse                    cycle
+	reverseCalls               int
+	orphansFound, otherMissing int
+
+	// After both lanes: the job's status and its health, the repair commands by event type,
+	// and the open findings only a person can resolve, up to reviewShown of each kind.
+	status     reconcile.Status
+	health     reconcile.Health
+	commands   map[string]int
+	review     map[string][]reconcile.Finding
+	reviewOpen int
+}
+
+// anchorEvents runs the events lane before the sweep. With no checkpoint yet, its first step
+// only takes the newest event as its checkpoint: what happened before is the sweep's to find.
+func anchorEvents(ctx context.Context, out io.Writer, l lanes, srv *stripetest.Server) (laneResults, error) {
+	var lr laneResults
+	var err error
+	srv.ResetLog()
+	if lr.anchor, err = untilWrapped(ctx, l.events, nil); err != nil {
+		return lr, err
+	}
+	lr.anchorCalls = srv.Requests(stripetest.ListEvents)
+	srv.ResetLog() // the sweep's requests are counted on their own
+	fmt.Fprintf(out, "\nEvents lane (job %s, lane %s): anchored at Stripe's newest event, %d API call; the events before it\n",
+		job, laneEvents, lr.anchorCalls)
+	fmt.Fprintf(out, "are the sweep's to find, those after it the lane's.\n")
+	return lr, nil
+}
+
+// runLanes loses webhooks for real, then runs the events lane until it has caught up and the
+// reverse scan for one full pass, printing what each did, and reads back the job's state.
+func runLanes(ctx context.Context, out io.Writer, pool *pgxpool.Pool, schema string, store *pgstore.Store, srv *stripetest.Server,
+	p plan, l lanes, lr *laneResults) error {
+	lost := p.where(func(s *story) bool { return s.later != "" })
+	changedAt, err := loseWebhooks(srv, p)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nLost webhooks: %d payments the sweep found in sync, awaiting payment, succeed at stripetest now;\n", len(lost))
+	fmt.Fprintf(out, "Stripe records payment_intent.succeeded for each, the webhooks never arrive, and the rows stay pending.\n")
+
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(demoSettle):
+	}
+	srv.ResetLog()
+	if lr.events, err = untilWrapped(ctx, l.events, nil); err != nil {
+		return err
+	}
+	lr.detect = time.Since(changedAt)
+	lr.eventsCalls = srv.Requests(stripetest.ListEvents)
+	if err := pool.QueryRow(ctx, inSchema(schema, lostWebhooksFound), job, externalIDs(lost)).Scan(&lr.missedFound); err != nil {
+		return fmt.Errorf("payments: count the lost webhooks' findings: %w", err)
+	}
+	printEvents(out, p, *lr)
+
+	addCheckoutUnderWay(srv, p)
+	srv.ResetLog()
+	if lr.reverse, err = untilWrapped(ctx, l.reverse, nil); err != nil {
+		return err
+	}
+	lr.reverseCalls = srv.Requests(stripetest.ListPaymentIntents)
+	if lr.orphansFound, lr.otherMissing, err = missingLocally(ctx, store, p); err != nil {
+		return err
+	}
+	printReverse(out, p, *lr)
+	return collectLanes(ctx, pool, schema, store, lr)
+}
+
+// lostWebhooksFound counts the payments, among the PaymentIntents $2, that have exactly one
+// open missed_success finding and one repair command for it.
+const lostWebhooksFound = `SELECT count(*) FROM reconcile_demo.payments AS p
+	WHERE p.external_id = ANY($2) AND (
+		SELECT count(*) FROM reconcile_demo.reconcile_findings AS f
+		JOIN reconcile_demo.reconcile_outbox AS o ON o.finding_id = f.id
+		WHERE f.job = $1 AND f.record_id = p.id::text AND f.kind = 'missed_success' AND f.resolved_at IS NULL
+			AND o.event_type = 'ApplyPaymentSucceeded') = 1`
+
+// missingLocally reads the open missing_locally findings, whose record id is the PaymentIntent
+// id, and counts those of the planted Stripe-only PaymentIntents and the others.
+func missingLocally(ctx context.Context, store *pgstore.Store, p plan) (planted, other int, err error) {
+	want := map[string]bool{}
+	for _, id := range p.orphans() {
+		want[id] = true
+	}
+	for after := int64(0); ; {
+		page, err := store.ListFindings(ctx, pgstore.FindingQuery{Job: job, Kind: reconcile.KindMissingLocally, AfterID: after, Limit: 500})
+		if err != nil {
+			return planted, other, err
+		}
+		if len(page) == 0 {
+			return planted, other, nil
+		}
+		for _, f := range page {
+			if want[f.RecordID] {
+				planted++
+			} else {
+				other++
+			}
+		}
+		after = page[len(page)-1].ID
+	}
+}
+
+// healthPolicy is what the example judges health by: the defaults, but lanes must have caught
+// up within 15 minutes. A host runs the events lane every minute, and a lane that has not
+// reached the end of its feed for 15 minutes has stopped finding lost webhooks; the default,
+// the 72-hour lag SLO, would notice days late. The bound is one for all of a job's lanes: here
+// the reverse scan completes its pass at once, but a host that spreads a pass over hours must
+// raise the bound to that, for the events lane too.
+var healthPolicy = reconcile.HealthPolicy{MaxLaneLag: 15 * time.Minute}
+
+// collectLanes reads into lr the job's state after both lanes.
+func collectLanes(ctx context.Context, pool *pgxpool.Pool, schema string, store *pgstore.Store, lr *laneResults) error {
+	var err error
+	if lr.status, err = store.Status(ctx, job); err != nil {
+		return err
+	}
+	lr.health = reconcile.EvaluateHealth(lr.status, healthPolicy)
+	if lr.commands, err = countCommands(ctx, pool, schema); err != nil {
+		return err
+	}
+	lr.review, lr.reviewOpen, err = readReview(ctx, store)
+	return err
+}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+)
+
+// printEvents shows what the events lane's run after the lost webhooks did.
+func printEvents(out io.Writer, p plan, l laneResults) {
+	want := p.expected()
+	e := l.events
+	fmt.Fprintf(out, "\nEvents lane: waited out its %s settle time, then ran until caught up: %s, %s.\n",
+		demoSettle, plural(e.batches, "step"), e.elapsed.Round(time.Millisecond))
+	fmt.Fprintf(out, "  %-40s %6s %8s\n", "", "", "planted")
+	fmt.Fprintf(out, "    %-38s %6d %8d  the status changes since the anchor, each about one of our payments\n",
+		"events read (PaymentIntents judged)", e.scanned, want.missed)
+	fmt.Fprintf(out, "    %-38s %6d %8d  a page holds up to 100 events\n", "API calls  GET /v1/events", l.eventsCalls, pages(want.missed))
+	fmt.Fprintf(out, "    %-38s %6d %8d  %s, each with one %s command: %d of the %d lost webhooks\n",
+		"findings opened", e.findings, want.missed, stripeadapter.KindMissedSuccess, stripeadapter.CommandApplyPaymentSucceeded,
+		l.missedFound, want.missed)
+	fmt.Fprintf(out, "    %-38s %6d %8d\n", "repair commands queued", e.commands, want.missed)
+	fmt.Fprintf(out, "    %-38s %6.1fs  the settle time (%s here, a minute in production) and the run\n",
+		"from the status changes to the findings", l.detect.Seconds(), demoSettle)
+}
+
+// printReverse shows what the reverse scan's pass did.
+func printReverse(out io.Writer, p plan, l laneResults) {
+	want := p.expected()
+	r := l.reverse
+	fmt.Fprintf(out, "\nReverse scan: one full pass over the PaymentIntents created in the last %d days but the last %d minutes,\n",
+		stripeadapter.DefaultReverseWindow/(24*time.Hour), reconcile.DefaultGrace/time.Minute)
+	fmt.Fprintf(out, "newest first: %s, %s.\n", plural(r.batches, "step"), r.elapsed.Round(time.Millisecond))
+	fmt.Fprintf(out, "  %-40s %6s %8s\n", "", "", "planted")
+	fmt.Fprintf(out, "    %-38s %6d\n", "API calls  GET /v1/payment_intents", l.reverseCalls)
+	fmt.Fprintf(out, "    %-38s %6d           matched to our rows in one query per page, and verified\n", "PaymentIntents listed", r.scanned)
+	perObject := 0.0
+	if r.scanned > 0 {
+		perObject = float64(l.reverseCalls) / float64(r.scanned)
+	}
+	fmt.Fprintf(out, "    %-38s %6.3f\n", "calls per PaymentIntent", perObject)
+	fmt.Fprintf(out, "    %-38s %6d %8d  %s, needs_review, no command; the one created %d minutes ago is not reported\n",
+		"only at Stripe", l.orphansFound, want.orphans, reconcile.KindMissingLocally, youngAge/time.Minute)
+	fmt.Fprintf(out, "    %-38s %6d %8d  nothing new for the drifts the sweep and the events lane opened\n",
+		"findings opened", r.findings, want.orphans)
+	fmt.Fprintf(out, "    %-38s %6d %8d\n", "repair commands queued", r.commands, 0)
+}
+
+// plural returns "1 step", "2 steps" and the like.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
