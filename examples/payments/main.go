@@ -158,13 +158,16 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 		return err
 	}
 
-	pool, err := pgenv.Connect(ctx, opts.DatabaseURL, cmp.Or(opts.DatabaseSource, "options.DatabaseURL"))
+	// With nothing configured and no server at the default URL, on a machine with Docker, a
+	// PostgreSQL container is started for the run.
+	pool, stopContainer, err := pgenv.ConnectOrStart(ctx, opts.DatabaseURL, cmp.Or(opts.DatabaseSource, "options.DatabaseURL"), out)
 	if err != nil {
 		if ctx.Err() != nil {
 			return err
 		}
 		return fmt.Errorf("payments: the example needs a database it may create the schema %s in.\n%w", schema, err)
 	}
+	defer stopContainer()
 	defer pool.Close()
 	createdAt, err := setUp(ctx, pool, schema, p)
 	if err != nil {

@@ -4,17 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"os/exec"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/testcontainers/testcontainers-go/modules/postgres"
 
 	"github.com/reconcilekit/reconcile/internal/pgenv"
 )
@@ -24,12 +20,8 @@ import (
 const MaxConns = 8
 
 const (
-	pingTimeout      = 3 * time.Second
-	dockerTimeout    = 5 * time.Second
-	containerTimeout = 3 * time.Minute
-	cleanupTimeout   = 30 * time.Second
-
-	containerImage = "postgres:16-alpine"
+	pingTimeout    = 3 * time.Second
+	cleanupTimeout = 30 * time.Second
 )
 
 var (
@@ -137,16 +129,16 @@ func resolve(tb testing.TB) (string, error) {
 		return dbURL, nil
 	}
 
-	dockerErr := dockerUsable()
+	dockerErr := pgenv.DockerUsable()
 	if dockerErr == nil {
 		tb.Logf("pgtest: database %s (%s) did not answer: %v", pgenv.Redact(dbURL), source, pingErr)
-		tb.Logf("pgtest: starting a %s container with testcontainers", containerImage)
-		ctrURL, err := startContainer()
+		tb.Logf("pgtest: starting a %s container with testcontainers", pgenv.ContainerImage)
+		ctrURL, _, err := pgenv.StartContainer(context.Background())
 		if err == nil {
 			tb.Logf("pgtest: using PostgreSQL container at %s", pgenv.Redact(ctrURL))
 			return ctrURL, nil
 		}
-		dockerErr = fmt.Errorf("docker is usable but starting a %s container failed: %w", containerImage, err)
+		dockerErr = fmt.Errorf("docker is usable but starting a %s container failed: %w", pgenv.ContainerImage, err)
 	}
 
 	return "", fmt.Errorf(`pgtest: no PostgreSQL database available for tests.
@@ -159,7 +151,7 @@ Provide a database in one of these ways:
       pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start
       psql -h 127.0.0.1 -U postgres -c 'CREATE DATABASE test'
   - or install Docker (so that 'docker info' works) and pgtest will start a %s container itself`,
-		pgenv.Redact(dbURL), source, pingErr, dockerErr, pgenv.DefaultURL, containerImage)
+		pgenv.Redact(dbURL), source, pingErr, dockerErr, pgenv.DefaultURL, pgenv.ContainerImage)
 }
 
 // ping connects to dbURL and pings it within pingTimeout.
@@ -172,54 +164,4 @@ func ping(dbURL string) error {
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	return conn.Ping(ctx)
-}
-
-// dockerUsable reports (as nil) whether `docker info` succeeds within
-// dockerTimeout.
-func dockerUsable() error {
-	ctx, cancel := context.WithTimeout(context.Background(), dockerTimeout)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "docker", "info").CombinedOutput()
-	if err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("'docker info' did not finish within %v", dockerTimeout)
-		}
-		msg := strings.TrimSpace(string(out))
-		if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
-			msg = msg[i+1:] // the last line is usually the reason
-		}
-		if msg != "" {
-			return fmt.Errorf("'docker info' failed: %w: %s", err, msg)
-		}
-		return fmt.Errorf("'docker info' failed: %w", err)
-	}
-	return nil
-}
-
-// startContainer starts a PostgreSQL container and returns its URL. The
-// container outlives the context; testcontainers' reaper removes it when
-// the process exits.
-func startContainer() (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), containerTimeout)
-	defer cancel()
-	ctr, err := postgres.Run(ctx, containerImage,
-		postgres.WithDatabase("test"),
-		postgres.WithUsername("postgres"),
-		postgres.WithPassword("postgres"),
-		postgres.BasicWaitStrategies(),
-	)
-	if err != nil {
-		if ctr != nil {
-			err = errors.Join(err, ctr.Terminate(context.Background()))
-		}
-		return "", err
-	}
-	ctrURL, err := ctr.ConnectionString(ctx, "sslmode=disable")
-	if err != nil {
-		return "", errors.Join(err, ctr.Terminate(context.Background()))
-	}
-	if err := ping(ctrURL); err != nil {
-		return "", errors.Join(fmt.Errorf("ping container: %w", err), ctr.Terminate(context.Background()))
-	}
-	return ctrURL, nil
 }

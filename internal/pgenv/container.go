@@ -1,0 +1,109 @@
+package pgenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/testcontainers/testcontainers-go/modules/postgres"
+)
+
+// ContainerImage is the PostgreSQL image StartContainer runs.
+const ContainerImage = "postgres:16-alpine"
+
+const (
+	dockerTimeout    = 5 * time.Second
+	containerTimeout = 3 * time.Minute
+)
+
+// DockerUsable reports, as nil, whether `docker info` succeeds within five seconds; otherwise
+// why not.
+func DockerUsable() error {
+	ctx, cancel := context.WithTimeout(context.Background(), dockerTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "docker", "info").CombinedOutput()
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("'docker info' did not finish within %v", dockerTimeout)
+		}
+		msg := strings.TrimSpace(string(out))
+		if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
+			msg = msg[i+1:] // the last line is usually the reason
+		}
+		if msg != "" {
+			return fmt.Errorf("'docker info' failed: %w: %s", err, msg)
+		}
+		return fmt.Errorf("'docker info' failed: %w", err)
+	}
+	return nil
+}
+
+// StartContainer starts a PostgreSQL container with testcontainers (database test, user
+// postgres) and returns its URL and a function that removes it. Should the process die first,
+// testcontainers' reaper removes it.
+func StartContainer(ctx context.Context) (dbURL string, terminate func(context.Context) error, err error) {
+	ctx, cancel := context.WithTimeout(ctx, containerTimeout)
+	defer cancel()
+	ctr, err := postgres.Run(ctx, ContainerImage,
+		postgres.WithDatabase("test"),
+		postgres.WithUsername("postgres"),
+		postgres.WithPassword("postgres"),
+		postgres.BasicWaitStrategies(),
+	)
+	if err != nil {
+		if ctr != nil {
+			err = errors.Join(err, ctr.Terminate(context.Background()))
+		}
+		return "", nil, err
+	}
+	terminate = func(ctx context.Context) error { return ctr.Terminate(ctx) }
+	if dbURL, err = ctr.ConnectionString(ctx, "sslmode=disable"); err != nil {
+		return "", nil, errors.Join(err, terminate(context.Background()))
+	}
+	pingCtx, cancelPing := context.WithTimeout(ctx, pingTimeout)
+	defer cancelPing()
+	conn, err := pgx.Connect(pingCtx, dbURL)
+	if err == nil {
+		err = conn.Ping(pingCtx)
+		conn.Close(context.WithoutCancel(pingCtx))
+	}
+	if err != nil {
+		return "", nil, errors.Join(fmt.Errorf("ping the container: %w", err), terminate(context.Background()))
+	}
+	return dbURL, terminate, nil
+}
+
+// ConnectOrStart is Connect, and when the database does not answer and came from the default
+// URL (nothing was configured), on a machine with Docker, it starts a PostgreSQL container
+// instead and says so on w. stop removes the container (a no-op when none was started).
+func ConnectOrStart(ctx context.Context, dbURL, source string, w interface{ Write([]byte) (int, error) }) (pool *pgxpool.Pool, stop func(), err error) {
+	stop = func() {}
+	pool, err = Connect(ctx, dbURL, source)
+	if err == nil || ctx.Err() != nil || dbURL != DefaultURL {
+		return pool, stop, err
+	}
+	if derr := DockerUsable(); derr != nil {
+		return nil, stop, fmt.Errorf("%w\n  - or install Docker: with no database configured and none at the default URL, a container is started (here: %v)", err, derr)
+	}
+	fmt.Fprintf(w, "No PostgreSQL at %s and no DATABASE_URL set: starting a %s container with testcontainers.\n", DefaultURL, ContainerImage)
+	ctrURL, terminate, serr := StartContainer(ctx)
+	if serr != nil {
+		return nil, stop, fmt.Errorf("%w\n  and starting a %s container failed: %v", err, ContainerImage, serr)
+	}
+	stop = func() {
+		if err := terminate(context.Background()); err != nil {
+			fmt.Fprintf(w, "removing the PostgreSQL container: %v\n", err)
+		}
+	}
+	if pool, err = Connect(ctx, ctrURL, "the container"); err != nil {
+		stop()
+		return nil, func() {}, err
+	}
+	fmt.Fprintf(w, "Using the PostgreSQL container at %s; it is removed when the run ends.\n", Redact(ctrURL))
+	return pool, stop, nil
+}

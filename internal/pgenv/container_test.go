@@ -1,0 +1,39 @@
+package pgenv_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/reconcilekit/reconcile/internal/pgenv"
+)
+
+// A configured URL that does not answer is an error naming it: no container is started for a
+// database someone asked for by name.
+func TestConnectOrStartDoesNotReplaceAConfiguredDatabase(t *testing.T) {
+	var out bytes.Buffer
+	pool, stop, err := pgenv.ConnectOrStart(context.Background(), "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=2", "$DATABASE_URL", &out)
+	defer stop()
+	if err == nil {
+		pool.Close()
+		t.Fatal("ConnectOrStart to a closed port succeeded")
+	}
+	if !strings.Contains(err.Error(), "$DATABASE_URL") || strings.Contains(out.String(), "container") {
+		t.Errorf("error %q, output %q: want the configured URL's source named and no container started", err, out.String())
+	}
+}
+
+// The default database answers on this project's machines: ConnectOrStart uses it as is.
+func TestConnectOrStartUsesTheDefaultServer(t *testing.T) {
+	var out bytes.Buffer
+	pool, stop, err := pgenv.ConnectOrStart(context.Background(), pgenv.DefaultURL, "the default URL", &out)
+	if err != nil {
+		t.Fatalf("the default server does not answer (start it: pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start): %v", err)
+	}
+	defer stop()
+	defer pool.Close()
+	if out.Len() != 0 {
+		t.Errorf("ConnectOrStart printed %q with a server at the default URL", out.String())
+	}
+}
