@@ -7,8 +7,9 @@
 //
 //	go run ./examples/payments
 //
-// It connects to $DATABASE_URL (by default postgres://postgres@127.0.0.1:5432/test?sslmode=disable),
-// drops and creates the schema reconcile_demo, and fills its payments table with rows that
+// It connects to $DATABASE_URL (by default postgres://postgres@127.0.0.1:5432/test?sslmode=disable;
+// with nothing set and no server there, on a machine with Docker, it starts a PostgreSQL
+// container with testcontainers and says so), drops and creates the schema reconcile_demo, and fills its payments table with rows that
 // mostly agree with their Stripe PaymentIntents, and some that do not: success and cancel
 // webhooks that never arrived, orders marked paid whose payment did not go through, a payment
 // that succeeded for an order marked failed, PaymentIntents Stripe never saw, rows changed a
