@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/reconcilekit/reconcile"
 )
@@ -37,7 +36,7 @@ func (c *Console) writeForm(w http.ResponseWriter, r *http.Request) (int64, bool
 	}
 	// PostForm, not Form: a token in the query string would end up in logs and histories.
 	if !c.csrf.valid(actor(r), r.PostForm.Get(tokenField), time.Now()) {
-		c.log.WarnContext(r.Context(), "console: form token refused", slog.String("path", r.URL.Path), slog.String("actor", actor(r)))
+		c.log.WarnContext(r.Context(), "console: form token refused", slog.String("path", clip(r.URL.Path)), slog.String("actor", clip(actor(r))))
 		c.fail(w, r, http.StatusForbidden, "Form expired or forged",
 			"The form's security token is missing, expired or not yours. Reload the finding's page and try again.")
 		return 0, false
@@ -48,10 +47,29 @@ func (c *Console) writeForm(w http.ResponseWriter, r *http.Request) (int64, bool
 // note reads and checks the form's note.
 func note(r *http.Request) (string, error) {
 	n := strings.TrimSpace(r.PostForm.Get("note"))
-	if len(n) > maxNote || !utf8.ValidString(n) {
-		return "", userError(fmt.Sprintf("The note must be valid text of at most %d bytes.", maxNote))
+	if len(n) > maxNote || !plainText(n, true) {
+		return "", userError(fmt.Sprintf("The note must be valid text of at most %d bytes, without control characters other than tabs and line breaks.", maxNote))
 	}
 	return n, nil
+}
+
+// ownFinding answers 404 (or 500) itself and returns false unless finding id is one of the
+// console's jobs': a write to another job's finding is refused as if it did not exist. Without
+// Config.Jobs (and a store that lists none) every job is the console's.
+func (c *Console) ownFinding(w http.ResponseWriter, r *http.Request, id int64) bool {
+	if len(c.jobs) == 0 {
+		return true
+	}
+	d, err := c.store.Finding(r.Context(), id)
+	switch {
+	case errors.Is(err, ErrNotFound) || (err == nil && !c.forJob(d.Job)):
+		c.fail(w, r, http.StatusNotFound, "No such finding", fmt.Sprintf("There is no finding %d.", id))
+		return false
+	case err != nil:
+		c.storeFailed(w, r, "read the finding", err)
+		return false
+	}
+	return true
 }
 
 // done redirects (303) from a write back to the finding's page; relative, for any prefix.
@@ -74,6 +92,9 @@ func (c *Console) resolve(w http.ResponseWriter, r *http.Request) {
 	n, err := note(r)
 	if err != nil {
 		c.fail(w, r, http.StatusBadRequest, "Bad note", err.Error())
+		return
+	}
+	if !c.ownFinding(w, r, id) {
 		return
 	}
 	// The actor is the authenticated one, never a form field.
@@ -104,6 +125,9 @@ func (c *Console) reopen(w http.ResponseWriter, r *http.Request) {
 	n, err := note(r)
 	if err != nil {
 		c.fail(w, r, http.StatusBadRequest, "Bad note", err.Error())
+		return
+	}
+	if !c.ownFinding(w, r, id) {
 		return
 	}
 	err = c.store.Reopen(r.Context(), id, actor(r), n)

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/reconcilekit/reconcile"
 )
@@ -36,7 +37,8 @@ type Config struct {
 	// Authenticate returns the actor making the request (a login, recorded as the author of
 	// resolutions and reopenings), or an error to refuse it. Every request goes through it,
 	// reads included. It is the host's: a session cookie, a header set by an authenticating
-	// proxy, basic auth. An empty actor counts as a refusal. Required.
+	// proxy, basic auth. An empty actor counts as a refusal, and so does one with control
+	// characters or invalid UTF-8, which could not be recorded. Required.
 	Authenticate func(r *http.Request) (actor string, err error)
 	// Challenge, when set, is sent as WWW-Authenticate with a 401 to a refused request, such
 	// as `Basic realm="reconcile"` for a browser to ask for a password. Empty means a refused
@@ -48,8 +50,11 @@ type Config struct {
 	// are relative, so both work under any prefix.
 	BasePath string
 
-	// Jobs are the jobs the overview shows, in this order. Empty means the store's jobs if it
-	// is a JobLister (PGStore is), else none.
+	// Jobs are the jobs the console is for: the overview shows them, in this order, and the
+	// findings list, the finding pages and the writes are limited to their findings (another
+	// job's finding is a 404, a filter by another job a 400). Empty means the store's jobs if
+	// it is a JobLister (PGStore is); if it is not, the overview shows none and the rest is
+	// not limited by job.
 	Jobs []string
 	// Policy judges each job's status on the overview; Policies overrides it per job. The
 	// zero Policy is reconcile's defaults.
@@ -131,7 +136,6 @@ func New(cfg Config) (*Console, error) {
 		jobs: slices.Clone(cfg.Jobs), policy: cfg.Policy, policies: maps.Clone(cfg.Policies),
 		resolutions: slices.Clone(cfg.Resolutions), externalURL: cfg.ExternalURL,
 		pageSize: cfg.PageSize, timeout: cfg.StatusTimeout, log: cfg.Logger,
-		statuses: newStatusCache(cfg.StatusTTL),
 	}
 	if len(c.jobs) == 0 {
 		if jl, ok := cfg.Store.(JobLister); ok {
@@ -142,12 +146,15 @@ func New(cfg Config) (*Console, error) {
 		if j == "" {
 			return nil, errors.New("console: Config.Jobs has an empty job name")
 		}
+		if !plainText(j, false) {
+			return nil, fmt.Errorf("console: Config.Jobs has the job name %q with control characters or invalid UTF-8", j)
+		}
 	}
 	if len(c.resolutions) == 0 {
 		c.resolutions = slices.Clone(DefaultResolutions)
 	}
 	for _, r := range c.resolutions {
-		if r == "" || len(r) > maxField {
+		if r == "" || len(r) > maxField || !plainText(r, false) {
 			return nil, fmt.Errorf("console: Config.Resolutions has an empty or overlong word %q", r)
 		}
 	}
@@ -160,6 +167,7 @@ func New(cfg Config) (*Console, error) {
 	if c.timeout == 0 {
 		c.timeout = DefaultStatusTimeout
 	}
+	c.statuses = newStatusCache(cfg.StatusTTL, c.timeout)
 	if c.log == nil {
 		c.log = slog.Default()
 	}
@@ -209,10 +217,31 @@ func actor(r *http.Request) string {
 	return a
 }
 
+// maxLogValue bounds a value a request sent (its path, its Origin) in a log record.
+const maxLogValue = 200
+
+// clip cuts s to at most maxLogValue bytes, on a character boundary, for a log record: a
+// request's values are the client's, and before authentication anyone's.
+func clip(s string) string {
+	if len(s) <= maxLogValue {
+		return s
+	}
+	cut := maxLogValue
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
 // ServeHTTP serves the console. Every request is checked, in this order: the path is under
-// BasePath, a state-changing request is not cross-origin, and Authenticate accepts it.
+// BasePath, a state-changing request is not cross-origin, and Authenticate accepts it. A
+// Console not made by New answers 500.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	securityHeaders(w.Header())
+	if c == nil || c.mux == nil {
+		http.Error(w, "console not configured", http.StatusInternalServerError)
+		return
+	}
 	if c.base != "" {
 		p, rp := strings.TrimPrefix(r.URL.Path, c.base), strings.TrimPrefix(r.URL.RawPath, c.base)
 		under := len(p) < len(r.URL.Path) && (p == "" || p[0] == '/') && (r.URL.RawPath == "" || len(rp) < len(r.URL.RawPath))
@@ -228,20 +257,25 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r = r2
 	}
 	if err := c.origins.Check(r); err != nil {
-		c.log.WarnContext(r.Context(), "console: cross-origin request refused",
-			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("origin", r.Header.Get("Origin")))
+		// Debug, and clipped: this is before authentication, so anyone can make these.
+		c.log.DebugContext(r.Context(), "console: cross-origin request refused",
+			slog.String("method", clip(r.Method)), slog.String("path", clip(r.URL.Path)), slog.String("origin", clip(r.Header.Get("Origin"))))
 		c.fail(w, r, http.StatusForbidden, "Cross-origin request refused",
 			"This request came from another site. Changes can only be made from the console's own pages.")
 		return
 	}
 	who, err := c.authenticate(r)
+	if err == nil && !plainText(who, false) {
+		// It would be recorded in the audit history, and PostgreSQL refuses a NUL.
+		who, err = "", errors.New("the actor has control characters or invalid UTF-8")
+	}
 	if err != nil || who == "" {
 		if err == nil {
 			err = errors.New("no actor")
 		}
 		// Debug: a browser's first request under basic auth is always refused once.
 		c.log.DebugContext(r.Context(), "console: request not authenticated",
-			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("error", err.Error()))
+			slog.String("method", clip(r.Method)), slog.String("path", clip(r.URL.Path)), slog.String("error", clip(err.Error())))
 		status := http.StatusForbidden
 		if c.challenge != "" {
 			w.Header().Set("WWW-Authenticate", c.challenge)

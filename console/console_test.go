@@ -131,8 +131,8 @@ func TestTheListFiltersByJobKindRecordStateAndAge(t *testing.T) {
 		{"no filter lists every open finding", "", w.idsOf("1", "3", "4", hostileID)},
 		{"a job", "job=sweep", w.idsOf("1", "3", "4")},
 		{"another job", "job=hostile", w.idsOf(hostileID)},
-		{"a job nobody runs", "job=nobody", nil},
 		{"a kind", "kind=missed_success", w.idsOf("1")},
+		{"a kind nobody found", "kind=nothing", nil},
 		{"a job and a kind", "job=sweep&kind=paid_locally_not_externally", w.idsOf("3", "4")},
 		{"a record", "record=3", w.idsOf("3")},
 		{"resolved findings", "state=resolved", w.idsOf("2")},
@@ -390,40 +390,65 @@ func TestRequestsThatAuthenticateRefusesAreRefused(t *testing.T) {
 func TestWritesNeedAFormTokenOfTheActorAndTheSameOrigin(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, false, nil)
-	id := w.ids["3"]
-	path := fmt.Sprintf("/findings/%d/resolve", id)
-	alices := w.token(t, id, "alice")
-	tests := []struct {
-		name   string
-		form   url.Values
-		query  string
-		header []string
-	}{
-		{"no token", url.Values{"resolution": {"fixed"}}, "", nil},
-		{"an empty token", url.Values{"csrf_token": {""}, "resolution": {"fixed"}}, "", nil},
-		{"a garbled token", url.Values{"csrf_token": {alices[:len(alices)-3] + "AAA"}, "resolution": {"fixed"}}, "", nil},
-		{"a token without its time", url.Values{"csrf_token": {alices[strings.Index(alices, "."):]}, "resolution": {"fixed"}}, "", nil},
-		{"another person's token", url.Values{"csrf_token": {w.token(t, id, "bob")}, "resolution": {"fixed"}}, "", nil},
-		{"the token in the query string", url.Values{"resolution": {"fixed"}}, "?csrf_token=" + url.QueryEscape(alices), nil},
-		{"a cross-site fetch", url.Values{"csrf_token": {alices}, "resolution": {"fixed"}}, "", []string{"Sec-Fetch-Site", "cross-site"}},
-		{"another origin", url.Values{"csrf_token": {alices}, "resolution": {"fixed"}}, "", []string{"Origin", "https://evil.example"}},
+	// Finding 3 is open, to resolve; finding 4 is resolved, to reopen.
+	if _, err := w.store.ResolveFinding(context.Background(), w.pool, w.ids["4"], reconcile.Resolution{As: "fixed", By: "bob"}); err != nil {
+		t.Fatal(err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := w.do(t, http.MethodPost, path+tt.query, "alice", tt.form, tt.header...)
-			if r.status != http.StatusForbidden {
-				t.Fatalf("POST with %s = %d, want 403:\n%s", tt.name, r.status, r.body)
+	for _, write := range []struct {
+		action   string
+		id       int64
+		wantOpen bool // the finding's state until a good post
+		fields   url.Values
+	}{
+		{"resolve", w.ids["3"], true, url.Values{"resolution": {"fixed"}}},
+		{"reopen", w.ids["4"], false, url.Values{"note": {"not fixed"}}},
+	} {
+		t.Run(write.action, func(t *testing.T) {
+			id := write.id
+			path := fmt.Sprintf("/findings/%d/%s", id, write.action)
+			alices := w.token(t, id, "alice")
+			form := func(token ...string) url.Values {
+				f := url.Values{}
+				for k, v := range write.fields {
+					f[k] = v
+				}
+				if len(token) > 0 {
+					f.Set("csrf_token", token[0])
+				}
+				return f
 			}
-			if !w.finding(t, id).Open() {
-				t.Fatal("the finding was resolved")
+			tests := []struct {
+				name   string
+				form   url.Values
+				query  string
+				header []string
+			}{
+				{"no token", form(), "", nil},
+				{"an empty token", form(""), "", nil},
+				{"a garbled token", form(alices[:len(alices)-3] + "AAA"), "", nil},
+				{"a token without its time", form(alices[strings.Index(alices, "."):]), "", nil},
+				{"another person's token", form(w.token(t, id, "bob")), "", nil},
+				{"the token in the query string", form(), "?csrf_token=" + url.QueryEscape(alices), nil},
+				{"a cross-site fetch", form(alices), "", []string{"Sec-Fetch-Site", "cross-site"}},
+				{"another origin", form(alices), "", []string{"Origin", "https://evil.example"}},
+			}
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					r := w.do(t, http.MethodPost, path+tt.query, "alice", tt.form, tt.header...)
+					if r.status != http.StatusForbidden {
+						t.Fatalf("POST %s with %s = %d, want 403:\n%s", write.action, tt.name, r.status, r.body)
+					}
+					if w.finding(t, id).Open() != write.wantOpen {
+						t.Fatalf("the refused %s changed the finding", write.action)
+					}
+				})
+			}
+			// The same post, from the console's own page: accepted.
+			r := w.do(t, http.MethodPost, path, "alice", form(alices), "Sec-Fetch-Site", "same-origin", "Origin", w.srv.URL)
+			if r.status != http.StatusSeeOther || w.finding(t, id).Open() == write.wantOpen {
+				t.Fatalf("a same-origin %s with alice's token = %d:\n%s", write.action, r.status, r.body)
 			}
 		})
-	}
-	// The same post, from the console's own page: accepted.
-	r := w.do(t, http.MethodPost, path, "alice", url.Values{"csrf_token": {alices}, "resolution": {"fixed"}},
-		"Sec-Fetch-Site", "same-origin", "Origin", w.srv.URL)
-	if r.status != http.StatusSeeOther || w.finding(t, id).Open() {
-		t.Fatalf("a same-origin post with alice's token = %d:\n%s", r.status, r.body)
 	}
 }
 
@@ -460,6 +485,7 @@ func TestBadInputIsA400AndUnknownFindingsA404(t *testing.T) {
 		{"an age that is no duration", "GET", "/findings?age=yesterday", nil, 400},
 		{"an after that is no id", "GET", "/findings?after=x", nil, 400},
 		{"an overlong kind", "GET", "/findings?kind=" + strings.Repeat("k", 201), nil, 400},
+		{"a job the console is not for", "GET", "/findings?job=nobody", nil, 400},
 		{"a finding id that is no number", "GET", "/findings/abc", nil, 400},
 		{"finding id zero", "GET", "/findings/0", nil, 400},
 		{"an unknown finding", "GET", "/findings/999999", nil, 404},

@@ -31,10 +31,16 @@
 //	POST /findings/{id}/reopen   note
 //
 // A write answers 303 back to the finding's page. Errors are pages of their own: 400 for a bad
-// parameter or form, 401 or 403 when authentication refuses, 403 for a cross-origin post or a
-// bad form token, 404 for an unknown finding or page, 405 for a GET on a write route, 409 when
+// parameter or form (control characters in a filter or a note included, or a job filter naming
+// a job the console is not for), 401 or 403 when authentication refuses, 403 for a cross-origin
+// post or a bad form token, 404 for an unknown finding or page (or a finding of a job the
+// console is not for), 405 for a GET on a write route, 409 when
 // the finding was resolved (or reopened) already or its drift was found again, 500 when the
 // store fails. They never show an internal error's text: that goes to Config.Logger.
+//
+// The console is for its jobs only (Config.Jobs, else the store's): the list, the finding
+// pages and the writes see no other job's findings, even when they share the tables. PGStore
+// keeps to its PGConfig.Jobs in the same way.
 //
 // NewPGStore adapts pgstore: the findings, their history (the append-only audit table),
 // ResolveFinding and ReopenFinding go through the stores' shared reconciler tables, each job's
@@ -50,7 +56,8 @@
 // through it, reads included, since the pages show payments. A refused request gets 403, or 401
 // with Config.Challenge as WWW-Authenticate (say `Basic realm="review"`) for a browser to ask
 // for credentials. The actor recorded in a resolution or reopening is the one Authenticate
-// returned, never a form field.
+// returned, never a form field. Requests refused before authentication (cross-origin, not
+// signed in) are logged at Debug, with the values the client sent clipped: anyone can send them.
 //
 // # CSRF
 //
@@ -91,7 +98,8 @@
 // the Stripe dashboard and gives other findings no link.
 //
 // A finding's page shows everything the finding records, its history oldest first (detection,
-// resolutions and reopenings with who, when and why, and its repair command's fate), and a
+// resolutions and reopenings with who, when and why, and its repair command's fate: its status
+// and failed attempts, never its last error, which may name hosts or hold SQL), and a
 // form: resolve, with one of Config.Resolutions (fixed, accepted, false_positive by default)
 // and a note, while it is open; reopen, with a note, once it is resolved.
 //

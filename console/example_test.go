@@ -57,6 +57,10 @@ func Example() {
 	c, err := console.New(console.Config{
 		Store: store,
 		// The host's own authentication: here, a reviewer's name set by a trusted proxy.
+		// Trusting a client header such as X-Reviewer is only safe behind a proxy that
+		// authenticates every request and sets the header itself, stripping any the client
+		// sent, and when nothing can reach the console except through that proxy. Anywhere
+		// else anyone can send X-Reviewer: admin.
 		Authenticate: func(r *http.Request) (string, error) {
 			if u := r.Header.Get("X-Reviewer"); u != "" {
 				return u, nil

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -22,6 +23,27 @@ func (e userError) Error() string { return string(e) }
 
 // maxNote bounds a resolution's or reopening's note.
 const maxNote = 2000
+
+// plainText reports whether s is valid UTF-8 without C0 control characters: PostgreSQL refuses
+// a NUL in text, and the others have no business in a filter or an audit history. A note
+// (multiline) may have tabs and line breaks.
+func plainText(s string, multiline bool) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; b < 0x20 && !(multiline && (b == '\t' || b == '\n' || b == '\r')) {
+			return false
+		}
+	}
+	return true
+}
+
+// forJob reports whether the console is for job's findings: Config.Jobs (or the store's), or
+// any job when there are none.
+func (c *Console) forJob(job string) bool {
+	return len(c.jobs) == 0 || slices.Contains(c.jobs, job)
+}
 
 // overviewPage is the data of the overview.
 type overviewPage struct {
@@ -103,8 +125,8 @@ type option struct{ Value, Label string }
 func parseFilter(q url.Values) (filter, error) {
 	f := filter{Job: q.Get("job"), Kind: q.Get("kind"), Record: q.Get("record"), State: q.Get("state"), Age: q.Get("age")}
 	for name, v := range map[string]string{"job": f.Job, "kind": f.Kind, "record": f.Record} {
-		if len(v) > maxField || !utf8.ValidString(v) {
-			return f, userError(fmt.Sprintf("The %s filter must be valid text of at most %d bytes.", name, maxField))
+		if len(v) > maxField || !plainText(v, false) {
+			return f, userError(fmt.Sprintf("The %s filter must be valid text of at most %d bytes, without control characters.", name, maxField))
 		}
 	}
 	switch f.State {
@@ -175,8 +197,15 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusBadRequest, "Bad filter", err.Error())
 		return
 	}
+	if f.Job != "" && !c.forJob(f.Job) {
+		c.fail(w, r, http.StatusBadRequest, "Bad filter", "The job filter must be one of this console's jobs: "+strings.Join(c.jobs, ", ")+".")
+		return
+	}
 	now := time.Now()
 	q := Query{Job: f.Job, Kind: f.Kind, RecordID: f.Record, State: f.State, AfterID: f.after, Limit: c.pageSize + 1}
+	if f.Job == "" && len(c.jobs) > 0 {
+		q.Jobs = slices.Clone(c.jobs)
+	}
 	if f.age > 0 {
 		q.DetectedBefore = now.Add(-f.age)
 	}
@@ -191,9 +220,6 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request) {
 	if f.Age != "" && !containsValue(ages, f.Age) {
 		data.Ages = append(append([]option(nil), ages...), option{f.Age, "older than " + f.Age})
 	}
-	if f.Job != "" && len(c.jobs) > 0 && !slices.Contains(c.jobs, f.Job) {
-		data.Jobs = append(append([]string(nil), c.jobs...), f.Job)
-	}
 	if len(found) > c.pageSize {
 		found = found[:c.pageSize]
 		data.NextURL = listURL(root, f, found[len(found)-1].ID)
@@ -202,7 +228,11 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request) {
 		data.FirstURL = listURL(root, f, 0)
 	}
 	for _, fd := range found {
-		data.Rows = append(data.Rows, c.view(root, fd, now))
+		// The store was asked for the console's jobs only; a store that ignores Query.Jobs
+		// still shows nothing else (its pages may then be short).
+		if c.forJob(fd.Job) {
+			data.Rows = append(data.Rows, c.view(root, fd, now))
+		}
 	}
 	c.render(w, r, http.StatusOK, "list", "Findings", data)
 }
@@ -230,6 +260,23 @@ type eventView struct {
 	At, Action, Actor, Resolution, Note string
 }
 
+// isCommandEvent reports whether e is about a repair command ("command pending", "command
+// dead", "command redriven" ...).
+func isCommandEvent(e Event) bool {
+	return strings.HasPrefix(e.Action, "command ")
+}
+
+// failedAttempts says how often a command failed; nothing if it has not.
+func failedAttempts(n int) string {
+	switch {
+	case n <= 0:
+		return ""
+	case n == 1:
+		return "1 failed attempt"
+	}
+	return fmt.Sprintf("%d failed attempts", n)
+}
+
 // findingID reads the {id} path segment; the error is for people.
 func findingID(r *http.Request) (int64, error) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
@@ -246,7 +293,7 @@ func (c *Console) detail(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d, err := c.store.Finding(r.Context(), id)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, ErrNotFound) || (err == nil && !c.forJob(d.Job)) {
 		c.fail(w, r, http.StatusNotFound, "No such finding", fmt.Sprintf("There is no finding %d.", id))
 		return
 	}
@@ -265,7 +312,13 @@ func (c *Console) detail(w http.ResponseWriter, r *http.Request) {
 		data.Resolved = formatTime(d.ResolvedAt)
 	}
 	for _, e := range d.History {
-		data.History = append(data.History, eventView{At: formatTime(e.At), Action: e.Action, Actor: e.Actor, Resolution: e.Resolution, Note: e.Note})
+		ev := eventView{At: formatTime(e.At), Action: e.Action, Actor: e.Actor, Resolution: e.Resolution, Note: e.Note}
+		if isCommandEvent(e) {
+			// A command's note is its last error, which may name hosts or hold SQL: the page
+			// shows its status (the action) and how often it failed, never the text.
+			ev.Note = failedAttempts(e.Failures)
+		}
+		data.History = append(data.History, ev)
 	}
 	c.render(w, r, http.StatusOK, "detail", fmt.Sprintf("Finding %d", id), data)
 }

@@ -1,12 +1,14 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -30,11 +32,15 @@ type PGConfig struct {
 }
 
 // PGStore is a Store over pgstore: findings, history, resolutions and reopenings through the
-// pgstore methods, statuses through each job's store.
+// pgstore methods, statuses through each job's store. It is for the jobs of PGConfig.Jobs
+// only: the findings of other jobs in the same tables are not listed, and are not found by id
+// (ErrNotFound), for reading or writing.
 type PGStore struct {
 	db       pgstore.Querier
 	jobs     map[string]*pgstore.Store
+	names    []string // the jobs, sorted
 	findings *pgstore.Store
+	outbox   string // the repair commands' table, quoted
 	log      *slog.Logger
 
 	mu      sync.Mutex
@@ -68,8 +74,13 @@ func NewPGStore(cfg PGConfig) (*PGStore, error) {
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	s.names = names
 	s.findings = s.jobs[names[0]]
 	want := tablesOf(s.findings)
+	s.outbox = pgx.Identifier{want.Prefix + "outbox"}.Sanitize()
+	if want.Schema != "" {
+		s.outbox = pgx.Identifier{want.Schema, want.Prefix + "outbox"}.Sanitize()
+	}
 	for _, name := range names[1:] {
 		if got := tablesOf(s.jobs[name]); got != want {
 			return nil, fmt.Errorf("console: PGConfig.Jobs: job %s keeps its findings in %+v, job %s in %+v; the console reads one set of tables",
@@ -89,23 +100,43 @@ func tablesOf(s *pgstore.Store) pgstore.Tables {
 
 // Jobs returns the configured jobs, sorted.
 func (s *PGStore) Jobs() []string {
-	names := make([]string, 0, len(s.jobs))
-	for name := range s.jobs {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	return names
+	return slices.Clone(s.names)
 }
 
-// Findings lists findings through pgstore.Store.ListFindings.
-func (s *PGStore) Findings(ctx context.Context, q Query) ([]Finding, error) {
-	fs, err := s.findings.ListFindings(ctx, pgstore.FindingQuery{
-		Job: q.Job, Kind: q.Kind, RecordID: q.RecordID, State: q.State,
-		DetectedBefore: q.DetectedBefore, AfterID: q.AfterID, Limit: q.Limit,
-	})
-	if err != nil {
-		return nil, err
+// selectJobs returns the configured jobs q asks for, sorted.
+func (s *PGStore) selectJobs(q Query) []string {
+	switch {
+	case q.Job != "":
+		if _, ok := s.jobs[q.Job]; ok && (len(q.Jobs) == 0 || slices.Contains(q.Jobs, q.Job)) {
+			return []string{q.Job}
+		}
+		return nil
+	case len(q.Jobs) > 0:
+		return slices.DeleteFunc(slices.Clone(s.names), func(j string) bool { return !slices.Contains(q.Jobs, j) })
 	}
+	return s.names
+}
+
+// Findings lists the configured jobs' findings through pgstore.Store.ListFindings: one query
+// per job (each served by the findings' indexes), merged by id into one keyset page.
+func (s *PGStore) Findings(ctx context.Context, q Query) ([]Finding, error) {
+	var fs []reconcile.Finding
+	for _, job := range s.selectJobs(q) {
+		page, err := s.findings.ListFindings(ctx, pgstore.FindingQuery{
+			Job: job, Kind: q.Kind, RecordID: q.RecordID, State: q.State,
+			DetectedBefore: q.DetectedBefore, AfterID: q.AfterID, Limit: q.Limit,
+		})
+		if err != nil {
+			return nil, err
+		}
+		fs = append(fs, page...)
+	}
+	slices.SortFunc(fs, func(a, b reconcile.Finding) int { return cmp.Compare(a.ID, b.ID) })
+	limit := q.Limit
+	if limit == 0 {
+		limit = 100 // ListFindings' default
+	}
+	fs = fs[:min(len(fs), limit)]
 	out := make([]Finding, len(fs))
 	for i, f := range fs {
 		out[i].Finding = f
@@ -114,7 +145,9 @@ func (s *PGStore) Findings(ctx context.Context, q Query) ([]Finding, error) {
 	return out, nil
 }
 
-// Finding reads one finding and its history through pgstore.Store.Finding.
+// Finding reads one finding and its history through pgstore.Store.Finding. A finding of a job
+// that is not configured is not found. The repair commands' events carry their status and
+// failures, never their last error.
 func (s *PGStore) Finding(ctx context.Context, id int64) (Detail, error) {
 	d, err := s.findings.Finding(ctx, id)
 	if errors.Is(err, pgstore.ErrNoFinding) {
@@ -123,18 +156,97 @@ func (s *PGStore) Finding(ctx context.Context, id int64) (Detail, error) {
 	if err != nil {
 		return Detail{}, err
 	}
-	out := Detail{Finding: Finding{Finding: d.Finding}, History: make([]Event, len(d.History))}
-	for i, e := range d.History {
-		out.History[i] = Event(e)
+	if _, ok := s.jobs[d.Job]; !ok {
+		return Detail{}, fmt.Errorf("%w: %d is a finding of job %q, which is not configured", ErrNotFound, id, d.Job)
 	}
+	cmds, err := s.commandEvents(ctx, id)
+	if err != nil {
+		return Detail{}, err
+	}
+	out := Detail{Finding: Finding{Finding: d.Finding}, History: mergeHistory(d.History, cmds)}
 	one := []Finding{out.Finding}
 	s.addExternalIDs(ctx, one)
 	out.Finding = one[0]
 	return out, nil
 }
 
-// Resolve closes a finding through pgstore.Store.ResolveFinding.
+// commandEvents reads the events of a finding's repair commands as pgstore's history has them
+// (the same time and action), with their failures instead of their last error.
+func (s *PGStore) commandEvents(ctx context.Context, id int64) ([]Event, error) {
+	rows, err := s.db.Query(ctx, `SELECT coalesce(processed_at, dead_at, created_at), 'command ' || status, event_type, failures
+		FROM `+s.outbox+` WHERE finding_id = $1 ORDER BY 1, id`, id)
+	if err != nil {
+		return nil, fmt.Errorf("console: repair commands of finding %d: %w", id, err)
+	}
+	var events []Event
+	var e Event
+	_, err = pgx.ForEachRow(rows, []any{&e.At, &e.Action, &e.Actor, &e.Failures}, func() error {
+		events = append(events, e)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("console: repair commands of finding %d: %w", id, err)
+	}
+	return events, nil
+}
+
+// fromOutbox reports whether an event of pgstore's history is a repair command's own (its note
+// the command's last error), not one of the audit table's ("command redriven" is a person's).
+func fromOutbox(e pgstore.FindingEvent) bool {
+	return strings.HasPrefix(e.Action, "command ") && e.Action != "command redriven"
+}
+
+// mergeHistory is pgstore's history with its commands' events replaced by cmds, in its order:
+// the detection first, then by time, the audit's events before the commands' at the same time.
+func mergeHistory(history []pgstore.FindingEvent, cmds []Event) []Event {
+	out := make([]Event, 0, len(history)+len(cmds))
+	var audit []Event
+	for i, e := range history {
+		if fromOutbox(e) {
+			continue
+		}
+		ev := Event{At: e.At, Action: e.Action, Actor: e.Actor, Resolution: e.Resolution, Note: e.Note}
+		if i == 0 {
+			out = append(out, ev) // the detection
+			continue
+		}
+		audit = append(audit, ev)
+	}
+	for len(audit) > 0 || len(cmds) > 0 {
+		if len(cmds) == 0 || (len(audit) > 0 && !cmds[0].At.Before(audit[0].At)) {
+			out, audit = append(out, audit[0]), audit[1:]
+		} else {
+			out, cmds = append(out, cmds[0]), cmds[1:]
+		}
+	}
+	return out
+}
+
+// ownFinding returns an error wrapping ErrNotFound unless finding id exists and is of a
+// configured job.
+func (s *PGStore) ownFinding(ctx context.Context, id int64) error {
+	if id <= 0 {
+		return fmt.Errorf("%w: %d", ErrNotFound, id)
+	}
+	// The first finding from id on: id itself, if it exists.
+	fs, err := s.findings.ListFindings(ctx, pgstore.FindingQuery{State: StateAll, AfterID: id - 1, Limit: 1})
+	if err != nil {
+		return err
+	}
+	if len(fs) == 0 || fs[0].ID != id {
+		return fmt.Errorf("%w: %d", ErrNotFound, id)
+	}
+	if _, ok := s.jobs[fs[0].Job]; !ok {
+		return fmt.Errorf("%w: %d is a finding of job %q, which is not configured", ErrNotFound, id, fs[0].Job)
+	}
+	return nil
+}
+
+// Resolve closes a finding of a configured job through pgstore.Store.ResolveFinding.
 func (s *PGStore) Resolve(ctx context.Context, id int64, r reconcile.Resolution) error {
+	if err := s.ownFinding(ctx, id); err != nil {
+		return err
+	}
 	open, err := s.findings.ResolveFinding(ctx, s.db, id, r)
 	switch {
 	case errors.Is(err, pgstore.ErrNoFinding):
@@ -147,8 +259,11 @@ func (s *PGStore) Resolve(ctx context.Context, id int64, r reconcile.Resolution)
 	return nil
 }
 
-// Reopen opens a finding again through pgstore.Store.ReopenFinding.
+// Reopen opens a finding of a configured job again through pgstore.Store.ReopenFinding.
 func (s *PGStore) Reopen(ctx context.Context, id int64, actor, note string) error {
+	if err := s.ownFinding(ctx, id); err != nil {
+		return err
+	}
 	closed, err := s.findings.ReopenFinding(ctx, s.db, id, actor, note)
 	switch {
 	case errors.Is(err, pgstore.ErrNoFinding):

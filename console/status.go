@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -10,11 +11,22 @@ import (
 
 // statusCache keeps each job's status for a while: pgstore's Status scans the job's table,
 // and a person reloading the overview should not do that every time. Failed reads are not kept.
+//
+// Concurrent reads of one job are one read: the first starts it, and the others (whose
+// requests began after the last clear) wait for its result. A read whose request gives up
+// stops waiting, not the read: it runs on, bounded by the timeout, for the others.
+//
+// A clear (after a write) bumps the generation: a read that began before it may still answer
+// the requests waiting for it, but its status is not kept, and requests after the clear start
+// a read of their own.
 type statusCache struct {
-	ttl time.Duration // <= 0: no caching
+	ttl     time.Duration // <= 0: no caching
+	timeout time.Duration // bounds each read
 
-	mu sync.Mutex
-	m  map[string]cachedStatus
+	mu    sync.Mutex
+	gen   uint64
+	m     map[string]cachedStatus
+	calls map[string]*statusCall // the read under way, per job
 }
 
 type cachedStatus struct {
@@ -22,38 +34,74 @@ type cachedStatus struct {
 	at time.Time
 }
 
-func newStatusCache(ttl time.Duration) *statusCache {
+// statusCall is one read of a job's status, and its result once done is closed.
+type statusCall struct {
+	gen  uint64 // the cache's generation when the read began
+	done chan struct{}
+	st   reconcile.Status
+	err  error
+}
+
+func newStatusCache(ttl, timeout time.Duration) *statusCache {
 	if ttl == 0 {
 		ttl = DefaultStatusTTL
 	}
-	return &statusCache{ttl: ttl, m: map[string]cachedStatus{}}
+	if timeout <= 0 {
+		timeout = DefaultStatusTimeout
+	}
+	return &statusCache{ttl: ttl, timeout: timeout, m: map[string]cachedStatus{}, calls: map[string]*statusCall{}}
 }
 
 func (c *statusCache) get(ctx context.Context, r reconcile.StatusReader, job string) (reconcile.Status, error) {
 	now := time.Now()
-	if c.ttl > 0 {
-		c.mu.Lock()
-		e, ok := c.m[job]
+	c.mu.Lock()
+	if e, ok := c.m[job]; ok && c.ttl > 0 && now.Sub(e.at) < c.ttl {
 		c.mu.Unlock()
-		if ok && now.Sub(e.at) < c.ttl {
-			return e.st, nil
-		}
+		return e.st, nil
 	}
-	st, err := r.Status(ctx, job)
-	if err != nil {
-		return st, err
+	call, ok := c.calls[job]
+	if !ok || call.gen != c.gen {
+		call = &statusCall{gen: c.gen, done: make(chan struct{})}
+		c.calls[job] = call
+		go c.read(ctx, r, job, call, now)
 	}
-	if c.ttl > 0 {
-		c.mu.Lock()
-		c.m[job] = cachedStatus{st: st, at: now}
-		c.mu.Unlock()
+	c.mu.Unlock()
+	select {
+	case <-call.done:
+		return call.st, call.err
+	case <-ctx.Done():
+		return reconcile.Status{}, ctx.Err()
 	}
-	return st, nil
 }
 
-// clear forgets every status, after a change the overview should show at once.
+// read runs call, detached from the cancellation of the request that started it (others may be
+// waiting for it) but not from its values, within the cache's timeout.
+func (c *statusCache) read(ctx context.Context, r reconcile.StatusReader, job string, call *statusCall, began time.Time) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
+	defer cancel()
+	defer close(call.done)
+	defer func() {
+		// A panicking store fails this read, not the process: the others waiting get an error.
+		if p := recover(); p != nil {
+			call.st, call.err = reconcile.Status{}, fmt.Errorf("console: status of job %q: panic: %v", job, p)
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if call.err == nil && c.ttl > 0 && c.gen == call.gen {
+			c.m[job] = cachedStatus{st: call.st, at: began}
+		}
+		if c.calls[job] == call {
+			delete(c.calls, job)
+		}
+	}()
+	call.st, call.err = r.Status(ctx, job)
+}
+
+// clear forgets every status, after a change the overview should show at once. Reads under
+// way finish, but what they read is not kept.
 func (c *statusCache) clear() {
 	c.mu.Lock()
+	c.gen++
 	clear(c.m)
 	c.mu.Unlock()
 }

@@ -56,6 +56,10 @@ const (
 type Query struct {
 	// Job, Kind and RecordID filter when set.
 	Job, Kind, RecordID string
+	// Jobs, when set, keeps the findings of these jobs only: the console sets it to its jobs
+	// when Job is empty. (A store that ignores it still has the console show only its jobs'
+	// findings, in pages that may then come out short.)
+	Jobs []string
 	// State is StateOpen (the default when empty), StateResolved or StateAll.
 	State string
 	// DetectedBefore, when set, keeps the findings detected before it.
@@ -84,9 +88,15 @@ type Detail struct {
 // Event is one entry of a finding's history.
 type Event struct {
 	At time.Time
-	// Action is what happened, such as "detected", "resolved", "reopened" or "command dead".
+	// Action is what happened, such as "detected", "resolved", "reopened" or, for a repair
+	// command, "command " and its status ("command dead").
 	Action     string
 	Actor      string
 	Resolution string
-	Note       string
+	// Note is a person's note. The console never shows the note of a command's event: a
+	// command's last error may name hosts or hold SQL, and stays in the outbox for operators
+	// (PGStore leaves it empty).
+	Note string
+	// Failures is, for a command's event, the failed attempts of the command so far.
+	Failures int
 }

@@ -30,15 +30,22 @@ import (
 // With -console ADDR (such as :8080 or 127.0.0.1:8080), the run ends by serving the review
 // console (package console) over its tables on ADDR, until SIGINT or SIGTERM:
 //
-//	CONSOLE_TOKEN=s3cret go run ./examples/payments -console 127.0.0.1:8080
+//	CONSOLE_TOKEN=s3cret go run ./examples/payments -console :8080
 //
 // then open http://127.0.0.1:8080/ and sign in with your name and the token as the password,
 // or: curl -H "Authorization: Bearer s3cret" http://127.0.0.1:8080/findings. Without
-// CONSOLE_TOKEN a random token is made and printed.
+// CONSOLE_TOKEN a random token is made and printed to standard error (only: standard output
+// is often kept in logs).
 //
-// The token is the demo's whole authentication: anyone who has it may review, under the name
-// they give. A host plugs in its own (sessions, single sign-on, an authenticating proxy)
-// through console.Config.Authenticate.
+// The console speaks plain HTTP, so a port alone (":8080") listens on 127.0.0.1 only. A host
+// given explicitly is used as it is; one that is not a loopback address gets a warning on
+// standard error, since the token and the findings then cross the network unencrypted.
+//
+// The token is the demo's whole authentication: anyone who has it may review. The basic-auth
+// user name, which the console records as the actor of every resolution and reopening, is
+// self-asserted: it is checked for its form only, and anyone with the token may sign in as
+// anyone. A host plugs in its own authentication (sessions, single sign-on, an
+// authenticating proxy) through console.Config.Authenticate.
 
 // consoleRealm is the basic-auth realm the browser shows when it asks for the token.
 const consoleRealm = `Basic realm="reconcile review console (password: the console token)", charset="UTF-8"`
@@ -48,9 +55,20 @@ const shutdownGrace = 10 * time.Second
 
 // serveConsole serves the console on addr over the tables the run left, until ctx is done or
 // the process gets SIGINT or SIGTERM, then shuts down gracefully. An empty addr does nothing.
+// A generated token and warnings go to the process's standard error.
 func serveConsole(ctx context.Context, out io.Writer, addr string, opts options) error {
+	return serveConsoleTo(ctx, out, os.Stderr, addr, opts)
+}
+
+// serveConsoleTo is serveConsole writing where the console is to out, and a generated token
+// and warnings to errOut only.
+func serveConsoleTo(ctx context.Context, out, errOut io.Writer, addr string, opts options) error {
 	if addr == "" {
 		return nil
+	}
+	listen, warning, err := consoleListenAddr(addr)
+	if err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -77,9 +95,12 @@ func serveConsole(ctx context.Context, out io.Writer, addr string, opts options)
 		return err
 	}
 
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return fmt.Errorf("payments: -console %s: %w", addr, err)
+	}
+	if warning != "" {
+		fmt.Fprintln(errOut, warning)
 	}
 	srv := &http.Server{
 		Handler:           h,
@@ -94,11 +115,14 @@ func serveConsole(ctx context.Context, out io.Writer, addr string, opts options)
 
 	url := consoleURL(ln.Addr())
 	fmt.Fprintf(out, "\nReview console at %s (job %s, schema %s)\n", url, job, schema)
-	fmt.Fprintf(out, "  sign in with any user name and the console token as the password,\n")
+	fmt.Fprintf(out, "  sign in with your name and the console token as the password (the name is recorded\n")
+	fmt.Fprintf(out, "  as the reviewer but not verified: anyone with the token may use any name),\n")
 	shown := "$CONSOLE_TOKEN"
 	if generated {
-		fmt.Fprintf(out, "  CONSOLE_TOKEN is not set; this run's token is %s\n", token)
-		shown = token
+		// The token goes to standard error only: standard output is often kept in logs.
+		fmt.Fprintf(errOut, "CONSOLE_TOKEN is not set; this run's console token is %s\n", token)
+		fmt.Fprintf(out, "  CONSOLE_TOKEN is not set; this run's token is printed on standard error,\n")
+		shown = "<token>"
 	}
 	fmt.Fprintf(out, "  or: curl -H \"Authorization: Bearer %s\" %sfindings\n", shown, url)
 	fmt.Fprintf(out, "Press Ctrl-C to stop.\n")
@@ -140,10 +164,13 @@ func newConsole(pool *pgxpool.Pool, store *pgstore.Store, token string, logger *
 }
 
 // reviewerName is what a reviewer may call themselves: it is recorded in the audit history.
+// It is a form, not an identity: the demo cannot check who is behind a name.
 var reviewerName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
 
 // tokenAuth accepts requests carrying token: as the password of basic auth, whose user name
-// becomes the actor, or as a bearer token, for the actor "operator".
+// becomes the actor, or as a bearer token, for the actor "operator". The user name is
+// self-asserted: anyone holding the token may sign in under any name, so in this demo the
+// actor in the audit history is only as true as the people sharing the token.
 func tokenAuth(token string) func(*http.Request) (string, error) {
 	want := sha256.Sum256([]byte(token))
 	matches := func(got string) bool {
@@ -178,6 +205,25 @@ func randomToken() (string, error) {
 		return "", fmt.Errorf("payments: console token: %w", err)
 	}
 	return hex.EncodeToString(b), nil
+}
+
+// consoleListenAddr returns the address -console ADDR listens on: a port alone (":8080") on
+// 127.0.0.1 only, since the console speaks plain HTTP; an explicit host as it is. warning is
+// set when that host is not a loopback one.
+func consoleListenAddr(addr string) (listen, warning string, err error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", "", fmt.Errorf("payments: -console %q: want host:port or :port, such as 127.0.0.1:8080: %w", addr, err)
+	}
+	if host == "" {
+		return net.JoinHostPort("127.0.0.1", port), "", nil
+	}
+	if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
+		return addr, "", nil
+	}
+	return addr, fmt.Sprintf("payments: warning: -console %s serves plain HTTP beyond this machine: the console token, "+
+		"the reviewers' names and the findings cross the network unencrypted. Prefer 127.0.0.1 "+
+		"(reached through an SSH tunnel) or a TLS-terminating proxy in front.", addr), nil
 }
 
 // consoleURL is the console's address for people: an unspecified host (":8080") as localhost.

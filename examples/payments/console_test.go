@@ -104,21 +104,31 @@ func TestServeConsoleServesUntilCanceledThenShutsDown(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var out syncBuffer
+	var out, errOut syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- serveConsole(ctx, &out, "127.0.0.1:0", options{DatabaseURL: pgtest.URL(t), DatabaseSource: "test", Schema: f.schema})
+		// A port alone: the console listens on the loopback interface only.
+		done <- serveConsoleTo(ctx, &out, &errOut, ":0", options{DatabaseURL: pgtest.URL(t), DatabaseSource: "test", Schema: f.schema})
 	}()
 	at := regexp.MustCompile(`Review console at (http://127\.0\.0\.1:\d+/)`)
-	token := regexp.MustCompile(`this run's token is ([0-9a-f]{32})\n`)
+	token := regexp.MustCompile(`this run's console token is ([0-9a-f]{32})\n`)
 	var url, tok string
 	for deadline := time.Now().Add(10 * time.Second); url == "" || tok == ""; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the console did not say where it serves:\n%s", out.String())
+			t.Fatalf("the console did not say where it serves on 127.0.0.1, or its token on standard error:\n%s\nstandard error:\n%s", out.String(), errOut.String())
 		}
-		if m, n := at.FindStringSubmatch(out.String()), token.FindStringSubmatch(out.String()); m != nil && n != nil {
+		if m, n := at.FindStringSubmatch(out.String()), token.FindStringSubmatch(errOut.String()); m != nil && n != nil {
 			url, tok = m[1], n[1]
 		}
+	}
+	if strings.Contains(out.String(), tok) {
+		t.Errorf("the generated token is on standard output:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "not verified") {
+		t.Errorf("standard output does not say that the user name is not verified:\n%s", out.String())
+	}
+	if strings.Contains(errOut.String(), "warning") {
+		t.Errorf("a warning for a loopback address:\n%s", errOut.String())
 	}
 	req, err := http.NewRequest(http.MethodGet, url+"findings", nil)
 	if err != nil {
@@ -149,5 +159,37 @@ func TestServeConsoleServesUntilCanceledThenShutsDown(t *testing.T) {
 	}
 	if _, err := http.DefaultClient.Do(req); err == nil {
 		t.Error("the console still answers after the shutdown")
+	}
+}
+
+func TestTheConsoleListensOnLoopbackUnlessAHostIsGiven(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		addr, want string
+		warn       bool
+	}{
+		{":8080", "127.0.0.1:8080", false},
+		{":0", "127.0.0.1:0", false},
+		{"127.0.0.1:8080", "127.0.0.1:8080", false},
+		{"[::1]:8080", "[::1]:8080", false},
+		{"localhost:8080", "localhost:8080", false},
+		{"0.0.0.0:8080", "0.0.0.0:8080", true},
+		{"[::]:8080", "[::]:8080", true},
+		{"192.0.2.10:8080", "192.0.2.10:8080", true},
+		{"review.example.com:8080", "review.example.com:8080", true},
+	}
+	for _, tt := range tests {
+		listen, warning, err := consoleListenAddr(tt.addr)
+		if err != nil || listen != tt.want || (warning != "") != tt.warn {
+			t.Errorf("consoleListenAddr(%q) = %q, %q, %v; want %q, a warning %v", tt.addr, listen, warning, err, tt.want, tt.warn)
+		}
+		if tt.warn && !strings.Contains(warning, "plain HTTP") {
+			t.Errorf("consoleListenAddr(%q) warns %q, which does not say why", tt.addr, warning)
+		}
+	}
+	for _, bad := range []string{"8080", "", "127.0.0.1"} {
+		if listen, _, err := consoleListenAddr(bad); err == nil {
+			t.Errorf("consoleListenAddr(%q) = %q, want an error", bad, listen)
+		}
 	}
 }
