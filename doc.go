@@ -138,6 +138,22 @@
 // asks Fetch only about the rows the bulk answer did not cover. The Stripe gateway does this
 // through the PaymentIntents list, a hundred objects per call.
 //
+// # Lanes
+//
+// The sweep starts from local rows, so it cannot see an external object no row refers to, and
+// it finds a missed webhook only when its cycle reaches that row. A [Lane] starts from the
+// external side: a [Feed] lists external objects a step at a time from a position the lane
+// keeps (an event log after a checkpoint, or the objects created in a window), a [Matcher]
+// finds their rows by external id in one query, and each pair is classified and committed
+// with the new position through a [LaneSink], compare-and-set like a cursor. Lanes record
+// under the sweep's job, so a drift found by a lane and by the sweep is one finding with one
+// command. With [LaneConfig].ReportMissing an object without a row is a NeedsReview finding of
+// kind [KindMissingLocally]. A state taken from an event ([FeedObject].ObservedAt) is not
+// judged against a row changed since, and opens findings without counting as a verification.
+// A Lane is a [BatchRunner]. [Status].Lanes and the health check "lane:<name>" report each
+// lane's last catch-up or pass, a gap (a checkpoint that could not be replayed, left to the
+// sweep) and a failing step. The Stripe adapter provides both feeds.
+//
 // # Running it
 //
 // A [Runner] runs jobs in the host's process: each [RunnerJob] ticks on an interval with

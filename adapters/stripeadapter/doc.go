@@ -50,6 +50,20 @@
 // degrades to per-object calls. Results are the same either way; to force per-object calls,
 // pass reconcile.GatewayFunc[*stripe.PaymentIntent](gateway.Fetch).
 //
+// # Lanes
+//
+// Two feeds for reconcile.Lane read Stripe's side first, through the gateway's client and error
+// mapping. [Gateway.EventsFeed] reads payment_intent.* events after a checkpoint, oldest first
+// (ending_before), a hundred per call, and yields the newest state each intent's events carry:
+// run every minute, it turns a missed webhook into a finding within two minutes. Events
+// younger than Settle (1 minute) wait for the next step; a checkpoint older than MaxAge (25
+// days; Stripe keeps events 30) is not replayed but restarted with a gap that health reports
+// until the sweep has covered it. [Gateway.ReverseFeed] lists the PaymentIntents created in a
+// window (7 days, without the last 10 minutes), newest first, a page per step, so that a lane
+// with ReportMissing finds the intents no row refers to; ReverseOptions.Include leaves out
+// intents the table does not account for (Invoices, Checkout, other services). Neither uses
+// the Search API, which can lag by an hour.
+//
 // # Classifier
 //
 // PaymentIntentClassifier is the payment policy as a pure function of a local payment status
