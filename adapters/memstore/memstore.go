@@ -46,6 +46,16 @@ type CursorInfo struct {
 	LastBatchUnverified  int
 }
 
+// LaneInfo describes a lane's position and history.
+type LaneInfo struct {
+	reconcile.Cursor
+	LastRunAt       time.Time
+	PassesCompleted int64
+	LastEndAt       time.Time
+	GapAt           time.Time
+	GapReason       string
+}
+
 // Options configures a Store. The zero value works.
 type Options struct {
 	// Now is the store's clock, used for grace, observations and findings. Nil means time.Now.
@@ -67,12 +77,18 @@ type Store[K cmp.Ordered, L any] struct {
 	findings     []reconcile.Finding
 	open         map[findingKey]int // index into findings
 	commands     []QueuedCommand
+	lanes        map[laneKey]*LaneInfo
 }
 
 type obsKey struct{ job, record string }
 type findingKey struct{ job, record, kind string }
+type laneKey struct{ job, lane string }
 
-var _ reconcile.Store[string] = (*Store[int64, string])(nil)
+var (
+	_ reconcile.Store[string]   = (*Store[int64, string])(nil)
+	_ reconcile.Matcher[string] = (*Store[int64, string])(nil)
+	_ reconcile.LaneSink        = (*Store[int64, string])(nil)
+)
 
 // New returns an empty store.
 func New[K cmp.Ordered, L any](opts Options) *Store[K, L] {
@@ -85,7 +101,7 @@ func New[K cmp.Ordered, L any](opts Options) *Store[K, L] {
 	return &Store[K, L]{
 		now: opts.Now, aggType: opts.AggregateType,
 		rows: map[K]Row[K, L]{}, cursors: map[string]*CursorInfo{},
-		observations: map[obsKey]Observation{}, open: map[findingKey]int{},
+		observations: map[obsKey]Observation{}, open: map[findingKey]int{}, lanes: map[laneKey]*LaneInfo{},
 	}
 }
 
@@ -190,33 +206,7 @@ func (s *Store[K, L]) Commit(ctx context.Context, c reconcile.Commit) (reconcile
 	if cur.Cursor != c.Cursor {
 		return reconcile.CommitResult{}, reconcile.ErrConcurrentRun
 	}
-	var res reconcile.CommitResult
-	for _, o := range c.Outcomes {
-		if o.Verified {
-			s.observations[obsKey{c.Job, o.RecordID}] = Observation{External: o.External, VerifiedAt: now}
-		}
-		d := o.Decision
-		if d.Kind == "" || (d.Verdict != reconcile.Repairable && d.Verdict != reconcile.NeedsReview) {
-			continue
-		}
-		fk := findingKey{c.Job, o.RecordID, d.Kind}
-		if _, dup := s.open[fk]; dup {
-			continue
-		}
-		f := reconcile.Finding{
-			ID: int64(len(s.findings) + 1), Job: c.Job, RecordID: o.RecordID, Kind: d.Kind,
-			Local: o.Local, External: o.External, Detail: d.Detail, Command: d.Command, DetectedAt: now,
-		}
-		s.open[fk] = len(s.findings)
-		s.findings = append(s.findings, f)
-		res.Findings++
-		if d.Command != "" {
-			s.commands = append(s.commands, QueuedCommand{Seq: int64(len(s.commands) + 1), AggregateType: s.aggType,
-				Command: reconcile.Command{Name: d.Command, Job: c.Job, RecordID: o.RecordID, FindingID: f.ID,
-					Kind: d.Kind, ExpectedLocal: o.Local, External: o.External}})
-			res.Commands++
-		}
-	}
+	res := s.record(c.Job, c.Outcomes, now)
 	cur.Version++
 	if c.Wrap {
 		cur.Position = ""
@@ -229,6 +219,134 @@ func (s *Store[K, L]) Commit(ctx context.Context, c reconcile.Commit) (reconcile
 	}
 	s.cursors[c.Job] = cur
 	return res, nil
+}
+
+// record writes outcomes' observations, findings and commands; the caller holds s.mu.
+func (s *Store[K, L]) record(job string, outcomes []reconcile.Outcome, now time.Time) reconcile.CommitResult {
+	var res reconcile.CommitResult
+	for _, o := range outcomes {
+		if o.Verified {
+			s.observations[obsKey{job, o.RecordID}] = Observation{External: o.External, VerifiedAt: now}
+		}
+		d := o.Decision
+		if d.Kind == "" || (d.Verdict != reconcile.Repairable && d.Verdict != reconcile.NeedsReview) {
+			continue
+		}
+		fk := findingKey{job, o.RecordID, d.Kind}
+		if _, dup := s.open[fk]; dup {
+			continue
+		}
+		if d.Kind == reconcile.KindMissingLocally && slices.ContainsFunc(s.findings, func(f reconcile.Finding) bool {
+			return f.Job == job && f.RecordID == o.RecordID && f.Kind == d.Kind
+		}) {
+			continue // a person resolved it; the object still exists (as pgstore does)
+		}
+		f := reconcile.Finding{
+			ID: int64(len(s.findings) + 1), Job: job, RecordID: o.RecordID, Kind: d.Kind,
+			Local: o.Local, External: o.External, Detail: d.Detail, Command: d.Command, DetectedAt: now,
+		}
+		s.open[fk] = len(s.findings)
+		s.findings = append(s.findings, f)
+		res.Findings++
+		if d.Command != "" {
+			s.commands = append(s.commands, QueuedCommand{Seq: int64(len(s.commands) + 1), AggregateType: s.aggType,
+				Command: reconcile.Command{Name: d.Command, Job: job, RecordID: o.RecordID, FindingID: f.ID,
+					Kind: d.Kind, ExpectedLocal: o.Local, External: o.External}})
+			res.Commands++
+		}
+	}
+	return res
+}
+
+// Match returns the rows with one of the external ids, for a reconcile.Lane: Recent when
+// changed within req.Grace by the store's clock, or at or after their Since time.
+func (s *Store[K, L]) Match(ctx context.Context, req reconcile.MatchRequest) (reconcile.MatchResult[L], error) {
+	var res reconcile.MatchResult[L]
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	if req.Since != nil && len(req.Since) != len(req.ExternalIDs) {
+		return res, fmt.Errorf("memstore: match: %d Since times for %d external ids", len(req.Since), len(req.ExternalIDs))
+	}
+	since := make(map[string]time.Time, len(req.ExternalIDs))
+	for i, id := range req.ExternalIDs {
+		since[id] = time.Time{}
+		if req.Since != nil {
+			since[id] = req.Since[i]
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	for _, k := range s.keys {
+		r := s.rows[k]
+		t, ok := since[r.ExternalID]
+		if !ok {
+			continue
+		}
+		pos, err := json.Marshal(k)
+		if err != nil {
+			return res, fmt.Errorf("memstore: encode key %v: %w", k, err)
+		}
+		recent := (req.Grace > 0 && now.Sub(r.UpdatedAt) < req.Grace) || (!t.IsZero() && !r.UpdatedAt.Before(t))
+		res.Rows = append(res.Rows, reconcile.Record[L]{Key: string(pos), ID: fmt.Sprint(k), ExternalID: r.ExternalID,
+			Local: r.Local, CreatedAt: r.CreatedAt, Recent: recent})
+	}
+	return res, nil
+}
+
+// ReadLane returns the lane's position and version; the zero Cursor before its first commit.
+func (s *Store[K, L]) ReadLane(ctx context.Context, job, lane string) (reconcile.Cursor, error) {
+	if err := ctx.Err(); err != nil {
+		return reconcile.Cursor{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l := s.lanes[laneKey{job, lane}]; l != nil {
+		return l.Cursor, nil
+	}
+	return reconcile.Cursor{}, nil
+}
+
+// CommitLane applies a lane step's results atomically, compare-and-set on the lane's version.
+func (s *Store[K, L]) CommitLane(ctx context.Context, c reconcile.LaneCommit) (reconcile.CommitResult, error) {
+	if err := ctx.Err(); err != nil {
+		return reconcile.CommitResult{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := laneKey{c.Job, c.Lane}
+	l := s.lanes[k]
+	if l == nil {
+		l = &LaneInfo{}
+	}
+	if l.Cursor != c.Cursor {
+		return reconcile.CommitResult{}, reconcile.ErrConcurrentRun
+	}
+	now := s.now()
+	res := s.record(c.Job, c.Outcomes, now)
+	l.Version++
+	l.Position = c.Next
+	l.LastRunAt = now
+	if c.End {
+		l.PassesCompleted++
+		l.LastEndAt = now
+	}
+	if c.Gap != "" {
+		l.GapAt, l.GapReason = now, c.Gap
+	}
+	s.lanes[k] = l
+	return res, nil
+}
+
+// Lane returns a lane's state; the zero LaneInfo before its first commit.
+func (s *Store[K, L]) Lane(job, lane string) LaneInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l := s.lanes[laneKey{job, lane}]; l != nil {
+		return *l
+	}
+	return LaneInfo{}
 }
 
 // Cursor returns the job's cursor; the zero CursorInfo before its first commit.
