@@ -1,9 +1,11 @@
 package stripemock
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -56,21 +58,46 @@ func start() (string, error) {
 	// One server serves every test of the binary; Stop (from TestMain) kills it, and on Linux
 	// the kernel kills it too if the test binary dies first.
 	dieWithParent(cmd)
+	var stderr bytes.Buffer
+	cmd.Stderr = &limitedWriter{w: &stderr, n: 4096}
 	if err := cmd.Start(); err != nil {
 		return "", fmt.Errorf("start %s: %w", bin, err)
 	}
-	go func() { _ = cmd.Wait() }()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
 	registerKill(cmd.Process)
-	deadline := time.Now().Add(30 * time.Second)
+	// It loads Stripe's whole OpenAPI spec first: seconds on an idle machine, much longer on a
+	// loaded one.
+	const patience = 90 * time.Second
+	deadline := time.Now().Add(patience)
 	for time.Now().Before(deadline) {
 		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
 			c.Close()
 			return "http://" + addr, nil
 		}
-		time.Sleep(50 * time.Millisecond)
+		select {
+		case err := <-exited:
+			return "", fmt.Errorf("%s exited before listening on %s: %v: %s", bin, addr, err, bytes.TrimSpace(stderr.Bytes()))
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 	_ = cmd.Process.Kill()
-	return "", fmt.Errorf("%s did not listen on %s within 30s", bin, addr)
+	return "", fmt.Errorf("%s did not listen on %s within %v", bin, addr, patience)
+}
+
+// limitedWriter keeps the first n bytes written to it and drops the rest.
+type limitedWriter struct {
+	w io.Writer
+	n int
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if l.n > 0 {
+		k := min(len(p), l.n)
+		l.n -= k
+		_, _ = l.w.Write(p[:k])
+	}
+	return len(p), nil
 }
 
 // binary finds or installs the stripe-mock executable.
