@@ -54,7 +54,9 @@ func start() (string, error) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	cmd := exec.Command(bin, "-http-addr", addr)
+	// Its HTTPS listener would take :12112 by default, which a second stripe-mock (another test
+	// binary running in parallel) then cannot: give it a free port of its own.
+	cmd := exec.Command(bin, "-http-addr", addr, "-https-addr", "127.0.0.1:")
 	// One server serves every test of the binary; Stop (from TestMain) kills it, and on Linux
 	// the kernel kills it too if the test binary dies first.
 	dieWithParent(cmd)
