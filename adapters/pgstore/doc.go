@@ -78,7 +78,8 @@
 //
 // # The reconciler's tables
 //
-// Cursors, observations, findings and the outbox come from migrations embedded in the package.
+// Cursors, observations, findings, the outbox, shards and rate budgets come from migrations
+// embedded in the package.
 // Migrate applies them idempotently; Migrations returns them rendered as an fs.FS for hosts that
 // run their own migration tool. Tables sets a name prefix and schema.
 //
@@ -126,6 +127,24 @@
 // keeps the lag at its age for as long as it exists, also after a person resolved its finding:
 // exclude such rows from the job with a Filter (external_id NotNull, or a status column), or
 // fix them.
+//
+// # Scaling past one process
+//
+// A ShardedJob splits a job into shards, ranges of the first key column cut at its quantiles
+// (the first open downward, the last upward, so new rows always belong to one), remade from the
+// keys present at the start of every cycle. Workers in any number of processes lease free
+// shards with FOR UPDATE SKIP LOCKED (Acquire, or RunShardTick and ShardRunner, which lease,
+// run and release): every read and commit is fenced by the lease's token and the shard cursor's
+// compare-and-set, a crashed worker's shard is taken over once its lease expires, and a lease
+// held past MaxHold is given up. The commit of the last shard to wrap completes the job's cycle
+// in its cursor row, so each row is read once per cycle whatever the number of workers;
+// ShardStatus and Health report every shard and name the slowest. Findings, observations and
+// failures stay under the job's name.
+//
+// A RateBudget is a token bucket per key (an external account) in the reconciler's tables:
+// every worker of every process reserves its calls from it, one statement per grant computed by
+// the database clock, so their total stays within one rate. A rate-limit answer to any of them
+// pauses it for all. For one process, reconcile.AdaptiveLimiter remains the simpler choice.
 //
 // # Monitoring
 //

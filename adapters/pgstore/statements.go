@@ -22,6 +22,8 @@ type statements struct {
 	// filterArgs are the Filter's values, bound after each statement's own parameters: read
 	// and lag statements take them from the placeholder after their last one.
 	filterArgs []any
+	// shard holds a sharded job's reads (shard_sql.go).
+	shard *shardReads
 }
 
 const naiveTimestamp = "timestamp without time zone"
@@ -172,5 +174,6 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 			ON CONFLICT (job, record_id) DO UPDATE
 			SET external_state = EXCLUDED.external_state, verified_at = EXCLUDED.verified_at`
 	}
+	st.shard = buildShardReads(cfg, types, sel, order, keys, where, ts)
 	return st
 }

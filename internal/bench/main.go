@@ -10,6 +10,8 @@
 //	dispatch queue repair commands in the outbox and time dispatchers applying them all
 //	stripe   one full cycle through the Stripe gateway over HTTP to stripetest, bulk or per-object,
 //	         counting API calls (calls per row, cycle hours at 5 requests/s)
+//	scale    one cycle of a sharded job per worker count (-workers 1,2,4), each worker a process
+//	         of its own drawing from one rate budget in PostgreSQL; rows/s and calls per second
 //	lanes    the events catch-up lane finding missed webhooks (detect_seconds, api_calls) and one
 //	         reverse-scan pass (api_calls_per_object), over HTTP to stripetest
 //
@@ -48,6 +50,7 @@ var commands = map[string]command{
 	"engine":   {summary: "load a payments table and time one full engine cycle over it", run: engineCommand},
 	"dispatch": {summary: "queue repair commands and time dispatchers applying them; counts duplicates", run: dispatchCommand},
 	"stripe":   {summary: "one cycle through the Stripe gateway over HTTP to stripetest; counts API calls", run: stripeCommand},
+	"scale":    {summary: "a sharded job over worker processes sharing one rate budget; rows/s per worker count", run: scaleCommand},
 	"lanes":    {summary: "the events lane finding missed webhooks and a reverse-scan pass; detection time and API calls", run: lanesCommand},
 }
 

@@ -1,0 +1,377 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/reconcilekit/reconcile"
+)
+
+// Defaults of RateBudgetConfig.
+const (
+	DefaultBudgetPause   = time.Second
+	DefaultBudgetMaxLate = 50 * time.Millisecond
+)
+
+// RateBudgetConfig configures a RateBudget. Only Key is required.
+type RateBudgetConfig struct {
+	// Tables names the reconciler's tables, as given to Migrate.
+	Tables Tables
+	// Key names the budget: one per external account, such as the Stripe account id. Every
+	// RateBudget with the same key over the same tables, in any process, draws from one bucket.
+	// Required.
+	Key string
+	// Rate is the budget of all workers together, in calls per second. Zero means
+	// reconcile.DefaultRate. Give every RateBudget of a key the same Rate and Burst: each grant
+	// uses its caller's.
+	Rate rate.Limit
+	// Burst is the number of calls that may be made at once after a quiet spell, and the most
+	// by which any one-second window may exceed Rate. Zero means 1.
+	Burst int
+	// Grant is the number of calls reserved by one statement. Zero means 1: a statement per
+	// call. A larger grant spares the database at high rates; the process hands the calls out
+	// at their times, and a call no caller took within MaxLate of its time is lost to the
+	// budget.
+	Grant int
+	// MaxLate is how late after its time a reserved call may still be made. A caller that
+	// wakes up later than that (a stalled process) gives the call up and reserves another,
+	// so that calls made late never bunch up with calls made on time. Zero means
+	// DefaultBudgetMaxLate.
+	MaxLate time.Duration
+	// Pause is how long a rate-limit answer that names no wait pauses the budget. Zero means
+	// DefaultBudgetPause.
+	Pause time.Duration
+}
+
+// RateBudget is a token bucket kept in PostgreSQL, shared by every worker of every process that
+// uses the same key: a reconcile.Limiter whose rate is the total of all of them, so that adding
+// workers never exceeds the account's share. It is also a reconcile.Throttler: a rate-limit
+// answer to any worker pauses the bucket for all.
+//
+// Each Wait reserves a call with one statement that computes the bucket's content by the
+// database clock, takes a token (possibly one that refills only later: the content may go
+// negative) and returns when the call may be made; the caller then sleeps until then. So
+// callers are served in the order they asked, with no polling, and the calls granted in any
+// one-second window never exceed Rate·1s + Burst. A Wait that would outlast its context's
+// deadline reserves nothing and fails at once, as rate.Limiter's does; a Wait cancelled while it
+// sleeps forfeits its call (the budget is only ever under-spent).
+//
+// For a single process, reconcile.AdaptiveLimiter is simpler and adapts its rate; RateBudget is
+// for work spread over processes, such as a ShardedJob's workers.
+type RateBudget struct {
+	db  DB
+	cfg RateBudgetConfig
+	sql budgetSQL
+
+	created atomic.Bool
+
+	mu          sync.Mutex
+	queue       []time.Time // calls this process reserved and has not handed out, by time
+	pausedUntil time.Time
+
+	// clock, if set, replaces the database clock (tests); observe, if set, is told the database
+	// time of every call granted.
+	clock   func() time.Time
+	observe func(at time.Time)
+}
+
+var (
+	_ reconcile.Limiter   = (*RateBudget)(nil)
+	_ reconcile.Throttler = (*RateBudget)(nil)
+)
+
+// NewRateBudget checks cfg and returns a RateBudget. It does not touch the database; the
+// bucket is made, empty, on first use.
+func NewRateBudget(db DB, cfg RateBudgetConfig) (*RateBudget, error) {
+	if db == nil {
+		return nil, errors.New("pgstore: rate budget: db is nil")
+	}
+	if cfg.Rate == 0 {
+		cfg.Rate = reconcile.DefaultRate
+	}
+	if cfg.Burst == 0 {
+		cfg.Burst = 1
+	}
+	if cfg.Grant == 0 {
+		cfg.Grant = 1
+	}
+	if cfg.MaxLate == 0 {
+		cfg.MaxLate = DefaultBudgetMaxLate
+	}
+	if cfg.Pause == 0 {
+		cfg.Pause = DefaultBudgetPause
+	}
+	switch {
+	case cfg.Key == "":
+		return nil, errors.New("pgstore: rate budget: Key is empty")
+	case cfg.Rate < 0 || cfg.Rate == rate.Inf || math.IsNaN(float64(cfg.Rate)):
+		return nil, fmt.Errorf("pgstore: rate budget %s: Rate %v must be positive and finite", cfg.Key, cfg.Rate)
+	case cfg.Burst < 0 || cfg.Grant < 0 || cfg.MaxLate < 0 || cfg.Pause < 0:
+		return nil, fmt.Errorf("pgstore: rate budget %s: negative Burst, Grant, MaxLate or Pause", cfg.Key)
+	case cfg.Grant > cfg.Burst:
+		return nil, fmt.Errorf("pgstore: rate budget %s: Grant %d is more than Burst %d", cfg.Key, cfg.Grant, cfg.Burst)
+	}
+	cfg.Tables = cfg.Tables.withDefaults()
+	if err := cfg.Tables.validate(); err != nil {
+		return nil, err
+	}
+	return &RateBudget{db: db, cfg: cfg, sql: newBudgetSQL(cfg.Tables)}, nil
+}
+
+// Config returns the budget's configuration with defaults filled in.
+func (b *RateBudget) Config() RateBudgetConfig { return b.cfg }
+
+// Wait blocks until one call may be made, or ctx is done. It fails at once when the call could
+// not be granted before ctx's deadline; when a pause is the reason (a rate-limit answer to some
+// worker), the error is a *reconcile.RateLimitError saying how long it still lasts.
+func (b *RateBudget) Wait(ctx context.Context) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		at, ok := b.take()
+		if !ok {
+			var err error
+			if at, err = b.reserve(ctx); err != nil {
+				return err
+			}
+		}
+		if d, ok := ctx.Deadline(); ok && d.Before(at) {
+			b.giveBack(at)
+			return fmt.Errorf("pgstore: rate budget %s: the next call is %v away, past the context deadline", b.cfg.Key, time.Until(at).Round(time.Millisecond))
+		}
+		if wait := time.Until(at); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				b.giveBack(at)
+				return ctx.Err()
+			}
+		}
+		if time.Since(at) <= b.cfg.MaxLate {
+			return nil
+		}
+		// Woken too late (the process stalled): using the call now would bunch it with calls
+		// made on time. Give it up and reserve another.
+	}
+}
+
+// take hands out the earliest call this process reserved and has not used, dropping those too
+// late to use.
+func (b *RateBudget) take() (time.Time, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now()
+	for len(b.queue) > 0 && now.Sub(b.queue[0]) > b.cfg.MaxLate {
+		b.queue = b.queue[1:]
+	}
+	if len(b.queue) == 0 {
+		return time.Time{}, false
+	}
+	at := b.queue[0]
+	b.queue = b.queue[1:]
+	return at, true
+}
+
+// giveBack returns a reserved call its taker cannot use, for another caller.
+func (b *RateBudget) giveBack(at time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	i := 0
+	for i < len(b.queue) && b.queue[i].Before(at) {
+		i++
+	}
+	b.queue = append(b.queue, time.Time{})
+	copy(b.queue[i+1:], b.queue[i:])
+	b.queue[i] = at
+}
+
+// reserve takes Grant calls from the bucket in one statement and returns the time of the first;
+// the others are queued for other callers.
+func (b *RateBudget) reserve(ctx context.Context) (time.Time, error) {
+	if err := b.create(ctx); err != nil {
+		return time.Time{}, err
+	}
+	maxWait := math.Inf(1)
+	if d, ok := ctx.Deadline(); ok {
+		maxWait = time.Until(d).Seconds()
+	}
+	var granted bool
+	var dbNow time.Time
+	var base, avail, wait float64
+	n := b.cfg.Grant
+	err := b.db.QueryRow(ctx, b.sql.reserve, b.cfg.Key, float64(b.cfg.Rate), float64(b.cfg.Burst), n, maxWait, b.now()).
+		Scan(&granted, &dbNow, &base, &avail, &wait)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("pgstore: rate budget %s: reserve: %w", b.cfg.Key, err)
+	}
+	if !granted {
+		if base > 0 {
+			return time.Time{}, &reconcile.RateLimitError{RetryAfter: seconds(base),
+				Reason: "the shared rate budget is paused by an earlier rate-limit answer"}
+		}
+		return time.Time{}, fmt.Errorf("pgstore: rate budget %s: the next call is %v away, past the context deadline", b.cfg.Key, seconds(wait).Round(time.Millisecond))
+	}
+	// Call i (from 1) may be made when the bucket, refilling at Rate from base, holds i tokens.
+	// Times are offsets from the database's now, applied to our clock from when the answer
+	// arrived: a call is thus made no earlier than its time, only later by the answer's trip.
+	// (From when we asked would be earlier by the statement's trip and its wait for the lock.)
+	received := time.Now()
+	times := make([]time.Time, n)
+	for i := range n {
+		off := base + max(0, float64(i+1)-avail)/float64(b.cfg.Rate)
+		times[i] = received.Add(seconds(off))
+		if b.observe != nil {
+			b.observe(dbNow.Add(seconds(off)))
+		}
+	}
+	if n > 1 {
+		b.mu.Lock()
+		b.queue = append(b.queue, times[1:]...)
+		b.mu.Unlock()
+	}
+	return times[0], nil
+}
+
+// create makes the bucket, full, if it does not exist yet.
+func (b *RateBudget) create(ctx context.Context) error {
+	if b.created.Load() {
+		return nil
+	}
+	if _, err := b.db.Exec(ctx, b.sql.create, b.cfg.Key, float64(b.cfg.Rate), float64(b.cfg.Burst), b.now()); err != nil {
+		return fmt.Errorf("pgstore: rate budget %s: create: %w", b.cfg.Key, err)
+	}
+	b.created.Store(true)
+	return nil
+}
+
+// Throttle pauses the bucket for every worker of every process for retryAfter (Pause if zero),
+// and empties it, so that no burst follows the pause. Calls this process reserved before are
+// dropped; calls other processes reserved before the answer (at most Grant per waiting caller)
+// are still made. Answers that arrive while this process's pause lasts longer change nothing.
+func (b *RateBudget) Throttle(retryAfter time.Duration) {
+	if retryAfter <= 0 {
+		retryAfter = b.cfg.Pause
+	}
+	b.mu.Lock()
+	until := time.Now().Add(retryAfter)
+	if !until.After(b.pausedUntil) {
+		b.mu.Unlock()
+		return
+	}
+	b.pausedUntil = until
+	b.queue = nil
+	b.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), finalizeTimeout)
+	defer cancel()
+	if err := b.create(ctx); err != nil {
+		return
+	}
+	// A failure leaves the pause to this process's next reservation, which then fails or
+	// waits; Throttler has no way to report it.
+	_, _ = b.db.Exec(ctx, b.sql.throttle, b.cfg.Key, float64(b.cfg.Rate), float64(b.cfg.Burst), retryAfter.Seconds(), b.now())
+}
+
+// BudgetState is a rate budget as stored.
+type BudgetState struct {
+	Key string
+	// Tokens is the bucket's content as of At, negative while calls are promised ahead.
+	Tokens float64
+	At     time.Time
+	Rate   float64
+	Burst  float64
+	// Granted counts the calls granted since the bucket was made; Throttles the rate-limit
+	// answers reported.
+	Granted, Throttles int64
+	// PausedUntil is the end of the last pause; zero if never paused.
+	PausedUntil time.Time
+}
+
+// State reads the bucket as stored, for monitoring and tests.
+func (b *RateBudget) State(ctx context.Context) (BudgetState, error) {
+	s := BudgetState{Key: b.cfg.Key}
+	var paused *time.Time
+	err := b.db.QueryRow(ctx, b.sql.state, b.cfg.Key).Scan(&s.Tokens, &s.At, &s.Rate, &s.Burst, &s.Granted, &s.Throttles, &paused)
+	if err != nil {
+		return s, fmt.Errorf("pgstore: rate budget %s: %w", b.cfg.Key, err)
+	}
+	s.PausedUntil = derefTime(paused)
+	return s, nil
+}
+
+// now is the clock the statements use: nil means the database's clock_timestamp().
+func (b *RateBudget) now() *time.Time {
+	if b.clock == nil {
+		return nil
+	}
+	t := b.clock()
+	return &t
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// budgetSQL holds a rate budget's statements. Every statement takes the time from
+// clock_timestamp(), read only once the bucket's row is locked (or from $n, for tests), so that
+// a grant that waited for the lock is computed at the time it is made; now() would be the
+// statement's start, before the wait.
+type budgetSQL struct {
+	create, reserve, throttle, state string
+}
+
+func newBudgetSQL(t Tables) budgetSQL {
+	budgets := t.table("rate_budgets")
+	// settled is the bucket's content at now (or at its own time, if that is later: paused),
+	// refilled at $2 per second and capped at $3.
+	const settled = `CASE WHEN b.at < b.now THEN least($3::float8, b.tokens + $2::float8 * extract(epoch FROM b.now - b.at)::float8)
+		ELSE least($3::float8, b.tokens) END`
+	return budgetSQL{
+		// The bucket is made empty: workers starting together do not begin with a burst.
+		create: `INSERT INTO ` + budgets + ` (key, tokens, at, rate, burst) VALUES ($1, 0, coalesce($4::timestamptz, clock_timestamp()), $2, $3)
+			ON CONFLICT (key) DO NOTHING`,
+		// $1 key, $2 rate, $3 burst, $4 calls, $5 the longest wait acceptable in seconds, $6
+		// the time (NULL: the database clock). Call i (from 1) may be made at base +
+		// max(0, i - avail) / rate, and the last of them at wait seconds from now; if that is
+		// past $5, nothing is taken.
+		reserve: `WITH l AS (
+				SELECT tokens, at FROM ` + budgets + ` WHERE key = $1 FOR UPDATE
+			), b AS (
+				SELECT tokens, at, coalesce($6::timestamptz, clock_timestamp()) AS now FROM l
+			), c AS (
+				SELECT b.now, greatest(b.at, b.now) AS base, ` + settled + ` AS avail FROM b
+			), p AS (
+				SELECT now, base, avail,
+					extract(epoch FROM base - now)::float8 + greatest(0, $4::int - avail) / $2::float8 AS wait
+				FROM c
+			)
+			UPDATE ` + budgets + ` AS r SET
+				tokens = CASE WHEN p.wait <= $5::float8 THEN p.avail - $4::int ELSE r.tokens END,
+				at = CASE WHEN p.wait <= $5::float8 THEN p.base ELSE r.at END,
+				granted = r.granted + CASE WHEN p.wait <= $5::float8 THEN $4::int ELSE 0 END,
+				rate = $2, burst = $3
+			FROM p WHERE r.key = $1
+			RETURNING p.wait <= $5::float8, p.now, extract(epoch FROM p.base - p.now)::float8, p.avail, p.wait`,
+		// $4 the pause in seconds, $5 the time. The bucket is settled, emptied (what is
+		// promised stays promised) and pushed to the pause's end.
+		throttle: `WITH l AS (
+				SELECT tokens, at FROM ` + budgets + ` WHERE key = $1 FOR UPDATE
+			), b AS (
+				SELECT tokens, at, coalesce($5::timestamptz, clock_timestamp()) AS now FROM l
+			)
+			UPDATE ` + budgets + ` AS r SET
+				tokens = least(0, ` + settled + `),
+				at = greatest(b.at, b.now + make_interval(secs => $4::float8)),
+				paused_until = greatest(r.paused_until, b.now + make_interval(secs => $4::float8)),
+				throttles = r.throttles + 1
+			FROM b WHERE r.key = $1`,
+		state: `SELECT tokens, at, rate, burst, granted, throttles, paused_until FROM ` + budgets + ` WHERE key = $1`,
+	}
+}

@@ -1,0 +1,295 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/reconcilekit/reconcile"
+)
+
+// ShardLease is one worker's lease on one shard of a ShardedJob. It is the engine's Source and
+// Sink for that shard's batches: Read reads the shard's next rows, Commit commits a batch fenced
+// by the lease token and the shard's cursor version. It is renewed in the background until
+// Release. Findings, observations and failures are recorded under the job's name, so that they
+// are deduplicated and reported across shards.
+type ShardLease struct {
+	job           *ShardedJob
+	shard         int
+	token         int64
+	takeover      bool
+	previousOwner string
+	acquired      time.Time
+
+	lost     chan struct{} // closed when the lease is lost or held past MaxHold
+	lostOnce sync.Once
+	lostWhy  atomic.Pointer[error]
+	stop     chan struct{} // closed by Release: the renewer ends
+	stopOnce sync.Once
+	renewed  chan struct{} // closed when the renewer has ended
+
+	completed atomic.Bool // a commit of this lease completed the job's cycle
+	released  atomic.Bool
+}
+
+var (
+	_ reconcile.Store[string]   = (*ShardLease)(nil)
+	_ reconcile.FailureRecorder = (*ShardLease)(nil)
+)
+
+// Shard returns the shard's number, from 0.
+func (l *ShardLease) Shard() int { return l.shard }
+
+// Token returns the lease's fencing token: every write under the lease is guarded by it.
+func (l *ShardLease) Token() int64 { return l.token }
+
+// TookOver reports that the shard was claimed from a worker whose lease had expired without
+// being released (it crashed or stalled), and names that worker.
+func (l *ShardLease) TookOver() (bool, string) { return l.takeover, l.previousOwner }
+
+// CycleCompleted reports that a commit under this lease wrapped the last shard of the job's
+// cycle, completing the cycle.
+func (l *ShardLease) CycleCompleted() bool { return l.completed.Load() }
+
+// Lost is closed when the lease is lost (another worker holds the shard) or has been held past
+// ShardConfig.MaxHold; work under the lease should stop, as nothing more can commit.
+func (l *ShardLease) Lost() <-chan struct{} { return l.lost }
+
+// LostErr returns why the lease was lost, or nil while it holds.
+func (l *ShardLease) LostErr() error {
+	if p := l.lostWhy.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (l *ShardLease) lose(err error) {
+	l.lostOnce.Do(func() {
+		l.lostWhy.Store(&err)
+		close(l.lost)
+	})
+}
+
+// Context returns a context derived from ctx that is cancelled, with the lease's error as its
+// cause, when the lease is lost. Call the returned cancel function when done.
+func (l *ShardLease) Context(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-l.lost:
+			cancel(l.LostErr())
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(nil) }
+}
+
+// renew renews the lease every third of its length until Release; it gives up, and reports
+// the lease lost, when a renewal finds the token gone or the lease has been held past MaxHold.
+func (l *ShardLease) renew() {
+	defer close(l.renewed)
+	j := l.job
+	t := time.NewTicker(j.cfg.Lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		if time.Since(l.acquired) > j.cfg.MaxHold {
+			// Stop renewing: the lease runs out and another worker takes the shard, even if
+			// the work under it hangs in a call that ignores its context.
+			l.lose(fmt.Errorf("pgstore: shard %d of job %s held past MaxHold (%v): %w", l.shard, j.cfg.Job, j.cfg.MaxHold, ErrShardLeaseLost))
+			j.cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn, "pgstore: shard lease held past MaxHold; no longer renewed",
+				slog.String("job", j.cfg.Job), slog.Int("shard", l.shard), slog.Int64("token", l.token))
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), j.cfg.Lease/3)
+		tag, err := j.store.db.Exec(ctx, j.sql.renew, j.cfg.Job, l.shard, l.token, j.cfg.Lease)
+		cancel()
+		switch {
+		case err != nil:
+			// Unknown: try again next tick rather than abandon work that may be fine.
+			j.cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn, "pgstore: renewing a shard lease failed",
+				slog.String("job", j.cfg.Job), slog.Int("shard", l.shard), slog.String("error", err.Error()))
+		case tag.RowsAffected() == 0:
+			l.lose(ErrShardLeaseLost)
+			j.cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn, "pgstore: shard lease lost",
+				slog.String("job", j.cfg.Job), slog.Int("shard", l.shard), slog.Int64("token", l.token))
+			return
+		}
+	}
+}
+
+// Release stops renewing the lease and frees the shard for other workers. It runs even if ctx
+// is done, within a few seconds. Releasing twice, or a lease already lost, is harmless.
+func (l *ShardLease) Release(ctx context.Context) error {
+	l.stopOnce.Do(func() { close(l.stop) })
+	<-l.renewed
+	if l.released.Swap(true) {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalizeTimeout)
+	defer cancel()
+	if _, err := l.job.store.db.Exec(rctx, l.job.sql.release, l.job.cfg.Job, l.shard, l.token); err != nil {
+		return fmt.Errorf("pgstore: sharded job %s: release shard %d: %w", l.job.cfg.Job, l.shard, err)
+	}
+	return nil
+}
+
+// Read returns the next rows of the shard after its cursor, in key order: the rows the store's
+// Filter selects within the shard's range. It fails with ErrShardLeaseLost if the lease no
+// longer holds.
+func (l *ShardLease) Read(ctx context.Context, req reconcile.ReadRequest) (reconcile.Batch[string], error) {
+	var b reconcile.Batch[string]
+	j := l.job
+	switch {
+	case req.Job != j.cfg.Job:
+		return b, fmt.Errorf("pgstore: shard lease of job %s asked to read job %s", j.cfg.Job, req.Job)
+	case req.Limit <= 0:
+		return b, fmt.Errorf("pgstore: limit %d must be positive", req.Limit)
+	}
+	st, err := j.store.statements(ctx)
+	if err != nil {
+		return b, err
+	}
+	var lower, upper string
+	var open bool
+	err = j.store.db.QueryRow(ctx, j.sql.readShard, j.cfg.Job, l.shard, l.token).Scan(&b.Cursor.Position, &b.Cursor.Version, &lower, &upper, &open)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return b, ErrShardLeaseLost
+	case err != nil:
+		return b, fmt.Errorf("pgstore: job %s: read shard %d: %w", j.cfg.Job, l.shard, err)
+	case !open:
+		return b, errShardWrapped
+	}
+	args := []any{req.Grace.Seconds(), req.Limit}
+	if b.Cursor.Position != "" {
+		if err := j.store.checkPosition(b.Cursor.Position); err != nil {
+			return b, fmt.Errorf("pgstore: job %s: shard %d: stored cursor: %w", j.cfg.Job, l.shard, err)
+		}
+		args = append(args, b.Cursor.Position)
+	} else if lower != "" {
+		args = append(args, lower)
+	}
+	if upper != "" {
+		args = append(args, upper)
+	}
+	query := st.shard.read(b.Cursor.Position != "", lower != "", upper != "")
+	b.Records, err = j.store.readRecords(ctx, query, append(args, st.filterArgs...))
+	if err != nil {
+		return b, fmt.Errorf("pgstore: job %s: shard %d: %w", j.cfg.Job, l.shard, err)
+	}
+	return b, nil
+}
+
+// readRecords runs one keyset read and returns its rows as records.
+func (s *Store) readRecords(ctx context.Context, query string, args []any) ([]reconcile.Record[string], error) {
+	rows, err := s.db.Query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", s.hostTable(), err)
+	}
+	defer rows.Close()
+	var out []reconcile.Record[string]
+	var r reconcile.Record[string]
+	var ext, state *string
+	var created *time.Time
+	for rows.Next() {
+		if err := rows.Scan(&r.Key, &r.ID, &ext, &state, &created, &r.Recent); err != nil {
+			return nil, fmt.Errorf("read %s: %w", s.hostTable(), err)
+		}
+		r.ExternalID, r.Local, r.CreatedAt = deref(ext), deref(state), time.Time{}
+		if created != nil {
+			r.CreatedAt = *created
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read %s: %w", s.hostTable(), err)
+	}
+	return out, nil
+}
+
+// Commit writes observations, findings and repair commands and advances the shard's cursor in
+// one transaction, fenced by the lease token and compare-and-set on the cursor version: if the
+// lease was lost or the cursor moved, nothing is written and the result is ErrShardLeaseLost (a
+// reconcile.ErrConcurrentRun). A wrap that leaves no shard of the cycle unwrapped completes the
+// job's cycle and starts the next in the same transaction.
+func (l *ShardLease) Commit(ctx context.Context, c reconcile.Commit) (reconcile.CommitResult, error) {
+	var res reconcile.CommitResult
+	j := l.job
+	if c.Job != j.cfg.Job {
+		return res, fmt.Errorf("pgstore: shard lease of job %s asked to commit job %s", j.cfg.Job, c.Job)
+	}
+	st, err := j.store.statements(ctx)
+	if err != nil {
+		return res, err
+	}
+	what := fmt.Sprintf("job %s shard %d", j.cfg.Job, l.shard)
+	if !c.Wrap {
+		if err := j.store.checkPosition(c.Next); err != nil {
+			return res, fmt.Errorf("pgstore: %s: %w", what, err)
+		}
+		batch := &pgx.Batch{}
+		batch.Queue(j.sql.advance, j.cfg.Job, l.shard, l.token, c.Cursor.Version, c.Next, len(c.Outcomes), c.Unverifiable())
+		j.store.queueResults(batch, st, j.cfg.Job, c.Outcomes, &res)
+		if err := j.store.sendFenced(ctx, batch, what); err != nil {
+			if errors.Is(err, reconcile.ErrConcurrentRun) {
+				return reconcile.CommitResult{}, ErrShardLeaseLost
+			}
+			return reconcile.CommitResult{}, err
+		}
+		return res, nil
+	}
+	// A wrap locks the job's cursor row first, so that wraps commit one at a time and the last
+	// of them sees every other: exactly one completes the cycle.
+	var completed bool
+	err = pgx.BeginFunc(ctx, j.store.db, func(tx pgx.Tx) error {
+		var cycles int64
+		var unsharded bool
+		if err := tx.QueryRow(ctx, j.sql.lockJob, j.cfg.Job).Scan(&cycles, &unsharded); err != nil {
+			return fmt.Errorf("lock job: %w", err)
+		}
+		batch := &pgx.Batch{}
+		batch.Queue(j.sql.wrap, j.cfg.Job, l.shard, l.token, c.Cursor.Version)
+		j.store.queueResults(batch, st, j.cfg.Job, c.Outcomes, &res)
+		br := tx.SendBatch(ctx, batch)
+		tag, err := br.Exec()
+		if err != nil {
+			br.Close()
+			return fmt.Errorf("wrap: %w", err)
+		}
+		if tag.RowsAffected() != 1 {
+			br.Close()
+			return ErrShardLeaseLost
+		}
+		if err := br.Close(); err != nil {
+			return fmt.Errorf("write results: %w", err)
+		}
+		completed, err = j.completeCycleIfDone(ctx, tx, st)
+		return err
+	})
+	switch {
+	case errors.Is(err, ErrShardLeaseLost):
+		return reconcile.CommitResult{}, ErrShardLeaseLost
+	case err != nil:
+		return reconcile.CommitResult{}, fmt.Errorf("pgstore: %s: %w", what, err)
+	}
+	if completed {
+		l.completed.Store(true)
+	}
+	return res, nil
+}
+
+// RecordFailure records a failed batch under the job's name, for Status and health.
+func (l *ShardLease) RecordFailure(ctx context.Context, job string, cause error) error {
+	return l.job.store.RecordFailure(ctx, job, fmt.Errorf("shard %d: %w", l.shard, cause))
+}

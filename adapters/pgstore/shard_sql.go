@@ -1,0 +1,156 @@
+package pgstore
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// shardReads are a sharded job's statements over the host table, built from the same pieces
+// as the store's own reads so that a shard reads exactly what the unsharded job would, within
+// its key range.
+type shardReads struct {
+	sel, order string
+	keys       []string // quoted key columns, h."col"
+	keyTypes   []string
+	where      func(first int, conds ...string) string
+	// bounds computes the boundaries of a new shard set: $1 the fractions, the filter from $2.
+	bounds string
+	// lag is the lag per shard in one scan: $1 the jobs whose verifications count, $2 the
+	// sharded job, the filter from $3.
+	lag string
+}
+
+// buildShardReads is called by buildStatements with its pieces: sel and order are the select
+// list and ORDER BY ... LIMIT $2 of every keyset read, keys the quoted key columns, where the
+// WHERE builder that appends the Filter, ts the reader of time columns.
+func buildShardReads(cfg Config, types map[string]string, sel, order string, keys []string,
+	where func(first int, conds ...string) string, ts func(string) string) *shardReads {
+	r := &shardReads{sel: sel, order: order, keys: keys, where: where}
+	for _, k := range cfg.KeyColumns {
+		r.keyTypes = append(r.keyTypes, types[k])
+	}
+	host := cfg.hostTable()
+	first := keys[0]
+	r.bounds = fmt.Sprintf(`SELECT jsonb_build_array(b)::text FROM unnest((
+			SELECT percentile_disc($1::float8[]) WITHIN GROUP (ORDER BY %s) FROM %s AS h%s
+		)) AS u(b) WHERE b IS NOT NULL GROUP BY b ORDER BY b`, first, host, where(2))
+	// The shard of a row: the number of lower bounds at or below its first key.
+	bucket := fmt.Sprintf(`width_bucket(%s, coalesce((SELECT array_agg(s.lower_bound ->> 0 ORDER BY s.shard) FROM %s AS s
+		WHERE s.job = $2 AND s.shard > 0), '{}')::%s[])`, first, cfg.Tables.table("shards"), r.keyTypes[0])
+	if cfg.Observations == ObserveInHostColumns {
+		r.lag = fmt.Sprintf(`SELECT %s, count(*), coalesce(extract(epoch FROM max(now() - coalesce(%s, %s))), 0)::float8
+			FROM %s AS h%s GROUP BY 1`, bucket, ts(cfg.VerifiedAtColumn), ts(cfg.CreatedAtColumn), host,
+			where(3, "$1::text[] IS NOT NULL"))
+	} else {
+		r.lag = fmt.Sprintf(`SELECT %s, count(*), coalesce(extract(epoch FROM max(now() - coalesce(o.verified_at, %s))), 0)::float8
+			FROM %s AS h LEFT JOIN (
+				SELECT record_id, max(verified_at) AS verified_at FROM %s WHERE job = ANY($1::text[]) GROUP BY record_id
+			) AS o ON o.record_id = h.%s::text%s GROUP BY 1`,
+			bucket, ts(cfg.CreatedAtColumn), host, cfg.Tables.table("observations"), pgx.Identifier{cfg.IDColumn}.Sanitize(), where(3))
+	}
+	return r
+}
+
+// read returns the keyset read of one shard. $1 is the grace in seconds and $2 the limit, as
+// in the store's reads; then come the position (if after), the lower bound (if lower) and the
+// upper bound (if upper), each a JSON array, and then the Filter's values. Bounds apply to the
+// first key column: lower inclusive, upper exclusive. After a position no lower bound is
+// needed: the position is in the shard. A separate statement per shape, rather than one with
+// "$n IS NULL OR ...", keeps every variant an index range scan under a generic plan.
+func (r *shardReads) read(after, lower, upper bool) string {
+	n := 3
+	var conds []string
+	if after {
+		pos := make([]string, len(r.keys))
+		for i, t := range r.keyTypes {
+			pos[i] = fmt.Sprintf("(($%d::jsonb) ->> %d)::%s", n, i, t)
+		}
+		conds = append(conds, fmt.Sprintf("(%s) > (%s)", strings.Join(r.keys, ", "), strings.Join(pos, ", ")))
+		n++
+	}
+	if lower && !after {
+		conds = append(conds, fmt.Sprintf("%s >= (($%d::jsonb) ->> 0)::%s", r.keys[0], n, r.keyTypes[0]))
+		n++
+	}
+	if upper {
+		conds = append(conds, fmt.Sprintf("%s < (($%d::jsonb) ->> 0)::%s", r.keys[0], n, r.keyTypes[0]))
+		n++
+	}
+	return r.sel + r.where(n, conds...) + r.order
+}
+
+// shardSQL holds the statements on the shards table for one set of tables. Every statement
+// that changes a leased shard is guarded by its lease token: a worker whose lease was taken
+// over changes nothing.
+type shardSQL struct {
+	ensureCursor, lockJob, shardCount       string
+	claim, renew, release, readShard        string
+	advance, wrap, readyToRoll, roll, prune string
+	completeCycle, shards                   string
+}
+
+func newShardSQL(t Tables) shardSQL {
+	shards, cursors := t.table("shards"), t.table("cursors")
+	// The identifiers are checked plain names, so quoting them in a literal is safe.
+	token := "nextval('" + t.table("shard_lease_tokens") + "')"
+	const fence = ` WHERE job = $1 AND shard = $2 AND lease_token = $3`
+	return shardSQL{
+		// The job's cursor row records its completed cycles; every shard commit that wraps
+		// locks it first, so that exactly one of the last shards to wrap sees them all done.
+		ensureCursor: `INSERT INTO ` + cursors + ` (job) VALUES ($1) ON CONFLICT (job) DO NOTHING`,
+		lockJob:      `SELECT cycles_completed, position IS NOT NULL FROM ` + cursors + ` WHERE job = $1 FOR UPDATE`,
+		shardCount:   `SELECT count(*) FROM ` + shards + ` WHERE job = $1`,
+		// A free shard: not yet wrapped in the job's current cycle, and not leased (or its
+		// lease expired). The least recently worked goes first, so that work spreads.
+		claim: `WITH c AS (
+				SELECT s.shard, s.lease_until IS NOT NULL AS expired, coalesce(s.lease_owner, '') AS prev_owner
+				FROM ` + shards + ` AS s JOIN ` + cursors + ` AS j ON j.job = s.job
+				WHERE s.job = $1 AND s.cycle <= j.cycles_completed AND (s.lease_until IS NULL OR s.lease_until <= now())
+				ORDER BY s.last_batch_at NULLS FIRST, s.shard
+				LIMIT 1
+				FOR UPDATE OF s SKIP LOCKED
+			)
+			UPDATE ` + shards + ` AS s SET lease_owner = $2, lease_token = ` + token + `, lease_until = now() + $3::interval,
+				leases = s.leases + 1, takeovers = s.takeovers + c.expired::int
+			FROM c WHERE s.job = $1 AND s.shard = c.shard
+			RETURNING s.shard, s.lease_token, c.expired, c.prev_owner`,
+		renew:   `UPDATE ` + shards + ` SET lease_until = now() + $4::interval` + fence,
+		release: `UPDATE ` + shards + ` SET lease_owner = NULL, lease_until = NULL` + fence,
+		// The shard's cursor, bounds and cycle, if the lease still holds and the shard has not
+		// wrapped in the job's current cycle.
+		readShard: `SELECT coalesce(s.position::text, ''), s.version, coalesce(s.lower_bound::text, ''), coalesce(s.upper_bound::text, ''),
+				s.cycle <= j.cycles_completed
+			FROM ` + shards + ` AS s JOIN ` + cursors + ` AS j ON j.job = s.job
+			WHERE s.job = $1 AND s.shard = $2 AND s.lease_token = $3`,
+		// Compare-and-set on the version read ($4), fenced by the lease token ($3).
+		advance: `UPDATE ` + shards + ` SET position = $5::jsonb, version = version + 1, last_batch_at = now(),
+				last_batch_scanned = $6::int, last_batch_unverifiable = $7::int, scanned_this_cycle = scanned_this_cycle + $6::int` +
+			fence + ` AND version = $4`,
+		wrap: `UPDATE ` + shards + ` SET position = NULL, version = version + 1, cycle = cycle + 1, last_wrapped_at = now()` +
+			fence + ` AND version = $4`,
+		// With the job's cursor row locked: its current cycle, and whether every shard has
+		// wrapped in it.
+		readyToRoll: `SELECT j.cycles_completed, NOT EXISTS (SELECT 1 FROM ` + shards + ` AS s WHERE s.job = $1 AND s.cycle <= j.cycles_completed),
+				EXISTS (SELECT 1 FROM ` + shards + ` AS s WHERE s.job = $1)
+			FROM ` + cursors + ` AS j WHERE j.job = $1`,
+		// A new shard set for cycle $2: shard i gets bounds $3[i], $4[i] (JSON text; NULL is
+		// open). Existing shards restart their cursor with a new version, so that a batch read
+		// before cannot commit; their lease tokens stay, and only grow.
+		roll: `INSERT INTO ` + shards + ` AS s (job, shard, lower_bound, upper_bound, cycle, position, version)
+			SELECT $1, n::int - 1, lo::jsonb, hi::jsonb, $2, NULL, 0
+			FROM unnest($3::text[], $4::text[]) WITH ORDINALITY AS b(lo, hi, n)
+			ON CONFLICT (job, shard) DO UPDATE SET lower_bound = EXCLUDED.lower_bound, upper_bound = EXCLUDED.upper_bound,
+				cycle = EXCLUDED.cycle, position = NULL, version = s.version + 1, cycle_started_at = now(), scanned_this_cycle = 0`,
+		prune: `DELETE FROM ` + shards + ` WHERE job = $1 AND shard >= $2`,
+		completeCycle: `UPDATE ` + cursors + ` SET cycles_completed = cycles_completed + 1, last_cycle_completed_at = now(),
+				cycle_started_at = now(), version = version + 1
+			WHERE job = $1 AND cycles_completed = $2`,
+		shards: `SELECT s.shard, coalesce(s.lower_bound::text, ''), coalesce(s.upper_bound::text, ''), coalesce(s.lower_bound ->> 0, ''),
+				coalesce(s.position::text, ''), s.version, s.cycle > j.cycles_completed, s.cycle_started_at, s.last_wrapped_at,
+				s.last_batch_at, s.last_batch_scanned, s.last_batch_unverifiable, s.scanned_this_cycle,
+				coalesce(s.lease_owner, ''), s.lease_until > now(), s.lease_until, s.leases, s.takeovers
+			FROM ` + shards + ` AS s JOIN ` + cursors + ` AS j ON j.job = s.job WHERE s.job = $1 ORDER BY s.shard`,
+	}
+}

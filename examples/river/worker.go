@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+	"github.com/stripe/stripe-go/v82"
+	"golang.org/x/time/rate"
+
+	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/pgstore"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+)
+
+// workerEnv carries a worker process's configuration, as JSON.
+const workerEnv = "RECONCILE_RIVER_WORKER"
+
+// jobName is the sharded job's name.
+const jobName = "payments-sweep"
+
+// workerConfig is what a worker process is told.
+type workerConfig struct {
+	ID          string
+	DatabaseURL string
+	Schema      string
+	StripeURL   string
+	StripeKey   string
+	Slots       int
+	Shards      int
+	Rate        float64
+	Interval    time.Duration
+}
+
+// workerSummary is what a worker prints as its last line when it stops.
+type workerSummary struct {
+	Leased  int   `json:"leased"`
+	Scanned int   `json:"scanned"`
+	Calls   int   `json:"calls"`
+	Shards  []int `json:"shards"`
+}
+
+// maybeWorker runs a worker process and exits, if this process was started as one.
+func maybeWorker() {
+	raw := os.Getenv(workerEnv)
+	if raw == "" {
+		return
+	}
+	var cfg workerConfig
+	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "worker: bad configuration:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	sum, err := runWorker(ctx, cfg)
+	line, _ := json.Marshal(sum)
+	fmt.Println(string(line))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, cfg.ID+":", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// ShardTickArgs is the River job that runs one tick of the sharded job. Slot only tells the
+// periodic jobs apart, so that -shards of them can wait or run at once; the tick works on
+// whichever shard is free.
+type ShardTickArgs struct {
+	Slot int `json:"slot"`
+}
+
+// Kind is the job's name in River.
+func (ShardTickArgs) Kind() string { return "reconcile_shard_tick" }
+
+// InsertOpts keeps at most one job per slot waiting or running: a periodic insert while the
+// slot's last tick still runs is skipped rather than queued behind it.
+func (ShardTickArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{
+		MaxAttempts: 5,
+		UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
+			rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
+			rivertype.JobStateRetryable, rivertype.JobStateScheduled,
+		}},
+	}
+}
+
+// tickBudget bounds one tick, well within River's job timeout, so that shards change hands
+// between ticks and a stopping worker finishes soon.
+var tickBudget = reconcile.TickBudget{MaxTime: 5 * time.Second}
+
+// shardTickWorker works ShardTickArgs jobs: one pgstore.RunShardTick each.
+type shardTickWorker struct {
+	river.WorkerDefaults[ShardTickArgs]
+	job    *pgstore.ShardedJob
+	engine reconcile.Config[string, *stripe.PaymentIntent]
+
+	mu  sync.Mutex
+	sum workerSummary
+}
+
+// Work runs one tick. A failed tick is retried by River with backoff; a tick the external
+// system or the budget pushed back on is snoozed for the wait asked, without spending an
+// attempt.
+func (w *shardTickWorker) Work(ctx context.Context, j *river.Job[ShardTickArgs]) error {
+	t, err := pgstore.RunShardTick(ctx, w.job, w.engine, tickBudget)
+	if err != nil {
+		return err
+	}
+	if t.Leased {
+		w.mu.Lock()
+		w.sum.Leased++
+		w.sum.Scanned += t.Tick.Scanned
+		w.sum.Calls += t.Tick.GatewayCalls
+		w.sum.Shards = append(w.sum.Shards, t.Shard)
+		w.mu.Unlock()
+	}
+	if t.Tick.RateLimited || t.Tick.Deferred {
+		return river.JobSnooze(max(t.Tick.RetryAfter, time.Second))
+	}
+	return nil
+}
+
+// Timeout bounds a tick in River: its budget and a margin for the batch under way.
+func (w *shardTickWorker) Timeout(*river.Job[ShardTickArgs]) time.Duration {
+	return tickBudget.MaxTime + 30*time.Second
+}
+
+// runWorker runs a River client until ctx is done, then stops it gracefully.
+func runWorker(ctx context.Context, cfg workerConfig) (workerSummary, error) {
+	pcfg, err := pgxpool.ParseConfig(cfg.DatabaseURL)
+	if err != nil {
+		return workerSummary{}, err
+	}
+	// River's own needs (its listener, producer, elector and maintenance) and, per tick, a
+	// batch's read and commit, the lease renewer and the budget's grants.
+	pcfg.MaxConns = int32(8 + 4*cfg.Slots)
+	pcfg.ConnConfig.RuntimeParams["search_path"] = cfg.Schema
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return workerSummary{}, err
+	}
+	defer pool.Close()
+
+	job, err := jobFor(pool, cfg.Shards, cfg.ID)
+	if err != nil {
+		return workerSummary{}, err
+	}
+	limiter, err := pgstore.NewRateBudget(pool, pgstore.RateBudgetConfig{Key: "acct_demo", Rate: rate.Limit(cfg.Rate), Burst: 5})
+	if err != nil {
+		return workerSummary{}, err
+	}
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4 * cfg.Slots}}
+	gw, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: cfg.StripeKey, BaseURL: cfg.StripeURL, HTTPClient: hc})
+	if err != nil {
+		return workerSummary{}, err
+	}
+	w := &shardTickWorker{job: job, engine: reconcile.Config[string, *stripe.PaymentIntent]{
+		Gateway: gw, Classifier: stripeadapter.PaymentIntentClassifier(), ExternalState: stripeadapter.PaymentIntentState,
+		BatchSize: 500, Concurrency: 2, Limiter: limiter,
+	}}
+	workers := river.NewWorkers()
+	if err := river.AddWorkerSafely(workers, w); err != nil {
+		return workerSummary{}, err
+	}
+	periodic := make([]*river.PeriodicJob, cfg.Shards)
+	for i := range periodic {
+		periodic[i] = river.NewPeriodicJob(river.PeriodicInterval(cfg.Interval),
+			func() (river.JobArgs, *river.InsertOpts) { return ShardTickArgs{Slot: i}, nil },
+			&river.PeriodicJobOpts{ID: fmt.Sprintf("reconcile_shard_tick_%d", i), RunOnStart: true})
+	}
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		ID:           cfg.ID,
+		Schema:       cfg.Schema,
+		Queues:       map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Slots}},
+		Workers:      workers,
+		PeriodicJobs: periodic,
+		Logger:       slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		return workerSummary{}, err
+	}
+	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
+		return workerSummary{}, err
+	}
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = client.Stop(sctx)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return w.sum, fmt.Errorf("stop river: %w", err)
+	}
+	return w.sum, nil
+}
+
+// jobFor returns the sharded job over the demo's payments table, for the worker owner.
+func jobFor(pool *pgxpool.Pool, shards int, owner string) (*pgstore.ShardedJob, error) {
+	store, err := pgstore.New(pool, pgstore.Config{Table: "payments", ExternalIDColumn: "stripe_payment_intent_id"})
+	if err != nil {
+		return nil, err
+	}
+	return pgstore.NewShardedJob(store, pgstore.ShardConfig{Job: jobName, Shards: shards, Owner: owner, Lease: 10 * time.Second})
+}
+
+// budget returns the shared rate budget, to read its state.
+func budget(pool *pgxpool.Pool) (*pgstore.RateBudget, error) {
+	return pgstore.NewRateBudget(pool, pgstore.RateBudgetConfig{Key: "acct_demo"})
+}
