@@ -146,14 +146,25 @@ func compareLanes(p plan, l laneResults) []difference {
 	add("events lane: commands queued", want.missed, l.events.commands)
 	add("lost webhooks with one open missed_success and one command", want.missed, l.missedFound)
 	add("events lane: API calls reported, one per request to Stripe", l.eventsCalls, l.events.calls)
-	add("events lane: API calls, one per hundred events", pages(want.missed), l.eventsCalls)
+	// An account that holds more than the run's objects has more events and PaymentIntents to
+	// page through than were planted: the planted ones only bound the calls below.
+	atLeast := func(what string, want, got int) {
+		if got < want {
+			diffs = append(diffs, difference{what, want, got})
+		}
+	}
+	pageCheck := add
+	if l.sharedAccount {
+		pageCheck = atLeast
+	}
+	pageCheck("events lane: API calls, one per hundred events", pages(want.missed), l.eventsCalls)
 
 	add("reverse scan: findings opened, one per orphan PaymentIntent", want.orphans, l.reverse.findings)
 	add("reverse scan: commands queued", 0, l.reverse.commands)
 	add("PaymentIntents only at Stripe reported missing_locally", want.orphans, l.orphansFound)
 	add("other PaymentIntents reported missing_locally", 0, l.otherMissing)
 	add("reverse scan: API calls reported, one per request to Stripe", l.reverseCalls, l.reverse.calls)
-	add("reverse scan: API calls, one per hundred listed", pages(l.reverse.scanned), l.reverseCalls)
+	pageCheck("reverse scan: API calls, one per hundred listed", pages(l.reverse.scanned), l.reverseCalls)
 
 	for _, kind := range sortedKeys(want.allFindings, l.status.OpenFindings) {
 		add(fmt.Sprintf("open %s findings after the lanes", kind), want.allFindings[kind], l.status.OpenFindings[kind])

@@ -40,10 +40,22 @@ import (
 // finds.
 const demoSettle = 2 * time.Second
 
-// lanes are the job's events lane and reverse scan.
+// lanes are the job's events lane and reverse scan, and the times they run by.
 type lanes struct {
 	events, reverse *reconcile.Lane[string, *stripe.PaymentIntent]
+	times           laneTimes
 }
+
+// laneTimes are the times the lanes run by, for their feeds and the report.
+type laneTimes struct {
+	settle        time.Duration // the events feed's settle time
+	window, grace time.Duration // the reverse scan's window and grace
+	young         string        // how long ago the checkout under way began when the scan starts, in words
+}
+
+// demoTimes are the lanes' times against stripetest: the last 7 days, less the last 10 minutes,
+// since our row for a PaymentIntent created since may not be committed yet.
+var demoTimes = laneTimes{settle: demoSettle, window: stripeadapter.DefaultReverseWindow, grace: reconcile.DefaultGrace, young: spell(youngAge)}
 
 // newLanes returns the lanes of store's payments against srv, through the Stripe gateway, paced
 // by the sweep's limiter (the account has one rate limit). A nil limiter means unpaced.
@@ -52,13 +64,19 @@ func newLanes(store *pgstore.Store, srv *stripetest.Server, limiter reconcile.Li
 	if err != nil {
 		return lanes{}, err
 	}
-	eventsFeed, err := gateway.EventsFeed(stripeadapter.EventsOptions{Settle: demoSettle})
+	return lanesOver(store, gateway, demoTimes, nil, limiter)
+}
+
+// lanesOver returns the lanes of store's payments through gateway, stripetest's or real
+// Stripe's, with the times t. include, if not nil, says which PaymentIntents the reverse scan
+// accounts for (stripeadapter.ReverseOptions.Include).
+func lanesOver(store *pgstore.Store, gateway *stripeadapter.Gateway, t laneTimes, include func(*stripe.PaymentIntent) bool,
+	limiter reconcile.Limiter) (lanes, error) {
+	eventsFeed, err := gateway.EventsFeed(stripeadapter.EventsOptions{Settle: t.settle})
 	if err != nil {
 		return lanes{}, err
 	}
-	// The last 7 days; PaymentIntents created in the last 10 minutes are left to a later pass,
-	// since our row for them may not be committed yet.
-	reverseFeed, err := gateway.ReverseFeed(stripeadapter.ReverseOptions{})
+	reverseFeed, err := gateway.ReverseFeed(stripeadapter.ReverseOptions{Window: t.window, Grace: t.grace, Include: include})
 	if err != nil {
 		return lanes{}, err
 	}
@@ -72,7 +90,7 @@ func newLanes(store *pgstore.Store, srv *stripetest.Server, limiter reconcile.Li
 		Limiter:       limiter,
 		ExternalState: stripeadapter.PaymentIntentState,
 	}
-	var l lanes
+	l := lanes{times: t}
 	if l.events, err = reconcile.NewLane(cfg); err != nil {
 		return lanes{}, err
 	}
@@ -88,9 +106,14 @@ func newLanes(store *pgstore.Store, srv *stripetest.Server, limiter reconcile.Li
 	return l, nil
 }
 
-// laneResults is what the lanes did, from their reports, stripetest's request log and the
-// tables.
+// laneResults is what the lanes did, from their reports, the request log and the tables.
 type laneResults struct {
+	times laneTimes // the lanes'
+	// sharedAccount: the Stripe account holds other objects and events than the run's (real
+	// mode), so a page of the events log or of the reverse scan's list holds more than what
+	// was planted, and the lanes' calls are only bounded below by it.
+	sharedAccount bool
+
 	// anchor is the events lane's first run, before the sweep, and anchorCalls its requests.
 	anchor      cycle
 	anchorCalls int
@@ -118,17 +141,25 @@ type laneResults struct {
 	reviewOpen int
 }
 
+// stripeLog is a log of the requests made to Stripe: stripetest's own, or in real mode the one
+// the gateway's HTTP client keeps (reqlog.go).
+type stripeLog interface {
+	Log() []stripetest.Request
+	ResetLog()
+	Requests(stripetest.Route) int
+}
+
 // anchorEvents runs the events lane before the sweep. With no checkpoint yet, its first step
 // only takes the newest event as its checkpoint: what happened before is the sweep's to find.
-func anchorEvents(ctx context.Context, out io.Writer, l lanes, srv *stripetest.Server) (laneResults, error) {
-	var lr laneResults
+func anchorEvents(ctx context.Context, out io.Writer, l lanes, reqs stripeLog) (laneResults, error) {
+	lr := laneResults{times: l.times}
 	var err error
-	srv.ResetLog()
+	reqs.ResetLog()
 	if lr.anchor, err = untilWrapped(ctx, l.events, nil); err != nil {
 		return lr, err
 	}
-	lr.anchorCalls = srv.Requests(stripetest.ListEvents)
-	srv.ResetLog() // the sweep's requests are counted on their own
+	lr.anchorCalls = reqs.Requests(stripetest.ListEvents)
+	reqs.ResetLog() // the sweep's requests are counted on their own
 	fmt.Fprintf(out, "\nEvents lane (job %s, lane %s): anchored at Stripe's newest event, %d API call; the events before it\n",
 		job, laneEvents, lr.anchorCalls)
 	fmt.Fprintf(out, "are the sweep's to find, those after it the lane's.\n")
@@ -146,29 +177,47 @@ func runLanes(ctx context.Context, out io.Writer, pool *pgxpool.Pool, schema str
 	}
 	fmt.Fprintf(out, "\nLost webhooks: %d payments the sweep found in sync, awaiting payment, succeed at stripetest now;\n", len(lost))
 	fmt.Fprintf(out, "Stripe records payment_intent.succeeded for each, the webhooks never arrive, and the rows stay pending.\n")
+	if err := runEventsLane(ctx, out, pool, schema, srv, p, l, lr, changedAt, demoSettle); err != nil {
+		return err
+	}
+	addCheckoutUnderWay(srv, p)
+	return runReverseScan(ctx, out, pool, schema, store, srv, p, l, lr)
+}
 
+// runEventsLane waits wait, for the events since changedAt to settle, then runs the events lane
+// until it has caught up, and prints what it did.
+func runEventsLane(ctx context.Context, out io.Writer, pool *pgxpool.Pool, schema string, reqs stripeLog,
+	p plan, l lanes, lr *laneResults, changedAt time.Time, wait time.Duration) error {
+	lost := p.where(func(s *story) bool { return s.later != "" })
+	var err error
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-time.After(demoSettle):
+	case <-time.After(wait):
 	}
-	srv.ResetLog()
+	reqs.ResetLog()
 	if lr.events, err = untilWrapped(ctx, l.events, nil); err != nil {
 		return err
 	}
 	lr.detect = time.Since(changedAt)
-	lr.eventsCalls = srv.Requests(stripetest.ListEvents)
+	lr.eventsCalls = reqs.Requests(stripetest.ListEvents)
 	if err := pool.QueryRow(ctx, inSchema(schema, lostWebhooksFound), job, externalIDs(lost)).Scan(&lr.missedFound); err != nil {
 		return fmt.Errorf("payments: count the lost webhooks' findings: %w", err)
 	}
 	printEvents(out, p, *lr)
+	return nil
+}
 
-	addCheckoutUnderWay(srv, p)
-	srv.ResetLog()
+// runReverseScan runs the reverse scan for one full pass, prints what it did, and reads back the
+// job's state.
+func runReverseScan(ctx context.Context, out io.Writer, pool *pgxpool.Pool, schema string, store *pgstore.Store, reqs stripeLog,
+	p plan, l lanes, lr *laneResults) error {
+	var err error
+	reqs.ResetLog()
 	if lr.reverse, err = untilWrapped(ctx, l.reverse, nil); err != nil {
 		return err
 	}
-	lr.reverseCalls = srv.Requests(stripetest.ListPaymentIntents)
+	lr.reverseCalls = reqs.Requests(stripetest.ListPaymentIntents)
 	if lr.orphansFound, lr.otherMissing, err = missingLocally(ctx, store, p); err != nil {
 		return err
 	}

@@ -56,17 +56,44 @@
 //
 // Flags:
 //
-//	-rows N      payments to load (default 3000)
+//	-rows N      payments to load (default 3000; 40 in real mode)
 //	-batch N     rows per batch (default 200)
 //	-rps R       Stripe API calls per second, paced by a reconcile.AdaptiveLimiter as a host
 //	             would pace the real API, shared by the sweep and the lanes (default 0:
-//	             unpaced). A run longer than the 10-minute grace period lets the rows changed
+//	             unpaced; 20 in real mode, where it paces the planting too and must be
+//	             positive). A run longer than the 10-minute grace period lets the rows changed
 //	             "in the last minute" age out of it; they are then asked about and reported as
 //	             differences.
 //	-seed N      seed for the table's content; the same seed gives the same table (default 1)
 //	-schema S    the schema to drop and create (default reconcile_demo)
 //	-console A   after the run, serve the review console on address A, such as
 //	             127.0.0.1:8080, until interrupted (see console.go; default: none)
+//
+// With STRIPE_SECRET_KEY set, the run talks to Stripe's test mode instead of stripetest
+// (real.go):
+//
+//	STRIPE_SECRET_KEY=sk_test_... go run ./examples/payments
+//
+// Only a test-mode secret or restricted key (sk_test_..., rk_test_...) is taken; a live key is
+// refused, and the key is never printed. The reconciler is the same, built the same way
+// (stripeadapter.NewGateway with the key and no BaseURL, its events feed and reverse scan):
+// only the planting differs. The PaymentIntents are created in the test account with
+// stripe-go and Stripe's test payment methods (pm_card_visa confirmed for succeeded,
+// pm_card_authenticationRequired for requires_action, created and left, created and
+// canceled), each marked with the metadata reconcile_demo=<run id>, which the reverse scan
+// and the checks go by: the account holds other objects. The rows' created_at is their
+// intent's created time, read back from Stripe. The stories no test payment method can
+// make (processing, an outage) are left out, and say so. -rows defaults to 40 and -rps to 20
+// (test mode allows 25 requests a second), for the planting and the reconciling. Stripe lists
+// events a moment late, so the events lane keeps a 30-second settle time and the run waits it
+// out twice: a real-mode run takes a minute or two. The created PaymentIntents stay in the
+// test account.
+//
+// Real mode has been run only against stripe-mock, Stripe's own mock of its API, which
+// validates every request against Stripe's OpenAPI specification but keeps no state
+// (real_test.go): it was written where there is no network. Its requests are known to be
+// accepted; what real Stripe answers over time (statuses, event delays, list consistency) has
+// not been observed.
 //
 // The tables stay until the next run, to be looked at:
 //
@@ -113,6 +140,13 @@ type options struct {
 	RPS            float64 // Stripe calls per second; 0 means unpaced
 	Seed           uint64
 	Schema         string // empty means defaultSchema
+	// StripeKey, from $STRIPE_SECRET_KEY, selects real mode (real.go): a Stripe test-mode key.
+	// Its type prints as [redacted].
+	StripeKey secretKey
+	// stripeMock, set only by the stripe-mock test, is where real mode sends its requests
+	// instead of api.stripe.com; there the checks are printed, not enforced (wireTimes and
+	// realStripe.enforce in real_stripe.go). Nothing sets it from the environment or a flag.
+	stripeMock string
 }
 
 func main() {
@@ -125,6 +159,8 @@ func main() {
 	flag.StringVar(&opts.Schema, "schema", defaultSchema, "the schema to drop and create")
 	consoleAddr := flag.String("console", "", "after the run, serve the review console on this address, such as 127.0.0.1:8080, until interrupted (see console.go)")
 	flag.Parse()
+	opts.StripeKey = secretKey(strings.TrimSpace(os.Getenv("STRIPE_SECRET_KEY")))
+	setRealDefaults(&opts, flag.CommandLine)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -154,19 +190,17 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 	case !schemaRE.MatchString(schema):
 		return fmt.Errorf("payments: -schema %q is not a plain lower-case SQL identifier", schema)
 	}
+	if opts.StripeKey != "" {
+		return runReal(ctx, out, opts, schema)
+	}
 	p, err := newPlan(opts.Rows, opts.Seed)
 	if err != nil {
 		return err
 	}
 
-	// With nothing configured and no server at the default URL, on a machine with Docker, a
-	// PostgreSQL container is started for the run.
-	pool, stopContainer, err := pgenv.ConnectOrStart(ctx, opts.DatabaseURL, cmp.Or(opts.DatabaseSource, "options.DatabaseURL"), out)
+	pool, stopContainer, err := connect(ctx, out, opts, schema)
 	if err != nil {
-		if ctx.Err() != nil {
-			return err
-		}
-		return fmt.Errorf("payments: the example needs a database it may create the schema %s in.\n%w", schema, err)
+		return err
 	}
 	defer stopContainer()
 	defer pool.Close()
@@ -231,6 +265,20 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 	return checkRepairs(out, p, rr)
 }
 
+// connect returns a pool over the run's database. With nothing configured and no server at the
+// default URL, on a machine with Docker, a PostgreSQL container is started for the run; stop
+// removes it.
+func connect(ctx context.Context, out io.Writer, opts options, schema string) (pool *pgxpool.Pool, stop func(), err error) {
+	pool, stop, err = pgenv.ConnectOrStart(ctx, opts.DatabaseURL, cmp.Or(opts.DatabaseSource, "options.DatabaseURL"), out)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, err
+		}
+		return nil, nil, fmt.Errorf("payments: the example needs a database it may create the schema %s in.\n%w", schema, err)
+	}
+	return pool, stop, nil
+}
+
 // newStore returns the store over schema's payments table, with the reconciler's tables next
 // to it.
 func newStore(pool *pgxpool.Pool, schema string) (*pgstore.Store, error) {
@@ -257,6 +305,12 @@ func newReconciler(store *pgstore.Store, srv *stripetest.Server, batchSize int, 
 	if err != nil {
 		return nil, err
 	}
+	return reconcilerOver(store, gateway, batchSize, limiter)
+}
+
+// reconcilerOver returns the reconciler of store's payments through gateway, stripetest's or
+// real Stripe's: the one the run uses either way.
+func reconcilerOver(store *pgstore.Store, gateway *stripeadapter.Gateway, batchSize int, limiter reconcile.Limiter) (*reconcile.Reconciler[string, *stripe.PaymentIntent], error) {
 	return reconcile.New(reconcile.Config[string, *stripe.PaymentIntent]{
 		Job:        job,
 		Source:     store,

@@ -15,7 +15,6 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
-	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 )
 
 // reviewShown is how many of the findings a person must review are listed, of each kind.
@@ -31,6 +30,8 @@ type results struct {
 	// observed is the number of rows with an observation; unobserved counts the rows Stripe
 	// answered for that have none.
 	observed, unobserved int
+	// logName is whose request log the calls were counted from; empty means stripetest's.
+	logName string
 }
 
 const (
@@ -44,8 +45,8 @@ const (
 )
 
 // collect reads the cycle's results back.
-func collect(ctx context.Context, pool *pgxpool.Pool, schema string, store *pgstore.Store, srv *stripetest.Server, p plan, c cycle) (results, error) {
-	r := results{cycle: c, traffic: readLog(srv.Log(), p)}
+func collect(ctx context.Context, pool *pgxpool.Pool, schema string, store *pgstore.Store, reqs stripeLog, p plan, c cycle) (results, error) {
+	r := results{cycle: c, traffic: readLog(reqs.Log(), p)}
 	var err error
 	if r.status, err = store.Status(ctx, job); err != nil {
 		return r, err
@@ -115,37 +116,44 @@ func printPlan(out io.Writer, schema string, p plan) {
 		len(p.payments), schema, len(p.stripeOnly))
 	fmt.Fprintf(out, "no row refers to, with this drift planted:\n")
 	fmt.Fprintf(out, "  %-38s %6s  %-8s %-26s %s\n", "story", "count", "local", "Stripe", "the reconciler must say")
-	for i, s := range stories {
-		local, external := s.local, string(s.external)
-		switch {
-		case s.notFound:
-			external = "404 (never saw it)"
-		case s.unavailable:
-			external = "503 (retrieve fails)"
-		case s.recent:
-			external += " (not asked)"
-		case s.later != "":
-			external = string(s.later) + " after the sweep"
-		}
-		if s.stripeOnly {
-			local = "(no row)"
-		}
-		var expect string
-		switch {
-		case s.young:
-			expect = laneReverse + ": nothing yet, inside its grace window"
-		case s.finder() == laneEvents:
-			expect = s.verdict.String() + ", then " + laneEvents + ": " + reconcile.Repairable.String()
-		case s.finder() == laneReverse:
-			expect = laneReverse + ": " + s.verdict.String()
-		default:
-			expect = s.verdict.String()
-		}
-		if s.kind != "" {
-			expect += " " + s.kind
-		}
+	for i := range stories {
+		s := &stories[i]
+		local, external, expect := s.columns()
 		fmt.Fprintf(out, "  %-38s %6d  %-8s %-26s %s\n", s.name, p.counts[i], local, external, expect)
 	}
+}
+
+// columns returns the story's row in the plan's table: the local state, Stripe's, and what the
+// reconciler must say.
+func (s *story) columns() (local, external, expect string) {
+	local, external = s.local, string(s.external)
+	switch {
+	case s.notFound:
+		external = "404 (never saw it)"
+	case s.unavailable:
+		external = "503 (retrieve fails)"
+	case s.recent:
+		external += " (not asked)"
+	case s.later != "":
+		external = string(s.later) + " after the sweep"
+	}
+	if s.stripeOnly {
+		local = "(no row)"
+	}
+	switch {
+	case s.young:
+		expect = laneReverse + ": nothing yet, inside its grace window"
+	case s.finder() == laneEvents:
+		expect = s.verdict.String() + ", then " + laneEvents + ": " + reconcile.Repairable.String()
+	case s.finder() == laneReverse:
+		expect = laneReverse + ": " + s.verdict.String()
+	default:
+		expect = s.verdict.String()
+	}
+	if s.kind != "" {
+		expect += " " + s.kind
+	}
+	return local, external, expect
 }
 
 // printBatch prints one progress line.
@@ -171,7 +179,7 @@ func printCycle(out io.Writer, p plan, r results) {
 		r.batches, r.scanned, r.calls, r.elapsed.Round(time.Millisecond))
 
 	// From stripetest's log: what the cycle spent of the account's Stripe rate limit.
-	fmt.Fprintf(out, "\n  %-40s %6s\n", "Stripe API calls (stripetest's log)", "calls")
+	fmt.Fprintf(out, "\n  %-40s %6s\n", "Stripe API calls ("+cmp.Or(r.logName, "stripetest's log")+")", "calls")
 	fmt.Fprintf(out, "    %-38s %6d  pages of up to 100 intents created near a batch's rows\n",
 		"list      GET /v1/payment_intents", r.list)
 	fmt.Fprintf(out, "    %-38s %6d  one per row no list showed: %d answered 404, %d answered 503",

@@ -14,7 +14,7 @@ func printEvents(out io.Writer, p plan, l laneResults) {
 	want := p.expected()
 	e := l.events
 	fmt.Fprintf(out, "\nEvents lane: waited out its %s settle time, then ran until caught up: %s, %s.\n",
-		demoSettle, plural(e.batches, "step"), e.elapsed.Round(time.Millisecond))
+		l.times.settle, plural(e.batches, "step"), e.elapsed.Round(time.Millisecond))
 	fmt.Fprintf(out, "  %-40s %6s %8s\n", "", "", "planted")
 	fmt.Fprintf(out, "    %-38s %6d %8d  the status changes since the anchor, each about one of our payments\n",
 		"events read (PaymentIntents judged)", e.scanned, want.missed)
@@ -24,15 +24,15 @@ func printEvents(out io.Writer, p plan, l laneResults) {
 		l.missedFound, want.missed)
 	fmt.Fprintf(out, "    %-38s %6d %8d\n", "repair commands queued", e.commands, want.missed)
 	fmt.Fprintf(out, "    %-38s %6.1fs  the settle time (%s here, a minute in production) and the run\n",
-		"from the status changes to the findings", l.detect.Seconds(), demoSettle)
+		"from the status changes to the findings", l.detect.Seconds(), l.times.settle)
 }
 
 // printReverse shows what the reverse scan's pass did.
 func printReverse(out io.Writer, p plan, l laneResults) {
 	want := p.expected()
 	r := l.reverse
-	fmt.Fprintf(out, "\nReverse scan: one full pass over the PaymentIntents created in the last %d days but the last %d minutes,\n",
-		stripeadapter.DefaultReverseWindow/(24*time.Hour), reconcile.DefaultGrace/time.Minute)
+	fmt.Fprintf(out, "\nReverse scan: one full pass over the PaymentIntents created in the last %s but the last %s,\n",
+		spell(l.times.window), spell(l.times.grace))
 	fmt.Fprintf(out, "newest first: %s, %s.\n", plural(r.batches, "step"), r.elapsed.Round(time.Millisecond))
 	fmt.Fprintf(out, "  %-40s %6s %8s\n", "", "", "planted")
 	fmt.Fprintf(out, "    %-38s %6d\n", "API calls  GET /v1/payment_intents", l.reverseCalls)
@@ -42,11 +42,24 @@ func printReverse(out io.Writer, p plan, l laneResults) {
 		perObject = float64(l.reverseCalls) / float64(r.scanned)
 	}
 	fmt.Fprintf(out, "    %-38s %6.3f\n", "calls per PaymentIntent", perObject)
-	fmt.Fprintf(out, "    %-38s %6d %8d  %s, needs_review, no command; the one created %d minutes ago is not reported\n",
-		"only at Stripe", l.orphansFound, want.orphans, reconcile.KindMissingLocally, youngAge/time.Minute)
+	fmt.Fprintf(out, "    %-38s %6d %8d  %s, needs_review, no command; the one created %s ago is not reported\n",
+		"only at Stripe", l.orphansFound, want.orphans, reconcile.KindMissingLocally, l.times.young)
 	fmt.Fprintf(out, "    %-38s %6d %8d  nothing new for the drifts the sweep and the events lane opened\n",
 		"findings opened", r.findings, want.orphans)
 	fmt.Fprintf(out, "    %-38s %6d %8d\n", "repair commands queued", r.commands, 0)
+}
+
+// spell writes a duration in its largest whole unit: "7 days", "10 minutes", "30 seconds".
+func spell(d time.Duration) string {
+	for _, u := range []struct {
+		unit time.Duration
+		name string
+	}{{24 * time.Hour, "day"}, {time.Hour, "hour"}, {time.Minute, "minute"}} {
+		if d >= u.unit && d%u.unit == 0 {
+			return plural(int(d/u.unit), u.name)
+		}
+	}
+	return plural(int(d.Round(time.Second)/time.Second), "second")
 }
 
 // plural returns "1 step", "2 steps" and the like.

@@ -72,6 +72,17 @@ RETURNING external_id, created_at`
 // creates the reconciler's own tables next to them. It returns every row's created_at as
 // stored, by PaymentIntent id, for the PaymentIntents to be created relative to it.
 func setUp(ctx context.Context, pool *pgxpool.Pool, schema string, p plan) (map[string]time.Time, error) {
+	created := make([]float64, len(p.payments))
+	for i, pay := range p.payments {
+		created[i] = pay.createdAgo.Seconds()
+	}
+	return load(ctx, pool, schema, p, insertPayments, created)
+}
+
+// load (re)creates schema and loads p's rows with insert, whose fifth parameter is created (in
+// the rows' order) and the others those of insertPayments; then it creates the reconciler's
+// tables. It returns every row's created_at as stored, by PaymentIntent id.
+func load(ctx context.Context, pool *pgxpool.Pool, schema string, p plan, insert string, created any) (map[string]time.Time, error) {
 	if !schemaRE.MatchString(schema) {
 		return nil, fmt.Errorf("payments: schema %q is not a plain lower-case SQL identifier", schema)
 	}
@@ -81,13 +92,13 @@ func setUp(ctx context.Context, pool *pgxpool.Pool, schema string, p plan) (map[
 	n := len(p.payments)
 	orders, ids, statuses := make([]string, n), make([]string, n), make([]string, n)
 	amounts := make([]int64, n)
-	created, updated := make([]float64, n), make([]float64, n)
+	updated := make([]float64, n)
 	for i, pay := range p.payments {
 		orders[i], ids[i], statuses[i] = pay.orderID, pay.externalID, pay.story.local
 		amounts[i] = pay.amount
-		created[i], updated[i] = pay.createdAgo.Seconds(), pay.updatedAgo.Seconds()
+		updated[i] = pay.updatedAgo.Seconds()
 	}
-	rows, err := pool.Query(ctx, inSchema(schema, insertPayments), orders, ids, statuses, amounts, created, updated)
+	rows, err := pool.Query(ctx, inSchema(schema, insert), orders, ids, statuses, amounts, created, updated)
 	if err != nil {
 		return nil, fmt.Errorf("payments: load payments: %w", err)
 	}
