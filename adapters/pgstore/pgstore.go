@@ -273,6 +273,11 @@ func (s *Store) columnTypes(ctx context.Context) (map[string]string, error) {
 	var name, typ string
 	var nn bool
 	if _, err := pgx.ForEachRow(rows, []any{&name, &typ, &nn}, func() error {
+		if typ == "character" {
+			// format_type without the modifier says "character", which as a cast means
+			// char(1) and would cut every value to its first character; bpchar keeps it whole.
+			typ = "bpchar"
+		}
 		types[name], notNull[name] = typ, nn
 		return nil
 	}); err != nil {

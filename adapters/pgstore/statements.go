@@ -72,8 +72,7 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 	switch et := types[cfg.ExternalIDColumn]; {
 	case et == "text" || strings.HasPrefix(et, "character varying"):
 		extMatch = fmt.Sprintf("%s = t.ext::%s", q(cfg.ExternalIDColumn), et)
-	case et == "character" || strings.HasPrefix(et, "character("):
-		// format_type without a modifier says "character"; bpchar keeps the value's length.
+	case et == "bpchar":
 		extMatch = fmt.Sprintf("%s = t.ext::bpchar", q(cfg.ExternalIDColumn))
 	}
 	inScope := "true"
