@@ -190,19 +190,8 @@ func NewLane[L, E any](cfg LaneConfig[L, E]) (*Lane[L, E], error) {
 	} else if cfg.Grace < 0 {
 		cfg.Grace = 0
 	}
-	if n, ok := cfg.Classifier.(StateNamer[L, E]); ok {
-		if cfg.LocalState == nil {
-			cfg.LocalState = n.LocalState
-		}
-		if cfg.ExternalState == nil {
-			cfg.ExternalState = n.ExternalState
-		}
-	}
 	var err error
-	if cfg.LocalState, err = defaultState(cfg.LocalState, "LocalState"); err != nil {
-		return nil, err
-	}
-	if cfg.ExternalState, err = defaultState(cfg.ExternalState, "ExternalState"); err != nil {
+	if cfg.LocalState, cfg.ExternalState, err = stateNames(cfg.Classifier, cfg.LocalState, cfg.ExternalState); err != nil {
 		return nil, err
 	}
 	if cfg.Logger == nil {

@@ -156,25 +156,33 @@ func New[L, E any](cfg Config[L, E]) (*Reconciler[L, E], error) {
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = 1
 	}
-	if n, ok := cfg.Classifier.(StateNamer[L, E]); ok {
-		if cfg.LocalState == nil {
-			cfg.LocalState = n.LocalState
-		}
-		if cfg.ExternalState == nil {
-			cfg.ExternalState = n.ExternalState
-		}
-	}
 	var err error
-	if cfg.LocalState, err = defaultState(cfg.LocalState, "LocalState"); err != nil {
-		return nil, err
-	}
-	if cfg.ExternalState, err = defaultState(cfg.ExternalState, "ExternalState"); err != nil {
+	if cfg.LocalState, cfg.ExternalState, err = stateNames(cfg.Classifier, cfg.LocalState, cfg.ExternalState); err != nil {
 		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Reconciler[L, E]{cfg: cfg}, nil
+}
+
+// stateNames completes the functions that describe each side's state: the given ones, else the
+// classifier's own if it is a StateNamer, else defaultState's.
+func stateNames[L, E any](c Classifier[L, E], local func(L) string, ext func(E) string) (func(L) string, func(E) string, error) {
+	if n, ok := c.(StateNamer[L, E]); ok {
+		if local == nil {
+			local = n.LocalState
+		}
+		if ext == nil {
+			ext = n.ExternalState
+		}
+	}
+	local, err := defaultState(local, "LocalState")
+	if err != nil {
+		return nil, nil, err
+	}
+	ext, err = defaultState(ext, "ExternalState")
+	return local, ext, err
 }
 
 // defaultState returns f, or fmt.Sprint for a T that prints as a plain value: a string, number,
