@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 )
 
@@ -149,6 +150,11 @@ type LaneConfig[L, E any] struct {
 	// scan should use the sweep's Grace (DefaultGrace), so that it does not judge rows the sweep
 	// deliberately leaves in flight. A negative value turns it off.
 	Grace time.Duration
+	// Current, if set, is asked for the present state of an object whose row changed after the
+	// state the feed gave (FeedObject.ObservedAt) but not within Grace: an unrelated write to a
+	// row soon after a missed webhook would otherwise leave the drift to the sweep. One call
+	// per such row, paced by the Limiter; the sweep's Gateway fits.
+	Current Gateway[E]
 	// Limiter paces the Feed's calls; see Config.Limiter.
 	Limiter Limiter
 	// LocalState, ExternalState, Logger and Observer are as in Config. The Observer's job name
@@ -260,7 +266,12 @@ func (l *Lane[L, E]) step(ctx context.Context) (Report, error) {
 
 	c := LaneCommit{Job: cfg.Job, Lane: cfg.Lane, Cursor: cur, Next: page.Next, End: page.End, Gap: page.Gap}
 	if len(page.Objects) > 0 {
-		if c.Outcomes, err = l.judge(ctx, page.Objects); err != nil {
+		c.Outcomes, err = l.judge(ctx, page.Objects, p)
+		rep.GatewayCalls = int(p.calls.Load()) // with the calls for rows' present states
+		p.mu.Lock()
+		rep.RateLimited, rep.RetryAfter = p.stop.Load(), p.retryAfter
+		p.mu.Unlock()
+		if err != nil {
 			return rep, fmt.Errorf("reconcile: lane %s: %w", l.name, err)
 		}
 	}
@@ -278,6 +289,69 @@ func (l *Lane[L, E]) step(ctx context.Context) (Report, error) {
 	}
 	rep.NewFindings, rep.NewCommands = res.Findings, res.Commands
 	return rep, nil
+}
+
+// current asks LaneConfig.Current for the present state of the rows that came back Recent only
+// because they changed after the state the feed gave (ObservedAt), not within the grace: such a
+// row has moved on since the event, and the event's state says nothing about it any more. It
+// returns the states by record id; a row whose call fails (or is not made: a rate limit) is
+// left out and stays InFlight, for the sweep.
+func (l *Lane[L, E]) current(ctx context.Context, objs []FeedObject[E], byID map[string]int, rows []Record[L], p *pacer) (map[string]E, error) {
+	cfg := &l.cfg
+	if cfg.Current == nil {
+		return nil, nil
+	}
+	var ids []string
+	for _, rec := range rows {
+		if i, ok := byID[rec.ExternalID]; ok && rec.Recent && !objs[i].ObservedAt.IsZero() && !slices.Contains(ids, rec.ExternalID) {
+			ids = append(ids, rec.ExternalID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	// The same rows without the Since rule: only those not changed within the grace qualify.
+	again, err := cfg.Matcher.Match(ctx, MatchRequest{Job: cfg.Job, ExternalIDs: ids, Grace: cfg.Grace})
+	if err != nil {
+		return nil, fmt.Errorf("match: %w", err)
+	}
+	out := make(map[string]E)
+	fetched := make(map[string]*E)
+	for _, rec := range again.Rows {
+		if rec.Recent || !slices.Contains(ids, rec.ExternalID) {
+			continue
+		}
+		ext, ok := fetched[rec.ExternalID]
+		if !ok {
+			if err := p.wait(ctx); err != nil {
+				if ctx.Err() != nil {
+					return nil, err
+				}
+				break // out of budget: the rest stay InFlight
+			}
+			callStart := time.Now()
+			v, err := cfg.Current.Fetch(ctx, rec.ExternalID)
+			if cfg.Observer != nil {
+				cfg.Observer.GatewayCalls(l.name, 1, time.Since(callStart), ErrorClass(err))
+			}
+			switch {
+			case errors.Is(err, ErrRateLimited):
+				p.limited(err)
+			case ctx.Err() != nil:
+				return nil, context.Cause(ctx)
+			case errors.Is(err, ErrAbortBatch):
+				return nil, err
+			}
+			if err == nil {
+				ext = &v
+			}
+			fetched[rec.ExternalID] = ext
+		}
+		if ext != nil {
+			out[rec.ID] = *ext
+		}
+	}
+	return out, nil
 }
 
 // recordFailure tells a LaneFailureRecorder sink about a failed step; its own failure is only
@@ -306,7 +380,7 @@ func (l *Lane[L, E]) next(ctx context.Context, pos string, wait func(context.Con
 }
 
 // judge matches objects to local rows and classifies each pair.
-func (l *Lane[L, E]) judge(ctx context.Context, objs []FeedObject[E]) (out []Outcome, err error) {
+func (l *Lane[L, E]) judge(ctx context.Context, objs []FeedObject[E], p *pacer) (out []Outcome, err error) {
 	cfg := &l.cfg
 	defer func() {
 		if v := recover(); v != nil {
@@ -335,6 +409,10 @@ func (l *Lane[L, E]) judge(ctx context.Context, objs []FeedObject[E]) (out []Out
 	if err != nil {
 		return nil, fmt.Errorf("match: %w", err)
 	}
+	current, err := l.current(ctx, objs, byID, res.Rows, p)
+	if err != nil {
+		return nil, err
+	}
 	matched := make([]bool, len(objs))
 	for _, id := range res.Elsewhere {
 		if i, ok := byID[id]; ok {
@@ -348,7 +426,15 @@ func (l *Lane[L, E]) judge(ctx context.Context, objs []FeedObject[E]) (out []Out
 		}
 		matched[i] = true
 		o := Outcome{RecordID: rec.ID, ExternalID: rec.ExternalID, Local: cfg.LocalState(rec.Local)}
-		if rec.Recent {
+		if ext, ok := current[rec.ID]; ok {
+			// The row changed after the event's state, but not recently: judged against the
+			// present state, which is a verification.
+			d := cfg.Classifier.Classify(rec.Local, ext)
+			if err := d.Validate(); err != nil {
+				return nil, fmt.Errorf("classifier on record %s: %w", rec.ID, err)
+			}
+			o.Decision, o.External, o.Verified = d, cfg.ExternalState(ext), d.Verdict != Unverifiable
+		} else if rec.Recent {
 			o.Decision = Decision{Verdict: InFlight}
 		} else {
 			d := cfg.Classifier.Classify(rec.Local, objs[i].Object)

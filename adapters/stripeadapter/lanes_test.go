@@ -655,3 +655,63 @@ func TestEventsLaneDoesNotCountSnapshotsAsVerifications(t *testing.T) {
 		t.Errorf("an event's snapshot was recorded as %d verifications", n)
 	}
 }
+
+func TestEventsLaneJudgesARowTouchedAfterTheEventAgainstThePresent(t *testing.T) {
+	t.Parallel()
+	w := newLaneWorld(t, 10)
+	ctx := context.Background()
+	feed, err := w.gw.EventsFeed(stripeadapter.EventsOptions{Now: w.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lane := func(current bool) *reconcile.Lane[string, *stripe.PaymentIntent] {
+		cfg := reconcile.LaneConfig[string, *stripe.PaymentIntent]{Job: laneJob, Lane: "events", Feed: feed, Matcher: w.store, Sink: w.store,
+			Classifier: stripeadapter.PaymentIntentClassifier()}
+		if current {
+			cfg.Current = w.gw
+		}
+		l, err := reconcile.NewLane(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	if _, err := lane(false).RunBatch(ctx); err != nil { // anchor
+		t.Fatal(err)
+	}
+	// The success webhook of rows 1 and 2 is lost; a moment later something unrelated touches
+	// both rows (a receipt number, say), two minutes before the lane runs.
+	for _, i := range []int{0, 1} {
+		if err := w.srv.SetStatusAt(w.pis[i], stripe.PaymentIntentStatusSucceeded, time.Now().Add(-3*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.pool.Exec(ctx, `UPDATE payments SET updated_at = now() - interval '2 minutes' WHERE id IN (1, 2)`); err != nil {
+		t.Fatal(err)
+	}
+	// Without Current the event's state says nothing about a row changed since: in flight.
+	// (The step is not committed, so the next one reads the same events.)
+	crashing := &crashingSink{Store: w.store}
+	crashing.before.Store(1)
+	without, err := reconcile.NewLane(reconcile.LaneConfig[string, *stripe.PaymentIntent]{Job: laneJob, Lane: "events", Feed: feed,
+		Matcher: w.store, Sink: crashing, Classifier: stripeadapter.PaymentIntentClassifier()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := without.RunBatch(ctx); err == nil || rep.Verdicts[reconcile.InFlight] != 2 {
+		t.Fatalf("step without Current = %+v, %v; want both rows in flight (and the crash)", rep, err)
+	}
+	rep, err := lane(true).RunBatch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.NewCommands != 2 || rep.Verdicts[reconcile.InFlight] != 0 {
+		t.Fatalf("step with Current = %+v, want both rows judged against the present: 2 commands", rep)
+	}
+	if rep.GatewayCalls != 3 {
+		t.Errorf("the step made %d calls, want 1 list and 2 retrieves", rep.GatewayCalls)
+	}
+	if n := w.count(`SELECT count(*) FROM reconcile_observations`); n != 2 {
+		t.Errorf("%d rows recorded as verified, want the 2 judged against their present state", n)
+	}
+}

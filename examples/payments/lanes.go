@@ -91,9 +91,14 @@ func lanesOver(store *pgstore.Store, gateway *stripeadapter.Gateway, t laneTimes
 		ExternalState: stripeadapter.PaymentIntentState,
 	}
 	l := lanes{times: t}
+	// A row changed after its event's state (by something else than the lost webhook) is
+	// judged against the intent's present state, one retrieve each, rather than left to the
+	// sweep.
+	cfg.Current = gateway
 	if l.events, err = reconcile.NewLane(cfg); err != nil {
 		return lanes{}, err
 	}
+	cfg.Current = nil
 	cfg.Lane, cfg.Feed = laneReverse, reverseFeed
 	cfg.ReportMissing = true
 	// The reverse scan verifies every row whose PaymentIntent it lists, so it gives rows the
