@@ -324,7 +324,7 @@ func (l *Lane[L, E]) current(ctx context.Context, objs []FeedObject[E], byID map
 		ext, ok := fetched[rec.ExternalID]
 		if !ok {
 			if err := p.wait(ctx); err != nil {
-				if ctx.Err() != nil {
+				if ctx.Err() != nil || errors.Is(err, ErrAbortBatch) {
 					return nil, err
 				}
 				break // out of budget: the rest stay InFlight

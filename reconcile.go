@@ -103,7 +103,11 @@ type Config[L, E any] struct {
 	// Zero means DefaultGrace; a negative value turns the grace period off.
 	Grace time.Duration
 	// Limiter paces gateway calls; nil means no pacing beyond Concurrency. A Limiter that is
-	// also a Throttler, such as *AdaptiveLimiter, is told of every rate-limit answer.
+	// also a Throttler, such as *AdaptiveLimiter, is told of every rate-limit answer. A Wait
+	// error is taken as "no call can be granted in time": the rows not yet asked are
+	// Unverifiable and the batch commits. A Limiter that fails for another reason (its own
+	// store is down) returns an error wrapping ErrAbortBatch instead: the batch then fails and
+	// commits nothing, so that the cursor does not move past rows never asked.
 	Limiter Limiter
 	// Concurrency is the number of gateway calls in flight at once. Zero means 1.
 	Concurrency int
@@ -417,8 +421,12 @@ func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L]) (judgeme
 			}
 		}()
 		if err := p.wait(ctx); err != nil {
-			if ctx.Err() != nil {
+			switch {
+			case ctx.Err() != nil:
 				return false // judge reports the cause
+			case errors.Is(err, ErrAbortBatch):
+				cancel(err) // the limiter failed: fail the batch
+				return false
 			}
 			o.Decision = Decision{Verdict: Unverifiable}
 			return true
@@ -475,6 +483,9 @@ func (r *Reconciler[L, E]) fetchBatch(ctx context.Context, bg BatchGateway[E], p
 	if n := int(p.calls.Load()); r.cfg.Observer != nil && n > 0 {
 		r.cfg.Observer.GatewayCalls(r.cfg.Job, n, time.Since(batchStart), ErrorClass(err))
 	}
+	if aerr := p.aborted(); aerr != nil && ctx.Err() == nil {
+		return nil, aerr // the limiter failed, whatever the gateway made of its error
+	}
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:
@@ -508,10 +519,19 @@ func (r *Reconciler[L, E]) fetchBatch(ctx context.Context, bg BatchGateway[E], p
 type pacer struct {
 	limiter Limiter
 	calls   atomic.Int64
-	stop    atomic.Bool // a 429, or a limiter out of time: ask no more
+	stop    atomic.Bool           // a 429, or a limiter out of time: ask no more
+	abort   atomic.Pointer[error] // the limiter's ErrAbortBatch: the batch must fail
 
 	mu         sync.Mutex
 	retryAfter time.Duration // the longest wait a rate limit asked for
+}
+
+// aborted returns the limiter's ErrAbortBatch error, if it failed so.
+func (p *pacer) aborted() error {
+	if e := p.abort.Load(); e != nil {
+		return *e
+	}
+	return nil
 }
 
 // paceError is wait's refusal: calls were stopped by a rate limit or by a limiter that cannot
@@ -528,14 +548,22 @@ func (e *paceError) Error() string {
 func (e *paceError) Is(target error) bool { return target == ErrRateLimited }
 
 // wait is called before every external call: it refuses once the batch is stopped, waits for
-// the limiter, and counts the call.
+// the limiter, and counts the call. A limiter error that is ErrAbortBatch is returned as it is,
+// and again to every later call: the batch must fail, not stop as after a rate limit.
 func (p *pacer) wait(ctx context.Context) error {
+	if err := p.aborted(); err != nil {
+		return err
+	}
 	if p.stop.Load() {
 		return &paceError{}
 	}
 	if p.limiter != nil {
 		if err := p.limiter.Wait(ctx); err != nil {
 			if ctx.Err() != nil {
+				return err
+			}
+			if errors.Is(err, ErrAbortBatch) {
+				p.abort.CompareAndSwap(nil, &err)
 				return err
 			}
 			// The limiter cannot grant a call before our deadline: stop asking, keep what was

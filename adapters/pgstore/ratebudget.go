@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +21,10 @@ const (
 	DefaultBudgetPause   = time.Second
 	DefaultBudgetMaxLate = 50 * time.Millisecond
 )
+
+// budgetThrottleTimeout bounds Throttle's statement: it runs on the goroutine of the call that
+// was answered 429, which must not hang on a slow database.
+const budgetThrottleTimeout = time.Second
 
 // RateBudgetConfig configures a RateBudget. Only Key is required.
 type RateBudgetConfig struct {
@@ -60,8 +66,14 @@ type RateBudgetConfig struct {
 // negative) and returns when the call may be made; the caller then sleeps until then. So
 // callers are served in the order they asked, with no polling, and the calls granted in any
 // one-second window never exceed Rate·1s + Burst. A Wait that would outlast its context's
-// deadline reserves nothing and fails at once, as rate.Limiter's does; a Wait cancelled while it
-// sleeps forfeits its call (the budget is only ever under-spent).
+// deadline reserves nothing and fails at once, as rate.Limiter's does. A Wait cancelled while it
+// sleeps gives its call back to this process's other callers; a call that none of them takes
+// within MaxLate of its time is lost to the budget (which is thus only ever under-spent).
+//
+// A failure of the database (a pool that cannot hand out a connection in time, a statement or
+// lock timeout, a failover) is not "no call can be granted in time": Wait's error then wraps
+// reconcile.ErrAbortBatch, so that the batch fails and commits nothing instead of marking the
+// rows not yet asked Unverifiable and moving the cursor past them.
 //
 // For a single process, reconcile.AdaptiveLimiter is simpler and adapts its rate; RateBudget is
 // for work spread over processes, such as a ShardedJob's workers.
@@ -72,9 +84,14 @@ type RateBudget struct {
 
 	created atomic.Bool
 
-	mu          sync.Mutex
-	queue       []time.Time // calls this process reserved and has not handed out, by time
+	mu    sync.Mutex
+	queue []time.Time // calls this process reserved and has not handed out, in time order
+	// pausedUntil is the end of the latest pause a rate-limit answer to this process asked
+	// for: Wait makes no call before it, whether or not the database heard of the pause.
 	pausedUntil time.Time
+	// recordedUntil is the end of the latest pause recorded in the database, recording that
+	// of a pause being recorded: a rate-limit answer within either is not sent again.
+	recordedUntil, recording time.Time
 
 	// clock, if set, replaces the database clock (tests); observe, if set, is told the database
 	// time of every call granted.
@@ -130,11 +147,24 @@ func (b *RateBudget) Config() RateBudgetConfig { return b.cfg }
 
 // Wait blocks until one call may be made, or ctx is done. It fails at once when the call could
 // not be granted before ctx's deadline; when a pause is the reason (a rate-limit answer to some
-// worker), the error is a *reconcile.RateLimitError saying how long it still lasts.
+// worker), the error is a *reconcile.RateLimitError saying how long it still lasts. When the
+// database fails, the error wraps reconcile.ErrAbortBatch.
 func (b *RateBudget) Wait(ctx context.Context) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		// A rate-limit answer to this process pauses it, even if the database did not record
+		// the pause.
+		if pause := b.paused(); pause > 0 {
+			if d, ok := ctx.Deadline(); ok && d.Before(time.Now().Add(pause)) {
+				return &reconcile.RateLimitError{RetryAfter: pause,
+					Reason: "the shared rate budget is paused by a rate-limit answer to this process"}
+			}
+			if err := sleep(ctx, pause); err != nil {
+				return err
+			}
+			continue
 		}
 		at, ok := b.take()
 		if !ok {
@@ -147,15 +177,14 @@ func (b *RateBudget) Wait(ctx context.Context) error {
 			b.giveBack(at)
 			return fmt.Errorf("pgstore: rate budget %s: the next call is %v away, past the context deadline", b.cfg.Key, time.Until(at).Round(time.Millisecond))
 		}
-		if wait := time.Until(at); wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				b.giveBack(at)
-				return ctx.Err()
-			}
+		if err := sleep(ctx, time.Until(at)); err != nil {
+			b.giveBack(at)
+			return err
+		}
+		if b.paused() > 0 {
+			// A rate-limit answer arrived while we slept: give the call up and wait out the
+			// pause.
+			continue
 		}
 		if time.Since(at) <= b.cfg.MaxLate {
 			return nil
@@ -163,6 +192,37 @@ func (b *RateBudget) Wait(ctx context.Context) error {
 		// Woken too late (the process stalled): using the call now would bunch it with calls
 		// made on time. Give it up and reserve another.
 	}
+}
+
+// sleep sleeps for d, or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// paused returns how long the pause of the latest rate-limit answer to this process lasts.
+func (b *RateBudget) paused() time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return time.Until(b.pausedUntil)
+}
+
+// failed wraps an error of the database: unless ctx is done, it is a reconcile.ErrAbortBatch,
+// so that the batch fails rather than take it for a call that cannot be granted in time.
+func (b *RateBudget) failed(ctx context.Context, what string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("pgstore: rate budget %s: %s: %w", b.cfg.Key, what, err)
+	}
+	return fmt.Errorf("pgstore: rate budget %s: %s: %w: %w", b.cfg.Key, what, reconcile.ErrAbortBatch, err)
 }
 
 // take hands out the earliest call this process reserved and has not used, dropping those too
@@ -186,13 +246,13 @@ func (b *RateBudget) take() (time.Time, bool) {
 func (b *RateBudget) giveBack(at time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	i := 0
-	for i < len(b.queue) && b.queue[i].Before(at) {
-		i++
-	}
-	b.queue = append(b.queue, time.Time{})
-	copy(b.queue[i+1:], b.queue[i:])
-	b.queue[i] = at
+	b.queue = insertSorted(b.queue, at)
+}
+
+// insertSorted inserts at into q, which is in time order, keeping it so.
+func insertSorted(q []time.Time, at time.Time) []time.Time {
+	i := sort.Search(len(q), func(i int) bool { return q[i].After(at) })
+	return slices.Insert(q, i, at)
 }
 
 // reserve takes Grant calls from the bucket in one statement and returns the time of the first;
@@ -212,7 +272,7 @@ func (b *RateBudget) reserve(ctx context.Context) (time.Time, error) {
 	err := b.db.QueryRow(ctx, b.sql.reserve, b.cfg.Key, float64(b.cfg.Rate), float64(b.cfg.Burst), n, maxWait, b.now()).
 		Scan(&granted, &dbNow, &base, &avail, &wait)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("pgstore: rate budget %s: reserve: %w", b.cfg.Key, err)
+		return time.Time{}, b.failed(ctx, "reserve", err)
 	}
 	if !granted {
 		if base > 0 {
@@ -235,8 +295,12 @@ func (b *RateBudget) reserve(ctx context.Context) (time.Time, error) {
 		}
 	}
 	if n > 1 {
+		// Reservations made at once by several goroutines arrive in any order: keep the
+		// queue in time order, as take and giveBack expect.
 		b.mu.Lock()
-		b.queue = append(b.queue, times[1:]...)
+		for _, t := range times[1:] {
+			b.queue = insertSorted(b.queue, t)
+		}
 		b.mu.Unlock()
 	}
 	return times[0], nil
@@ -248,37 +312,51 @@ func (b *RateBudget) create(ctx context.Context) error {
 		return nil
 	}
 	if _, err := b.db.Exec(ctx, b.sql.create, b.cfg.Key, float64(b.cfg.Rate), float64(b.cfg.Burst), b.now()); err != nil {
-		return fmt.Errorf("pgstore: rate budget %s: create: %w", b.cfg.Key, err)
+		return b.failed(ctx, "create", err)
 	}
 	b.created.Store(true)
 	return nil
 }
 
 // Throttle pauses the bucket for every worker of every process for retryAfter (Pause if zero),
-// and empties it, so that no burst follows the pause. Calls this process reserved before are
-// dropped; calls other processes reserved before the answer (at most Grant per waiting caller)
-// are still made. Answers that arrive while this process's pause lasts longer change nothing.
+// and empties it, so that no burst follows the pause. This process pauses at once: its Waits
+// make no call before the pause ends, and the calls it reserved before are dropped. The pause
+// is recorded in the database, within a second, for the other processes; calls they reserved
+// before the answer (at most Grant per waiting caller) are still made. If recording fails, this
+// process still pauses, and the next rate-limit answer tries again. Answers that arrive while a
+// recorded pause lasts longer change nothing.
 func (b *RateBudget) Throttle(retryAfter time.Duration) {
 	if retryAfter <= 0 {
 		retryAfter = b.cfg.Pause
 	}
 	b.mu.Lock()
 	until := time.Now().Add(retryAfter)
-	if !until.After(b.pausedUntil) {
+	if until.After(b.pausedUntil) {
+		b.pausedUntil = until
+		b.queue = nil
+	}
+	if !until.After(b.recordedUntil) || !until.After(b.recording) {
 		b.mu.Unlock()
 		return
 	}
-	b.pausedUntil = until
-	b.queue = nil
+	b.recording = until
 	b.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), finalizeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), budgetThrottleTimeout)
 	defer cancel()
-	if err := b.create(ctx); err != nil {
-		return
+	err := b.create(ctx)
+	if err == nil {
+		// Throttler has no way to report a failure: the local pause holds, and the next
+		// answer records it.
+		_, err = b.db.Exec(ctx, b.sql.throttle, b.cfg.Key, float64(b.cfg.Rate), float64(b.cfg.Burst), retryAfter.Seconds(), b.now())
 	}
-	// A failure leaves the pause to this process's next reservation, which then fails or
-	// waits; Throttler has no way to report it.
-	_, _ = b.db.Exec(ctx, b.sql.throttle, b.cfg.Key, float64(b.cfg.Rate), float64(b.cfg.Burst), retryAfter.Seconds(), b.now())
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err == nil && until.After(b.recordedUntil) {
+		b.recordedUntil = until
+	}
+	if b.recording.Equal(until) {
+		b.recording = time.Time{}
+	}
 }
 
 // BudgetState is a rate budget as stored.

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/reconcilekit/reconcile"
@@ -158,10 +160,19 @@ func TestAWaitThatWouldOutlastItsDeadlineTakesNothing(t *testing.T) {
 	t.Parallel()
 	pool := budgetPool(t)
 	ctx := context.Background()
-	b, err := NewRateBudget(pool, RateBudgetConfig{Key: "acct_1", Rate: 2, Burst: 1})
+	// The budget's clock stands still, so that however slowly this test runs the next call is
+	// always half a second away; MaxLate is wide, so that a first Wait woken late (a loaded
+	// machine) does not give its call up and take another.
+	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	b, err := NewRateBudget(pool, RateBudgetConfig{Key: "acct_1", Rate: 2, Burst: 1, MaxLate: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.clock = clock.Now
+	if err := b.create(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second) // the bucket, made empty, holds its burst of one
 	if err := b.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -294,5 +305,151 @@ func TestNewRateBudgetRejectsBadConfig(t *testing.T) {
 	}
 	if _, err := NewRateBudget(nil, RateBudgetConfig{Key: "k"}); err == nil {
 		t.Error("NewRateBudget(nil) succeeded")
+	}
+}
+
+// faultyDB is a DB whose statements can be made to fail, or to hang until their context ends.
+type faultyDB struct {
+	DB
+	fail, hang atomic.Bool
+}
+
+var errDatabaseDown = errors.New("connection refused")
+
+// errRow is a pgx.Row that fails.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+func (d *faultyDB) fault(ctx context.Context) error {
+	switch {
+	case d.hang.Load():
+		<-ctx.Done()
+		return ctx.Err()
+	case d.fail.Load():
+		return errDatabaseDown
+	}
+	return nil
+}
+
+func (d *faultyDB) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if err := d.fault(ctx); err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	return d.DB.Exec(ctx, sql, args...)
+}
+
+func (d *faultyDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if err := d.fault(ctx); err != nil {
+		return errRow{err}
+	}
+	return d.DB.QueryRow(ctx, sql, args...)
+}
+
+func TestADatabaseFailureInWaitIsAnErrAbortBatchNotARefusal(t *testing.T) {
+	t.Parallel()
+	db := &faultyDB{DB: budgetPool(t)}
+	b, err := NewRateBudget(db, RateBudgetConfig{Key: "acct_1", Rate: 100, Burst: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, made := range []bool{false, true} { // before the bucket is made, and after
+		db.fail.Store(true)
+		dctx, cancel := context.WithTimeout(ctx, time.Second)
+		err := b.Wait(dctx)
+		cancel()
+		if !errors.Is(err, reconcile.ErrAbortBatch) || !errors.Is(err, errDatabaseDown) || errors.Is(err, reconcile.ErrRateLimited) {
+			t.Fatalf("Wait with the database down (bucket made: %v): %v, want an ErrAbortBatch wrapping the database's error", made, err)
+		}
+		db.fail.Store(false)
+		if err := b.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The engine fails such a batch rather than commit the rows not asked as Unverifiable
+	// (reconcile's limiter_abort_test.go checks that); the batch's own end is no failure of
+	// the database.
+	db.hang.Store(true)
+	dctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := b.Wait(dctx); errors.Is(err, reconcile.ErrAbortBatch) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait whose context ended in the statement: %v, want the context's error, not an ErrAbortBatch", err)
+	}
+}
+
+func TestARateLimitAnswerTheDatabaseMissedStillPausesThisProcessAndTheNextAnswerRecordsIt(t *testing.T) {
+	t.Parallel()
+	db := &faultyDB{DB: budgetPool(t)}
+	b, err := NewRateBudget(db, RateBudgetConfig{Key: "acct_1", Rate: 100, Burst: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := b.create(ctx); err != nil {
+		t.Fatal(err)
+	}
+	db.fail.Store(true)
+	b.Throttle(3 * time.Second)
+	db.fail.Store(false)
+	// The database did not hear of the pause, but this process keeps it: a Wait that cannot
+	// outlast it is told how long it lasts, without asking the database.
+	dctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	var rl *reconcile.RateLimitError
+	if err := b.Wait(dctx); !errors.As(err, &rl) || rl.RetryAfter <= 2*time.Second || rl.RetryAfter > 3*time.Second {
+		t.Fatalf("Wait during a pause the database missed: %v, want a RateLimitError asking for about 3s", err)
+	}
+	if st, err := b.State(ctx); err != nil || st.Throttles != 0 || st.Granted != 0 {
+		t.Fatalf("state %+v, %v; want no throttle recorded, nothing granted", st, err)
+	}
+	// A later answer within the local pause is not skipped: the pause was never recorded, and
+	// now is, for every process.
+	b.Throttle(time.Second)
+	st, err := b.State(ctx)
+	if err != nil || st.Throttles != 1 || time.Until(st.PausedUntil) <= 0 {
+		t.Fatalf("state %+v, %v; want the second answer recorded as a pause", st, err)
+	}
+	// Once recorded, an answer within the recorded pause changes nothing.
+	b.Throttle(500 * time.Millisecond)
+	if st, err := b.State(ctx); err != nil || st.Throttles != 1 {
+		t.Fatalf("state %+v, %v; want still one throttle", st, err)
+	}
+}
+
+func TestThrottleGivesUpOnAHangingDatabaseWithinASecond(t *testing.T) {
+	t.Parallel()
+	db := &faultyDB{DB: budgetPool(t)}
+	b, err := NewRateBudget(db, RateBudgetConfig{Key: "acct_1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.hang.Store(true)
+	start := time.Now()
+	b.Throttle(time.Minute)
+	if d := time.Since(start); d > budgetThrottleTimeout+time.Second {
+		t.Fatalf("Throttle on a hanging database took %v, want about %v", d, budgetThrottleTimeout)
+	}
+	if b.paused() <= 0 {
+		t.Fatal("the process is not paused")
+	}
+}
+
+func TestReservationsThatArriveOutOfOrderKeepTheQueueInTimeOrder(t *testing.T) {
+	t.Parallel()
+	pool := budgetPool(t)
+	ctx := context.Background()
+	b, err := NewRateBudget(pool, RateBudgetConfig{Key: "acct_1", Rate: 10, Burst: 4, Grant: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another goroutine's later reservation was queued first.
+	later := time.Now().Add(time.Hour)
+	b.queue = []time.Time{later}
+	if _, err := b.reserve(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.queue) != 4 || !slices.IsSortedFunc(b.queue, func(a, b time.Time) int { return a.Compare(b) }) || !b.queue[3].Equal(later) {
+		t.Fatalf("queue %v, want the three new calls before the later one", b.queue)
 	}
 }

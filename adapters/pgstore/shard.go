@@ -24,8 +24,25 @@ const (
 )
 
 // ErrNoShardFree means every shard of the job is leased by a worker, or has wrapped in the
-// current cycle and waits for the others. Try again later.
+// current cycle and waits for the others, or the next cycle is not due yet
+// (ShardConfig.MinCycleInterval; the error is then a *CycleNotDueError saying when it is). Try
+// again later.
 var ErrNoShardFree = errors.New("pgstore: no shard of the job is free")
+
+// CycleNotDueError is the ErrNoShardFree of a job whose last cycle completed less than
+// ShardConfig.MinCycleInterval ago: no shard is leased until the next cycle starts, StartsIn from
+// when the error was made.
+type CycleNotDueError struct {
+	Job      string
+	StartsIn time.Duration
+}
+
+func (e *CycleNotDueError) Error() string {
+	return fmt.Sprintf("pgstore: sharded job %s: no shard is free: the next cycle starts in %v", e.Job, e.StartsIn.Round(time.Millisecond))
+}
+
+// Unwrap makes the error an ErrNoShardFree.
+func (e *CycleNotDueError) Unwrap() error { return ErrNoShardFree }
 
 // ErrShardLeaseLost means the shard's lease expired and another worker took it over (or the
 // shard set was remade for a new cycle): nothing this worker did since its last commit is kept.
@@ -59,6 +76,16 @@ type ShardConfig struct {
 	// and the lease no longer renewed, so that a worker hung in a call cannot keep its shard
 	// forever. Zero means DefaultShardMaxHold; it must exceed Lease.
 	MaxHold time.Duration
+	// MinCycleInterval is the least time from the completion of one cycle to the start of the
+	// next: the commit that completes a cycle makes the next one's shard set at once, but no
+	// shard of it is leased before MinCycleInterval has passed, by the database clock. Acquire
+	// then fails with a *CycleNotDueError saying how long is left, and ShardRunner and
+	// RunShardTick report it as a deferred tick with that RetryAfter, which reconcile.Runner
+	// (and a scheduler honouring RetryAfter, such as River snoozing) waits out. It is how a
+	// rarely run tier sweeps once per interval however many workers run it: a Runner's
+	// IdleAfterWrap only idles the worker whose batch completed the cycle. Zero means no wait:
+	// the next cycle starts as soon as the last one completes.
+	MinCycleInterval time.Duration
 	// Logger receives a line per lease renewal that failed or was lost. Nil means no logging.
 	Logger *slog.Logger
 }
@@ -113,8 +140,8 @@ func NewShardedJob(s *Store, cfg ShardConfig) (*ShardedJob, error) {
 		return nil, errors.New("pgstore: sharded job: nil store")
 	case cfg.Job == "":
 		return nil, errors.New("pgstore: sharded job: Job is empty")
-	case cfg.Shards < 0, cfg.Lease < 0, cfg.MaxHold < 0:
-		return nil, fmt.Errorf("pgstore: sharded job %s: negative Shards, Lease or MaxHold", cfg.Job)
+	case cfg.Shards < 0, cfg.Lease < 0, cfg.MaxHold < 0, cfg.MinCycleInterval < 0:
+		return nil, fmt.Errorf("pgstore: sharded job %s: negative Shards, Lease, MaxHold or MinCycleInterval", cfg.Job)
 	}
 	if cfg.Shards == 0 {
 		cfg.Shards = DefaultShards
@@ -180,7 +207,7 @@ func (j *ShardedJob) Ensure(ctx context.Context) error {
 			j.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "pgstore: the job has an unsharded cursor; sharding starts a new cycle and ignores it",
 				slog.String("job", j.cfg.Job))
 		}
-		_, err := j.makeShards(ctx, tx, st, cycles)
+		_, err := j.makeShards(ctx, tx, st, cycles, 0)
 		return err
 	})
 	if err != nil {
@@ -190,9 +217,9 @@ func (j *ShardedJob) Ensure(ctx context.Context) error {
 	return nil
 }
 
-// makeShards makes (or remakes) the shard set for cycle from the keys present now, in tx, with
-// the job's cursor row locked. It returns the number of shards.
-func (j *ShardedJob) makeShards(ctx context.Context, tx pgx.Tx, st *statements, cycle int64) (int, error) {
+// makeShards makes (or remakes) the shard set for cycle, starting after start, from the keys
+// present now, in tx, with the job's cursor row locked. It returns the number of shards.
+func (j *ShardedJob) makeShards(ctx context.Context, tx pgx.Tx, st *statements, cycle int64, start time.Duration) (int, error) {
 	fractions := make([]float64, j.cfg.Shards-1)
 	for i := range fractions {
 		fractions[i] = float64(i+1) / float64(j.cfg.Shards)
@@ -210,7 +237,7 @@ func (j *ShardedJob) makeShards(ctx context.Context, tx pgx.Tx, st *statements, 
 	for i := range bounds {
 		lows[i+1], highs[i] = &bounds[i], &bounds[i]
 	}
-	if _, err := tx.Exec(ctx, j.sql.roll, j.cfg.Job, cycle, lows, highs); err != nil {
+	if _, err := tx.Exec(ctx, j.sql.roll, j.cfg.Job, cycle, lows, highs, start); err != nil {
 		return 0, err
 	}
 	if _, err := tx.Exec(ctx, j.sql.prune, j.cfg.Job, len(lows)); err != nil {
@@ -220,8 +247,8 @@ func (j *ShardedJob) makeShards(ctx context.Context, tx pgx.Tx, st *statements, 
 }
 
 // completeCycleIfDone completes the job's cycle in tx if every shard has wrapped in it: the
-// job's cursor row counts the cycle and a new shard set starts the next. The job's cursor row
-// must be locked. It reports whether it completed the cycle.
+// job's cursor row counts the cycle and a new shard set starts the next, MinCycleInterval from
+// now. The job's cursor row must be locked. It reports whether it completed the cycle.
 func (j *ShardedJob) completeCycleIfDone(ctx context.Context, tx pgx.Tx, st *statements) (bool, error) {
 	var cycles int64
 	var done, exists bool
@@ -230,23 +257,24 @@ func (j *ShardedJob) completeCycleIfDone(ctx context.Context, tx pgx.Tx, st *sta
 	}
 	if !exists {
 		// The shard set is gone (removed by hand): make it again, in the same cycle.
-		_, err := j.makeShards(ctx, tx, st, cycles)
+		_, err := j.makeShards(ctx, tx, st, cycles, 0)
 		return false, err
 	}
 	if !done {
 		return false, nil
 	}
-	if _, err := j.makeShards(ctx, tx, st, cycles+1); err != nil {
+	if _, err := j.makeShards(ctx, tx, st, cycles+1, j.cfg.MinCycleInterval); err != nil {
 		return false, fmt.Errorf("new shard set: %w", err)
 	}
-	if _, err := tx.Exec(ctx, j.sql.completeCycle, j.cfg.Job, cycles); err != nil {
+	if _, err := tx.Exec(ctx, j.sql.completeCycle, j.cfg.Job, cycles, j.cfg.MinCycleInterval); err != nil {
 		return false, fmt.Errorf("complete cycle: %w", err)
 	}
 	return true, nil
 }
 
 // Acquire leases a free shard of the job: one not wrapped in the current cycle whose lease is
-// free or expired. It returns ErrNoShardFree if there is none. The lease is renewed in the
+// free or expired. It returns ErrNoShardFree if there is none, as a *CycleNotDueError if the
+// next cycle is not due yet (ShardConfig.MinCycleInterval). The lease is renewed in the
 // background until Release, which must be called. The lease is the engine's Source and Sink for
 // batches of that shard.
 func (j *ShardedJob) Acquire(ctx context.Context) (*ShardLease, error) {
@@ -263,7 +291,11 @@ func (j *ShardedJob) Acquire(ctx context.Context) (*ShardLease, error) {
 			return l, nil
 		case !errors.Is(err, pgx.ErrNoRows):
 			return nil, fmt.Errorf("pgstore: sharded job %s: claim a shard: %w", j.cfg.Job, err)
-		case attempt > 0:
+		}
+		if err := j.cycleDue(ctx); err != nil {
+			return nil, err
+		}
+		if attempt > 0 {
 			return nil, ErrNoShardFree
 		}
 		// Nothing free. Normally every shard is leased or waits for the others to wrap; but if
@@ -273,6 +305,20 @@ func (j *ShardedJob) Acquire(ctx context.Context) (*ShardLease, error) {
 			return nil, err
 		}
 	}
+}
+
+// cycleDue returns a *CycleNotDueError if the job's next cycle may not start yet.
+func (j *ShardedJob) cycleDue(ctx context.Context) error {
+	var secs float64
+	err := j.store.db.QueryRow(ctx, j.sql.nextCycle, j.cfg.Job).Scan(&secs)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("pgstore: sharded job %s: read the next cycle's start: %w", j.cfg.Job, err)
+	}
+	// Round up, so that a caller that waits StartsIn finds the cycle due.
+	return &CycleNotDueError{Job: j.cfg.Job, StartsIn: seconds(secs).Truncate(time.Millisecond) + time.Millisecond}
 }
 
 // rollIfDone completes the job's cycle if every shard has wrapped, and makes the shard set

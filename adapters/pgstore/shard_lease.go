@@ -94,8 +94,7 @@ func (l *ShardLease) Context(ctx context.Context) (context.Context, context.Canc
 // the lease lost, when a renewal finds the token gone or the lease has been held past MaxHold.
 func (l *ShardLease) renew() {
 	defer close(l.renewed)
-	j := l.job
-	t := time.NewTicker(j.cfg.Lease / 3)
+	t := time.NewTicker(l.job.cfg.Lease / 3)
 	defer t.Stop()
 	for {
 		select {
@@ -103,29 +102,39 @@ func (l *ShardLease) renew() {
 			return
 		case <-t.C:
 		}
-		if time.Since(l.acquired) > j.cfg.MaxHold {
-			// Stop renewing: the lease runs out and another worker takes the shard, even if
-			// the work under it hangs in a call that ignores its context.
-			l.lose(fmt.Errorf("pgstore: shard %d of job %s held past MaxHold (%v): %w", l.shard, j.cfg.Job, j.cfg.MaxHold, ErrShardLeaseLost))
-			j.cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn, "pgstore: shard lease held past MaxHold; no longer renewed",
-				slog.String("job", j.cfg.Job), slog.Int("shard", l.shard), slog.Int64("token", l.token))
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), j.cfg.Lease/3)
-		tag, err := j.store.db.Exec(ctx, j.sql.renew, j.cfg.Job, l.shard, l.token, j.cfg.Lease)
-		cancel()
-		switch {
-		case err != nil:
-			// Unknown: try again next tick rather than abandon work that may be fine.
-			j.cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn, "pgstore: renewing a shard lease failed",
-				slog.String("job", j.cfg.Job), slog.Int("shard", l.shard), slog.String("error", err.Error()))
-		case tag.RowsAffected() == 0:
-			l.lose(ErrShardLeaseLost)
-			j.cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn, "pgstore: shard lease lost",
-				slog.String("job", j.cfg.Job), slog.Int("shard", l.shard), slog.Int64("token", l.token))
+		if !l.renewOnce() {
 			return
 		}
 	}
+}
+
+// renewOnce renews the lease once, or gives it up past MaxHold. It reports whether the lease
+// is still worth renewing.
+func (l *ShardLease) renewOnce() bool {
+	j := l.job
+	if time.Since(l.acquired) > j.cfg.MaxHold {
+		// Stop renewing: the lease runs out and another worker takes the shard, even if
+		// the work under it hangs in a call that ignores its context.
+		l.lose(fmt.Errorf("pgstore: shard %d of job %s held past MaxHold (%v): %w", l.shard, j.cfg.Job, j.cfg.MaxHold, ErrShardLeaseLost))
+		j.cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn, "pgstore: shard lease held past MaxHold; no longer renewed",
+			slog.String("job", j.cfg.Job), slog.Int("shard", l.shard), slog.Int64("token", l.token))
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), j.cfg.Lease/3)
+	tag, err := j.store.db.Exec(ctx, j.sql.renew, j.cfg.Job, l.shard, l.token, j.cfg.Lease)
+	cancel()
+	switch {
+	case err != nil:
+		// Unknown: try again next tick rather than abandon work that may be fine.
+		j.cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn, "pgstore: renewing a shard lease failed",
+			slog.String("job", j.cfg.Job), slog.Int("shard", l.shard), slog.String("error", err.Error()))
+	case tag.RowsAffected() == 0:
+		l.lose(ErrShardLeaseLost)
+		j.cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn, "pgstore: shard lease lost",
+			slog.String("job", j.cfg.Job), slog.Int("shard", l.shard), slog.Int64("token", l.token))
+		return false
+	}
+	return true
 }
 
 // Release stops renewing the lease and frees the shard for other workers. It runs even if ctx

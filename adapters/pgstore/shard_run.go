@@ -12,7 +12,9 @@ import (
 // ShardTick describes one RunShardTick.
 type ShardTick struct {
 	// Leased reports that a shard was leased; false when none was free (ErrNoShardFree), and
-	// then nothing else is set.
+	// then nothing else is set, unless the next cycle is not due yet
+	// (ShardConfig.MinCycleInterval): then Tick.Deferred is set and Tick.RetryAfter says when it
+	// is, so that a scheduler that honours RetryAfter does not run the job before.
 	Leased bool
 	// Shard is the shard worked on.
 	Shard int
@@ -32,7 +34,8 @@ type ShardTick struct {
 // it wraps, the external system pushes back, the budget is spent or ctx is done), and releases
 // it. cfg is the job's engine configuration; its Source and Sink are set to the lease, and its
 // Job must be empty or j's. When no shard is free it returns at once, with Leased false and no
-// error. It is one unit of work for a scheduler: a cron tick, a job of a queue such as River.
+// error; if that is because the next cycle is not due yet, Tick.Deferred and Tick.RetryAfter
+// say so. It is one unit of work for a scheduler: a cron tick, a job of a queue such as River.
 // Bound the tick (budget.MaxTime) well below ShardConfig.MaxHold: past it the lease is given up
 // and the batch under way is cancelled.
 func RunShardTick[E any](ctx context.Context, j *ShardedJob, cfg reconcile.Config[string, E], budget reconcile.TickBudget) (ShardTick, error) {
@@ -43,6 +46,11 @@ func RunShardTick[E any](ctx context.Context, j *ShardedJob, cfg reconcile.Confi
 	}
 	l, err := j.Acquire(ctx)
 	if errors.Is(err, ErrNoShardFree) {
+		t.Tick = reconcile.TickReport{Job: j.cfg.Job, Verdicts: map[reconcile.Verdict]int{}}
+		var nd *CycleNotDueError
+		if errors.As(err, &nd) {
+			t.Tick.Deferred, t.Tick.RetryAfter = true, nd.StartsIn
+		}
 		return t, nil
 	}
 	if err != nil {
@@ -105,7 +113,9 @@ func (j *ShardedJob) release(ctx context.Context, l *ShardLease) {
 // A shard's wrap is not the job's: RunBatch reports Wrapped only when the wrap completed the
 // job's cycle, so a tick goes on with the next shard. When no shard is free it returns an error
 // that is ErrNoShardFree and reconcile.ErrConcurrentRun, which RunTick reports as a Conflict
-// and a Runner retries at its next tick.
+// and a Runner retries at its next tick; but when the next cycle is not due yet
+// (ShardConfig.MinCycleInterval) it returns no error and a Deferred report whose RetryAfter is
+// the time left, which RunTick passes on and a Runner waits out.
 //
 // Leasing per batch costs two statements a batch; a worker that works through a whole shard at
 // a time uses RunShardTick instead.
@@ -129,6 +139,9 @@ func NewShardRunner[E any](j *ShardedJob, cfg reconcile.Config[string, E]) (*Sha
 // RunBatch leases a free shard, runs one batch on it, and releases it.
 func (r *ShardRunner[E]) RunBatch(ctx context.Context) (reconcile.Report, error) {
 	l, err := r.job.Acquire(ctx)
+	if nd := (*CycleNotDueError)(nil); errors.As(err, &nd) {
+		return reconcile.Report{Job: r.job.cfg.Job, Verdicts: map[reconcile.Verdict]int{}, Deferred: true, RetryAfter: nd.StartsIn}, nil
+	}
 	if errors.Is(err, ErrNoShardFree) {
 		return reconcile.Report{Job: r.job.cfg.Job}, fmt.Errorf("%w: %w", ErrNoShardFree, reconcile.ErrConcurrentRun)
 	}

@@ -88,7 +88,7 @@ type shardSQL struct {
 	ensureCursor, lockJob, shardCount       string
 	claim, renew, release, readShard        string
 	advance, wrap, readyToRoll, roll, prune string
-	completeCycle, shards                   string
+	completeCycle, shards, nextCycle        string
 }
 
 func newShardSQL(t Tables) shardSQL {
@@ -96,18 +96,22 @@ func newShardSQL(t Tables) shardSQL {
 	// The identifiers are checked plain names, so quoting them in a literal is safe.
 	token := "nextval('" + t.table("shard_lease_tokens") + "')"
 	const fence = ` WHERE job = $1 AND shard = $2 AND lease_token = $3`
+	// The job's current cycle is due: its previous cycle completed at least MinCycleInterval ago.
+	const cycleDue = `(j.next_cycle_at IS NULL OR j.next_cycle_at <= now())`
 	return shardSQL{
 		// The job's cursor row records its completed cycles; every shard commit that wraps
 		// locks it first, so that exactly one of the last shards to wrap sees them all done.
 		ensureCursor: `INSERT INTO ` + cursors + ` (job) VALUES ($1) ON CONFLICT (job) DO NOTHING`,
 		lockJob:      `SELECT cycles_completed, position IS NOT NULL FROM ` + cursors + ` WHERE job = $1 FOR UPDATE`,
 		shardCount:   `SELECT count(*) FROM ` + shards + ` WHERE job = $1`,
-		// A free shard: not yet wrapped in the job's current cycle, and not leased (or its
-		// lease expired). The least recently worked goes first, so that work spreads.
+		// A free shard: not yet wrapped in the job's current cycle, that cycle due to start
+		// (ShardConfig.MinCycleInterval), and not leased (or its lease expired). The least
+		// recently worked goes first, so that work spreads.
 		claim: `WITH c AS (
 				SELECT s.shard, s.lease_until IS NOT NULL AS expired, coalesce(s.lease_owner, '') AS prev_owner
 				FROM ` + shards + ` AS s JOIN ` + cursors + ` AS j ON j.job = s.job
-				WHERE s.job = $1 AND s.cycle <= j.cycles_completed AND (s.lease_until IS NULL OR s.lease_until <= now())
+				WHERE s.job = $1 AND s.cycle <= j.cycles_completed AND ` + cycleDue + `
+					AND (s.lease_until IS NULL OR s.lease_until <= now())
 				ORDER BY s.last_batch_at NULLS FIRST, s.shard
 				LIMIT 1
 				FOR UPDATE OF s SKIP LOCKED
@@ -118,10 +122,10 @@ func newShardSQL(t Tables) shardSQL {
 			RETURNING s.shard, s.lease_token, c.expired, c.prev_owner`,
 		renew:   `UPDATE ` + shards + ` SET lease_until = now() + $4::interval` + fence,
 		release: `UPDATE ` + shards + ` SET lease_owner = NULL, lease_until = NULL` + fence,
-		// The shard's cursor, bounds and cycle, if the lease still holds and the shard has not
-		// wrapped in the job's current cycle.
+		// The shard's cursor, bounds and cycle, if the lease still holds, and whether the shard
+		// is open: not wrapped in the job's current cycle, and that cycle due to start.
 		readShard: `SELECT coalesce(s.position::text, ''), s.version, coalesce(s.lower_bound::text, ''), coalesce(s.upper_bound::text, ''),
-				s.cycle <= j.cycles_completed
+				s.cycle <= j.cycles_completed AND ` + cycleDue + `
 			FROM ` + shards + ` AS s JOIN ` + cursors + ` AS j ON j.job = s.job
 			WHERE s.job = $1 AND s.shard = $2 AND s.lease_token = $3`,
 		// Compare-and-set on the version read ($4), fenced by the lease token ($3).
@@ -135,18 +139,23 @@ func newShardSQL(t Tables) shardSQL {
 		readyToRoll: `SELECT j.cycles_completed, NOT EXISTS (SELECT 1 FROM ` + shards + ` AS s WHERE s.job = $1 AND s.cycle <= j.cycles_completed),
 				EXISTS (SELECT 1 FROM ` + shards + ` AS s WHERE s.job = $1)
 			FROM ` + cursors + ` AS j WHERE j.job = $1`,
-		// A new shard set for cycle $2: shard i gets bounds $3[i], $4[i] (JSON text; NULL is
-		// open). Existing shards restart their cursor with a new version, so that a batch read
-		// before cannot commit; their lease tokens stay, and only grow.
-		roll: `INSERT INTO ` + shards + ` AS s (job, shard, lower_bound, upper_bound, cycle, position, version)
-			SELECT $1, n::int - 1, lo::jsonb, hi::jsonb, $2, NULL, 0
+		// A new shard set for cycle $2, starting $5 from now: shard i gets bounds $3[i], $4[i]
+		// (JSON text; NULL is open). Existing shards restart their cursor with a new version,
+		// so that a batch read before cannot commit; their lease tokens stay, and only grow.
+		roll: `INSERT INTO ` + shards + ` AS s (job, shard, lower_bound, upper_bound, cycle, position, version, cycle_started_at)
+			SELECT $1, n::int - 1, lo::jsonb, hi::jsonb, $2, NULL, 0, now() + $5::interval
 			FROM unnest($3::text[], $4::text[]) WITH ORDINALITY AS b(lo, hi, n)
 			ON CONFLICT (job, shard) DO UPDATE SET lower_bound = EXCLUDED.lower_bound, upper_bound = EXCLUDED.upper_bound,
-				cycle = EXCLUDED.cycle, position = NULL, version = s.version + 1, cycle_started_at = now(), scanned_this_cycle = 0`,
+				cycle = EXCLUDED.cycle, position = NULL, version = s.version + 1, cycle_started_at = EXCLUDED.cycle_started_at,
+				scanned_this_cycle = 0`,
 		prune: `DELETE FROM ` + shards + ` WHERE job = $1 AND shard >= $2`,
+		// The next cycle starts $3 from now (ShardConfig.MinCycleInterval): no shard is leased
+		// before.
 		completeCycle: `UPDATE ` + cursors + ` SET cycles_completed = cycles_completed + 1, last_cycle_completed_at = now(),
-				cycle_started_at = now(), version = version + 1
+				cycle_started_at = now() + $3::interval, next_cycle_at = now() + $3::interval, version = version + 1
 			WHERE job = $1 AND cycles_completed = $2`,
+		// How long until the job's next cycle may start; no row if it may now.
+		nextCycle: `SELECT extract(epoch FROM next_cycle_at - now())::float8 FROM ` + cursors + ` WHERE job = $1 AND next_cycle_at > now()`,
 		shards: `SELECT s.shard, coalesce(s.lower_bound::text, ''), coalesce(s.upper_bound::text, ''), coalesce(s.lower_bound ->> 0, ''),
 				coalesce(s.position::text, ''), s.version, s.cycle > j.cycles_completed, s.cycle_started_at, s.last_wrapped_at,
 				s.last_batch_at, s.last_batch_scanned, s.last_batch_unverifiable, s.scanned_this_cycle,

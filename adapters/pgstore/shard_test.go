@@ -364,6 +364,9 @@ func TestAnExpiredLeaseIsTakenOverWithANewTokenAndTheOldHolderLearnsItLostIt(t *
 	if _, err := b.Acquire(ctx); !errors.Is(err, pgstore.ErrNoShardFree) {
 		t.Fatalf("Acquire of a leased shard: %v, want ErrNoShardFree", err)
 	}
+	// The holder stalls: its renewer stops (else it could extend the lease again between its
+	// expiry and the claim), and the lease expires.
+	pgstore.StopRenewing(la)
 	expireLease(t, pool, la.Shard())
 	lb, err := b.Acquire(ctx)
 	if err != nil {
@@ -375,10 +378,14 @@ func TestAnExpiredLeaseIsTakenOverWithANewTokenAndTheOldHolderLearnsItLostIt(t *
 		t.Fatalf("takeover: shard %d token %d (took over %v from %q); first lease shard %d token %d",
 			lb.Shard(), lb.Token(), took, prev, la.Shard(), la.Token())
 	}
+	// The holder wakes up: its next renewal finds the lease lost.
+	if pgstore.RenewOnce(la) {
+		t.Fatal("renewing a lease taken over succeeded")
+	}
 	select {
 	case <-la.Lost():
-	case <-time.After(30 * time.Second):
-		t.Fatal("the first holder's renewal never found its lease lost")
+	default:
+		t.Fatal("the first holder's renewal did not report its lease lost")
 	}
 	if !errors.Is(la.LostErr(), pgstore.ErrShardLeaseLost) || !errors.Is(la.LostErr(), reconcile.ErrConcurrentRun) {
 		t.Fatalf("LostErr = %v, want ErrShardLeaseLost, a reconcile.ErrConcurrentRun", la.LostErr())
@@ -414,10 +421,12 @@ func TestACommitByAWorkerThatLostItsLeaseIsRejectedAndLeavesNoTrace(t *testing.T
 	}
 	defer la.Release(ctx)
 	// The late worker runs a whole batch through the engine, but its gateway stalls until its
-	// lease has been taken over.
-	taken := make(chan struct{})
+	// lease has been taken over. The gateway's first call says that the batch has been read.
+	taken, read := make(chan struct{}), make(chan struct{})
+	var readOnce sync.Once
 	gw := succeededFor(seq(1, 20))
 	stalling := reconcile.GatewayFunc[string](func(ctx context.Context, id string) (string, error) {
+		readOnce.Do(func() { close(read) })
 		<-taken
 		return gw.Fetch(ctx, id)
 	})
@@ -432,6 +441,14 @@ func TestACommitByAWorkerThatLostItsLeaseIsRejectedAndLeavesNoTrace(t *testing.T
 		_, err := late.RunBatch(ctx)
 		done <- err
 	}()
+	// Only once the late worker has read its batch does its lease expire (its renewer stopped,
+	// as a stalled worker's would), so that the commit's fencing, not the read's, rejects it.
+	select {
+	case <-read:
+	case err := <-done:
+		t.Fatalf("the late worker's batch ended before its gateway was called: %v", err)
+	}
+	pgstore.StopRenewing(la)
 	expireLease(t, pool, la.Shard())
 	lb, err := b.Acquire(ctx)
 	if err != nil {
@@ -721,4 +738,84 @@ func TestLeasesRunnersAndTicksLeaveNoGoroutineBehind(t *testing.T) {
 	<-lctx.Done()
 	own.Close()
 	goleak.VerifyNone(t, ignore)
+}
+
+func TestMinCycleIntervalKeepsEveryShardUnleasedUntilItHasPassed(t *testing.T) {
+	t.Parallel()
+	pool, s := newStore(t, pgstore.Config{})
+	ids := seq(1, 60)
+	insertPayments(t, pool, ids...)
+	ctx := context.Background()
+	const interval = 2 * time.Second
+	cfg := pgstore.ShardConfig{Shards: 3, MinCycleInterval: interval}
+	jobs := []*pgstore.ShardedJob{newShardedJob(t, s, cfg), newShardedJob(t, s, cfg)}
+	gw := succeededFor(ids)
+	// The first cycle starts at once: there was no cycle before it.
+	runCycle(t, s, jobs, engineConfig(gw, 10), 1, 200)
+	completed := time.Now()
+	st, err := jobs[0].ShardStatus(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.CyclesCompleted != 1 {
+		t.Fatalf("%d cycles completed, want 1: the next must wait MinCycleInterval", st.CyclesCompleted)
+	}
+	for _, sh := range st.Shards {
+		if sh.Wrapped || sh.Leased || sh.ScannedThisCycle != 0 {
+			t.Fatalf("shard after the cycle: %+v; want a fresh, unleased shard of the next cycle", sh)
+		}
+	}
+	// No worker may lease a shard of the next cycle yet, and each learns when it may.
+	_, err = jobs[1].Acquire(ctx)
+	var nd *pgstore.CycleNotDueError
+	if !errors.Is(err, pgstore.ErrNoShardFree) || !errors.As(err, &nd) || nd.StartsIn <= 0 || nd.StartsIn > interval+time.Millisecond {
+		t.Fatalf("Acquire right after the cycle: %v, want a CycleNotDueError within %v", err, interval)
+	}
+	tick, err := pgstore.RunShardTick(ctx, jobs[0], engineConfig(gw, 10), reconcile.TickBudget{})
+	if err != nil || tick.Leased || !tick.Tick.Deferred || tick.Tick.RetryAfter <= 0 || tick.Tick.RetryAfter > interval+time.Millisecond {
+		t.Fatalf("RunShardTick right after the cycle: %+v, %v; want nothing leased, deferred with RetryAfter within %v", tick, err, interval)
+	}
+	r, err := pgstore.NewShardRunner(jobs[1], engineConfig(gw, 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := reconcile.RunTick(ctx, r, reconcile.TickBudget{})
+	if err != nil || rt.Conflict || !rt.Deferred || rt.RetryAfter <= 0 || rt.RetryAfter > interval+time.Millisecond || rt.Scanned != 0 {
+		t.Fatalf("a ShardRunner's tick right after the cycle: %+v, %v; want deferred with RetryAfter within %v", rt, err, interval)
+	}
+	calls := gw.Calls("")
+	// Until the interval has passed, by the database clock, nothing is leased.
+	for time.Since(completed) < interval-300*time.Millisecond {
+		if l, err := jobs[0].Acquire(ctx); !errors.Is(err, pgstore.ErrNoShardFree) {
+			if l != nil {
+				l.Release(ctx)
+			}
+			t.Fatalf("Acquire %v after the cycle: %v, want ErrNoShardFree until %v", time.Since(completed), err, interval)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if gw.Calls("") != calls {
+		t.Fatal("the gateway was called before the next cycle was due")
+	}
+	// Once it has passed, a shard is leased.
+	time.Sleep(time.Until(completed.Add(tick.Tick.RetryAfter)))
+	var l *pgstore.ShardLease
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if l, err = jobs[0].Acquire(ctx); err == nil {
+			break
+		}
+		if !errors.Is(err, pgstore.ErrNoShardFree) || time.Now().After(deadline) {
+			t.Fatalf("Acquire after MinCycleInterval: %v", err)
+		}
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The next cycle runs in full, and is followed by the same wait.
+	before := snapshotCalls(gw, ids)
+	runCycle(t, s, jobs, engineConfig(gw, 10), 2, 200)
+	askedOnce(t, gw, before, ids)
+	if _, err := jobs[0].Acquire(ctx); !errors.As(err, &nd) {
+		t.Fatalf("Acquire right after the second cycle: %v, want a CycleNotDueError", err)
+	}
 }

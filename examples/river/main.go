@@ -22,17 +22,21 @@
 //     wraps or the tick's time budget is spent, and releases it. Leases, fencing and cycles are
 //     the reconciler's (pgstore.ShardedJob), not River's: River only decides when and where a
 //     tick runs, and a tick that River runs twice, or a worker that dies, costs a redone batch at
-//     most;
+//     most. A dead worker's shard is taken over by another tick once its lease (10 s) expires;
+//     its running River jobs keep their slots until River's rescuer frees them, 45 s after they
+//     started (RescueStuckJobsAfter, just over the ticks' 35 s timeout);
 //   - every worker draws from one pgstore.RateBudget, so all processes together stay within
 //     -rate calls per second to Stripe; a tick the budget or Stripe pushes back on is snoozed
 //     for the wait asked.
 //
 // When the job has completed -cycles cycles (every shard wrapped that many times), it stops
-// the workers (SIGTERM: River stops gracefully, letting running ticks finish) and prints what
-// happened: ticks per process, the shards with their ranges and leases, the findings and repair
-// commands against what was planted, and the calls to Stripe. It exits with status 1 if a
-// planted difference was missed or found twice, a row was never verified, or a single process
-// did all the work.
+// the workers (SIGTERM: River stops gracefully, letting running ticks finish within a minute,
+// and cancels those that do not, which write nothing) and prints what happened: ticks per
+// process, the shards with their ranges and leases, the findings and repair commands against
+// what was planted, and the calls to Stripe. It exits with status 1 if a planted difference was
+// missed or found twice, a row was never verified, or a single process did all the work.
+// Interrupted (SIGINT or SIGTERM), it stops the workers the same way; on Linux they also die
+// with it if it is killed.
 //
 // Flags:
 //
@@ -92,7 +96,8 @@ type options struct {
 
 func main() {
 	maybeWorker() // a worker process runs here and exits
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// SIGTERM too: a parent stopped by a supervisor stops its workers before it exits.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	opts := options{}
 	flag.StringVar(&opts.Schema, "schema", defaultSchema, "the schema to drop and create")
@@ -174,10 +179,25 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 	}
 	workers := make([]*workerProc, opts.Workers)
 	defer func() {
+		// Workers still running (the run failed, or was interrupted by SIGINT or SIGTERM) are
+		// asked to stop as they would be at the end, and killed if they take longer than a few
+		// seconds: a killed worker's running ticks hold their River slots until rescued.
+		dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
 		for _, w := range workers {
-			if w != nil {
-				w.kill()
+			if w != nil && !w.exited() {
+				_ = w.cmd.Process.Signal(syscall.SIGTERM)
 			}
+		}
+		for _, w := range workers {
+			if w == nil {
+				continue
+			}
+			select {
+			case <-w.done:
+			case <-dctx.Done():
+			}
+			w.kill()
 		}
 	}()
 	for i := range workers {
@@ -344,6 +364,7 @@ func startWorker(exe string, cfg workerConfig) (*workerProc, error) {
 	w.cmd = exec.Command(exe, "-worker")
 	w.cmd.Env = append(os.Environ(), workerEnv+"="+string(raw))
 	w.cmd.Stdout, w.cmd.Stderr = &w.stdout, &w.stderr
+	dieWithParent(w.cmd) // a parent that dies without stopping them (SIGKILL) takes them along
 	if err := w.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", cfg.ID, err)
 	}

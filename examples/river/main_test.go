@@ -56,3 +56,30 @@ func TestRunSpreadsShardTicksOverWorkerProcessesAndFindsThePlantedDrift(t *testi
 		}
 	}
 }
+
+// fakeClient is a River client whose graceful stop does not finish.
+type fakeClient struct{ stopped, cancelled bool }
+
+func (c *fakeClient) Stop(ctx context.Context) error {
+	c.stopped = true
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (c *fakeClient) StopAndCancel(context.Context) error {
+	c.cancelled = true
+	return nil
+}
+
+func TestAWorkerWhoseGracefulStopRunsOutCancelsItsTicks(t *testing.T) {
+	c := &fakeClient{}
+	if err := stopClient(c, 10*time.Millisecond); err != nil || !c.stopped || !c.cancelled {
+		t.Fatalf("stopClient: %v (stopped %v, cancelled %v); want a graceful stop, then StopAndCancel", err, c.stopped, c.cancelled)
+	}
+}
+
+func TestStuckTicksAreRescuedJustAfterTheirTimeout(t *testing.T) {
+	if rescueAfter < tickTimeout || rescueAfter > tickTimeout+time.Minute {
+		t.Fatalf("RescueStuckJobsAfter %v, want just over the tick timeout %v (River's default is an hour)", rescueAfter, tickTimeout)
+	}
+}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -101,6 +100,20 @@ func (ShardTickArgs) InsertOpts() river.InsertOpts {
 // between ticks and a stopping worker finishes soon.
 var tickBudget = reconcile.TickBudget{MaxTime: 5 * time.Second}
 
+// tickTimeout is River's job timeout for a tick: its budget and a margin for the batch under way.
+var tickTimeout = tickBudget.MaxTime + 30*time.Second
+
+// rescueAfter is how long River lets a tick stay running before its rescuer deems it stuck and
+// makes it available again: just over tickTimeout (River requires at least that), since a live
+// worker's tick is cancelled by then. A tick still running later was a dead worker's (SIGKILL,
+// a crash, a lost host), and until it is rescued its unique job keeps its slot from being
+// scheduled again; River's default, an hour, would keep the slot idle that long. (The dead
+// worker's shard does not wait for this: its lease expires and any other tick takes it over.)
+var rescueAfter = tickTimeout + 10*time.Second
+
+// stopTimeout bounds a graceful stop: running ticks may finish. Past it they are cancelled.
+const stopTimeout = time.Minute
+
 // shardTickWorker works ShardTickArgs jobs: one pgstore.RunShardTick each.
 type shardTickWorker struct {
 	river.WorkerDefaults[ShardTickArgs]
@@ -112,7 +125,8 @@ type shardTickWorker struct {
 }
 
 // Work runs one tick. A failed tick is retried by River with backoff; a tick the external
-// system or the budget pushed back on is snoozed for the wait asked, without spending an
+// system or the budget pushed back on, or one that found the job's next cycle not yet due
+// (pgstore.ShardConfig.MinCycleInterval), is snoozed for the wait asked, without spending an
 // attempt.
 func (w *shardTickWorker) Work(ctx context.Context, j *river.Job[ShardTickArgs]) error {
 	t, err := pgstore.RunShardTick(ctx, w.job, w.engine, tickBudget)
@@ -133,12 +147,14 @@ func (w *shardTickWorker) Work(ctx context.Context, j *river.Job[ShardTickArgs])
 	return nil
 }
 
-// Timeout bounds a tick in River: its budget and a margin for the batch under way.
+// Timeout bounds a tick in River: tickTimeout.
 func (w *shardTickWorker) Timeout(*river.Job[ShardTickArgs]) time.Duration {
-	return tickBudget.MaxTime + 30*time.Second
+	return tickTimeout
 }
 
-// runWorker runs a River client until ctx is done, then stops it gracefully.
+// runWorker runs a River client until ctx is done, then stops it gracefully: running ticks
+// may finish, within stopTimeout; past it they are cancelled (a cancelled batch writes nothing).
+
 func runWorker(ctx context.Context, cfg workerConfig) (workerSummary, error) {
 	pcfg, err := pgxpool.ParseConfig(cfg.DatabaseURL)
 	if err != nil {
@@ -187,7 +203,10 @@ func runWorker(ctx context.Context, cfg workerConfig) (workerSummary, error) {
 		Queues:       map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Slots}},
 		Workers:      workers,
 		PeriodicJobs: periodic,
-		Logger:       slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		// The client's default timeout too, so that rescueAfter is checked against it.
+		JobTimeout:           tickTimeout,
+		RescueStuckJobsAfter: rescueAfter,
+		Logger:               slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		return workerSummary{}, err
@@ -196,15 +215,32 @@ func runWorker(ctx context.Context, cfg workerConfig) (workerSummary, error) {
 		return workerSummary{}, err
 	}
 	<-ctx.Done()
-	sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	err = client.Stop(sctx)
+	err = stopClient(client, stopTimeout)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if err != nil && !errors.Is(err, context.Canceled) {
-		return w.sum, fmt.Errorf("stop river: %w", err)
+	return w.sum, err
+}
+
+// stopClient stops c gracefully, letting running jobs finish within patience; if they do not,
+// it cancels them (StopAndCancel) rather than leave them running, still holding their slots,
+// while the process exits.
+func stopClient(c interface {
+	Stop(context.Context) error
+	StopAndCancel(context.Context) error
+}, patience time.Duration) error {
+	sctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	err := c.Stop(sctx)
+	if err == nil {
+		return nil
 	}
-	return w.sum, nil
+	hctx, hcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer hcancel()
+	if herr := c.StopAndCancel(hctx); herr != nil {
+		return fmt.Errorf("stop river: %w; then cancelling the running ticks: %w", err, herr)
+	}
+	fmt.Fprintf(os.Stderr, "river worker: graceful stop failed (%v); running ticks cancelled, nothing of them written\n", err)
+	return nil
 }
 
 // jobFor returns the sharded job over the demo's payments table, for the worker owner.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,10 +54,12 @@ func logResult(t *testing.T, res scale.Result) {
 // Four worker processes share one budget of 100 calls per second with bursts of 10 (Stripe's
 // whole live-mode allowance). Every row must be verified exactly once, the planted drift found
 // exactly (no finding or command twice), and no sliding window of one second of stripetest's
-// request log may hold more than 100×(1 s + 20 ms + 20 ms) + 10 = 114 calls: the budget grants
-// at most 100×1 s + 10 in any second of the database clock (ratebudget_internal_test.go checks
-// that exactly), a worker makes a granted call within MaxLate (20 ms) of its time or gives it up,
-// and 20 ms (scale.Travel) allow for the request's way to stripetest's log.
+// request log may hold more than 100×(1 s + 20 ms + 20 ms + 100 ms) + 10 = 124 calls: the budget
+// grants at most 100×1 s + 10 in any second of the database clock (ratebudget_internal_test.go
+// checks that exactly), a worker makes a granted call within MaxLate (20 ms) of its time or gives
+// it up, 20 ms (scale.Travel) allow for the request's way to stripetest's log, and 100 ms
+// (scale.Skew) for the spread of the budget's answers' way to the workers, which time each call
+// from when its answer arrived.
 //
 // Without the race detector the workers could make several hundred list calls a second and the
 // budget binds; with it they are slower than the budget (each list call decodes a hundred
@@ -121,7 +124,7 @@ func TestAWorkerKilledMidBatchIsTakenOverAfterItsLeaseWithNothingSkippedOrDouble
 // Four worker processes asking one PaymentIntent per call, each with 8 calls in flight at 5 ms:
 // they could make far more calls than the shared budget of 50 a second (with bursts of 5)
 // allows, and together they must stay within it in every second of stripetest's log (bound
-// 50×(1 s + 20 ms + 20 ms) + 5 = 57). Four budgets of their own would allow 4×55.
+// 50×(1 s + 20 ms + 20 ms + 100 ms) + 5 = 62). Four budgets of their own would allow 4×55.
 func TestTheBudgetBindsWorkersThatCouldCallFasterThanIt(t *testing.T) {
 	t.Parallel()
 	f := load(t, 800)
@@ -135,5 +138,21 @@ func TestTheBudgetBindsWorkersThatCouldCallFasterThanIt(t *testing.T) {
 	}
 	if res.APICalls < 800 || int64(res.APICalls) > res.Granted {
 		t.Fatalf("%d calls, %d granted; want a call per row at least, and none without a grant", res.APICalls, res.Granted)
+	}
+}
+
+// A run that cannot finish in its time says so, rather than fail later for want of the
+// completion it never reached: two workers at 2 calls a second need 10 s for 2000 rows.
+func TestARunOutOfTimeReportsThatItsWorkersDidNotFinish(t *testing.T) {
+	t.Parallel()
+	f := load(t, 2000)
+	res, err := scale.Run(context.Background(), f, scale.Options{
+		Workers: 2, Shards: 2, Batch: 100, Rate: 2, Burst: 1, Latency: 5 * time.Millisecond, Timeout: 2 * time.Second,
+	})
+	if err == nil || !strings.Contains(err.Error(), "did not finish") {
+		t.Fatalf("Run out of time: %v, want its workers reported as not finished", err)
+	}
+	if len(res.Killed) != 0 {
+		t.Fatalf("killed %v: workers stopped for want of time are not victims", res.Killed)
 	}
 }

@@ -31,6 +31,10 @@ CREATE TABLE {{table "shards"}} (
     PRIMARY KEY (job, shard)
 );
 
+-- A sharded job's next cycle may not start before next_cycle_at (its last cycle's completion plus
+-- ShardConfig.MinCycleInterval): shards are not leased before then. NULL = no wait.
+ALTER TABLE {{table "cursors"}} ADD COLUMN next_cycle_at timestamptz;
+
 -- A token bucket per key (a Stripe account) that workers in every process draw from. tokens is
 -- the content as of at, which lies in the future while a rate-limit answer pauses the bucket;
 -- a negative content is calls already promised to waiting callers.
