@@ -42,20 +42,17 @@ type dispatchResult struct {
 // dispatchCommand is the dispatch subcommand.
 func dispatchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("dispatch", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	commands := fs.Int("commands", 50000, "repair commands to queue and apply")
 	aggregates := fs.Int("aggregates", 10000, "distinct payments the commands are spread over")
 	workers := fs.Int("workers", 4, "dispatchers, each as another process would run one")
 	conc := fs.Int("concurrency", 8, "commands each dispatcher handles at once")
 	schema := fs.String("schema", "bench_dispatch", "schema to drop, recreate and work in")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: go run ./internal/bench dispatch [flags]")
-		fmt.Fprintln(stderr, "Queues commands in the outbox and times dispatchers applying them all; a handler writes one")
-		fmt.Fprintln(stderr, "effect row per application in the claiming transaction. Database: $DATABASE_URL.")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	if err := parseFlags(fs, args, stderr,
+		"usage: go run ./internal/bench dispatch [flags]",
+		"Queues commands in the outbox and times dispatchers applying them all; a handler writes one",
+		"effect row per application in the claiming transaction. Database: $DATABASE_URL.",
+	); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 || *commands <= 0 || *aggregates <= 0 || *workers <= 0 || *conc <= 0 {
 		fmt.Fprintln(stderr, "bench: dispatch: flags must be positive and there are no arguments")

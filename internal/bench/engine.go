@@ -58,25 +58,18 @@ type engineResult struct {
 // prints the result as its last stdout line.
 func engineCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("engine", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	rows := fs.Int("rows", 100000, "payments rows to load and reconcile")
 	batch := fs.Int("batch", reconcile.DefaultBatchSize, "engine batch size")
 	schema := fs.String("schema", "bench_engine", "schema to drop, recreate and work in")
 	keep := fs.Bool("keep", false, "keep the schema after the run (it is always dropped and recreated at start)")
 	analyze := fs.Bool("analyze", true, "ANALYZE the payments table after loading, before the timed cycle")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the timed cycle to this file")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: go run ./internal/bench engine [flags]")
-		fmt.Fprintln(stderr, "Loads a seed-shaped payments table with COPY and times one full reconcile cycle over it")
-		fmt.Fprintln(stderr, "with pgstore and a zero-latency in-process gateway. Database: $DATABASE_URL.")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "bench: engine: unexpected arguments %q\n", fs.Args())
-		return errUsage
+	if err := parseFlags(fs, args, stderr,
+		"usage: go run ./internal/bench engine [flags]",
+		"Loads a seed-shaped payments table with COPY and times one full reconcile cycle over it",
+		"with pgstore and a zero-latency in-process gateway. Database: $DATABASE_URL.",
+	); err != nil {
+		return err
 	}
 	if *rows <= 0 || *batch <= 0 {
 		return fmt.Errorf("bench: engine: -rows and -batch must be positive")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -58,7 +57,6 @@ type lanesResult struct {
 
 func lanesCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("lanes", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var o lanesOptions
 	fs.IntVar(&o.Rows, "rows", 20000, "payments rows (and PaymentIntents), created over the last 6 days")
 	fs.IntVar(&o.Missed, "missed", 200, "pending rows whose PaymentIntent succeeds while the webhook is lost")
@@ -67,19 +65,14 @@ func lanesCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.DurationVar(&o.Settle, "settle", 5*time.Second, "the events feed's settle time (production default 1m)")
 	fs.DurationVar(&o.Interval, "interval", 5*time.Second, "how often the events lane runs (e.g. 1m in production)")
 	schema := fs.String("schema", "bench_lanes", "schema to drop, recreate and work in")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: go run ./internal/bench lanes [flags]")
-		fmt.Fprintln(stderr, "The events catch-up lane finding missed webhooks (detection time, API calls) and one full")
-		fmt.Fprintln(stderr, "reverse-scan pass (API calls per object), over HTTP to stripetest. Database: $DATABASE_URL.")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	if err := parseFlags(fs, args, stderr,
+		"usage: go run ./internal/bench lanes [flags]",
+		"The events catch-up lane finding missed webhooks (detection time, API calls) and one full",
+		"reverse-scan pass (API calls per object), over HTTP to stripetest. Database: $DATABASE_URL.",
+	); err != nil {
+		return err
 	}
 	switch {
-	case fs.NArg() > 0:
-		fmt.Fprintf(stderr, "bench: lanes: unexpected arguments %q\n", fs.Args())
-		return errUsage
 	case o.Rows <= 0 || o.Missed < 0 || o.Noise < 0 || o.Orphans < 0 || o.Settle <= 0 || o.Interval <= 0:
 		return errors.New("bench: lanes: -rows, -settle and -interval must be positive, the counts not negative")
 	case o.Missed+o.Noise > o.Rows/2:
@@ -96,12 +89,7 @@ func lanesCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	line, err := json.Marshal(res)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "%s\n", line)
-	return nil
+	return emit(stdout, res)
 }
 
 // runLanes loads the rows (even ones pending, odd ones paid, all in sync), anchors the events

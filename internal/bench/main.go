@@ -22,6 +22,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -116,6 +117,36 @@ func peakRSSMB() float64 {
 		return kb / 1024
 	}
 	return -1
+}
+
+// parseFlags parses a subcommand's flags, its usage being the lines given and then the flags.
+// Positional arguments are refused.
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer, usage ...string) error {
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		for _, l := range usage {
+			fmt.Fprintln(stderr, l)
+		}
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "bench: %s: unexpected arguments %q\n", fs.Name(), fs.Args())
+		return errUsage
+	}
+	return nil
+}
+
+// emit writes a subcommand's result as its last stdout line: one JSON object.
+func emit(stdout io.Writer, res any) error {
+	line, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s\n", line)
+	return err
 }
 
 // benchSchema connects to $DATABASE_URL and drops and recreates schema. drop removes the schema

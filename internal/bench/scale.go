@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -59,7 +58,6 @@ type scaleResult struct {
 // rate budget, and prints the throughput of each.
 func scaleCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("scale", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	rows := fs.Int("rows", 200000, "payments rows (and PaymentIntents) to load")
 	workers := fs.String("workers", "1,2,4", "comma-separated worker process counts, one run each")
 	latency := fs.Duration("latency", 5*time.Millisecond, "latency stripetest adds to every request")
@@ -70,15 +68,13 @@ func scaleCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	conc := fs.Int("concurrency", 4, "gateway calls in flight per worker (per-object mode)")
 	mode := fs.String("mode", "bulk", `"bulk": the gateway lists in pages of 100; "per-object": one retrieve per row`)
 	schema := fs.String("schema", "bench_scale", "schema to drop, recreate and work in")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: go run ./internal/bench scale [flags]")
-		fmt.Fprintln(stderr, "One full cycle of a sharded job per worker count, each worker a process of its own (this")
-		fmt.Fprintln(stderr, "binary, re-executed), all drawing from one rate budget kept in PostgreSQL, against an")
-		fmt.Fprintln(stderr, "in-process stripetest over HTTP. Checks every row verified once; prints rows/s per count.")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	if err := parseFlags(fs, args, stderr,
+		"usage: go run ./internal/bench scale [flags]",
+		"One full cycle of a sharded job per worker count, each worker a process of its own (this",
+		"binary, re-executed), all drawing from one rate budget kept in PostgreSQL, against an",
+		"in-process stripetest over HTTP. Checks every row verified once; prints rows/s per count.",
+	); err != nil {
+		return err
 	}
 	var counts []int
 	for _, f := range strings.Split(*workers, ",") {
@@ -89,9 +85,6 @@ func scaleCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		counts = append(counts, n)
 	}
 	switch {
-	case fs.NArg() > 0:
-		fmt.Fprintf(stderr, "bench: scale: unexpected arguments %q\n", fs.Args())
-		return errUsage
 	case *rows <= 0 || *batch <= 0 || *conc <= 0 || *rate <= 0 || *burst <= 0 || *shards < 0:
 		return fmt.Errorf("bench: scale: -rows, -batch, -concurrency, -rate and -burst must be positive")
 	case *mode != "bulk" && *mode != "per-object":
@@ -109,12 +102,7 @@ func scaleCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	line, err := json.Marshal(res)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "%s\n", line)
-	return nil
+	return emit(stdout, res)
 }
 
 // scaleOptions configures runScale.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -61,7 +60,6 @@ type stripeResult struct {
 // prints the result as its last stdout line.
 func stripeCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("stripe", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	rows := fs.Int("rows", 20000, "payments rows (and PaymentIntents) to load")
 	batch := fs.Int("batch", 1000, "engine batch size")
 	hint := fs.String("hint", "aligned", `"aligned": PaymentIntents created 0-30 s after their rows; "none": no overlap at all`)
@@ -69,19 +67,14 @@ func stripeCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	conc := fs.Int("concurrency", 8, "gateway calls in flight")
 	latency := fs.Duration("latency", 0, "latency stripetest adds to every request")
 	schema := fs.String("schema", "bench_stripe", "schema to drop, recreate and work in")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: go run ./internal/bench stripe [flags]")
-		fmt.Fprintln(stderr, "One full cycle of the engine with pgstore and the Stripe gateway over HTTP to stripetest,")
-		fmt.Fprintln(stderr, "no rate limit; counts the API calls. Database: $DATABASE_URL.")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	if err := parseFlags(fs, args, stderr,
+		"usage: go run ./internal/bench stripe [flags]",
+		"One full cycle of the engine with pgstore and the Stripe gateway over HTTP to stripetest,",
+		"no rate limit; counts the API calls. Database: $DATABASE_URL.",
+	); err != nil {
+		return err
 	}
 	switch {
-	case fs.NArg() > 0:
-		fmt.Fprintf(stderr, "bench: stripe: unexpected arguments %q\n", fs.Args())
-		return errUsage
 	case *rows <= 0 || *batch <= 0 || *conc <= 0:
 		return fmt.Errorf("bench: stripe: -rows, -batch and -concurrency must be positive")
 	case *hint != "aligned" && *hint != "none":
@@ -100,12 +93,7 @@ func stripeCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	line, err := json.Marshal(res)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "%s\n", line)
-	return nil
+	return emit(stdout, res)
 }
 
 // stripeBase is the first row's created_at; row i is created 10 s·i later.
