@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"time"
 )
@@ -151,9 +152,10 @@ type LaneConfig[L, E any] struct {
 	// deliberately leaves in flight. A negative value turns it off.
 	Grace time.Duration
 	// Current, if set, is asked for the present state of an object whose row changed after the
-	// state the feed gave (FeedObject.ObservedAt) but not within Grace: an unrelated write to a
-	// row soon after a missed webhook would otherwise leave the drift to the sweep. One call
-	// per such row, paced by the Limiter; the sweep's Gateway fits.
+	// state the feed gave (FeedObject.ObservedAt) but not within Grace, and disagrees with that
+	// state: an unrelated write to a row soon after a missed webhook would otherwise leave the
+	// drift to the sweep. A row that agrees with the event (its webhook was applied) costs
+	// nothing. One call per such row, paced by the Limiter; the sweep's Gateway fits.
 	Current Gateway[E]
 	// Limiter paces the Feed's calls; see Config.Limiter.
 	Limiter Limiter
@@ -190,6 +192,8 @@ func NewLane[L, E any](cfg LaneConfig[L, E]) (*Lane[L, E], error) {
 		return nil, errors.New("reconcile: lane config: Classifier is nil")
 	case isNilLimiter(cfg.Limiter):
 		return nil, fmt.Errorf("reconcile: lane config: Limiter is a nil %T; leave it nil for no pacing", cfg.Limiter)
+	case cfg.Current != nil && isNilPointer(cfg.Current):
+		return nil, fmt.Errorf("reconcile: lane config: Current is a nil %T; leave it nil for none", cfg.Current)
 	}
 	if cfg.Grace == 0 {
 		cfg.Grace = DefaultLaneGrace
@@ -303,7 +307,13 @@ func (l *Lane[L, E]) current(ctx context.Context, objs []FeedObject[E], byID map
 	}
 	var ids []string
 	for _, rec := range rows {
-		if i, ok := byID[rec.ExternalID]; ok && rec.Recent && !objs[i].ObservedAt.IsZero() && !slices.Contains(ids, rec.ExternalID) {
+		i, ok := byID[rec.ExternalID]
+		if !ok || !rec.Recent || objs[i].ObservedAt.IsZero() || slices.Contains(ids, rec.ExternalID) {
+			continue
+		}
+		// Only a row that disagrees with the event is worth a call: one that agrees (its
+		// webhook arrived and was applied, the usual case) is left alone.
+		if v := cfg.Classifier.Classify(rec.Local, objs[i].Object).Verdict; v == Repairable || v == NeedsReview {
 			ids = append(ids, rec.ExternalID)
 		}
 	}
@@ -352,6 +362,12 @@ func (l *Lane[L, E]) current(ctx context.Context, objs []FeedObject[E], byID map
 		}
 	}
 	return out, nil
+}
+
+// isNilPointer reports whether v holds a nil pointer: a typed nil that != nil misses.
+func isNilPointer(v any) bool {
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
 // recordFailure tells a LaneFailureRecorder sink about a failed step; its own failure is only

@@ -689,6 +689,13 @@ func TestEventsLaneJudgesARowTouchedAfterTheEventAgainstThePresent(t *testing.T)
 	if _, err := w.pool.Exec(ctx, `UPDATE payments SET updated_at = now() - interval '2 minutes' WHERE id IN (1, 2)`); err != nil {
 		t.Fatal(err)
 	}
+	// Row 3's webhook arrived and was applied: it agrees with its event, and costs no call.
+	if err := w.srv.SetStatusAt(w.pis[2], stripe.PaymentIntentStatusSucceeded, time.Now().Add(-3*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.pool.Exec(ctx, `UPDATE payments SET status = 'paid', updated_at = now() - interval '2 minutes' WHERE id = 3`); err != nil {
+		t.Fatal(err)
+	}
 	// Without Current the event's state says nothing about a row changed since: in flight.
 	// (The step is not committed, so the next one reads the same events.)
 	crashing := &crashingSink{Store: w.store}
@@ -698,18 +705,18 @@ func TestEventsLaneJudgesARowTouchedAfterTheEventAgainstThePresent(t *testing.T)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep, err := without.RunBatch(ctx); err == nil || rep.Verdicts[reconcile.InFlight] != 2 {
-		t.Fatalf("step without Current = %+v, %v; want both rows in flight (and the crash)", rep, err)
+	if rep, err := without.RunBatch(ctx); err == nil || rep.Verdicts[reconcile.InFlight] != 3 {
+		t.Fatalf("step without Current = %+v, %v; want the three rows in flight (and the crash)", rep, err)
 	}
 	rep, err := lane(true).RunBatch(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.NewCommands != 2 || rep.Verdicts[reconcile.InFlight] != 0 {
-		t.Fatalf("step with Current = %+v, want both rows judged against the present: 2 commands", rep)
+	if rep.NewCommands != 2 || rep.Verdicts[reconcile.InFlight] != 1 {
+		t.Fatalf("step with Current = %+v, want rows 1 and 2 judged against the present (2 commands), row 3 left alone", rep)
 	}
 	if rep.GatewayCalls != 3 {
-		t.Errorf("the step made %d calls, want 1 list and 2 retrieves", rep.GatewayCalls)
+		t.Errorf("the step made %d calls, want 1 list and 2 retrieves (none for row 3)", rep.GatewayCalls)
 	}
 	if n := w.count(`SELECT count(*) FROM reconcile_observations`); n != 2 {
 		t.Errorf("%d rows recorded as verified, want the 2 judged against their present state", n)

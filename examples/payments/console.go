@@ -37,6 +37,10 @@ import (
 // CONSOLE_TOKEN a random token is made and printed to standard error (only: standard output
 // is often kept in logs).
 //
+// The console needs the run's database to still be there: with no DATABASE_URL and no server
+// at the default URL, the run's testcontainers database is removed when the run ends, and
+// -console then fails to connect. Give a DATABASE_URL to use both.
+//
 // The console speaks plain HTTP, so a port alone (":8080") listens on 127.0.0.1 only. A host
 // given explicitly is used as it is; one that is not a loopback address gets a warning on
 // standard error, since the token and the findings then cross the network unencrypted.

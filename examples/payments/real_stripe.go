@@ -23,11 +23,11 @@ import (
 // run's PaymentIntents (real_plant.go), and the gateway's configuration, whose HTTP client logs
 // the reconciler's requests for the checks.
 type realStripe struct {
-	runID   string // the value of every planted PaymentIntent's metadataKey
-	key     secretKey
-	baseURL string         // empty: api.stripe.com; stripe-mock's in the wire test
-	wire    bool           // baseURL is stripe-mock's: see wireTimes and enforce
-	sc      *stripe.Client // the planter's
+	runID   string           // the value of every planted PaymentIntent's metadataKey
+	key     func() secretKey // a func, so that no fmt verb ever prints it
+	baseURL string           // empty: api.stripe.com; stripe-mock's in the wire test
+	wire    bool             // baseURL is stripe-mock's: see wireTimes and enforce
+	sc      *stripe.Client   // the planter's
 	limiter reconcile.Limiter
 	log     *requestLog // the gateway's requests
 
@@ -52,7 +52,7 @@ func newRealStripe(opts options, limiter reconcile.Limiter) (*realStripe, error)
 	}
 	rs := &realStripe{
 		runID:   time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:]),
-		key:     opts.StripeKey,
+		key:     func() secretKey { return opts.StripeKey },
 		baseURL: opts.stripeMock,
 		wire:    opts.stripeMock != "",
 		limiter: limiter,
@@ -69,14 +69,14 @@ func newRealStripe(opts options, limiter reconcile.Limiter) (*realStripe, error)
 	if rs.baseURL != "" {
 		bc.URL = stripe.String(strings.TrimRight(rs.baseURL, "/"))
 	}
-	rs.sc = stripe.NewClient(string(rs.key), stripe.WithBackends(stripe.NewBackendsWithConfig(bc)))
+	rs.sc = stripe.NewClient(string(rs.key()), stripe.WithBackends(stripe.NewBackendsWithConfig(bc)))
 	return rs, nil
 }
 
 // gatewayConfig is the Stripe gateway's configuration: what a host gives, its key and no
 // BaseURL (but in the wire test), and an HTTP client that only logs the requests.
 func (rs *realStripe) gatewayConfig() stripeadapter.GatewayConfig {
-	return stripeadapter.GatewayConfig{Key: string(rs.key), BaseURL: rs.baseURL, HTTPClient: &http.Client{Transport: rs.log}}
+	return stripeadapter.GatewayConfig{Key: string(rs.key()), BaseURL: rs.baseURL, HTTPClient: &http.Client{Transport: rs.log}}
 }
 
 // ours reports whether pi was created by this run: the reverse scan's Include.
@@ -108,8 +108,8 @@ var keyPattern = regexp.MustCompile(`\b(sk|rk|pk)_(test|live)_[A-Za-z0-9*]*`)
 
 // redact removes API keys from s.
 func (rs *realStripe) redact(s string) string {
-	if rs.key != "" {
-		s = strings.ReplaceAll(s, string(rs.key), "[redacted key]")
+	if rs.key != nil && rs.key() != "" {
+		s = strings.ReplaceAll(s, string(rs.key()), "[redacted key]")
 	}
 	return keyPattern.ReplaceAllString(s, "[redacted key]")
 }

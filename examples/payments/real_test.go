@@ -236,7 +236,7 @@ func TestTheKeyPrintsRedacted(t *testing.T) {
 			t.Errorf("the key is not redacted: %s", s)
 		}
 	}
-	rs := &realStripe{key: wireKey}
+	rs := &realStripe{key: func() secretKey { return wireKey }}
 	msg := `Invalid API Key provided: sk_test_****cdef; also ` + wireKey + ` and rk_live_abc`
 	if got := rs.redact(msg); strings.Contains(got, "_test_") || strings.Contains(got, "rk_live") || strings.Contains(got, "wireTest") {
 		t.Errorf("redact(%q) = %q", msg, got)
@@ -459,5 +459,17 @@ func TestRealModeGatewayIsAHostsGateway(t *testing.T) {
 	if rs.ours(&stripe.PaymentIntent{Metadata: map[string]string{metadataKey: "other-run"}}) ||
 		!rs.ours(&stripe.PaymentIntent{Metadata: map[string]string{metadataKey: rs.runID}}) {
 		t.Error("ours does not go by the run id in the metadata")
+	}
+}
+
+func TestRealStripePrintsWithoutItsKey(t *testing.T) {
+	rs := &realStripe{runID: "r1", key: func() secretKey { return wireKey }}
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
+		if got := fmt.Sprintf(verb, rs); strings.Contains(got, "wireTest") {
+			t.Errorf("%s of a realStripe shows the key: %s", verb, got)
+		}
+		if got := fmt.Sprintf(verb, struct{ rs *realStripe }{rs}); strings.Contains(got, "wireTest") {
+			t.Errorf("%s of a struct holding a realStripe shows the key: %s", verb, got)
+		}
 	}
 }

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/jackc/pgx/v5/pgxpool"
+	"net"
 	"os/exec"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/testcontainers/testcontainers-go/modules/postgres"
 )
 
@@ -78,13 +79,16 @@ func StartContainer(ctx context.Context) (dbURL string, terminate func(context.C
 	return dbURL, terminate, nil
 }
 
-// ConnectOrStart is Connect, and when the database does not answer and came from the default
-// URL (nothing was configured), on a machine with Docker, it starts a PostgreSQL container
-// instead and says so on w. stop removes the container (a no-op when none was started).
+// ConnectOrStart is Connect, and when nothing was configured (source is DefaultSource, as URL
+// says) and no server answers at the default URL at all (the connection is refused or does not
+// get through; a server that refuses the login is an error, not a reason to start another), on
+// a machine with Docker, it starts a PostgreSQL container instead and says so on w. stop
+// removes the container (a no-op when none was started).
 func ConnectOrStart(ctx context.Context, dbURL, source string, w interface{ Write([]byte) (int, error) }) (pool *pgxpool.Pool, stop func(), err error) {
 	stop = func() {}
 	pool, err = Connect(ctx, dbURL, source)
-	if err == nil || ctx.Err() != nil || dbURL != DefaultURL {
+	var dial *net.OpError
+	if err == nil || ctx.Err() != nil || source != DefaultSource || !errors.As(err, &dial) {
 		return pool, stop, err
 	}
 	if derr := DockerUsable(); derr != nil {

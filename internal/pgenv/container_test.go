@@ -27,7 +27,7 @@ func TestConnectOrStartDoesNotReplaceAConfiguredDatabase(t *testing.T) {
 // The default database answers on this project's machines: ConnectOrStart uses it as is.
 func TestConnectOrStartUsesTheDefaultServer(t *testing.T) {
 	var out bytes.Buffer
-	pool, stop, err := pgenv.ConnectOrStart(context.Background(), pgenv.DefaultURL, "the default URL", &out)
+	pool, stop, err := pgenv.ConnectOrStart(context.Background(), pgenv.DefaultURL, pgenv.DefaultSource, &out)
 	if err != nil {
 		t.Fatalf("the default server does not answer (start it: pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start): %v", err)
 	}
@@ -35,5 +35,20 @@ func TestConnectOrStartUsesTheDefaultServer(t *testing.T) {
 	defer pool.Close()
 	if out.Len() != 0 {
 		t.Errorf("ConnectOrStart printed %q with a server at the default URL", out.String())
+	}
+}
+
+// A server that answers but refuses us is the error to report, not a reason to start another.
+func TestConnectOrStartReportsARefusingServer(t *testing.T) {
+	var out bytes.Buffer
+	url := "postgres://no_such_role_here@127.0.0.1:5432/test?sslmode=disable&connect_timeout=5"
+	pool, stop, err := pgenv.ConnectOrStart(context.Background(), url, pgenv.DefaultSource, &out)
+	defer stop()
+	if err == nil {
+		pool.Close()
+		t.Fatal("ConnectOrStart as a role that does not exist succeeded")
+	}
+	if !strings.Contains(err.Error(), "no_such_role_here") || strings.Contains(out.String(), "container") {
+		t.Errorf("error %q, output %q: want the server's refusal and no container", err, out.String())
 	}
 }

@@ -26,8 +26,11 @@ func URL(vars ...string) (url, source string) {
 			return v, "$" + name
 		}
 	}
-	return DefaultURL, "the default URL"
+	return DefaultURL, DefaultSource
 }
+
+// DefaultSource is URL's source when no variable was set.
+const DefaultSource = "the default URL"
 
 // Redact returns dbURL with its password hidden, for messages. A string that is not a URL
 // (such as a keyword/value connection string, which may hold a password anywhere) is
