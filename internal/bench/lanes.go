@@ -13,7 +13,6 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/reconcilekit/reconcile"
-	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 )
@@ -122,27 +121,13 @@ func runLanes(ctx context.Context, pool *pgxpool.Pool, schema string, o lanesOpt
 	}
 	ids := srv.AddPaymentIntents(pis)
 
-	tables := pgstore.Tables{Prefix: "reconcile_", Schema: schema}
-	if err := pgstore.Migrate(ctx, pool, tables); err != nil {
-		return res, err
-	}
-	table := pgx.Identifier{schema, paymentsTable}
-	if _, err := pool.Exec(ctx, fmt.Sprintf(paymentsDDL, table.Sanitize())); err != nil {
-		return res, fmt.Errorf("bench: create %s: %w", table.Sanitize(), err)
-	}
 	rows := make([][]any, o.Rows)
 	for i := range rows {
 		st, _ := local(i)
 		created := start.Add(time.Duration(i) * step)
 		rows[i] = []any{fmt.Sprintf("o_%d", i), ids[i], st, created, created}
 	}
-	if _, err := pool.CopyFrom(ctx, table, []string{"order_id", "stripe_payment_intent_id", "status", "created_at", "updated_at"}, pgx.CopyFromRows(rows)); err != nil {
-		return res, fmt.Errorf("bench: copy into %s: %w", table.Sanitize(), err)
-	}
-	if _, err := pool.Exec(ctx, "ANALYZE "+table.Sanitize()); err != nil {
-		return res, err
-	}
-	store, err := pgstore.New(pool, pgstore.Config{Table: paymentsTable, Schema: schema, ExternalIDColumn: "stripe_payment_intent_id", Tables: tables})
+	store, _, err := copyPayments(ctx, pool, schema, []string{"order_id", "stripe_payment_intent_id", "status", "created_at", "updated_at"}, rows)
 	if err != nil {
 		return res, err
 	}

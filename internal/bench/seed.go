@@ -9,6 +9,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stripe/stripe-go/v82"
 
+	"github.com/reconcilekit/reconcile/adapters/pgstore"
+
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 )
 
@@ -120,4 +122,25 @@ func loadPayments(ctx context.Context, pool *pgxpool.Pool, schema string, n int,
 		return fmt.Errorf("bench: analyze %s: %w", table.Sanitize(), err)
 	}
 	return nil
+}
+
+// copyPayments migrates the reconciler's tables into schema, creates its payments table, copies
+// rows into cols, analyzes it, and returns the store over it.
+func copyPayments(ctx context.Context, pool *pgxpool.Pool, schema string, cols []string, rows [][]any) (*pgstore.Store, pgstore.Tables, error) {
+	tables := pgstore.Tables{Prefix: "reconcile_", Schema: schema}
+	if err := pgstore.Migrate(ctx, pool, tables); err != nil {
+		return nil, tables, err
+	}
+	table := pgx.Identifier{schema, paymentsTable}
+	if _, err := pool.Exec(ctx, fmt.Sprintf(paymentsDDL, table.Sanitize())); err != nil {
+		return nil, tables, fmt.Errorf("bench: create %s: %w", table.Sanitize(), err)
+	}
+	if _, err := pool.CopyFrom(ctx, table, cols, pgx.CopyFromRows(rows)); err != nil {
+		return nil, tables, fmt.Errorf("bench: copy into %s: %w", table.Sanitize(), err)
+	}
+	if _, err := pool.Exec(ctx, "ANALYZE "+table.Sanitize()); err != nil {
+		return nil, tables, err
+	}
+	store, err := pgstore.New(pool, pgstore.Config{Table: paymentsTable, Schema: schema, ExternalIDColumn: "stripe_payment_intent_id", Tables: tables})
+	return store, tables, err
 }

@@ -10,12 +10,10 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/reconcilekit/reconcile"
-	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 )
@@ -135,27 +133,13 @@ func runStripe(ctx context.Context, pool *pgxpool.Pool, schema string, opts stri
 	}
 	ids := srv.AddPaymentIntents(pis)
 
-	tables := pgstore.Tables{Prefix: "reconcile_", Schema: schema}
-	if err := pgstore.Migrate(ctx, pool, tables); err != nil {
-		return res, err
-	}
-	table := pgx.Identifier{schema, paymentsTable}
-	if _, err := pool.Exec(ctx, fmt.Sprintf(paymentsDDL, table.Sanitize())); err != nil {
-		return res, fmt.Errorf("bench: create %s: %w", table.Sanitize(), err)
-	}
 	rows := make([][]any, opts.Rows)
 	for i := range rows {
 		n := i + 1
 		local, _ := stripeMix(n)
 		rows[i] = []any{fmt.Sprintf("o_%d", n), ids[i], local, stripeBase.Add(time.Duration(n) * 10 * time.Second)}
 	}
-	if _, err := pool.CopyFrom(ctx, table, []string{"order_id", "stripe_payment_intent_id", "status", "created_at"}, pgx.CopyFromRows(rows)); err != nil {
-		return res, fmt.Errorf("bench: copy into %s: %w", table.Sanitize(), err)
-	}
-	if _, err := pool.Exec(ctx, "ANALYZE "+table.Sanitize()); err != nil {
-		return res, err
-	}
-	store, err := pgstore.New(pool, pgstore.Config{Table: paymentsTable, Schema: schema, ExternalIDColumn: "stripe_payment_intent_id", Tables: tables})
+	store, tables, err := copyPayments(ctx, pool, schema, []string{"order_id", "stripe_payment_intent_id", "status", "created_at"}, rows)
 	if err != nil {
 		return res, err
 	}
