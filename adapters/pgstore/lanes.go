@@ -61,10 +61,7 @@ func (s *Store) Match(ctx context.Context, req reconcile.MatchRequest) (reconcil
 		if err := rows.Scan(&r.Key, &r.ID, &ext, &state, &created, &r.Recent, &inScope); err != nil {
 			return res, fmt.Errorf("pgstore: job %s: match %s: %w", req.Job, s.hostTable(), err)
 		}
-		r.ExternalID, r.Local, r.CreatedAt = deref(ext), deref(state), time.Time{}
-		if created != nil {
-			r.CreatedAt = *created
-		}
+		r.ExternalID, r.Local, r.CreatedAt = deref(ext), deref(state), derefTime(created)
 		if !inScope {
 			elsewhere = append(elsewhere, r.ExternalID)
 			continue
@@ -203,11 +200,4 @@ func (s *Store) queueLaneStatus(b *pgx.Batch, job string, st *reconcile.Status, 
 		})
 		return err
 	})
-}
-
-func derefTime(p *time.Time) time.Time {
-	if p == nil {
-		return time.Time{}
-	}
-	return *p
 }

@@ -380,10 +380,7 @@ func (s *Store) Read(ctx context.Context, req reconcile.ReadRequest) (reconcile.
 		if err := rows.Scan(&r.Key, &r.ID, &ext, &state, &created, &r.Recent); err != nil {
 			return b, fmt.Errorf("pgstore: job %s: read %s: %w", req.Job, s.hostTable(), err)
 		}
-		r.ExternalID, r.Local, r.CreatedAt = deref(ext), deref(state), time.Time{}
-		if created != nil {
-			r.CreatedAt = *created
-		}
+		r.ExternalID, r.Local, r.CreatedAt = deref(ext), deref(state), derefTime(created)
 		b.Records = append(b.Records, r)
 	}
 	if err := rows.Err(); err != nil {
@@ -404,6 +401,13 @@ func (s *Store) checkPosition(pos string) error {
 func deref(p *string) string {
 	if p == nil {
 		return ""
+	}
+	return *p
+}
+
+func derefTime(p *time.Time) time.Time {
+	if p == nil {
+		return time.Time{}
 	}
 	return *p
 }

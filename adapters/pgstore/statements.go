@@ -51,23 +51,24 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 		// $1 is the grace in seconds, $2 the limit, $3 the position.
 		after[i] = fmt.Sprintf("(($3::jsonb) ->> %d)::%s", i, types[k])
 	}
-	recent := fmt.Sprintf("%s > now() - make_interval(secs => $1::float8)", ts(cfg.UpdatedAtColumn))
-	if cfg.Observations == ObserveInHostColumns {
-		// Our own write to the host row may fire an updated_at trigger; a row whose last change
-		// is no later than our last verification (within the tolerance) has not changed since.
-		recent = fmt.Sprintf("%s AND NOT coalesce(%s <= %s + make_interval(secs => %f), false)",
-			recent, ts(cfg.UpdatedAtColumn), ts(cfg.VerifiedAtColumn), cfg.OwnWriteTolerance.Seconds())
+	// changedWhen makes cond (a row's change that counts) exclude, with ObserveInHostColumns,
+	// our own write: that may fire an updated_at trigger, and a row whose last change is no
+	// later than our last verification (within the tolerance) has not changed since.
+	changedWhen := func(cond string) string {
+		if cfg.Observations != ObserveInHostColumns {
+			return cond
+		}
+		return fmt.Sprintf("%s AND NOT coalesce(%s <= %s + make_interval(secs => %f), false)",
+			cond, ts(cfg.UpdatedAtColumn), ts(cfg.VerifiedAtColumn), cfg.OwnWriteTolerance.Seconds())
 	}
+	withinGrace := fmt.Sprintf("%s > now() - make_interval(secs => $1::float8)", ts(cfg.UpdatedAtColumn))
+	recent := changedWhen(withinGrace)
 	// A lane's match: $1 the grace in seconds, $2 the external ids, $3 per id the time from which
 	// a change makes the row Recent (NULL adds nothing), then the Filter's values. It reads rows
 	// outside the Filter too, flagged, so that a lane does not take another tier's row for a
 	// missing one. Text-like external id columns are compared as their own type, so that an
 	// index on them serves; others as text.
-	changed := fmt.Sprintf("(%s > now() - make_interval(secs => $1::float8) OR %s >= t.since)", ts(cfg.UpdatedAtColumn), ts(cfg.UpdatedAtColumn))
-	if cfg.Observations == ObserveInHostColumns {
-		changed = fmt.Sprintf("%s AND NOT coalesce(%s <= %s + make_interval(secs => %f), false)",
-			changed, ts(cfg.UpdatedAtColumn), ts(cfg.VerifiedAtColumn), cfg.OwnWriteTolerance.Seconds())
-	}
+	changed := changedWhen(fmt.Sprintf("(%s OR %s >= t.since)", withinGrace, ts(cfg.UpdatedAtColumn)))
 	extMatch := fmt.Sprintf("%s::text = t.ext", q(cfg.ExternalIDColumn))
 	switch et := types[cfg.ExternalIDColumn]; {
 	case et == "text" || strings.HasPrefix(et, "character varying"):
