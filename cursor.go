@@ -53,6 +53,11 @@ type Record[L any] struct {
 	// Recent reports that the row changed within the grace period. It is judged InFlight and
 	// the external system is not asked about it.
 	Recent bool
+	// Invalid, when not empty, says why the row cannot be judged (a value the Source could not
+	// read, an impossible time). The row becomes a NeedsReview finding of kind KindInvalidRow
+	// with Invalid as its detail, the external system is not asked, and the cursor moves on:
+	// one bad row never stops a job.
+	Invalid string
 }
 
 // Source reads batches of local rows with a keyset cursor: WHERE key > cursor ORDER BY key

@@ -52,6 +52,8 @@ const (
 	// KindInvalidExternalID: the row's external id is empty (the engine never sends an empty id)
 	// or cannot be valid (gateways may return a ReviewError of this kind without calling out).
 	KindInvalidExternalID = "invalid_external_id"
+	// KindInvalidRow: the Source could not read or judge the row (Record.Invalid says why).
+	KindInvalidRow = "invalid_row"
 )
 
 // RateLimitError is a rate-limit answer carrying how long the external system asked us to wait.

@@ -442,7 +442,9 @@ func (l *Lane[L, E]) judge(ctx context.Context, objs []FeedObject[E], p *pacer) 
 		}
 		matched[i] = true
 		o := Outcome{RecordID: rec.ID, ExternalID: rec.ExternalID, Local: cfg.LocalState(rec.Local)}
-		if ext, ok := current[rec.ID]; ok {
+		if rec.Invalid != "" {
+			o.Decision = Decision{Verdict: NeedsReview, Kind: KindInvalidRow, Detail: rec.Invalid}
+		} else if ext, ok := current[rec.ID]; ok {
 			// The row changed after the event's state, but not recently: judged against the
 			// present state, which is a verification.
 			d := cfg.Classifier.Classify(rec.Local, ext)

@@ -370,6 +370,8 @@ func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L]) (judgeme
 	for i, rec := range recs {
 		out[i] = Outcome{RecordID: rec.ID, ExternalID: rec.ExternalID, Local: cfg.LocalState(rec.Local)}
 		switch {
+		case rec.Invalid != "":
+			out[i].Decision = Decision{Verdict: NeedsReview, Kind: KindInvalidRow, Detail: rec.Invalid}
 		case rec.Recent:
 			out[i].Decision = Decision{Verdict: InFlight}
 		case rec.ExternalID == "":
