@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,11 +38,15 @@ type Commit struct {
 	Job string
 	// Cursor is the cursor as read; the commit applies only if it is unchanged.
 	Cursor Cursor
-	// Next is the new position (the key of the batch's last row). Ignored when Wrap is set.
+	// Next is the new position: the key of the last row of Outcomes. Ignored when Wrap is set.
 	Next string
-	// Wrap ends the cycle: the cursor returns to the start and the cycle is recorded complete.
+	// Wrap ends the cycle: every row of the cycle has been asked, the cursor returns to the
+	// start (its End cleared) and the cycle is recorded complete. Outcomes may be non-empty:
+	// they are the cycle's last rows.
 	Wrap bool
-	// Outcomes holds one entry per row read, in key order.
+	// Outcomes holds one entry per row committed, in key order: the rows read, up to the first
+	// one the external system could not be asked about (a rate limit, an outage), which with
+	// the rows after it is the next batch's first.
 	Outcomes []Outcome
 }
 
@@ -229,23 +234,30 @@ type Report struct {
 	Scanned int
 	// Verdicts counts rows per verdict.
 	Verdicts map[Verdict]int
-	// Wrapped reports that the read was empty and the cycle completed; for a Lane, that the
+	// Wrapped reports that the batch completed the cycle: the read came back short (fewer rows
+	// than BatchSize, none at all included) and every row of it was asked. For a Lane, that the
 	// feed reported End.
 	Wrapped bool
 	// GatewayCalls is the number of external calls made.
 	GatewayCalls int
 	// RateLimited reports that the external system asked us to slow down during the batch (or
-	// the Limiter could not grant a call before ctx's deadline); the rows not asked are
-	// Unverifiable.
+	// the Limiter could not grant a call before ctx's deadline). The batch committed the rows
+	// before the first one not asked; the cursor stops there, so those rows come first in the
+	// next batch.
 	RateLimited bool
+	// Unavailable reports that the external system looked down: its first two answers in the
+	// batch (a bulk list counts as one) were failures and none was an answer, so the rest of
+	// the batch was not asked. As after a rate limit, the cursor stops before the first row not
+	// asked.
+	Unavailable bool
 	// RetryAfter is the longest wait a rate-limit answer (or a limiter paused by one) asked for;
 	// zero if none named one. A scheduler should not run the job again sooner.
 	RetryAfter time.Duration
-	// Deferred reports that the batch wrote nothing because not one external call could be
-	// made: the limiter, or a rate limit answered earlier, refused the first. The cursor did not
-	// move, and Scanned and Verdicts are zero; run the job again after RetryAfter. RateLimited
-	// is set too. A Lane's step is Deferred when a rate limit (an answer, or the limiter)
-	// stopped its feed: it wrote nothing.
+	// Deferred reports that the batch wrote nothing because its first row could not be asked
+	// (a rate limit, the limiter, an outage). The cursor did not move, and Scanned and Verdicts
+	// are zero; run the job again after RetryAfter. RateLimited or Unavailable is set too. A
+	// Lane's step is Deferred when a rate limit (an answer, or the limiter) stopped its feed: it
+	// wrote nothing.
 	Deferred bool
 	// NewFindings and NewCommands are what the commit added.
 	NewFindings int
@@ -264,8 +276,10 @@ func (r Report) UnverifiableRatio() float64 {
 
 // RunBatch reads the next batch of rows after the job's cursor, asks the gateway about each row
 // outside any transaction, classifies every pair, and commits observations, findings, repair
-// commands and the cursor advance together. An empty read wraps the cursor and completes the
-// cycle. On any error nothing of the batch is written and the next run redoes it.
+// commands and the cursor advance together. A read shorter than BatchSize whose rows were all
+// asked wraps the cursor and completes the cycle. After a rate limit or an outage the cursor
+// stops before the first row not asked. On any error nothing of the batch is written and the
+// next run redoes it.
 func (r *Reconciler[L, E]) RunBatch(ctx context.Context) (Report, error) {
 	start := time.Now()
 	rep, err := r.runBatch(ctx)
@@ -299,24 +313,29 @@ func (r *Reconciler[L, E]) runBatch(ctx context.Context) (Report, error) {
 		return rep, fmt.Errorf("reconcile: job %s: source returned %d rows for a limit of %d", cfg.Job, len(batch.Records), cfg.BatchSize)
 	}
 	commit := Commit{Job: cfg.Job, Cursor: batch.Cursor}
-	if len(batch.Records) == 0 {
-		commit.Wrap = true
-		rep.Wrapped = true
-	} else {
-		commit.Next = batch.Records[len(batch.Records)-1].Key
+	// A short read is the cycle's end: the Source returns fewer rows than asked for only when
+	// no row of the cycle lies after them.
+	commit.Wrap = len(batch.Records) < cfg.BatchSize
+	if len(batch.Records) > 0 {
 		j, err := r.judge(ctx, batch.Records)
 		rep.GatewayCalls = j.calls
 		if err != nil {
 			return rep, fmt.Errorf("reconcile: job %s: %w", cfg.Job, err)
 		}
-		commit.Outcomes, rep.RateLimited, rep.RetryAfter = j.outcomes, j.stopped, j.retryAfter
-		if j.stopped && j.calls == 0 && j.asked > 0 {
-			// Not one call could be made: committing would walk the cursor over rows that were
-			// never asked, batch after batch, while the budget is spent. Wait instead.
-			rep.Deferred = true
-			return rep, nil
+		rep.RateLimited, rep.Unavailable, rep.RetryAfter = j.stopped, j.down, j.retryAfter
+		// Commit up to the first row not asked, and stop the cursor there: a rate limit or an
+		// outage delays rows, it never skips them.
+		commit.Outcomes = j.outcomes[:j.done]
+		if j.done < len(batch.Records) {
+			commit.Wrap = false
+			if j.done == 0 {
+				rep.Deferred = true
+				return rep, nil
+			}
 		}
+		commit.Next = batch.Records[j.done-1].Key
 	}
+	rep.Wrapped = commit.Wrap
 	for _, o := range commit.Outcomes {
 		rep.Verdicts[o.Decision.Verdict]++
 	}
@@ -336,8 +355,12 @@ func (r *Reconciler[L, E]) recordFailure(ctx context.Context, rep Report, err er
 	switch {
 	case !ok, errors.Is(err, ErrConcurrentRun), ctx.Err() != nil:
 		return
+	case err == nil && rep.Deferred && rep.Unavailable:
+		err = errors.New("deferred: the external system is unavailable")
 	case err == nil && rep.Deferred:
 		err = errors.New("deferred: the limiter (or a rate limit) refused the batch's first call")
+	case err == nil && rep.Unavailable:
+		err = errors.New("stopped: the external system is unavailable")
 	case err == nil:
 		return
 	}
@@ -351,10 +374,13 @@ func (r *Reconciler[L, E]) recordFailure(ctx context.Context, rep Report, err er
 
 // judgement is what judge concluded about a batch.
 type judgement struct {
-	outcomes   []Outcome
-	asked      int // rows that needed a call
+	outcomes []Outcome
+	// done counts the outcomes before the first row that was not asked; outcomes[done:] are
+	// not to be committed.
+	done       int
 	calls      int
 	stopped    bool          // a rate limit (or the limiter) stopped the calls
+	down       bool          // an outage stopped the calls
 	retryAfter time.Duration // the longest wait a rate limit asked for
 }
 
@@ -391,15 +417,15 @@ func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L]) (judgeme
 		}
 	}
 	if len(ask) == 0 {
-		return judgement{outcomes: out}, nil
+		return judgement{outcomes: out, done: len(out)}, nil
 	}
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	p := &pacer{limiter: cfg.Limiter}
-	asked := len(ask)
+	unasked := make([]bool, len(recs)) // rows the calls stopped before
 	result := func() judgement {
-		return judgement{asked: asked, calls: int(p.calls.Load()), stopped: p.stop.Load(), retryAfter: p.retryAfter}
+		return judgement{calls: int(p.calls.Load()), stopped: p.stop.Load(), down: p.down.Load(), retryAfter: p.retryAfter}
 	}
 	if bg, ok := cfg.Gateway.(BatchGateway[E]); ok {
 		var err error
@@ -430,7 +456,7 @@ func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L]) (judgeme
 				cancel(err) // the limiter failed: fail the batch
 				return false
 			}
-			o.Decision = Decision{Verdict: Unverifiable}
+			o.Decision, unasked[i] = Decision{Verdict: Unverifiable}, true
 			return true
 		}
 		callStart := time.Now()
@@ -439,13 +465,27 @@ func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L]) (judgeme
 			cfg.Observer.GatewayCalls(cfg.Job, 1, time.Since(callStart), ErrorClass(err))
 		}
 		if errors.Is(err, ErrRateLimited) {
+			// The row was not answered: it is asked again first thing next batch.
 			p.limited(err)
+			o.Decision, unasked[i] = Decision{Verdict: Unverifiable}, true
+			cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile gateway rate limited; the batch stops before this row",
+				slog.String("job", cfg.Job), slog.String("record", o.RecordID), slog.String("error", err.Error()))
+			return true
 		}
 		if err := r.decide(ctx, o, recs[i].Local, ext, err); err != nil {
 			cancel(err)
 			return false
 		}
+		p.answered(err == nil || !isFailure(err))
 		return true
+	}
+	if p.failures.Load() > 0 && len(ask) > 1 {
+		// The bulk call failed: one row alone tells whether the system is down before the
+		// others are sent.
+		if !askOne(ask[0]) {
+			return result(), context.Cause(ctx)
+		}
+		ask = ask[1:]
 	}
 	for range min(cfg.Concurrency, len(ask)) {
 		wg.Add(1)
@@ -465,7 +505,18 @@ func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L]) (judgeme
 		return j, err
 	}
 	j.outcomes = out
+	j.done = len(out)
+	if k := slices.Index(unasked, true); k >= 0 {
+		j.done = k
+	}
 	return j, nil
+}
+
+// isFailure reports whether a gateway error means the external system could not answer (as
+// opposed to an answer: not found, a rejected request).
+func isFailure(err error) bool {
+	var review *ReviewError
+	return !errors.Is(err, ErrNotFound) && !errors.As(err, &review)
 }
 
 // fetchBatch asks bg about the rows ask indexes, decides the rows it answered and returns the
@@ -490,6 +541,9 @@ func (r *Reconciler[L, E]) fetchBatch(ctx context.Context, bg BatchGateway[E], p
 	}
 	switch {
 	case err == nil:
+		if p.calls.Load() > 0 {
+			p.answered(true)
+		}
 	case ctx.Err() != nil:
 		return nil, context.Cause(ctx)
 	case errors.Is(err, ErrAbortBatch):
@@ -501,6 +555,7 @@ func (r *Reconciler[L, E]) fetchBatch(ctx context.Context, bg BatchGateway[E], p
 				slog.String("job", r.cfg.Job), slog.String("error", err.Error()))
 		}
 	default:
+		p.answered(false)
 		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile batch fetch failure; asking one by one",
 			slog.String("job", r.cfg.Job), slog.Int("rows", len(ask)), slog.String("error", err.Error()))
 	}
@@ -524,6 +579,10 @@ type pacer struct {
 	stop    atomic.Bool           // a 429, or a limiter out of time: ask no more
 	abort   atomic.Pointer[error] // the limiter's ErrAbortBatch: the batch must fail
 
+	// An outage: the first two calls failed and none answered. Then no more calls are made.
+	failures, answers atomic.Int64
+	down              atomic.Bool
+
 	mu         sync.Mutex
 	retryAfter time.Duration // the longest wait a rate limit asked for
 }
@@ -535,6 +594,9 @@ func (p *pacer) aborted() error {
 	}
 	return nil
 }
+
+// errDown is wait's refusal after an outage.
+var errDown = errors.New("reconcile: calls stopped: the external system is unavailable")
 
 // paceError is wait's refusal: calls were stopped by a rate limit or by a limiter that cannot
 // grant a call in time. It is an ErrRateLimited, but not an answer from the external system.
@@ -549,6 +611,20 @@ func (e *paceError) Error() string {
 
 func (e *paceError) Is(target error) bool { return target == ErrRateLimited }
 
+// outageAfter is the number of failed calls, with no answer among them, after which a batch
+// takes the external system for down and asks nothing more: during an outage a batch spends
+// two calls, not one per row.
+const outageAfter = 2
+
+// answered records the result of a call: an answer, or a failure to get one.
+func (p *pacer) answered(ok bool) {
+	if ok {
+		p.answers.Add(1)
+	} else if p.failures.Add(1) >= outageAfter && p.answers.Load() == 0 {
+		p.down.Store(true)
+	}
+}
+
 // wait is called before every external call: it refuses once the batch is stopped, waits for
 // the limiter, and counts the call. A limiter error that is ErrAbortBatch is returned as it is,
 // and again to every later call: the batch must fail, not stop as after a rate limit.
@@ -558,6 +634,9 @@ func (p *pacer) wait(ctx context.Context) error {
 	}
 	if p.stop.Load() {
 		return &paceError{}
+	}
+	if p.down.Load() {
+		return errDown
 	}
 	if p.limiter != nil {
 		if err := p.limiter.Wait(ctx); err != nil {
