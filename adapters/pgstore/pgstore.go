@@ -374,13 +374,13 @@ func (s *Store) Read(ctx context.Context, req reconcile.ReadRequest) (reconcile.
 	}
 	defer rows.Close()
 	var r reconcile.Record[string]
-	var ext, state *string
+	var ext, state, invalid *string
 	var created *time.Time
 	for rows.Next() {
-		if err := rows.Scan(&r.Key, &r.ID, &ext, &state, &created, &r.Recent); err != nil {
+		if err := rows.Scan(&r.Key, &r.ID, &ext, &state, &created, &r.Recent, &invalid); err != nil {
 			return b, fmt.Errorf("pgstore: job %s: read %s: %w", req.Job, s.hostTable(), err)
 		}
-		r.ExternalID, r.Local, r.CreatedAt = deref(ext), deref(state), derefTime(created)
+		r.ExternalID, r.Local, r.CreatedAt, r.Invalid = deref(ext), deref(state), derefTime(created), deref(invalid)
 		b.Records = append(b.Records, r)
 	}
 	if err := rows.Err(); err != nil {

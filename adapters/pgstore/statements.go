@@ -3,6 +3,7 @@ package pgstore
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -27,6 +28,10 @@ type statements struct {
 }
 
 const naiveTimestamp = "timestamp without time zone"
+
+// minPlausibleTime is the earliest created_at taken for a real one: anything before (Go's zero
+// time.Time stored by a host, say) makes the row invalid rather than centuries unverified.
+var minPlausibleTime = time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Cursor positions are JSON arrays of the key values, built by to_jsonb: timestamps come out in
 // ISO 8601 whatever the session's DateStyle, so a position written by one process reads back
@@ -76,16 +81,30 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 	case et == "bpchar":
 		extMatch = fmt.Sprintf("%s = t.ext::bpchar", q(cfg.ExternalIDColumn))
 	}
+	// invalid says why a row's times cannot be read or judged, NULL if they can: an infinite
+	// created_at or updated_at (which no time.Time can hold, and no lag can be computed from),
+	// or a created_at before minPlausibleTime (such as Go's zero time.Time stored by a host).
+	// Read and Match return such a row with Record.Invalid set, so the engine records a
+	// NeedsReview invalid_row finding and the cursor moves on; Status leaves it out of the lag
+	// (see lagOf), the open finding being how it shows. NULL times are not invalid: a NULL
+	// updated_at is not recent, a NULL created_at only leaves a never-verified row out of lag.
+	created, updated := ts(cfg.CreatedAtColumn), ts(cfg.UpdatedAtColumn)
+	invalid := fmt.Sprintf(`(CASE WHEN NOT isfinite(%[1]s) THEN '%[3]s is ' || %[1]s::text
+			WHEN %[1]s < '%[5]s'::timestamptz THEN '%[3]s ' || to_char(%[1]s AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC is before %[6]s'
+			WHEN NOT isfinite(%[2]s) THEN '%[4]s is ' || %[2]s::text END)`,
+		created, updated, cfg.CreatedAtColumn, cfg.UpdatedAtColumn, minPlausibleTime.Format(time.RFC3339), minPlausibleTime.Format("2006"))
+	// readableCreated is created_at as a value a time.Time can hold.
+	readableCreated := fmt.Sprintf("(CASE WHEN isfinite(%[1]s) THEN %[1]s END)", created)
 	inScope := "true"
 	if f, _ := renderFilter(cfg, types, 4); f != "" {
 		inScope = "coalesce(" + f + ", false)"
 	}
-	match := fmt.Sprintf("SELECT jsonb_build_array(%s)::text, %s::text, %s::text, %s::text, %s, coalesce(%s, false), %s FROM %s AS h JOIN unnest($2::text[], $3::timestamptz[]) AS t(ext, since) ON %s",
+	match := fmt.Sprintf("SELECT jsonb_build_array(%s)::text, %s::text, %s::text, %s::text, %s, coalesce(%s, false), %s, %s FROM %s AS h JOIN unnest($2::text[], $3::timestamptz[]) AS t(ext, since) ON %s",
 		strings.Join(keys, ", "), q(cfg.IDColumn), q(cfg.ExternalIDColumn), q(cfg.StateColumn),
-		ts(cfg.CreatedAtColumn), changed, inScope, host, extMatch)
-	sel := fmt.Sprintf("SELECT jsonb_build_array(%s)::text, %s::text, %s::text, %s::text, %s, coalesce(%s, false) FROM %s AS h",
+		readableCreated, changed, inScope, invalid, host, extMatch)
+	sel := fmt.Sprintf("SELECT jsonb_build_array(%s)::text, %s::text, %s::text, %s::text, %s, coalesce(%s, false), %s FROM %s AS h",
 		strings.Join(keys, ", "), q(cfg.IDColumn), q(cfg.ExternalIDColumn), q(cfg.StateColumn),
-		ts(cfg.CreatedAtColumn), recent, host)
+		readableCreated, recent, invalid, host)
 	order := fmt.Sprintf(" ORDER BY %s LIMIT $2", strings.Join(keys, ", "))
 	// where joins conds and the Filter into a WHERE clause; the Filter's placeholders start at
 	// $first, after the statement's own, and statements.filterArgs are bound to them.
@@ -144,20 +163,26 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 			SELECT (SELECT count(*) FROM opened), (SELECT count(*) FROM queued)`,
 	}
 	// Lag: the longest any of the filter's rows has gone unverified, counting never-verified
-	// rows from creation. $1 is the jobs whose verifications count (the job and LagJobs).
+	// rows from creation. $1 is the jobs whose verifications count (the job and LagJobs). Rows
+	// with invalid times are left out (they show as open invalid_row findings), as are rows
+	// created in the last hour from the new rows. The value may be negative (rows created in
+	// the future) or past what a time.Duration holds: lagOf clamps it.
+	verified := "o.verified_at"
 	if cfg.Observations == ObserveInHostColumns {
-		st.lag = fmt.Sprintf(`SELECT now(), count(*), coalesce(extract(epoch FROM max(now() - coalesce(%s, %s))), 0)::float8,
-				count(*) FILTER (WHERE %s > now() - interval '1 hour')
-			FROM %s AS h%s`, ts(cfg.VerifiedAtColumn), ts(cfg.CreatedAtColumn), ts(cfg.CreatedAtColumn), host,
-			where(2, "$1::text[] IS NOT NULL"))
-	} else {
-		st.lag = fmt.Sprintf(`SELECT now(), count(*), coalesce(extract(epoch FROM max(now() - coalesce(o.verified_at, %s))), 0)::float8,
-				count(*) FILTER (WHERE %s > now() - interval '1 hour')
-			FROM %s AS h LEFT JOIN (
-				SELECT record_id, max(verified_at) AS verified_at FROM %s WHERE job = ANY($1::text[]) GROUP BY record_id
-			) AS o ON o.record_id = %s::text%s`,
-			ts(cfg.CreatedAtColumn), ts(cfg.CreatedAtColumn), host, t.table("observations"), q(cfg.IDColumn), where(2))
+		verified = fmt.Sprintf("(CASE WHEN isfinite(%[1]s) THEN %[1]s END)", ts(cfg.VerifiedAtColumn))
 	}
+	lagValue := fmt.Sprintf("(CASE WHEN %s IS NULL THEN now() - coalesce(%s, %s) END)", invalid, verified, created)
+	lagFrom := func(first int) string {
+		if cfg.Observations == ObserveInHostColumns {
+			return fmt.Sprintf("%s AS h%s", host, where(first, "$1::text[] IS NOT NULL"))
+		}
+		return fmt.Sprintf(`%s AS h LEFT JOIN (
+				SELECT record_id, max(verified_at) AS verified_at FROM %s WHERE job = ANY($1::text[]) GROUP BY record_id
+			) AS o ON o.record_id = %s::text%s`, host, t.table("observations"), q(cfg.IDColumn), where(first))
+	}
+	st.lag = fmt.Sprintf(`SELECT now(), count(*), coalesce(extract(epoch FROM max(%s)), 0)::float8,
+			count(*) FILTER (WHERE %s > now() - interval '1 hour' AND %s IS NULL)
+		FROM %s`, lagValue, created, invalid, lagFrom(2))
 	if cfg.Observations == ObserveInHostColumns {
 		now := "now()"
 		if types[cfg.VerifiedAtColumn] == naiveTimestamp {
@@ -174,6 +199,6 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 			ON CONFLICT (job, record_id) DO UPDATE
 			SET external_state = EXCLUDED.external_state, verified_at = EXCLUDED.verified_at`
 	}
-	st.shard = buildShardReads(cfg, types, sel, order, keys, where, ts)
+	st.shard = buildShardReads(cfg, types, sel, order, keys, where, lagValue, lagFrom)
 	return st
 }
