@@ -89,3 +89,18 @@ func TestStringKeysKeepTheirOrder(t *testing.T) {
 		}
 	}
 }
+
+func TestNegativeGraceTurnsGraceOffEvenForAFutureUpdatedAt(t *testing.T) {
+	s := memstore.New[int64, string](memstore.Options{})
+	s.Put(memstore.Row[int64, string]{Key: 1, ExternalID: "pi_1", Local: "paid", UpdatedAt: time.Now().Add(time.Hour)})
+	gw := reconciletest.NewGateway(map[string]string{"pi_1": "succeeded"})
+	rep, err := reconcile.RunBatch(context.Background(), reconcile.Config[string, string]{Job: "sweep", Source: s, Sink: s,
+		Gateway: gw, Classifier: reconciletest.Classifier(), Grace: -1})
+	if err != nil || rep.Verdicts[reconcile.InSync] != 1 {
+		t.Fatalf("verdicts %v (%v) with the grace period off; want the row asked and in sync", rep.Verdicts, err)
+	}
+	res, err := s.Match(context.Background(), reconcile.MatchRequest{Job: "sweep", ExternalIDs: []string{"pi_1"}})
+	if err != nil || len(res.Rows) != 1 || res.Rows[0].Recent {
+		t.Fatalf("Match with no grace: %+v, %v; want the row not recent", res.Rows, err)
+	}
+}

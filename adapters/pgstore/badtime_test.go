@@ -151,3 +151,31 @@ func TestAnInfiniteTimeBecomesAnInvalidRowFindingAndTheCycleGoesOn(t *testing.T)
 		})
 	}
 }
+
+func TestNegativeGraceTurnsGraceOffEvenForAFutureUpdatedAt(t *testing.T) {
+	t.Parallel()
+	pool, s := newStore(t, pgstore.Config{})
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `INSERT INTO payments (id, external_id, status, updated_at) VALUES
+		(1, 'pi_1', 'paid', now() + interval '1 hour'), (2, 'pi_2', 'paid', now())`); err != nil {
+		t.Fatal(err)
+	}
+	gw := reconciletest.NewGateway(states(2, "succeeded"))
+	rep, err := reconcile.RunBatch(ctx, reconcile.Config[string, string]{Job: "sweep", Source: s, Sink: s, Gateway: gw,
+		Classifier: reconciletest.Classifier(), BatchSize: 10, Grace: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Verdicts[reconcile.InSync] != 2 {
+		t.Fatalf("verdicts %v with the grace period off; want both rows asked and in sync", rep.Verdicts)
+	}
+	recs := laneMatch(t, s, reconcile.MatchRequest{Job: "sweep", ExternalIDs: []string{"pi_1", "pi_2"}})
+	if len(recs) != 2 || recs[0].Recent || recs[1].Recent {
+		t.Fatalf("Match with no grace: %+v; want neither row recent", recs)
+	}
+	// With a grace period, both are recent.
+	recs = laneMatch(t, s, reconcile.MatchRequest{Job: "sweep", ExternalIDs: []string{"pi_1", "pi_2"}, Grace: time.Minute})
+	if len(recs) != 2 || !recs[0].Recent || !recs[1].Recent {
+		t.Fatalf("Match with a grace: %+v; want both rows recent", recs)
+	}
+}

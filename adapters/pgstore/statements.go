@@ -66,7 +66,9 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 		return fmt.Sprintf("%s AND NOT coalesce(%s <= %s + make_interval(secs => %f), false)",
 			cond, ts(cfg.UpdatedAtColumn), ts(cfg.VerifiedAtColumn), cfg.OwnWriteTolerance.Seconds())
 	}
-	withinGrace := fmt.Sprintf("%s > now() - make_interval(secs => $1::float8)", ts(cfg.UpdatedAtColumn))
+	// A grace of zero (reconcile.Config.Grace negative) turns the grace period off: then not even
+	// a row whose updated_at lies in the future is recent.
+	withinGrace := fmt.Sprintf("($1::float8 > 0 AND %s > now() - make_interval(secs => $1::float8))", ts(cfg.UpdatedAtColumn))
 	recent := changedWhen(withinGrace)
 	// A lane's match: $1 the grace in seconds, $2 the external ids, $3 per id the time from which
 	// a change makes the row Recent (NULL adds nothing), then the Filter's values. It reads rows
