@@ -433,12 +433,19 @@ func (s *Store) Commit(ctx context.Context, c reconcile.Commit) (reconcile.Commi
 		batch.Queue(st.advance, c.Job, c.Cursor.Version, c.Next, len(c.Outcomes), c.Unverifiable())
 	}
 	s.queueResults(batch, st, c.Job, c.Outcomes, &res)
+	if c.Wrap {
+		// The cycle is complete: close the findings of rows it showed gone.
+		batch.Queue(st.forgetDeleted, c.Job, reconcile.ResolvedByReconciler, forgetNote)
+	}
 
 	if err := s.sendFenced(ctx, batch, "job "+c.Job); err != nil {
 		return reconcile.CommitResult{}, err
 	}
 	return res, nil
 }
+
+// forgetNote is the note on findings closed because their row was deleted.
+const forgetNote = "the row no longer exists; closed when the cycle completed"
 
 // queueResults queues the observations, findings and repair commands of outcomes; res receives
 // what the findings statement added.

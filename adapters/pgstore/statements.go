@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/reconcilekit/reconcile"
 )
 
 // statements are the store's SQL, built once from the config and the host table's column
@@ -23,6 +25,8 @@ type statements struct {
 	// filterArgs are the Filter's values, bound after each statement's own parameters: read
 	// and lag statements take them from the placeholder after their last one.
 	filterArgs []any
+	// forgetDeleted and openFindings deal with findings of deleted rows.
+	forgetDeleted, openFindings string
 	// shard holds a sharded job's reads (shard_sql.go).
 	shard *shardReads
 }
@@ -121,6 +125,13 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 	}
 	_, filterArgs := renderFilter(cfg, types, 1)
 
+	// rowExists(id, kind) is a condition: the host row with the text id exists. It looks the
+	// row up by its own type, so that the primary key serves; the id is only cast when kind is
+	// not missing_locally, whose record id is an external object's.
+	rowExists := func(id, kind string) string {
+		return fmt.Sprintf("EXISTS (SELECT 1 FROM %s AS h WHERE %s = (CASE WHEN %s <> 'missing_locally' THEN %s END)::%s)",
+			host, q(cfg.IDColumn), kind, id, types[cfg.IDColumn])
+	}
 	cursors := t.table("cursors")
 	st := &statements{
 		filterArgs: filterArgs,
@@ -153,6 +164,9 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 				-- still exists: later passes seeing it again do not reopen it.
 				WHERE NOT (kind = 'missing_locally' AND EXISTS (SELECT 1 FROM ` + t.table("findings") + ` AS f
 					WHERE f.job = $1 AND f.record_id = input.record_id AND f.kind = 'missing_locally'))
+				-- A row deleted since the batch read it leaves nothing behind (missing_locally
+				-- names an external object no row has, so it has no row by definition).
+				AND (kind = 'missing_locally' OR ` + rowExists("input.record_id", "input.kind") + `)
 				ON CONFLICT (job, record_id, kind) WHERE resolved_at IS NULL DO NOTHING
 				RETURNING id, record_id, kind, local_state, external_state, command
 			), queued AS (
@@ -198,9 +212,35 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 		st.observeTakesJob = true
 		st.observe = `INSERT INTO ` + t.table("observations") + ` (job, record_id, external_state, verified_at)
 			SELECT $1, r, e, now() FROM unnest($2::text[], $3::text[]) AS t(r, e)
+			WHERE ` + rowExists("t.r", "''") + `
 			ON CONFLICT (job, record_id) DO UPDATE
 			SET external_state = EXCLUDED.external_state, verified_at = EXCLUDED.verified_at`
 	}
+	// forgetDeleted closes the open findings of job $1 whose row no longer exists, as
+	// row_deleted by $2, in their history too, and removes the job's observations of such rows.
+	// It runs when a cycle completes: a finding of a row deleted after its batch would
+	// otherwise stay open forever. missing_locally findings name external objects, not rows,
+	// and stay. An outbox command already queued for such a row stays too: its canonical
+	// writer finds the row gone and finishes it (or the dispatcher parks it dead).
+	// Observations are compared as text, in one anti-join per cycle.
+	st.forgetDeleted = `WITH gone AS (
+			UPDATE ` + t.table("findings") + ` AS f SET resolved_at = now(), resolution = '` + reconcile.ResolutionRowDeleted + `',
+				resolved_by = $2, resolution_note = $3
+			WHERE f.job = $1 AND f.resolved_at IS NULL AND f.kind <> 'missing_locally' AND NOT ` + rowExists("f.record_id", "f.kind") + `
+			RETURNING f.id
+		), ev AS (
+			INSERT INTO ` + t.table("finding_events") + ` (finding_id, action, actor, resolution, note)
+			SELECT id, 'resolved', $2, '` + reconcile.ResolutionRowDeleted + `', $3 FROM gone
+		), obs AS (
+			DELETE FROM ` + t.table("observations") + ` AS o
+			WHERE o.job = $1 AND NOT EXISTS (SELECT 1 FROM ` + host + ` AS h WHERE ` + q(cfg.IDColumn) + `::text = o.record_id)
+		)
+		SELECT count(*) FROM gone`
+	// openFindings counts a job's open findings by kind for Status, leaving out those of rows
+	// deleted since (forgetDeleted closes them when the cycle completes). $2 is StaleAfter.
+	st.openFindings = `SELECT kind, count(*), min(detected_at), count(*) FILTER (WHERE detected_at < now() - $2::interval)
+		FROM ` + t.table("findings") + ` AS f WHERE job = $1 AND resolved_at IS NULL
+			AND (kind = 'missing_locally' OR ` + rowExists("f.record_id", "f.kind") + `) GROUP BY kind`
 	st.shard = buildShardReads(cfg, types, sel, order, keys, where, lagValue, lagFrom)
 	return st
 }

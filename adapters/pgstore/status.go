@@ -40,8 +40,7 @@ func (s *Store) Status(ctx context.Context, job string) (reconcile.Status, error
 			return err
 		})
 	s.queueLaneStatus(b, job, &st, &st.CyclesCompleted)
-	b.Queue(`SELECT kind, count(*), min(detected_at), count(*) FILTER (WHERE detected_at < now() - $2::interval)
-		FROM `+s.cfg.Tables.table("findings")+` WHERE job = $1 AND resolved_at IS NULL GROUP BY kind`, job, s.cfg.StaleAfter).Query(func(rows pgx.Rows) error {
+	b.Queue(sql.openFindings, job, s.cfg.StaleAfter).Query(func(rows pgx.Rows) error {
 		var kind string
 		var n, stale int
 		var oldest time.Time
