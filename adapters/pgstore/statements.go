@@ -27,6 +27,8 @@ type statements struct {
 	filterArgs []any
 	// forgetDeleted and openFindings deal with findings of deleted rows.
 	forgetDeleted, openFindings string
+	// lockObserved locks the host rows observe writes, with ObserveInHostColumns: $1 their ids.
+	lockObserved string
 	// shard holds a sharded job's reads (shard_sql.go).
 	shard *shardReads
 }
@@ -200,10 +202,18 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 			count(*) FILTER (WHERE %s > now() - interval '1 hour' AND %s IS NULL)
 		FROM %s`, lagValue, created, invalid, lagFrom(2))
 	if cfg.Observations == ObserveInHostColumns {
-		now := "now()"
+		// The verified-at time is the clock when each row is written, after lockObserved took
+		// every row's lock: an updated_at trigger on the host table, whether it writes now() or
+		// clock_timestamp(), writes a time no later (within microseconds), however long a host
+		// transaction made the commit wait for a row. So the own-write test (updated_at within
+		// OwnWriteTolerance of the verified-at time) holds.
+		now := "clock_timestamp()"
 		if types[cfg.VerifiedAtColumn] == naiveTimestamp {
-			now = fmt.Sprintf("(now() AT TIME ZONE '%s')", cfg.TimeZone)
+			now = fmt.Sprintf("(clock_timestamp() AT TIME ZONE '%s')", cfg.TimeZone)
 		}
+		// Locks in key order, so that commits writing the same rows cannot deadlock.
+		st.lockObserved = fmt.Sprintf(`SELECT 1 FROM %s AS h WHERE %s = ANY($1::text[]::%s[]) ORDER BY %s FOR NO KEY UPDATE`,
+			host, q(cfg.IDColumn), types[cfg.IDColumn], q(cfg.IDColumn))
 		st.observe = fmt.Sprintf(`UPDATE %s AS h SET %s = t.e, %s = %s
 			FROM unnest($1::text[], $2::text[]) AS t(r, e) WHERE %s = t.r::%s`,
 			host, pgx.Identifier{cfg.ObservedColumn}.Sanitize(), pgx.Identifier{cfg.VerifiedAtColumn}.Sanitize(), now,
