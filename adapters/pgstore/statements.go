@@ -182,9 +182,9 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 	}
 	// Lag: the longest any of the filter's rows has gone unverified, counting never-verified
 	// rows from creation. $1 is the jobs whose verifications count (the job and LagJobs). Rows
-	// with invalid times are left out (they show as open invalid_row findings), as are rows
-	// created in the last hour from the new rows. The value may be negative (rows created in
-	// the future) or past what a time.Duration holds: lagOf clamps it.
+	// with invalid times are left out of the lag and of the rows created in the last hour (they
+	// show as open invalid_row findings). The lag may be negative (rows created in the future)
+	// or past what a time.Duration holds: lagOf clamps it.
 	verified := "o.verified_at"
 	if cfg.Observations == ObserveInHostColumns {
 		verified = fmt.Sprintf("(CASE WHEN isfinite(%[1]s) THEN %[1]s END)", ts(cfg.VerifiedAtColumn))
@@ -203,10 +203,10 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 		FROM %s`, lagValue, created, invalid, lagFrom(2))
 	if cfg.Observations == ObserveInHostColumns {
 		// The verified-at time is the clock when each row is written, after lockObserved took
-		// every row's lock: an updated_at trigger on the host table, whether it writes now() or
-		// clock_timestamp(), writes a time no later (within microseconds), however long a host
-		// transaction made the commit wait for a row. So the own-write test (updated_at within
-		// OwnWriteTolerance of the verified-at time) holds.
+		// every row's lock: an updated_at trigger on the host table writes now() (earlier) or
+		// clock_timestamp() (microseconds later), however long a host transaction made the
+		// commit wait for a row. So the own-write test (updated_at within OwnWriteTolerance of
+		// the verified-at time) holds.
 		now := "clock_timestamp()"
 		if types[cfg.VerifiedAtColumn] == naiveTimestamp {
 			now = fmt.Sprintf("(clock_timestamp() AT TIME ZONE '%s')", cfg.TimeZone)
