@@ -50,7 +50,14 @@ const (
 	ResolutionAccepted = "accepted"
 	// ResolutionFalsePositive: there was no real difference.
 	ResolutionFalsePositive = "false_positive"
+	// ResolutionRowDeleted: the local row no longer exists, so there is nothing left to repair
+	// or review. Stores close such findings themselves when a cycle shows the row gone.
+	ResolutionRowDeleted = "row_deleted"
 )
+
+// ResolvedByReconciler is the actor of resolutions the reconciler makes itself, such as
+// ResolutionRowDeleted.
+const ResolvedByReconciler = "reconciler"
 
 // Resolution says how, by whom and why a finding was closed.
 type Resolution struct {

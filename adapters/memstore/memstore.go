@@ -72,6 +72,7 @@ type Store[K cmp.Ordered, L any] struct {
 	mu           sync.Mutex
 	keys         []K // sorted
 	rows         map[K]Row[K, L]
+	ids          map[string]int // rows by record id (fmt.Sprint of the key): how many
 	cursors      map[string]*CursorInfo
 	observations map[obsKey]Observation
 	findings     []reconcile.Finding
@@ -100,7 +101,7 @@ func New[K cmp.Ordered, L any](opts Options) *Store[K, L] {
 	}
 	return &Store[K, L]{
 		now: opts.Now, aggType: opts.AggregateType,
-		rows: map[K]Row[K, L]{}, cursors: map[string]*CursorInfo{},
+		rows: map[K]Row[K, L]{}, ids: map[string]int{}, cursors: map[string]*CursorInfo{},
 		observations: map[obsKey]Observation{}, open: map[findingKey]int{}, lanes: map[laneKey]*LaneInfo{},
 	}
 }
@@ -119,6 +120,7 @@ func (s *Store[K, L]) Put(r Row[K, L]) {
 	if _, ok := s.rows[r.Key]; !ok {
 		i, _ := slices.BinarySearch(s.keys, r.Key)
 		s.keys = slices.Insert(s.keys, i, r.Key)
+		s.ids[fmt.Sprint(r.Key)]++
 	}
 	s.rows[r.Key] = r
 }
@@ -133,6 +135,11 @@ func (s *Store[K, L]) Delete(key K) {
 	i, _ := slices.BinarySearch(s.keys, key)
 	s.keys = slices.Delete(s.keys, i, i+1)
 	delete(s.rows, key)
+	if id := fmt.Sprint(key); s.ids[id] > 1 {
+		s.ids[id]--
+	} else {
+		delete(s.ids, id)
+	}
 }
 
 // Get returns a row.
@@ -209,6 +216,7 @@ func (s *Store[K, L]) Commit(ctx context.Context, c reconcile.Commit) (reconcile
 	res := s.record(c.Job, c.Outcomes, now)
 	cur.Version++
 	if c.Wrap {
+		s.forgetDeleted(c.Job, now)
 		cur.Position = ""
 		cur.CyclesCompleted++
 		cur.LastCycleCompletedAt = now
@@ -225,6 +233,11 @@ func (s *Store[K, L]) Commit(ctx context.Context, c reconcile.Commit) (reconcile
 func (s *Store[K, L]) record(job string, outcomes []reconcile.Outcome, now time.Time) reconcile.CommitResult {
 	var res reconcile.CommitResult
 	for _, o := range outcomes {
+		// A row deleted since its batch was read leaves nothing behind; missing_locally names
+		// an external object no row has.
+		if s.ids[o.RecordID] == 0 && o.Decision.Kind != reconcile.KindMissingLocally {
+			continue
+		}
 		if o.Verified {
 			s.observations[obsKey{job, o.RecordID}] = Observation{External: o.External, VerifiedAt: now}
 		}
@@ -256,6 +269,27 @@ func (s *Store[K, L]) record(job string, outcomes []reconcile.Outcome, now time.
 		}
 	}
 	return res
+}
+
+// forgetDeleted closes the job's open findings of rows that no longer exist, as
+// reconcile.ResolutionRowDeleted by reconcile.ResolvedByReconciler, and drops the job's
+// observations of such rows: called when a cycle completes. missing_locally findings stay, and
+// so do commands already queued (the canonical writer finds the row gone). The caller holds s.mu.
+func (s *Store[K, L]) forgetDeleted(job string, now time.Time) {
+	for fk, i := range s.open {
+		if fk.job != job || fk.kind == reconcile.KindMissingLocally || s.ids[fk.record] > 0 {
+			continue
+		}
+		f := &s.findings[i]
+		f.ResolvedAt, f.Resolution, f.ResolvedBy = now, reconcile.ResolutionRowDeleted, reconcile.ResolvedByReconciler
+		f.ResolutionNote = "the row no longer exists; closed when the cycle completed"
+		delete(s.open, fk)
+	}
+	for ok := range s.observations {
+		if ok.job == job && s.ids[ok.record] == 0 {
+			delete(s.observations, ok)
+		}
+	}
 }
 
 // Match returns the rows with one of the external ids, for a reconcile.Lane: Recent when

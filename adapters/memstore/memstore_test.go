@@ -89,3 +89,59 @@ func TestStringKeysKeepTheirOrder(t *testing.T) {
 		}
 	}
 }
+
+func TestNegativeGraceTurnsGraceOffEvenForAFutureUpdatedAt(t *testing.T) {
+	s := memstore.New[int64, string](memstore.Options{})
+	s.Put(memstore.Row[int64, string]{Key: 1, ExternalID: "pi_1", Local: "paid", UpdatedAt: time.Now().Add(time.Hour)})
+	gw := reconciletest.NewGateway(map[string]string{"pi_1": "succeeded"})
+	rep, err := reconcile.RunBatch(context.Background(), reconcile.Config[string, string]{Job: "sweep", Source: s, Sink: s,
+		Gateway: gw, Classifier: reconciletest.Classifier(), Grace: -1})
+	if err != nil || rep.Verdicts[reconcile.InSync] != 1 {
+		t.Fatalf("verdicts %v (%v) with the grace period off; want the row asked and in sync", rep.Verdicts, err)
+	}
+	res, err := s.Match(context.Background(), reconcile.MatchRequest{Job: "sweep", ExternalIDs: []string{"pi_1"}})
+	if err != nil || len(res.Rows) != 1 || res.Rows[0].Recent {
+		t.Fatalf("Match with no grace: %+v, %v; want the row not recent", res.Rows, err)
+	}
+}
+
+func TestDeletedRowsLeaveNoFindingsBehind(t *testing.T) {
+	s := memstore.New[int64, string](memstore.Options{})
+	for i := int64(1); i <= 3; i++ {
+		s.Put(memstore.Row[int64, string]{Key: i, ExternalID: "pi_" + strconv.FormatInt(i, 10), Local: "pending", UpdatedAt: time.Now().Add(-time.Hour)})
+	}
+	// Row 3 is deleted while its batch asks the gateway.
+	gw := reconcile.GatewayFunc[string](func(_ context.Context, id string) (string, error) {
+		if id == "pi_3" {
+			s.Delete(3)
+		}
+		return "succeeded", nil
+	})
+	cfg := reconcile.Config[string, string]{Job: "sweep", Source: s, Sink: s, Gateway: gw, Classifier: reconciletest.Classifier()}
+	rep, err := reconcile.RunBatch(context.Background(), cfg)
+	if err != nil || rep.NewFindings != 2 || rep.NewCommands != 2 {
+		t.Fatalf("report %+v (%v); want findings and commands for rows 1 and 2 only", rep, err)
+	}
+	if _, ok := s.Observation("sweep", "3"); ok {
+		t.Fatal("an observation of the deleted row 3 was written")
+	}
+	// Row 2 is deleted later: the wrap closes its finding and drops its observation.
+	s.Delete(2)
+	if rep, err := reconcile.RunBatch(context.Background(), cfg); err != nil || !rep.Wrapped {
+		t.Fatalf("second batch %+v (%v); want the wrap", rep, err)
+	}
+	for _, f := range s.Findings() {
+		switch {
+		case f.RecordID == "1" && !f.Open():
+			t.Fatalf("finding of row 1 closed: %+v", f)
+		case f.RecordID == "2" && (f.Open() || f.Resolution != reconcile.ResolutionRowDeleted || f.ResolvedBy != reconcile.ResolvedByReconciler):
+			t.Fatalf("finding of deleted row 2: %+v; want resolved as row_deleted by the reconciler", f)
+		}
+	}
+	if _, ok := s.Observation("sweep", "2"); ok {
+		t.Fatal("the deleted row 2's observation is still there after the wrap")
+	}
+	if _, ok := s.Observation("sweep", "1"); !ok {
+		t.Fatal("row 1's observation is gone")
+	}
+}

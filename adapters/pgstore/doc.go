@@ -128,6 +128,23 @@
 // exclude such rows from the job with a Filter (external_id NotNull, or a status column), or
 // fix them.
 //
+// A row whose times cannot be read or judged (an infinite created_at or updated_at, or a
+// created_at before 1900 such as Go's zero time.Time) comes back from Read and Match with
+// Record.Invalid set: it becomes a NeedsReview invalid_row finding, nothing is asked, and the
+// cursor moves on. Status leaves such rows out of the lag (their open finding shows them), and
+// the lag is never negative and never overflows.
+//
+// # Deleted rows
+//
+// A commit opens no finding, queues no command and writes no observation for a row deleted
+// since its batch was read. When a cycle completes (the wrap, or for a ShardedJob the last
+// shard's wrap) the job's open findings of rows that no longer exist are resolved as
+// reconcile.ResolutionRowDeleted by reconcile.ResolvedByReconciler, in their history too, and
+// the job's observations of such rows are removed; until then Status does not count them.
+// missing_locally findings are about external objects and stay. A command already queued for a
+// row deleted later stays in the outbox: the canonical writer finds no row to change and
+// finishes it (or fails it permanently, and it goes dead).
+//
 // # Scaling past one process
 //
 // A ShardedJob splits a job into shards, ranges of the first key column cut at its quantiles

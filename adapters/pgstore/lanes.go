@@ -52,16 +52,16 @@ func (s *Store) Match(ctx context.Context, req reconcile.MatchRequest) (reconcil
 	}
 	defer rows.Close()
 	var r reconcile.Record[string]
-	var ext, state *string
+	var ext, state, invalid *string
 	var created *time.Time
 	var inScope bool
 	inRows := make(map[string]bool)
 	var elsewhere []string
 	for rows.Next() {
-		if err := rows.Scan(&r.Key, &r.ID, &ext, &state, &created, &r.Recent, &inScope); err != nil {
+		if err := rows.Scan(&r.Key, &r.ID, &ext, &state, &created, &r.Recent, &inScope, &invalid); err != nil {
 			return res, fmt.Errorf("pgstore: job %s: match %s: %w", req.Job, s.hostTable(), err)
 		}
-		r.ExternalID, r.Local, r.CreatedAt = deref(ext), deref(state), derefTime(created)
+		r.ExternalID, r.Local, r.CreatedAt, r.Invalid = deref(ext), deref(state), derefTime(created), deref(invalid)
 		if !inScope {
 			elsewhere = append(elsewhere, r.ExternalID)
 			continue

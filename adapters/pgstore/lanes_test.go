@@ -315,6 +315,7 @@ func TestMatchWithHostColumnObservationsIgnoresTheReconcilersOwnWrite(t *testing
 func TestCommitLaneCreatesTheLaneOnItsFirstStep(t *testing.T) {
 	t.Parallel()
 	pool, s := newStore(t, pgstore.Config{})
+	insertPayments(t, pool, 1, 2) // outcomes about rows that do not exist would write nothing
 	ctx := context.Background()
 	if c := laneRead(t, s, "payments", "reverse"); c != (reconcile.Cursor{}) {
 		t.Fatalf("ReadLane of a lane never committed = %+v; want the zero cursor", c)
@@ -403,6 +404,7 @@ func TestCommitLaneRefusesInvalidCommits(t *testing.T) {
 func TestCommitLaneAppliesOnlyAtTheVersionRead(t *testing.T) {
 	t.Parallel()
 	pool, s := newStore(t, pgstore.Config{})
+	insertPayments(t, pool, 1, 2) // outcomes about rows that do not exist would write nothing
 	ctx := context.Background()
 	if _, err := s.CommitLane(ctx, reconcile.LaneCommit{Job: "payments", Lane: "events", Next: "evt_1"}); err != nil {
 		t.Fatal(err)
@@ -505,6 +507,7 @@ func TestCommitLaneRacingFirstStepsLetExactlyOneThrough(t *testing.T) {
 func TestCommitLaneAndTheSweepShareOneFindingAndOneCommand(t *testing.T) {
 	t.Parallel()
 	pool, s := newStore(t, pgstore.Config{})
+	insertPayments(t, pool, 1, 2) // outcomes about rows that do not exist would write nothing
 	ctx := context.Background()
 	sweep := func(t *testing.T, o reconcile.Outcome) reconcile.CommitResult {
 		t.Helper()
@@ -570,6 +573,7 @@ func TestCommitLaneAndTheSweepShareOneFindingAndOneCommand(t *testing.T) {
 func TestCommitLaneRecordsAMissingObjectAsAFindingWithoutAnObservation(t *testing.T) {
 	t.Parallel()
 	pool, s := newStore(t, pgstore.Config{})
+	insertPayments(t, pool, 1, 2) // outcomes about rows that do not exist would write nothing
 	res, err := s.CommitLane(context.Background(), reconcile.LaneCommit{Job: "payments", Lane: "reverse", Next: "pi_9",
 		Outcomes: []reconcile.Outcome{laneMissing("pi_9"), laneVerified("1", laneSynced)}})
 	if err != nil {

@@ -39,7 +39,12 @@ const (
 	// ObserveInHostColumns writes the observed state and the last-verified time to columns of the
 	// host table (the seed's layout). With an updated_at trigger on the host table, a row whose
 	// updated_at is within OwnWriteTolerance of its last-verified time counts as unchanged, so
-	// the reconciler's own write does not make the row look recently changed.
+	// the reconciler's own write does not make the row look recently changed. The commit locks
+	// the rows it writes first (in key order) and writes the verified-at time with
+	// clock_timestamp(), so a trigger writing now() or clock_timestamp() stays within the
+	// tolerance even after the commit waited for a host transaction's row lock; and it runs in
+	// Config.TimeZone, so a trigger writing now() into a timestamp without time zone column
+	// writes it in that zone, whatever the pool's session zone.
 	ObserveInHostColumns
 )
 
@@ -374,13 +379,13 @@ func (s *Store) Read(ctx context.Context, req reconcile.ReadRequest) (reconcile.
 	}
 	defer rows.Close()
 	var r reconcile.Record[string]
-	var ext, state *string
+	var ext, state, invalid *string
 	var created *time.Time
 	for rows.Next() {
-		if err := rows.Scan(&r.Key, &r.ID, &ext, &state, &created, &r.Recent); err != nil {
+		if err := rows.Scan(&r.Key, &r.ID, &ext, &state, &created, &r.Recent, &invalid); err != nil {
 			return b, fmt.Errorf("pgstore: job %s: read %s: %w", req.Job, s.hostTable(), err)
 		}
-		r.ExternalID, r.Local, r.CreatedAt = deref(ext), deref(state), derefTime(created)
+		r.ExternalID, r.Local, r.CreatedAt, r.Invalid = deref(ext), deref(state), derefTime(created), deref(invalid)
 		b.Records = append(b.Records, r)
 	}
 	if err := rows.Err(); err != nil {
@@ -433,6 +438,10 @@ func (s *Store) Commit(ctx context.Context, c reconcile.Commit) (reconcile.Commi
 		batch.Queue(st.advance, c.Job, c.Cursor.Version, c.Next, len(c.Outcomes), c.Unverifiable())
 	}
 	s.queueResults(batch, st, c.Job, c.Outcomes, &res)
+	if c.Wrap {
+		// The cycle is complete: close the findings of rows it showed gone.
+		batch.Queue(st.forgetDeleted, c.Job, reconcile.ResolvedByReconciler, forgetNote)
+	}
 
 	if err := s.sendFenced(ctx, batch, "job "+c.Job); err != nil {
 		return reconcile.CommitResult{}, err
@@ -440,12 +449,22 @@ func (s *Store) Commit(ctx context.Context, c reconcile.Commit) (reconcile.Commi
 	return res, nil
 }
 
+// setTimeZone sets the transaction's TimeZone to $1, until it ends.
+const setTimeZone = "SELECT set_config('TimeZone', $1, true)"
+
+// forgetNote is the note on findings closed because their row was deleted.
+const forgetNote = "the row no longer exists; closed when the cycle completed"
+
 // queueResults queues the observations, findings and repair commands of outcomes; res receives
 // what the findings statement added.
 func (s *Store) queueResults(batch *pgx.Batch, st *statements, job string, outcomes []reconcile.Outcome, res *reconcile.CommitResult) {
 	// In record order, whoever commits: a sweep and a lane writing the same rows at once then
 	// lock them in the same order and cannot deadlock.
 	outcomes = slices.SortedStableFunc(slices.Values(outcomes), func(a, b reconcile.Outcome) int { return strings.Compare(a.RecordID, b.RecordID) })
+	// The commit runs in the configured zone, so that an updated_at trigger on the host table
+	// writing now() into a timestamp without time zone column writes it in that zone, not in
+	// the session's.
+	batch.Queue(setTimeZone, s.cfg.TimeZone)
 	var obsIDs, obsStates []string
 	var f findingCols
 	for _, o := range outcomes {
@@ -461,6 +480,7 @@ func (s *Store) queueResults(batch *pgx.Batch, st *statements, job string, outco
 	case st.observeTakesJob:
 		batch.Queue(st.observe, job, obsIDs, obsStates)
 	default:
+		batch.Queue(st.lockObserved, obsIDs)
 		batch.Queue(st.observe, obsIDs, obsStates)
 	}
 	if len(f.ids) > 0 {

@@ -269,6 +269,9 @@ func (j *ShardedJob) completeCycleIfDone(ctx context.Context, tx pgx.Tx, st *sta
 	if _, err := tx.Exec(ctx, j.sql.completeCycle, j.cfg.Job, cycles, j.cfg.MinCycleInterval); err != nil {
 		return false, fmt.Errorf("complete cycle: %w", err)
 	}
+	if _, err := tx.Exec(ctx, st.forgetDeleted, j.cfg.Job, reconcile.ResolvedByReconciler, forgetNote); err != nil {
+		return false, fmt.Errorf("close findings of deleted rows: %w", err)
+	}
 	return true, nil
 }
 

@@ -209,13 +209,13 @@ func (s *Store) readRecords(ctx context.Context, query string, args []any) ([]re
 	defer rows.Close()
 	var out []reconcile.Record[string]
 	var r reconcile.Record[string]
-	var ext, state *string
+	var ext, state, invalid *string
 	var created *time.Time
 	for rows.Next() {
-		if err := rows.Scan(&r.Key, &r.ID, &ext, &state, &created, &r.Recent); err != nil {
+		if err := rows.Scan(&r.Key, &r.ID, &ext, &state, &created, &r.Recent, &invalid); err != nil {
 			return nil, fmt.Errorf("read %s: %w", s.hostTable(), err)
 		}
-		r.ExternalID, r.Local, r.CreatedAt = deref(ext), deref(state), time.Time{}
+		r.ExternalID, r.Local, r.CreatedAt, r.Invalid = deref(ext), deref(state), time.Time{}, deref(invalid)
 		if created != nil {
 			r.CreatedAt = *created
 		}

@@ -3,8 +3,6 @@ package pgstore
 import (
 	"fmt"
 	"strings"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // shardReads are a sharded job's statements over the host table, built from the same pieces
@@ -24,9 +22,10 @@ type shardReads struct {
 
 // buildShardReads is called by buildStatements with its pieces: sel and order are the select
 // list and ORDER BY ... LIMIT $2 of every keyset read, keys the quoted key columns, where the
-// WHERE builder that appends the Filter, ts the reader of time columns.
+// WHERE builder that appends the Filter, lagValue a row's lag and lagFrom the FROM clause of a
+// lag statement (see the store's lag).
 func buildShardReads(cfg Config, types map[string]string, sel, order string, keys []string,
-	where func(first int, conds ...string) string, ts func(string) string) *shardReads {
+	where func(first int, conds ...string) string, lagValue string, lagFrom func(first int) string) *shardReads {
 	r := &shardReads{sel: sel, order: order, keys: keys, where: where}
 	for _, k := range cfg.KeyColumns {
 		r.keyTypes = append(r.keyTypes, types[k])
@@ -39,17 +38,8 @@ func buildShardReads(cfg Config, types map[string]string, sel, order string, key
 	// The shard of a row: the number of lower bounds at or below its first key.
 	bucket := fmt.Sprintf(`width_bucket(%s, coalesce((SELECT array_agg(s.lower_bound ->> 0 ORDER BY s.shard) FROM %s AS s
 		WHERE s.job = $2 AND s.shard > 0), '{}')::%s[])`, first, cfg.Tables.table("shards"), r.keyTypes[0])
-	if cfg.Observations == ObserveInHostColumns {
-		r.lag = fmt.Sprintf(`SELECT %s, count(*), coalesce(extract(epoch FROM max(now() - coalesce(%s, %s))), 0)::float8
-			FROM %s AS h%s GROUP BY 1`, bucket, ts(cfg.VerifiedAtColumn), ts(cfg.CreatedAtColumn), host,
-			where(3, "$1::text[] IS NOT NULL"))
-	} else {
-		r.lag = fmt.Sprintf(`SELECT %s, count(*), coalesce(extract(epoch FROM max(now() - coalesce(o.verified_at, %s))), 0)::float8
-			FROM %s AS h LEFT JOIN (
-				SELECT record_id, max(verified_at) AS verified_at FROM %s WHERE job = ANY($1::text[]) GROUP BY record_id
-			) AS o ON o.record_id = h.%s::text%s GROUP BY 1`,
-			bucket, ts(cfg.CreatedAtColumn), host, cfg.Tables.table("observations"), pgx.Identifier{cfg.IDColumn}.Sanitize(), where(3))
-	}
+	r.lag = fmt.Sprintf(`SELECT %s, count(*), coalesce(extract(epoch FROM max(%s)), 0)::float8
+		FROM %s GROUP BY 1`, bucket, lagValue, lagFrom(3))
 	return r
 }
 

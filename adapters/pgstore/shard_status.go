@@ -129,7 +129,7 @@ func (j *ShardedJob) ShardStatus(ctx context.Context) (ShardStatus, error) {
 	for i := range out.Shards {
 		s := &out.Shards[i]
 		if l, ok := lags[s.Shard]; ok {
-			s.Rows, s.Lag = l.rows, time.Duration(l.lag*float64(time.Second))
+			s.Rows, s.Lag = l.rows, lagOf(l.lag)
 		}
 		if s.LastBatchAt.After(out.LastBatchAt) {
 			out.LastBatchAt, out.LastBatchScanned, out.LastBatchUnverifiable = s.LastBatchAt, s.LastBatchScanned, s.LastBatchUnverifiable

@@ -3,8 +3,11 @@ package pgstore
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/reconcilekit/reconcile"
 )
 
 // statements are the store's SQL, built once from the config and the host table's column
@@ -22,11 +25,19 @@ type statements struct {
 	// filterArgs are the Filter's values, bound after each statement's own parameters: read
 	// and lag statements take them from the placeholder after their last one.
 	filterArgs []any
+	// forgetDeleted and openFindings deal with findings of deleted rows.
+	forgetDeleted, openFindings string
+	// lockObserved locks the host rows observe writes, with ObserveInHostColumns: $1 their ids.
+	lockObserved string
 	// shard holds a sharded job's reads (shard_sql.go).
 	shard *shardReads
 }
 
 const naiveTimestamp = "timestamp without time zone"
+
+// minPlausibleTime is the earliest created_at taken for a real one: anything before (Go's zero
+// time.Time stored by a host, say) makes the row invalid rather than centuries unverified.
+var minPlausibleTime = time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Cursor positions are JSON arrays of the key values, built by to_jsonb: timestamps come out in
 // ISO 8601 whatever the session's DateStyle, so a position written by one process reads back
@@ -61,7 +72,9 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 		return fmt.Sprintf("%s AND NOT coalesce(%s <= %s + make_interval(secs => %f), false)",
 			cond, ts(cfg.UpdatedAtColumn), ts(cfg.VerifiedAtColumn), cfg.OwnWriteTolerance.Seconds())
 	}
-	withinGrace := fmt.Sprintf("%s > now() - make_interval(secs => $1::float8)", ts(cfg.UpdatedAtColumn))
+	// A grace of zero (reconcile.Config.Grace negative) turns the grace period off: then not even
+	// a row whose updated_at lies in the future is recent.
+	withinGrace := fmt.Sprintf("($1::float8 > 0 AND %s > now() - make_interval(secs => $1::float8))", ts(cfg.UpdatedAtColumn))
 	recent := changedWhen(withinGrace)
 	// A lane's match: $1 the grace in seconds, $2 the external ids, $3 per id the time from which
 	// a change makes the row Recent (NULL adds nothing), then the Filter's values. It reads rows
@@ -76,16 +89,30 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 	case et == "bpchar":
 		extMatch = fmt.Sprintf("%s = t.ext::bpchar", q(cfg.ExternalIDColumn))
 	}
+	// invalid says why a row's times cannot be read or judged, NULL if they can: an infinite
+	// created_at or updated_at (which no time.Time can hold, and no lag can be computed from),
+	// or a created_at before minPlausibleTime (such as Go's zero time.Time stored by a host).
+	// Read and Match return such a row with Record.Invalid set, so the engine records a
+	// NeedsReview invalid_row finding and the cursor moves on; Status leaves it out of the lag
+	// (see lagOf), the open finding being how it shows. NULL times are not invalid: a NULL
+	// updated_at is not recent, a NULL created_at only leaves a never-verified row out of lag.
+	created, updated := ts(cfg.CreatedAtColumn), ts(cfg.UpdatedAtColumn)
+	invalid := fmt.Sprintf(`(CASE WHEN NOT isfinite(%[1]s) THEN '%[3]s is ' || %[1]s::text
+			WHEN %[1]s < '%[5]s'::timestamptz THEN '%[3]s ' || to_char(%[1]s AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC is before %[6]s'
+			WHEN NOT isfinite(%[2]s) THEN '%[4]s is ' || %[2]s::text END)`,
+		created, updated, cfg.CreatedAtColumn, cfg.UpdatedAtColumn, minPlausibleTime.Format(time.RFC3339), minPlausibleTime.Format("2006"))
+	// readableCreated is created_at as a value a time.Time can hold.
+	readableCreated := fmt.Sprintf("(CASE WHEN isfinite(%[1]s) THEN %[1]s END)", created)
 	inScope := "true"
 	if f, _ := renderFilter(cfg, types, 4); f != "" {
 		inScope = "coalesce(" + f + ", false)"
 	}
-	match := fmt.Sprintf("SELECT jsonb_build_array(%s)::text, %s::text, %s::text, %s::text, %s, coalesce(%s, false), %s FROM %s AS h JOIN unnest($2::text[], $3::timestamptz[]) AS t(ext, since) ON %s",
+	match := fmt.Sprintf("SELECT jsonb_build_array(%s)::text, %s::text, %s::text, %s::text, %s, coalesce(%s, false), %s, %s FROM %s AS h JOIN unnest($2::text[], $3::timestamptz[]) AS t(ext, since) ON %s",
 		strings.Join(keys, ", "), q(cfg.IDColumn), q(cfg.ExternalIDColumn), q(cfg.StateColumn),
-		ts(cfg.CreatedAtColumn), changed, inScope, host, extMatch)
-	sel := fmt.Sprintf("SELECT jsonb_build_array(%s)::text, %s::text, %s::text, %s::text, %s, coalesce(%s, false) FROM %s AS h",
+		readableCreated, changed, inScope, invalid, host, extMatch)
+	sel := fmt.Sprintf("SELECT jsonb_build_array(%s)::text, %s::text, %s::text, %s::text, %s, coalesce(%s, false), %s FROM %s AS h",
 		strings.Join(keys, ", "), q(cfg.IDColumn), q(cfg.ExternalIDColumn), q(cfg.StateColumn),
-		ts(cfg.CreatedAtColumn), recent, host)
+		readableCreated, recent, invalid, host)
 	order := fmt.Sprintf(" ORDER BY %s LIMIT $2", strings.Join(keys, ", "))
 	// where joins conds and the Filter into a WHERE clause; the Filter's placeholders start at
 	// $first, after the statement's own, and statements.filterArgs are bound to them.
@@ -100,6 +127,13 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 	}
 	_, filterArgs := renderFilter(cfg, types, 1)
 
+	// rowExists(id, kind) is a condition: the host row with the text id exists. It looks the
+	// row up by its own type, so that the primary key serves; the id is only cast when kind is
+	// not missing_locally, whose record id is an external object's.
+	rowExists := func(id, kind string) string {
+		return fmt.Sprintf("EXISTS (SELECT 1 FROM %s AS h WHERE %s = (CASE WHEN %s <> 'missing_locally' THEN %s END)::%s)",
+			host, q(cfg.IDColumn), kind, id, types[cfg.IDColumn])
+	}
 	cursors := t.table("cursors")
 	st := &statements{
 		filterArgs: filterArgs,
@@ -132,6 +166,9 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 				-- still exists: later passes seeing it again do not reopen it.
 				WHERE NOT (kind = 'missing_locally' AND EXISTS (SELECT 1 FROM ` + t.table("findings") + ` AS f
 					WHERE f.job = $1 AND f.record_id = input.record_id AND f.kind = 'missing_locally'))
+				-- A row deleted since the batch read it leaves nothing behind (missing_locally
+				-- names an external object no row has, so it has no row by definition).
+				AND (kind = 'missing_locally' OR ` + rowExists("input.record_id", "input.kind") + `)
 				ON CONFLICT (job, record_id, kind) WHERE resolved_at IS NULL DO NOTHING
 				RETURNING id, record_id, kind, local_state, external_state, command
 			), queued AS (
@@ -144,25 +181,39 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 			SELECT (SELECT count(*) FROM opened), (SELECT count(*) FROM queued)`,
 	}
 	// Lag: the longest any of the filter's rows has gone unverified, counting never-verified
-	// rows from creation. $1 is the jobs whose verifications count (the job and LagJobs).
+	// rows from creation. $1 is the jobs whose verifications count (the job and LagJobs). Rows
+	// with invalid times are left out of the lag and of the rows created in the last hour (they
+	// show as open invalid_row findings). The lag may be negative (rows created in the future)
+	// or past what a time.Duration holds: lagOf clamps it.
+	verified := "o.verified_at"
 	if cfg.Observations == ObserveInHostColumns {
-		st.lag = fmt.Sprintf(`SELECT now(), count(*), coalesce(extract(epoch FROM max(now() - coalesce(%s, %s))), 0)::float8,
-				count(*) FILTER (WHERE %s > now() - interval '1 hour')
-			FROM %s AS h%s`, ts(cfg.VerifiedAtColumn), ts(cfg.CreatedAtColumn), ts(cfg.CreatedAtColumn), host,
-			where(2, "$1::text[] IS NOT NULL"))
-	} else {
-		st.lag = fmt.Sprintf(`SELECT now(), count(*), coalesce(extract(epoch FROM max(now() - coalesce(o.verified_at, %s))), 0)::float8,
-				count(*) FILTER (WHERE %s > now() - interval '1 hour')
-			FROM %s AS h LEFT JOIN (
-				SELECT record_id, max(verified_at) AS verified_at FROM %s WHERE job = ANY($1::text[]) GROUP BY record_id
-			) AS o ON o.record_id = %s::text%s`,
-			ts(cfg.CreatedAtColumn), ts(cfg.CreatedAtColumn), host, t.table("observations"), q(cfg.IDColumn), where(2))
+		verified = fmt.Sprintf("(CASE WHEN isfinite(%[1]s) THEN %[1]s END)", ts(cfg.VerifiedAtColumn))
 	}
-	if cfg.Observations == ObserveInHostColumns {
-		now := "now()"
-		if types[cfg.VerifiedAtColumn] == naiveTimestamp {
-			now = fmt.Sprintf("(now() AT TIME ZONE '%s')", cfg.TimeZone)
+	lagValue := fmt.Sprintf("(CASE WHEN %s IS NULL THEN now() - coalesce(%s, %s) END)", invalid, verified, created)
+	lagFrom := func(first int) string {
+		if cfg.Observations == ObserveInHostColumns {
+			return fmt.Sprintf("%s AS h%s", host, where(first, "$1::text[] IS NOT NULL"))
 		}
+		return fmt.Sprintf(`%s AS h LEFT JOIN (
+				SELECT record_id, max(verified_at) AS verified_at FROM %s WHERE job = ANY($1::text[]) GROUP BY record_id
+			) AS o ON o.record_id = %s::text%s`, host, t.table("observations"), q(cfg.IDColumn), where(first))
+	}
+	st.lag = fmt.Sprintf(`SELECT now(), count(*), coalesce(extract(epoch FROM max(%s)), 0)::float8,
+			count(*) FILTER (WHERE %s > now() - interval '1 hour' AND %s IS NULL)
+		FROM %s`, lagValue, created, invalid, lagFrom(2))
+	if cfg.Observations == ObserveInHostColumns {
+		// The verified-at time is the clock when each row is written, after lockObserved took
+		// every row's lock: an updated_at trigger on the host table writes now() (earlier) or
+		// clock_timestamp() (microseconds later), however long a host transaction made the
+		// commit wait for a row. So the own-write test (updated_at within OwnWriteTolerance of
+		// the verified-at time) holds.
+		now := "clock_timestamp()"
+		if types[cfg.VerifiedAtColumn] == naiveTimestamp {
+			now = fmt.Sprintf("(clock_timestamp() AT TIME ZONE '%s')", cfg.TimeZone)
+		}
+		// Locks in key order, so that commits writing the same rows cannot deadlock.
+		st.lockObserved = fmt.Sprintf(`SELECT 1 FROM %s AS h WHERE %s = ANY($1::text[]::%s[]) ORDER BY %s FOR NO KEY UPDATE`,
+			host, q(cfg.IDColumn), types[cfg.IDColumn], q(cfg.IDColumn))
 		st.observe = fmt.Sprintf(`UPDATE %s AS h SET %s = t.e, %s = %s
 			FROM unnest($1::text[], $2::text[]) AS t(r, e) WHERE %s = t.r::%s`,
 			host, pgx.Identifier{cfg.ObservedColumn}.Sanitize(), pgx.Identifier{cfg.VerifiedAtColumn}.Sanitize(), now,
@@ -171,9 +222,35 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 		st.observeTakesJob = true
 		st.observe = `INSERT INTO ` + t.table("observations") + ` (job, record_id, external_state, verified_at)
 			SELECT $1, r, e, now() FROM unnest($2::text[], $3::text[]) AS t(r, e)
+			WHERE ` + rowExists("t.r", "''") + `
 			ON CONFLICT (job, record_id) DO UPDATE
 			SET external_state = EXCLUDED.external_state, verified_at = EXCLUDED.verified_at`
 	}
-	st.shard = buildShardReads(cfg, types, sel, order, keys, where, ts)
+	// forgetDeleted closes the open findings of job $1 whose row no longer exists, as
+	// row_deleted by $2, in their history too, and removes the job's observations of such rows.
+	// It runs when a cycle completes: a finding of a row deleted after its batch would
+	// otherwise stay open forever. missing_locally findings name external objects, not rows,
+	// and stay. An outbox command already queued for such a row stays too: its canonical
+	// writer finds the row gone and finishes it (or the dispatcher parks it dead).
+	// Observations are compared as text, in one anti-join per cycle.
+	st.forgetDeleted = `WITH gone AS (
+			UPDATE ` + t.table("findings") + ` AS f SET resolved_at = now(), resolution = '` + reconcile.ResolutionRowDeleted + `',
+				resolved_by = $2, resolution_note = $3
+			WHERE f.job = $1 AND f.resolved_at IS NULL AND f.kind <> 'missing_locally' AND NOT ` + rowExists("f.record_id", "f.kind") + `
+			RETURNING f.id
+		), ev AS (
+			INSERT INTO ` + t.table("finding_events") + ` (finding_id, action, actor, resolution, note)
+			SELECT id, 'resolved', $2, '` + reconcile.ResolutionRowDeleted + `', $3 FROM gone
+		), obs AS (
+			DELETE FROM ` + t.table("observations") + ` AS o
+			WHERE o.job = $1 AND NOT EXISTS (SELECT 1 FROM ` + host + ` AS h WHERE ` + q(cfg.IDColumn) + `::text = o.record_id)
+		)
+		SELECT count(*) FROM gone`
+	// openFindings counts a job's open findings by kind for Status, leaving out those of rows
+	// deleted since (forgetDeleted closes them when the cycle completes). $2 is StaleAfter.
+	st.openFindings = `SELECT kind, count(*), min(detected_at), count(*) FILTER (WHERE detected_at < now() - $2::interval)
+		FROM ` + t.table("findings") + ` AS f WHERE job = $1 AND resolved_at IS NULL
+			AND (kind = 'missing_locally' OR ` + rowExists("f.record_id", "f.kind") + `) GROUP BY kind`
+	st.shard = buildShardReads(cfg, types, sel, order, keys, where, lagValue, lagFrom)
 	return st
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -39,8 +40,7 @@ func (s *Store) Status(ctx context.Context, job string) (reconcile.Status, error
 			return err
 		})
 	s.queueLaneStatus(b, job, &st, &st.CyclesCompleted)
-	b.Queue(`SELECT kind, count(*), min(detected_at), count(*) FILTER (WHERE detected_at < now() - $2::interval)
-		FROM `+s.cfg.Tables.table("findings")+` WHERE job = $1 AND resolved_at IS NULL GROUP BY kind`, job, s.cfg.StaleAfter).Query(func(rows pgx.Rows) error {
+	b.Queue(sql.openFindings, job, s.cfg.StaleAfter).Query(func(rows pgx.Rows) error {
 		var kind string
 		var n, stale int
 		var oldest time.Time
@@ -57,7 +57,7 @@ func (s *Store) Status(ctx context.Context, job string) (reconcile.Status, error
 	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
 		return reconcile.Status{}, fmt.Errorf("pgstore: status of job %s: %w", job, err)
 	}
-	st.Lag = time.Duration(lagSeconds * float64(time.Second))
+	st.Lag = lagOf(lagSeconds)
 	for _, p := range []struct {
 		dst *time.Time
 		src *time.Time
@@ -70,6 +70,21 @@ func (s *Store) Status(ctx context.Context, job string) (reconcile.Status, error
 		st.LastFailure = *failure
 	}
 	return st, nil
+}
+
+// lagOf turns a lag in seconds into a Duration: never negative (a row created in the future
+// has not waited yet), and at most the largest Duration rather than overflowing to a negative
+// one. Rows with times no lag can be computed from (infinite, or before 1900) are not in the
+// seconds at all: Read makes each an invalid_row finding, and the open finding shows it.
+func lagOf(seconds float64) time.Duration {
+	ns := seconds * float64(time.Second)
+	switch {
+	case !(ns > 0): // also NaN
+		return 0
+	case ns >= float64(math.MaxInt64):
+		return math.MaxInt64
+	}
+	return time.Duration(ns)
 }
 
 // RecordFailure remembers that a batch of job failed, for Status and health: a

@@ -1,0 +1,181 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/pgstore"
+	"github.com/reconcilekit/reconcile/reconciletest"
+)
+
+// lagAbout fails the test unless lag is within a minute of want.
+func lagAbout(t *testing.T, what string, lag, want time.Duration) {
+	t.Helper()
+	if d := lag - want; d < -time.Minute || d > time.Minute {
+		t.Fatalf("%s: lag %v, want about %v", what, lag, want)
+	}
+}
+
+func TestLagSurvivesAZeroTimeCreatedAtAndIsNeverNegative(t *testing.T) {
+	t.Parallel()
+	pool, s := newStore(t, pgstore.Config{})
+	ctx := context.Background()
+	// Row 1 has Go's zero time.Time as its creation, row 2 has gone 100 days unverified, row 3
+	// was created in the future (a clock ahead).
+	if _, err := pool.Exec(ctx, `INSERT INTO payments (id, external_id, status, created_at, updated_at) VALUES
+		(1, 'pi_1', 'paid', '0001-01-01 00:00:00+00', now() - interval '1 hour'),
+		(2, 'pi_2', 'paid', now() - interval '100 days', now() - interval '1 hour'),
+		(3, 'pi_3', 'paid', now() + interval '1 day', now() - interval '1 hour')`); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Status(ctx, "sweep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lagAbout(t, "a zero-time row beside a row 100 days old", st.Lag, 100*24*time.Hour)
+
+	j := newShardedJob(t, s, pgstore.ShardConfig{Job: "sharded", Shards: 3})
+	if err := j.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ss, err := j.ShardStatus(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lagAbout(t, "sharded job", ss.Lag, 100*24*time.Hour)
+	var worst time.Duration
+	for _, sh := range ss.Shards {
+		if sh.Lag < 0 {
+			t.Fatalf("shard %d: lag %v is negative", sh.Shard, sh.Lag)
+		}
+		worst = max(worst, sh.Lag)
+	}
+	lagAbout(t, "slowest shard", worst, 100*24*time.Hour)
+
+	// The zero-time row is an invalid row to review; the others are verified.
+	gw := reconciletest.NewGateway(states(3, "succeeded"))
+	reconciletest.Cycle(t, reconcile.Config[string, string]{Job: "sweep", Source: s, Sink: s, Gateway: gw,
+		Classifier: reconciletest.Classifier(), BatchSize: 2}, 5)
+	if gw.Calls("pi_1") != 0 || gw.Calls("pi_2") != 1 || gw.Calls("pi_3") != 1 {
+		t.Fatalf("calls %d, %d, %d; want 0, 1, 1", gw.Calls("pi_1"), gw.Calls("pi_2"), gw.Calls("pi_3"))
+	}
+	fs, err := s.ListFindings(ctx, pgstore.FindingQuery{Job: "sweep"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fs) != 1 || fs[0].RecordID != "1" || fs[0].Kind != reconcile.KindInvalidRow {
+		t.Fatalf("findings %+v; want one invalid_row finding for row 1", fs)
+	}
+	if st, err = s.Status(ctx, "sweep"); err != nil || st.Lag < 0 || st.Lag > time.Minute {
+		t.Fatalf("after the cycle: lag %v (%v), want under a minute: the zero-time row counts as its open finding", st.Lag, err)
+	}
+
+	// A table whose only row was created in the future has no lag, not a negative one.
+	pool2, s2 := newStore(t, pgstore.Config{})
+	if _, err := pool2.Exec(ctx, `INSERT INTO payments (id, external_id, status, created_at) VALUES (1, 'pi_1', 'paid', now() + interval '1 day')`); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := s2.Status(ctx, "sweep"); err != nil || st.Lag != 0 {
+		t.Fatalf("a row created in the future: lag %v (%v), want 0", st.Lag, err)
+	}
+}
+
+func TestAnInfiniteTimeBecomesAnInvalidRowFindingAndTheCycleGoesOn(t *testing.T) {
+	t.Parallel()
+	for _, naive := range []bool{false, true} {
+		t.Run(fmt.Sprintf("naive=%v", naive), func(t *testing.T) {
+			t.Parallel()
+			typ := "timestamptz"
+			if naive {
+				typ = "timestamp"
+			}
+			pool, s := newStore(t, pgstore.Config{}, `CREATE TABLE payments (
+				id bigint PRIMARY KEY, external_id text NOT NULL, status text NOT NULL,
+				created_at `+typ+` NOT NULL DEFAULT now() - interval '1 day',
+				updated_at `+typ+` NOT NULL DEFAULT now() - interval '1 hour')`)
+			ctx := context.Background()
+			if _, err := pool.Exec(ctx, `INSERT INTO payments (id, external_id, status) SELECT i, 'pi_' || i, 'paid' FROM generate_series(1, 7) i;
+				UPDATE payments SET created_at = 'infinity' WHERE id = 2;
+				UPDATE payments SET created_at = '-infinity' WHERE id = 3;
+				UPDATE payments SET updated_at = 'infinity' WHERE id = 4;
+				UPDATE payments SET updated_at = '-infinity' WHERE id = 5`); err != nil {
+				t.Fatal(err)
+			}
+			st, err := s.Status(ctx, "sweep")
+			if err != nil {
+				t.Fatalf("Status with infinite times: %v", err)
+			}
+			lagAbout(t, "before the cycle", st.Lag, 24*time.Hour)
+
+			gw := reconciletest.NewGateway(states(7, "succeeded"))
+			reconciletest.Cycle(t, reconcile.Config[string, string]{Job: "sweep", Source: s, Sink: s, Gateway: gw,
+				Classifier: reconciletest.Classifier(), BatchSize: 2}, 10)
+			for i, want := range []int{1, 0, 0, 0, 0, 1, 1} {
+				if n := gw.Calls(fmt.Sprintf("pi_%d", i+1)); n != want {
+					t.Fatalf("pi_%d asked %d times, want %d", i+1, n, want)
+				}
+			}
+			fs, err := s.ListFindings(ctx, pgstore.FindingQuery{Job: "sweep"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]string{"2": "created_at is infinity", "3": "created_at is -infinity",
+				"4": "updated_at is infinity", "5": "updated_at is -infinity"}
+			if len(fs) != len(want) {
+				t.Fatalf("findings %+v; want %d invalid_row findings", fs, len(want))
+			}
+			for _, f := range fs {
+				if f.Kind != reconcile.KindInvalidRow || f.Detail != want[f.RecordID] {
+					t.Fatalf("finding %+v; want invalid_row %q", f, want[f.RecordID])
+				}
+			}
+			if st, err = s.Status(ctx, "sweep"); err != nil || st.Lag < 0 || st.Lag > time.Minute || st.OpenFindings[reconcile.KindInvalidRow] != 4 {
+				t.Fatalf("after the cycle: %+v, %v; want lag under a minute and 4 open invalid_row findings", st, err)
+			}
+
+			// A lane's match says the same.
+			recs := laneMatch(t, s, reconcile.MatchRequest{Job: "sweep", ExternalIDs: []string{"pi_1", "pi_2", "pi_4"}})
+			if len(recs) != 3 || recs[0].Invalid != "" || recs[1].Invalid != want["2"] || recs[2].Invalid != want["4"] {
+				t.Fatalf("Match: %+v; want row 1 valid, rows 2 and 4 invalid", recs)
+			}
+
+			// So does a sharded job.
+			j := newShardedJob(t, s, pgstore.ShardConfig{Job: "sharded", Shards: 2})
+			runCycle(t, s, []*pgstore.ShardedJob{j}, engineConfig(gw, 2), 1, 40)
+			if _, err := j.ShardStatus(ctx); err != nil {
+				t.Fatalf("ShardStatus: %v", err)
+			}
+		})
+	}
+}
+
+func TestNegativeGraceTurnsGraceOffEvenForAFutureUpdatedAt(t *testing.T) {
+	t.Parallel()
+	pool, s := newStore(t, pgstore.Config{})
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `INSERT INTO payments (id, external_id, status, updated_at) VALUES
+		(1, 'pi_1', 'paid', now() + interval '1 hour'), (2, 'pi_2', 'paid', now())`); err != nil {
+		t.Fatal(err)
+	}
+	gw := reconciletest.NewGateway(states(2, "succeeded"))
+	rep, err := reconcile.RunBatch(ctx, reconcile.Config[string, string]{Job: "sweep", Source: s, Sink: s, Gateway: gw,
+		Classifier: reconciletest.Classifier(), BatchSize: 10, Grace: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Verdicts[reconcile.InSync] != 2 {
+		t.Fatalf("verdicts %v with the grace period off; want both rows asked and in sync", rep.Verdicts)
+	}
+	recs := laneMatch(t, s, reconcile.MatchRequest{Job: "sweep", ExternalIDs: []string{"pi_1", "pi_2"}})
+	if len(recs) != 2 || recs[0].Recent || recs[1].Recent {
+		t.Fatalf("Match with no grace: %+v; want neither row recent", recs)
+	}
+	// With a grace period, both are recent.
+	recs = laneMatch(t, s, reconcile.MatchRequest{Job: "sweep", ExternalIDs: []string{"pi_1", "pi_2"}, Grace: time.Minute})
+	if len(recs) != 2 || !recs[0].Recent || !recs[1].Recent {
+		t.Fatalf("Match with a grace: %+v; want both rows recent", recs)
+	}
+}
