@@ -84,11 +84,15 @@
 //
 // The overview shows, per job (Config.Jobs, else the store's jobs): OK or FAILING against the
 // job's HealthPolicy (Config.Policy, or Config.Policies[job]) with the reason of every failing
-// check, the reconciliation lag, the last completed cycle, the current cycle's age, the last
-// batch's unverifiable ratio, the stale findings, and the open findings by kind, each a link to
-// the list filtered by job and kind. Statuses are cached for Config.StatusTTL (30 s) because
-// pgstore's Status scans the job's table; a write through the console clears the cache. A job
-// whose status cannot be read is shown as STATUS UNAVAILABLE, never as OK.
+// check (a failed batch or lane step by a short classified reason — database error, external
+// system unavailable, rate limited, authentication rejected by the external system, invalid
+// request, cancelled/timeout or other error — never by the failure's text, which may hold SQL,
+// host names or a credential a broken server echoed back), the reconciliation lag, the last
+// completed cycle, the current cycle's age, the last batch's unverifiable ratio, the stale
+// findings, and the open findings by kind, each a link to the list filtered by job and kind.
+// Statuses are cached for Config.StatusTTL (30 s) because pgstore's Status scans the job's
+// table; a write through the console clears the cache. A job whose status cannot be read is
+// shown as STATUS UNAVAILABLE, never as OK.
 //
 // The findings list filters by job, kind, record, state (open by default) and age (detected
 // more than 1 hour, 1, 3 or 7 days ago), Config.PageSize (50) a page, by keyset: the "Next page"
@@ -104,6 +108,9 @@
 // and a note, while it is open; reopen, with a note, once it is resolved.
 //
 // Everything from the database (record ids, states, details, notes, actors) is escaped by
-// html/template, and URLs with unsafe schemes (javascript:) are replaced, whatever
-// Config.ExternalURL returns. No credentials or connection details are ever put on a page.
+// html/template, and anything in it that looks like a Stripe key (sk_live_..., sk_test_...,
+// rk_..., whsec_...) is replaced by "[redacted key]": a finding's detail is a gateway's text,
+// meant to be free of secrets, and the console does not rely on it. URLs with unsafe schemes
+// (javascript:) are replaced, whatever Config.ExternalURL returns. No credentials or
+// connection details are ever put on a page.
 package console
