@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -297,5 +298,50 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusSeeOther)
 		return
 	}
+	if clean := cleanPath(r.URL.Path); clean != r.URL.Path {
+		// http.ServeMux would redirect to the clean path as the console sees it, without the
+		// prefix it is mounted under: outside the console.
+		c.redirectClean(w, r, clean)
+		return
+	}
 	c.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), actorKey{}, who)))
+}
+
+// cleanPath is p as http.ServeMux cleans it: no . or .. elements, no repeated slashes, a
+// trailing slash kept.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		np += "/"
+	}
+	return np
+}
+
+// redirectClean redirects r, whose path (the console's, its base stripped) is not clean, to the
+// clean path under the same prefix: BasePath, and whatever a host's http.StripPrefix took, which
+// is the part of the path the client sent (RequestURI) before the console's. The redirect keeps
+// the query, and the method (307), as http.ServeMux's does.
+func (c *Console) redirectClean(w http.ResponseWriter, r *http.Request, clean string) {
+	prefix := c.base
+	if u, err := url.ParseRequestURI(r.RequestURI); err == nil {
+		if sent, own := u.EscapedPath(), r.URL.EscapedPath(); strings.HasSuffix(sent, own) {
+			prefix = sent[:len(sent)-len(own)]
+		}
+	}
+	loc := prefix + (&url.URL{Path: clean}).EscapedPath()
+	if strings.HasPrefix(loc, "//") || strings.HasPrefix(loc, "/\\") {
+		// Never a scheme-relative URL, which would lead to another host.
+		loc = "/" + strings.TrimLeft(loc, "/\\")
+	}
+	if r.URL.RawQuery != "" {
+		loc += "?" + r.URL.RawQuery
+	}
+	w.Header().Set("Location", loc)
+	w.WriteHeader(http.StatusTemporaryRedirect)
 }

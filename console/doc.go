@@ -21,8 +21,10 @@
 //	mux.Handle("/review/", http.StripPrefix("/review", c))
 //
 // or, without StripPrefix, mux.Handle("/review/", c) with Config.BasePath "/review". Every link
-// and redirect is relative, so both work under any prefix, behind a proxy too. The routes,
-// under the prefix:
+// is relative, so both work under any prefix, behind a proxy too. A path that is not clean
+// (/review/findings//1, /review/findings/./1) is redirected, like http.ServeMux does, to the
+// clean one under the same prefix (/review/findings/1): the prefix is BasePath and what the
+// host stripped, read from the path the request came with. The routes, under the prefix:
 //
 //	GET  /                       overview
 //	GET  /findings               findings list: ?job= &kind= &record= &state=open|resolved|all &age=24h &after=<id>
