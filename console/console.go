@@ -39,7 +39,9 @@ type Config struct {
 	// resolutions and reopenings), or an error to refuse it. Every request goes through it,
 	// reads included. It is the host's: a session cookie, a header set by an authenticating
 	// proxy, basic auth. An empty actor counts as a refusal, and so does one with control
-	// characters or invalid UTF-8, which could not be recorded. Required.
+	// characters or invalid UTF-8, which could not be recorded. The console does not limit
+	// attempts: Authenticate must rate-limit them. A refusal is logged at Warn (see the
+	// package doc). Required.
 	Authenticate func(r *http.Request) (actor string, err error)
 	// Challenge, when set, is sent as WWW-Authenticate with a 401 to a refused request, such
 	// as `Basic realm="reconcile"` for a browser to ask for a password. Empty means a refused
@@ -274,9 +276,17 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if err == nil {
 			err = errors.New("no actor")
 		}
-		// Debug: a browser's first request under basic auth is always refused once.
-		c.log.DebugContext(r.Context(), "console: request not authenticated",
-			slog.String("method", clip(r.Method)), slog.String("path", clip(r.URL.Path)), slog.String("error", clip(err.Error())))
+		// A failed sign-in is a Warn, for the host's alerting: the console does not limit
+		// guesses, the host's authenticator must. But a browser's first request under basic
+		// auth, without credentials, is always refused once: Debug. Either way the error's
+		// text is logged without anything the request sent, which may be the token.
+		level := slog.LevelWarn
+		if c.challenge != "" && r.Header.Get("Authorization") == "" {
+			level = slog.LevelDebug
+		}
+		c.log.LogAttrs(r.Context(), level, "console: sign-in refused",
+			slog.String("remote_addr", clip(r.RemoteAddr)), slog.String("method", clip(r.Method)),
+			slog.String("path", clip(r.URL.Path)), slog.String("error", clip(scrubSent(err.Error(), r))))
 		status := http.StatusForbidden
 		if c.challenge != "" {
 			w.Header().Set("WWW-Authenticate", c.challenge)
@@ -344,4 +354,45 @@ func (c *Console) redirectClean(w http.ResponseWriter, r *http.Request, clean st
 	}
 	w.Header().Set("Location", loc)
 	w.WriteHeader(http.StatusTemporaryRedirect)
+}
+
+// minSentValue is the length from which a value a request sent is taken out of a log record's
+// text by scrubSent: shorter ones are not credentials, and would mangle the text.
+const minSentValue = 6
+
+// scrubSent returns text with every value r sent that could be a credential replaced by
+// "[redacted]": each header's value and its words (a bearer token, a cookie's value), a
+// basic-auth password and its encoding, and the query's values; and with anything that looks
+// like a Stripe key redacted. It is for the Authenticate error's text, which a host may have
+// made out of the presented token.
+func scrubSent(text string, r *http.Request) string {
+	var sent []string
+	add := func(v string) {
+		if len(v) >= minSentValue {
+			sent = append(sent, v)
+		}
+	}
+	for _, vs := range r.Header {
+		for _, v := range vs {
+			add(v)
+			for _, f := range strings.FieldsFunc(v, func(c rune) bool { return strings.ContainsRune(" ,;=\t\"", c) }) {
+				add(f)
+			}
+		}
+	}
+	if user, pass, ok := r.BasicAuth(); ok {
+		add(pass)
+		add(user + ":" + pass)
+	}
+	for _, vs := range r.URL.Query() {
+		for _, v := range vs {
+			add(v)
+		}
+	}
+	// The longest first, so that a value is replaced whole rather than around a part of it.
+	slices.SortFunc(sent, func(a, b string) int { return len(b) - len(a) })
+	for _, v := range sent {
+		text = strings.ReplaceAll(text, v, "[redacted]")
+	}
+	return redactSecrets(text)
 }

@@ -58,8 +58,17 @@
 // through it, reads included, since the pages show payments. A refused request gets 403, or 401
 // with Config.Challenge as WWW-Authenticate (say `Basic realm="review"`) for a browser to ask
 // for credentials. The actor recorded in a resolution or reopening is the one Authenticate
-// returned, never a form field. Requests refused before authentication (cross-origin, not
-// signed in) are logged at Debug, with the values the client sent clipped: anyone can send them.
+// returned, never a form field. Cross-origin requests, refused before authentication, are
+// logged at Debug, with the values the client sent clipped: anyone can send them.
+//
+// A refused sign-in is logged at Warn as "console: sign-in refused", with the remote address
+// (r.RemoteAddr: behind a proxy, the proxy's, unless the host sets it from a header it trusts),
+// the method, the path and Authenticate's error, from whose text every value the request sent
+// (the token, a password, a cookie) is taken out. Only a request without an Authorization
+// header while Config.Challenge is set stays at Debug: a browser's first request under basic
+// auth is always refused once. The console does not limit sign-in attempts: the host must
+// rate-limit its authenticator (per client and per account, or lock out after repeated
+// failures), or a token or password can be guessed at the speed of the network.
 //
 // # CSRF
 //
