@@ -25,6 +25,10 @@ const (
 // ErrAbortBatch, ErrUnavailable) and the marks of a database or context error; anything else
 // is "other error".
 func failureReason(text string) string {
+	switch text {
+	case reasonDatabase, reasonUnavailable, reasonRateLimited, reasonAuth, reasonInvalid, reasonCancelled, reasonOtherFailure:
+		return text // classified already, by a host's Store
+	}
 	t := strings.ToLower(text)
 	has := func(subs ...string) bool {
 		for _, s := range subs {
@@ -52,6 +56,8 @@ func failureReason(text string) string {
 		return reasonAuth
 	case has("pgstore:", "pgx", "postgres", "failed to connect to", "database"):
 		return reasonDatabase
+	case has("unavailable", "connection refused", "no such host", "bad gateway"):
+		return reasonUnavailable
 	case has("needs review", "invalid"):
 		return reasonInvalid
 	}

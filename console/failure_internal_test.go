@@ -18,7 +18,11 @@ func TestFailureReasonsAreClassified(t *testing.T) {
 		`reconcile: needs review: rejected_by_external_system: invalid_request_error`:                                      "invalid request",
 		`something nobody expected ` + key:                                                                                 "other error",
 		``:                                                                                                                 "other error",
+		`stripeadapter: retrieve: dial tcp: lookup api.stripe.com: no such host`:                                           "external system unavailable",
 	} {
+		if got := failureReason(failureReason(text)); got != want {
+			t.Errorf("failureReason twice on %q = %q, want %q", text, got, want)
+		}
 		if got := failureReason(text); got != want {
 			t.Errorf("failureReason(%q) = %q, want %q", text, got, want)
 		}
