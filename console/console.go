@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -38,7 +39,9 @@ type Config struct {
 	// resolutions and reopenings), or an error to refuse it. Every request goes through it,
 	// reads included. It is the host's: a session cookie, a header set by an authenticating
 	// proxy, basic auth. An empty actor counts as a refusal, and so does one with control
-	// characters or invalid UTF-8, which could not be recorded. Required.
+	// characters or invalid UTF-8, which could not be recorded. The console does not limit
+	// attempts: Authenticate must rate-limit them. A refusal is logged at Warn (see the
+	// package doc). Required.
 	Authenticate func(r *http.Request) (actor string, err error)
 	// Challenge, when set, is sent as WWW-Authenticate with a 401 to a refused request, such
 	// as `Basic realm="reconcile"` for a browser to ask for a password. Empty means a refused
@@ -273,9 +276,17 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if err == nil {
 			err = errors.New("no actor")
 		}
-		// Debug: a browser's first request under basic auth is always refused once.
-		c.log.DebugContext(r.Context(), "console: request not authenticated",
-			slog.String("method", clip(r.Method)), slog.String("path", clip(r.URL.Path)), slog.String("error", clip(err.Error())))
+		// A failed sign-in is a Warn, for the host's alerting: the console does not limit
+		// guesses, the host's authenticator must. But a browser's first request under basic
+		// auth, without credentials, is always refused once: Debug. Either way the error's
+		// text is logged without anything the request sent, which may be the token.
+		level := slog.LevelWarn
+		if c.challenge != "" && r.Header.Get("Authorization") == "" {
+			level = slog.LevelDebug
+		}
+		c.log.LogAttrs(r.Context(), level, "console: sign-in refused",
+			slog.String("remote_addr", clip(r.RemoteAddr)), slog.String("method", clip(r.Method)),
+			slog.String("path", clip(r.URL.Path)), slog.String("error", clip(scrubSent(err.Error(), r))))
 		status := http.StatusForbidden
 		if c.challenge != "" {
 			w.Header().Set("WWW-Authenticate", c.challenge)
@@ -297,5 +308,91 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusSeeOther)
 		return
 	}
+	if clean := cleanPath(r.URL.Path); clean != r.URL.Path {
+		// http.ServeMux would redirect to the clean path as the console sees it, without the
+		// prefix it is mounted under: outside the console.
+		c.redirectClean(w, r, clean)
+		return
+	}
 	c.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), actorKey{}, who)))
+}
+
+// cleanPath is p as http.ServeMux cleans it: no . or .. elements, no repeated slashes, a
+// trailing slash kept.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		np += "/"
+	}
+	return np
+}
+
+// redirectClean redirects r, whose path (the console's, its base stripped) is not clean, to the
+// clean path under the same prefix: BasePath, and whatever a host's http.StripPrefix took, which
+// is the part of the path the client sent (RequestURI) before the console's. The redirect keeps
+// the query, and the method (307), as http.ServeMux's does.
+func (c *Console) redirectClean(w http.ResponseWriter, r *http.Request, clean string) {
+	prefix := c.base
+	if u, err := url.ParseRequestURI(r.RequestURI); err == nil {
+		if sent, own := u.EscapedPath(), r.URL.EscapedPath(); strings.HasSuffix(sent, own) {
+			prefix = sent[:len(sent)-len(own)]
+		}
+	}
+	loc := prefix + (&url.URL{Path: clean}).EscapedPath()
+	if strings.HasPrefix(loc, "//") || strings.HasPrefix(loc, "/\\") {
+		// Never a scheme-relative URL, which would lead to another host.
+		loc = "/" + strings.TrimLeft(loc, "/\\")
+	}
+	if r.URL.RawQuery != "" {
+		loc += "?" + r.URL.RawQuery
+	}
+	w.Header().Set("Location", loc)
+	w.WriteHeader(http.StatusTemporaryRedirect)
+}
+
+// minSentValue is the length from which a value a request sent is taken out of a log record's
+// text by scrubSent: shorter ones are not credentials, and would mangle the text.
+const minSentValue = 6
+
+// scrubSent returns text with every value r sent that could be a credential replaced by
+// "[redacted]": each header's value and its words (a bearer token, a cookie's value), a
+// basic-auth password and its encoding, and the query's values; and with anything that looks
+// like a Stripe key redacted. It is for the Authenticate error's text, which a host may have
+// made out of the presented token.
+func scrubSent(text string, r *http.Request) string {
+	var sent []string
+	add := func(v string) {
+		if len(v) >= minSentValue {
+			sent = append(sent, v)
+		}
+	}
+	for _, vs := range r.Header {
+		for _, v := range vs {
+			add(v)
+			for _, f := range strings.FieldsFunc(v, func(c rune) bool { return strings.ContainsRune(" ,;=\t\"", c) }) {
+				add(f)
+			}
+		}
+	}
+	if user, pass, ok := r.BasicAuth(); ok {
+		add(pass)
+		add(user + ":" + pass)
+	}
+	for _, vs := range r.URL.Query() {
+		for _, v := range vs {
+			add(v)
+		}
+	}
+	// The longest first, so that a value is replaced whole rather than around a part of it.
+	slices.SortFunc(sent, func(a, b string) int { return len(b) - len(a) })
+	for _, v := range sent {
+		text = strings.ReplaceAll(text, v, "[redacted]")
+	}
+	return redactSecrets(text)
 }

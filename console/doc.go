@@ -21,8 +21,10 @@
 //	mux.Handle("/review/", http.StripPrefix("/review", c))
 //
 // or, without StripPrefix, mux.Handle("/review/", c) with Config.BasePath "/review". Every link
-// and redirect is relative, so both work under any prefix, behind a proxy too. The routes,
-// under the prefix:
+// is relative, so both work under any prefix, behind a proxy too. A path that is not clean
+// (/review/findings//1, /review/findings/./1) is redirected, like http.ServeMux does, to the
+// clean one under the same prefix (/review/findings/1): the prefix is BasePath and what the
+// host stripped, read from the path the request came with. The routes, under the prefix:
 //
 //	GET  /                       overview
 //	GET  /findings               findings list: ?job= &kind= &record= &state=open|resolved|all &age=24h &after=<id>
@@ -56,8 +58,17 @@
 // through it, reads included, since the pages show payments. A refused request gets 403, or 401
 // with Config.Challenge as WWW-Authenticate (say `Basic realm="review"`) for a browser to ask
 // for credentials. The actor recorded in a resolution or reopening is the one Authenticate
-// returned, never a form field. Requests refused before authentication (cross-origin, not
-// signed in) are logged at Debug, with the values the client sent clipped: anyone can send them.
+// returned, never a form field. Cross-origin requests, refused before authentication, are
+// logged at Debug, with the values the client sent clipped: anyone can send them.
+//
+// A refused sign-in is logged at Warn as "console: sign-in refused", with the remote address
+// (r.RemoteAddr: behind a proxy, the proxy's, unless the host sets it from a header it trusts),
+// the method, the path and Authenticate's error, from whose text every value the request sent
+// (the token, a password, a cookie) is taken out. Only a request without an Authorization
+// header while Config.Challenge is set stays at Debug: a browser's first request under basic
+// auth is always refused once. The console does not limit sign-in attempts: the host must
+// rate-limit its authenticator (per client and per account, or lock out after repeated
+// failures), or a token or password can be guessed at the speed of the network.
 //
 // # CSRF
 //
@@ -84,11 +95,15 @@
 //
 // The overview shows, per job (Config.Jobs, else the store's jobs): OK or FAILING against the
 // job's HealthPolicy (Config.Policy, or Config.Policies[job]) with the reason of every failing
-// check, the reconciliation lag, the last completed cycle, the current cycle's age, the last
-// batch's unverifiable ratio, the stale findings, and the open findings by kind, each a link to
-// the list filtered by job and kind. Statuses are cached for Config.StatusTTL (30 s) because
-// pgstore's Status scans the job's table; a write through the console clears the cache. A job
-// whose status cannot be read is shown as STATUS UNAVAILABLE, never as OK.
+// check (a failed batch or lane step by a short classified reason — database error, external
+// system unavailable, rate limited, authentication rejected by the external system, invalid
+// request, cancelled/timeout or other error — never by the failure's text, which may hold SQL,
+// host names or a credential a broken server echoed back), the reconciliation lag, the last
+// completed cycle, the current cycle's age, the last batch's unverifiable ratio, the stale
+// findings, and the open findings by kind, each a link to the list filtered by job and kind.
+// Statuses are cached for Config.StatusTTL (30 s) because pgstore's Status scans the job's
+// table; a write through the console clears the cache. A job whose status cannot be read is
+// shown as STATUS UNAVAILABLE, never as OK.
 //
 // The findings list filters by job, kind, record, state (open by default) and age (detected
 // more than 1 hour, 1, 3 or 7 days ago), Config.PageSize (50) a page, by keyset: the "Next page"
@@ -104,6 +119,9 @@
 // and a note, while it is open; reopen, with a note, once it is resolved.
 //
 // Everything from the database (record ids, states, details, notes, actors) is escaped by
-// html/template, and URLs with unsafe schemes (javascript:) are replaced, whatever
-// Config.ExternalURL returns. No credentials or connection details are ever put on a page.
+// html/template, and anything in it that looks like a Stripe key (sk_live_..., sk_test_...,
+// rk_..., whsec_...) is replaced by "[redacted key]": a finding's detail is a gateway's text,
+// meant to be free of secrets, and the console does not rely on it. URLs with unsafe schemes
+// (javascript:) are replaced, whatever Config.ExternalURL returns. No credentials or
+// connection details are ever put on a page.
 package console

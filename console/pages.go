@@ -98,7 +98,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 		v.Unverify = fmt.Sprintf("%.0f%% (%d of %d rows of the last batch)", 100*st.UnverifiableRatio(), st.LastBatchUnverifiable, st.LastBatchScanned)
 		v.Stale = st.StaleFindings
 		for _, k := range st.OpenFindingKinds() {
-			v.Kinds = append(v.Kinds, kindView{Kind: k, N: st.OpenFindings[k],
+			v.Kinds = append(v.Kinds, kindView{Kind: redactSecrets(k), N: st.OpenFindings[k],
 				URL: listURL(root, filter{Job: js.job, Kind: k, State: StateOpen}, 0)})
 		}
 		data.Jobs = append(data.Jobs, v)
@@ -183,11 +183,13 @@ type rowView struct {
 }
 
 func (c *Console) view(root string, f Finding, now time.Time) rowView {
+	// Every stored text is redacted (redactSecrets); the link is made from the finding as it is.
+	x := redactSecrets
 	return rowView{
-		ID: f.ID, URL: findingURL(root, f.ID), Job: f.Job, RecordID: f.RecordID, Kind: f.Kind,
-		Local: f.Local, External: f.External, Detected: formatTime(f.DetectedAt), Age: formatDuration(now.Sub(f.DetectedAt)),
-		ExternalID: f.ExternalID, ExternalURL: c.externalURL(f),
-		Open: f.Open(), Resolution: f.Resolution, ResolvedBy: f.ResolvedBy,
+		ID: f.ID, URL: findingURL(root, f.ID), Job: x(f.Job), RecordID: x(f.RecordID), Kind: x(f.Kind),
+		Local: x(f.Local), External: x(f.External), Detected: formatTime(f.DetectedAt), Age: formatDuration(now.Sub(f.DetectedAt)),
+		ExternalID: x(f.ExternalID), ExternalURL: c.externalURL(f),
+		Open: f.Open(), Resolution: x(f.Resolution), ResolvedBy: x(f.ResolvedBy),
 	}
 }
 
@@ -303,8 +305,8 @@ func (c *Console) detail(w http.ResponseWriter, r *http.Request) {
 	}
 	root := rootOf(r.URL.EscapedPath())
 	data := detailPage{
-		rowView: c.view(root, d.Finding, time.Now()), Detail: d.Detail, Command: d.Command,
-		ResolutionNote: d.ResolutionNote, Resolutions: c.resolutions, MaxNote: maxNote,
+		rowView: c.view(root, d.Finding, time.Now()), Detail: redactSecrets(d.Detail), Command: redactSecrets(d.Command),
+		ResolutionNote: redactSecrets(d.ResolutionNote), Resolutions: c.resolutions, MaxNote: maxNote,
 		ResolveURL: findingURL(root, id) + "/resolve", ReopenURL: findingURL(root, id) + "/reopen",
 		ListURL: listURL(root, filter{Job: d.Job, State: StateOpen}, 0),
 	}
@@ -312,7 +314,8 @@ func (c *Console) detail(w http.ResponseWriter, r *http.Request) {
 		data.Resolved = formatTime(d.ResolvedAt)
 	}
 	for _, e := range d.History {
-		ev := eventView{At: formatTime(e.At), Action: e.Action, Actor: e.Actor, Resolution: e.Resolution, Note: e.Note}
+		x := redactSecrets
+		ev := eventView{At: formatTime(e.At), Action: x(e.Action), Actor: x(e.Actor), Resolution: x(e.Resolution), Note: x(e.Note)}
 		if isCommandEvent(e) {
 			// A command's note is its last error, which may name hosts or hold SQL: the page
 			// shows its status (the action) and how often it failed, never the text.

@@ -131,7 +131,8 @@ func (c *Console) readStatuses(ctx context.Context) []jobStatus {
 			if !ok {
 				policy = c.policy
 			}
-			out[i].health = reconcile.EvaluateHealth(st, policy)
+			// The reasons are shown: a failure's text becomes its classified reason.
+			out[i].health = reconcile.EvaluateHealth(showableStatus(st), policy)
 		})
 	}
 	wg.Wait()
