@@ -18,6 +18,12 @@ type Cursor struct {
 	Position string
 	// Version counts the cursor's advances. The commit succeeds only if it is unchanged.
 	Version int64
+	// End is the cycle's high-water mark: the key of the last row that existed when the
+	// cycle's first batch was read, encoded by the Source. Rows beyond it arrived during the
+	// cycle and are the next cycle's, so a cycle ends however fast rows arrive. The Source sets
+	// it on the first read of a cycle; the Sink stores it with the advance and clears it when
+	// the cycle wraps. A Source without one leaves it empty: its cycles end at a short read.
+	End string
 }
 
 // ReadRequest asks a Source for the next batch of a job.
@@ -30,7 +36,9 @@ type ReadRequest struct {
 }
 
 // Batch is what a Source returns: the cursor as read and up to Limit records after it, in key
-// order. An empty Records means the cycle is complete and the cursor wraps.
+// order, none beyond the cycle's End. Fewer than Limit records (none included) means that no
+// row of the cycle lies after them: once they are judged, the cycle is complete and the cursor
+// wraps. A Source must therefore never return a short batch in the middle of a cycle.
 type Batch[L any] struct {
 	Cursor  Cursor
 	Records []Record[L]
@@ -60,8 +68,8 @@ type Record[L any] struct {
 	Invalid string
 }
 
-// Source reads batches of local rows with a keyset cursor: WHERE key > cursor ORDER BY key
-// LIMIT n, never OFFSET.
+// Source reads batches of local rows with a keyset cursor: WHERE key > cursor AND key <= end
+// ORDER BY key LIMIT n, never OFFSET (see Batch and Cursor.End).
 type Source[L any] interface {
 	Read(ctx context.Context, req ReadRequest) (Batch[L], error)
 }

@@ -171,20 +171,31 @@ func (s *Store[K, L]) Read(ctx context.Context, req reconcile.ReadRequest) (reco
 	if c := s.cursors[req.Job]; c != nil {
 		b.Cursor = c.Cursor
 	}
-	start := 0
-	if b.Cursor.Position != "" {
-		var after K
-		if err := json.Unmarshal([]byte(b.Cursor.Position), &after); err != nil {
-			return reconcile.Batch[L]{}, fmt.Errorf("memstore: job %s: bad cursor %q: %w", req.Job, b.Cursor.Position, err)
+	if b.Cursor.End == "" && len(s.keys) > 0 {
+		// A new cycle: it covers the rows present now.
+		end, err := json.Marshal(s.keys[len(s.keys)-1])
+		if err != nil {
+			return reconcile.Batch[L]{}, fmt.Errorf("memstore: encode key: %w", err)
 		}
-		i, found := slices.BinarySearch(s.keys, after)
-		if found {
-			i++
+		b.Cursor.End = string(end)
+	}
+	start, stop := 0, 0
+	if b.Cursor.Position != "" {
+		i, err := s.after(req.Job, b.Cursor.Position)
+		if err != nil {
+			return reconcile.Batch[L]{}, err
 		}
 		start = i
 	}
+	if b.Cursor.End != "" {
+		i, err := s.after(req.Job, b.Cursor.End)
+		if err != nil {
+			return reconcile.Batch[L]{}, err
+		}
+		stop = i
+	}
 	now := s.now()
-	for _, k := range s.keys[start:min(len(s.keys), start+req.Limit)] {
+	for _, k := range s.keys[start:max(start, min(stop, start+req.Limit))] {
 		r := s.rows[k]
 		pos, err := json.Marshal(k)
 		if err != nil {
@@ -196,6 +207,19 @@ func (s *Store[K, L]) Read(ctx context.Context, req reconcile.ReadRequest) (reco
 		})
 	}
 	return b, nil
+}
+
+// after returns the index of the first key after the encoded key pos.
+func (s *Store[K, L]) after(job, pos string) (int, error) {
+	var k K
+	if err := json.Unmarshal([]byte(pos), &k); err != nil {
+		return 0, fmt.Errorf("memstore: job %s: bad cursor %q: %w", job, pos, err)
+	}
+	i, found := slices.BinarySearch(s.keys, k)
+	if found {
+		i++
+	}
+	return i, nil
 }
 
 // Commit applies a batch's results atomically, compare-and-set on the cursor version.
@@ -210,20 +234,22 @@ func (s *Store[K, L]) Commit(ctx context.Context, c reconcile.Commit) (reconcile
 	if cur == nil {
 		cur = &CursorInfo{CycleStartedAt: now}
 	}
-	if cur.Cursor != c.Cursor {
+	if cur.Position != c.Cursor.Position || cur.Version != c.Cursor.Version {
 		return reconcile.CommitResult{}, reconcile.ErrConcurrentRun
 	}
 	res := s.record(c.Job, c.Outcomes, now)
 	cur.Version++
+	if len(c.Outcomes) > 0 || !c.Wrap {
+		cur.LastBatchAt, cur.LastBatchScanned, cur.LastBatchUnverified = now, len(c.Outcomes), c.Unverifiable()
+	}
 	if c.Wrap {
 		s.forgetDeleted(c.Job, now)
-		cur.Position = ""
+		cur.Position, cur.End = "", ""
 		cur.CyclesCompleted++
 		cur.LastCycleCompletedAt = now
 		cur.CycleStartedAt = now
 	} else {
-		cur.Position = c.Next
-		cur.LastBatchAt, cur.LastBatchScanned, cur.LastBatchUnverified = now, len(c.Outcomes), c.Unverifiable()
+		cur.Position, cur.End = c.Next, c.Cursor.End
 	}
 	s.cursors[c.Job] = cur
 	return res, nil
