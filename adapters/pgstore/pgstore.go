@@ -359,39 +359,60 @@ func (s *Store) Read(ctx context.Context, req reconcile.ReadRequest) (reconcile.
 	if err != nil {
 		return b, err
 	}
-	err = s.db.QueryRow(ctx, st.readCursor, req.Job).Scan(&b.Cursor.Position, &b.Cursor.Version)
+	err = s.db.QueryRow(ctx, st.readCursor, req.Job).Scan(&b.Cursor.Position, &b.Cursor.Version, &b.Cursor.End)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 	case err != nil:
 		return b, fmt.Errorf("pgstore: job %s: read cursor: %w", req.Job, err)
 	}
-	query, args := st.readFirst, []any{req.Grace.Seconds(), req.Limit}
-	if b.Cursor.Position != "" {
-		if err := s.checkPosition(b.Cursor.Position); err != nil {
+	for _, p := range []string{b.Cursor.Position, b.Cursor.End} {
+		if p == "" {
+			continue
+		}
+		if err := s.checkPosition(p); err != nil {
 			return b, fmt.Errorf("pgstore: job %s: stored cursor: %w", req.Job, err)
 		}
-		query, args = st.readAfter, append(args, b.Cursor.Position)
 	}
-	args = append(args, st.filterArgs...)
-	rows, err := s.db.Query(ctx, query, args...)
+	b.Records, err = s.readRange(ctx, st, req, &b.Cursor, "", "")
 	if err != nil {
-		return b, fmt.Errorf("pgstore: job %s: read %s: %w", req.Job, s.hostTable(), err)
-	}
-	defer rows.Close()
-	var r reconcile.Record[string]
-	var ext, state, invalid *string
-	var created *time.Time
-	for rows.Next() {
-		if err := rows.Scan(&r.Key, &r.ID, &ext, &state, &created, &r.Recent, &invalid); err != nil {
-			return b, fmt.Errorf("pgstore: job %s: read %s: %w", req.Job, s.hostTable(), err)
-		}
-		r.ExternalID, r.Local, r.CreatedAt, r.Invalid = deref(ext), deref(state), derefTime(created), deref(invalid)
-		b.Records = append(b.Records, r)
-	}
-	if err := rows.Err(); err != nil {
-		return b, fmt.Errorf("pgstore: job %s: read %s: %w", req.Job, s.hostTable(), err)
+		return b, fmt.Errorf("pgstore: job %s: %w", req.Job, err)
 	}
 	return b, nil
+}
+
+// readRange reads the next rows after cur's position within the bounds of a shard (lower and
+// upper, JSON arrays of the first key column; empty is open) and the cycle's high-water mark.
+// At a cycle's start it fixes the mark, in cur.End: the last key present now. An empty range
+// gives no mark and no rows.
+func (s *Store) readRange(ctx context.Context, st *statements, req reconcile.ReadRequest, cur *reconcile.Cursor, lower, upper string) ([]reconcile.Record[string], error) {
+	if cur.End == "" {
+		var bounds []any
+		if lower != "" {
+			bounds = append(bounds, lower)
+		}
+		if upper != "" {
+			bounds = append(bounds, upper)
+		}
+		err := s.db.QueryRow(ctx, st.shard.highWater(lower != "", upper != ""), append(bounds, st.filterArgs...)...).Scan(&cur.End)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return nil, nil
+		case err != nil:
+			return nil, fmt.Errorf("read the cycle's last key in %s: %w", s.hostTable(), err)
+		}
+	}
+	args := []any{req.Grace.Seconds(), req.Limit}
+	after := cur.Position != ""
+	if after {
+		args = append(args, cur.Position)
+	} else if lower != "" {
+		args = append(args, lower)
+	}
+	if upper != "" {
+		args = append(args, upper)
+	}
+	args = append(append(args, cur.End), st.filterArgs...)
+	return s.readRecords(ctx, st.shard.read(after, lower != "", upper != "", true), args)
 }
 
 // checkPosition verifies that a cursor position is a JSON array with one value per key column.
@@ -401,6 +422,14 @@ func (s *Store) checkPosition(pos string) error {
 		return fmt.Errorf("position %q is not a key of %v; was the job's key changed?", pos, s.cfg.KeyColumns)
 	}
 	return nil
+}
+
+// nullIfEmpty is s, or NULL for an empty s.
+func nullIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 func deref(p *string) string {
@@ -433,9 +462,9 @@ func (s *Store) Commit(ctx context.Context, c reconcile.Commit) (reconcile.Commi
 	}
 	batch := &pgx.Batch{}
 	if c.Wrap {
-		batch.Queue(st.wrap, c.Job, c.Cursor.Version)
+		batch.Queue(st.wrap, c.Job, c.Cursor.Version, len(c.Outcomes), c.Unverifiable())
 	} else {
-		batch.Queue(st.advance, c.Job, c.Cursor.Version, c.Next, len(c.Outcomes), c.Unverifiable())
+		batch.Queue(st.advance, c.Job, c.Cursor.Version, c.Next, len(c.Outcomes), c.Unverifiable(), nullIfEmpty(c.Cursor.End))
 	}
 	s.queueResults(batch, st, c.Job, c.Outcomes, &res)
 	if c.Wrap {

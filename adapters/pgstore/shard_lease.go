@@ -171,7 +171,7 @@ func (l *ShardLease) Read(ctx context.Context, req reconcile.ReadRequest) (recon
 	}
 	var lower, upper string
 	var open bool
-	err = j.store.db.QueryRow(ctx, j.sql.readShard, j.cfg.Job, l.shard, l.token).Scan(&b.Cursor.Position, &b.Cursor.Version, &lower, &upper, &open)
+	err = j.store.db.QueryRow(ctx, j.sql.readShard, j.cfg.Job, l.shard, l.token).Scan(&b.Cursor.Position, &b.Cursor.Version, &lower, &upper, &open, &b.Cursor.End)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return b, ErrShardLeaseLost
@@ -180,20 +180,15 @@ func (l *ShardLease) Read(ctx context.Context, req reconcile.ReadRequest) (recon
 	case !open:
 		return b, errShardWrapped
 	}
-	args := []any{req.Grace.Seconds(), req.Limit}
-	if b.Cursor.Position != "" {
-		if err := j.store.checkPosition(b.Cursor.Position); err != nil {
+	for _, p := range []string{b.Cursor.Position, b.Cursor.End} {
+		if p == "" {
+			continue
+		}
+		if err := j.store.checkPosition(p); err != nil {
 			return b, fmt.Errorf("pgstore: job %s: shard %d: stored cursor: %w", j.cfg.Job, l.shard, err)
 		}
-		args = append(args, b.Cursor.Position)
-	} else if lower != "" {
-		args = append(args, lower)
 	}
-	if upper != "" {
-		args = append(args, upper)
-	}
-	query := st.shard.read(b.Cursor.Position != "", lower != "", upper != "")
-	b.Records, err = j.store.readRecords(ctx, query, append(args, st.filterArgs...))
+	b.Records, err = j.store.readRange(ctx, st, req, &b.Cursor, lower, upper)
 	if err != nil {
 		return b, fmt.Errorf("pgstore: job %s: shard %d: %w", j.cfg.Job, l.shard, err)
 	}
@@ -248,7 +243,7 @@ func (l *ShardLease) Commit(ctx context.Context, c reconcile.Commit) (reconcile.
 			return res, fmt.Errorf("pgstore: %s: %w", what, err)
 		}
 		batch := &pgx.Batch{}
-		batch.Queue(j.sql.advance, j.cfg.Job, l.shard, l.token, c.Cursor.Version, c.Next, len(c.Outcomes), c.Unverifiable())
+		batch.Queue(j.sql.advance, j.cfg.Job, l.shard, l.token, c.Cursor.Version, c.Next, len(c.Outcomes), c.Unverifiable(), nullIfEmpty(c.Cursor.End))
 		j.store.queueResults(batch, st, j.cfg.Job, c.Outcomes, &res)
 		if err := j.store.sendFenced(ctx, batch, what); err != nil {
 			if errors.Is(err, reconcile.ErrConcurrentRun) {
@@ -268,7 +263,7 @@ func (l *ShardLease) Commit(ctx context.Context, c reconcile.Commit) (reconcile.
 			return fmt.Errorf("lock job: %w", err)
 		}
 		batch := &pgx.Batch{}
-		batch.Queue(j.sql.wrap, j.cfg.Job, l.shard, l.token, c.Cursor.Version)
+		batch.Queue(j.sql.wrap, j.cfg.Job, l.shard, l.token, c.Cursor.Version, len(c.Outcomes), c.Unverifiable())
 		j.store.queueResults(batch, st, j.cfg.Job, c.Outcomes, &res)
 		br := tx.SendBatch(ctx, batch)
 		tag, err := br.Exec()

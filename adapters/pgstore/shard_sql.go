@@ -10,6 +10,7 @@ import (
 // its key range.
 type shardReads struct {
 	sel, order string
+	host       string   // the host table, quoted
 	keys       []string // quoted key columns, h."col"
 	keyTypes   []string
 	where      func(first int, conds ...string) string
@@ -26,7 +27,7 @@ type shardReads struct {
 // lag statement (see the store's lag).
 func buildShardReads(cfg Config, types map[string]string, sel, order string, keys []string,
 	where func(first int, conds ...string) string, lagValue string, lagFrom func(first int) string) *shardReads {
-	r := &shardReads{sel: sel, order: order, keys: keys, where: where}
+	r := &shardReads{sel: sel, order: order, host: cfg.hostTable(), keys: keys, where: where}
 	for _, k := range cfg.KeyColumns {
 		r.keyTypes = append(r.keyTypes, types[k])
 	}
@@ -43,24 +44,46 @@ func buildShardReads(cfg Config, types map[string]string, sel, order string, key
 	return r
 }
 
-// read returns the keyset read of one shard. $1 is the grace in seconds and $2 the limit, as
-// in the store's reads; then come the position (if after), the lower bound (if lower) and the
-// upper bound (if upper), each a JSON array, and then the Filter's values. Bounds apply to the
-// first key column: lower inclusive, upper exclusive. After a position no lower bound is
-// needed: the position is in the shard. A separate statement per shape, rather than one with
+// read returns a keyset read, of the whole job or of one shard. $1 is the grace in seconds and
+// $2 the limit; then come the position (if after), the lower bound (if lower), the upper bound
+// (if upper) and the cycle's high-water mark (if end), each a JSON array, and then the Filter's
+// values. Bounds apply to the first key column: lower inclusive, upper exclusive; the
+// high-water mark is a whole key, inclusive. After a position no lower bound is needed: the
+// position is in the shard. A separate statement per shape, rather than one with
 // "$n IS NULL OR ...", keeps every variant an index range scan under a generic plan.
-func (r *shardReads) read(after, lower, upper bool) string {
-	n := 3
+func (r *shardReads) read(after, lower, upper, end bool) string {
 	var conds []string
+	n := 3
 	if after {
-		pos := make([]string, len(r.keys))
-		for i, t := range r.keyTypes {
-			pos[i] = fmt.Sprintf("(($%d::jsonb) ->> %d)::%s", n, i, t)
-		}
-		conds = append(conds, fmt.Sprintf("(%s) > (%s)", strings.Join(r.keys, ", "), strings.Join(pos, ", ")))
+		conds = append(conds, fmt.Sprintf("(%s) > (%s)", strings.Join(r.keys, ", "), r.keyParam(n)))
 		n++
 	}
-	if lower && !after {
+	bounds, n := r.rangeConds(n, lower && !after, upper)
+	conds = append(conds, bounds...)
+	if end {
+		conds = append(conds, fmt.Sprintf("(%s) <= (%s)", strings.Join(r.keys, ", "), r.keyParam(n)))
+		n++
+	}
+	return r.sel + r.where(n, conds...) + r.order
+}
+
+// highWater returns the query of the last key within the bounds (lower from $1 if lower, then
+// upper if upper), the Filter's values after them: a cycle's high-water mark.
+func (r *shardReads) highWater(lower, upper bool) string {
+	conds, n := r.rangeConds(1, lower, upper)
+	desc := make([]string, len(r.keys))
+	for i, k := range r.keys {
+		desc[i] = k + " DESC"
+	}
+	return fmt.Sprintf("SELECT jsonb_build_array(%s)::text FROM %s AS h%s ORDER BY %s LIMIT 1",
+		strings.Join(r.keys, ", "), r.host, r.where(n, conds...), strings.Join(desc, ", "))
+}
+
+// rangeConds returns the conditions of a shard's bounds on the first key column, with their
+// placeholders from $n, and the next placeholder's number.
+func (r *shardReads) rangeConds(n int, lower, upper bool) ([]string, int) {
+	var conds []string
+	if lower {
 		conds = append(conds, fmt.Sprintf("%s >= (($%d::jsonb) ->> 0)::%s", r.keys[0], n, r.keyTypes[0]))
 		n++
 	}
@@ -68,7 +91,16 @@ func (r *shardReads) read(after, lower, upper bool) string {
 		conds = append(conds, fmt.Sprintf("%s < (($%d::jsonb) ->> 0)::%s", r.keys[0], n, r.keyTypes[0]))
 		n++
 	}
-	return r.sel + r.where(n, conds...) + r.order
+	return conds, n
+}
+
+// keyParam is a whole key taken from the JSON array in $n, as a row constructor's values.
+func (r *shardReads) keyParam(n int) string {
+	vals := make([]string, len(r.keys))
+	for i, t := range r.keyTypes {
+		vals[i] = fmt.Sprintf("(($%d::jsonb) ->> %d)::%s", n, i, t)
+	}
+	return strings.Join(vals, ", ")
 }
 
 // shardSQL holds the statements on the shards table for one set of tables. Every statement
@@ -115,14 +147,20 @@ func newShardSQL(t Tables) shardSQL {
 		// The shard's cursor, bounds and cycle, if the lease still holds, and whether the shard
 		// is open: not wrapped in the job's current cycle, and that cycle due to start.
 		readShard: `SELECT coalesce(s.position::text, ''), s.version, coalesce(s.lower_bound::text, ''), coalesce(s.upper_bound::text, ''),
-				s.cycle <= j.cycles_completed AND ` + cycleDue + `
+				s.cycle <= j.cycles_completed AND ` + cycleDue + `, coalesce(s.cycle_end::text, '')
 			FROM ` + shards + ` AS s JOIN ` + cursors + ` AS j ON j.job = s.job
 			WHERE s.job = $1 AND s.shard = $2 AND s.lease_token = $3`,
 		// Compare-and-set on the version read ($4), fenced by the lease token ($3).
 		advance: `UPDATE ` + shards + ` SET position = $5::jsonb, version = version + 1, last_batch_at = now(),
-				last_batch_scanned = $6::int, last_batch_unverifiable = $7::int, scanned_this_cycle = scanned_this_cycle + $6::int` +
+				last_batch_scanned = $6::int, last_batch_unverifiable = $7::int, scanned_this_cycle = scanned_this_cycle + $6::int,
+				cycle_end = $8::jsonb` +
 			fence + ` AND version = $4`,
-		wrap: `UPDATE ` + shards + ` SET position = NULL, version = version + 1, cycle = cycle + 1, last_wrapped_at = now()` +
+		// A wrap may carry the shard's last rows ($5 scanned, $6 unverifiable).
+		wrap: `UPDATE ` + shards + ` SET position = NULL, cycle_end = NULL, version = version + 1, cycle = cycle + 1, last_wrapped_at = now(),
+				last_batch_at = CASE WHEN $5::int > 0 THEN now() ELSE last_batch_at END,
+				last_batch_scanned = CASE WHEN $5::int > 0 THEN $5 ELSE last_batch_scanned END,
+				last_batch_unverifiable = CASE WHEN $5::int > 0 THEN $6 ELSE last_batch_unverifiable END,
+				scanned_this_cycle = scanned_this_cycle + $5::int` +
 			fence + ` AND version = $4`,
 		// With the job's cursor row locked: its current cycle, and whether every shard has
 		// wrapped in it.
@@ -136,7 +174,7 @@ func newShardSQL(t Tables) shardSQL {
 			SELECT $1, n::int - 1, lo::jsonb, hi::jsonb, $2, NULL, 0, now() + $5::interval
 			FROM unnest($3::text[], $4::text[]) WITH ORDINALITY AS b(lo, hi, n)
 			ON CONFLICT (job, shard) DO UPDATE SET lower_bound = EXCLUDED.lower_bound, upper_bound = EXCLUDED.upper_bound,
-				cycle = EXCLUDED.cycle, position = NULL, version = s.version + 1, cycle_started_at = EXCLUDED.cycle_started_at,
+				cycle = EXCLUDED.cycle, position = NULL, cycle_end = NULL, version = s.version + 1, cycle_started_at = EXCLUDED.cycle_started_at,
 				scanned_this_cycle = 0`,
 		prune: `DELETE FROM ` + shards + ` WHERE job = $1 AND shard >= $2`,
 		// The next cycle starts $3 from now (ShardConfig.MinCycleInterval): no shard is leased

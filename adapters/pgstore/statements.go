@@ -15,7 +15,7 @@ import (
 // catalog (format_type), never from configuration; the only configured literal, the time zone,
 // is checked to be a plain zone name first.
 type statements struct {
-	readCursor, readFirst, readAfter string
+	readCursor string
 	advance, wrap                    string
 	observe, findings                string
 	observeTakesJob                  bool
@@ -56,11 +56,8 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 	host := cfg.hostTable()
 
 	keys := make([]string, len(cfg.KeyColumns))
-	after := make([]string, len(cfg.KeyColumns))
 	for i, k := range cfg.KeyColumns {
 		keys[i] = q(k)
-		// $1 is the grace in seconds, $2 the limit, $3 the position.
-		after[i] = fmt.Sprintf("(($3::jsonb) ->> %d)::%s", i, types[k])
 	}
 	// changedWhen makes cond (a row's change that counts) exclude, with ObserveInHostColumns,
 	// our own write: that may fire an updated_at trigger, and a row whose last change is no
@@ -137,23 +134,28 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 	cursors := t.table("cursors")
 	st := &statements{
 		filterArgs: filterArgs,
-		readCursor: "SELECT coalesce(position::text, ''), version FROM " + cursors + " WHERE job = $1",
-		readFirst:  sel + where(3) + order,
-		readAfter:  sel + where(4, fmt.Sprintf("(%s) > (%s)", strings.Join(keys, ", "), strings.Join(after, ", "))) + order,
+		readCursor: "SELECT coalesce(position::text, ''), version, coalesce(cycle_end::text, '') FROM " + cursors + " WHERE job = $1",
 		match:      match,
 
 		// Compare-and-set on the version read ($2), as one upsert: it affects one row exactly
 		// when the cursor is still where the batch found it (or did not exist yet).
-		advance: `INSERT INTO ` + cursors + ` AS c (job, position, version, last_batch_at, last_batch_scanned, last_batch_unverifiable)
-			VALUES ($1, $3::jsonb, $2::bigint + 1, now(), $4, $5)
+		// $6 is the cycle's high-water mark, fixed by its first batch.
+		advance: `INSERT INTO ` + cursors + ` AS c (job, position, version, last_batch_at, last_batch_scanned, last_batch_unverifiable, cycle_end)
+			VALUES ($1, $3::jsonb, $2::bigint + 1, now(), $4, $5, $6::jsonb)
 			ON CONFLICT (job) DO UPDATE SET position = EXCLUDED.position, version = c.version + 1,
 				last_batch_at = EXCLUDED.last_batch_at, last_batch_scanned = EXCLUDED.last_batch_scanned,
-				last_batch_unverifiable = EXCLUDED.last_batch_unverifiable
+				last_batch_unverifiable = EXCLUDED.last_batch_unverifiable, cycle_end = EXCLUDED.cycle_end
 			WHERE c.version = $2`,
-		wrap: `INSERT INTO ` + cursors + ` AS c (job, position, version, cycles_completed, last_cycle_completed_at)
-			VALUES ($1, NULL, $2::bigint + 1, 1, now())
-			ON CONFLICT (job) DO UPDATE SET position = NULL, version = c.version + 1,
-				cycles_completed = c.cycles_completed + 1, last_cycle_completed_at = now(), cycle_started_at = now()
+		// A wrap may carry the cycle's last rows ($3 scanned, $4 unverifiable): they count as
+		// the last batch. An empty wrap leaves the last batch's figures as they were.
+		wrap: `INSERT INTO ` + cursors + ` AS c (job, position, version, cycles_completed, last_cycle_completed_at,
+				last_batch_at, last_batch_scanned, last_batch_unverifiable)
+			VALUES ($1, NULL, $2::bigint + 1, 1, now(), CASE WHEN $3::int > 0 THEN now() END, $3, $4)
+			ON CONFLICT (job) DO UPDATE SET position = NULL, cycle_end = NULL, version = c.version + 1,
+				cycles_completed = c.cycles_completed + 1, last_cycle_completed_at = now(), cycle_started_at = now(),
+				last_batch_at = CASE WHEN $3::int > 0 THEN now() ELSE c.last_batch_at END,
+				last_batch_scanned = CASE WHEN $3::int > 0 THEN $3 ELSE c.last_batch_scanned END,
+				last_batch_unverifiable = CASE WHEN $3::int > 0 THEN $4 ELSE c.last_batch_unverifiable END
 			WHERE c.version = $2`,
 
 		findings: `WITH input AS (
