@@ -48,7 +48,7 @@
 // PaymentIntents created close together this costs about one call per hundred rows instead of
 // one per row. A crowded or misaligned window stops after two pages (or MaxListPages) and
 // degrades to per-object calls. Results are the same either way; to force per-object calls,
-// pass reconcile.GatewayFunc[*stripe.PaymentIntent](gateway.Fetch).
+// pass reconcile.PerObject[*stripe.PaymentIntent](gateway), which keeps the id check.
 //
 // # Lanes
 //
