@@ -2,6 +2,7 @@ package stripeadapter
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/stripe/stripe-go/v82"
@@ -53,7 +54,7 @@ func (g *Gateway) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wa
 		// Stripe's created is whole seconds: round the upper bound up.
 		LesserThanOrEqual: hi.Add(g.skew + time.Second - 1).Unix(),
 	}
-	after, barren := "", 0
+	after, barren, bogus := "", 0, 0
 	for page := 1; page <= maxPages; page++ {
 		if err := wait(ctx); err != nil {
 			return found, err
@@ -64,6 +65,10 @@ func (g *Gateway) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wa
 		}
 		matched := 0
 		for _, pi := range items {
+			if pi == nil || pi.ID == "" || pi.Status == "" {
+				bogus++ // not an answer about anything: never found
+				continue
+			}
 			if want[pi.ID] && found[pi.ID] == nil {
 				found[pi.ID] = pi
 				matched++
@@ -78,6 +83,14 @@ func (g *Gateway) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wa
 			break
 		}
 		after = items[len(items)-1].ID
+		if after == "" {
+			break // no cursor to page on
+		}
+	}
+	if bogus > 0 {
+		// Once per batch, through the engine's log: the rows not found are asked one by one.
+		return found, fmt.Errorf("stripeadapter: list payment intents: %d listed objects had no id or no status and were ignored "+
+			"(a proxy or cache in between?): %w", bogus, reconcile.ErrUnavailable)
 	}
 	return found, nil
 }

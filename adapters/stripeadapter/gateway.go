@@ -186,7 +186,36 @@ func (g *Gateway) Fetch(ctx context.Context, externalID string) (*stripe.Payment
 	if err != nil { // stripe-go returns an empty object with the error: never look at it
 		return nil, g.mapError(ctx, "retrieve "+externalID, err, answer)
 	}
+	if err := g.notAnAnswer(externalID, pi); err != nil {
+		return nil, fmt.Errorf("stripeadapter: retrieve %s: %w", externalID, err)
+	}
 	return pi, nil
+}
+
+// notAnAnswer tells whether pi, answered with a success to a request about want, is not an
+// answer at all: an object about another id (a misrouted proxy, a cache keyed wrongly), or one
+// without a status (an empty or foreign body). Such an answer verifies nothing; the error wraps
+// reconcile.ErrUnavailable, so the row is Unverifiable and never the cause of a command.
+func (g *Gateway) notAnAnswer(want string, pi *stripe.PaymentIntent) error {
+	switch {
+	case pi == nil || pi.ID == "":
+		return fmt.Errorf("Stripe answered 200 with no PaymentIntent id, not about the object asked for "+
+			"(a proxy or cache in between?): %w", reconcile.ErrUnavailable)
+	case pi.ID != want:
+		return fmt.Errorf("Stripe answered 200 about %s, not about the object asked for "+
+			"(a proxy or cache in between?): %w", g.redact(shorten(pi.ID)), reconcile.ErrUnavailable)
+	case pi.Status == "":
+		return fmt.Errorf("Stripe answered 200 with a PaymentIntent without a status: %w", reconcile.ErrUnavailable)
+	}
+	return nil
+}
+
+// shorten quotes s, cut to 64 bytes: server-provided text in a message must stay short.
+func shorten(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "..."
+	}
+	return strconv.Quote(s)
 }
 
 // ValidPaymentIntentID reports whether id has the shape of a PaymentIntent id: "pi_" and

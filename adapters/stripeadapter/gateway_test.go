@@ -194,7 +194,7 @@ func TestGatewayNetworkFailuresAreUnavailable(t *testing.T) {
 }
 
 func TestGatewayNeverSendsAnInvalidID(t *testing.T) {
-	c := &cannedStripe{status: 200, body: `{"id":"pi_1","object":"payment_intent","status":"succeeded"}`}
+	c := &cannedStripe{status: 200, body: `{"id":"pi_3MtwBwLkdIwHu7ix28a3tqPa","object":"payment_intent","status":"succeeded"}`}
 	srv := httptest.NewServer(c)
 	defer srv.Close()
 	g := newGateway(t, srv.URL, nil)
