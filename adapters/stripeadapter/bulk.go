@@ -100,7 +100,8 @@ func (g *Gateway) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wa
 type piPage struct {
 	stripe.APIResource
 	stripe.ListMeta
-	Data []*stripe.PaymentIntent `json:"data"`
+	Object string                  `json:"object"`
+	Data   []*stripe.PaymentIntent `json:"data"`
 }
 
 // listPage makes exactly one list call: PaymentIntents created within window, after the id
@@ -114,6 +115,12 @@ func (g *Gateway) listPage(ctx context.Context, window *stripe.RangeQueryParams,
 	var page piPage
 	if err := g.list(ctx, "list payment intents", svc.B, svc.Key, "/v1/payment_intents", &params.ListParams, params, &page); err != nil {
 		return nil, false, err
+	}
+	if page.Object != "list" {
+		// A 200 that is not a list ({} from a misrouted proxy, say) says nothing about any
+		// intent, not even that the window is empty.
+		return nil, false, fmt.Errorf("stripeadapter: list payment intents: Stripe answered 200 with an object that is not a list "+
+			"(a proxy or cache in between?): %w", reconcile.ErrUnavailable)
 	}
 	return page.Data, page.HasMore, nil
 }

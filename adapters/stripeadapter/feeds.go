@@ -154,7 +154,8 @@ func (p eventsPosition) String() string {
 type eventPage struct {
 	stripe.APIResource
 	stripe.ListMeta
-	Data []*stripe.Event `json:"data"`
+	Object string          `json:"object"`
+	Data   []*stripe.Event `json:"data"`
 }
 
 // page lists one page of events: with after, the hundred just newer than it (ending_before);
@@ -182,6 +183,12 @@ func (f *EventsFeed) page(ctx context.Context, after string, since, cutoff int64
 	var p eventPage
 	if err := f.g.list(ctx, "list events", svc.B, svc.Key, "/v1/events", &params.ListParams, params, &p); err != nil {
 		return nil, err
+	}
+	if p.Object != "list" {
+		// A 200 that is not a list ({} from a misrouted proxy, say) must not read as "no
+		// events": the checkpoint would move past events never read.
+		return nil, fmt.Errorf("stripeadapter: list events: Stripe answered 200 with an object that is not a list "+
+			"(a proxy or cache in between?): %w", reconcile.ErrUnavailable)
 	}
 	if limit > 0 && int64(len(p.Data)) > limit {
 		p.Data = p.Data[:limit]
