@@ -38,7 +38,11 @@
 //	                                        Stripe's message
 //
 // An id that is not a PaymentIntent id (pi_ and letters and digits) is never sent: it is a
-// NeedsReview finding invalid_external_id. API keys are removed from every error.
+// NeedsReview finding invalid_external_id. API keys are removed from every error: the
+// configured key and anything that looks like a secret or restricted key (sk_, rk_) in every
+// server-provided string (error type, code, param, message, decline code, Request-Id,
+// Stripe-Rate-Limited-Reason) before it reaches an error, a log, a finding or a reason.
+// GatewayConfig prints, logs and marshals to JSON without its key.
 //
 // # Bulk fetch
 //

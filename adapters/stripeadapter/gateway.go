@@ -3,6 +3,7 @@ package stripeadapter
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -160,6 +161,28 @@ func (c GatewayConfig) GoString() string { return c.String() }
 // LogValue logs the config with its key redacted.
 func (c GatewayConfig) LogValue() slog.Value { return slog.StringValue(c.String()) }
 
+// MarshalJSON writes the config without its key (only whether one is set) and without the
+// Client and HTTPClient, which may hold it: a config dumped as JSON leaks nothing.
+func (c GatewayConfig) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		KeySet        bool   `json:"key_set"`
+		ClientSet     bool   `json:"client_set"`
+		BaseURL       string `json:"base_url,omitempty"`
+		StripeAccount string `json:"stripe_account,omitempty"`
+		Timeout       string `json:"timeout,omitempty"`
+		CreatedSkew   string `json:"created_skew,omitempty"`
+		MaxListPages  int    `json:"max_list_pages,omitempty"`
+	}{c.Key != "", c.Client != nil, c.BaseURL, c.StripeAccount, durationString(c.Timeout), durationString(c.CreatedSkew), c.MaxListPages})
+}
+
+// durationString is d's String, empty for zero.
+func durationString(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
+}
+
 // CheckID rejects, without a call, an id that cannot be a PaymentIntent's: a ReviewError of kind
 // invalid_external_id. The engine asks it before spending a call or a limiter token.
 func (g *Gateway) CheckID(externalID string) error {
@@ -256,20 +279,32 @@ func (g *Gateway) mapError(ctx context.Context, op string, err error, answer *an
 		// No Stripe error body: connection refused, our per-call timeout, or a body that is not
 		// JSON (a proxy's error page). A 429 is still a rate limit, whatever its body.
 		if status, header := answer.get(); status == http.StatusTooManyRequests {
-			return fmt.Errorf("stripeadapter: %s: answered 429 without a Stripe error body: %w", op, rateLimit(header))
+			return fmt.Errorf("stripeadapter: %s: answered 429 without a Stripe error body: %w", op, g.rateLimit(header))
 		}
 		return fmt.Errorf("stripeadapter: %s: %w: %s", op, reconcile.ErrUnavailable, g.redact(err.Error()))
 	}
-	status, msg := se.HTTPStatusCode, g.redact(se.Msg)
+	// Every string below comes from the server, or from whatever stands in between: a proxy
+	// may echo the Authorization header into any of them. Each is redacted before it reaches
+	// an error, a log, a finding's detail or a rate limit's reason.
+	status := se.HTTPStatusCode
 	desc := fmt.Sprintf("stripe answered %d", status)
-	if se.Code != "" {
-		desc += " " + string(se.Code)
+	if t := g.redact(string(se.Type)); t != "" {
+		desc += " " + t
 	}
-	if msg != "" {
+	if c := g.redact(string(se.Code)); c != "" {
+		desc += " " + c
+	}
+	if dc := g.redact(string(se.DeclineCode)); dc != "" {
+		desc += " (decline code " + dc + ")"
+	}
+	if p := g.redact(se.Param); p != "" {
+		desc += " (param " + p + ")"
+	}
+	if msg := g.redact(se.Msg); msg != "" {
 		desc += ": " + msg
 	}
-	if se.RequestID != "" {
-		desc += " (request " + se.RequestID + ")"
+	if id := g.redact(se.RequestID); id != "" {
+		desc += " (request " + id + ")"
 	}
 	switch {
 	case status == http.StatusNotFound && se.Code == stripe.ErrorCodeResourceMissing:
@@ -280,7 +315,7 @@ func (g *Gateway) mapError(ctx context.Context, op string, err error, answer *an
 		if se.LastResponse != nil {
 			header = se.LastResponse.Header
 		}
-		return fmt.Errorf("stripeadapter: %s: %s: %w", op, desc, rateLimit(header))
+		return fmt.Errorf("stripeadapter: %s: %s: %w", op, desc, g.rateLimit(header))
 	case status == http.StatusUnauthorized:
 		return fmt.Errorf("stripeadapter: %s: the API key was rejected: it is wrong, expired or revoked (%s): %w", op, desc, reconcile.ErrAbortBatch)
 	case status == http.StatusForbidden:
@@ -292,11 +327,11 @@ func (g *Gateway) mapError(ctx context.Context, op string, err error, answer *an
 	}
 }
 
-// rateLimit builds the rate-limit error from a 429's headers.
-func rateLimit(h http.Header) *reconcile.RateLimitError {
+// rateLimit builds the rate-limit error from a 429's headers, its reason redacted.
+func (g *Gateway) rateLimit(h http.Header) *reconcile.RateLimitError {
 	return &reconcile.RateLimitError{
 		RetryAfter: retryAfter(h.Get("Retry-After"), time.Now()),
-		Reason:     h.Get("Stripe-Rate-Limited-Reason"),
+		Reason:     g.redact(h.Get("Stripe-Rate-Limited-Reason")),
 	}
 }
 
@@ -319,14 +354,22 @@ func retryAfter(v string, now time.Time) time.Duration {
 }
 
 // keyPattern matches Stripe API keys, whole or masked ("sk_test_****abcd"), wherever they occur
-// in text that might be logged.
-var keyPattern = regexp.MustCompile(`\b(sk|rk|pk)_(test|live)_[A-Za-z0-9*]*`)
+// in text that might be logged: sk_, rk_ or pk_ with test_ or live_ anywhere, and any other
+// word starting sk_ or rk_ followed by at least eight key characters (the mode is not always
+// there, and proxies mangle keys).
+var keyPattern = regexp.MustCompile(`(sk|rk|pk)_(test|live)_[A-Za-z0-9_*]*|\b(sk|rk)_[A-Za-z0-9_*]{8,}`)
 
-// redact removes API keys from s.
+// redact removes API keys from s: g's own key, and anything that looks like a secret or
+// restricted key.
 func (g *Gateway) redact(s string) string {
 	if g.key != "" {
 		s = strings.ReplaceAll(s, g.key, "[redacted key]")
 	}
+	return redactKeys(s)
+}
+
+// redactKeys removes anything that looks like a Stripe API key from s.
+func redactKeys(s string) string {
 	return keyPattern.ReplaceAllString(s, "[redacted key]")
 }
 
