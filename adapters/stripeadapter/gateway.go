@@ -52,8 +52,20 @@ type GatewayConfig struct {
 	CreatedSkew time.Duration
 	// MaxListPages caps the list calls of one bulk fetch, so that a crowded window degrades to
 	// per-object calls instead of reading the whole account. Zero means two pages per hundred
-	// rows plus two.
+	// rows plus two. A burst (rows created within a minute) may read up to a page per row
+	// still sought, unless MaxListPages is set.
 	MaxListPages int
+	// ListCacheTTL bounds how long a PaymentIntent a bulk fetch listed without being asked
+	// about it is kept for the next batches, counted from before the list call: no row is
+	// verified on an answer older than this. Keep it below the job's Grace (10 minutes by
+	// default), so that a row changed locally after the listing is still InFlight rather than
+	// judged against the older state. Zero means DefaultListCacheTTL (30 s); negative turns the
+	// look-ahead off.
+	ListCacheTTL time.Duration
+	// ListCacheSize caps the PaymentIntents the look-ahead keeps, about 3 KB each (more with
+	// expanded charges); the oldest are dropped first. Zero means DefaultListCacheSize (20,000,
+	// a burst of two hundred pages).
+	ListCacheSize int
 }
 
 // Gateway reads PaymentIntents. It is a reconcile.BatchGateway: for a batch of rows it lists the
@@ -66,6 +78,7 @@ type Gateway struct {
 	account  string
 	skew     time.Duration
 	maxPages int
+	ahead    *lookahead // nil when off
 }
 
 var (
@@ -89,6 +102,8 @@ func NewGateway(cfg GatewayConfig) (*Gateway, error) {
 		return nil, fmt.Errorf("stripeadapter: gateway config: Timeout %v is negative", cfg.Timeout)
 	case cfg.CreatedSkew < 0:
 		return nil, fmt.Errorf("stripeadapter: gateway config: CreatedSkew %v is negative", cfg.CreatedSkew)
+	case cfg.ListCacheSize < 0:
+		return nil, fmt.Errorf("stripeadapter: gateway config: ListCacheSize %d is negative", cfg.ListCacheSize)
 	case cfg.MaxListPages < 0:
 		return nil, fmt.Errorf("stripeadapter: gateway config: MaxListPages %d is negative", cfg.MaxListPages)
 	case cfg.StripeAccount != "" && !strings.HasPrefix(cfg.StripeAccount, "acct_"):
@@ -100,6 +115,9 @@ func NewGateway(cfg GatewayConfig) (*Gateway, error) {
 	}
 	if g.skew == 0 {
 		g.skew = DefaultCreatedSkew
+	}
+	if cfg.ListCacheTTL >= 0 {
+		g.ahead = newLookahead(cmp.Or(cfg.ListCacheTTL, DefaultListCacheTTL), cmp.Or(cfg.ListCacheSize, DefaultListCacheSize))
 	}
 	if g.sc == nil {
 		hc := &http.Client{}
@@ -151,8 +169,8 @@ func (c GatewayConfig) String() string {
 	if c.Key != "" {
 		key = "[redacted]"
 	}
-	return fmt.Sprintf("stripeadapter.GatewayConfig{Key: %q, BaseURL: %q, StripeAccount: %q, Timeout: %v, CreatedSkew: %v, MaxListPages: %d, Client set: %t}",
-		key, c.BaseURL, c.StripeAccount, c.Timeout, c.CreatedSkew, c.MaxListPages, c.Client != nil)
+	return fmt.Sprintf("stripeadapter.GatewayConfig{Key: %q, BaseURL: %q, StripeAccount: %q, Timeout: %v, CreatedSkew: %v, MaxListPages: %d, ListCacheTTL: %v, ListCacheSize: %d, Client set: %t}",
+		key, c.BaseURL, c.StripeAccount, c.Timeout, c.CreatedSkew, c.MaxListPages, c.ListCacheTTL, c.ListCacheSize, c.Client != nil)
 }
 
 // GoString is String, also for %#v.
@@ -172,7 +190,10 @@ func (c GatewayConfig) MarshalJSON() ([]byte, error) {
 		Timeout       string `json:"timeout,omitempty"`
 		CreatedSkew   string `json:"created_skew,omitempty"`
 		MaxListPages  int    `json:"max_list_pages,omitempty"`
-	}{c.Key != "", c.Client != nil, c.BaseURL, c.StripeAccount, durationString(c.Timeout), durationString(c.CreatedSkew), c.MaxListPages})
+		ListCacheTTL  string `json:"list_cache_ttl,omitempty"`
+		ListCacheSize int    `json:"list_cache_size,omitempty"`
+	}{c.Key != "", c.Client != nil, c.BaseURL, c.StripeAccount, durationString(c.Timeout), durationString(c.CreatedSkew), c.MaxListPages,
+		durationString(c.ListCacheTTL), c.ListCacheSize})
 }
 
 // durationString is d's String, empty for zero.
