@@ -183,3 +183,38 @@ func TestFeedsSkipObjectsWithoutAnIDOrAState(t *testing.T) {
 		check(t, page, logged.String())
 	})
 }
+
+func TestFeedsTakeNoCursorOrObjectFromAnIDThatIsNotOne(t *testing.T) {
+	created := time.Now().Add(-time.Hour).Unix()
+	t.Run("events", func(t *testing.T) {
+		good := fmt.Sprintf(`{"id":"pi_good","object":"payment_intent","status":"succeeded","created":%d}`, created)
+		srv := httptest.NewServer(eventsAndList([]string{event("evt_1 "+echoedKey, created, good)}, nil))
+		defer srv.Close()
+		feed, err := newGateway(t, srv.URL, nil).EventsFeed(stripeadapter.EventsOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pos := fmt.Sprintf(`{"after":"evt_0","until":%d}`, created-10)
+		page, err := feed.Next(context.Background(), pos, func(context.Context) error { return nil })
+		if !errors.Is(err, reconcile.ErrUnavailable) || page.Next != "" || len(page.Objects) != 0 {
+			t.Fatalf("page %+v, err %v; want no progress and ErrUnavailable", page, err)
+		}
+		assertNoKey(t, "the error", err.Error())
+	})
+	t.Run("reverse", func(t *testing.T) {
+		listed := []string{
+			fmt.Sprintf(`{"id":"pi_good","object":"payment_intent","status":"succeeded","created":%d}`, created),
+			fmt.Sprintf(`{"id":"pi_1/%s","object":"payment_intent","status":"succeeded","created":%d}`, echoedKey, created),
+		}
+		srv := httptest.NewServer(eventsAndList(nil, listed))
+		defer srv.Close()
+		feed, err := newGateway(t, srv.URL, nil).ReverseFeed(stripeadapter.ReverseOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, err := feed.Next(context.Background(), "", func(context.Context) error { return nil })
+		if err != nil || len(page.Objects) != 1 || page.Objects[0].ExternalID != "pi_good" {
+			t.Fatalf("page %+v, err %v; want only pi_good", page, err)
+		}
+	})
+}

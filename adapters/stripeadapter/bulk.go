@@ -3,6 +3,7 @@ package stripeadapter
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/stripe/stripe-go/v82"
@@ -94,8 +95,8 @@ func (g *Gateway) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wa
 		matched, inBurst := 0, burst
 		var ahead []*stripe.PaymentIntent
 		for _, pi := range items {
-			if pi == nil || pi.ID == "" || pi.Status == "" {
-				bogus++ // not an answer about anything: never found
+			if pi == nil || !ValidPaymentIntentID(pi.ID) || pi.Status == "" {
+				bogus++ // not an answer about anything: never found, never a cursor
 				continue
 			}
 			if pi.Created < spanLo || pi.Created > spanHi {
@@ -118,10 +119,7 @@ func (g *Gateway) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wa
 		} else {
 			barren = 0
 		}
-		last := ""
-		if len(items) > 0 && items[len(items)-1] != nil {
-			last = items[len(items)-1].ID
-		}
+		last := lastValidID(items)
 		if !more || len(items) == 0 || last == "" {
 			break
 		}
@@ -136,6 +134,17 @@ func (g *Gateway) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wa
 			"(a proxy or cache in between?): %w", bogus, reconcile.ErrUnavailable)
 	}
 	return found, nil
+}
+
+// lastValidID returns the id of the last of items with a PaymentIntent id, the cursor to page
+// on; "" if none has one.
+func lastValidID(items []*stripe.PaymentIntent) string {
+	for _, pi := range slices.Backward(items) {
+		if pi != nil && ValidPaymentIntentID(pi.ID) {
+			return pi.ID
+		}
+	}
+	return ""
 }
 
 // piPage is one page of the PaymentIntents list, with has_more, which stripe-go's iterator

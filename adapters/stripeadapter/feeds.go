@@ -190,6 +190,14 @@ func (f *EventsFeed) page(ctx context.Context, after string, since, cutoff int64
 		return nil, fmt.Errorf("stripeadapter: list events: Stripe answered 200 with an object that is not a list "+
 			"(a proxy or cache in between?): %w", reconcile.ErrUnavailable)
 	}
+	for _, e := range p.Data {
+		// Event ids become the checkpoint, stored and shown: one that is not an event id is
+		// not Stripe's answer.
+		if e == nil || !validEventID(e.ID) {
+			return nil, fmt.Errorf("stripeadapter: list events: Stripe listed an event without an event id "+
+				"(a proxy or cache in between?): %w", reconcile.ErrUnavailable)
+		}
+	}
 	if limit > 0 && int64(len(p.Data)) > limit {
 		p.Data = p.Data[:limit]
 	}
@@ -282,6 +290,20 @@ func (f *EventsFeed) readAfter(ctx context.Context, wait func(context.Context) e
 	return events, false, nil
 }
 
+// validEventID reports whether id has the shape of an event id: "evt_" and letters and digits.
+func validEventID(id string) bool {
+	rest, ok := strings.CutPrefix(id, "evt_")
+	if !ok || rest == "" || len(id) > 255 {
+		return false
+	}
+	for _, c := range rest {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
 // errTooManyEvents: readSince found more events than it reads to find the oldest.
 var errTooManyEvents = fmt.Errorf("more than %d events arrived while the lane had no event to page from", maxUnanchoredPages*listLimit)
 
@@ -370,7 +392,7 @@ func (f *EventsFeed) newestStates(events []*stripe.Event) []reconcile.FeedObject
 			skip(e, "its payment intent cannot be read: "+err.Error())
 			continue
 		}
-		if pi.ID == "" || pi.Status == "" {
+		if !ValidPaymentIntentID(pi.ID) || pi.Status == "" {
 			// Not a state of anything: judging it would verify or repair a row on no evidence.
 			skip(e, "its payment intent has no id or no status")
 			continue
@@ -491,7 +513,7 @@ func (f *ReverseFeed) Next(ctx context.Context, pos string, wait func(context.Co
 	seen := make(map[string]bool, len(items))
 	skipped := 0
 	for _, pi := range items {
-		if pi == nil || pi.ID == "" || pi.Status == "" {
+		if pi == nil || !ValidPaymentIntentID(pi.ID) || pi.Status == "" {
 			skipped++ // not a state of anything: neither judged nor reported missing
 			continue
 		}
@@ -505,13 +527,14 @@ func (f *ReverseFeed) Next(ctx context.Context, pos string, wait func(context.Co
 		f.opt.Logger.Warn("stripeadapter: reverse feed: skipped listed payment intents without an id or a status",
 			"skipped", skipped, "listed", len(items))
 	}
-	last := ""
-	if len(items) > 0 && items[len(items)-1] != nil {
-		last = items[len(items)-1].ID
-	}
-	if !more || len(items) == 0 || !ValidPaymentIntentID(last) {
-		page.End = true // the pass is complete (or cannot go on); Next "" starts the next one
+	if !more || len(items) == 0 {
+		page.End = true // the pass is complete; Next "" starts the next one
 		return page, nil
+	}
+	last := lastValidID(items)
+	if last == "" {
+		return reconcile.FeedPage[*stripe.PaymentIntent]{}, fmt.Errorf("stripeadapter: list payment intents: "+
+			"no listed object has a PaymentIntent id to page on (a proxy or cache in between?): %w", reconcile.ErrUnavailable)
 	}
 	rp.After = last
 	b, _ := json.Marshal(rp)
