@@ -107,7 +107,7 @@ func NewGateway(cfg GatewayConfig) (*Gateway, error) {
 	case cfg.MaxListPages < 0:
 		return nil, fmt.Errorf("stripeadapter: gateway config: MaxListPages %d is negative", cfg.MaxListPages)
 	case cfg.StripeAccount != "" && !strings.HasPrefix(cfg.StripeAccount, "acct_"):
-		return nil, fmt.Errorf("stripeadapter: gateway config: StripeAccount %q is not an account id (acct_...)", cfg.StripeAccount)
+		return nil, fmt.Errorf("stripeadapter: gateway config: StripeAccount %s is not an account id (acct_...)", redactKeys(shorten(cfg.StripeAccount)))
 	}
 	g := &Gateway{sc: cfg.Client, key: cfg.Key, timeout: cfg.Timeout, account: cfg.StripeAccount, skew: cfg.CreatedSkew, maxPages: cfg.MaxListPages}
 	if g.timeout == 0 {

@@ -245,6 +245,8 @@ func TestNewGatewayRejectsBadConfig(t *testing.T) {
 		{"a negative skew", stripeadapter.GatewayConfig{Key: secretKey, CreatedSkew: -time.Second}},
 		{"a negative page cap", stripeadapter.GatewayConfig{Key: secretKey, MaxListPages: -1}},
 		{"an account that is not an account id", stripeadapter.GatewayConfig{Key: secretKey, StripeAccount: "cus_123"}},
+		{"the key given as the account", stripeadapter.GatewayConfig{Key: secretKey, StripeAccount: secretKey}},
+		{"a negative look-ahead size", stripeadapter.GatewayConfig{Key: secretKey, ListCacheSize: -1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+" is an error", func(t *testing.T) {
