@@ -35,7 +35,9 @@ const burstSpan = time.Minute
 //
 // The list stops as soon as every id is found, when the window is exhausted, at MaxListPages,
 // or after two pages in a row that each matched fewer than ten rows: a crowded or misaligned
-// window then degrades to per-object calls, never to reading the whole account. A page of a
+// window then degrades to per-object calls, never to reading the whole account. A page wholly
+// newer than the batch's rows is the skew's margin above them and is not barren either (at one
+// row a second it holds the next batch's three hundred intents). A page of a
 // burst (every intent on it created within the batch's own creation span, that span at most a
 // minute) is not barren: the list reads through the burst, up to as many pages as rows it
 // still seeks, since per-object calls would cost one a row. Lookups without a creation time or
@@ -92,7 +94,7 @@ func (g *Gateway) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wa
 		if err != nil {
 			return found, err
 		}
-		matched, inBurst := 0, burst
+		matched, inBurst, above := 0, burst, len(items) > 0
 		var ahead []*stripe.PaymentIntent
 		for _, pi := range items {
 			if pi == nil || !ValidPaymentIntentID(pi.ID) || pi.Status == "" {
@@ -101,6 +103,9 @@ func (g *Gateway) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wa
 			}
 			if pi.Created < spanLo || pi.Created > spanHi {
 				inBurst = false
+			}
+			if pi.Created <= spanHi {
+				above = false
 			}
 			switch {
 			case !asked[pi.ID]:
@@ -114,7 +119,10 @@ func (g *Gateway) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wa
 			}
 		}
 		g.ahead.put(ahead, at)
-		if matched < minMatchesPerPage && !(inBurst && len(items) > 0) {
+		// A page wholly newer than the batch's rows is the skew's margin above them, not a
+		// sign that the window is crowded: the batch's intents lie below it, and in a sweep
+		// by creation time the margin is the next batch's, kept in the look-ahead.
+		if matched < minMatchesPerPage && !(inBurst && len(items) > 0) && !above {
 			barren++
 		} else {
 			barren = 0
