@@ -28,6 +28,35 @@ func (f GatewayFunc[E]) Fetch(ctx context.Context, externalID string) (E, error)
 	return f(ctx, externalID)
 }
 
+// PerObject returns g without its BatchGateway ability, so that RunBatch asks about every row
+// with one Fetch call: the way to force per-object calls, to compare with the bulk path or to
+// avoid list calls. Unlike GatewayFunc(g.Fetch), it keeps g's IDChecker, if g has one, so that
+// an id that cannot be valid still costs no call and no limiter token. A nil g returns nil.
+func PerObject[E any](g Gateway[E]) Gateway[E] {
+	if g == nil {
+		return nil
+	}
+	if c, ok := g.(IDChecker); ok {
+		return perObjectChecked[E]{perObject[E]{g}, c}
+	}
+	return perObject[E]{g}
+}
+
+// perObject is a Gateway that shows only its inner gateway's Fetch.
+type perObject[E any] struct{ g Gateway[E] }
+
+func (p perObject[E]) Fetch(ctx context.Context, externalID string) (E, error) {
+	return p.g.Fetch(ctx, externalID)
+}
+
+// perObjectChecked is a perObject that keeps its inner gateway's IDChecker.
+type perObjectChecked[E any] struct {
+	perObject[E]
+	c IDChecker
+}
+
+func (p perObjectChecked[E]) CheckID(externalID string) error { return p.c.CheckID(externalID) }
+
 var (
 	// ErrNotFound means the external system confirmed the object is absent. The row becomes a
 	// NeedsReview finding of kind KindMissingExternally.
@@ -120,7 +149,8 @@ type Lookup struct {
 // such as through a list endpoint that returns a hundred objects a call. RunBatch finds it by
 // type assertion and, when the Gateway has it, calls FetchBatch once per batch before any
 // Fetch; rows it did not answer are then asked one by one with Fetch. To force per-object
-// calls, wrap the gateway's Fetch method in a GatewayFunc.
+// calls, wrap the gateway in PerObject, which keeps its IDChecker (a GatewayFunc of its Fetch
+// method would drop it).
 type BatchGateway[E any] interface {
 	Gateway[E]
 	// FetchBatch returns the objects it found among lookups, keyed by external id. It must

@@ -2,6 +2,8 @@ package stripeadapter
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/stripe/stripe-go/v82"
@@ -19,17 +21,40 @@ const (
 	barrenPages       = 2
 )
 
-// FetchBatch lists the PaymentIntents created within the lookups' created_at window (widened by
-// CreatedSkew), newest first, a hundred a call, and returns those whose ids were asked for. It
-// stops as soon as every id is found, when the window is exhausted, at MaxListPages, or after two
-// pages in a row that each matched fewer than ten rows: a crowded or misaligned window then
-// degrades to per-object calls, never to reading the whole account. Lookups without a creation
-// time or with an invalid id are left to Fetch.
+// burstSpan: a batch whose rows were all created within this span (in whole seconds, plus one
+// either side) is a burst when the list shows intents created within it too: an import or a
+// backfill, whose intents the list shows newest first, so that a batch of the older rows
+// must page past the newer ones. Such pages are read ahead, not counted barren.
+const burstSpan = time.Minute
+
+// FetchBatch returns the PaymentIntents asked for that the look-ahead still holds, then lists
+// the PaymentIntents created within the other lookups' created_at window (widened by
+// CreatedSkew), newest first, a hundred a call, and returns those whose ids were asked for;
+// the others listed are kept in the look-ahead for the next batches (see
+// GatewayConfig.ListCacheTTL).
+//
+// The list stops as soon as every id is found, when the window is exhausted, at MaxListPages,
+// or after two pages in a row that each matched fewer than ten rows: a crowded or misaligned
+// window then degrades to per-object calls, never to reading the whole account. A page wholly
+// newer than the batch's rows is the skew's margin above them and is not barren either (at one
+// row a second it holds the next batch's three hundred intents). A page of a
+// burst (every intent on it created within the batch's own creation span, that span at most a
+// minute) is not barren: the list reads through the burst, up to as many pages as rows it
+// still seeks, since per-object calls would cost one a row. Lookups without a creation time or
+// with an invalid id are left to Fetch. Listed objects without an id or a status are ignored
+// and reported once, as ErrUnavailable, with the objects found.
 func (g *Gateway) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wait func(context.Context) error) (map[string]*stripe.PaymentIntent, error) {
+	asked := make(map[string]bool, len(lookups))
+	for _, l := range lookups {
+		if ValidPaymentIntentID(l.ExternalID) {
+			asked[l.ExternalID] = true
+		}
+	}
+	found := g.ahead.take(asked)
 	want := make(map[string]bool, len(lookups))
 	var lo, hi time.Time
 	for _, l := range lookups {
-		if l.CreatedAt.IsZero() || !ValidPaymentIntentID(l.ExternalID) {
+		if l.CreatedAt.IsZero() || !asked[l.ExternalID] || found[l.ExternalID] != nil {
 			continue
 		}
 		want[l.ExternalID] = true
@@ -40,7 +65,6 @@ func (g *Gateway) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wa
 			hi = l.CreatedAt
 		}
 	}
-	found := make(map[string]*stripe.PaymentIntent, len(want))
 	if len(want) < 2 {
 		return found, nil // one GET is no dearer than one list call
 	}
@@ -48,38 +72,87 @@ func (g *Gateway) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wa
 	if maxPages == 0 {
 		maxPages = 2*((len(want)+listLimit-1)/listLimit) + 2
 	}
+	burstPages := maxPages // a burst may read up to one page per row sought, never more
+	if g.maxPages == 0 {
+		burstPages = max(maxPages, len(want))
+	}
+	spanLo, spanHi := lo.Unix()-1, hi.Unix()+1
+	burst := hi.Sub(lo) <= burstSpan
 	window := &stripe.RangeQueryParams{
 		GreaterThanOrEqual: lo.Add(-g.skew).Unix(),
 		// Stripe's created is whole seconds: round the upper bound up.
 		LesserThanOrEqual: hi.Add(g.skew + time.Second - 1).Unix(),
 	}
-	after, barren := "", 0
-	for page := 1; page <= maxPages; page++ {
+	seeking := len(want)
+	after, barren, bogus := "", 0, 0
+	for page := 1; page <= burstPages; page++ {
 		if err := wait(ctx); err != nil {
 			return found, err
 		}
+		at := time.Now()
 		items, more, err := g.listPage(ctx, window, after)
 		if err != nil {
 			return found, err
 		}
-		matched := 0
+		matched, inBurst, above := 0, burst, len(items) > 0
+		var ahead []*stripe.PaymentIntent
 		for _, pi := range items {
-			if want[pi.ID] && found[pi.ID] == nil {
+			if pi == nil || !ValidPaymentIntentID(pi.ID) || pi.Status == "" {
+				bogus++ // not an answer about anything: never found, never a cursor
+				continue
+			}
+			if pi.Created < spanLo || pi.Created > spanHi {
+				inBurst = false
+			}
+			if pi.Created <= spanHi {
+				above = false
+			}
+			switch {
+			case !asked[pi.ID]:
+				ahead = append(ahead, pi)
+			case found[pi.ID] == nil:
 				found[pi.ID] = pi
-				matched++
+				if want[pi.ID] {
+					matched++
+					seeking--
+				}
 			}
 		}
-		if matched < minMatchesPerPage {
+		g.ahead.put(ahead, at)
+		// A page wholly newer than the batch's rows is the skew's margin above them, not a
+		// sign that the window is crowded: the batch's intents lie below it, and in a sweep
+		// by creation time the margin is the next batch's, kept in the look-ahead.
+		if matched < minMatchesPerPage && !(inBurst && len(items) > 0) && !above {
 			barren++
 		} else {
 			barren = 0
 		}
-		if len(found) == len(want) || !more || len(items) == 0 || barren >= barrenPages {
+		last := lastValidID(items)
+		if !more || len(items) == 0 || last == "" {
 			break
 		}
-		after = items[len(items)-1].ID
+		after = last
+		if seeking == 0 || barren >= barrenPages || (page >= maxPages && !inBurst) {
+			break
+		}
+	}
+	if bogus > 0 {
+		// Once per batch, through the engine's log: the rows not found are asked one by one.
+		return found, fmt.Errorf("stripeadapter: list payment intents: %d listed objects had no id or no status and were ignored "+
+			"(a proxy or cache in between?): %w", bogus, reconcile.ErrUnavailable)
 	}
 	return found, nil
+}
+
+// lastValidID returns the id of the last of items with a PaymentIntent id, the cursor to page
+// on; "" if none has one.
+func lastValidID(items []*stripe.PaymentIntent) string {
+	for _, pi := range slices.Backward(items) {
+		if pi != nil && ValidPaymentIntentID(pi.ID) {
+			return pi.ID
+		}
+	}
+	return ""
 }
 
 // piPage is one page of the PaymentIntents list, with has_more, which stripe-go's iterator
@@ -87,7 +160,8 @@ func (g *Gateway) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wa
 type piPage struct {
 	stripe.APIResource
 	stripe.ListMeta
-	Data []*stripe.PaymentIntent `json:"data"`
+	Object string                  `json:"object"`
+	Data   []*stripe.PaymentIntent `json:"data"`
 }
 
 // listPage makes exactly one list call: PaymentIntents created within window, after the id
@@ -101,6 +175,12 @@ func (g *Gateway) listPage(ctx context.Context, window *stripe.RangeQueryParams,
 	var page piPage
 	if err := g.list(ctx, "list payment intents", svc.B, svc.Key, "/v1/payment_intents", &params.ListParams, params, &page); err != nil {
 		return nil, false, err
+	}
+	if page.Object != "list" {
+		// A 200 that is not a list ({} from a misrouted proxy, say) says nothing about any
+		// intent, not even that the window is empty.
+		return nil, false, fmt.Errorf("stripeadapter: list payment intents: Stripe answered 200 with an object that is not a list "+
+			"(a proxy or cache in between?): %w", reconcile.ErrUnavailable)
 	}
 	return page.Data, page.HasMore, nil
 }

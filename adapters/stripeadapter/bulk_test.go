@@ -39,6 +39,22 @@ type worldOptions struct {
 	crowd int
 	// missing leaves out every missing-th row's PaymentIntent (0: none).
 	missing int
+	// burst creates every row within t0's second and every PaymentIntent at t0 (plus shift):
+	// an import, a backfill.
+	burst bool
+	// spacing is the time between two rows' creation; zero means 10 s.
+	spacing time.Duration
+}
+
+// created is row i's creation time.
+func (o worldOptions) created(i int) time.Time {
+	if o.burst {
+		return t0.Add(time.Duration(i) * time.Second / time.Duration(o.rows+1))
+	}
+	if o.spacing > 0 {
+		return t0.Add(time.Duration(i) * o.spacing)
+	}
+	return t0.Add(time.Duration(i) * 10 * time.Second)
 }
 
 // status gives row i's local state and its PaymentIntent's status: mostly in sync, with every
@@ -65,10 +81,14 @@ func newWorld(t *testing.T, o worldOptions) *world {
 	var pis []stripetest.PaymentIntent
 	var which []int
 	for i := 1; i <= o.rows; i++ {
-		created := t0.Add(time.Duration(i) * 10 * time.Second)
+		created := o.created(i)
 		if o.missing == 0 || i%o.missing != 0 {
 			_, st := status(i)
-			pis = append(pis, stripetest.PaymentIntent{Status: st, Created: created.Add(time.Duration(i*7%31)*time.Second + o.shift), Amount: int64(i)})
+			piCreated := created.Add(time.Duration(i*7%31)*time.Second + o.shift)
+			if o.burst {
+				piCreated = t0.Add(o.shift)
+			}
+			pis = append(pis, stripetest.PaymentIntent{Status: st, Created: piCreated, Amount: int64(i)})
 			which = append(which, i)
 		}
 		for k := range o.crowd {
@@ -90,7 +110,7 @@ func newWorld(t *testing.T, o worldOptions) *world {
 			id = fmt.Sprintf("pi_missing%d", i)
 		}
 		local, _ := status(i)
-		created := t0.Add(time.Duration(i) * 10 * time.Second)
+		created := o.created(i)
 		w.rows = append(w.rows, memstore.Row[int64, string]{Key: int64(i), ExternalID: id, Local: local, CreatedAt: created, UpdatedAt: created})
 	}
 	return w
@@ -190,6 +210,99 @@ func TestBulkFetchWithAlignedCreatedTimesCostsAboutOneCallPerHundredRows(t *test
 	}
 	if verified(bulk) != 3000 {
 		t.Fatalf("%d rows verified, want all 3000", verified(bulk))
+	}
+}
+
+func TestBulkFetchOfRowsASecondApartCostsAboutOneCallPerHundredRows(t *testing.T) {
+	t.Parallel()
+	// One payment a second: the 5-minute skew above a batch holds the next 300 intents, three
+	// pages that match none of the batch's rows. They are not barren: the batch's intents lie
+	// below them, and they are the next batch's.
+	w := newWorld(t, worldOptions{rows: 3000, spacing: time.Second})
+	_, bulk := compareRuns(t, w, 1000)
+	ratio := float64(bulk.GatewayCalls) / float64(verified(bulk))
+	if verified(bulk) != 3000 || ratio > 0.011 {
+		t.Fatalf("%d rows verified at %.4f calls per row; want all 3000 at most 0.011", verified(bulk), ratio)
+	}
+}
+
+func TestBulkFetchOfABurstCostsAboutOneCallPerHundredRows(t *testing.T) {
+	t.Parallel()
+	// 450 intents created within one second, as an import makes them: the list shows them
+	// newest first, so a batch of the oldest rows sits behind every newer one.
+	for _, tc := range []struct{ rows, batch int }{{450, 100}, {2500, 1000}, {3000, 100}} {
+		t.Run(fmt.Sprintf("%d rows, batch %d", tc.rows, tc.batch), func(t *testing.T) {
+			w := newWorld(t, worldOptions{rows: tc.rows, burst: true})
+			perObject, bulk := compareRuns(t, w, tc.batch)
+			ratio := float64(bulk.GatewayCalls) / float64(verified(bulk))
+			t.Logf("per-object %d calls, bulk %d calls (%d lists, %d retrieves) for %d verified rows: %.4f calls per row",
+				perObject.GatewayCalls, bulk.GatewayCalls, w.srv.Requests(stripetest.ListPaymentIntents),
+				w.srv.Requests(stripetest.RetrievePaymentIntent), verified(bulk), ratio)
+			if verified(bulk) != tc.rows || ratio > 0.02 {
+				t.Fatalf("%d of %d rows verified at %.4f calls per row; want all at most 0.02", verified(bulk), tc.rows, ratio)
+			}
+		})
+	}
+	t.Run("a burst in a window crowded with other intents", func(t *testing.T) {
+		// Every row's intent in the same second, and as many strangers: the list reads through
+		// the burst and still costs far less than a call per row.
+		w := newWorld(t, worldOptions{rows: 1000, burst: true, crowd: 1})
+		_, bulk := compareRuns(t, w, 100)
+		if ratio := float64(bulk.GatewayCalls) / float64(verified(bulk)); ratio > 0.04 {
+			t.Fatalf("%.4f calls per verified row, want at most 0.04", ratio)
+		}
+	})
+}
+
+func TestBulkFetchVerifiesNothingOnAListingOlderThanTheTTL(t *testing.T) {
+	t.Parallel()
+	const rows = 300
+	w := newWorld(t, worldOptions{rows: rows, burst: true})
+	g, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: w.srv.Key(), BaseURL: w.srv.URL(), ListCacheTTL: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := w.newStore()
+	cfg := reconcile.Config[string, *stripe.PaymentIntent]{
+		Job: "sweep", Source: s, Sink: s, Gateway: g, Classifier: stripeadapter.PaymentIntentClassifier(),
+		BatchSize: 100, ExternalState: stripeadapter.PaymentIntentState,
+	}
+	// The first batch (the oldest rows) lists the whole burst and keeps the rest.
+	if _, err := reconcile.RunBatch(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	lists := w.srv.Requests(stripetest.ListPaymentIntents)
+	// Row 104 (local paid, intent succeeded) has its intent canceled meanwhile.
+	if err := w.srv.SetStatus(w.rows[103].ExternalID, stripe.PaymentIntentStatusCanceled); err != nil {
+		t.Fatal(err)
+	}
+	// Within the TTL the next batch is answered from the listing, without a call.
+	if _, err := reconcile.RunBatch(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.srv.Requests(stripetest.ListPaymentIntents) + w.srv.Requests(stripetest.RetrievePaymentIntent); got != lists {
+		t.Fatalf("the second batch made %d calls, want none", got-lists)
+	}
+	// Past the TTL nothing listed earlier is used: the last batch asks again, and sees the
+	// cancellation of row 204's intent.
+	if err := w.srv.SetStatus(w.rows[203].ExternalID, stripe.PaymentIntentStatusCanceled); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(350 * time.Millisecond)
+	if _, err := reconcile.RunBatch(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.srv.Requests(stripetest.ListPaymentIntents) + w.srv.Requests(stripetest.RetrievePaymentIntent); got == lists {
+		t.Fatal("the third batch, past the TTL, made no call")
+	}
+	var kinds []string
+	for _, f := range s.Findings() {
+		if f.RecordID == "204" {
+			kinds = append(kinds, f.Kind)
+		}
+	}
+	if len(kinds) != 1 || kinds[0] != stripeadapter.KindPaidLocallyNotExternally {
+		t.Fatalf("findings of row 204: %v; want %s, from the state after the TTL", kinds, stripeadapter.KindPaidLocallyNotExternally)
 	}
 }
 

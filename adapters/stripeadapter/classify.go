@@ -64,12 +64,13 @@ func PaymentIntentClassifier() reconcile.Classifier[string, *stripe.PaymentInten
 }
 
 // PaymentIntentState returns the PaymentIntent's status, "" for nil: the external state to put
-// in Config.ExternalState.
+// in Config.ExternalState. A status is stored and shown, so anything in it that looks like an
+// API key (a proxy echoing the request's Authorization header) is redacted.
 func PaymentIntentState(pi *stripe.PaymentIntent) string {
 	if pi == nil {
 		return ""
 	}
-	return string(pi.Status)
+	return redactKeys(string(pi.Status))
 }
 
 var paymentIntentClassifier = func() *reconcile.RuleTable[string, *stripe.PaymentIntent] {

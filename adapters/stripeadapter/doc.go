@@ -38,7 +38,11 @@
 //	                                        Stripe's message
 //
 // An id that is not a PaymentIntent id (pi_ and letters and digits) is never sent: it is a
-// NeedsReview finding invalid_external_id. API keys are removed from every error.
+// NeedsReview finding invalid_external_id. API keys are removed from every error: the
+// configured key and anything that looks like a secret or restricted key (sk_, rk_) in every
+// server-provided string (error type, code, param, message, decline code, Request-Id,
+// Stripe-Rate-Limited-Reason) before it reaches an error, a log, a finding or a reason.
+// GatewayConfig prints, logs and marshals to JSON without its key.
 //
 // # Bulk fetch
 //
@@ -47,8 +51,14 @@
 // the engine then retrieves one by one only the rows the list did not show. With rows and
 // PaymentIntents created close together this costs about one call per hundred rows instead of
 // one per row. A crowded or misaligned window stops after two pages (or MaxListPages) and
-// degrades to per-object calls. Results are the same either way; to force per-object calls,
-// pass reconcile.GatewayFunc[*stripe.PaymentIntent](gateway.Fetch).
+// degrades to per-object calls. Rows created in a burst (an import: a batch's rows within a
+// minute, their intents too) are listed through, since Stripe lists the newest first and a
+// batch of the older rows sits behind the newer ones; intents listed but not asked about are
+// kept for the next batches, each for at most ListCacheTTL (30 s) from the call that listed
+// it and at most ListCacheSize (20,000) of them, so that a burst costs about one call per
+// hundred rows and no row is verified on an answer older than the TTL. Results are the same
+// either way; to force per-object calls,
+// pass reconcile.PerObject[*stripe.PaymentIntent](gateway), which keeps the id check.
 //
 // # Lanes
 //

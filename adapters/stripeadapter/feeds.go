@@ -85,8 +85,8 @@ type EventsOptions struct {
 	PerStep int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// Logger receives a warning for each event skipped because its object cannot be read. Nil
-	// means no logging.
+	// Logger receives a warning for each step that skipped events because their object cannot
+	// be read or has no id or status. Nil means no logging.
 	Logger *slog.Logger
 }
 
@@ -154,7 +154,8 @@ func (p eventsPosition) String() string {
 type eventPage struct {
 	stripe.APIResource
 	stripe.ListMeta
-	Data []*stripe.Event `json:"data"`
+	Object string          `json:"object"`
+	Data   []*stripe.Event `json:"data"`
 }
 
 // page lists one page of events: with after, the hundred just newer than it (ending_before);
@@ -182,6 +183,20 @@ func (f *EventsFeed) page(ctx context.Context, after string, since, cutoff int64
 	var p eventPage
 	if err := f.g.list(ctx, "list events", svc.B, svc.Key, "/v1/events", &params.ListParams, params, &p); err != nil {
 		return nil, err
+	}
+	if p.Object != "list" {
+		// A 200 that is not a list ({} from a misrouted proxy, say) must not read as "no
+		// events": the checkpoint would move past events never read.
+		return nil, fmt.Errorf("stripeadapter: list events: Stripe answered 200 with an object that is not a list "+
+			"(a proxy or cache in between?): %w", reconcile.ErrUnavailable)
+	}
+	for _, e := range p.Data {
+		// Event ids become the checkpoint, stored and shown: one that is not an event id is
+		// not Stripe's answer.
+		if e == nil || !validEventID(e.ID) {
+			return nil, fmt.Errorf("stripeadapter: list events: Stripe listed an event without an event id "+
+				"(a proxy or cache in between?): %w", reconcile.ErrUnavailable)
+		}
 	}
 	if limit > 0 && int64(len(p.Data)) > limit {
 		p.Data = p.Data[:limit]
@@ -275,6 +290,20 @@ func (f *EventsFeed) readAfter(ctx context.Context, wait func(context.Context) e
 	return events, false, nil
 }
 
+// validEventID reports whether id has the shape of an event id: "evt_" and letters and digits.
+func validEventID(id string) bool {
+	rest, ok := strings.CutPrefix(id, "evt_")
+	if !ok || rest == "" || len(id) > 255 {
+		return false
+	}
+	for _, c := range rest {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
 // errTooManyEvents: readSince found more events than it reads to find the oldest.
 var errTooManyEvents = fmt.Errorf("more than %d events arrived while the lane had no event to page from", maxUnanchoredPages*listLimit)
 
@@ -329,13 +358,21 @@ func (f *EventsFeed) anchor(ctx context.Context, wait func(context.Context) erro
 
 // newestStates turns events, oldest first, into the newest PaymentIntent state each carries.
 // Events of other objects are skipped, and so are events whose object cannot be read (an event
-// rendered in an old API version, say), with a warning: one such event must not stop the lane.
+// rendered in an old API version, say) or has no id or no status (not an answer about any
+// intent), with one warning per step: one such event must not stop the lane.
 // Stripe orders events by their creation second only, so among events of one intent in the
 // same second the furthest status along wins (a payment that succeeds in the second it is
 // created lists both events in either order).
 func (f *EventsFeed) newestStates(events []*stripe.Event) []reconcile.FeedObject[*stripe.PaymentIntent] {
 	at := make(map[string]int)
 	var objs []reconcile.FeedObject[*stripe.PaymentIntent]
+	skipped, firstSkipped, firstErr := 0, "", ""
+	skip := func(e *stripe.Event, why string) {
+		if skipped == 0 {
+			firstSkipped, firstErr = f.g.redact(shorten(e.ID)), f.g.redact(why)
+		}
+		skipped++
+	}
 	for _, e := range events {
 		if e.Data == nil || len(e.Data.Raw) == 0 {
 			continue
@@ -344,15 +381,20 @@ func (f *EventsFeed) newestStates(events []*stripe.Event) []reconcile.FeedObject
 			Object string `json:"object"`
 		}
 		if err := json.Unmarshal(e.Data.Raw, &head); err != nil {
-			f.opt.Logger.Warn("stripeadapter: events feed: skipping an event whose object cannot be read", "event", e.ID, "error", err.Error())
+			skip(e, "its object cannot be read: "+err.Error())
 			continue
 		}
 		if head.Object != "payment_intent" {
 			continue
 		}
 		pi := &stripe.PaymentIntent{}
-		if err := json.Unmarshal(e.Data.Raw, pi); err != nil || pi.ID == "" {
-			f.opt.Logger.Warn("stripeadapter: events feed: skipping an event whose payment intent cannot be read", "event", e.ID, "error", fmt.Sprint(err))
+		if err := json.Unmarshal(e.Data.Raw, pi); err != nil {
+			skip(e, "its payment intent cannot be read: "+err.Error())
+			continue
+		}
+		if !ValidPaymentIntentID(pi.ID) || pi.Status == "" {
+			// Not a state of anything: judging it would verify or repair a row on no evidence.
+			skip(e, "its payment intent has no id or no status")
 			continue
 		}
 		o := reconcile.FeedObject[*stripe.PaymentIntent]{ExternalID: pi.ID, Object: pi,
@@ -365,6 +407,10 @@ func (f *EventsFeed) newestStates(events []*stripe.Event) []reconcile.FeedObject
 		case o.ObservedAt.After(objs[i].ObservedAt) || statusRank(pi.Status) >= statusRank(objs[i].Object.Status):
 			objs[i] = o
 		}
+	}
+	if skipped > 0 {
+		f.opt.Logger.Warn("stripeadapter: events feed: skipped events whose payment intent cannot be judged",
+			"skipped", skipped, "first_event", firstSkipped, "first_reason", firstErr)
 	}
 	return objs
 }
@@ -395,6 +441,9 @@ type ReverseOptions struct {
 	Include func(*stripe.PaymentIntent) bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Logger receives a warning for each page that listed objects without an id or a status,
+	// which are skipped: not judged, not reported missing. Nil means no logging.
+	Logger *slog.Logger
 }
 
 // ReverseFeed lists the PaymentIntents created within a window, newest first, a page of a
@@ -426,6 +475,9 @@ func (g *Gateway) ReverseFeed(opt ReverseOptions) (*ReverseFeed, error) {
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &ReverseFeed{g: g, opt: opt}, nil
 }
@@ -459,18 +511,32 @@ func (f *ReverseFeed) Next(ctx context.Context, pos string, wait func(context.Co
 	}
 	page := reconcile.FeedPage[*stripe.PaymentIntent]{Objects: make([]reconcile.FeedObject[*stripe.PaymentIntent], 0, len(items))}
 	seen := make(map[string]bool, len(items))
+	skipped := 0
 	for _, pi := range items {
-		if pi == nil || pi.ID == "" || seen[pi.ID] || (f.opt.Include != nil && !f.opt.Include(pi)) {
+		if pi == nil || !ValidPaymentIntentID(pi.ID) || pi.Status == "" {
+			skipped++ // not a state of anything: neither judged nor reported missing
+			continue
+		}
+		if seen[pi.ID] || (f.opt.Include != nil && !f.opt.Include(pi)) {
 			continue
 		}
 		seen[pi.ID] = true
 		page.Objects = append(page.Objects, reconcile.FeedObject[*stripe.PaymentIntent]{ExternalID: pi.ID, Object: pi, CreatedAt: time.Unix(pi.Created, 0)})
 	}
+	if skipped > 0 {
+		f.opt.Logger.Warn("stripeadapter: reverse feed: skipped listed payment intents without an id or a status",
+			"skipped", skipped, "listed", len(items))
+	}
 	if !more || len(items) == 0 {
 		page.End = true // the pass is complete; Next "" starts the next one
 		return page, nil
 	}
-	rp.After = items[len(items)-1].ID
+	last := lastValidID(items)
+	if last == "" {
+		return reconcile.FeedPage[*stripe.PaymentIntent]{}, fmt.Errorf("stripeadapter: list payment intents: "+
+			"no listed object has a PaymentIntent id to page on (a proxy or cache in between?): %w", reconcile.ErrUnavailable)
+	}
+	rp.After = last
 	b, _ := json.Marshal(rp)
 	page.Next = string(b)
 	return page, nil

@@ -3,6 +3,7 @@ package stripeadapter
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -51,8 +52,20 @@ type GatewayConfig struct {
 	CreatedSkew time.Duration
 	// MaxListPages caps the list calls of one bulk fetch, so that a crowded window degrades to
 	// per-object calls instead of reading the whole account. Zero means two pages per hundred
-	// rows plus two.
+	// rows plus two. A burst (rows created within a minute) may read up to a page per row
+	// still sought, unless MaxListPages is set.
 	MaxListPages int
+	// ListCacheTTL bounds how long a PaymentIntent a bulk fetch listed without being asked
+	// about it is kept for the next batches, counted from before the list call: no row is
+	// verified on an answer older than this. Keep it below the job's Grace (10 minutes by
+	// default), so that a row changed locally after the listing is still InFlight rather than
+	// judged against the older state. Zero means DefaultListCacheTTL (30 s); negative turns the
+	// look-ahead off.
+	ListCacheTTL time.Duration
+	// ListCacheSize caps the PaymentIntents the look-ahead keeps, about 3 KB each (more with
+	// expanded charges); the oldest are dropped first. Zero means DefaultListCacheSize (20,000,
+	// a burst of two hundred pages).
+	ListCacheSize int
 }
 
 // Gateway reads PaymentIntents. It is a reconcile.BatchGateway: for a batch of rows it lists the
@@ -65,6 +78,7 @@ type Gateway struct {
 	account  string
 	skew     time.Duration
 	maxPages int
+	ahead    *lookahead // nil when off
 }
 
 var (
@@ -88,10 +102,12 @@ func NewGateway(cfg GatewayConfig) (*Gateway, error) {
 		return nil, fmt.Errorf("stripeadapter: gateway config: Timeout %v is negative", cfg.Timeout)
 	case cfg.CreatedSkew < 0:
 		return nil, fmt.Errorf("stripeadapter: gateway config: CreatedSkew %v is negative", cfg.CreatedSkew)
+	case cfg.ListCacheSize < 0:
+		return nil, fmt.Errorf("stripeadapter: gateway config: ListCacheSize %d is negative", cfg.ListCacheSize)
 	case cfg.MaxListPages < 0:
 		return nil, fmt.Errorf("stripeadapter: gateway config: MaxListPages %d is negative", cfg.MaxListPages)
 	case cfg.StripeAccount != "" && !strings.HasPrefix(cfg.StripeAccount, "acct_"):
-		return nil, fmt.Errorf("stripeadapter: gateway config: StripeAccount %q is not an account id (acct_...)", cfg.StripeAccount)
+		return nil, fmt.Errorf("stripeadapter: gateway config: StripeAccount %s is not an account id (acct_...)", redactKeys(shorten(cfg.StripeAccount)))
 	}
 	g := &Gateway{sc: cfg.Client, key: cfg.Key, timeout: cfg.Timeout, account: cfg.StripeAccount, skew: cfg.CreatedSkew, maxPages: cfg.MaxListPages}
 	if g.timeout == 0 {
@@ -99,6 +115,9 @@ func NewGateway(cfg GatewayConfig) (*Gateway, error) {
 	}
 	if g.skew == 0 {
 		g.skew = DefaultCreatedSkew
+	}
+	if cfg.ListCacheTTL >= 0 {
+		g.ahead = newLookahead(cmp.Or(cfg.ListCacheTTL, DefaultListCacheTTL), cmp.Or(cfg.ListCacheSize, DefaultListCacheSize))
 	}
 	if g.sc == nil {
 		hc := &http.Client{}
@@ -150,8 +169,8 @@ func (c GatewayConfig) String() string {
 	if c.Key != "" {
 		key = "[redacted]"
 	}
-	return fmt.Sprintf("stripeadapter.GatewayConfig{Key: %q, BaseURL: %q, StripeAccount: %q, Timeout: %v, CreatedSkew: %v, MaxListPages: %d, Client set: %t}",
-		key, c.BaseURL, c.StripeAccount, c.Timeout, c.CreatedSkew, c.MaxListPages, c.Client != nil)
+	return fmt.Sprintf("stripeadapter.GatewayConfig{Key: %q, BaseURL: %q, StripeAccount: %q, Timeout: %v, CreatedSkew: %v, MaxListPages: %d, ListCacheTTL: %v, ListCacheSize: %d, Client set: %t}",
+		key, c.BaseURL, c.StripeAccount, c.Timeout, c.CreatedSkew, c.MaxListPages, c.ListCacheTTL, c.ListCacheSize, c.Client != nil)
 }
 
 // GoString is String, also for %#v.
@@ -159,6 +178,31 @@ func (c GatewayConfig) GoString() string { return c.String() }
 
 // LogValue logs the config with its key redacted.
 func (c GatewayConfig) LogValue() slog.Value { return slog.StringValue(c.String()) }
+
+// MarshalJSON writes the config without its key (only whether one is set) and without the
+// Client and HTTPClient, which may hold it: a config dumped as JSON leaks nothing.
+func (c GatewayConfig) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		KeySet        bool   `json:"key_set"`
+		ClientSet     bool   `json:"client_set"`
+		BaseURL       string `json:"base_url,omitempty"`
+		StripeAccount string `json:"stripe_account,omitempty"`
+		Timeout       string `json:"timeout,omitempty"`
+		CreatedSkew   string `json:"created_skew,omitempty"`
+		MaxListPages  int    `json:"max_list_pages,omitempty"`
+		ListCacheTTL  string `json:"list_cache_ttl,omitempty"`
+		ListCacheSize int    `json:"list_cache_size,omitempty"`
+	}{c.Key != "", c.Client != nil, c.BaseURL, c.StripeAccount, durationString(c.Timeout), durationString(c.CreatedSkew), c.MaxListPages,
+		durationString(c.ListCacheTTL), c.ListCacheSize})
+}
+
+// durationString is d's String, empty for zero.
+func durationString(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
+}
 
 // CheckID rejects, without a call, an id that cannot be a PaymentIntent's: a ReviewError of kind
 // invalid_external_id. The engine asks it before spending a call or a limiter token.
@@ -186,7 +230,36 @@ func (g *Gateway) Fetch(ctx context.Context, externalID string) (*stripe.Payment
 	if err != nil { // stripe-go returns an empty object with the error: never look at it
 		return nil, g.mapError(ctx, "retrieve "+externalID, err, answer)
 	}
+	if err := g.notAnAnswer(externalID, pi); err != nil {
+		return nil, fmt.Errorf("stripeadapter: retrieve %s: %w", externalID, err)
+	}
 	return pi, nil
+}
+
+// notAnAnswer tells whether pi, answered with a success to a request about want, is not an
+// answer at all: an object about another id (a misrouted proxy, a cache keyed wrongly), or one
+// without a status (an empty or foreign body). Such an answer verifies nothing; the error wraps
+// reconcile.ErrUnavailable, so the row is Unverifiable and never the cause of a command.
+func (g *Gateway) notAnAnswer(want string, pi *stripe.PaymentIntent) error {
+	switch {
+	case pi == nil || pi.ID == "":
+		return fmt.Errorf("Stripe answered 200 with no PaymentIntent id, not about the object asked for "+
+			"(a proxy or cache in between?): %w", reconcile.ErrUnavailable)
+	case pi.ID != want:
+		return fmt.Errorf("Stripe answered 200 about %s, not about the object asked for "+
+			"(a proxy or cache in between?): %w", g.redact(shorten(pi.ID)), reconcile.ErrUnavailable)
+	case pi.Status == "":
+		return fmt.Errorf("Stripe answered 200 with a PaymentIntent without a status: %w", reconcile.ErrUnavailable)
+	}
+	return nil
+}
+
+// shorten quotes s, cut to 64 bytes: server-provided text in a message must stay short.
+func shorten(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "..."
+	}
+	return strconv.Quote(s)
 }
 
 // ValidPaymentIntentID reports whether id has the shape of a PaymentIntent id: "pi_" and
@@ -227,20 +300,32 @@ func (g *Gateway) mapError(ctx context.Context, op string, err error, answer *an
 		// No Stripe error body: connection refused, our per-call timeout, or a body that is not
 		// JSON (a proxy's error page). A 429 is still a rate limit, whatever its body.
 		if status, header := answer.get(); status == http.StatusTooManyRequests {
-			return fmt.Errorf("stripeadapter: %s: answered 429 without a Stripe error body: %w", op, rateLimit(header))
+			return fmt.Errorf("stripeadapter: %s: answered 429 without a Stripe error body: %w", op, g.rateLimit(header))
 		}
 		return fmt.Errorf("stripeadapter: %s: %w: %s", op, reconcile.ErrUnavailable, g.redact(err.Error()))
 	}
-	status, msg := se.HTTPStatusCode, g.redact(se.Msg)
+	// Every string below comes from the server, or from whatever stands in between: a proxy
+	// may echo the Authorization header into any of them. Each is redacted before it reaches
+	// an error, a log, a finding's detail or a rate limit's reason.
+	status := se.HTTPStatusCode
 	desc := fmt.Sprintf("stripe answered %d", status)
-	if se.Code != "" {
-		desc += " " + string(se.Code)
+	if t := g.redact(string(se.Type)); t != "" {
+		desc += " " + t
 	}
-	if msg != "" {
+	if c := g.redact(string(se.Code)); c != "" {
+		desc += " " + c
+	}
+	if dc := g.redact(string(se.DeclineCode)); dc != "" {
+		desc += " (decline code " + dc + ")"
+	}
+	if p := g.redact(se.Param); p != "" {
+		desc += " (param " + p + ")"
+	}
+	if msg := g.redact(se.Msg); msg != "" {
 		desc += ": " + msg
 	}
-	if se.RequestID != "" {
-		desc += " (request " + se.RequestID + ")"
+	if id := g.redact(se.RequestID); id != "" {
+		desc += " (request " + id + ")"
 	}
 	switch {
 	case status == http.StatusNotFound && se.Code == stripe.ErrorCodeResourceMissing:
@@ -251,7 +336,7 @@ func (g *Gateway) mapError(ctx context.Context, op string, err error, answer *an
 		if se.LastResponse != nil {
 			header = se.LastResponse.Header
 		}
-		return fmt.Errorf("stripeadapter: %s: %s: %w", op, desc, rateLimit(header))
+		return fmt.Errorf("stripeadapter: %s: %s: %w", op, desc, g.rateLimit(header))
 	case status == http.StatusUnauthorized:
 		return fmt.Errorf("stripeadapter: %s: the API key was rejected: it is wrong, expired or revoked (%s): %w", op, desc, reconcile.ErrAbortBatch)
 	case status == http.StatusForbidden:
@@ -263,11 +348,11 @@ func (g *Gateway) mapError(ctx context.Context, op string, err error, answer *an
 	}
 }
 
-// rateLimit builds the rate-limit error from a 429's headers.
-func rateLimit(h http.Header) *reconcile.RateLimitError {
+// rateLimit builds the rate-limit error from a 429's headers, its reason redacted.
+func (g *Gateway) rateLimit(h http.Header) *reconcile.RateLimitError {
 	return &reconcile.RateLimitError{
 		RetryAfter: retryAfter(h.Get("Retry-After"), time.Now()),
-		Reason:     h.Get("Stripe-Rate-Limited-Reason"),
+		Reason:     g.redact(h.Get("Stripe-Rate-Limited-Reason")),
 	}
 }
 
@@ -290,14 +375,22 @@ func retryAfter(v string, now time.Time) time.Duration {
 }
 
 // keyPattern matches Stripe API keys, whole or masked ("sk_test_****abcd"), wherever they occur
-// in text that might be logged.
-var keyPattern = regexp.MustCompile(`\b(sk|rk|pk)_(test|live)_[A-Za-z0-9*]*`)
+// in text that might be logged: sk_, rk_ or pk_ with test_ or live_ anywhere, and any other
+// word starting sk_ or rk_ followed by at least eight key characters (the mode is not always
+// there, and proxies mangle keys).
+var keyPattern = regexp.MustCompile(`(sk|rk|pk)_(test|live)_[A-Za-z0-9_*]*|\b(sk|rk)_[A-Za-z0-9_*]{8,}`)
 
-// redact removes API keys from s.
+// redact removes API keys from s: g's own key, and anything that looks like a secret or
+// restricted key.
 func (g *Gateway) redact(s string) string {
 	if g.key != "" {
 		s = strings.ReplaceAll(s, g.key, "[redacted key]")
 	}
+	return redactKeys(s)
+}
+
+// redactKeys removes anything that looks like a Stripe API key from s.
+func redactKeys(s string) string {
 	return keyPattern.ReplaceAllString(s, "[redacted key]")
 }
 

@@ -194,7 +194,7 @@ func TestGatewayNetworkFailuresAreUnavailable(t *testing.T) {
 }
 
 func TestGatewayNeverSendsAnInvalidID(t *testing.T) {
-	c := &cannedStripe{status: 200, body: `{"id":"pi_1","object":"payment_intent","status":"succeeded"}`}
+	c := &cannedStripe{status: 200, body: `{"id":"pi_3MtwBwLkdIwHu7ix28a3tqPa","object":"payment_intent","status":"succeeded"}`}
 	srv := httptest.NewServer(c)
 	defer srv.Close()
 	g := newGateway(t, srv.URL, nil)
@@ -245,6 +245,8 @@ func TestNewGatewayRejectsBadConfig(t *testing.T) {
 		{"a negative skew", stripeadapter.GatewayConfig{Key: secretKey, CreatedSkew: -time.Second}},
 		{"a negative page cap", stripeadapter.GatewayConfig{Key: secretKey, MaxListPages: -1}},
 		{"an account that is not an account id", stripeadapter.GatewayConfig{Key: secretKey, StripeAccount: "cus_123"}},
+		{"the key given as the account", stripeadapter.GatewayConfig{Key: secretKey, StripeAccount: secretKey}},
+		{"a negative look-ahead size", stripeadapter.GatewayConfig{Key: secretKey, ListCacheSize: -1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+" is an error", func(t *testing.T) {

@@ -73,26 +73,31 @@ func TestEngineFindsTheMixDriftInOneCycle(t *testing.T) {
 
 func TestStripeBenchBulkAgreesWithPerObjectAtAHundredthOfTheCalls(t *testing.T) {
 	t.Parallel()
-	results := map[string]stripeResult{}
-	for _, mode := range []string{"bulk", "per-object"} {
-		pool, schema := pgtest.PoolSchema(t)
-		res, err := runStripe(context.Background(), pool, schema, stripeOptions{Rows: 3000, Batch: 1000, Concurrency: 4, Hint: "aligned", PerObject: mode == "per-object"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		results[mode] = res
-	}
-	bulk, one := results["bulk"], results["per-object"]
-	if one.APICalls != 3000 || bulk.CallsPerRow > 0.011 {
-		t.Fatalf("per-object %d calls, bulk %.4f calls per row; want 3000 and at most 0.011", one.APICalls, bulk.CallsPerRow)
-	}
-	if bulk.Findings != one.Findings || bulk.Commands != one.Commands || len(bulk.Verdicts) != len(one.Verdicts) {
-		t.Fatalf("bulk %+v and per-object %+v disagree", bulk, one)
-	}
-	for v, n := range one.Verdicts {
-		if bulk.Verdicts[v] != n {
-			t.Fatalf("verdict %s: bulk %d, per-object %d", v, bulk.Verdicts[v], n)
-		}
+	for _, burst := range []bool{false, true} {
+		t.Run(map[bool]string{false: "rows 10 s apart", true: "a burst"}[burst], func(t *testing.T) {
+			results := map[string]stripeResult{}
+			for _, mode := range []string{"bulk", "per-object"} {
+				pool, schema := pgtest.PoolSchema(t)
+				res, err := runStripe(context.Background(), pool, schema, stripeOptions{Rows: 3000, Batch: 1000, Concurrency: 4, Hint: "aligned",
+					PerObject: mode == "per-object", Burst: burst})
+				if err != nil {
+					t.Fatal(err)
+				}
+				results[mode] = res
+			}
+			bulk, one := results["bulk"], results["per-object"]
+			if one.APICalls != 3000 || bulk.CallsPerRow > 0.011 {
+				t.Fatalf("per-object %d calls, bulk %.4f calls per row; want 3000 and at most 0.011", one.APICalls, bulk.CallsPerRow)
+			}
+			if bulk.Findings != one.Findings || bulk.Commands != one.Commands || len(bulk.Verdicts) != len(one.Verdicts) {
+				t.Fatalf("bulk %+v and per-object %+v disagree", bulk, one)
+			}
+			for v, n := range one.Verdicts {
+				if bulk.Verdicts[v] != n {
+					t.Fatalf("verdict %s: bulk %d, per-object %d", v, bulk.Verdicts[v], n)
+				}
+			}
+		})
 	}
 }
 

@@ -26,6 +26,9 @@ type stripeOptions struct {
 	Hint string
 	// PerObject hides the gateway's bulk ability: one retrieve per row.
 	PerObject bool
+	// Burst creates every row and every PaymentIntent within one second (a backfill, an
+	// import), instead of one row every 10 s.
+	Burst bool
 	// Latency is added by stripetest to every request.
 	Latency  time.Duration
 	Progress io.Writer
@@ -37,6 +40,7 @@ type stripeResult struct {
 	Batch       int     `json:"batch"`
 	Mode        string  `json:"mode"`
 	Hint        string  `json:"hint"`
+	Burst       bool    `json:"burst"`
 	Concurrency int     `json:"concurrency"`
 	LatencyMS   float64 `json:"latency_ms"`
 	APICalls    int     `json:"api_calls"`
@@ -64,10 +68,12 @@ func stripeCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	mode := fs.String("mode", "bulk", `"bulk": the gateway lists in pages of 100; "per-object": one retrieve per row`)
 	conc := fs.Int("concurrency", 8, "gateway calls in flight")
 	latency := fs.Duration("latency", 0, "latency stripetest adds to every request")
+	burst := fs.Bool("burst", false, "create all rows and PaymentIntents within one second (a backfill, an import)")
 	schema := fs.String("schema", "bench_stripe", "schema to drop, recreate and work in")
 	if err := parseFlags(fs, args, stderr,
 		"usage: go run ./internal/bench stripe [flags]",
 		"One full cycle of the engine with pgstore and the Stripe gateway over HTTP to stripetest,",
+		"-burst: every row and PaymentIntent created within one second (a backfill, an import);",
 		"no rate limit; counts the API calls. Database: $DATABASE_URL.",
 	); err != nil {
 		return err
@@ -87,7 +93,7 @@ func stripeCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	defer pool.Close()
 	defer drop()
 	res, err := runStripe(ctx, pool, *schema, stripeOptions{Rows: *rows, Batch: *batch, Concurrency: *conc, Hint: *hint,
-		PerObject: *mode == "per-object", Latency: *latency, Progress: stderr})
+		PerObject: *mode == "per-object", Burst: *burst, Latency: *latency, Progress: stderr})
 	if err != nil {
 		return err
 	}
@@ -96,6 +102,15 @@ func stripeCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 
 // stripeBase is the first row's created_at; row i is created 10 s·i later.
 var stripeBase = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// stripeRowCreated is row n's created_at: 10 s·n after stripeBase, or within stripeBase's
+// second for a burst.
+func stripeRowCreated(n int, opts stripeOptions) time.Time {
+	if opts.Burst {
+		return stripeBase.Add(time.Duration(n) * time.Second / time.Duration(opts.Rows+1))
+	}
+	return stripeBase.Add(time.Duration(n) * 10 * time.Second)
+}
 
 // stripeMix is seedMix without the unavailable share: stripetest answers every row, so that
 // bulk and per-object runs must agree exactly.
@@ -110,7 +125,7 @@ func stripeMix(i int) (string, stripe.PaymentIntentStatus) {
 // runStripe loads opts.Rows rows into schema and as many PaymentIntents into a stripetest
 // server, then times one full cycle and checks its results.
 func runStripe(ctx context.Context, pool *pgxpool.Pool, schema string, opts stripeOptions) (stripeResult, error) {
-	res := stripeResult{Rows: opts.Rows, Batch: opts.Batch, Hint: opts.Hint, Mode: "bulk", Concurrency: opts.Concurrency,
+	res := stripeResult{Rows: opts.Rows, Batch: opts.Batch, Hint: opts.Hint, Burst: opts.Burst, Mode: "bulk", Concurrency: opts.Concurrency,
 		LatencyMS: float64(opts.Latency.Microseconds()) / 1000, Verdicts: map[string]int{}, GoVersion: runtime.Version()}
 	if opts.PerObject {
 		res.Mode = "per-object"
@@ -126,6 +141,9 @@ func runStripe(ctx context.Context, pool *pgxpool.Pool, schema string, opts stri
 		n := i + 1
 		_, ext := stripeMix(n)
 		created := stripeBase.Add(time.Duration(n)*10*time.Second + time.Duration(n*7%31)*time.Second)
+		if opts.Burst {
+			created = stripeBase // Stripe's created is whole seconds: all in one
+		}
 		if opts.Hint == "none" {
 			created = created.Add(200 * 24 * time.Hour)
 		}
@@ -137,7 +155,7 @@ func runStripe(ctx context.Context, pool *pgxpool.Pool, schema string, opts stri
 	for i := range rows {
 		n := i + 1
 		local, _ := stripeMix(n)
-		rows[i] = []any{fmt.Sprintf("o_%d", n), ids[i], local, stripeBase.Add(time.Duration(n) * 10 * time.Second)}
+		rows[i] = []any{fmt.Sprintf("o_%d", n), ids[i], local, stripeRowCreated(n, opts)}
 	}
 	store, tables, err := copyPayments(ctx, pool, schema, []string{"order_id", "stripe_payment_intent_id", "status", "created_at"}, rows)
 	if err != nil {
@@ -151,7 +169,7 @@ func runStripe(ctx context.Context, pool *pgxpool.Pool, schema string, opts stri
 	}
 	var gateway reconcile.Gateway[*stripe.PaymentIntent] = gw
 	if opts.PerObject {
-		gateway = reconcile.GatewayFunc[*stripe.PaymentIntent](gw.Fetch)
+		gateway = reconcile.PerObject[*stripe.PaymentIntent](gw)
 	}
 	rec, err := reconcile.New(reconcile.Config[string, *stripe.PaymentIntent]{
 		Job: "bench", Source: store, Sink: store, Gateway: gateway, Classifier: stripeadapter.PaymentIntentClassifier(),

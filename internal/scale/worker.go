@@ -126,7 +126,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, log io.Writer) (WorkerRepo
 	case cfg.PerObject && cfg.HangOnFetch > 0:
 		return rep, errors.New("scale: HangOnFetch needs the bulk gateway")
 	case cfg.PerObject:
-		gateway = reconcile.GatewayFunc[*stripe.PaymentIntent](gw.Fetch)
+		gateway = reconcile.PerObject[*stripe.PaymentIntent](gw)
 	case cfg.HangOnFetch > 0:
 		gateway = &hangingGateway{Gateway: gw, pool: pool, owner: cfg.Owner, at: cfg.HangOnFetch}
 	}

@@ -1,0 +1,129 @@
+package stripeadapter
+
+import (
+	"sync"
+	"time"
+
+	"github.com/stripe/stripe-go/v82"
+)
+
+// Defaults of GatewayConfig's look-ahead cache.
+const (
+	DefaultListCacheTTL  = 30 * time.Second
+	DefaultListCacheSize = 20000
+)
+
+// lookahead keeps the PaymentIntents a bulk fetch listed but was not asked about, for the next
+// batches. Rows created in a burst
+// (an import, a backfill) share one window in which Stripe lists the newest first, so a batch
+// of the oldest rows must page past the newer ones: kept here, those serve the batches that
+// follow instead of being listed again or retrieved one by one.
+//
+// An object is served at most once and only while younger than ttl, counted from before the
+// list call that returned it: no verification rests on an older answer. At most size objects
+// are kept, the oldest dropped first. It is safe for concurrent use.
+type lookahead struct {
+	ttl  time.Duration
+	size int
+	now  func() time.Time
+
+	mu    sync.Mutex
+	objs  map[string]cachedIntent
+	order []orderEntry // insertion order, oldest first, from head on
+	head  int
+	seq   uint64
+}
+
+type cachedIntent struct {
+	pi  *stripe.PaymentIntent
+	at  time.Time // when the list call that returned it was made
+	seq uint64
+}
+
+type orderEntry struct {
+	id  string
+	seq uint64
+}
+
+func newLookahead(ttl time.Duration, size int) *lookahead {
+	return &lookahead{ttl: ttl, size: size, now: time.Now, objs: map[string]cachedIntent{}}
+}
+
+// take removes and returns the fresh objects kept for ids.
+func (c *lookahead) take(ids map[string]bool) map[string]*stripe.PaymentIntent {
+	found := map[string]*stripe.PaymentIntent{}
+	if c == nil {
+		return found
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	c.expire(now)
+	if len(c.objs) == 0 {
+		return found
+	}
+	for id := range ids {
+		o, ok := c.objs[id]
+		if !ok {
+			continue
+		}
+		delete(c.objs, id) // served once: a row is asked about once a cycle
+		if now.Sub(o.at) < c.ttl {
+			found[id] = o.pi
+		}
+	}
+	return found
+}
+
+// put keeps pis, listed by a call made at at.
+func (c *lookahead) put(pis []*stripe.PaymentIntent, at time.Time) {
+	if c == nil || len(pis) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, pi := range pis {
+		c.seq++
+		c.objs[pi.ID] = cachedIntent{pi: pi, at: at, seq: c.seq}
+		c.order = append(c.order, orderEntry{pi.ID, c.seq})
+	}
+	c.expire(c.now())
+}
+
+// expire drops objects past their ttl and, oldest first, those beyond size.
+func (c *lookahead) expire(now time.Time) {
+	for c.head < len(c.order) {
+		e := c.order[c.head]
+		o, ok := c.objs[e.id]
+		switch {
+		case !ok || o.seq != e.seq: // served, or kept again later
+		case now.Sub(o.at) >= c.ttl:
+			delete(c.objs, e.id)
+		case len(c.objs) > c.size:
+			delete(c.objs, e.id)
+		default:
+			c.compact()
+			return
+		}
+		c.head++
+	}
+	c.compact()
+}
+
+// compact reclaims the order slice's consumed head, and its entries for objects already
+// served when they outnumber the objects kept.
+func (c *lookahead) compact() {
+	if c.head > 0 && c.head >= len(c.order)/2 {
+		c.order = append(c.order[:0], c.order[c.head:]...)
+		c.head = 0
+	}
+	if len(c.order)-c.head > 2*len(c.objs)+1024 {
+		kept := c.order[:0]
+		for _, e := range c.order[c.head:] {
+			if o, ok := c.objs[e.id]; ok && o.seq == e.seq {
+				kept = append(kept, e)
+			}
+		}
+		c.order, c.head = kept, 0
+	}
+}
