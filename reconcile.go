@@ -406,7 +406,7 @@ func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L]) (judgeme
 		case checker != nil:
 			if err := checker.CheckID(rec.ExternalID); err != nil {
 				var zero E
-				if err := r.decide(ctx, &out[i], rec.Local, zero, err); err != nil {
+				if err := r.decide(ctx, nil, &out[i], rec.Local, zero, err); err != nil {
 					return judgement{}, err
 				}
 				continue
@@ -472,7 +472,7 @@ func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L]) (judgeme
 				slog.String("job", cfg.Job), slog.String("record", o.RecordID), slog.String("error", err.Error()))
 			return true
 		}
-		if err := r.decide(ctx, o, recs[i].Local, ext, err); err != nil {
+		if err := r.decide(ctx, p, o, recs[i].Local, ext, err); err != nil {
 			cancel(err)
 			return false
 		}
@@ -555,7 +555,7 @@ func (r *Reconciler[L, E]) fetchBatch(ctx context.Context, bg BatchGateway[E], p
 				slog.String("job", r.cfg.Job), slog.String("error", err.Error()))
 		}
 	default:
-		p.answered(false)
+		p.answered(len(found) > 0) // some objects came back: the system is up
 		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile batch fetch failure; asking one by one",
 			slog.String("job", r.cfg.Job), slog.Int("rows", len(ask)), slog.String("error", err.Error()))
 	}
@@ -565,7 +565,7 @@ func (r *Reconciler[L, E]) fetchBatch(ctx context.Context, bg BatchGateway[E], p
 			rest = append(rest, i)
 			continue
 		}
-		if err := r.decide(ctx, &out[i], recs[i].Local, ext, nil); err != nil {
+		if err := r.decide(ctx, p, &out[i], recs[i].Local, ext, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -582,6 +582,7 @@ type pacer struct {
 	// An outage: the first two calls failed and none answered. Then no more calls are made.
 	failures, answers atomic.Int64
 	down              atomic.Bool
+	warned            atomic.Bool // a gateway failure was logged at Warn
 
 	mu         sync.Mutex
 	retryAfter time.Duration // the longest wait a rate limit asked for
@@ -689,7 +690,8 @@ func (p *pacer) limited(err error) {
 }
 
 // decide fills in o from one gateway answer. It returns an error only when the batch must stop.
-func (r *Reconciler[L, E]) decide(ctx context.Context, o *Outcome, local L, ext E, err error) error {
+// p, the batch's pacer, may be nil before any call.
+func (r *Reconciler[L, E]) decide(ctx context.Context, p *pacer, o *Outcome, local L, ext E, err error) error {
 	cfg := &r.cfg
 	var review *ReviewError
 	switch {
@@ -715,7 +717,12 @@ func (r *Reconciler[L, E]) decide(ctx context.Context, o *Outcome, local L, ext 
 		o.Decision = Decision{Verdict: NeedsReview, Kind: kind, Detail: review.Detail}
 	default:
 		o.Decision = Decision{Verdict: Unverifiable}
-		cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile gateway failure",
+		// The first failure of a batch is a warning; the rest, often the same, are detail.
+		level := slog.LevelDebug
+		if p == nil || p.warned.CompareAndSwap(false, true) {
+			level = slog.LevelWarn
+		}
+		cfg.Logger.LogAttrs(ctx, level, "reconcile gateway failure",
 			slog.String("job", cfg.Job), slog.String("record", o.RecordID), slog.String("error", err.Error()))
 	}
 	return nil
