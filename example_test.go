@@ -107,9 +107,9 @@ func ExamplePlanCoverage() {
 		fmt.Println(p.Verdict)
 	}
 	// Output:
-	// a cycle takes 50h0m0s (schedule-bound), within the lag SLO of 72h0m0s
-	// a cycle takes 6h40m0s (rate budget-bound), within the lag SLO of 72h0m0s
-	// a cycle never completes: 2400 rows an hour are checked (schedule) and 3000 new rows arrive an hour
+	// a cycle takes 50h5m0s (schedule-bound) and no row goes unchecked longer than 50h5m0s, within the lag SLO of 72h0m0s
+	// a cycle takes 6h40m0s (rate budget-bound) and no row goes unchecked longer than 6h40m0s, within the lag SLO of 72h0m0s
+	// the checks fall behind: 2400 rows an hour are checked (schedule) and 3000 new rows arrive an hour, so each cycle (50h5m0s now) is longer than the last
 }
 
 // Health during an outage: the lag is still within its SLO, but the last batch could check

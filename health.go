@@ -275,9 +275,9 @@ func EvaluateHealth(st Status, p HealthPolicy) Health {
 			add(Check{Name: "plan", OK: false, Value: "invalid schedule", Reason: "plan: " + err.Error()})
 		} else {
 			h.Plan = &plan
-			value := "never completes"
-			if plan.Completes {
-				value = round(plan.CycleTime)
+			value := round(plan.MaxLag)
+			if !plan.KeepsUp {
+				value = "falls behind"
 			}
 			add(Check{Name: "plan", OK: plan.MeetsSLO, Value: value, Limit: round(p.LagSLO), Reason: "plan: " + plan.Verdict})
 		}

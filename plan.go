@@ -27,25 +27,37 @@ type PlanInput struct {
 }
 
 // Plan is what a schedule guarantees.
+//
+// A cycle covers the rows present when it starts (Cursor.End) and then ends, so its time
+// depends on N alone: the rows that arrive meanwhile are the next cycle's. A row present for a
+// whole cycle is checked within CycleTime of the cycle's start. A row that arrives during a
+// cycle waits for the next one; if its key sorts after the others' (a serial id, a creation
+// time), it is checked at that cycle's end: MaxLag.
 type Plan struct {
 	// RowsPerHour is the rate rows are checked at: the schedule's B×R, or the rate budget's
 	// 3600·RequestsPerSecond/CallsPerRow, whichever is lower.
 	RowsPerHour float64
 	// BoundBy names the lower one: "schedule" or "rate budget".
 	BoundBy string
-	// Completes is false when new rows arrive as fast as rows are checked: a cycle never ends.
-	Completes bool
-	// CycleTime is N / (rows per hour − G): the time a full cycle takes. Zero when it never
-	// completes.
+	// KeepsUp is false when new rows arrive as fast as rows are checked (G ≥ RowsPerHour):
+	// every cycle still ends, but each is longer than the one before, without bound.
+	KeepsUp bool
+	// CycleTime is the time a cycle over the N rows present now takes: (⌊N/B⌋+1)/R on a
+	// schedule (the last batch is short, and ends the cycle), N·CallsPerRow/RequestsPerSecond
+	// on a rate budget, whichever is longer.
 	CycleTime time.Duration
-	// MeetsSLO reports that a row is checked at least once within LagSLO: CycleTime ≤ LagSLO.
+	// MaxLag is the longest a row goes unchecked: CycleTime without new rows, and
+	// CycleTime·(2 + G/RowsPerHour) with them (the rest of the cycle under way, then the whole
+	// next cycle, which is longer by the rows that arrived). The largest Duration when the
+	// checks do not keep up.
+	MaxLag time.Duration
+	// MeetsSLO reports that every row is checked within LagSLO: MaxLag ≤ LagSLO.
 	MeetsSLO bool
 	// Verdict is the plan in one plain sentence.
 	Verdict string
 }
 
 // PlanCoverage computes the cycle time of a schedule and says whether it can meet the lag SLO.
-// The worst lag a row sees is about one cycle time, so a cycle slower than the SLO misses it.
 func PlanCoverage(in PlanInput) (Plan, error) {
 	for _, f := range []float64{in.BatchesPerHour, in.NewRowsPerHour, in.RequestsPerSecond, in.CallsPerRow} {
 		if math.IsNaN(f) || math.IsInf(f, 0) {
@@ -67,34 +79,47 @@ func PlanCoverage(in PlanInput) (Plan, error) {
 		in.LagSLO = DefaultLagSLO
 	}
 	p := Plan{RowsPerHour: math.Inf(1)}
+	var hours float64 // the cycle time
 	if in.BatchesPerHour > 0 {
 		p.RowsPerHour, p.BoundBy = float64(in.BatchSize)*in.BatchesPerHour, "schedule"
+		hours = float64(in.Rows/int64(in.BatchSize)+1) / in.BatchesPerHour
 	}
 	if in.RequestsPerSecond > 0 {
 		if budget := 3600 * in.RequestsPerSecond / in.CallsPerRow; budget < p.RowsPerHour {
 			p.RowsPerHour, p.BoundBy = budget, "rate budget"
 		}
+		hours = max(hours, float64(in.Rows)/(3600*in.RequestsPerSecond/in.CallsPerRow))
 	}
-	net := p.RowsPerHour - in.NewRowsPerHour
-	if net <= 0 {
-		p.Verdict = fmt.Sprintf("a cycle never completes: %.0f rows an hour are checked (%s) and %.0f new rows arrive an hour",
-			p.RowsPerHour, p.BoundBy, in.NewRowsPerHour)
-		return p, nil
+	p.KeepsUp = p.RowsPerHour > in.NewRowsPerHour
+	lagHours := hours
+	switch {
+	case !p.KeepsUp:
+		lagHours = math.Inf(1)
+	case in.NewRowsPerHour > 0:
+		lagHours = hours * (2 + in.NewRowsPerHour/p.RowsPerHour)
 	}
-	p.Completes = true
-	hours := float64(in.Rows) / net
 	// Judged in hours before converting: a cycle of millions of hours would overflow a
 	// Duration (and come out negative); it is capped at the largest one for display.
-	p.MeetsSLO = hours <= in.LagSLO.Hours()
-	if hours >= float64(math.MaxInt64)/float64(time.Hour) {
-		p.CycleTime = time.Duration(math.MaxInt64)
-	} else {
-		p.CycleTime = time.Duration(hours * float64(time.Hour)).Round(time.Second)
-	}
-	if p.MeetsSLO {
-		p.Verdict = fmt.Sprintf("a cycle takes %s (%s-bound), within the lag SLO of %s", p.CycleTime, p.BoundBy, in.LagSLO)
-	} else {
-		p.Verdict = fmt.Sprintf("a cycle takes %s (%s-bound), longer than the lag SLO of %s: the SLO will be missed", p.CycleTime, p.BoundBy, in.LagSLO)
+	p.CycleTime, p.MaxLag = hoursToDuration(hours), hoursToDuration(lagHours)
+	p.MeetsSLO = lagHours <= in.LagSLO.Hours()
+	switch {
+	case !p.KeepsUp:
+		p.Verdict = fmt.Sprintf("the checks fall behind: %.0f rows an hour are checked (%s) and %.0f new rows arrive an hour, so each cycle (%s now) is longer than the last",
+			p.RowsPerHour, p.BoundBy, in.NewRowsPerHour, p.CycleTime)
+	case p.MeetsSLO:
+		p.Verdict = fmt.Sprintf("a cycle takes %s (%s-bound) and no row goes unchecked longer than %s, within the lag SLO of %s",
+			p.CycleTime, p.BoundBy, p.MaxLag, in.LagSLO)
+	default:
+		p.Verdict = fmt.Sprintf("a cycle takes %s (%s-bound) and a row may go unchecked for %s, longer than the lag SLO of %s: the SLO will be missed",
+			p.CycleTime, p.BoundBy, p.MaxLag, in.LagSLO)
 	}
 	return p, nil
+}
+
+// hoursToDuration converts h hours to a Duration rounded to the second, capped at the largest.
+func hoursToDuration(h float64) time.Duration {
+	if h >= float64(math.MaxInt64)/float64(time.Hour) {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(h * float64(time.Hour)).Round(time.Second)
 }
