@@ -167,8 +167,8 @@
 //
 // Guarantees are measured in time, not assumed. [PlanCoverage] computes a schedule's cycle
 // time from N rows, batch B, R batches an hour, G new rows an hour and the API budget
-// ([PlanInput]), and its [Plan] says plainly when a cycle can never complete (B×R ≤ G) or will
-// miss the lag SLO. A store that is a [StatusReader] reads a job's [Status]: the reconciliation
+// ([PlanInput]), and its [Plan] says plainly when the checks fall behind the arrivals (B×R ≤ G:
+// every cycle still ends, each longer than the last) or will miss the lag SLO. A store that is a [StatusReader] reads a job's [Status]: the reconciliation
 // lag, max(now − coalesce(last verified, created)) over the job's rows, which is the primary
 // SLO; time since the last completed cycle and the current cycle's age; the last batch's
 // unverifiable ratio; open findings by kind and those open past a threshold (a dead repair
