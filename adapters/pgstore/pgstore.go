@@ -48,8 +48,10 @@ const (
 	ObserveInHostColumns
 )
 
-// Config describes the host table and where the reconciler keeps its state. Every column
-// default fits the seed's payments table; only Table is required. Names must be plain SQL
+// Config describes the host table and where the reconciler keeps its state. Only Table is
+// required; the column defaults are generic names (id, external_id, status, updated_at,
+// created_at), so a table whose external id column is, say, stripe_payment_intent_id names it
+// in ExternalIDColumn. Names must be plain SQL
 // identifiers; they are always quoted, so they are case-sensitive ("Payments" is not payments).
 type Config struct {
 	// Table is the host table, such as "payments". Required.
