@@ -329,3 +329,28 @@ func TestAFailedBulkCallWithAHealthyFetchAsksTheRestOneByOne(t *testing.T) {
 		t.Fatalf("the FailureRecorder was told %v, want nothing", sink.causes)
 	}
 }
+
+// A tick stops at a batch that found the external system unavailable: otherwise it would run
+// batch after batch, two calls each, over the whole table, and the outage would cost one call
+// per row again.
+func TestATickStopsAtAnOutage(t *testing.T) {
+	const n = 100
+	s := newStore(newClock(), n, always("paid"))
+	gw := newFakeGateway(0, func(context.Context, int, string) (string, error) { return "", reconcile.ErrUnavailable })
+	cfg := config(s, gw)
+	cfg.BatchSize = 20
+	r, err := reconcile.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tick, err := reconcile.RunTick(context.Background(), r, reconcile.TickBudget{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tick.Batches != 1 || gw.Calls() != 2 || !tick.Unavailable || tick.Wrapped {
+		t.Fatalf("tick %+v, %d calls; want one batch of 2 calls, Unavailable, no wrap", tick, gw.Calls())
+	}
+	if cur := s.Cursor(job); cur.Position != "2" || cur.CyclesCompleted != 0 {
+		t.Fatalf("cursor %+v, want it at row 2, no cycle completed", cur)
+	}
+}

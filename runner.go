@@ -35,8 +35,10 @@ type TickReport struct {
 	NewCommands  int
 	// Wrapped reports that the cycle completed during the tick.
 	Wrapped bool
-	// RateLimited and Deferred are the last batch's; RetryAfter the longest any batch asked.
+	// RateLimited, Unavailable and Deferred are the last batch's; RetryAfter the longest any
+	// batch asked.
 	RateLimited bool
+	Unavailable bool
 	Deferred    bool
 	RetryAfter  time.Duration
 	// Conflict reports that another reconciler moved the job's cursor during the last batch
@@ -57,12 +59,13 @@ func (t *TickReport) add(r Report) {
 		t.Verdicts[v] += n
 	}
 	t.Wrapped = t.Wrapped || r.Wrapped
-	t.RateLimited, t.Deferred = r.RateLimited, r.Deferred
+	t.RateLimited, t.Unavailable, t.Deferred = r.RateLimited, r.Unavailable, r.Deferred
 	t.RetryAfter = max(t.RetryAfter, r.RetryAfter)
 }
 
 // RunTick runs batches of b, one after another, until the cycle wraps, the external system
-// pushes back (a rate limit or a deferred batch), another reconciler holds the cursor
+// pushes back (a rate limit or a deferred batch) or looks down (an Unavailable batch: running
+// on would walk the table two calls a batch), another reconciler holds the cursor
 // (Conflict), a batch fails, ctx is done, or the budget is spent. It does not start a batch
 // that ctx's deadline would cut short, judging by the last batch's duration. It is what a Runner
 // does on every tick, for hosts that schedule ticks themselves (cron, a job queue such as
@@ -94,7 +97,7 @@ func runTick(batchCtx, stopCtx context.Context, b BatchRunner, budget TickBudget
 		}
 		t.add(rep)
 		switch {
-		case rep.Wrapped, rep.RateLimited, rep.Deferred:
+		case rep.Wrapped, rep.RateLimited, rep.Unavailable, rep.Deferred:
 			return t, nil
 		case budget.MaxRows > 0 && t.Scanned >= budget.MaxRows:
 			return t, nil
@@ -261,6 +264,12 @@ func (r *Runner) loop(batchCtx, stopCtx context.Context, j RunnerJob) {
 			r.logger.LogAttrs(stopCtx, slog.LevelInfo, "reconcile runner: another reconciler moved the cursor; retrying next tick",
 				slog.String("job", j.Name))
 			failures, wait = 0, spread(j.Interval, j.Interval, j.Jitter)
+		case tick.Unavailable:
+			// The external system looks down: back off as after a failure.
+			failures++
+			wait = spread(backoff(retry, failures), retry, j.Jitter)
+			r.logger.LogAttrs(stopCtx, slog.LevelWarn, "reconcile runner: the external system is unavailable; backing off",
+				slog.String("job", j.Name), slog.Int("consecutive_failures", failures), slog.Duration("next_try_in", wait))
 		case tick.RateLimited || tick.Deferred:
 			failures, wait = 0, max(tick.RetryAfter, retry)+spread(0, retry, j.Jitter)
 		case tick.Wrapped:
