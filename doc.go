@@ -169,9 +169,9 @@
 //
 // A [Runner] runs jobs in the host's process: each [RunnerJob] ticks on an interval with
 // jitter, runs batch after batch while there is work (within a [TickBudget] of rows or time),
-// sleeps after a wrap, waits out rate limits, backs off after failures, and treats a lost
-// cursor race (another process runs the job) as routine. [Runner.Stop] lets the current batch
-// finish. Hosts that schedule work themselves (cron, River) call [RunTick], which is one tick
+// sleeps after a wrap, waits out rate limits, backs off after failures and outages, and treats
+// a lost cursor race (another process runs the job) as routine. [Runner.Stop] lets the current
+// batch finish. Hosts that schedule work themselves (cron, River) call [RunTick], which is one tick
 // of the same loop and returns a [TickReport].
 //
 // # Coverage and health
