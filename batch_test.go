@@ -194,24 +194,26 @@ func TestBatchGatewayFailures(t *testing.T) {
 		// want: calls in all, verdict counts, or a batch error
 		wantErr                       error
 		wantCalls                     int
+		wantScanned                   int // rows committed; the cursor stops after the last
 		wantUnverifiable              int
 		wantRateLimited, wantThrottle bool
 	}{
 		{
-			name: "a rate limit on the second page keeps the first page and asks no more",
+			name: "a rate limit on the second page commits the rows before the first one not asked and asks no more",
 			fail: func(page int) error {
 				if page == 1 {
 					return &reconcile.RateLimitError{RetryAfter: 3 * time.Second}
 				}
 				return nil
 			},
-			// Page 0 (10 rows) is judged; the rest of the 24 listed and the 6 missing are not asked.
-			wantCalls: 2, wantUnverifiable: n - 10, wantRateLimited: true, wantThrottle: true,
+			// Page 0 answers rows 1-4 and 6-12; row 5 is not listed, so it would be asked on its
+			// own, and the rate limit stops that: rows 1-4 commit, row 5 is the next batch's first.
+			wantCalls: 2, wantScanned: 4, wantRateLimited: true, wantThrottle: true,
 		},
 		{
 			name:      "an unavailable bulk call falls back to one call per row",
 			fail:      func(int) error { return reconcile.ErrUnavailable },
-			wantCalls: 1 + n,
+			wantCalls: 1 + n, wantScanned: n,
 		},
 		{
 			name:    "an aborting bulk call aborts the batch",
@@ -238,8 +240,11 @@ func TestBatchGatewayFailures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rep.GatewayCalls != tt.wantCalls || rep.Verdicts[reconcile.Unverifiable] != tt.wantUnverifiable || rep.RateLimited != tt.wantRateLimited {
-				t.Fatalf("report %+v; want %d calls, %d unverifiable, rate limited %v", rep, tt.wantCalls, tt.wantUnverifiable, tt.wantRateLimited)
+			if rep.GatewayCalls != tt.wantCalls || rep.Scanned != tt.wantScanned || rep.Verdicts[reconcile.Unverifiable] != tt.wantUnverifiable || rep.RateLimited != tt.wantRateLimited {
+				t.Fatalf("report %+v; want %d calls, %d scanned, %d unverifiable, rate limited %v", rep, tt.wantCalls, tt.wantScanned, tt.wantUnverifiable, tt.wantRateLimited)
+			}
+			if cur := s.Cursor(job); cur.Position != recordID(int64(tt.wantScanned)) {
+				t.Fatalf("cursor %+v, want it at row %d, the last committed", cur, tt.wantScanned)
 			}
 			if got := len(lim.throttled) > 0; got != tt.wantThrottle {
 				t.Fatalf("limiter throttled %v, want %v", lim.throttled, tt.wantThrottle)
@@ -284,9 +289,13 @@ func TestABatchGatewayStopsWhenTheLimiterRunsOutOfTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Two pages granted (10 of the 24 listed rows), then nothing: the rest Unverifiable.
-	if rep.GatewayCalls != 2 || rep.Verdicts[reconcile.Unverifiable] != n-10 || !rep.RateLimited || bg.Calls() != 0 {
-		t.Fatalf("report %+v, per-object calls %d; want 2 pages, %d unverifiable, no per-object calls", rep, bg.Calls(), n-10)
+	// Two pages granted (rows 1-4 and 6-12 of the 24 listed), then nothing: row 5, not listed,
+	// is the first row not asked, so rows 1-4 commit and the cursor stops at row 4.
+	if rep.GatewayCalls != 2 || rep.Scanned != 4 || rep.Verdicts[reconcile.Unverifiable] != 0 || !rep.RateLimited || bg.Calls() != 0 {
+		t.Fatalf("report %+v, per-object calls %d; want 2 pages, 4 rows committed, none unverifiable, no per-object calls", rep, bg.Calls())
+	}
+	if cur := s.Cursor(job); cur.Position != "4" {
+		t.Fatalf("cursor %+v, want it at row 4, before the first row not asked", cur)
 	}
 	for _, msg := range []string{"reconcile batch fetch failure; asking one by one", "reconcile batch fetch rate limited"} {
 		if slices.Contains(logged, msg) {
@@ -317,12 +326,17 @@ func TestInvalidIDsAreFindingsWithoutACallEvenAfterARateLimit(t *testing.T) {
 	c := newClock()
 	s := memstore.New[int64, string](memstore.Options{Now: c.Now})
 	old := c.Now().Add(-time.Hour)
-	s.Put(memstore.Row[int64, string]{Key: 1, ExternalID: "pi_1", Local: "paid", UpdatedAt: old})
-	for i := int64(2); i <= 6; i++ {
+	for i := int64(1); i <= 5; i++ {
 		s.Put(memstore.Row[int64, string]{Key: i, ExternalID: fmt.Sprintf("ch_%d", i), Local: "paid", UpdatedAt: old})
 	}
+	s.Put(memstore.Row[int64, string]{Key: 6, ExternalID: "pi_6", Local: "paid", UpdatedAt: old})
+	s.Put(memstore.Row[int64, string]{Key: 7, ExternalID: "ch_7", Local: "paid", UpdatedAt: old})
+	limited := true
 	gw := checkingGateway{newFakeGateway(0, func(context.Context, int, string) (string, error) {
-		return "", &reconcile.RateLimitError{}
+		if limited {
+			return "", &reconcile.RateLimitError{}
+		}
+		return "succeeded", nil
 	})}
 	lim := &recordingLimiter{}
 	cfg := config(s, gw)
@@ -331,8 +345,24 @@ func TestInvalidIDsAreFindingsWithoutACallEvenAfterARateLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.GatewayCalls != 1 || gw.Calls() != 1 || rep.Verdicts[reconcile.NeedsReview] != 5 || rep.Verdicts[reconcile.Unverifiable] != 1 {
-		t.Fatalf("report %+v, %d calls; want 1 call (pi_1, rate limited) and 5 invalid-id findings", rep, gw.Calls())
+	// pi_6 is rate limited: rows 1-5 commit as findings, pi_6 and ch_7 wait for the next batch.
+	if rep.GatewayCalls != 1 || gw.Calls() != 1 || gw.Asked("pi_6") != 1 || !rep.RateLimited ||
+		rep.Scanned != 5 || rep.Verdicts[reconcile.NeedsReview] != 5 || rep.Verdicts[reconcile.Unverifiable] != 0 {
+		t.Fatalf("report %+v, %d calls; want 1 call (pi_6, rate limited) and 5 invalid-id findings", rep, gw.Calls())
+	}
+	if cur := s.Cursor(job); cur.Position != "5" {
+		t.Fatalf("cursor %+v, want it at row 5, before pi_6 which was not answered", cur)
+	}
+	limited = false
+	if rep, err = reconcile.RunBatch(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if rep.GatewayCalls != 1 || gw.Asked("pi_6") != 2 || rep.Scanned != 2 || rep.Verdicts[reconcile.InSync] != 1 ||
+		rep.Verdicts[reconcile.NeedsReview] != 1 || !rep.Wrapped {
+		t.Fatalf("next batch %+v; want pi_6 asked and in sync, ch_7 a finding without a call, the cycle wrapped", rep)
+	}
+	if fs := s.Findings(); len(fs) != 6 {
+		t.Fatalf("findings %+v, want 6", fs)
 	}
 	for _, f := range s.Findings() {
 		if f.Kind != reconcile.KindInvalidExternalID {

@@ -40,8 +40,9 @@
 //     the data, the command pushes the local value out instead.
 //   - [NeedsReview]: a person decides. Anything involving money already taken or goods already
 //     shipped, and every combination nobody anticipated.
-//   - [Unverifiable]: the external system could not be asked (timeout, 429, 5xx). Never counted
-//     as healthy: the row keeps its old last-verified time.
+//   - [Unverifiable]: the external system was asked and did not answer (timeout, 5xx). Never
+//     counted as healthy: the row keeps its old last-verified time. (A 429 is not a verdict:
+//     the row is left to the next batch.)
 //
 // The zero Verdict is invalid, so a forgotten field is caught rather than read as InSync.
 //
@@ -78,7 +79,7 @@
 // Each [Reconciler.RunBatch]:
 //
 //  1. reads the next [Batch] of rows after the job's [Cursor] ([Source].Read with a
-//     [ReadRequest]); an empty read wraps the cursor and completes the cycle;
+//     [ReadRequest]), none beyond the cycle's high-water mark ([Cursor].End);
 //  2. judges the rows changed within the grace period InFlight without asking about them;
 //  3. asks the gateway about the others, outside any transaction: in bulk first if it is a
 //     [BatchGateway], then one [Gateway].Fetch per row not yet answered, on Config.Concurrency
@@ -86,10 +87,14 @@
 //  4. classifies every answer into an [Outcome];
 //  5. commits the outcomes and the cursor advance as one [Commit] ([Sink].Commit), which
 //     records observations, opens findings that are new and queues their repair commands.
+//     After a rate limit or an outage it commits only the rows before the first one not
+//     asked, and the cursor stops there. A read shorter than the batch size (none at all
+//     included) whose rows were all asked wraps the cursor in the same commit and completes
+//     the cycle.
 //
 // It returns a [Report]: rows scanned, verdict counts, gateway calls, findings and commands
-// added, whether the cycle wrapped, and whether the external system pushed back (RateLimited,
-// RetryAfter, Deferred). On any error nothing of the batch is written and the next run redoes
+// added, whether the cycle wrapped, and whether the external system pushed back or looked down
+// (RateLimited, Unavailable, RetryAfter, Deferred). On any error nothing of the batch is written and the next run redoes
 // it; a panicking gateway or classifier fails the batch, not the host process.
 //
 // # Guarantees
@@ -97,9 +102,11 @@
 // RunBatch relies on its Source and Sink for these, and the conformance suite in package
 // reconciletest checks them for every adapter:
 //
-//   - The cursor is a keyset (WHERE key > cursor ORDER BY key LIMIT n), never OFFSET; an empty
-//     read wraps it and completes the cycle. Rows present for a whole cycle are checked exactly
-//     once in it, whatever is inserted or deleted meanwhile.
+//   - The cursor is a keyset (WHERE key > cursor AND key <= end ORDER BY key LIMIT n), never
+//     OFFSET. A cycle covers the rows present when its first batch was read (up to
+//     [Cursor].End) and ends with a short read, however fast rows arrive; rows that arrive
+//     later beyond the end are the next cycle's. Rows present for a whole cycle are checked
+//     exactly once in it, whatever is inserted or deleted meanwhile.
 //   - Gateway calls happen outside any database transaction.
 //   - Observations, findings, repair commands and the cursor advance commit together, and the
 //     advance is compare-and-set: a reconciler that lost a race gets [ErrConcurrentRun] and
@@ -110,15 +117,19 @@
 //     shows as growing lag rather than false health.
 //   - At most one finding is open per (job, record, kind), and a repair command is queued only
 //     with a new finding.
-//   - A rate limit ([ErrRateLimited]) stops the batch's remaining calls; [ErrAbortBatch] (such
-//     as rejected credentials) stops the batch with an error.
+//   - A rate limit ([ErrRateLimited]) stops the batch's remaining calls, and the cursor stops
+//     before the first row not asked: a rate limit delays rows, it never skips them, and a
+//     cycle completes only when every row was asked. When the first two calls of a batch fail
+//     and none answers (a failed bulk call counts as one), the batch stops asking
+//     (Report.Unavailable) and the cursor likewise stops before the first row not asked.
+//     [ErrAbortBatch] (such as rejected credentials) stops the batch with an error.
 //
 // # Gateway errors
 //
 // A [Gateway] maps every failure to one of: [ErrNotFound] (confirmed absent: a NeedsReview
 // finding of kind missing_externally), [ErrRateLimited] or a [*RateLimitError], [ErrAbortBatch],
 // a [*ReviewError] (the request was rejected and a person must look), or anything else, such as
-// [ErrUnavailable], which makes the row Unverifiable. A gateway that is an [IDChecker] refuses
+// [ErrUnavailable], which makes the row Unverifiable (and two of them first in a batch stop it). A gateway that is an [IDChecker] refuses
 // ids that cannot be valid without spending a call. [ErrorClass] names these outcomes for
 // metrics.
 //
@@ -158,9 +169,9 @@
 //
 // A [Runner] runs jobs in the host's process: each [RunnerJob] ticks on an interval with
 // jitter, runs batch after batch while there is work (within a [TickBudget] of rows or time),
-// sleeps after a wrap, waits out rate limits, backs off after failures, and treats a lost
-// cursor race (another process runs the job) as routine. [Runner.Stop] lets the current batch
-// finish. Hosts that schedule work themselves (cron, River) call [RunTick], which is one tick
+// sleeps after a wrap, waits out rate limits, backs off after failures and outages, and treats
+// a lost cursor race (another process runs the job) as routine. [Runner.Stop] lets the current
+// batch finish. Hosts that schedule work themselves (cron, River) call [RunTick], which is one tick
 // of the same loop and returns a [TickReport].
 //
 // # Coverage and health

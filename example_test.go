@@ -48,12 +48,12 @@ func ExampleRunBatch() {
 		if err != nil {
 			panic(err)
 		}
-		if rep.Wrapped {
+		fmt.Printf("scanned %d: %d in sync, %d repairable, %d for review\n", rep.Scanned,
+			rep.Verdicts[reconcile.InSync], rep.Verdicts[reconcile.Repairable], rep.Verdicts[reconcile.NeedsReview])
+		if rep.Wrapped { // a short read, every row of it asked: the cycle is complete
 			fmt.Println("cycle complete")
 			break
 		}
-		fmt.Printf("scanned %d: %d in sync, %d repairable, %d for review\n", rep.Scanned,
-			rep.Verdicts[reconcile.InSync], rep.Verdicts[reconcile.Repairable], rep.Verdicts[reconcile.NeedsReview])
 	}
 	for _, f := range store.Findings() {
 		fmt.Printf("finding: record %s %s (%s here, %s there)\n", f.RecordID, f.Kind, f.Local, f.External)
@@ -153,5 +153,5 @@ func ExampleRunTick() {
 	}
 	// Output:
 	// 2 batches, 20 rows, cycle completed: false
-	// 2 batches, 5 rows, cycle completed: true
+	// 1 batches, 5 rows, cycle completed: true
 }

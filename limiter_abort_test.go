@@ -79,15 +79,18 @@ func TestALimiterThatFailsWithErrAbortBatchFailsTheBatchAndCommitsNothing(t *tes
 	}
 }
 
-// The limiter's refusal for want of time is still no failure: the rows not asked are
-// Unverifiable and the batch commits.
+// The limiter's refusal for want of time is still no failure: the rows asked commit and the
+// cursor stops before the first row not asked.
 func TestALimiterOutOfTimeStillLetsTheBatchCommit(t *testing.T) {
 	const n = 10
 	s := newStore(newClock(), n, always("paid"))
 	cfg := config(s, reconcile.GatewayFunc[string](newFakeGateway(0, answerFrom(paymentsWorld(n))).Fetch))
 	cfg.Limiter, cfg.BatchSize = &failingLimiter{ok: 3, err: errors.New("the next call is past the deadline")}, n
 	rep, err := reconcile.RunBatch(context.Background(), cfg)
-	if err != nil || !rep.RateLimited || rep.GatewayCalls != 3 || rep.Verdicts[reconcile.Unverifiable] != n-3 {
-		t.Fatalf("RunBatch: %+v, %v; want 3 calls, the other %d rows Unverifiable, committed", rep, err, n-3)
+	if err != nil || !rep.RateLimited || rep.GatewayCalls != 3 || rep.Scanned != 3 || rep.Verdicts[reconcile.Unverifiable] != 0 || rep.Wrapped {
+		t.Fatalf("RunBatch: %+v, %v; want 3 calls, those 3 rows committed, the other %d left for the next batch", rep, err, n-3)
+	}
+	if cur := s.Cursor(job); cur.Position != "3" || cur.Version != 1 {
+		t.Fatalf("cursor %+v, want it committed at row 3", cur)
 	}
 }

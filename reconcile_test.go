@@ -396,9 +396,6 @@ func TestRunBatchAsksEveryRowOncePerCycleUnderConcurrency(t *testing.T) {
 				if batches > 10 {
 					t.Fatal("no wrap after 10 batches")
 				}
-				if rep.Wrapped {
-					break
-				}
 				sum := 0
 				for v, c := range rep.Verdicts {
 					got[v] += c
@@ -409,6 +406,13 @@ func TestRunBatchAsksEveryRowOncePerCycleUnderConcurrency(t *testing.T) {
 				}
 				scanned += rep.Scanned
 				calls += rep.GatewayCalls
+				// The short read (100 rows) that ends the cycle is judged and wraps at once.
+				if rep.Wrapped {
+					break
+				}
+			}
+			if batches != 3 {
+				t.Fatalf("the cycle took %d batches, want 3 (200, 200, then 100 wrapping)", batches)
 			}
 			if scanned != n || calls != n || !reflect.DeepEqual(got, want) {
 				t.Fatalf("cycle: scanned %d, gateway calls %d, verdicts %v; want %d, %d, %v", scanned, calls, got, n, n, want)
@@ -448,19 +452,21 @@ func TestRunBatchStopsAskingAfterARateLimit(t *testing.T) {
 		{"a wrapped ErrRateLimited", fmt.Errorf("stripe: 429: %w", reconcile.ErrRateLimited)},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name+" on call 4 of a 200-row batch leaves every row not asked unverifiable", func(t *testing.T) {
+		t.Run(tt.name+" on call 4 of a 200-row batch commits the rows before the first one not answered and stops the cursor there", func(t *testing.T) {
 			s := newStore(newClock(), n, always("paid"))
 			var (
 				mu        sync.Mutex
+				limited   = true
 				succeeded = map[string]bool{}
 			)
-			// Calls 1-3 succeed; call 4 and any call after it is rate limited.
+			// Calls 1-3 succeed; call 4 and any call after it is rate limited, until limited is
+			// cleared.
 			gw := newFakeGateway(time.Millisecond, func(_ context.Context, call int, id string) (string, error) {
-				if call >= limitedCall {
-					return "", tt.err
-				}
 				mu.Lock()
 				defer mu.Unlock()
+				if limited && call >= limitedCall {
+					return "", tt.err
+				}
 				succeeded[id] = true
 				return "succeeded", nil
 			})
@@ -470,8 +476,8 @@ func TestRunBatchStopsAskingAfterARateLimit(t *testing.T) {
 			if err != nil {
 				t.Fatalf("RunBatch: %v; a rate limit must not fail the batch", err)
 			}
-			if !rep.RateLimited {
-				t.Errorf("report %+v, want RateLimited", rep)
+			if !rep.RateLimited || rep.Wrapped {
+				t.Errorf("report %+v, want RateLimited and not Wrapped", rep)
 			}
 			calls := gw.Calls()
 			if calls < limitedCall || calls > limitedCall+concurrency {
@@ -480,22 +486,57 @@ func TestRunBatchStopsAskingAfterARateLimit(t *testing.T) {
 			if rep.GatewayCalls != calls {
 				t.Errorf("report says %d gateway calls, gateway saw %d", rep.GatewayCalls, calls)
 			}
-			ok := len(succeeded)
-			if rep.Scanned != n || rep.Verdicts[reconcile.InSync] != ok || rep.Verdicts[reconcile.Unverifiable] != n-ok {
-				t.Errorf("report %+v, want %d scanned, %d in sync, %d unverifiable", rep, n, ok, n-ok)
+			// The calls run concurrently, so which rows got calls 1-3 varies: the batch commits
+			// the rows answered before the first row that was not.
+			ok := 0
+			for ok < n && succeeded[extID(int64(ok+1))] {
+				ok++
+			}
+			if rep.Scanned != ok || rep.Verdicts[reconcile.InSync] != ok || rep.Verdicts[reconcile.Unverifiable] != 0 {
+				t.Errorf("report %+v, want %d scanned, all in sync", rep, ok)
 			}
 			for i := int64(1); i <= n; i++ {
 				_, observed := s.Observation(job, recordID(i))
-				if observed != succeeded[extID(i)] {
-					t.Errorf("row %d: observation present %v, want %v (only rows answered are verified)", i, observed, succeeded[extID(i)])
+				if observed != (i <= int64(ok)) {
+					t.Errorf("row %d: observation present %v, want %v (only rows committed are verified)", i, observed, i <= int64(ok))
 				}
 			}
 			if fs := s.Findings(); len(fs) != 0 {
-				t.Errorf("findings %+v for unverifiable rows, want none", fs)
+				t.Errorf("findings %+v for rows not answered, want none", fs)
 			}
-			// The batch still commits: the cursor moves past it, and the next cycle asks again.
-			if cur := s.Cursor(job); cur.Position != "200" || cur.LastBatchUnverified != n-ok {
-				t.Errorf("cursor %+v, want position 200 with %d unverifiable", cur, n-ok)
+			// The cursor stops at the last committed row: a rate limit delays rows, it never
+			// skips them. If row 1 itself got no answer, the batch is Deferred and writes nothing.
+			wantPos := recordID(int64(ok))
+			if ok == 0 {
+				wantPos = ""
+			}
+			if cur := s.Cursor(job); cur.Position != wantPos || cur.LastBatchUnverified != 0 || cur.CyclesCompleted != 0 || rep.Deferred != (ok == 0) {
+				t.Errorf("cursor %+v, report %+v; want position %q, nothing unverified, no cycle completed, deferred %v", cur, rep, wantPos, ok == 0)
+			}
+
+			// Once the limit lifts, the next batch starts with the first row not answered.
+			mu.Lock()
+			limited = false
+			mu.Unlock()
+			callsBefore := gw.Calls()
+			if rep, err = reconcile.RunBatch(context.Background(), cfg); err != nil {
+				t.Fatal(err)
+			}
+			if rep.Scanned != n-ok || rep.Verdicts[reconcile.InSync] != n-ok || rep.Wrapped != (ok > 0) || gw.Calls()-callsBefore != n-ok {
+				t.Errorf("next batch %+v, want the %d rows not committed asked and in sync, and the cycle wrapped if the read was short", rep, n-ok)
+			}
+			if ok == 0 { // a full read: the next, empty, read wraps
+				if rep, err = reconcile.RunBatch(context.Background(), cfg); err != nil || !rep.Wrapped || rep.Scanned != 0 {
+					t.Fatalf("third batch %+v, %v; want an empty read wrapping", rep, err)
+				}
+			}
+			for i := int64(1); i <= n; i++ {
+				if _, observed := s.Observation(job, recordID(i)); !observed {
+					t.Errorf("row %d was never verified", i)
+				}
+			}
+			if cur := s.Cursor(job); cur.CyclesCompleted != 1 {
+				t.Errorf("cursor %+v, want one cycle completed", cur)
 			}
 		})
 	}
@@ -616,7 +657,9 @@ func TestRunBatchGatewayAnswers(t *testing.T) {
 		{"ErrUnavailable is unverifiable", reconcile.ErrUnavailable, reconcile.Unverifiable, "", "", false},
 		{"a wrapped ErrUnavailable is unverifiable", fmt.Errorf("stripe: 503: %w", reconcile.ErrUnavailable), reconcile.Unverifiable, "", "", false},
 		{"the gateway's own timeout, with our ctx alive, is unverifiable", fmt.Errorf("stripe: %w", context.DeadlineExceeded), reconcile.Unverifiable, "", "", false},
-		{"a rate limit is unverifiable", &reconcile.RateLimitError{}, reconcile.Unverifiable, "", "", false},
+		// A rate limit is no answer: the batch is Deferred, nothing is written and the row is
+		// asked again next batch.
+		{"a rate limit defers the row: nothing is written and it is asked again", &reconcile.RateLimitError{}, reconcile.Unverifiable, "", "", false},
 		{"ErrNotFound is a verified missing_externally finding", reconcile.ErrNotFound, reconcile.NeedsReview, reconcile.KindMissingExternally, "", true},
 		{"a ReviewError with a kind is a finding of that kind, not verified",
 			&reconcile.ReviewError{Kind: "invalid_external_id", Detail: "pi_1 is not a PaymentIntent id"},
@@ -656,11 +699,20 @@ func TestRunBatchGatewayAnswers(t *testing.T) {
 			if tt.err != nil {
 				answer.Store(tt.err)
 			}
+			cursorBefore := s.Cursor(job)
 			rep, err := r.RunBatch(context.Background())
 			if err != nil {
 				t.Fatalf("RunBatch: %v; a single row's answer must not fail the batch", err)
 			}
-			if rep.Scanned != 1 || rep.Verdicts[tt.want] != 1 || rep.GatewayCalls != 1 {
+			switch {
+			case errors.Is(tt.err, reconcile.ErrRateLimited):
+				if rep.Scanned != 0 || !rep.Deferred || !rep.RateLimited || rep.Wrapped || rep.GatewayCalls != 1 {
+					t.Fatalf("report %+v, want the batch deferred after one call, nothing scanned", rep)
+				}
+				if cur := s.Cursor(job); cur != cursorBefore {
+					t.Fatalf("cursor %+v, want it unmoved at %+v", cur, cursorBefore)
+				}
+			case rep.Scanned != 1 || rep.Verdicts[tt.want] != 1 || rep.GatewayCalls != 1:
 				t.Fatalf("report %+v, want one row judged %s after one call", rep, tt.want)
 			}
 			after, _ := s.Observation(job, "1")
@@ -720,7 +772,7 @@ func TestRunBatchReportsTheUnverifiableRatio(t *testing.T) {
 		want   float64
 	}{
 		{"an empty batch wraps with ratio 0", 0, map[string]string{}, 0},
-		{"one unavailable row of four gives 0.25", 4,
+		{"one unavailable row of four gives 0.25, and the short read wraps", 4,
 			map[string]string{"pi_1": "succeeded", "pi_2": "!unavailable", "pi_3": "succeeded", "pi_4": "succeeded"}, 0.25},
 	}
 	for _, tt := range tests {
@@ -730,7 +782,7 @@ func TestRunBatchReportsTheUnverifiableRatio(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rep.Wrapped != (tt.rows == 0) || rep.Scanned != tt.rows || rep.UnverifiableRatio() != tt.want {
+			if !rep.Wrapped || rep.Scanned != tt.rows || rep.UnverifiableRatio() != tt.want {
 				t.Fatalf("report %+v with ratio %v, want %d scanned and ratio %v", rep, rep.UnverifiableRatio(), tt.rows, tt.want)
 			}
 		})

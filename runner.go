@@ -64,7 +64,8 @@ func (t *TickReport) add(r Report) {
 }
 
 // RunTick runs batches of b, one after another, until the cycle wraps, the external system
-// pushes back (a rate limit, an outage or a deferred batch), another reconciler holds the cursor
+// pushes back (a rate limit or a deferred batch) or looks down (an Unavailable batch: running
+// on would walk the table two calls a batch), another reconciler holds the cursor
 // (Conflict), a batch fails, ctx is done, or the budget is spent. It does not start a batch
 // that ctx's deadline would cut short, judging by the last batch's duration. It is what a Runner
 // does on every tick, for hosts that schedule ticks themselves (cron, a job queue such as
@@ -134,7 +135,7 @@ type RunnerConfig struct {
 
 // Runner runs jobs on intervals in the host's process: each job ticks on its own goroutine,
 // runs batches while there is work (within its budget), sleeps after a wrap, and backs off
-// when the external system pushes back or a batch fails. A lost cursor race
+// when the external system pushes back or looks down (an Unavailable batch) or a batch fails. A lost cursor race
 // (ErrConcurrentRun: another process runs the job) is logged and retried next tick.
 type Runner struct {
 	jobs   []RunnerJob
@@ -264,9 +265,11 @@ func (r *Runner) loop(batchCtx, stopCtx context.Context, j RunnerJob) {
 				slog.String("job", j.Name))
 			failures, wait = 0, spread(j.Interval, j.Interval, j.Jitter)
 		case tick.Unavailable:
-			// The external system looks down: back off as after a failure, without the noise.
+			// The external system looks down: back off as after a failure.
 			failures++
 			wait = spread(backoff(retry, failures), retry, j.Jitter)
+			r.logger.LogAttrs(stopCtx, slog.LevelWarn, "reconcile runner: the external system is unavailable; backing off",
+				slog.String("job", j.Name), slog.Int("consecutive_failures", failures), slog.Duration("next_try_in", wait))
 		case tick.RateLimited || tick.Deferred:
 			failures, wait = 0, max(tick.RetryAfter, retry)+spread(0, retry, j.Jitter)
 		case tick.Wrapped:

@@ -49,6 +49,11 @@ func TestRunTickStopsWhereItShould(t *testing.T) {
 			r.RateLimited, r.RetryAfter = n == 2, time.Second
 			return r, nil
 		}, 2, false},
+		{"when the external system is unavailable", reconcile.TickBudget{}, func(_ context.Context, n int) (reconcile.Report, error) {
+			r := batchOf(2)
+			r.Unavailable = n == 2
+			return r, nil
+		}, 2, false},
 		{"when a batch is deferred", reconcile.TickBudget{}, func(_ context.Context, n int) (reconcile.Report, error) {
 			return reconcile.Report{Deferred: n == 1, RateLimited: true}, nil
 		}, 1, false},

@@ -22,19 +22,22 @@
 //
 // # What it checks
 //
-//   - Keyset order and wrap: batches follow the key, never OFFSET, and an empty read completes
+//   - Keyset order and wrap: batches follow the key, never OFFSET, and a short read completes
 //     the cycle; a second cycle starts again from the first row; rows deleted and inserted
-//     during a cycle do not disturb the rest.
+//     during a cycle do not disturb the rest; rows inserted beyond the cycle's high-water mark
+//     (reconcile.Cursor.End) wait for the next cycle, so the cycle ends, while a backdated row
+//     below it is read in the cycle.
 //   - Compare-and-set on the cursor: a commit after a concurrent run moved it fails with
 //     reconcile.ErrConcurrentRun and writes nothing.
 //   - Grace judged by the store: a row changed just now is InFlight and not sent to the gateway.
-//   - Observations only for confirmed rows: a failing gateway leaves rows Unverifiable and their
-//     verified times unmoved; a missing object is a verified missing_externally finding.
+//   - Observations only for confirmed rows: a failing gateway leaves the rows asked Unverifiable
+//     and their verified times unmoved, and stops the batch after two calls; a missing object is a verified missing_externally finding.
 //   - Findings and commands: one open finding per (job, record, kind) over repeated cycles, a
 //     repair command only with a new finding, none for NeedsReview, and a new finding and
 //     command after the old finding was resolved.
-//   - Stopping: a rate limit stops the rest of the batch's calls; an abort writes nothing and
-//     keeps the cursor.
+//   - Stopping: a rate limit stops the rest of the batch's calls, the rows before it commit and
+//     the next batch starts with the row rate limited; an abort writes nothing and keeps the
+//     cursor.
 //
 // # Building blocks
 //

@@ -164,18 +164,20 @@ func Run(t *testing.T, newFixture func(t *testing.T) Fixture) {
 		name string
 		fn   func(t *testing.T, f Fixture)
 	}{
-		{"keyset over 450 rows in batches of 200 reads 200, 200, 50, then wraps with every row verified", testKeyset},
+		{"keyset over 450 rows in batches of 200 reads 200, 200, 50, the short read wrapping with every row verified", testKeyset},
 		{"a second cycle starts again from the first row", testSecondCycle},
-		{"a gateway failing every call leaves rows unverifiable and their verified times unmoved", testGatewayDown},
+		{"a gateway failing every call stops the batch after two calls, leaving verified times unmoved", testGatewayDown},
 		{"two cycles over drifting rows keep one finding and one command per drift", testDedup},
 		{"paid locally but canceled externally is a finding for review with no command", testReviewNoCommand},
 		{"a row changed within the grace period is in flight and not sent to the gateway", testGrace},
 		{"a cursor moved by a concurrent run fails the commit and writes nothing", testConcurrentRun},
 		{"a resolved finding can be found again with a new command", testFoundAgain},
 		{"an object missing externally is a verified missing_externally finding", testNotFound},
-		{"a rate limit stops the rest of the batch's calls", testRateLimit},
+		{"a rate limit stops the rest of the batch's calls; the rows before it commit and the next batch starts with it", testRateLimit},
 		{"an abort error writes nothing and keeps the cursor", testAbort},
 		{"rows deleted and inserted during a cycle do not disturb the rest", testChurn},
+		{"rows inserted beyond the last key after a cycle's first batch are the next cycle's, and the cycle wraps", testHighWaterMark},
+		{"a backdated row inserted mid-cycle between the cursor and the cycle's end is read in that cycle", testBackdated},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -193,7 +195,7 @@ func testKeyset(t *testing.T, f Fixture) {
 	for _, r := range reps {
 		got = append(got, r.Scanned)
 	}
-	if want := []int{200, 200, 50, 0}; !slices.Equal(got, want) {
+	if want := []int{200, 200, 50}; !slices.Equal(got, want) {
 		t.Fatalf("batch sizes = %v, want %v", got, want)
 	}
 	for i := int64(1); i <= 450; i++ {
@@ -231,12 +233,16 @@ func testGatewayDown(t *testing.T, f Fixture) {
 	for i := 1; i <= 10; i++ {
 		gw.Set(fmt.Sprintf("pi_%d", i), "!unavailable")
 	}
+	callsBefore := gw.Calls("")
 	rep, err := reconcile.RunBatch(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Verdicts[reconcile.Unverifiable] != 10 || rep.Verdicts[reconcile.InSync] != 0 {
-		t.Fatalf("verdicts = %v, want 10 unverifiable and 0 in sync", rep.Verdicts)
+	// The first two calls failed and none answered: the batch stops asking, commits the two
+	// rows asked (Unverifiable) and the cursor stops after them.
+	if gw.Calls("")-callsBefore != 2 || rep.GatewayCalls != 2 || !rep.Unavailable || rep.Wrapped || rep.Scanned != 2 ||
+		rep.Verdicts[reconcile.Unverifiable] != 2 || rep.Verdicts[reconcile.InSync] != 0 {
+		t.Fatalf("calls %d, report %+v; want 2 calls, 2 rows unverifiable, unavailable, not wrapped", gw.Calls("")-callsBefore, rep)
 	}
 	if rep.UnverifiableRatio() != 1 {
 		t.Fatalf("unverifiable ratio = %v, want 1", rep.UnverifiableRatio())
@@ -403,11 +409,30 @@ func testRateLimit(t *testing.T, f Fixture) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if gw.Calls("") != 4 || rep.Verdicts[reconcile.InSync] != 3 || rep.Verdicts[reconcile.Unverifiable] != 7 || !rep.RateLimited {
-		t.Fatalf("calls %d, report %+v; want 4 calls, 3 in sync, 7 unverifiable, rate limited", gw.Calls(""), rep)
+	if gw.Calls("") != 4 || rep.Scanned != 3 || rep.Verdicts[reconcile.InSync] != 3 || rep.Verdicts[reconcile.Unverifiable] != 0 ||
+		!rep.RateLimited || rep.Wrapped {
+		t.Fatalf("calls %d, report %+v; want 4 calls, the 3 rows before the rate-limited one committed in sync, rate limited, not wrapped", gw.Calls(""), rep)
 	}
-	if _, _, ok := f.Verified(t, "sweep", 5); ok {
-		t.Fatal("a row never asked got a last-verified time")
+	for i := int64(1); i <= 10; i++ {
+		if _, _, ok := f.Verified(t, "sweep", i); ok != (i <= 3) {
+			t.Fatalf("row %d: verified %v, want %v: only the rows before the rate limit are committed", i, ok, i <= 3)
+		}
+	}
+	// The cursor stopped at row 3: the next batch starts with row 4, and the cycle wraps only
+	// once every row was asked.
+	gw.Set("pi_4", "succeeded")
+	rep, err = reconcile.RunBatch(context.Background(), Config(f, "sweep", gw, 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Scanned != 7 || rep.Verdicts[reconcile.InSync] != 7 || !rep.Wrapped || gw.Calls("pi_4") != 2 || gw.Calls("pi_3") != 1 || gw.Calls("pi_5") != 1 {
+		t.Fatalf("next batch %+v, pi_3 asked %d, pi_4 %d, pi_5 %d times; want rows 4-10 read, in sync and the cycle wrapped",
+			rep, gw.Calls("pi_3"), gw.Calls("pi_4"), gw.Calls("pi_5"))
+	}
+	for i := int64(1); i <= 10; i++ {
+		if _, _, ok := f.Verified(t, "sweep", i); !ok {
+			t.Fatalf("row %d was never verified", i)
+		}
 	}
 }
 
@@ -475,6 +500,121 @@ func testChurn(t *testing.T, f Fixture) {
 	for i := int64(n + 1); i < next; i++ {
 		if c := gw.Calls(fmt.Sprintf("pi_%d", i)); c > 1 {
 			t.Fatalf("inserted row %d asked %d times", i, c)
+		}
+	}
+}
+
+// scanned returns each report's Scanned.
+func scanned(reps []reconcile.Report) []int {
+	var out []int
+	for _, r := range reps {
+		out = append(out, r.Scanned)
+	}
+	return out
+}
+
+// testHighWaterMark: a cycle covers the rows present when its first batch was read. Rows
+// inserted afterwards beyond the last key belong to the next cycle, so a cycle ends however
+// fast rows arrive. The Store must record the cycle's end (reconcile.Cursor.End).
+func testHighWaterMark(t *testing.T, f Fixture) {
+	f.Insert(t, rows(10, paidRow)...)
+	gw := NewGateway(states(40, "succeeded"))
+	r, err := reconcile.New(Config(f, "sweep", gw, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	next := int64(11)
+	for batch := 0; ; batch++ {
+		if batch == 6 {
+			t.Fatalf("no wrap after %d batches (%v): rows inserted during the cycle kept it open", batch, got)
+		}
+		rep, err := r.RunBatch(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, rep.Scanned)
+		if rep.Wrapped {
+			break
+		}
+		// Between batches, four new rows after the last key: as many as a batch reads.
+		for range 4 {
+			f.Insert(t, paidRow(next))
+			next++
+		}
+	}
+	if want := []int{4, 4, 2}; !slices.Equal(got, want) {
+		t.Fatalf("batch sizes = %v, want %v: the cycle covers rows 1-10 only", got, want)
+	}
+	for i := int64(1); i < next; i++ {
+		if c, want := gw.Calls(fmt.Sprintf("pi_%d", i)), b2i(i <= 10); c != want {
+			t.Fatalf("row %d asked %d times in the first cycle, want %d", i, c, want)
+		}
+	}
+	// The next cycle covers every row present at its start.
+	reps := Cycle(t, Config(f, "sweep", gw, 4), 10)
+	if got, want := scanned(reps), []int{4, 4, 4, 4, 2}; !slices.Equal(got, want) {
+		t.Fatalf("second cycle batch sizes = %v, want %v", got, want)
+	}
+	for i := int64(1); i < next; i++ {
+		if c, want := gw.Calls(fmt.Sprintf("pi_%d", i)), 1+b2i(i <= 10); c != want {
+			t.Fatalf("row %d asked %d times after two cycles, want %d", i, c, want)
+		}
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// testBackdated: a row inserted mid-cycle with a key between the cursor and the cycle's end
+// (a backdated created_at in a composite key, say) is read in that cycle; one beyond the end
+// is not.
+func testBackdated(t *testing.T, f Fixture) {
+	f.Insert(t, rows(10, func(i int64) Row { return paidRow(10 * i) })...) // keys 10, 20, ..., 100
+	st := states(200, "succeeded")
+	gw := NewGateway(st)
+	r, err := reconcile.New(Config(f, "sweep", gw, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := r.RunBatch(context.Background()) // rows 10-40
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Scanned != 4 || rep.Wrapped {
+		t.Fatalf("first batch %+v, want 4 rows and no wrap", rep)
+	}
+	f.Insert(t, paidRow(55), paidRow(110))
+	var got []int
+	for batch := 0; ; batch++ {
+		if batch == 5 {
+			t.Fatalf("no wrap after %d more batches (%v)", batch, got)
+		}
+		rep, err := r.RunBatch(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, rep.Scanned)
+		if rep.Wrapped {
+			break
+		}
+	}
+	if want := []int{4, 3}; !slices.Equal(got, want) { // 50, 55, 60, 70; then 80, 90, 100
+		t.Fatalf("batch sizes after the first = %v, want %v", got, want)
+	}
+	if c := gw.Calls("pi_55"); c != 1 {
+		t.Fatalf("the backdated row 55 was asked %d times in the cycle, want 1", c)
+	}
+	if c := gw.Calls("pi_110"); c != 0 {
+		t.Fatalf("row 110, inserted beyond the cycle's end, was asked %d times in the cycle, want 0", c)
+	}
+	for i := int64(10); i <= 100; i += 10 {
+		if c := gw.Calls(fmt.Sprintf("pi_%d", i)); c != 1 {
+			t.Fatalf("row %d asked %d times in the cycle, want 1", i, c)
 		}
 	}
 }

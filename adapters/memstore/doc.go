@@ -20,9 +20,11 @@
 //
 // # Semantics
 //
-// Rows are kept in key order; Read returns the rows after the job's cursor, and an empty read
-// wraps. Commit compare-and-sets on the cursor version ([reconcile.ErrConcurrentRun] when it
-// moved) and applies observations, findings and commands together. At most one finding is open
+// Rows are kept in key order; Read returns the rows after the job's cursor up to the cycle's
+// high-water mark (reconcile.Cursor.End, the last key present at the cycle's first read), so a
+// cycle ends with a short read however fast rows are put. Commit compare-and-sets on the
+// cursor version ([reconcile.ErrConcurrentRun] when it moved) and applies observations,
+// findings and commands together. At most one finding is open
 // per (job, record, kind), and a command is queued only with a new finding. The package runs
 // the conformance suite of package reconciletest, as pgstore does.
 //

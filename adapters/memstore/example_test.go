@@ -82,9 +82,9 @@ func Example() {
 	cur := store.Cursor("payments")
 	fmt.Printf("record 1 confirmed %s at %s; %d cycles completed\n", obs.External, obs.VerifiedAt.Format(time.Kitchen), cur.CyclesCompleted)
 	// Output:
-	// cycle: 3 batches, 1 in sync, 1 in flight, 1 repairable, 1 new findings
+	// cycle: 2 batches, 1 in sync, 1 in flight, 1 repairable, 1 new findings
 	// outbox #1: ApplyPaymentSucceeded for payment 2 (expects "pending")
-	// cycle: 3 batches, 2 in sync, 0 in flight, 1 repairable, 1 new findings
+	// cycle: 2 batches, 2 in sync, 0 in flight, 1 repairable, 1 new findings
 	// finding 1: record 2 missed_success, resolved as repaired by reconciler
 	// finding 2: record 3 missed_success, open
 	// record 1 confirmed succeeded at 1:00PM; 2 cycles completed

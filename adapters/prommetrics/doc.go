@@ -37,7 +37,7 @@
 //	reconcile_rows_total                    counter    job, verdict  rows judged by successful batches; verdict is in_sync, in_flight,
 //	                                                                 repairable, needs_review or unverifiable (reconcile.Verdict.String)
 //	reconcile_batches_total                 counter    job, outcome  batches by outcome: ok, wrapped (the cycle completed),
-//	                                                                 deferred (no call could be made, nothing written),
+//	                                                                 deferred (the first row could not be asked, nothing written),
 //	                                                                 conflict (another replica moved the cursor) or error
 //	reconcile_batch_duration_seconds        histogram  job           wall time of every batch, failed ones included
 //	reconcile_gateway_calls_total           counter    job, class    external calls by outcome class (reconcile.ErrorClass): ok, not_found,

@@ -69,7 +69,6 @@ func Example() {
 	printScrape(reg, "reconcile_batches_total", "reconcile_rows_total", "reconcile_gateway_calls_total",
 		"reconcile_findings_opened_total", "reconcile_commands_queued_total")
 	// Output:
-	// reconcile_batches_total{job="payments",outcome="ok"} 1
 	// reconcile_batches_total{job="payments",outcome="wrapped"} 1
 	// reconcile_commands_queued_total{job="payments"} 1
 	// reconcile_findings_opened_total{job="payments"} 1

@@ -138,7 +138,7 @@ func New(opts Options) (*Metrics, error) {
 		rows: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "rows_total",
 			Help: "Rows judged by successful batches, by verdict."}, []string{"job", "verdict"}),
 		batches: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "batches_total",
-			Help: "Batches run, by outcome: ok, wrapped (an empty read completed the cycle), deferred (no call could be made, nothing written), conflict (another reconciler moved the cursor, nothing written) or error."},
+			Help: "Batches run, by outcome: ok, wrapped (the batch completed the cycle), deferred (the first row could not be asked, nothing written), conflict (another reconciler moved the cursor, nothing written) or error."},
 			[]string{"job", "outcome"}),
 		batchDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "batch_duration_seconds",
 			Help: "Wall time of batches, failed ones included.", Buckets: opts.Buckets}, []string{"job"}),

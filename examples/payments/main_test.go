@@ -49,7 +49,7 @@ func TestRunFindsExactlyThePlantedDrift(t *testing.T) {
 	}
 	for _, want := range []string{
 		"batch   3  scanned  100",
-		"empty read: the cycle is complete",
+		"short read: the cycle is complete",
 		"Stripe API calls (stripetest's log)",
 		"Verdicts over the cycle",
 		"Open findings by kind",

@@ -80,7 +80,7 @@ func TestRealModeAgainstStripeMockSendsOnlyRequestsStripeAccepts(t *testing.T) {
 		"Events lane (job payments-sweep, lane events): anchored at Stripe's newest event, 1 API call",
 		"Reconciling (job payments-sweep, the Stripe gateway over HTTP to stripe-mock at ",
 		"  batch   1  scanned   40",
-		"empty read: the cycle is complete",
+		"short read: the cycle is complete",
 		"Stripe API calls (the gateway's request log)",
 		"Lost webhooks: 1 payments the sweep found in sync, awaiting payment, are confirmed at Stripe now with pm_card_visa;",
 		"Events lane: waited out its 1ms settle time, then ran until caught up: 1 step,",

@@ -160,7 +160,7 @@ func (s *story) columns() (local, external, expect string) {
 func printBatch(out io.Writer, n int, rep reconcile.Report) {
 	ms := float64(rep.Duration) / float64(time.Millisecond)
 	if rep.Wrapped {
-		fmt.Fprintf(out, "  batch %3d  scanned %4d  empty read: the cycle is complete and the cursor back at the start  %6.1fms\n",
+		fmt.Fprintf(out, "  batch %3d  scanned %4d  short read: the cycle is complete and the cursor back at the start  %6.1fms\n",
 			n, rep.Scanned, ms)
 		return
 	}
