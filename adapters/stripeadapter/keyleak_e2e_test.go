@@ -164,12 +164,36 @@ func TestTheKeyAppearsNowhereAfterARealSweepAndLanesOverPostgres(t *testing.T) {
 		t.Run(f.name, func(t *testing.T) {
 			srv := httptest.NewServer(echoAll(f.status, f.code, f.keyAsID))
 			defer srv.Close()
-			leakCheck(t, srv.URL)
+			leakCheck(t, srv.URL, nil)
 		})
 	}
 }
 
-func leakCheck(t *testing.T, url string) {
+// A host's own classifier may name states as the server sent them, keys and all: the findings
+// it makes (their kind, "unexpected:pending-><status>") are the host's data and hold the key,
+// but the console's pages and the metrics show it nowhere, not even in a link or a label.
+func TestAHostClassifiersKeyInAKindIsShownByNeitherTheConsoleNorTheMetrics(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(echoAll(http.StatusOK, "", false))
+	defer srv.Close()
+	raw, err := reconcile.NewRuleTable(func(l string) string { return l },
+		func(pi *stripe.PaymentIntent) string { return string(pi.Status) },
+		reconcile.Rule[string, *stripe.PaymentIntent]{Local: []string{"pending"}, External: []string{"requires_payment_method"},
+			Decision: reconcile.Decision{Verdict: reconcile.InSync}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leakCheck(t, srv.URL, raw)
+}
+
+// leakCheck runs a sweep (bulk and per object) and both lanes against the server at url, then
+// looks for the key everywhere. classifier, if not nil, is a host's own, whose findings may
+// hold the key: the stored rows, errors and statuses are then not searched.
+func leakCheck(t *testing.T, url string, classifier reconcile.Classifier[string, *stripe.PaymentIntent]) {
+	hostData := classifier != nil
+	if classifier == nil {
+		classifier = stripeadapter.PaymentIntentClassifier()
+	}
 	ctx := context.Background()
 	pool, schema := pgtest.PoolSchema(t)
 	if _, err := pool.Exec(ctx, `CREATE TABLE payments (id bigint PRIMARY KEY, external_id text, status text NOT NULL,
@@ -220,7 +244,7 @@ func leakCheck(t *testing.T, url string) {
 			g, name = reconcile.PerObject(g), job+"_single"
 		}
 		r, err := reconcile.New(reconcile.Config[string, *stripe.PaymentIntent]{
-			Job: name, Source: store, Sink: store, Gateway: g, Classifier: stripeadapter.PaymentIntentClassifier(),
+			Job: name, Source: store, Sink: store, Gateway: g, Classifier: classifier,
 			BatchSize: 4, Concurrency: 2, Logger: logger, Observer: obs,
 		})
 		if err != nil {
@@ -246,7 +270,7 @@ func leakCheck(t *testing.T, url string) {
 	}{{"events", events, false}, {"reverse", reverse, true}} {
 		lane, err := reconcile.NewLane(reconcile.LaneConfig[string, *stripe.PaymentIntent]{
 			Job: job, Lane: l.name, Feed: l.feed, Matcher: store, Sink: store, Current: gw,
-			Classifier: stripeadapter.PaymentIntentClassifier(), ReportMissing: l.missing,
+			Classifier: classifier, ReportMissing: l.missing,
 			Logger: logger, Observer: obs,
 		})
 		if err != nil {
@@ -356,6 +380,12 @@ func leakCheck(t *testing.T, url string) {
 				}
 			}
 		}
+	}
+	if hostData {
+		if !strings.Contains(strings.Join(stored, "\n"), "E2eLeakSECRET") {
+			t.Fatal("the host's classifier stored no key: the test tests nothing")
+		}
+		texts, stored = nil, nil
 	}
 	noKey("an error, report, status or health", texts...)
 	noKey("the log", logged.String())
