@@ -217,7 +217,14 @@ func leakCheck(t *testing.T, url string, classifier reconcile.Classifier[string,
 	}
 	var logged syncBuffer
 	logger := slog.New(slog.NewJSONHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	gw, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: e2eKey, BaseURL: url, Timeout: 2 * time.Second})
+	gcfg := stripeadapter.GatewayConfig{Key: e2eKey, BaseURL: url, Timeout: 2 * time.Second}
+	gw, err := stripeadapter.NewGateway(gcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A host logs its configuration, or dumps it as JSON.
+	logger.Info("starting", "stripe", gcfg)
+	cfgJSON, err := json.Marshal(gcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +240,7 @@ func leakCheck(t *testing.T, url string, classifier reconcile.Classifier[string,
 	rec := &recordingObserver{}
 	obs := observers{rec, metrics}
 
-	var texts []string // every error and report
+	texts := []string{"config: " + string(cfgJSON)} // and every error and report
 	note := func(what string, v any, err error) {
 		texts = append(texts, fmt.Sprintf("%s: %v %+v %#v | %v %+v %#v", what, v, v, v, err, err, err))
 	}
