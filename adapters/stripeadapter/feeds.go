@@ -291,18 +291,7 @@ func (f *EventsFeed) readAfter(ctx context.Context, wait func(context.Context) e
 }
 
 // validEventID reports whether id has the shape of an event id: "evt_" and letters and digits.
-func validEventID(id string) bool {
-	rest, ok := strings.CutPrefix(id, "evt_")
-	if !ok || rest == "" || len(id) > 255 {
-		return false
-	}
-	for _, c := range rest {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
-			return false
-		}
-	}
-	return true
-}
+func validEventID(id string) bool { return validID("evt_", id) }
 
 // errTooManyEvents: readSince found more events than it reads to find the oldest.
 var errTooManyEvents = fmt.Errorf("more than %d events arrived while the lane had no event to page from", maxUnanchoredPages*listLimit)

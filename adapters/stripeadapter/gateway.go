@@ -264,8 +264,11 @@ func shorten(s string) string {
 
 // ValidPaymentIntentID reports whether id has the shape of a PaymentIntent id: "pi_" and
 // letters and digits. Anything else would be a wasted call, or a request to another path.
-func ValidPaymentIntentID(id string) bool {
-	rest, ok := strings.CutPrefix(id, "pi_")
+func ValidPaymentIntentID(id string) bool { return validID("pi_", id) }
+
+// validID reports whether id is prefix followed by letters and digits, at most 255 bytes.
+func validID(prefix, id string) bool {
+	rest, ok := strings.CutPrefix(id, prefix)
 	if !ok || rest == "" || len(id) > 255 {
 		return false
 	}

@@ -89,24 +89,6 @@ func echoAll(status int, code string, keyAsID bool) http.Handler {
 	})
 }
 
-// recordingObserver records every argument it is given, printed every way.
-type recordingObserver struct {
-	mu   sync.Mutex
-	args []string
-}
-
-func (o *recordingObserver) GatewayCalls(job string, calls int, d time.Duration, class string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.args = append(o.args, fmt.Sprintf("%s %d %v %s", job, calls, d, class))
-}
-
-func (o *recordingObserver) BatchDone(job string, rep reconcile.Report, err error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.args = append(o.args, fmt.Sprintf("%s %v %+v %#v %v %+v %#v", job, rep, rep, rep, err, err, err))
-}
-
 // observers tells each of its observers.
 type observers []reconcile.Observer
 
@@ -237,7 +219,7 @@ func leakCheck(t *testing.T, url string, classifier reconcile.Classifier[string,
 	if err := metrics.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	rec := &recordingObserver{}
+	rec := &argsObserver{}
 	obs := observers{rec, metrics}
 
 	texts := []string{"config: " + string(cfgJSON)} // and every error and report
