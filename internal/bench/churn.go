@@ -130,6 +130,9 @@ type churnResult struct {
 	WorstCycle       int     `json:"worst_cycle"`
 	// Summed over the cycles.
 	UnverifiedRows int `json:"unverified_rows"`
+	// NeverVerified counts the loaded rows, still present at the end, that no cycle
+	// verified: every ask about them was answered Unavailable.
+	NeverVerified  int `json:"never_verified_rows"`
 	SkippedUnasked int `json:"skipped_unasked"`
 	// AskedBeyondEnd counts asks about rows that arrived after their cycle's first read.
 	AskedBeyondEnd int `json:"asked_beyond_end"`
@@ -606,6 +609,11 @@ func runChurn(ctx context.Context, pool *pgxpool.Pool, schema string, opts churn
 		res.CallsPerRow = round(float64(gw.calls)/float64(gw.asks), 4)
 	}
 	res.FinalRows = len(rows.live)
+	for _, id := range rows.live {
+		if id <= int64(opts.Rows) && math.IsNaN(rows.verifiedAt[id]) {
+			res.NeverVerified++
+		}
+	}
 	res.SimulatedHours = round(clock.Now().Sub(churnEpoch).Hours(), 3)
 	if res.ObservationMismatches, err = churnObservations(ctx, db, tables, rows); err != nil {
 		return res, err
