@@ -49,7 +49,9 @@ type Plan struct {
 	// MaxLag is the longest a row goes unchecked: CycleTime without new rows, and
 	// CycleTime·(2 + G/RowsPerHour) with them (the rest of the cycle under way, then the whole
 	// next cycle, which is longer by the rows that arrived). The largest Duration when the
-	// checks do not keep up.
+	// checks do not keep up. It assumes every ask is answered: a row answered Unavailable (or
+	// behind a rate limit) waits for the next cycle, so each such answer adds up to a cycle to
+	// that row's lag. The health lag check measures the real lag; this is the plan's floor.
 	MaxLag time.Duration
 	// MeetsSLO reports that every row is checked within LagSLO: MaxLag ≤ LagSLO.
 	MeetsSLO bool
