@@ -98,8 +98,14 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 		v.Unverify = fmt.Sprintf("%.0f%% (%d of %d rows of the last batch)", 100*st.UnverifiableRatio(), st.LastBatchUnverifiable, st.LastBatchScanned)
 		v.Stale = st.StaleFindings
 		for _, k := range st.OpenFindingKinds() {
-			v.Kinds = append(v.Kinds, kindView{Kind: redactSecrets(k), N: st.OpenFindings[k],
-				URL: listURL(root, filter{Job: js.job, Kind: k, State: StateOpen}, 0)})
+			// The link filters by the kind, unless the kind holds a key: a link is text the
+			// page shows too, so it then lists the job's open findings instead.
+			f := filter{Job: js.job, Kind: k, State: StateOpen}
+			shown := redactSecrets(k)
+			if shown != k {
+				f.Kind = ""
+			}
+			v.Kinds = append(v.Kinds, kindView{Kind: shown, N: st.OpenFindings[k], URL: listURL(root, f, 0)})
 		}
 		data.Jobs = append(data.Jobs, v)
 	}

@@ -15,11 +15,11 @@ import (
 // catalog (format_type), never from configuration; the only configured literal, the time zone,
 // is checked to be a plain zone name first.
 type statements struct {
-	readCursor string
-	advance, wrap                    string
-	observe, findings                string
-	observeTakesJob                  bool
-	lag                              string
+	readCursor        string
+	advance, wrap     string
+	observe, findings string
+	observeTakesJob   bool
+	lag               string
 	// match finds rows by external id for a lane (see Store.Match).
 	match string
 	// filterArgs are the Filter's values, bound after each statement's own parameters: read

@@ -175,7 +175,7 @@ func (h *healthCollector) send(ch chan<- prometheus.Metric, job string, st recon
 	gauge(h.unverifiableRatio, st.UnverifiableRatio())
 	kinds := make(map[string]int, len(st.OpenFindings))
 	for kind, n := range st.OpenFindings {
-		kinds[labelValue(kind)] += n // two invalid kinds may sanitize alike; one series each
+		kinds[labelValue(redactKeys(kind))] += n // two kinds may sanitize alike; one series each
 	}
 	for kind, n := range kinds {
 		gauge(h.openFindings, float64(n), kind)
