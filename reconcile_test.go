@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/reconcilekit/reconcile/internal/leaktest"
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/memstore"
@@ -557,7 +557,7 @@ func TestRunBatchAbortsOnErrAbortBatch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+" on call 10 with concurrency 4 fails the batch, writes nothing and leaks nothing", func(t *testing.T) {
-			defer goleak.VerifyNone(t)
+			defer leaktest.VerifyNone(t)
 			s := newStore(newClock(), n, always("paid"))
 			gw := newFakeGateway(time.Millisecond, func(_ context.Context, call int, _ string) (string, error) {
 				if call == abortCall {
@@ -600,7 +600,7 @@ func TestRunBatchCancelledDuringGatewayCalls(t *testing.T) {
 	for _, tt := range tests {
 		for _, conc := range []int{1, 4} {
 			t.Run(fmt.Sprintf("%s with concurrency %d fails the batch with context.Canceled and commits nothing", tt.name, conc), func(t *testing.T) {
-				defer goleak.VerifyNone(t)
+				defer leaktest.VerifyNone(t)
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				s := newStore(newClock(), n, always("paid"))

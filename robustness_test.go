@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/reconcilekit/reconcile/internal/leaktest"
 	"golang.org/x/time/rate"
 
 	"github.com/reconcilekit/reconcile"
@@ -54,7 +54,7 @@ func TestAPanicInTheGatewayOrClassifierFailsTheBatchNotTheProcess(t *testing.T) 
 	for _, tt := range tests {
 		for _, conc := range []int{1, 4} {
 			t.Run(fmt.Sprintf("%s at concurrency %d", tt.name, conc), func(t *testing.T) {
-				defer goleak.VerifyNone(t)
+				defer leaktest.VerifyNone(t)
 				s := newStore(newClock(), 20, always("paid"))
 				sink := &countingSink{Sink: s}
 				cfg := config(s, newFakeGateway(0, func(_ context.Context, call int, _ string) (string, error) { return tt.gateway(call) }))

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/reconcilekit/reconcile/internal/leaktest"
 
 	"github.com/reconcilekit/reconcile"
 )
@@ -86,7 +86,7 @@ func TestRunTickStopsWhereItShould(t *testing.T) {
 }
 
 func TestARunnerCompletesCyclesOfSeveralJobsAndStopsCleanly(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer leaktest.VerifyNone(t)
 	a, b := newStore(newClock(), 30, always("paid")), newStore(newClock(), 45, always("paid"))
 	gw := newFakeGateway(0, func(context.Context, int, string) (string, error) { return "succeeded", nil })
 	var jobs []reconcile.RunnerJob
@@ -120,7 +120,7 @@ func TestARunnerCompletesCyclesOfSeveralJobsAndStopsCleanly(t *testing.T) {
 }
 
 func TestStopLetsTheCurrentBatchFinish(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer leaktest.VerifyNone(t)
 	s := newStore(newClock(), 5, always("paid"))
 	release := make(chan struct{})
 	asked := make(chan struct{}, 10)
@@ -158,7 +158,7 @@ func TestStopLetsTheCurrentBatchFinish(t *testing.T) {
 }
 
 func TestCancellingTheRunnersContextCancelsTheRunningBatch(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer leaktest.VerifyNone(t)
 	s := newStore(newClock(), 5, always("paid"))
 	asked := make(chan struct{}, 10)
 	gw := newFakeGateway(time.Hour, func(context.Context, int, string) (string, error) {
@@ -211,7 +211,7 @@ func (l *levels) count(lv slog.Level) int {
 }
 
 func TestALostCursorRaceIsNotAnErrorAndFailuresBackOff(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer leaktest.VerifyNone(t)
 	race := &scripted{next: func(context.Context, int) (reconcile.Report, error) {
 		return reconcile.Report{}, reconcile.ErrConcurrentRun
 	}}

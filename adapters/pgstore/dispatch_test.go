@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"go.uber.org/goleak"
+	"github.com/reconcilekit/reconcile/internal/leaktest"
 
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/internal/pgtest"
@@ -54,8 +54,8 @@ func enqueue(t *testing.T, pool *pgxpool.Pool, name string, n, aggregates int, p
 // would look like leaks.
 func verifyNoLeaks(t *testing.T) {
 	t.Helper()
-	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	before := leaktest.IgnoreCurrent()
+	t.Cleanup(func() { leaktest.VerifyNone(t, before) })
 }
 
 // recordEffect is a handler's business write.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"go.uber.org/goleak"
+	"github.com/reconcilekit/reconcile/internal/leaktest"
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
@@ -697,7 +697,7 @@ func TestLeasesRunnersAndTicksLeaveNoGoroutineBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	insertPayments(t, pool, seq(1, 50)...)
-	ignore := goleak.IgnoreCurrent()
+	ignore := leaktest.IgnoreCurrent()
 	// A pool of the test's own, closed before the check.
 	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
 	if err != nil {
@@ -737,7 +737,7 @@ func TestLeasesRunnersAndTicksLeaveNoGoroutineBehind(t *testing.T) {
 	cancel()
 	<-lctx.Done()
 	own.Close()
-	goleak.VerifyNone(t, ignore)
+	leaktest.VerifyNone(t, ignore)
 }
 
 func TestMinCycleIntervalKeepsEveryShardUnleasedUntilItHasPassed(t *testing.T) {

@@ -125,6 +125,7 @@ import (
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
+	"github.com/reconcilekit/reconcile/examples/internal/pgcontainer"
 	"github.com/reconcilekit/reconcile/internal/pgenv"
 )
 
@@ -269,7 +270,7 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 // default URL, on a machine with Docker, a PostgreSQL container is started for the run; stop
 // removes it.
 func connect(ctx context.Context, out io.Writer, opts options, schema string) (pool *pgxpool.Pool, stop func(), err error) {
-	pool, stop, err = pgenv.ConnectOrStart(ctx, opts.DatabaseURL, cmp.Or(opts.DatabaseSource, "options.DatabaseURL"), out)
+	pool, stop, err = pgcontainer.ConnectOrStart(ctx, opts.DatabaseURL, cmp.Or(opts.DatabaseSource, "options.DatabaseURL"), out)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, err

@@ -1,5 +1,7 @@
-// Package pgenv finds and connects to the PostgreSQL database that the module's commands
-// (examples/payments, internal/bench) and its test harness (internal/pgtest) use.
+// Package pgenv finds and connects to the PostgreSQL database that the commands
+// (examples/payments, internal/bench) and the test harness (internal/pgtest) use. It needs pgx
+// only; the examples' container fallback is examples/internal/pgcontainer, in the examples
+// module.
 //
 // # Usage
 //

@@ -5,10 +5,10 @@
 //
 // URL finds the database: it uses $TEST_DATABASE_URL, else $DATABASE_URL, else
 // pgenv.DefaultURL. The first call in a test binary pings that database (once per process). If
-// it does not answer and Docker is usable, one postgres:16-alpine container is started with
-// testcontainers and used for the rest of the process; testcontainers' reaper removes it after
-// the test binary exits. If neither works, the test fails with a message that says how to
-// provide a database.
+// it does not answer, the test fails with a message that says how to provide a database (the
+// local server, or a postgres:16-alpine container started with one docker command). pgtest
+// starts no container itself, so that no container library is a requirement of the root
+// module.
 //
 // # One schema per test
 //

@@ -119,8 +119,11 @@ func schemaName() (string, error) {
 	return "t_" + hex.EncodeToString(b[:]), nil
 }
 
-// resolve pings the configured database and, if it does not answer, starts
-// a container. It runs once per process.
+// resolve pings the configured database. It runs once per process.
+//
+// It starts no container itself: testcontainers would be a requirement of the root module,
+// and so of every service that imports the library (see DESIGN.md, "What a host pays for
+// importing it"). The message says how to start one.
 func resolve(tb testing.TB) (string, error) {
 	tb.Helper()
 	dbURL, source := pgenv.URL("TEST_DATABASE_URL", "DATABASE_URL")
@@ -128,30 +131,17 @@ func resolve(tb testing.TB) (string, error) {
 	if pingErr == nil {
 		return dbURL, nil
 	}
-
-	dockerErr := pgenv.DockerUsable()
-	if dockerErr == nil {
-		tb.Logf("pgtest: database %s (%s) did not answer: %v", pgenv.Redact(dbURL), source, pingErr)
-		tb.Logf("pgtest: starting a %s container with testcontainers", pgenv.ContainerImage)
-		ctrURL, _, err := pgenv.StartContainer(context.Background())
-		if err == nil {
-			tb.Logf("pgtest: using PostgreSQL container at %s", pgenv.Redact(ctrURL))
-			return ctrURL, nil
-		}
-		dockerErr = fmt.Errorf("docker is usable but starting a %s container failed: %w", pgenv.ContainerImage, err)
-	}
-
 	return "", fmt.Errorf(`pgtest: no PostgreSQL database available for tests.
   database %s (%s) did not answer: %v
-  and no container could be started: %v
 Provide a database in one of these ways:
   - set TEST_DATABASE_URL to a reachable database, e.g.
       export TEST_DATABASE_URL='%s'
   - or start the local server (then create the database if needed):
       pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start
       psql -h 127.0.0.1 -U postgres -c 'CREATE DATABASE test'
-  - or install Docker (so that 'docker info' works) and pgtest will start a %s container itself`,
-		pgenv.Redact(dbURL), source, pingErr, dockerErr, pgenv.DefaultURL, pgenv.ContainerImage)
+  - or, with Docker, run one at the default URL:
+      docker run -d --rm -p 5432:5432 -e POSTGRES_HOST_AUTH_METHOD=trust -e POSTGRES_DB=test postgres:16-alpine`,
+		pgenv.Redact(dbURL), source, pingErr, pgenv.DefaultURL)
 }
 
 // ping connects to dbURL and pings it within pingTimeout.

@@ -1,4 +1,8 @@
-package pgenv
+// Package pgcontainer is the examples' fallback when no PostgreSQL answers: a container started
+// with testcontainers. It lives in the examples module, not beside internal/pgenv, so that
+// testcontainers (and Docker's client, OpenTelemetry and the rest it brings) never reaches the
+// go.sum of a service that imports the library.
+package pgcontainer
 
 import (
 	"context"
@@ -12,12 +16,15 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/testcontainers/testcontainers-go/modules/postgres"
+
+	"github.com/reconcilekit/reconcile/internal/pgenv"
 )
 
 // ContainerImage is the PostgreSQL image StartContainer runs.
 const ContainerImage = "postgres:16-alpine"
 
 const (
+	pingTimeout      = 5 * time.Second
 	dockerTimeout    = 5 * time.Second
 	containerTimeout = 3 * time.Minute
 )
@@ -79,22 +86,22 @@ func StartContainer(ctx context.Context) (dbURL string, terminate func(context.C
 	return dbURL, terminate, nil
 }
 
-// ConnectOrStart is Connect, and when nothing was configured (source is DefaultSource, as URL
-// says) and no server answers at the default URL at all (the connection is refused or does not
-// get through; a server that refuses the login is an error, not a reason to start another), on
-// a machine with Docker, it starts a PostgreSQL container instead and says so on w. stop
-// removes the container (a no-op when none was started).
+// ConnectOrStart is pgenv.Connect, and when nothing was configured (source is
+// pgenv.DefaultSource, as pgenv.URL says) and no server answers at the default URL at all (the
+// connection is refused or does not get through; a server that refuses the login is an error,
+// not a reason to start another), on a machine with Docker, it starts a PostgreSQL container
+// instead and says so on w. stop removes the container (a no-op when none was started).
 func ConnectOrStart(ctx context.Context, dbURL, source string, w interface{ Write([]byte) (int, error) }) (pool *pgxpool.Pool, stop func(), err error) {
 	stop = func() {}
-	pool, err = Connect(ctx, dbURL, source)
+	pool, err = pgenv.Connect(ctx, dbURL, source)
 	var dial *net.OpError
-	if err == nil || ctx.Err() != nil || source != DefaultSource || !errors.As(err, &dial) {
+	if err == nil || ctx.Err() != nil || source != pgenv.DefaultSource || !errors.As(err, &dial) {
 		return pool, stop, err
 	}
 	if derr := DockerUsable(); derr != nil {
 		return nil, stop, fmt.Errorf("%w\n  - or install Docker: with no database configured and none at the default URL, a container is started (here: %v)", err, derr)
 	}
-	fmt.Fprintf(w, "No PostgreSQL at %s and no DATABASE_URL set: starting a %s container with testcontainers.\n", DefaultURL, ContainerImage)
+	fmt.Fprintf(w, "No PostgreSQL at %s and no DATABASE_URL set: starting a %s container with testcontainers.\n", pgenv.DefaultURL, ContainerImage)
 	ctrURL, terminate, serr := StartContainer(ctx)
 	if serr != nil {
 		return nil, stop, fmt.Errorf("%w\n  and starting a %s container failed: %v", err, ContainerImage, serr)
@@ -104,10 +111,10 @@ func ConnectOrStart(ctx context.Context, dbURL, source string, w interface{ Writ
 			fmt.Fprintf(w, "removing the PostgreSQL container: %v\n", err)
 		}
 	}
-	if pool, err = Connect(ctx, ctrURL, "the container"); err != nil {
+	if pool, err = pgenv.Connect(ctx, ctrURL, "the container"); err != nil {
 		stop()
 		return nil, func() {}, err
 	}
-	fmt.Fprintf(w, "Using the PostgreSQL container at %s; it is removed when the run ends.\n", Redact(ctrURL))
+	fmt.Fprintf(w, "Using the PostgreSQL container at %s; it is removed when the run ends.\n", pgenv.Redact(ctrURL))
 	return pool, stop, nil
 }

@@ -1,4 +1,4 @@
-package pgenv_test
+package pgcontainer_test
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/reconcilekit/reconcile/examples/internal/pgcontainer"
 	"github.com/reconcilekit/reconcile/internal/pgenv"
 )
 
@@ -13,7 +14,7 @@ import (
 // database someone asked for by name.
 func TestConnectOrStartDoesNotReplaceAConfiguredDatabase(t *testing.T) {
 	var out bytes.Buffer
-	pool, stop, err := pgenv.ConnectOrStart(context.Background(), "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=2", "$DATABASE_URL", &out)
+	pool, stop, err := pgcontainer.ConnectOrStart(context.Background(), "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=2", "$DATABASE_URL", &out)
 	defer stop()
 	if err == nil {
 		pool.Close()
@@ -27,7 +28,7 @@ func TestConnectOrStartDoesNotReplaceAConfiguredDatabase(t *testing.T) {
 // The default database answers on this project's machines: ConnectOrStart uses it as is.
 func TestConnectOrStartUsesTheDefaultServer(t *testing.T) {
 	var out bytes.Buffer
-	pool, stop, err := pgenv.ConnectOrStart(context.Background(), pgenv.DefaultURL, pgenv.DefaultSource, &out)
+	pool, stop, err := pgcontainer.ConnectOrStart(context.Background(), pgenv.DefaultURL, pgenv.DefaultSource, &out)
 	if err != nil {
 		t.Fatalf("the default server does not answer (start it: pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start): %v", err)
 	}
@@ -42,7 +43,7 @@ func TestConnectOrStartUsesTheDefaultServer(t *testing.T) {
 func TestConnectOrStartReportsARefusingServer(t *testing.T) {
 	var out bytes.Buffer
 	url := "postgres://no_such_role_here@127.0.0.1:5432/test?sslmode=disable&connect_timeout=5"
-	pool, stop, err := pgenv.ConnectOrStart(context.Background(), url, pgenv.DefaultSource, &out)
+	pool, stop, err := pgcontainer.ConnectOrStart(context.Background(), url, pgenv.DefaultSource, &out)
 	defer stop()
 	if err == nil {
 		pool.Close()

@@ -1,4 +1,4 @@
-package stripeadapter_test
+package e2e_test
 
 // The integrated key-leak test: a server echoing the secret key everywhere it can, a real sweep
 // on pgstore with both lanes, and every place a key could land afterwards: errors, the log, an

@@ -1,4 +1,4 @@
-package console_test
+package browsertest_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -16,24 +17,74 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// chromiumPath is Debian's chromium package's binary.
-const chromiumPath = "/usr/bin/chromium"
+// browserLocations are the names and paths chromedp tries for goos, in its order (chromedp's
+// execLocations in allocate.go, v0.23.0). chromedp's own lookup is not used as is because,
+// finding nothing, it falls back to "google-chrome" and the test would fail with a bare
+// "executable file not found" rather than saying how to install a browser.
+func browserLocations(goos string) []string {
+	switch goos {
+	case "darwin":
+		return []string{
+			"/Applications/Chromium.app/Contents/MacOS/Chromium",
+			"/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
+		}
+	case "windows":
+		return []string{
+			"chrome",
+			"chrome.exe", // in case PATHEXT is misconfigured
+			`C:\Program Files (x86)\Google\Chrome\Application\chrome.exe`,
+			`C:\Program Files\Google\Chrome\Application\chrome.exe`,
+			filepath.Join(os.Getenv("USERPROFILE"), `AppData\Local\Google\Chrome\Application\chrome.exe`),
+			filepath.Join(os.Getenv("USERPROFILE"), `AppData\Local\Chromium\Application\chrome.exe`),
+			"msedge",
+			"msedge.exe",
+			`C:\Program Files (x86)\Microsoft\Edge\Application\msedge.exe`,
+			`C:\Program Files\Microsoft\Edge\Application\msedge.exe`,
+		}
+	default:
+		return []string{
+			"headless_shell",
+			"headless-shell",
+			"chromium",
+			"chromium-browser",
+			"google-chrome",
+			"google-chrome-stable",
+			"google-chrome-beta",
+			"google-chrome-unstable",
+			"/usr/bin/google-chrome",
+			"/usr/local/bin/chrome",
+			"/snap/bin/chromium",
+			"chrome",
+		}
+	}
+}
+
+// findBrowser returns the first of browserLocations that exec.LookPath finds, or fails the
+// test (it is not skipped) saying how to install one.
+func findBrowser(t *testing.T) string {
+	t.Helper()
+	locations := browserLocations(runtime.GOOS)
+	for _, loc := range locations {
+		if p, err := exec.LookPath(loc); err == nil {
+			return p
+		}
+	}
+	t.Fatalf("the browser test needs Chromium or Google Chrome, and none was found (looked for: %s).\n"+
+		"Install one, for example:\n"+
+		"  Debian/Ubuntu (as root): apt-get install -y chromium\n"+
+		"  Fedora: dnf install chromium\n"+
+		"  macOS: brew install --cask chromium (or Google Chrome in /Applications)\n"+
+		"(.ci/run installs Debian's chromium when it is missing.)", strings.Join(locations, ", "))
+	return ""
+}
 
 // TestAReviewerResolvesAFindingInABrowser drives the console in headless Chromium, served
 // under a prefix on 127.0.0.1 over real PostgreSQL: open the list, filter it, open a finding,
 // resolve it with a note, and see it gone from the open list and in the audit history.
 // Screenshots of each step go to $CONSOLE_ARTIFACTS (default: a temporary directory).
 func TestAReviewerResolvesAFindingInABrowser(t *testing.T) {
-	browser := chromiumPath
-	if _, err := os.Stat(browser); err != nil {
-		p, lookErr := exec.LookPath("chromium")
-		if lookErr != nil {
-			t.Fatalf("the browser test needs Chromium, which is not installed (%v).\n"+
-				"Install Debian's package (as root): apt-get install -y chromium\n"+
-				"(.ci/run installs it when it is missing.)", err)
-		}
-		browser = p
-	}
+	browser := findBrowser(t)
+	t.Logf("browser: %s", browser)
 	artifacts := os.Getenv("CONSOLE_ARTIFACTS")
 	if artifacts == "" {
 		artifacts = t.TempDir()
@@ -43,7 +94,7 @@ func TestAReviewerResolvesAFindingInABrowser(t *testing.T) {
 	}
 	t.Logf("screenshots are written to %s", artifacts)
 
-	w := newWorld(t, false, nil)
+	w := newWorld(t)
 	mux := http.NewServeMux()
 	mux.Handle("/review/", http.StripPrefix("/review", w.console))
 	srv := httptest.NewServer(mux) // on 127.0.0.1
