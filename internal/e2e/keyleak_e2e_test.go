@@ -89,6 +89,24 @@ func echoAll(status int, code string, keyAsID bool) http.Handler {
 	})
 }
 
+// argsObserver records every argument it is given, printed every way.
+type argsObserver struct {
+	mu   sync.Mutex
+	args []string
+}
+
+func (o *argsObserver) GatewayCalls(job string, calls int, d time.Duration, class string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.args = append(o.args, fmt.Sprintf("%s %d %v %s", job, calls, d, class))
+}
+
+func (o *argsObserver) BatchDone(job string, rep reconcile.Report, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.args = append(o.args, fmt.Sprintf("%s %v %+v %#v %v %+v %#v", job, rep, rep, rep, err, err, err))
+}
+
 // observers tells each of its observers.
 type observers []reconcile.Observer
 
