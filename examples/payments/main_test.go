@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"maps"
 	"net/url"
 	"regexp"
@@ -11,39 +10,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 	"github.com/reconcilekit/reconcile/internal/pgtest"
 )
 
-// The tests of run use the default schema reconcile_demo, so they do not run in parallel; the
-// tests built on a fixture (fixture_test.go) have schemas of their own and do.
-
-// databaseURL returns the test database and drops the example's schema when the test ends.
-func databaseURL(t *testing.T) string {
+// testOptions are options for a test of run: the test database and a schema of the test's own,
+// dropped when it ends, so that tests run side by side and beside the example run by hand.
+func testOptions(t *testing.T) options {
 	t.Helper()
-	dbURL := pgtest.URL(t)
-	t.Cleanup(func() {
-		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, dbURL)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", defaultSchema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS reconcile_demo CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", defaultSchema, err)
-		}
-	})
-	return dbURL
+	return options{DatabaseURL: pgtest.URL(t), Schema: pgtest.Schema(t)}
 }
 
 func TestRunFindsExactlyThePlantedDrift(t *testing.T) {
 	var out bytes.Buffer
-	err := run(t.Context(), &out, options{DatabaseURL: databaseURL(t), Rows: 500, BatchSize: 200, Seed: 1})
+	opts := testOptions(t)
+	opts.Rows, opts.BatchSize, opts.Seed = 500, 200, 1
+	err := run(t.Context(), &out, opts)
 	if err != nil {
 		t.Fatalf("run: %v\noutput:\n%s", err, out.String())
 	}
@@ -175,7 +159,9 @@ func calls(t *testing.T, out, kind string) int {
 
 func TestRunWithPacedCallsFindsTheSameDrift(t *testing.T) {
 	var out bytes.Buffer
-	err := run(t.Context(), &out, options{DatabaseURL: databaseURL(t), Rows: 100, BatchSize: 50, RPS: 2000, Seed: 2})
+	opts := testOptions(t)
+	opts.Rows, opts.BatchSize, opts.RPS, opts.Seed = 100, 50, 2000, 2
+	err := run(t.Context(), &out, opts)
 	if err != nil {
 		t.Fatalf("run: %v\noutput:\n%s", err, out.String())
 	}

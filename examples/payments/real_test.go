@@ -39,8 +39,9 @@ const wireKey = "sk_test_wireTest0123456789abcdef"
 
 func TestRealModeAgainstStripeMockSendsOnlyRequestsStripeAccepts(t *testing.T) {
 	var out bytes.Buffer
-	opts := options{DatabaseURL: databaseURL(t), Rows: realRows, BatchSize: 200, RPS: 1000, Seed: 1,
-		StripeKey: wireKey, stripeMock: stripemock.URL(t)}
+	opts := testOptions(t)
+	opts.Rows, opts.BatchSize, opts.RPS, opts.Seed = realRows, 200, 1000, 1
+	opts.StripeKey, opts.stripeMock = wireKey, stripemock.URL(t)
 	// Any request stripe-mock refused would fail the planting or a lane's step, and so the run.
 	if err := run(t.Context(), &out, opts); err != nil {
 		t.Fatalf("run: %v\noutput:\n%s", err, out.String())

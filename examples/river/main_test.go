@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/reconcilekit/reconcile/internal/pgtest"
 )
 
@@ -20,20 +18,9 @@ func TestMain(m *testing.M) {
 }
 
 func TestRunSpreadsShardTicksOverWorkerProcessesAndFindsThePlantedDrift(t *testing.T) {
-	dbURL := pgtest.URL(t)
-	const schema = "reconcile_river_test"
-	t.Cleanup(func() {
-		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, dbURL)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
+	// A schema of the test's own, dropped when it ends: tests run side by side, and beside the
+	// example run by hand.
+	dbURL, schema := pgtest.URL(t), pgtest.Schema(t)
 	var out bytes.Buffer
 	err := run(t.Context(), &out, options{DatabaseURL: dbURL, Schema: schema, Rows: 4000, Workers: 2, Slots: 2, Shards: 4,
 		Cycles: 2, Rate: 200, Latency: 5 * time.Millisecond, Interval: time.Second, Timeout: 3 * time.Minute})

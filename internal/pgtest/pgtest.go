@@ -98,6 +98,30 @@ func PoolSchema(tb testing.TB) (*pgxpool.Pool, string) {
 	return pool, schema
 }
 
+// Schema returns a new unique schema name ("t_" followed by 16 hex digits) for code under test
+// that creates its schema itself, such as an example's run, and drops that schema with
+// everything in it when the test finishes. Tests that each take one can run side by side, and
+// beside the examples run by hand.
+func Schema(tb testing.TB) string {
+	tb.Helper()
+	cfg, err := pgx.ParseConfig(URL(tb))
+	if err != nil {
+		tb.Fatalf("pgtest: parse database URL: %v", err)
+	}
+	schema, err := schemaName()
+	if err != nil {
+		tb.Fatalf("%v", err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		defer cancel()
+		if err := execOnce(ctx, cfg, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+			tb.Errorf("pgtest: drop schema %s: %v", schema, err)
+		}
+	})
+	return schema
+}
+
 // execOnce runs sql on a new connection made from a copy of cfg (its own
 // search_path is harmless: sql names the schema explicitly).
 func execOnce(ctx context.Context, cfg *pgx.ConnConfig, sql string) error {
