@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/reconcilekit/reconcile/internal/pgenv"
@@ -82,7 +84,7 @@ func PoolSchema(tb testing.TB) (*pgxpool.Pool, string) {
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 		defer cancel()
-		if err := execOnce(ctx, cfg.ConnConfig, "DROP SCHEMA IF EXISTS "+ident+" CASCADE"); err != nil {
+		if err := dropSchema(ctx, cfg.ConnConfig, schema); err != nil {
 			tb.Errorf("pgtest: drop schema %s: %v", schema, err)
 		}
 	})
@@ -115,11 +117,30 @@ func Schema(tb testing.TB) string {
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 		defer cancel()
-		if err := execOnce(ctx, cfg, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+		if err := dropSchema(ctx, cfg, schema); err != nil {
 			tb.Errorf("pgtest: drop schema %s: %v", schema, err)
 		}
 	})
 	return schema
+}
+
+// dropSchema drops schema with everything in it. A deadlock is retried: a test's last
+// statements (a killed worker process's backend still ending, a pool closing) may hold locks on
+// the schema's objects for a moment, and DROP ... CASCADE takes them in its own order.
+func dropSchema(ctx context.Context, cfg *pgx.ConnConfig, schema string) error {
+	sql := "DROP SCHEMA IF EXISTS " + pgx.Identifier{schema}.Sanitize() + " CASCADE"
+	for wait := 50 * time.Millisecond; ; wait *= 2 {
+		err := execOnce(ctx, cfg, sql)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "40P01" || wait > 3*time.Second {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
 }
 
 // execOnce runs sql on a new connection made from a copy of cfg (its own
