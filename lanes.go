@@ -225,7 +225,7 @@ func (l *Lane[L, E]) step(ctx context.Context) (Report, error) {
 	rep := Report{Job: cfg.Job, Lane: cfg.Lane, Verdicts: make(map[Verdict]int, len(Verdicts))}
 	cur, err := cfg.Sink.ReadLane(ctx, cfg.Job, cfg.Lane)
 	if err != nil {
-		return rep, fmt.Errorf("read position: %w", err)
+		return rep, err
 	}
 	p := l.p.newPacer()
 	callStart := time.Now()
@@ -246,7 +246,7 @@ func (l *Lane[L, E]) step(ctx context.Context) (Report, error) {
 		rep.Deferred = true
 		return rep, nil
 	case err != nil:
-		return rep, fmt.Errorf("feed: %w", err)
+		return rep, err
 	}
 
 	c := LaneCommit{Job: cfg.Job, Lane: cfg.Lane, Cursor: cur, Next: page.Next, End: page.End, Gap: page.Gap}
@@ -268,7 +268,7 @@ func (l *Lane[L, E]) step(ctx context.Context) (Report, error) {
 	}
 	res, err := cfg.Sink.CommitLane(ctx, c)
 	if err != nil {
-		return rep, fmt.Errorf("commit: %w", err)
+		return rep, err
 	}
 	rep.NewFindings, rep.NewCommands = res.Findings, res.Commands
 	return rep, nil
@@ -302,7 +302,7 @@ func (l *Lane[L, E]) current(ctx context.Context, objs []FeedObject[E], byID map
 	// The same rows without the Since rule: only those not changed within the grace qualify.
 	again, err := cfg.Matcher.Match(ctx, MatchRequest{Job: cfg.Job, ExternalIDs: ids, Grace: cfg.Grace})
 	if err != nil {
-		return nil, fmt.Errorf("match: %w", err)
+		return nil, err
 	}
 	out := make(map[string]E)
 	fetched := make(map[string]*E)
@@ -351,7 +351,7 @@ func isNilPointer(v any) bool {
 func (l *Lane[L, E]) next(ctx context.Context, pos string, wait func(context.Context) error) (page FeedPage[E], err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = fmt.Errorf("panic: %v", v)
+			err = fmt.Errorf("feed: panic: %v", v)
 		}
 	}()
 	return l.cfg.Feed.Next(ctx, pos, wait)
@@ -385,7 +385,7 @@ func (l *Lane[L, E]) judge(ctx context.Context, objs []FeedObject[E], p *pacer) 
 	}
 	res, err := cfg.Matcher.Match(ctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("match: %w", err)
+		return nil, err
 	}
 	current, err := l.current(ctx, objs, byID, res.Rows, p)
 	if err != nil {

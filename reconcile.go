@@ -290,7 +290,7 @@ func (r *Reconciler[L, E]) runBatch(ctx context.Context) (Report, error) {
 	rep := Report{Job: cfg.Job, Verdicts: make(map[Verdict]int, len(Verdicts))}
 	batch, err := cfg.Source.Read(ctx, ReadRequest{Job: cfg.Job, Limit: cfg.BatchSize, Grace: cfg.Grace})
 	if err != nil {
-		return rep, fmt.Errorf("read: %w", err)
+		return rep, err
 	}
 	if len(batch.Records) > cfg.BatchSize {
 		return rep, fmt.Errorf("source returned %d rows for a limit of %d", len(batch.Records), cfg.BatchSize)
@@ -325,7 +325,7 @@ func (r *Reconciler[L, E]) runBatch(ctx context.Context) (Report, error) {
 	rep.Scanned = len(commit.Outcomes)
 	res, err := cfg.Sink.Commit(ctx, commit)
 	if err != nil {
-		return rep, fmt.Errorf("commit: %w", err)
+		return rep, err
 	}
 	rep.NewFindings, rep.NewCommands = res.Findings, res.Commands
 	return rep, nil

@@ -181,14 +181,14 @@ func (s *Store[K, L]) Read(ctx context.Context, req reconcile.ReadRequest) (reco
 	}
 	start, stop := 0, 0
 	if b.Cursor.Position != "" {
-		i, err := s.after(req.Job, b.Cursor.Position)
+		i, err := s.after(b.Cursor.Position)
 		if err != nil {
 			return reconcile.Batch[L]{}, err
 		}
 		start = i
 	}
 	if b.Cursor.End != "" {
-		i, err := s.after(req.Job, b.Cursor.End)
+		i, err := s.after(b.Cursor.End)
 		if err != nil {
 			return reconcile.Batch[L]{}, err
 		}
@@ -210,10 +210,10 @@ func (s *Store[K, L]) Read(ctx context.Context, req reconcile.ReadRequest) (reco
 }
 
 // after returns the index of the first key after the encoded key pos.
-func (s *Store[K, L]) after(job, pos string) (int, error) {
+func (s *Store[K, L]) after(pos string) (int, error) {
 	var k K
 	if err := json.Unmarshal([]byte(pos), &k); err != nil {
-		return 0, fmt.Errorf("memstore: job %s: bad cursor %q: %w", job, pos, err)
+		return 0, fmt.Errorf("memstore: read cursor %q: %w", pos, err)
 	}
 	i, found := slices.BinarySearch(s.keys, k)
 	if found {

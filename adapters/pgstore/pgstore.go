@@ -365,19 +365,19 @@ func (s *Store) Read(ctx context.Context, req reconcile.ReadRequest) (reconcile.
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 	case err != nil:
-		return b, fmt.Errorf("pgstore: job %s: read cursor: %w", req.Job, err)
+		return b, fmt.Errorf("pgstore: read cursor: %w", err)
 	}
 	for _, p := range []string{b.Cursor.Position, b.Cursor.End} {
 		if p == "" {
 			continue
 		}
 		if err := s.checkPosition(p); err != nil {
-			return b, fmt.Errorf("pgstore: job %s: stored cursor: %w", req.Job, err)
+			return b, fmt.Errorf("pgstore: read cursor: %w", err)
 		}
 	}
 	b.Records, err = s.readRange(ctx, st, req, &b.Cursor, "", "")
 	if err != nil {
-		return b, fmt.Errorf("pgstore: job %s: %w", req.Job, err)
+		return b, fmt.Errorf("pgstore: %w", err)
 	}
 	return b, nil
 }
@@ -459,7 +459,7 @@ func (s *Store) Commit(ctx context.Context, c reconcile.Commit) (reconcile.Commi
 	}
 	if !c.Wrap {
 		if err := s.checkPosition(c.Next); err != nil {
-			return res, fmt.Errorf("pgstore: job %s: %w", c.Job, err)
+			return res, fmt.Errorf("pgstore: commit: %w", err)
 		}
 	}
 	batch := &pgx.Batch{}
@@ -474,7 +474,7 @@ func (s *Store) Commit(ctx context.Context, c reconcile.Commit) (reconcile.Commi
 		batch.Queue(st.forgetDeleted, c.Job, reconcile.ResolvedByReconciler, forgetNote)
 	}
 
-	if err := s.sendFenced(ctx, batch, "job "+c.Job); err != nil {
+	if err := s.sendFenced(ctx, batch, "commit"); err != nil {
 		return reconcile.CommitResult{}, err
 	}
 	return res, nil
