@@ -429,8 +429,10 @@ func (l *Lane[L, E]) judge(ctx context.Context, objs []FeedObject[E], p *pacer) 
 			if !obj.CreatedAt.IsZero() {
 				detail += "; created " + obj.CreatedAt.UTC().Format(time.RFC3339)
 			}
+			// The finding names an external object, not a row. A person who resolved it decided
+			// about an object that still exists: later passes that see it again do not reopen it.
 			out = append(out, Outcome{RecordID: obj.ExternalID, ExternalID: obj.ExternalID,
-				External: l.p.externalState(obj.Object),
+				External: l.p.externalState(obj.Object), NotARow: true, Once: true,
 				Decision: Decision{Verdict: NeedsReview, Kind: KindMissingLocally, Detail: detail}})
 		}
 	}

@@ -73,6 +73,13 @@ type Outcome struct {
 	// Verified reports that the external system answered for this row: only then does the
 	// row's last-verified time advance.
 	Verified bool
+	// NotARow reports that RecordID names no local row but an external object (a
+	// KindMissingLocally finding): the Sink records the finding without checking that a row
+	// with that id still exists, as it does for the others.
+	NotARow bool
+	// Once asks the Sink to open the finding only if (job, record, kind) never had one: a
+	// resolved one is not reopened. It is set on KindMissingLocally outcomes (see Lane).
+	Once bool
 }
 
 // CommitResult says what a commit added.

@@ -503,7 +503,7 @@ func (s *Store) queueResults(batch *pgx.Batch, st *statements, job string, outco
 			obsIDs, obsStates = append(obsIDs, o.RecordID), append(obsStates, o.External)
 		}
 		if d := o.Decision; d.Kind != "" && (d.Verdict == reconcile.Repairable || d.Verdict == reconcile.NeedsReview) {
-			f.add(o)
+			f.add(job, o)
 		}
 	}
 	switch {
@@ -515,16 +515,29 @@ func (s *Store) queueResults(batch *pgx.Batch, st *statements, job string, outco
 		batch.Queue(st.observe, obsIDs, obsStates)
 	}
 	if len(f.ids) > 0 {
-		batch.Queue(st.findings, job, s.cfg.AggregateType, f.ids, f.kinds, f.locals, f.externals, f.details, f.commands).
+		batch.Queue(st.findings, job, s.cfg.AggregateType, f.ids, f.kinds, f.locals, f.externals, f.details, f.commands,
+			f.once, f.notARow, f.payloads).
 			QueryRow(func(row pgx.Row) error { return row.Scan(&res.Findings, &res.Commands) })
 	}
 }
 
 type findingCols struct {
 	ids, kinds, locals, externals, details, commands []string
+	once, notARow                                    []bool
+	// payloads are the repair commands as JSON without their finding id; nil where none.
+	payloads []*string
 }
 
-func (f *findingCols) add(o reconcile.Outcome) {
+func (f *findingCols) add(job string, o reconcile.Outcome) {
+	var payload *string
+	if cmd := o.RepairCommand(job); cmd != nil {
+		b, _ := json.Marshal(cmd) // strings and an integer: it cannot fail
+		p := string(b)
+		payload = &p
+	}
+	f.payloads = append(f.payloads, payload)
+	f.once = append(f.once, o.Once)
+	f.notARow = append(f.notARow, o.NotARow)
 	f.ids = append(f.ids, o.RecordID)
 	f.kinds = append(f.kinds, o.Decision.Kind)
 	f.locals = append(f.locals, o.Local)
