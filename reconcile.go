@@ -16,6 +16,9 @@ import (
 // observations, findings, repair commands and the cursor advance, compare-and-set on
 // Commit.Cursor (ErrConcurrentRun if it moved). Redoing a batch after a crash must be harmless:
 // a finding already open for (job, record, kind) is not recorded again and queues no command.
+// The repair command a new finding queues is Outcome.RepairCommand with the finding's id. A
+// Sink knows no finding kind: what an outcome asks beyond that it says itself (Outcome.Once,
+// Outcome.NotARow).
 type Sink interface {
 	Commit(ctx context.Context, c Commit) (CommitResult, error)
 }
