@@ -318,12 +318,10 @@ func (l *Lane[L, E]) current(ctx context.Context, objs []FeedObject[E], byID map
 				}
 				break // out of budget: the rest stay InFlight
 			}
-			callStart := time.Now()
-			v, err := cfg.Current.Fetch(ctx, rec.ExternalID)
-			l.p.observeCalls(l.name, 1, time.Since(callStart), err)
+			v, err := l.p.fetch(ctx, l.name, p, cfg.Current, rec.ExternalID)
 			switch {
 			case errors.Is(err, ErrRateLimited):
-				p.limited(err)
+				// Not asked: the row stays InFlight, for the sweep.
 			case ctx.Err() != nil:
 				return nil, context.Cause(ctx)
 			case errors.Is(err, ErrAbortBatch):

@@ -66,6 +66,19 @@ func (p *pipeline[L, E]) judgePair(o *Outcome, local L, ext E, current bool) err
 	return nil
 }
 
+// fetch makes one call of gw about id, after the pacer's wait: timed for the Observer, and a
+// rate-limit answer handled by the pacer (see limited) before it is returned, for the caller to
+// leave the row unasked.
+func (p *pipeline[L, E]) fetch(ctx context.Context, name stepName, pc *pacer, gw Gateway[E], id string) (E, error) {
+	start := time.Now()
+	ext, err := gw.Fetch(ctx, id)
+	p.observeCalls(name, 1, time.Since(start), err)
+	if errors.Is(err, ErrRateLimited) {
+		pc.limited(err)
+	}
+	return ext, err
+}
+
 // observeCalls tells the Observer of n calls that took d and ended with err.
 func (p *pipeline[L, E]) observeCalls(name stepName, n int, d time.Duration, err error) {
 	if p.observer != nil && n > 0 {

@@ -423,12 +423,9 @@ func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L]) (judgeme
 			o.Decision, unasked[i] = Decision{Verdict: Unverifiable}, true
 			return true
 		}
-		callStart := time.Now()
-		ext, err := cfg.Gateway.Fetch(ctx, o.ExternalID)
-		r.p.observeCalls(r.name, 1, time.Since(callStart), err)
+		ext, err := r.p.fetch(ctx, r.name, p, cfg.Gateway, o.ExternalID)
 		if errors.Is(err, ErrRateLimited) {
 			// The row was not answered: it is asked again first thing next batch.
-			p.limited(err)
 			o.Decision, unasked[i] = Decision{Verdict: Unverifiable}, true
 			r.p.logger.LogAttrs(ctx, slog.LevelWarn, "reconcile gateway rate limited; the batch stops before this row",
 				slog.String("job", cfg.Job), slog.String("record", o.RecordID), slog.String("error", err.Error()))
