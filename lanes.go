@@ -172,7 +172,8 @@ type LaneConfig[L, E any] struct {
 // fail with ErrConcurrentRun.
 type Lane[L, E any] struct {
 	cfg  LaneConfig[L, E]
-	name string // Job/Lane, for logs and the Observer
+	p    pipeline[L, E]
+	name stepName
 }
 
 // NewLane checks cfg and returns a Lane.
@@ -190,8 +191,6 @@ func NewLane[L, E any](cfg LaneConfig[L, E]) (*Lane[L, E], error) {
 		return nil, errors.New("reconcile: lane config: Sink is nil")
 	case cfg.Classifier == nil:
 		return nil, errors.New("reconcile: lane config: Classifier is nil")
-	case isNilLimiter(cfg.Limiter):
-		return nil, fmt.Errorf("reconcile: lane config: Limiter is a nil %T; leave it nil for no pacing", cfg.Limiter)
 	case cfg.Current != nil && isNilPointer(cfg.Current):
 		return nil, fmt.Errorf("reconcile: lane config: Current is a nil %T; leave it nil for none", cfg.Current)
 	}
@@ -200,14 +199,11 @@ func NewLane[L, E any](cfg LaneConfig[L, E]) (*Lane[L, E], error) {
 	} else if cfg.Grace < 0 {
 		cfg.Grace = 0
 	}
-	var err error
-	if cfg.LocalState, cfg.ExternalState, err = stateNames(cfg.Classifier, cfg.LocalState, cfg.ExternalState); err != nil {
+	p, err := newPipeline("lane config", cfg.Classifier, cfg.Limiter, cfg.LocalState, cfg.ExternalState, cfg.Logger, cfg.Observer)
+	if err != nil {
 		return nil, err
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	return &Lane[L, E]{cfg: cfg, name: cfg.Job + "/" + cfg.Lane}, nil
+	return &Lane[L, E]{cfg: cfg, p: p, name: stepName{job: cfg.Job, lane: cfg.Lane}}, nil
 }
 
 // RunBatch runs one step: it reads the lane's position, asks the Feed for the next objects
@@ -215,24 +211,13 @@ func NewLane[L, E any](cfg LaneConfig[L, E]) (*Lane[L, E], error) {
 // commits the results with the new position. On any error nothing is written and the next run
 // redoes the step. Report.Wrapped reports the feed's End; Scanned counts the outcomes.
 func (l *Lane[L, E]) RunBatch(ctx context.Context) (Report, error) {
-	start := time.Now()
-	rep, err := l.step(ctx)
-	rep.Duration = time.Since(start)
-	if l.cfg.Observer != nil {
-		l.cfg.Observer.BatchDone(l.name, rep, err)
+	var record func(context.Context, error) error
+	if fr, ok := l.cfg.Sink.(LaneFailureRecorder); ok {
+		record = func(ctx context.Context, cause error) error {
+			return fr.RecordLaneFailure(ctx, l.cfg.Job, l.cfg.Lane, cause)
+		}
 	}
-	if err != nil {
-		l.recordFailure(ctx, err)
-		return rep, err
-	}
-	l.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "reconcile lane",
-		slog.String("job", l.cfg.Job), slog.String("lane", l.cfg.Lane), slog.Int("scanned", rep.Scanned),
-		slog.Bool("end", rep.Wrapped), slog.Int("repairable", rep.Verdicts[Repairable]),
-		slog.Int("needs_review", rep.Verdicts[NeedsReview]), slog.Int("gateway_calls", rep.GatewayCalls),
-		slog.Int("new_findings", rep.NewFindings), slog.Int("new_commands", rep.NewCommands),
-		slog.Bool("rate_limited", rep.RateLimited), slog.Bool("deferred", rep.Deferred),
-		slog.Duration("duration", rep.Duration))
-	return rep, nil
+	return l.p.runStep(ctx, l.name, record, l.step)
 }
 
 func (l *Lane[L, E]) step(ctx context.Context) (Report, error) {
@@ -240,21 +225,17 @@ func (l *Lane[L, E]) step(ctx context.Context) (Report, error) {
 	rep := Report{Job: cfg.Job, Lane: cfg.Lane, Verdicts: make(map[Verdict]int, len(Verdicts))}
 	cur, err := cfg.Sink.ReadLane(ctx, cfg.Job, cfg.Lane)
 	if err != nil {
-		return rep, fmt.Errorf("reconcile: lane %s: read position: %w", l.name, err)
+		return rep, err
 	}
-	p := &pacer{limiter: cfg.Limiter}
+	p := l.p.newPacer()
 	callStart := time.Now()
 	page, err := l.next(ctx, cur.Position, p.wait)
-	rep.GatewayCalls = int(p.calls.Load())
-	if cfg.Observer != nil && rep.GatewayCalls > 0 {
-		cfg.Observer.GatewayCalls(l.name, rep.GatewayCalls, time.Since(callStart), ErrorClass(err))
-	}
 	if errors.Is(err, ErrRateLimited) {
-		p.limited(err) // tells a Throttler, unless it was our own limiter's refusal
+		p.limited(err)
 	}
-	p.mu.Lock()
-	rep.RateLimited, rep.RetryAfter = p.stop.Load(), p.retryAfter
-	p.mu.Unlock()
+	ps := p.state()
+	rep.GatewayCalls, rep.RateLimited, rep.RetryAfter = ps.calls, ps.stopped, ps.retryAfter
+	l.p.observeCalls(l.name, rep.GatewayCalls, time.Since(callStart), err)
 	switch {
 	case err != nil && rep.RateLimited && ctx.Err() == nil && page.Next != "":
 		// The feed read some pages before the rate limit: keep them, and let the scheduler
@@ -265,18 +246,16 @@ func (l *Lane[L, E]) step(ctx context.Context) (Report, error) {
 		rep.Deferred = true
 		return rep, nil
 	case err != nil:
-		return rep, fmt.Errorf("reconcile: lane %s: feed: %w", l.name, err)
+		return rep, err
 	}
 
 	c := LaneCommit{Job: cfg.Job, Lane: cfg.Lane, Cursor: cur, Next: page.Next, End: page.End, Gap: page.Gap}
 	if len(page.Objects) > 0 {
 		c.Outcomes, err = l.judge(ctx, page.Objects, p)
-		rep.GatewayCalls = int(p.calls.Load()) // with the calls for rows' present states
-		p.mu.Lock()
-		rep.RateLimited, rep.RetryAfter = p.stop.Load(), p.retryAfter
-		p.mu.Unlock()
+		ps := p.state() // with the calls for rows' present states
+		rep.GatewayCalls, rep.RateLimited, rep.RetryAfter = ps.calls, ps.stopped, ps.retryAfter
 		if err != nil {
-			return rep, fmt.Errorf("reconcile: lane %s: %w", l.name, err)
+			return rep, err
 		}
 	}
 	for _, o := range c.Outcomes {
@@ -284,12 +263,12 @@ func (l *Lane[L, E]) step(ctx context.Context) (Report, error) {
 	}
 	rep.Scanned, rep.Wrapped = len(c.Outcomes), page.End
 	if page.Gap != "" {
-		cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile lane restarted without replay; the sweep covers the gap",
+		l.p.logger.LogAttrs(ctx, slog.LevelWarn, "reconcile lane restarted without replay; the sweep covers the gap",
 			slog.String("job", cfg.Job), slog.String("lane", cfg.Lane), slog.String("reason", page.Gap))
 	}
 	res, err := cfg.Sink.CommitLane(ctx, c)
 	if err != nil {
-		return rep, fmt.Errorf("reconcile: lane %s: commit: %w", l.name, err)
+		return rep, err
 	}
 	rep.NewFindings, rep.NewCommands = res.Findings, res.Commands
 	return rep, nil
@@ -313,7 +292,7 @@ func (l *Lane[L, E]) current(ctx context.Context, objs []FeedObject[E], byID map
 		}
 		// Only a row that disagrees with the event is worth a call: one that agrees (its
 		// webhook arrived and was applied, the usual case) is left alone.
-		if v := cfg.Classifier.Classify(rec.Local, objs[i].Object).Verdict; v == Repairable || v == NeedsReview {
+		if v := l.p.classifier.Classify(rec.Local, objs[i].Object).Verdict; v == Repairable || v == NeedsReview {
 			ids = append(ids, rec.ExternalID)
 		}
 	}
@@ -323,7 +302,7 @@ func (l *Lane[L, E]) current(ctx context.Context, objs []FeedObject[E], byID map
 	// The same rows without the Since rule: only those not changed within the grace qualify.
 	again, err := cfg.Matcher.Match(ctx, MatchRequest{Job: cfg.Job, ExternalIDs: ids, Grace: cfg.Grace})
 	if err != nil {
-		return nil, fmt.Errorf("match: %w", err)
+		return nil, err
 	}
 	out := make(map[string]E)
 	fetched := make(map[string]*E)
@@ -339,14 +318,10 @@ func (l *Lane[L, E]) current(ctx context.Context, objs []FeedObject[E], byID map
 				}
 				break // out of budget: the rest stay InFlight
 			}
-			callStart := time.Now()
-			v, err := cfg.Current.Fetch(ctx, rec.ExternalID)
-			if cfg.Observer != nil {
-				cfg.Observer.GatewayCalls(l.name, 1, time.Since(callStart), ErrorClass(err))
-			}
+			v, err := l.p.fetch(ctx, l.name, p, cfg.Current, rec.ExternalID)
 			switch {
 			case errors.Is(err, ErrRateLimited):
-				p.limited(err)
+				// Not asked: the row stays InFlight, for the sweep.
 			case ctx.Err() != nil:
 				return nil, context.Cause(ctx)
 			case errors.Is(err, ErrAbortBatch):
@@ -370,26 +345,11 @@ func isNilPointer(v any) bool {
 	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
-// recordFailure tells a LaneFailureRecorder sink about a failed step; its own failure is only
-// logged.
-func (l *Lane[L, E]) recordFailure(ctx context.Context, err error) {
-	fr, ok := l.cfg.Sink.(LaneFailureRecorder)
-	if !ok || errors.Is(err, ErrConcurrentRun) || ctx.Err() != nil {
-		return
-	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if rerr := fr.RecordLaneFailure(rctx, l.cfg.Job, l.cfg.Lane, err); rerr != nil {
-		l.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile: recording a failed lane step failed",
-			slog.String("job", l.cfg.Job), slog.String("lane", l.cfg.Lane), slog.String("error", rerr.Error()))
-	}
-}
-
 // next calls the feed, turning a panic into an error.
 func (l *Lane[L, E]) next(ctx context.Context, pos string, wait func(context.Context) error) (page FeedPage[E], err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = fmt.Errorf("panic: %v", v)
+			err = fmt.Errorf("feed: panic: %v", v)
 		}
 	}()
 	return l.cfg.Feed.Next(ctx, pos, wait)
@@ -423,7 +383,7 @@ func (l *Lane[L, E]) judge(ctx context.Context, objs []FeedObject[E], p *pacer) 
 	}
 	res, err := cfg.Matcher.Match(ctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("match: %w", err)
+		return nil, err
 	}
 	current, err := l.current(ctx, objs, byID, res.Rows, p)
 	if err != nil {
@@ -441,28 +401,20 @@ func (l *Lane[L, E]) judge(ctx context.Context, objs []FeedObject[E], p *pacer) 
 			return nil, fmt.Errorf("match returned row %s for external id %q, which was not asked for", rec.ID, rec.ExternalID)
 		}
 		matched[i] = true
-		o := Outcome{RecordID: rec.ID, ExternalID: rec.ExternalID, Local: cfg.LocalState(rec.Local)}
-		if rec.Invalid != "" {
-			o.Decision = Decision{Verdict: NeedsReview, Kind: KindInvalidRow, Detail: rec.Invalid}
-		} else if ext, ok := current[rec.ID]; ok {
+		o, decided := l.p.start(rec)
+		if ext, ok := current[rec.ID]; ok && !decided {
 			// The row changed after the event's state, but not recently: judged against the
 			// present state, which is a verification.
-			d := cfg.Classifier.Classify(rec.Local, ext)
-			if err := d.Validate(); err != nil {
-				return nil, fmt.Errorf("classifier on record %s: %w", rec.ID, err)
-			}
-			o.Decision, o.External, o.Verified = d, cfg.ExternalState(ext), d.Verdict != Unverifiable
-		} else if rec.Recent {
+			err = l.p.judgePair(&o, rec.Local, ext, true)
+		} else if rec.Recent && !decided {
 			o.Decision = Decision{Verdict: InFlight}
-		} else {
-			d := cfg.Classifier.Classify(rec.Local, objs[i].Object)
-			if err := d.Validate(); err != nil {
-				return nil, fmt.Errorf("classifier on record %s: %w", rec.ID, err)
-			}
+		} else if !decided {
 			// A state taken from an event may be older than what the sweep last saw: it decides
 			// findings, but is not recorded as a verification of the row.
-			o.Decision, o.External = d, cfg.ExternalState(objs[i].Object)
-			o.Verified = d.Verdict != Unverifiable && objs[i].ObservedAt.IsZero()
+			err = l.p.judgePair(&o, rec.Local, objs[i].Object, objs[i].ObservedAt.IsZero())
+		}
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, o)
 	}
@@ -475,8 +427,10 @@ func (l *Lane[L, E]) judge(ctx context.Context, objs []FeedObject[E], p *pacer) 
 			if !obj.CreatedAt.IsZero() {
 				detail += "; created " + obj.CreatedAt.UTC().Format(time.RFC3339)
 			}
+			// The finding names an external object, not a row. A person who resolved it decided
+			// about an object that still exists: later passes that see it again do not reopen it.
 			out = append(out, Outcome{RecordID: obj.ExternalID, ExternalID: obj.ExternalID,
-				External: cfg.ExternalState(obj.Object),
+				External: l.p.externalState(obj.Object), NotARow: true, Once: true,
 				Decision: Decision{Verdict: NeedsReview, Kind: KindMissingLocally, Detail: detail}})
 		}
 	}

@@ -459,7 +459,7 @@ func TestALaneStepClassifiesEachObjectAgainstItsRows(t *testing.T) {
 			reportMissing: true,
 			want: []reconcile.Outcome{
 				{RecordID: "1", ExternalID: "pi_1", Local: "paid", External: "succeeded", Decision: laneInSync, Verified: true},
-				{RecordID: "pi_9", ExternalID: "pi_9", External: "succeeded",
+				{RecordID: "pi_9", ExternalID: "pi_9", External: "succeeded", NotARow: true, Once: true,
 					Decision: reconcile.Decision{Verdict: reconcile.NeedsReview, Kind: reconcile.KindMissingLocally}},
 			},
 			wantDetail: map[int][]string{1: {"2026-02-27T08:30:00Z"}},
@@ -468,7 +468,7 @@ func TestALaneStepClassifiesEachObjectAgainstItsRows(t *testing.T) {
 			name:          "a missing object without a creation time mentions none",
 			objects:       laneObjects("pi_9", "canceled"),
 			reportMissing: true,
-			want: []reconcile.Outcome{{RecordID: "pi_9", ExternalID: "pi_9", External: "canceled",
+			want: []reconcile.Outcome{{RecordID: "pi_9", ExternalID: "pi_9", External: "canceled", NotARow: true, Once: true,
 				Decision: reconcile.Decision{Verdict: reconcile.NeedsReview, Kind: reconcile.KindMissingLocally}}},
 			wantDetail: map[int][]string{0: {"-created"}},
 		},

@@ -27,6 +27,18 @@ type Command struct {
 	External string `json:"external_state"`
 }
 
+// RepairCommand is the repair command that a new finding of o, found by job, queues: nil if
+// its decision names none. Its FindingID is zero: the Sink sets it when it records the finding.
+// Sinks build commands only here, and store them marshalled by encoding/json, so that every
+// field of Command reaches the outbox whatever the store.
+func (o Outcome) RepairCommand(job string) *Command {
+	if o.Decision.Command == "" {
+		return nil
+	}
+	return &Command{Name: o.Decision.Command, Job: job, RecordID: o.RecordID, Kind: o.Decision.Kind,
+		ExpectedLocal: o.Local, External: o.External}
+}
+
 // DecodeCommand reads a command from an outbox row's event type and JSON payload.
 func DecodeCommand(name string, payload []byte) (Command, error) {
 	var c Command

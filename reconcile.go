@@ -16,6 +16,9 @@ import (
 // observations, findings, repair commands and the cursor advance, compare-and-set on
 // Commit.Cursor (ErrConcurrentRun if it moved). Redoing a batch after a crash must be harmless:
 // a finding already open for (job, record, kind) is not recorded again and queues no command.
+// The repair command a new finding queues is Outcome.RepairCommand with the finding's id. A
+// Sink knows no finding kind: what an outcome asks beyond that it says itself (Outcome.Once,
+// Outcome.NotARow).
 type Sink interface {
 	Commit(ctx context.Context, c Commit) (CommitResult, error)
 }
@@ -73,6 +76,13 @@ type Outcome struct {
 	// Verified reports that the external system answered for this row: only then does the
 	// row's last-verified time advance.
 	Verified bool
+	// NotARow reports that RecordID names no local row but an external object (a
+	// KindMissingLocally finding): the Sink records the finding without checking that a row
+	// with that id still exists, as it does for the others.
+	NotARow bool
+	// Once asks the Sink to open the finding only if (job, record, kind) never had one: a
+	// resolved one is not reopened. It is set on KindMissingLocally outcomes (see Lane).
+	Once bool
 }
 
 // CommitResult says what a commit added.
@@ -131,7 +141,9 @@ type Config[L, E any] struct {
 // Reconciler runs batches of one job. It is safe for concurrent use, though two batches of one
 // job at once only make one of them fail with ErrConcurrentRun.
 type Reconciler[L, E any] struct {
-	cfg Config[L, E]
+	cfg  Config[L, E]
+	p    pipeline[L, E]
+	name stepName
 }
 
 // New checks cfg and returns a Reconciler.
@@ -151,8 +163,6 @@ func New[L, E any](cfg Config[L, E]) (*Reconciler[L, E], error) {
 		return nil, fmt.Errorf("reconcile: config: BatchSize %d is negative", cfg.BatchSize)
 	case cfg.Concurrency < 0:
 		return nil, fmt.Errorf("reconcile: config: Concurrency %d is negative", cfg.Concurrency)
-	case isNilLimiter(cfg.Limiter):
-		return nil, fmt.Errorf("reconcile: config: Limiter is a nil %T; leave it nil for no pacing", cfg.Limiter)
 	}
 	if cfg.BatchSize == 0 {
 		cfg.BatchSize = DefaultBatchSize
@@ -165,14 +175,11 @@ func New[L, E any](cfg Config[L, E]) (*Reconciler[L, E], error) {
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = 1
 	}
-	var err error
-	if cfg.LocalState, cfg.ExternalState, err = stateNames(cfg.Classifier, cfg.LocalState, cfg.ExternalState); err != nil {
+	p, err := newPipeline("config", cfg.Classifier, cfg.Limiter, cfg.LocalState, cfg.ExternalState, cfg.Logger, cfg.Observer)
+	if err != nil {
 		return nil, err
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	return &Reconciler[L, E]{cfg: cfg}, nil
+	return &Reconciler[L, E]{cfg: cfg, p: p, name: stepName{job: cfg.Job}}, nil
 }
 
 // stateNames completes the functions that describe each side's state: the given ones, else the
@@ -281,25 +288,11 @@ func (r Report) UnverifiableRatio() float64 {
 // stops before the first row not asked. On any error nothing of the batch is written and the
 // next run redoes it.
 func (r *Reconciler[L, E]) RunBatch(ctx context.Context) (Report, error) {
-	start := time.Now()
-	rep, err := r.runBatch(ctx)
-	rep.Duration = time.Since(start)
-	if r.cfg.Observer != nil {
-		r.cfg.Observer.BatchDone(r.cfg.Job, rep, err)
+	var record func(context.Context, error) error
+	if fr, ok := r.cfg.Sink.(FailureRecorder); ok {
+		record = func(ctx context.Context, cause error) error { return fr.RecordFailure(ctx, r.cfg.Job, cause) }
 	}
-	r.recordFailure(ctx, rep, err)
-	if err != nil {
-		return rep, err
-	}
-	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "reconcile batch",
-		slog.String("job", rep.Job), slog.Int("scanned", rep.Scanned), slog.Bool("wrapped", rep.Wrapped),
-		slog.Int("in_sync", rep.Verdicts[InSync]), slog.Int("in_flight", rep.Verdicts[InFlight]),
-		slog.Int("repairable", rep.Verdicts[Repairable]), slog.Int("needs_review", rep.Verdicts[NeedsReview]),
-		slog.Int("unverifiable", rep.Verdicts[Unverifiable]), slog.Int("gateway_calls", rep.GatewayCalls),
-		slog.Int("new_findings", rep.NewFindings), slog.Int("new_commands", rep.NewCommands),
-		slog.Bool("rate_limited", rep.RateLimited), slog.Bool("deferred", rep.Deferred),
-		slog.Duration("retry_after", rep.RetryAfter), slog.Duration("duration", rep.Duration))
-	return rep, nil
+	return r.p.runStep(ctx, r.name, record, r.runBatch)
 }
 
 func (r *Reconciler[L, E]) runBatch(ctx context.Context) (Report, error) {
@@ -307,10 +300,10 @@ func (r *Reconciler[L, E]) runBatch(ctx context.Context) (Report, error) {
 	rep := Report{Job: cfg.Job, Verdicts: make(map[Verdict]int, len(Verdicts))}
 	batch, err := cfg.Source.Read(ctx, ReadRequest{Job: cfg.Job, Limit: cfg.BatchSize, Grace: cfg.Grace})
 	if err != nil {
-		return rep, fmt.Errorf("reconcile: job %s: read: %w", cfg.Job, err)
+		return rep, err
 	}
 	if len(batch.Records) > cfg.BatchSize {
-		return rep, fmt.Errorf("reconcile: job %s: source returned %d rows for a limit of %d", cfg.Job, len(batch.Records), cfg.BatchSize)
+		return rep, fmt.Errorf("source returned %d rows for a limit of %d", len(batch.Records), cfg.BatchSize)
 	}
 	commit := Commit{Job: cfg.Job, Cursor: batch.Cursor}
 	// A short read is the cycle's end: the Source returns fewer rows than asked for only when
@@ -320,7 +313,7 @@ func (r *Reconciler[L, E]) runBatch(ctx context.Context) (Report, error) {
 		j, err := r.judge(ctx, batch.Records)
 		rep.GatewayCalls = j.calls
 		if err != nil {
-			return rep, fmt.Errorf("reconcile: job %s: %w", cfg.Job, err)
+			return rep, err
 		}
 		rep.RateLimited, rep.Unavailable, rep.RetryAfter = j.stopped, j.down, j.retryAfter
 		// Commit up to the first row not asked, and stop the cursor there: a rate limit or an
@@ -342,34 +335,10 @@ func (r *Reconciler[L, E]) runBatch(ctx context.Context) (Report, error) {
 	rep.Scanned = len(commit.Outcomes)
 	res, err := cfg.Sink.Commit(ctx, commit)
 	if err != nil {
-		return rep, fmt.Errorf("reconcile: job %s: commit: %w", cfg.Job, err)
+		return rep, err
 	}
 	rep.NewFindings, rep.NewCommands = res.Findings, res.Commands
 	return rep, nil
-}
-
-// recordFailure tells a FailureRecorder sink about a failed or deferred batch. Its own failure
-// is only logged: the batch's error is what the caller needs.
-func (r *Reconciler[L, E]) recordFailure(ctx context.Context, rep Report, err error) {
-	fr, ok := r.cfg.Sink.(FailureRecorder)
-	switch {
-	case !ok, errors.Is(err, ErrConcurrentRun), ctx.Err() != nil:
-		return
-	case err == nil && rep.Deferred && rep.Unavailable:
-		err = errors.New("deferred: the external system is unavailable")
-	case err == nil && rep.Deferred:
-		err = errors.New("deferred: the limiter (or a rate limit) refused the batch's first call")
-	case err == nil && rep.Unavailable:
-		err = errors.New("stopped: the external system is unavailable")
-	case err == nil:
-		return
-	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if rerr := fr.RecordFailure(rctx, r.cfg.Job, err); rerr != nil {
-		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile: recording a failed batch failed",
-			slog.String("job", r.cfg.Job), slog.String("error", rerr.Error()))
-	}
 }
 
 // judgement is what judge concluded about a batch.
@@ -377,11 +346,8 @@ type judgement struct {
 	outcomes []Outcome
 	// done counts the outcomes before the first row that was not asked; outcomes[done:] are
 	// not to be committed.
-	done       int
-	calls      int
-	stopped    bool          // a rate limit (or the limiter) stopped the calls
-	down       bool          // an outage stopped the calls
-	retryAfter time.Duration // the longest wait a rate limit asked for
+	done int
+	paceState
 }
 
 // judge turns records into outcomes, calling the gateway for every row not changed within the
@@ -394,10 +360,10 @@ func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L]) (judgeme
 	var ask []int
 	checker, _ := cfg.Gateway.(IDChecker)
 	for i, rec := range recs {
-		out[i] = Outcome{RecordID: rec.ID, ExternalID: rec.ExternalID, Local: cfg.LocalState(rec.Local)}
+		var decided bool
+		out[i], decided = r.p.start(rec)
 		switch {
-		case rec.Invalid != "":
-			out[i].Decision = Decision{Verdict: NeedsReview, Kind: KindInvalidRow, Detail: rec.Invalid}
+		case decided:
 		case rec.Recent:
 			out[i].Decision = Decision{Verdict: InFlight}
 		case rec.ExternalID == "":
@@ -422,11 +388,9 @@ func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L]) (judgeme
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	p := &pacer{limiter: cfg.Limiter}
+	p := r.p.newPacer()
 	unasked := make([]bool, len(recs)) // rows the calls stopped before
-	result := func() judgement {
-		return judgement{calls: int(p.calls.Load()), stopped: p.stop.Load(), down: p.down.Load(), retryAfter: p.retryAfter}
-	}
+	result := func() judgement { return judgement{paceState: p.state()} }
 	if bg, ok := cfg.Gateway.(BatchGateway[E]); ok {
 		var err error
 		if ask, err = r.fetchBatch(ctx, bg, p, recs, out, ask); err != nil {
@@ -459,16 +423,11 @@ func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L]) (judgeme
 			o.Decision, unasked[i] = Decision{Verdict: Unverifiable}, true
 			return true
 		}
-		callStart := time.Now()
-		ext, err := cfg.Gateway.Fetch(ctx, o.ExternalID)
-		if cfg.Observer != nil {
-			cfg.Observer.GatewayCalls(cfg.Job, 1, time.Since(callStart), ErrorClass(err))
-		}
+		ext, err := r.p.fetch(ctx, r.name, p, cfg.Gateway, o.ExternalID)
 		if errors.Is(err, ErrRateLimited) {
 			// The row was not answered: it is asked again first thing next batch.
-			p.limited(err)
 			o.Decision, unasked[i] = Decision{Verdict: Unverifiable}, true
-			cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile gateway rate limited; the batch stops before this row",
+			r.p.logger.LogAttrs(ctx, slog.LevelWarn, "reconcile gateway rate limited; the batch stops before this row",
 				slog.String("job", cfg.Job), slog.String("record", o.RecordID), slog.String("error", err.Error()))
 			return true
 		}
@@ -479,7 +438,7 @@ func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L]) (judgeme
 		p.answered(err == nil || !isFailure(err))
 		return true
 	}
-	if p.failures.Load() > 0 && len(ask) > 1 {
+	if p.failed() && len(ask) > 1 {
 		// The bulk call failed: one row alone tells whether the system is down before the
 		// others are sent.
 		if !askOne(ask[0]) {
@@ -533,15 +492,14 @@ func (r *Reconciler[L, E]) fetchBatch(ctx context.Context, bg BatchGateway[E], p
 	}
 	batchStart := time.Now()
 	found, err := bg.FetchBatch(ctx, lookups, p.wait)
-	if n := int(p.calls.Load()); r.cfg.Observer != nil && n > 0 {
-		r.cfg.Observer.GatewayCalls(r.cfg.Job, n, time.Since(batchStart), ErrorClass(err))
-	}
+	calls := p.state().calls
+	r.p.observeCalls(r.name, calls, time.Since(batchStart), err)
 	if aerr := p.aborted(); aerr != nil && ctx.Err() == nil {
 		return nil, aerr // the limiter failed, whatever the gateway made of its error
 	}
 	switch {
 	case err == nil:
-		if p.calls.Load() > 0 {
+		if calls > 0 {
 			p.answered(true)
 		}
 	case ctx.Err() != nil:
@@ -551,12 +509,12 @@ func (r *Reconciler[L, E]) fetchBatch(ctx context.Context, bg BatchGateway[E], p
 	case errors.Is(err, ErrRateLimited):
 		p.limited(err)
 		if pe := (*paceError)(nil); !errors.As(err, &pe) { // our own limiter's refusal is not news
-			r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile batch fetch rate limited",
+			r.p.logger.LogAttrs(ctx, slog.LevelWarn, "reconcile batch fetch rate limited",
 				slog.String("job", r.cfg.Job), slog.String("error", err.Error()))
 		}
 	default:
 		p.answered(len(found) > 0) // some objects came back: the system is up
-		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile batch fetch failure; asking one by one",
+		r.p.logger.LogAttrs(ctx, slog.LevelWarn, "reconcile batch fetch failure; asking one by one",
 			slog.String("job", r.cfg.Job), slog.Int("rows", len(ask)), slog.String("error", err.Error()))
 	}
 	for _, i := range ask {
@@ -572,123 +530,6 @@ func (r *Reconciler[L, E]) fetchBatch(ctx context.Context, bg BatchGateway[E], p
 	return rest, nil
 }
 
-// pacer paces, counts and stops one batch's external calls.
-type pacer struct {
-	limiter Limiter
-	calls   atomic.Int64
-	stop    atomic.Bool           // a 429, or a limiter out of time: ask no more
-	abort   atomic.Pointer[error] // the limiter's ErrAbortBatch: the batch must fail
-
-	// An outage: the first two calls failed and none answered. Then no more calls are made.
-	failures, answers atomic.Int64
-	down              atomic.Bool
-	warned            atomic.Bool // a gateway failure was logged at Warn
-
-	mu         sync.Mutex
-	retryAfter time.Duration // the longest wait a rate limit asked for
-}
-
-// aborted returns the limiter's ErrAbortBatch error, if it failed so.
-func (p *pacer) aborted() error {
-	if e := p.abort.Load(); e != nil {
-		return *e
-	}
-	return nil
-}
-
-// errDown is wait's refusal after an outage.
-var errDown = errors.New("reconcile: calls stopped: the external system is unavailable")
-
-// paceError is wait's refusal: calls were stopped by a rate limit or by a limiter that cannot
-// grant a call in time. It is an ErrRateLimited, but not an answer from the external system.
-type paceError struct{ cause error }
-
-func (e *paceError) Error() string {
-	if e.cause == nil {
-		return "reconcile: calls stopped after a rate limit"
-	}
-	return "reconcile: limiter cannot grant a call in time: " + e.cause.Error()
-}
-
-func (e *paceError) Is(target error) bool { return target == ErrRateLimited }
-
-// outageAfter is the number of failed calls, with no answer among them, after which a batch
-// takes the external system for down and asks nothing more: during an outage a batch spends
-// two calls, not one per row.
-const outageAfter = 2
-
-// answered records the result of a call: an answer, or a failure to get one.
-func (p *pacer) answered(ok bool) {
-	if ok {
-		p.answers.Add(1)
-	} else if p.failures.Add(1) >= outageAfter && p.answers.Load() == 0 {
-		p.down.Store(true)
-	}
-}
-
-// wait is called before every external call: it refuses once the batch is stopped, waits for
-// the limiter, and counts the call. A limiter error that is ErrAbortBatch is returned as it is,
-// and again to every later call: the batch must fail, not stop as after a rate limit.
-func (p *pacer) wait(ctx context.Context) error {
-	if err := p.aborted(); err != nil {
-		return err
-	}
-	if p.stop.Load() {
-		return &paceError{}
-	}
-	if p.down.Load() {
-		return errDown
-	}
-	if p.limiter != nil {
-		if err := p.limiter.Wait(ctx); err != nil {
-			if ctx.Err() != nil {
-				return err
-			}
-			if errors.Is(err, ErrAbortBatch) {
-				p.abort.CompareAndSwap(nil, &err)
-				return err
-			}
-			// The limiter cannot grant a call before our deadline: stop asking, keep what was
-			// learned, and let the rest be Unverifiable. A limiter paused by a rate limit says
-			// for how long, and the scheduler should hear it.
-			p.stop.Store(true)
-			var rl *RateLimitError
-			if errors.As(err, &rl) {
-				p.mu.Lock()
-				p.retryAfter = max(p.retryAfter, rl.RetryAfter)
-				p.mu.Unlock()
-			}
-			return &paceError{cause: err}
-		}
-		if p.stop.Load() { // a 429 arrived while we waited our turn
-			return &paceError{}
-		}
-	}
-	p.calls.Add(1)
-	return nil
-}
-
-// limited records a rate-limit error: no more calls this batch, and a Throttler limiter is told,
-// unless the error is our own limiter's refusal.
-func (p *pacer) limited(err error) {
-	p.stop.Store(true)
-	var pe *paceError
-	if errors.As(err, &pe) {
-		return
-	}
-	var retry time.Duration
-	var rl *RateLimitError
-	if errors.As(err, &rl) {
-		retry = rl.RetryAfter
-		p.mu.Lock()
-		p.retryAfter = max(p.retryAfter, retry)
-		p.mu.Unlock()
-	}
-	if t, ok := p.limiter.(Throttler); ok {
-		t.Throttle(retry)
-	}
-}
-
 // decide fills in o from one gateway answer. It returns an error only when the batch must stop.
 // p, the batch's pacer, may be nil before any call.
 func (r *Reconciler[L, E]) decide(ctx context.Context, p *pacer, o *Outcome, local L, ext E, err error) error {
@@ -696,11 +537,7 @@ func (r *Reconciler[L, E]) decide(ctx context.Context, p *pacer, o *Outcome, loc
 	var review *ReviewError
 	switch {
 	case err == nil:
-		d := cfg.Classifier.Classify(local, ext)
-		if verr := d.Validate(); verr != nil {
-			return fmt.Errorf("classifier on record %s: %w", o.RecordID, verr)
-		}
-		o.Decision, o.External, o.Verified = d, cfg.ExternalState(ext), d.Verdict != Unverifiable
+		return r.p.judgePair(o, local, ext, true)
 	case errors.Is(err, ErrAbortBatch):
 		return err
 	case ctx.Err() != nil:
@@ -719,10 +556,10 @@ func (r *Reconciler[L, E]) decide(ctx context.Context, p *pacer, o *Outcome, loc
 		o.Decision = Decision{Verdict: Unverifiable}
 		// The first failure of a batch is a warning; the rest, often the same, are detail.
 		level := slog.LevelDebug
-		if p == nil || p.warned.CompareAndSwap(false, true) {
+		if p.firstFailure() {
 			level = slog.LevelWarn
 		}
-		cfg.Logger.LogAttrs(ctx, level, "reconcile gateway failure",
+		r.p.logger.LogAttrs(ctx, level, "reconcile gateway failure",
 			slog.String("job", cfg.Job), slog.String("record", o.RecordID), slog.String("error", err.Error()))
 	}
 	return nil

@@ -38,6 +38,13 @@
 //   - Stopping: a rate limit stops the rest of the batch's calls, the rows before it commit and
 //     the next batch starts with the row rate limited; an abort writes nothing and keeps the
 //     cursor.
+//   - Lanes, for a store that is also a [reconcile.Matcher] and [reconcile.LaneSink] (the cases
+//     are skipped for one that is not; see [LaneStore]): Match finds rows by external id and
+//     judges recency by the store's clock; a lane's position is kept per (job, lane) and a step
+//     resumes from it; a lane commit on a moved position fails with reconcile.ErrConcurrentRun
+//     and writes nothing; a drift found by a lane and by the sweep is one finding with one
+//     command; an external object no row refers to is one missing_locally finding, not reopened
+//     once resolved (the store honours reconcile.Outcome.Once and NotARow).
 //
 // # Building blocks
 //
@@ -45,4 +52,6 @@
 // over a map of states that counts calls (the states "!unavailable", "!ratelimited",
 // "!notfound" and "!abort" answer with those errors); [Classifier] is the suite's payment
 // policy; [Config] builds a job over a fixture; [Cycle] runs batches until the cursor wraps.
+// For lanes, [Feed] is a fake feed of pages by position, [Objects] builds a page's objects,
+// [LaneConfig] a lane over a fixture and [Step] runs one step.
 package reconciletest

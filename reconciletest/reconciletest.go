@@ -179,6 +179,7 @@ func Run(t *testing.T, newFixture func(t *testing.T) Fixture) {
 		{"rows inserted beyond the last key after a cycle's first batch are the next cycle's, and the cycle wraps", testHighWaterMark},
 		{"a backdated row inserted mid-cycle between the cursor and the cycle's end is read in that cycle", testBackdated},
 	}
+	tests = append(tests, laneTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

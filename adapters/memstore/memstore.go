@@ -181,14 +181,14 @@ func (s *Store[K, L]) Read(ctx context.Context, req reconcile.ReadRequest) (reco
 	}
 	start, stop := 0, 0
 	if b.Cursor.Position != "" {
-		i, err := s.after(req.Job, b.Cursor.Position)
+		i, err := s.after(b.Cursor.Position)
 		if err != nil {
 			return reconcile.Batch[L]{}, err
 		}
 		start = i
 	}
 	if b.Cursor.End != "" {
-		i, err := s.after(req.Job, b.Cursor.End)
+		i, err := s.after(b.Cursor.End)
 		if err != nil {
 			return reconcile.Batch[L]{}, err
 		}
@@ -210,10 +210,10 @@ func (s *Store[K, L]) Read(ctx context.Context, req reconcile.ReadRequest) (reco
 }
 
 // after returns the index of the first key after the encoded key pos.
-func (s *Store[K, L]) after(job, pos string) (int, error) {
+func (s *Store[K, L]) after(pos string) (int, error) {
 	var k K
 	if err := json.Unmarshal([]byte(pos), &k); err != nil {
-		return 0, fmt.Errorf("memstore: job %s: bad cursor %q: %w", job, pos, err)
+		return 0, fmt.Errorf("memstore: read cursor %q: %w", pos, err)
 	}
 	i, found := slices.BinarySearch(s.keys, k)
 	if found {
@@ -259,9 +259,8 @@ func (s *Store[K, L]) Commit(ctx context.Context, c reconcile.Commit) (reconcile
 func (s *Store[K, L]) record(job string, outcomes []reconcile.Outcome, now time.Time) reconcile.CommitResult {
 	var res reconcile.CommitResult
 	for _, o := range outcomes {
-		// A row deleted since its batch was read leaves nothing behind; missing_locally names
-		// an external object no row has.
-		if s.ids[o.RecordID] == 0 && o.Decision.Kind != reconcile.KindMissingLocally {
+		// A row deleted since its batch was read leaves nothing behind.
+		if s.ids[o.RecordID] == 0 && !o.NotARow {
 			continue
 		}
 		if o.Verified {
@@ -275,10 +274,10 @@ func (s *Store[K, L]) record(job string, outcomes []reconcile.Outcome, now time.
 		if _, dup := s.open[fk]; dup {
 			continue
 		}
-		if d.Kind == reconcile.KindMissingLocally && slices.ContainsFunc(s.findings, func(f reconcile.Finding) bool {
+		if o.Once && slices.ContainsFunc(s.findings, func(f reconcile.Finding) bool {
 			return f.Job == job && f.RecordID == o.RecordID && f.Kind == d.Kind
 		}) {
-			continue // a person resolved it; the object still exists (as pgstore does)
+			continue // opened once already, and resolved since
 		}
 		f := reconcile.Finding{
 			ID: int64(len(s.findings) + 1), Job: job, RecordID: o.RecordID, Kind: d.Kind,
@@ -287,10 +286,9 @@ func (s *Store[K, L]) record(job string, outcomes []reconcile.Outcome, now time.
 		s.open[fk] = len(s.findings)
 		s.findings = append(s.findings, f)
 		res.Findings++
-		if d.Command != "" {
-			s.commands = append(s.commands, QueuedCommand{Seq: int64(len(s.commands) + 1), AggregateType: s.aggType,
-				Command: reconcile.Command{Name: d.Command, Job: job, RecordID: o.RecordID, FindingID: f.ID,
-					Kind: d.Kind, ExpectedLocal: o.Local, External: o.External}})
+		if cmd := o.RepairCommand(job); cmd != nil {
+			cmd.FindingID = f.ID
+			s.commands = append(s.commands, QueuedCommand{Seq: int64(len(s.commands) + 1), AggregateType: s.aggType, Command: *cmd})
 			res.Commands++
 		}
 	}

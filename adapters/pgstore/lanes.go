@@ -48,7 +48,7 @@ func (s *Store) Match(ctx context.Context, req reconcile.MatchRequest) (reconcil
 	args := append([]any{req.Grace.Seconds(), req.ExternalIDs, since}, st.filterArgs...)
 	rows, err := s.db.Query(ctx, st.match, args...)
 	if err != nil {
-		return res, fmt.Errorf("pgstore: job %s: match %s: %w", req.Job, s.hostTable(), err)
+		return res, fmt.Errorf("pgstore: match %s: %w", s.hostTable(), err)
 	}
 	defer rows.Close()
 	var r reconcile.Record[string]
@@ -59,7 +59,7 @@ func (s *Store) Match(ctx context.Context, req reconcile.MatchRequest) (reconcil
 	var elsewhere []string
 	for rows.Next() {
 		if err := rows.Scan(&r.Key, &r.ID, &ext, &state, &created, &r.Recent, &inScope, &invalid); err != nil {
-			return res, fmt.Errorf("pgstore: job %s: match %s: %w", req.Job, s.hostTable(), err)
+			return res, fmt.Errorf("pgstore: match %s: %w", s.hostTable(), err)
 		}
 		r.ExternalID, r.Local, r.CreatedAt, r.Invalid = deref(ext), deref(state), derefTime(created), deref(invalid)
 		if !inScope {
@@ -70,7 +70,7 @@ func (s *Store) Match(ctx context.Context, req reconcile.MatchRequest) (reconcil
 		res.Rows = append(res.Rows, r)
 	}
 	if err := rows.Err(); err != nil {
-		return res, fmt.Errorf("pgstore: job %s: match %s: %w", req.Job, s.hostTable(), err)
+		return res, fmt.Errorf("pgstore: match %s: %w", s.hostTable(), err)
 	}
 	for _, id := range elsewhere {
 		if !inRows[id] && !slices.Contains(res.Elsewhere, id) {
@@ -86,7 +86,7 @@ func (s *Store) ReadLane(ctx context.Context, job, lane string) (reconcile.Curso
 	err := s.db.QueryRow(ctx, "SELECT position, version FROM "+s.cfg.Tables.table("lanes")+" WHERE job = $1 AND lane = $2", job, lane).
 		Scan(&c.Position, &c.Version)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return c, fmt.Errorf("pgstore: lane %s/%s: read position: %w", job, lane, err)
+		return c, fmt.Errorf("pgstore: read lane position: %w", err)
 	}
 	return c, nil
 }
@@ -99,9 +99,9 @@ func (s *Store) CommitLane(ctx context.Context, c reconcile.LaneCommit) (reconci
 	var res reconcile.CommitResult
 	switch {
 	case c.Job == "" || c.Lane == "":
-		return res, errors.New("pgstore: lane commit without a job or lane name")
+		return res, errors.New("pgstore: commit lane: no job or lane name")
 	case len(c.Next) > maxLanePosition:
-		return res, fmt.Errorf("pgstore: lane %s/%s: position of %d bytes is longer than %d", c.Job, c.Lane, len(c.Next), maxLanePosition)
+		return res, fmt.Errorf("pgstore: commit lane: position of %d bytes is longer than %d", len(c.Next), maxLanePosition)
 	}
 	st, err := s.statements(ctx)
 	if err != nil {
@@ -134,7 +134,7 @@ func (s *Store) CommitLane(ctx context.Context, c reconcile.LaneCommit) (reconci
 			WHERE job = $1 AND lane = $2 AND version = $3`, c.Job, c.Lane, c.Cursor.Version, c.Next, len(c.Outcomes), c.End, c.Gap)
 	}
 	s.queueResults(batch, st, c.Job, c.Outcomes, &res)
-	if err := s.sendFenced(ctx, batch, "lane "+c.Job+"/"+c.Lane); err != nil {
+	if err := s.sendFenced(ctx, batch, "commit lane"); err != nil {
 		return reconcile.CommitResult{}, err
 	}
 	return res, nil
@@ -149,7 +149,7 @@ func (s *Store) RecordLaneFailure(ctx context.Context, job, lane string, cause e
 		VALUES ($1, $2, now(), $3)
 		ON CONFLICT (job, lane) DO UPDATE SET last_failure_at = now(), last_failure = $3`, job, lane, failureText(cause))
 	if err != nil {
-		return fmt.Errorf("pgstore: record failure of lane %s/%s: %w", job, lane, err)
+		return fmt.Errorf("pgstore: record lane failure: %w", err)
 	}
 	return nil
 }
@@ -176,7 +176,7 @@ func (s *Store) sendFenced(ctx context.Context, batch *pgx.Batch, what string) e
 		return fmt.Errorf("pgstore: %s: write results: %w", what, err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("pgstore: %s: commit: %w", what, err)
+		return fmt.Errorf("pgstore: %s: commit transaction: %w", what, err)
 	}
 	return nil
 }

@@ -115,9 +115,10 @@ func laneVerified(id string, d reconcile.Decision) reconcile.Outcome {
 	return reconcile.Outcome{RecordID: id, ExternalID: "pi_" + id, Local: "pending", External: "succeeded", Decision: d, Verified: true}
 }
 
-// laneMissing is a reverse scan's outcome for an external object no row refers to.
+// laneMissing is a reverse scan's outcome for an external object no row refers to, flagged as
+// the engine flags it.
 func laneMissing(ext string) reconcile.Outcome {
-	return reconcile.Outcome{RecordID: ext, ExternalID: ext, External: "succeeded",
+	return reconcile.Outcome{RecordID: ext, ExternalID: ext, External: "succeeded", NotARow: true, Once: true,
 		Decision: reconcile.Decision{Verdict: reconcile.NeedsReview, Kind: reconcile.KindMissingLocally, Detail: "no local row has this external id"}}
 }
 

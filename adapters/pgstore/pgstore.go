@@ -365,19 +365,19 @@ func (s *Store) Read(ctx context.Context, req reconcile.ReadRequest) (reconcile.
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 	case err != nil:
-		return b, fmt.Errorf("pgstore: job %s: read cursor: %w", req.Job, err)
+		return b, fmt.Errorf("pgstore: read cursor: %w", err)
 	}
 	for _, p := range []string{b.Cursor.Position, b.Cursor.End} {
 		if p == "" {
 			continue
 		}
 		if err := s.checkPosition(p); err != nil {
-			return b, fmt.Errorf("pgstore: job %s: stored cursor: %w", req.Job, err)
+			return b, fmt.Errorf("pgstore: read cursor: %w", err)
 		}
 	}
 	b.Records, err = s.readRange(ctx, st, req, &b.Cursor, "", "")
 	if err != nil {
-		return b, fmt.Errorf("pgstore: job %s: %w", req.Job, err)
+		return b, fmt.Errorf("pgstore: %w", err)
 	}
 	return b, nil
 }
@@ -459,7 +459,7 @@ func (s *Store) Commit(ctx context.Context, c reconcile.Commit) (reconcile.Commi
 	}
 	if !c.Wrap {
 		if err := s.checkPosition(c.Next); err != nil {
-			return res, fmt.Errorf("pgstore: job %s: %w", c.Job, err)
+			return res, fmt.Errorf("pgstore: commit: %w", err)
 		}
 	}
 	batch := &pgx.Batch{}
@@ -474,7 +474,7 @@ func (s *Store) Commit(ctx context.Context, c reconcile.Commit) (reconcile.Commi
 		batch.Queue(st.forgetDeleted, c.Job, reconcile.ResolvedByReconciler, forgetNote)
 	}
 
-	if err := s.sendFenced(ctx, batch, "job "+c.Job); err != nil {
+	if err := s.sendFenced(ctx, batch, "commit"); err != nil {
 		return reconcile.CommitResult{}, err
 	}
 	return res, nil
@@ -503,7 +503,7 @@ func (s *Store) queueResults(batch *pgx.Batch, st *statements, job string, outco
 			obsIDs, obsStates = append(obsIDs, o.RecordID), append(obsStates, o.External)
 		}
 		if d := o.Decision; d.Kind != "" && (d.Verdict == reconcile.Repairable || d.Verdict == reconcile.NeedsReview) {
-			f.add(o)
+			f.add(job, o)
 		}
 	}
 	switch {
@@ -515,16 +515,29 @@ func (s *Store) queueResults(batch *pgx.Batch, st *statements, job string, outco
 		batch.Queue(st.observe, obsIDs, obsStates)
 	}
 	if len(f.ids) > 0 {
-		batch.Queue(st.findings, job, s.cfg.AggregateType, f.ids, f.kinds, f.locals, f.externals, f.details, f.commands).
+		batch.Queue(st.findings, job, s.cfg.AggregateType, f.ids, f.kinds, f.locals, f.externals, f.details, f.commands,
+			f.once, f.notARow, f.payloads).
 			QueryRow(func(row pgx.Row) error { return row.Scan(&res.Findings, &res.Commands) })
 	}
 }
 
 type findingCols struct {
 	ids, kinds, locals, externals, details, commands []string
+	once, notARow                                    []bool
+	// payloads are the repair commands as JSON without their finding id; nil where none.
+	payloads []*string
 }
 
-func (f *findingCols) add(o reconcile.Outcome) {
+func (f *findingCols) add(job string, o reconcile.Outcome) {
+	var payload *string
+	if cmd := o.RepairCommand(job); cmd != nil {
+		b, _ := json.Marshal(cmd) // strings and an integer: it cannot fail
+		p := string(b)
+		payload = &p
+	}
+	f.payloads = append(f.payloads, payload)
+	f.once = append(f.once, o.Once)
+	f.notARow = append(f.notARow, o.NotARow)
 	f.ids = append(f.ids, o.RecordID)
 	f.kinds = append(f.kinds, o.Decision.Kind)
 	f.locals = append(f.locals, o.Local)

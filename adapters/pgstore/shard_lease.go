@@ -176,7 +176,7 @@ func (l *ShardLease) Read(ctx context.Context, req reconcile.ReadRequest) (recon
 	case errors.Is(err, pgx.ErrNoRows):
 		return b, ErrShardLeaseLost
 	case err != nil:
-		return b, fmt.Errorf("pgstore: job %s: read shard %d: %w", j.cfg.Job, l.shard, err)
+		return b, fmt.Errorf("pgstore: read shard %d: %w", l.shard, err)
 	case !open:
 		return b, errShardWrapped
 	}
@@ -185,12 +185,12 @@ func (l *ShardLease) Read(ctx context.Context, req reconcile.ReadRequest) (recon
 			continue
 		}
 		if err := j.store.checkPosition(p); err != nil {
-			return b, fmt.Errorf("pgstore: job %s: shard %d: stored cursor: %w", j.cfg.Job, l.shard, err)
+			return b, fmt.Errorf("pgstore: read shard %d: cursor: %w", l.shard, err)
 		}
 	}
 	b.Records, err = j.store.readRange(ctx, st, req, &b.Cursor, lower, upper)
 	if err != nil {
-		return b, fmt.Errorf("pgstore: job %s: shard %d: %w", j.cfg.Job, l.shard, err)
+		return b, fmt.Errorf("pgstore: read shard %d: %w", l.shard, err)
 	}
 	return b, nil
 }
@@ -237,7 +237,7 @@ func (l *ShardLease) Commit(ctx context.Context, c reconcile.Commit) (reconcile.
 	if err != nil {
 		return res, err
 	}
-	what := fmt.Sprintf("job %s shard %d", j.cfg.Job, l.shard)
+	what := fmt.Sprintf("commit shard %d", l.shard)
 	if !c.Wrap {
 		if err := j.store.checkPosition(c.Next); err != nil {
 			return res, fmt.Errorf("pgstore: %s: %w", what, err)

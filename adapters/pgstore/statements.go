@@ -124,13 +124,16 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 	}
 	_, filterArgs := renderFilter(cfg, types, 1)
 
-	// rowExists(id, kind) is a condition: the host row with the text id exists. It looks the
-	// row up by its own type, so that the primary key serves; the id is only cast when kind is
-	// not missing_locally, whose record id is an external object's.
-	rowExists := func(id, kind string) string {
-		return fmt.Sprintf("EXISTS (SELECT 1 FROM %s AS h WHERE %s = (CASE WHEN %s <> 'missing_locally' THEN %s END)::%s)",
-			host, q(cfg.IDColumn), kind, id, types[cfg.IDColumn])
+	// rowExists(id, isRow) is a condition: the host row with the text id exists. It looks the
+	// row up by its own type, so that the primary key serves; the id is only cast when isRow,
+	// a condition, holds: the record id of a finding that names no row (an external object's
+	// id, reconcile.Outcome.NotARow) need not be of the row id's type.
+	rowExists := func(id, isRow string) string {
+		return fmt.Sprintf("EXISTS (SELECT 1 FROM %s AS h WHERE %s = (CASE WHEN %s THEN %s END)::%s)",
+			host, q(cfg.IDColumn), isRow, id, types[cfg.IDColumn])
 	}
+	// Stored findings do not say whether their record is a row: the kind does.
+	isRowFinding := "f.kind <> '" + reconcile.KindMissingLocally + "'"
 	cursors := t.table("cursors")
 	st := &statements{
 		filterArgs: filterArgs,
@@ -158,26 +161,27 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 				last_batch_unverifiable = CASE WHEN $3::int > 0 THEN $4 ELSE c.last_batch_unverifiable END
 			WHERE c.version = $2`,
 
+		// $9 and $10 are the outcomes' Once and NotARow; $11 their repair commands as JSON,
+		// marshalled in Go (reconcile.Outcome.RepairCommand), to which the new finding's id is
+		// added.
 		findings: `WITH input AS (
-				SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
-					AS t(record_id, kind, local_state, external_state, detail, command)
+				SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bool[], $10::bool[], $11::text[])
+					AS t(record_id, kind, local_state, external_state, detail, command, once, not_a_row, payload)
 			), opened AS (
 				INSERT INTO ` + t.table("findings") + ` (job, record_id, kind, local_state, external_state, detail, command, aggregate_type)
 				SELECT $1, record_id, kind, local_state, external_state, detail, command, $2 FROM input
-				-- A resolved missing_locally finding was a person's decision about an object that
-				-- still exists: later passes seeing it again do not reopen it.
-				WHERE NOT (kind = 'missing_locally' AND EXISTS (SELECT 1 FROM ` + t.table("findings") + ` AS f
-					WHERE f.job = $1 AND f.record_id = input.record_id AND f.kind = 'missing_locally'))
-				-- A row deleted since the batch read it leaves nothing behind (missing_locally
-				-- names an external object no row has, so it has no row by definition).
-				AND (kind = 'missing_locally' OR ` + rowExists("input.record_id", "input.kind") + `)
+				-- Once: a finding (job, record, kind) ever opened is not opened again.
+				WHERE NOT (once AND EXISTS (SELECT 1 FROM ` + t.table("findings") + ` AS f
+					WHERE f.job = $1 AND f.record_id = input.record_id AND f.kind = input.kind))
+				-- A row deleted since the batch read it leaves nothing behind.
+				AND (not_a_row OR ` + rowExists("input.record_id", "NOT input.not_a_row") + `)
 				ON CONFLICT (job, record_id, kind) WHERE resolved_at IS NULL DO NOTHING
-				RETURNING id, record_id, kind, local_state, external_state, command
+				RETURNING id, record_id, kind, command
 			), queued AS (
 				INSERT INTO ` + t.table("outbox") + ` (aggregate_type, aggregate_id, event_type, finding_id, payload)
-				SELECT $2, record_id, command, id, jsonb_build_object('job', $1::text, 'record_id', record_id,
-					'finding_id', id, 'kind', kind, 'expected_local_state', local_state, 'external_state', external_state)
-				FROM opened WHERE command <> '' ORDER BY id
+				SELECT $2, o.record_id, o.command, o.id, (SELECT i.payload::jsonb FROM input AS i
+					WHERE i.record_id = o.record_id AND i.kind = o.kind LIMIT 1) || jsonb_build_object('finding_id', o.id)
+				FROM opened AS o WHERE o.command <> '' ORDER BY o.id
 				RETURNING 1
 			)
 			SELECT (SELECT count(*) FROM opened), (SELECT count(*) FROM queued)`,
@@ -224,7 +228,7 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 		st.observeTakesJob = true
 		st.observe = `INSERT INTO ` + t.table("observations") + ` (job, record_id, external_state, verified_at)
 			SELECT $1, r, e, now() FROM unnest($2::text[], $3::text[]) AS t(r, e)
-			WHERE ` + rowExists("t.r", "''") + `
+			WHERE ` + rowExists("t.r", "true") + `
 			ON CONFLICT (job, record_id) DO UPDATE
 			SET external_state = EXCLUDED.external_state, verified_at = EXCLUDED.verified_at`
 	}
@@ -238,7 +242,7 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 	st.forgetDeleted = `WITH gone AS (
 			UPDATE ` + t.table("findings") + ` AS f SET resolved_at = now(), resolution = '` + reconcile.ResolutionRowDeleted + `',
 				resolved_by = $2, resolution_note = $3
-			WHERE f.job = $1 AND f.resolved_at IS NULL AND f.kind <> 'missing_locally' AND NOT ` + rowExists("f.record_id", "f.kind") + `
+			WHERE f.job = $1 AND f.resolved_at IS NULL AND ` + isRowFinding + ` AND NOT ` + rowExists("f.record_id", isRowFinding) + `
 			RETURNING f.id
 		), ev AS (
 			INSERT INTO ` + t.table("finding_events") + ` (finding_id, action, actor, resolution, note)
@@ -252,7 +256,7 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 	// deleted since (forgetDeleted closes them when the cycle completes). $2 is StaleAfter.
 	st.openFindings = `SELECT kind, count(*), min(detected_at), count(*) FILTER (WHERE detected_at < now() - $2::interval)
 		FROM ` + t.table("findings") + ` AS f WHERE job = $1 AND resolved_at IS NULL
-			AND (kind = 'missing_locally' OR ` + rowExists("f.record_id", "f.kind") + `) GROUP BY kind`
+			AND (NOT ` + isRowFinding + ` OR ` + rowExists("f.record_id", isRowFinding) + `) GROUP BY kind`
 	st.shard = buildShardReads(cfg, types, sel, order, keys, where, lagValue, lagFrom)
 	return st
 }
