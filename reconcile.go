@@ -564,26 +564,3 @@ func (r *Reconciler[L, E]) decide(ctx context.Context, p *pacer, o *Outcome, loc
 	}
 	return nil
 }
-
-// Finding is a recorded drift, as stores return it for review.
-type Finding struct {
-	ID       int64
-	Job      string
-	RecordID string
-	Kind     string
-	Local    string
-	External string
-	Detail   string
-	// Command is the repair command queued when the finding was opened; empty for NeedsReview.
-	Command    string
-	DetectedAt time.Time
-	// ResolvedAt is zero while the finding is open.
-	ResolvedAt time.Time
-	// Resolution, ResolvedBy and ResolutionNote say how, by whom and why it was closed.
-	Resolution     string
-	ResolvedBy     string
-	ResolutionNote string
-}
-
-// Open reports whether the finding is unresolved.
-func (f Finding) Open() bool { return f.ResolvedAt.IsZero() }
