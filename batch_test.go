@@ -15,6 +15,7 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/memstore"
+	"github.com/reconcilekit/reconcile/reconciletest"
 )
 
 // batchGateway answers FetchBatch from listed (one wait per page of pageSize ids) and Fetch from
@@ -136,7 +137,7 @@ func TestABatchGatewayGivesTheSameResultsWithFewerCalls(t *testing.T) {
 	if diff := cmp.Diff(want.Verdicts, got.Verdicts); diff != "" {
 		t.Errorf("verdicts differ between per-object and bulk (-per-object +bulk):\n%s", diff)
 	}
-	if diff := cmp.Diff(perObject.Findings(), bulk.Findings()); diff != "" {
+	if diff := cmp.Diff(reconciletest.Findings(t, perObject, ""), reconciletest.Findings(t, bulk, "")); diff != "" {
 		t.Errorf("findings differ (-per-object +bulk):\n%s", diff)
 	}
 	if diff := cmp.Diff(perObject.Commands(), bulk.Commands()); diff != "" {
@@ -361,10 +362,10 @@ func TestInvalidIDsAreFindingsWithoutACallEvenAfterARateLimit(t *testing.T) {
 		rep.Verdicts[reconcile.NeedsReview] != 1 || !rep.Wrapped {
 		t.Fatalf("next batch %+v; want pi_6 asked and in sync, ch_7 a finding without a call, the cycle wrapped", rep)
 	}
-	if fs := s.Findings(); len(fs) != 6 {
+	if fs := reconciletest.Findings(t, s, ""); len(fs) != 6 {
 		t.Fatalf("findings %+v, want 6", fs)
 	}
-	for _, f := range s.Findings() {
+	for _, f := range reconciletest.Findings(t, s, "") {
 		if f.Kind != reconcile.KindInvalidExternalID {
 			t.Fatalf("finding %+v, want kind %s", f, reconcile.KindInvalidExternalID)
 		}

@@ -102,7 +102,11 @@ func ExampleStateNamer() {
 	if err != nil {
 		panic(err)
 	}
-	for _, f := range store.Findings() {
+	findings, err := store.ListFindings(context.Background(), reconcile.FindingQuery{State: reconcile.FindingsAll})
+	if err != nil {
+		panic(err)
+	}
+	for _, f := range findings {
 		fmt.Printf("record %s: %s (ours %s, theirs %s)\n", f.RecordID, f.Kind, f.Local, f.External)
 	}
 	obs, _ := store.Observation("refunds", "1")

@@ -54,7 +54,11 @@ func ExampleNewLane() {
 		panic(err)
 	}
 	fmt.Printf("judged %d, pass complete: %t, new findings %d, commands %d\n", rep.Scanned, rep.Wrapped, rep.NewFindings, rep.NewCommands)
-	for _, f := range store.Findings() {
+	findings, err := store.ListFindings(context.Background(), reconcile.FindingQuery{State: reconcile.FindingsAll})
+	if err != nil {
+		panic(err)
+	}
+	for _, f := range findings {
 		fmt.Printf("%s %s %s\n", f.RecordID, f.Kind, f.Command)
 	}
 	// Output:

@@ -55,7 +55,11 @@ func ExampleRunBatch() {
 			break
 		}
 	}
-	for _, f := range store.Findings() {
+	findings, err := store.ListFindings(ctx, reconcile.FindingQuery{State: reconcile.FindingsAll})
+	if err != nil {
+		panic(err)
+	}
+	for _, f := range findings {
 		fmt.Printf("finding: record %s %s (%s here, %s there)\n", f.RecordID, f.Kind, f.Local, f.External)
 	}
 	for _, c := range store.Commands() {

@@ -152,7 +152,7 @@ func assertNothingWritten(t *testing.T, s *store, sink *countingSink, n int) {
 	if cur := s.Cursor(job); cur != (memstore.CursorInfo{}) {
 		t.Errorf("cursor %+v, want it untouched", cur)
 	}
-	if fs := s.Findings(); len(fs) != 0 {
+	if fs := reconciletest.Findings(t, s, ""); len(fs) != 0 {
 		t.Errorf("findings %+v, want none", fs)
 	}
 	if cmds := s.Commands(); len(cmds) != 0 {
@@ -429,7 +429,7 @@ func TestRunBatchAsksEveryRowOncePerCycleUnderConcurrency(t *testing.T) {
 				t.Fatalf("%d gateway calls in flight at once, want at most Concurrency 8", m)
 			}
 			// Findings are deduplicated across cycles: 50 repairable and 100 review, 50 commands.
-			if fs, cmds := s.Findings(), s.Commands(); len(fs) != 150 || len(cmds) != 50 {
+			if fs, cmds := reconciletest.Findings(t, s, ""), s.Commands(); len(fs) != 150 || len(cmds) != 50 {
 				t.Fatalf("%d findings and %d commands, want 150 and 50", len(fs), len(cmds))
 			}
 		})
@@ -501,7 +501,7 @@ func TestRunBatchStopsAskingAfterARateLimit(t *testing.T) {
 					t.Errorf("row %d: observation present %v, want %v (only rows committed are verified)", i, observed, i <= int64(ok))
 				}
 			}
-			if fs := s.Findings(); len(fs) != 0 {
+			if fs := reconciletest.Findings(t, s, ""); len(fs) != 0 {
 				t.Errorf("findings %+v for rows not answered, want none", fs)
 			}
 			// The cursor stops at the last committed row: a rate limit delays rows, it never
@@ -722,7 +722,7 @@ func TestRunBatchGatewayAnswers(t *testing.T) {
 			if !tt.verified && after != before {
 				t.Errorf("observation moved from %+v to %+v, want it kept: the row was not confirmed", before, after)
 			}
-			fs := s.Findings()
+			fs := reconciletest.Findings(t, s, "")
 			if tt.wantKind == "" {
 				if len(fs) != 0 {
 					t.Fatalf("findings %+v, want none", fs)
@@ -827,14 +827,14 @@ func TestPackageRunBatchWorksLikeNewThenRunBatch(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("reconcile.RunBatch = %+v, New+RunBatch = %+v", got, want)
 			}
-			if !reflect.DeepEqual(viaFunc.Findings(), viaNew.Findings()) || !reflect.DeepEqual(viaFunc.Commands(), viaNew.Commands()) ||
+			if !reflect.DeepEqual(reconciletest.Findings(t, viaFunc, ""), reconciletest.Findings(t, viaNew, "")) || !reflect.DeepEqual(viaFunc.Commands(), viaNew.Commands()) ||
 				viaFunc.Cursor(job) != viaNew.Cursor(job) {
 				t.Fatalf("stores differ: findings %+v vs %+v, commands %+v vs %+v, cursor %+v vs %+v",
-					viaFunc.Findings(), viaNew.Findings(), viaFunc.Commands(), viaNew.Commands(), viaFunc.Cursor(job), viaNew.Cursor(job))
+					reconciletest.Findings(t, viaFunc, ""), reconciletest.Findings(t, viaNew, ""), viaFunc.Commands(), viaNew.Commands(), viaFunc.Cursor(job), viaNew.Cursor(job))
 			}
 		})
 	}
-	if fs := viaFunc.Findings(); len(fs) != 5 {
+	if fs := reconciletest.Findings(t, viaFunc, ""); len(fs) != 5 {
 		t.Fatalf("after a cycle %d findings, want 5", len(fs))
 	}
 	if cur := viaFunc.Cursor(job); cur.CyclesCompleted != 1 {

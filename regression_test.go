@@ -11,6 +11,7 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/memstore"
+	"github.com/reconcilekit/reconcile/reconciletest"
 )
 
 // Regression tests for three engine bugs: a cycle that never ended while rows kept arriving, a
@@ -197,7 +198,7 @@ func TestA429StormDelaysRowsAndNeverSkipsThem(t *testing.T) {
 					t.Fatalf("row %d not verified after the storm: %+v", i, o)
 				}
 			}
-			if fs := s.Findings(); len(fs) != 0 {
+			if fs := reconciletest.Findings(t, s, ""); len(fs) != 0 {
 				t.Fatalf("findings %+v, want none", fs)
 			}
 		})
@@ -261,7 +262,7 @@ func TestAnOutageStopsAPerObjectBatch(t *testing.T) {
 					t.Fatal("RecordFailure got a nil cause")
 				}
 			}
-			if fs := s.Findings(); len(fs) != 0 {
+			if fs := reconciletest.Findings(t, s, ""); len(fs) != 0 {
 				t.Fatalf("findings %+v during an outage, want none", fs)
 			}
 		})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/memstore"
+	"github.com/reconcilekit/reconcile/reconciletest"
 )
 
 func TestARowWithoutExternalIDIsReviewedWithoutAsking(t *testing.T) {
@@ -27,7 +28,7 @@ func TestARowWithoutExternalIDIsReviewedWithoutAsking(t *testing.T) {
 	if gw.Asked("") != 0 || gw.Calls() != 2 {
 		t.Fatalf("gateway asked about the empty id %d times (%d calls in all); want never, 2 calls", gw.Asked(""), gw.Calls())
 	}
-	fs := s.Findings()
+	fs := reconciletest.Findings(t, s, "")
 	if rep.Verdicts[reconcile.NeedsReview] != 1 || len(fs) != 1 || fs[0].Kind != reconcile.KindInvalidExternalID || fs[0].RecordID != "3" {
 		t.Fatalf("verdicts %v, findings %+v; want one invalid_external_id finding for row 3", rep.Verdicts, fs)
 	}

@@ -62,7 +62,7 @@ func (c *Console) ownFinding(w http.ResponseWriter, r *http.Request, id int64) b
 	}
 	d, err := c.store.Finding(r.Context(), id)
 	switch {
-	case errors.Is(err, ErrNotFound) || (err == nil && !c.forJob(d.Job)):
+	case errors.Is(err, reconcile.ErrFindingNotFound) || (err == nil && !c.forJob(d.Job)):
 		c.fail(w, r, http.StatusNotFound, "No such finding", fmt.Sprintf("There is no finding %d.", id))
 		return false
 	case err != nil:
@@ -98,12 +98,12 @@ func (c *Console) resolve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The actor is the authenticated one, never a form field.
-	err = c.store.Resolve(r.Context(), id, reconcile.Resolution{As: as, By: actor(r), Note: n})
+	err = c.store.ResolveFinding(r.Context(), id, reconcile.Resolution{As: as, By: actor(r), Note: n})
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, reconcile.ErrFindingNotFound):
 		c.fail(w, r, http.StatusNotFound, "No such finding", fmt.Sprintf("There is no finding %d.", id))
 		return
-	case errors.Is(err, ErrAlreadyResolved):
+	case errors.Is(err, reconcile.ErrAlreadyResolved):
 		c.failWithLink(w, r, http.StatusConflict, "Resolved already",
 			fmt.Sprintf("Finding %d was resolved already, perhaps by someone else or by a repair. Nothing was changed.", id),
 			findingURL("../../", id), "See who resolved it")
@@ -130,12 +130,12 @@ func (c *Console) reopen(w http.ResponseWriter, r *http.Request) {
 	if !c.ownFinding(w, r, id) {
 		return
 	}
-	err = c.store.Reopen(r.Context(), id, actor(r), n)
+	err = c.store.ReopenFinding(r.Context(), id, actor(r), n)
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, reconcile.ErrFindingNotFound):
 		c.fail(w, r, http.StatusNotFound, "No such finding", fmt.Sprintf("There is no finding %d.", id))
 		return
-	case errors.Is(err, ErrFoundAgain):
+	case errors.Is(err, reconcile.ErrFoundAgain):
 		link, text := "", ""
 		if newer, ok := c.newerFinding(r, id); ok {
 			link, text = findingURL("../../", newer), fmt.Sprintf("Open finding %d", newer)
@@ -144,7 +144,7 @@ func (c *Console) reopen(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("The drift of finding %d was found again since it was resolved; the newer finding is the open one. Nothing was changed.", id),
 			link, text)
 		return
-	case errors.Is(err, ErrAlreadyOpen):
+	case errors.Is(err, reconcile.ErrAlreadyOpen):
 		c.failWithLink(w, r, http.StatusConflict, "Open already",
 			fmt.Sprintf("Finding %d is open already. Nothing was changed.", id), findingURL("../../", id), "Back to the finding")
 		return
@@ -164,7 +164,7 @@ func (c *Console) newerFinding(r *http.Request, id int64) (int64, bool) {
 	if err != nil {
 		return 0, false
 	}
-	fs, err := c.store.Findings(r.Context(), Query{Job: d.Job, Kind: d.Kind, RecordID: d.RecordID, State: StateOpen, Limit: 1})
+	fs, err := c.store.ListFindings(r.Context(), reconcile.FindingQuery{Job: d.Job, Kind: d.Kind, RecordID: d.RecordID, State: reconcile.FindingsOpen, Limit: 1})
 	if err != nil || len(fs) == 0 {
 		return 0, false
 	}

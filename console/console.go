@@ -33,8 +33,17 @@ var DefaultResolutions = []string{reconcile.ResolutionFixed, reconcile.Resolutio
 // Config configures a Console. Store and Authenticate are required; every other field's zero
 // value works.
 type Config struct {
-	// Store reads and writes findings and reads job statuses. Required.
-	Store Store
+	// Store lists, reads, resolves and reopens findings: a *pgstore.Store (any of those over
+	// the shared reconciler tables: it reads every job's findings, and the external ids of
+	// its own table's), or the host's wrapper (to resolve through its own canonical writer,
+	// say). The console tells a missing finding (404) and a change that changed nothing (409)
+	// by reconcile.ErrFindingNotFound, ErrAlreadyResolved, ErrAlreadyOpen and ErrFoundAgain.
+	// Required.
+	Store reconcile.Reviewer
+	// Status reads each job's monitoring figures for the overview: StatusByJob gives each job
+	// its own store (tiers over one table each see their own rows). Nil means Store, which
+	// must then be a reconcile.StatusReader (pgstore.Store is).
+	Status reconcile.StatusReader
 	// Authenticate returns the actor making the request (a login, recorded as the author of
 	// resolutions and reopenings), or an error to refuse it. Every request goes through it,
 	// reads included. It is the host's: a session cookie, a header set by an authenticating
@@ -55,9 +64,9 @@ type Config struct {
 
 	// Jobs are the jobs the console is for: the overview shows them, in this order, and the
 	// findings list, the finding pages and the writes are limited to their findings (another
-	// job's finding is a 404, a filter by another job a 400). Empty means the store's jobs if
-	// it is a JobLister (PGStore is); if it is not, the overview shows none and the rest is
-	// not limited by job.
+	// job's finding is a 404, a filter by another job a 400). Empty means the jobs of Status
+	// (or Store) if it is a JobLister (StatusByJob is); if it is not, the overview shows none
+	// and the rest is not limited by job.
 	Jobs []string
 	// Policy judges each job's status on the overview; Policies overrides it per job. The
 	// zero Policy is reconcile's defaults.
@@ -77,7 +86,7 @@ type Config struct {
 	// ExternalURL links a finding to its external object; an empty string means no link.
 	// html/template drops URLs with unsafe schemes (javascript:) whatever it returns. Nil
 	// means StripeDashboardURL(false).
-	ExternalURL func(Finding) string
+	ExternalURL func(reconcile.Finding) string
 	// PageSize is the number of findings per page. Zero means DefaultPageSize; at most
 	// MaxPageSize.
 	PageSize int
@@ -96,7 +105,8 @@ type Config struct {
 
 // Console is the review console, an http.Handler. It is safe for concurrent use.
 type Console struct {
-	store        Store
+	store        reconcile.Reviewer
+	status       reconcile.StatusReader
 	authenticate func(*http.Request) (string, error)
 	challenge    string
 	base         string
@@ -104,7 +114,7 @@ type Console struct {
 	policy       reconcile.HealthPolicy
 	policies     map[string]reconcile.HealthPolicy
 	resolutions  []string
-	externalURL  func(Finding) string
+	externalURL  func(reconcile.Finding) string
 	pageSize     int
 	timeout      time.Duration
 	csrf         *tokens
@@ -135,13 +145,22 @@ func New(cfg Config) (*Console, error) {
 		return nil, err
 	}
 	c := &Console{
-		store: cfg.Store, authenticate: cfg.Authenticate, challenge: cfg.Challenge, base: base,
+		store: cfg.Store, status: cfg.Status, authenticate: cfg.Authenticate, challenge: cfg.Challenge, base: base,
 		jobs: slices.Clone(cfg.Jobs), policy: cfg.Policy, policies: maps.Clone(cfg.Policies),
 		resolutions: slices.Clone(cfg.Resolutions), externalURL: cfg.ExternalURL,
 		pageSize: cfg.PageSize, timeout: cfg.StatusTimeout, log: cfg.Logger,
 	}
+	if c.status == nil {
+		sr, ok := cfg.Store.(reconcile.StatusReader)
+		if !ok {
+			return nil, errors.New("console: Config.Status is nil and Config.Store reads no statuses")
+		}
+		c.status = sr
+	}
 	if len(c.jobs) == 0 {
-		if jl, ok := cfg.Store.(JobLister); ok {
+		if jl, ok := c.status.(JobLister); ok {
+			c.jobs = jl.Jobs()
+		} else if jl, ok := cfg.Store.(JobLister); ok {
 			c.jobs = jl.Jobs()
 		}
 	}

@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/reconcilekit/reconcile"
-	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/console"
 )
 
@@ -118,7 +117,7 @@ func rowOf(t *testing.T, body string, id int64) string {
 func TestTheListFiltersByJobKindRecordStateAndAge(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, true, nil)
-	if _, err := w.store.ResolveFinding(context.Background(), w.pool, w.ids["2"], reconcile.Resolution{As: "fixed", By: "bob"}); err != nil {
+	if err := w.store.ResolveFinding(context.Background(), w.ids["2"], reconcile.Resolution{As: "fixed", By: "bob"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := w.pool.Exec(context.Background(), `UPDATE reconcile_findings SET detected_at = now() - interval '2 days' WHERE id = $1`, w.ids["4"]); err != nil {
@@ -226,10 +225,10 @@ func TestTheDetailShowsTheFindingItsRepairAndItsHistory(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, false, nil)
 	id := w.ids["1"]
-	if _, err := w.store.ResolveFinding(context.Background(), w.pool, id, reconcile.Resolution{As: "accepted", By: "bob", Note: "refunded by hand"}); err != nil {
+	if err := w.store.ResolveFinding(context.Background(), id, reconcile.Resolution{As: "accepted", By: "bob", Note: "refunded by hand"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.store.ReopenFinding(context.Background(), w.pool, id, "carol", "the refund bounced"); err != nil {
+	if err := w.store.ReopenFinding(context.Background(), id, "carol", "the refund bounced"); err != nil {
 		t.Fatal(err)
 	}
 	body := w.get(t, fmt.Sprintf("/findings/%d", id), "alice")
@@ -340,7 +339,7 @@ func TestReopeningRecordsTheActorAndRefusesAFindingThatIsOpenOrFoundAgain(t *tes
 		ext[row.ext] = row.remote
 	}
 	w.cycle(t, "sweep", ext)
-	newer, err := w.store.ListFindings(context.Background(), pgstore.FindingQuery{RecordID: "3"})
+	newer, err := w.store.ListFindings(context.Background(), reconcile.FindingQuery{RecordID: "3"})
 	if err != nil || len(newer) != 1 || newer[0].ID == id {
 		t.Fatalf("open findings of record 3 after the second cycle: %+v, %v", newer, err)
 	}
@@ -391,7 +390,7 @@ func TestWritesNeedAFormTokenOfTheActorAndTheSameOrigin(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, false, nil)
 	// Finding 3 is open, to resolve; finding 4 is resolved, to reopen.
-	if _, err := w.store.ResolveFinding(context.Background(), w.pool, w.ids["4"], reconcile.Resolution{As: "fixed", By: "bob"}); err != nil {
+	if err := w.store.ResolveFinding(context.Background(), w.ids["4"], reconcile.Resolution{As: "fixed", By: "bob"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, write := range []struct {
@@ -520,7 +519,7 @@ func TestHostileFindingDataIsRenderedHarmlessly(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, true, func(c *console.Config) {
 		// A careless host that links to whatever the external id is.
-		c.ExternalURL = func(f console.Finding) string { return f.ExternalID }
+		c.ExternalURL = func(f reconcile.Finding) string { return f.ExternalID }
 	})
 	id := w.ids[hostileID]
 	r := w.do(t, http.MethodPost, fmt.Sprintf("/findings/%d/resolve", id), `alice<script>alert("actor")</script>`, url.Values{
@@ -588,7 +587,7 @@ func TestAFailingStoreIsA500ThatShowsNoInternals(t *testing.T) {
 func TestTheConsoleWorksUnderAPrefixStrippedOrNot(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, false, func(c *console.Config) { c.BasePath = "/ops/review" })
-	stripped, err := console.New(console.Config{Store: w.pg, Authenticate: headerAuth, StatusTTL: -1, Logger: discard})
+	stripped, err := console.New(console.Config{Store: w.store, Status: console.StatusByJob{"sweep": w.store, "hostile": w.store, "idle": w.store}, Authenticate: headerAuth, StatusTTL: -1, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,34 +13,34 @@ import (
 	"github.com/reconcilekit/reconcile/console"
 )
 
-// memStore is a console.Store in memory: a host's tests can fake the store this way. A real
-// host uses console.NewPGStore.
-type memStore struct{ findings []console.Finding }
+// memStore is a read-only reconcile.Reviewer and StatusReader in memory: a host's tests can
+// fake the store this way. A real host gives the console its *pgstore.Store.
+type memStore struct{ findings []reconcile.Finding }
 
-func (m *memStore) Findings(_ context.Context, q console.Query) ([]console.Finding, error) {
-	var out []console.Finding
+func (m *memStore) ListFindings(_ context.Context, q reconcile.FindingQuery) ([]reconcile.Finding, error) {
+	var out []reconcile.Finding
 	for _, f := range m.findings {
-		if f.ID > q.AfterID && (q.Job == "" || f.Job == q.Job) && f.Open() == (q.State != console.StateResolved) {
+		if f.ID > q.AfterID && (q.Job == "" || f.Job == q.Job) && f.Open() == (q.State != reconcile.FindingsResolved) {
 			out = append(out, f)
 		}
 	}
 	return out[:min(len(out), q.Limit)], nil
 }
 
-func (m *memStore) Finding(_ context.Context, id int64) (console.Detail, error) {
+func (m *memStore) Finding(_ context.Context, id int64) (reconcile.FindingDetail, error) {
 	for _, f := range m.findings {
 		if f.ID == id {
-			return console.Detail{Finding: f, History: []console.Event{{At: f.DetectedAt, Action: "detected", Actor: f.Job}}}, nil
+			return reconcile.FindingDetail{Finding: f, History: []reconcile.FindingEvent{{At: f.DetectedAt, Action: reconcile.ActionDetected, Actor: f.Job}}}, nil
 		}
 	}
-	return console.Detail{}, console.ErrNotFound
+	return reconcile.FindingDetail{}, reconcile.ErrFindingNotFound
 }
 
-func (m *memStore) Resolve(context.Context, int64, reconcile.Resolution) error {
+func (m *memStore) ResolveFinding(context.Context, int64, reconcile.Resolution) error {
 	return errors.New("read-only")
 }
 
-func (m *memStore) Reopen(context.Context, int64, string, string) error {
+func (m *memStore) ReopenFinding(context.Context, int64, string, string) error {
 	return errors.New("read-only")
 }
 
@@ -49,10 +49,9 @@ func (m *memStore) Status(_ context.Context, job string) (reconcile.Status, erro
 }
 
 func Example() {
-	store := &memStore{findings: []console.Finding{{
-		Finding: reconcile.Finding{ID: 7, Job: "payments", RecordID: "42", Kind: "paid_locally_not_externally",
-			Local: "paid", External: "canceled", DetectedAt: time.Now().Add(-time.Hour)},
-		ExternalID: "pi_3PExample000042",
+	store := &memStore{findings: []reconcile.Finding{{
+		ID: 7, Job: "payments", RecordID: "42", ExternalID: "pi_3PExample000042", Kind: "paid_locally_not_externally",
+		Local: "paid", External: "canceled", DetectedAt: time.Now().Add(-time.Hour),
 	}}}
 	c, err := console.New(console.Config{
 		Store: store,

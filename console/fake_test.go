@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/reconcilekit/reconcile"
@@ -17,17 +19,17 @@ import (
 
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// fakeStore is a Store whose every call fails with err.
+// fakeStore is a Reviewer and StatusReader whose every call fails with err.
 type fakeStore struct{ err error }
 
-func (s *fakeStore) Findings(context.Context, console.Query) ([]console.Finding, error) {
+func (s *fakeStore) ListFindings(context.Context, reconcile.FindingQuery) ([]reconcile.Finding, error) {
 	return nil, s.err
 }
-func (s *fakeStore) Finding(context.Context, int64) (console.Detail, error) {
-	return console.Detail{}, s.err
+func (s *fakeStore) Finding(context.Context, int64) (reconcile.FindingDetail, error) {
+	return reconcile.FindingDetail{}, s.err
 }
-func (s *fakeStore) Resolve(context.Context, int64, reconcile.Resolution) error { return s.err }
-func (s *fakeStore) Reopen(context.Context, int64, string, string) error        { return s.err }
+func (s *fakeStore) ResolveFinding(context.Context, int64, reconcile.Resolution) error { return s.err }
+func (s *fakeStore) ReopenFinding(context.Context, int64, string, string) error        { return s.err }
 func (s *fakeStore) Status(context.Context, string) (reconcile.Status, error) {
 	return reconcile.Status{}, s.err
 }
@@ -70,9 +72,6 @@ func TestNewRefusesAnIncompleteConfig(t *testing.T) {
 			}
 		})
 	}
-	if _, err := console.NewPGStore(console.PGConfig{}); err == nil {
-		t.Error("NewPGStore without DB or jobs succeeded")
-	}
 }
 
 func TestEveryPageCarriesASecurityPolicyThatAllowsOnlyItsOwnStyle(t *testing.T) {
@@ -109,4 +108,22 @@ func TestEveryPageCarriesASecurityPolicyThatAllowsOnlyItsOwnStyle(t *testing.T) 
 func styleHash(css string) string {
 	sum := sha256.Sum256([]byte(css))
 	return "sha256-" + base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// lockedBuffer is a log destination safe for concurrent writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

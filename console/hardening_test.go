@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/reconcilekit/reconcile"
-	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/console"
 )
 
@@ -50,7 +49,7 @@ func TestARepairCommandsErrorTextIsNeverOnTheFindingsPage(t *testing.T) {
 	}
 
 	// The store does not hand the error out either, to any page a host builds.
-	d, err := w.pg.Finding(ctx, id)
+	d, err := w.store.Finding(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,14 +74,14 @@ func TestARepairCommandsErrorTextIsNeverOnTheFindingsPage(t *testing.T) {
 // a host's own store might return it.
 type detailStore struct{ fakeStore }
 
-func (detailStore) Finding(_ context.Context, id int64) (console.Detail, error) {
+func (detailStore) Finding(_ context.Context, id int64) (reconcile.FindingDetail, error) {
 	if id != 7 {
-		return console.Detail{}, console.ErrNotFound
+		return reconcile.FindingDetail{}, reconcile.ErrFindingNotFound
 	}
 	at := time.Now().Add(-time.Hour)
-	return console.Detail{
-		Finding: console.Finding{Finding: reconcile.Finding{ID: 7, Job: "sweep", RecordID: "r7", Kind: "missed_success", DetectedAt: at, Command: "ApplyPaymentSucceeded"}},
-		History: []console.Event{
+	return reconcile.FindingDetail{
+		Finding: reconcile.Finding{ID: 7, Job: "sweep", RecordID: "r7", Kind: "missed_success", DetectedAt: at, Command: "ApplyPaymentSucceeded"},
+		History: []reconcile.FindingEvent{
 			{At: at, Action: "detected", Actor: "sweep"},
 			{At: at, Action: "command dead", Actor: "ApplyPaymentSucceeded", Note: commandError, Failures: 5},
 			{At: at, Action: "reopened", Actor: "bob", Note: "a person's note is shown"},
@@ -145,7 +144,7 @@ func TestTheConsoleServesOnlyItsConfiguredJobs(t *testing.T) {
 	if !w.finding(t, other).Open() {
 		t.Fatal("the console resolved a finding of a job it is not for")
 	}
-	if _, err := w.store.ResolveFinding(ctx, w.pool, other, reconcile.Resolution{As: "fixed", By: "bob"}); err != nil {
+	if err := w.store.ResolveFinding(ctx, other, reconcile.Resolution{As: "fixed", By: "bob"}); err != nil {
 		t.Fatal(err)
 	}
 	if r := w.do(t, http.MethodPost, otherPath+"/reopen", "alice", url.Values{"csrf_token": {token}}); r.status != http.StatusNotFound {
@@ -156,91 +155,15 @@ func TestTheConsoleServesOnlyItsConfiguredJobs(t *testing.T) {
 	}
 }
 
-func TestPGStoreServesOnlyItsJobs(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, true, nil)
-	ctx := context.Background()
-	s, err := console.NewPGStore(console.PGConfig{DB: w.pool, Jobs: map[string]*pgstore.Store{"sweep": w.store}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	other := w.ids[hostileID]
-	ids := func(fs []console.Finding) []string {
-		var out []string
-		for _, f := range fs {
-			out = append(out, strconv.FormatInt(f.ID, 10))
-		}
-		return out
-	}
-	for _, q := range []console.Query{{Limit: 10}, {State: console.StateAll, Limit: 10}, {Job: "hostile", Limit: 10}, {RecordID: hostileID, Limit: 10}} {
-		fs, err := s.Findings(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if slices.Contains(ids(fs), strconv.FormatInt(other, 10)) {
-			t.Errorf("Findings(%+v) = %v holds finding %d of another job", q, ids(fs), other)
-		}
-	}
-	// Keyset pages over several jobs: each finding once, in order.
-	multi, err := console.NewPGStore(console.PGConfig{DB: w.pool, Jobs: map[string]*pgstore.Store{"sweep": w.store, "hostile": w.store, "idle": w.store}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var seen []string
-	for after := int64(0); ; {
-		fs, err := multi.Findings(ctx, console.Query{AfterID: after, Limit: 2})
-		if err != nil || len(fs) > 2 {
-			t.Fatalf("Findings after %d = %d findings, %v", after, len(fs), err)
-		}
-		if len(fs) == 0 {
-			break
-		}
-		seen = append(seen, ids(fs)...)
-		after = fs[len(fs)-1].ID
-	}
-	if want := w.idsOf("1", "2", "3", "4", hostileID); !slices.Equal(seen, want) {
-		t.Errorf("paging over three jobs listed %v, want %v", seen, want)
-	}
-	if fs, err := multi.Findings(ctx, console.Query{Jobs: []string{"hostile", "nobody"}, Limit: 10}); err != nil || !slices.Equal(ids(fs), w.idsOf(hostileID)) {
-		t.Errorf("Findings of the jobs hostile and nobody = %v, %v; want the hostile finding", ids(fs), err)
-	}
-
-	if _, err := s.Finding(ctx, other); !errors.Is(err, console.ErrNotFound) {
-		t.Errorf("Finding(%d) = %v, want ErrNotFound", other, err)
-	}
-	if err := s.Resolve(ctx, other, reconcile.Resolution{As: "fixed", By: "alice"}); !errors.Is(err, console.ErrNotFound) {
-		t.Errorf("Resolve(%d) = %v, want ErrNotFound", other, err)
-	}
-	if !w.finding(t, other).Open() {
-		t.Fatal("the store resolved a finding of a job it is not for")
-	}
-	if _, err := w.store.ResolveFinding(ctx, w.pool, other, reconcile.Resolution{As: "fixed", By: "bob"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Reopen(ctx, other, "alice", ""); !errors.Is(err, console.ErrNotFound) {
-		t.Errorf("Reopen(%d) = %v, want ErrNotFound", other, err)
-	}
-	if w.finding(t, other).Open() {
-		t.Fatal("the store reopened a finding of a job it is not for")
-	}
-	// Its own jobs' findings still work.
-	if err := s.Resolve(ctx, w.ids["3"], reconcile.Resolution{As: "fixed", By: "alice"}); err != nil {
-		t.Errorf("Resolve of sweep's finding: %v", err)
-	}
-	if _, err := s.Finding(ctx, 1<<40); !errors.Is(err, console.ErrNotFound) {
-		t.Errorf("Finding of an unknown id = %v, want ErrNotFound", err)
-	}
-}
-
 // listStore lists findings of two jobs whatever the query asks: a store that ignores
 // Query.Jobs.
 type listStore struct{ fakeStore }
 
-func (listStore) Findings(context.Context, console.Query) ([]console.Finding, error) {
+func (listStore) ListFindings(context.Context, reconcile.FindingQuery) ([]reconcile.Finding, error) {
 	at := time.Now()
-	return []console.Finding{
-		{Finding: reconcile.Finding{ID: 1, Job: "mine", RecordID: "r1", Kind: "k", DetectedAt: at}},
-		{Finding: reconcile.Finding{ID: 2, Job: "theirs", RecordID: "r2", Kind: "k", DetectedAt: at}},
+	return []reconcile.Finding{
+		{ID: 1, Job: "mine", RecordID: "r1", Kind: "k", DetectedAt: at},
+		{ID: 2, Job: "theirs", RecordID: "r2", Kind: "k", DetectedAt: at},
 	}, nil
 }
 
@@ -364,24 +287,24 @@ func TestCrossOriginRefusalsAreLoggedAtDebugAndClipped(t *testing.T) {
 // countingStore is a Store that counts its calls and has nothing.
 type countingStore struct{ calls atomic.Int64 }
 
-func (s *countingStore) Findings(context.Context, console.Query) ([]console.Finding, error) {
+func (s *countingStore) ListFindings(context.Context, reconcile.FindingQuery) ([]reconcile.Finding, error) {
 	s.calls.Add(1)
 	return nil, nil
 }
 
-func (s *countingStore) Finding(context.Context, int64) (console.Detail, error) {
+func (s *countingStore) Finding(context.Context, int64) (reconcile.FindingDetail, error) {
 	s.calls.Add(1)
-	return console.Detail{}, console.ErrNotFound
+	return reconcile.FindingDetail{}, reconcile.ErrFindingNotFound
 }
 
-func (s *countingStore) Resolve(context.Context, int64, reconcile.Resolution) error {
+func (s *countingStore) ResolveFinding(context.Context, int64, reconcile.Resolution) error {
 	s.calls.Add(1)
-	return console.ErrNotFound
+	return reconcile.ErrFindingNotFound
 }
 
-func (s *countingStore) Reopen(context.Context, int64, string, string) error {
+func (s *countingStore) ReopenFinding(context.Context, int64, string, string) error {
 	s.calls.Add(1)
-	return console.ErrNotFound
+	return reconcile.ErrFindingNotFound
 }
 
 func (s *countingStore) Status(context.Context, string) (reconcile.Status, error) {

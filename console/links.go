@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/reconcilekit/reconcile"
 )
 
 // stripeID matches the ids Stripe issues: a short prefix, an underscore, letters and digits.
@@ -14,12 +16,12 @@ var stripeID = regexp.MustCompile(`^pi_[A-Za-z0-9]{1,250}$`)
 // with pi_) to the Stripe dashboard, in test mode if testMode is set; other findings get no
 // link. It takes the finding's ExternalID, or its RecordID when a table's rows are keyed by
 // their PaymentIntent.
-func StripeDashboardURL(testMode bool) func(Finding) string {
+func StripeDashboardURL(testMode bool) func(reconcile.Finding) string {
 	prefix := "https://dashboard.stripe.com/payments/"
 	if testMode {
 		prefix = "https://dashboard.stripe.com/test/payments/"
 	}
-	return func(f Finding) string {
+	return func(f reconcile.Finding) string {
 		for _, id := range []string{f.ExternalID, f.RecordID} {
 			if stripeID.MatchString(id) {
 				return prefix + id
@@ -57,7 +59,7 @@ func listURL(root string, f filter, after int64) string {
 	set("job", f.Job)
 	set("kind", f.Kind)
 	set("record", f.Record)
-	if f.State != StateOpen {
+	if f.State != reconcile.FindingsOpen {
 		set("state", f.State)
 	}
 	set("age", f.Age)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/reconcilekit/reconcile"
 )
 
 // maxField bounds every free-text parameter: job, kind, record id, resolution.
@@ -73,9 +75,9 @@ type kindView struct {
 
 func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 	root := rootOf(r.URL.EscapedPath())
-	data := overviewPage{FindingsURL: listURL(root, filter{State: StateOpen}, 0)}
+	data := overviewPage{FindingsURL: listURL(root, filter{State: reconcile.FindingsOpen}, 0)}
 	for _, js := range c.readStatuses(r.Context()) {
-		v := jobView{Name: js.job, FindingsURL: listURL(root, filter{Job: js.job, State: StateOpen}, 0)}
+		v := jobView{Name: js.job, FindingsURL: listURL(root, filter{Job: js.job, State: reconcile.FindingsOpen}, 0)}
 		if js.err != nil {
 			c.log.ErrorContext(r.Context(), "console: read job status", "job", js.job, "error", js.err.Error())
 			v.Err = true
@@ -100,7 +102,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 		for _, k := range st.OpenFindingKinds() {
 			// The link filters by the kind, unless the kind holds a key: a link is text the
 			// page shows too, so it then lists the job's open findings instead.
-			f := filter{Job: js.job, Kind: k, State: StateOpen}
+			f := filter{Job: js.job, Kind: k, State: reconcile.FindingsOpen}
 			shown := redactSecrets(k)
 			if shown != k {
 				f.Kind = ""
@@ -137,8 +139,8 @@ func parseFilter(q url.Values) (filter, error) {
 	}
 	switch f.State {
 	case "":
-		f.State = StateOpen
-	case StateOpen, StateResolved, StateAll:
+		f.State = reconcile.FindingsOpen
+	case reconcile.FindingsOpen, reconcile.FindingsResolved, reconcile.FindingsAll:
 	default:
 		return f, userError("The state filter must be open, resolved or all.")
 	}
@@ -188,7 +190,7 @@ type rowView struct {
 	ResolvedBy  string
 }
 
-func (c *Console) view(root string, f Finding, now time.Time) rowView {
+func (c *Console) view(root string, f reconcile.Finding, now time.Time) rowView {
 	// Every stored text is redacted (redactSecrets); the link is made from the finding as it is.
 	x := redactSecrets
 	return rowView{
@@ -210,21 +212,21 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := time.Now()
-	q := Query{Job: f.Job, Kind: f.Kind, RecordID: f.Record, State: f.State, AfterID: f.after, Limit: c.pageSize + 1}
+	q := reconcile.FindingQuery{Job: f.Job, Kind: f.Kind, RecordID: f.Record, State: f.State, AfterID: f.after, Limit: c.pageSize + 1}
 	if f.Job == "" && len(c.jobs) > 0 {
 		q.Jobs = slices.Clone(c.jobs)
 	}
 	if f.age > 0 {
 		q.DetectedBefore = now.Add(-f.age)
 	}
-	found, err := c.store.Findings(r.Context(), q)
+	found, err := c.store.ListFindings(r.Context(), q)
 	if err != nil {
 		c.storeFailed(w, r, "list the findings", err)
 		return
 	}
 	root := rootOf(r.URL.EscapedPath())
 	data := listPage{Filter: f, Jobs: c.jobs, Action: root + "findings",
-		States: []option{{StateOpen, "open"}, {StateResolved, "resolved"}, {StateAll, "all"}}, Ages: ages}
+		States: []option{{reconcile.FindingsOpen, "open"}, {reconcile.FindingsResolved, "resolved"}, {reconcile.FindingsAll, "all"}}, Ages: ages}
 	if f.Age != "" && !containsValue(ages, f.Age) {
 		data.Ages = append(append([]option(nil), ages...), option{f.Age, "older than " + f.Age})
 	}
@@ -270,7 +272,7 @@ type eventView struct {
 
 // isCommandEvent reports whether e is about a repair command ("command pending", "command
 // dead", "command redriven" ...).
-func isCommandEvent(e Event) bool {
+func isCommandEvent(e reconcile.FindingEvent) bool {
 	return strings.HasPrefix(e.Action, "command ")
 }
 
@@ -301,7 +303,7 @@ func (c *Console) detail(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d, err := c.store.Finding(r.Context(), id)
-	if errors.Is(err, ErrNotFound) || (err == nil && !c.forJob(d.Job)) {
+	if errors.Is(err, reconcile.ErrFindingNotFound) || (err == nil && !c.forJob(d.Job)) {
 		c.fail(w, r, http.StatusNotFound, "No such finding", fmt.Sprintf("There is no finding %d.", id))
 		return
 	}
@@ -314,7 +316,7 @@ func (c *Console) detail(w http.ResponseWriter, r *http.Request) {
 		rowView: c.view(root, d.Finding, time.Now()), Detail: redactSecrets(d.Detail), Command: redactSecrets(d.Command),
 		ResolutionNote: redactSecrets(d.ResolutionNote), Resolutions: c.resolutions, MaxNote: maxNote,
 		ResolveURL: findingURL(root, id) + "/resolve", ReopenURL: findingURL(root, id) + "/reopen",
-		ListURL: listURL(root, filter{Job: d.Job, State: StateOpen}, 0),
+		ListURL: listURL(root, filter{Job: d.Job, State: reconcile.FindingsOpen}, 0),
 	}
 	if !d.Open() {
 		data.Resolved = formatTime(d.ResolvedAt)

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/reconcilekit/reconcile"
-	"github.com/reconcilekit/reconcile/console"
 )
 
 // A Stripe test key, as a broken server could echo it back into an error or a finding's detail.
@@ -50,7 +49,7 @@ func TestPagesShowAClassifiedReasonNeverAFailuresTextOrAKey(t *testing.T) {
 	}}}); err != nil {
 		t.Fatal(err)
 	}
-	fs, err := w.pg.Findings(ctx, console.Query{RecordID: "k1", Limit: 1})
+	fs, err := w.store.ListFindings(ctx, reconcile.FindingQuery{RecordID: "k1", Limit: 1})
 	if err != nil || len(fs) != 1 {
 		t.Fatalf("Findings(k1) = %v, %v", fs, err)
 	}

@@ -3,6 +3,8 @@ package console
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -122,7 +124,7 @@ func (c *Console) readStatuses(ctx context.Context) []jobStatus {
 	for i, job := range c.jobs {
 		wg.Go(func() {
 			out[i].job = job
-			st, err := c.statuses.get(ctx, c.store, job)
+			st, err := c.statuses.get(ctx, c.status, job)
 			if err != nil {
 				out[i].err = err
 				return
@@ -137,4 +139,31 @@ func (c *Console) readStatuses(ctx context.Context) []jobStatus {
 	}
 	wg.Wait()
 	return out
+}
+
+// JobLister is an optional ability of Config.Status or Config.Store: naming the jobs it
+// knows, for the overview when Config.Jobs is empty.
+type JobLister interface {
+	Jobs() []string
+}
+
+// StatusByJob reads each job's status through the job's own store: a Config.Status for jobs
+// whose stores differ (tiers over one table, each with its own filter, or jobs over several
+// tables). It is a JobLister of its jobs, sorted.
+type StatusByJob map[string]reconcile.StatusReader
+
+var _ JobLister = StatusByJob(nil)
+
+// Status reads job's status through its store.
+func (m StatusByJob) Status(ctx context.Context, job string) (reconcile.Status, error) {
+	r, ok := m[job]
+	if !ok || r == nil {
+		return reconcile.Status{}, fmt.Errorf("console: no store is configured for job %q", job)
+	}
+	return r.Status(ctx, job)
+}
+
+// Jobs returns the jobs, sorted.
+func (m StatusByJob) Jobs() []string {
+	return slices.Sorted(maps.Keys(m))
 }

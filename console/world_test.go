@@ -45,7 +45,6 @@ const (
 type world struct {
 	pool    *pgxpool.Pool
 	store   *pgstore.Store
-	pg      *console.PGStore
 	console *console.Console
 	srv     *httptest.Server
 	ids     map[string]int64 // open finding id by record id, after the first cycle
@@ -90,7 +89,7 @@ func newWorld(t *testing.T, hostile bool, mod func(*console.Config)) *world {
 	if hostile {
 		w.commitHostile(t)
 	}
-	open, err := w.store.ListFindings(ctx, pgstore.FindingQuery{State: "open"})
+	open, err := w.store.ListFindings(ctx, reconcile.FindingQuery{State: "open"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,11 +97,9 @@ func newWorld(t *testing.T, hostile bool, mod func(*console.Config)) *world {
 		w.ids[f.RecordID] = f.ID
 	}
 
-	if w.pg, err = console.NewPGStore(console.PGConfig{DB: w.pool, Jobs: map[string]*pgstore.Store{"sweep": w.store, "hostile": w.store, "idle": w.store}}); err != nil {
-		t.Fatal(err)
-	}
 	cfg := console.Config{
-		Store:        w.pg,
+		Store:        w.store,
+		Status:       console.StatusByJob{"sweep": w.store, "hostile": w.store, "idle": w.store},
 		Authenticate: headerAuth,
 		StatusTTL:    -1,
 		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -220,7 +217,7 @@ func (w *world) token(t *testing.T, id int64, actor string) string {
 }
 
 // finding reads a finding from the database, not through the console.
-func (w *world) finding(t *testing.T, id int64) pgstore.FindingDetail {
+func (w *world) finding(t *testing.T, id int64) reconcile.FindingDetail {
 	t.Helper()
 	d, err := w.store.Finding(context.Background(), id)
 	if err != nil {

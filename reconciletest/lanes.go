@@ -159,7 +159,7 @@ func testLaneConcurrentCommit(t *testing.T, f Fixture) {
 	if !errors.Is(err, reconcile.ErrConcurrentRun) {
 		t.Fatalf("lane commit on a moved position: err = %v, want ErrConcurrentRun", err)
 	}
-	if fs, cmds := f.Findings(t, "sweep"), f.Commands(t, "sweep"); len(fs) != 0 || len(cmds) != 0 {
+	if fs, cmds := Findings(t, f.Reviewer(), "sweep"), f.Commands(t, "sweep"); len(fs) != 0 || len(cmds) != 0 {
 		t.Fatalf("the losing commit wrote findings %+v, commands %+v", fs, cmds)
 	}
 	if _, _, ok := f.Verified(t, "sweep", 1); ok {
@@ -183,7 +183,7 @@ func testLaneDedup(t *testing.T, f Fixture) {
 	if rep := Step(t, LaneConfig(t, f, "sweep", "events", feed)); rep.NewFindings != 0 || rep.NewCommands != 0 {
 		t.Fatalf("lane step after the sweep %+v; want nothing new", rep)
 	}
-	if fs, cmds := f.Findings(t, "sweep"), f.Commands(t, "sweep"); len(fs) != 5 || len(cmds) != 3 {
+	if fs, cmds := Findings(t, f.Reviewer(), "sweep"), f.Commands(t, "sweep"); len(fs) != 5 || len(cmds) != 3 {
 		t.Fatalf("%d findings, %d commands; want 5 and 3", len(fs), len(cmds))
 	}
 }
@@ -199,18 +199,20 @@ func testLaneMissingOnce(t *testing.T, f Fixture) {
 	if rep := step(); rep.NewFindings != 1 || rep.NewCommands != 0 {
 		t.Fatalf("first pass %+v; want one finding, no command", rep)
 	}
-	fs := f.Findings(t, "sweep")
+	fs := Findings(t, f.Reviewer(), "sweep")
 	if len(fs) != 1 || fs[0].Kind != reconcile.KindMissingLocally || fs[0].RecordID != "pi_orphan" {
 		t.Fatalf("findings %+v; want one missing_locally finding of pi_orphan", fs)
 	}
 	if rep := step(); rep.NewFindings != 0 {
 		t.Fatalf("second pass %+v; want the open finding kept, nothing new", rep)
 	}
-	f.ResolveFinding(t, fs[0].ID)
+	if err := f.Reviewer().ResolveFinding(context.Background(), fs[0].ID, reconcile.Resolution{As: reconcile.ResolutionAccepted, By: "test"}); err != nil {
+		t.Fatal(err)
+	}
 	if rep := step(); rep.NewFindings != 0 {
 		t.Fatalf("pass after the finding was resolved %+v; want it not reopened", rep)
 	}
-	if fs := f.Findings(t, "sweep"); len(fs) != 1 || fs[0].Open() {
+	if fs := Findings(t, f.Reviewer(), "sweep"); len(fs) != 1 || fs[0].Open() {
 		t.Fatalf("findings %+v; want the one resolved finding", fs)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,12 +31,10 @@ type Fixture interface {
 	Delete(t testing.TB, ids ...int64)
 	// Verified returns the record's last-verified time and observed external state for job.
 	Verified(t testing.TB, job string, id int64) (at time.Time, external string, ok bool)
-	// Findings returns the job's findings, open and resolved, oldest first.
-	Findings(t testing.TB, job string) []reconcile.Finding
+	// Reviewer is the store's review side (the store itself, for memstore and pgstore).
+	Reviewer() reconcile.Reviewer
 	// Commands returns the repair commands the job queued, oldest first.
 	Commands(t testing.TB, job string) []reconcile.Command
-	// ResolveFinding closes a finding.
-	ResolveFinding(t testing.TB, id int64)
 }
 
 // Gateway is a fake external system over a map of external id to state, counting calls.
@@ -158,6 +157,25 @@ func states(n int, state string) map[string]string {
 	return m
 }
 
+// Findings returns the findings r holds of job (of every job when job is empty), open and
+// resolved, by id. It fails t on an error.
+func Findings(t testing.TB, r reconcile.Reviewer, job string) []reconcile.Finding {
+	t.Helper()
+	var all []reconcile.Finding
+	q := reconcile.FindingQuery{Job: job, State: reconcile.FindingsAll, Limit: 1000}
+	for {
+		page, err := r.ListFindings(context.Background(), q)
+		if err != nil {
+			t.Fatalf("ListFindings: %v", err)
+		}
+		all = append(all, page...)
+		if len(page) < q.Limit {
+			return all
+		}
+		q.AfterID = page[len(page)-1].ID
+	}
+}
+
 // Run runs the conformance suite. newFixture is called once per subtest.
 func Run(t *testing.T, newFixture func(t *testing.T) Fixture) {
 	tests := []struct {
@@ -172,6 +190,7 @@ func Run(t *testing.T, newFixture func(t *testing.T) Fixture) {
 		{"a row changed within the grace period is in flight and not sent to the gateway", testGrace},
 		{"a cursor moved by a concurrent run fails the commit and writes nothing", testConcurrentRun},
 		{"a resolved finding can be found again with a new command", testFoundAgain},
+		{"findings are listed, read with their history, resolved and reopened the same way by every store", testReview},
 		{"an object missing externally is a verified missing_externally finding", testNotFound},
 		{"a rate limit stops the rest of the batch's calls; the rows before it commit and the next batch starts with it", testRateLimit},
 		{"an abort error writes nothing and keeps the cursor", testAbort},
@@ -253,7 +272,7 @@ func testGatewayDown(t *testing.T, f Fixture) {
 			t.Fatalf("row %d: last verified moved from %v to %v while the gateway was down", i, before[i], at)
 		}
 	}
-	if n := len(f.Findings(t, "sweep")); n != 0 {
+	if n := len(Findings(t, f.Reviewer(), "sweep")); n != 0 {
 		t.Fatalf("%d findings for unverifiable rows, want 0", n)
 	}
 }
@@ -282,7 +301,7 @@ func testDedup(t *testing.T, f Fixture) {
 	for _, r := range first {
 		opened += r.NewFindings
 	}
-	if fs := f.Findings(t, "sweep"); len(fs) != 5 || opened != 5 {
+	if fs := Findings(t, f.Reviewer(), "sweep"); len(fs) != 5 || opened != 5 {
 		t.Fatalf("after two cycles: %d findings (%d reported new in the first), want 5", len(fs), opened)
 	}
 	cmds := f.Commands(t, "sweep")
@@ -303,7 +322,7 @@ func testReviewNoCommand(t *testing.T, f Fixture) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs := f.Findings(t, "sweep")
+	fs := Findings(t, f.Reviewer(), "sweep")
 	if rep.Verdicts[reconcile.NeedsReview] != 1 || len(fs) != 1 || fs[0].Kind != "paid_locally_not_externally" ||
 		fs[0].Local != "paid" || fs[0].External != "canceled" || fs[0].RecordID != "1" || !fs[0].Open() {
 		t.Fatalf("verdicts %v, findings %+v; want one open paid_locally_not_externally finding for record 1", rep.Verdicts, fs)
@@ -329,7 +348,7 @@ func testGrace(t *testing.T, f Fixture) {
 	if _, _, ok := f.Verified(t, "sweep", 1); ok {
 		t.Fatal("a row judged in flight by grace got a last-verified time")
 	}
-	if len(f.Findings(t, "sweep")) != 0 {
+	if len(Findings(t, f.Reviewer(), "sweep")) != 0 {
 		t.Fatal("a row inside the grace period produced a finding")
 	}
 }
@@ -346,7 +365,7 @@ func testConcurrentRun(t *testing.T, f Fixture) {
 	if _, err := reconcile.RunBatch(ctx, Config(f, "sweep", gw, 1)); err != nil {
 		t.Fatal(err)
 	}
-	before := len(f.Findings(t, "sweep"))
+	before := len(Findings(t, f.Reviewer(), "sweep"))
 	_, err = f.Store().Commit(ctx, reconcile.Commit{
 		Job: "sweep", Cursor: stale.Cursor, Next: stale.Records[0].Key,
 		Outcomes: []reconcile.Outcome{{RecordID: "2", Local: "paid", External: "canceled", Verified: true,
@@ -355,7 +374,7 @@ func testConcurrentRun(t *testing.T, f Fixture) {
 	if !errors.Is(err, reconcile.ErrConcurrentRun) {
 		t.Fatalf("commit on a moved cursor: err = %v, want ErrConcurrentRun", err)
 	}
-	if fs := f.Findings(t, "sweep"); len(fs) != before {
+	if fs := Findings(t, f.Reviewer(), "sweep"); len(fs) != before {
 		t.Fatalf("the losing commit wrote findings: %+v", fs)
 	}
 	if _, _, ok := f.Verified(t, "sweep", 2); ok {
@@ -373,13 +392,15 @@ func testFoundAgain(t *testing.T, f Fixture) {
 	gw := NewGateway(map[string]string{"pi_1": "succeeded"})
 	cfg := Config(f, "sweep", gw, 10)
 	Cycle(t, cfg, 3)
-	fs := f.Findings(t, "sweep")
+	fs := Findings(t, f.Reviewer(), "sweep")
 	if len(fs) != 1 {
 		t.Fatalf("findings %+v, want 1", fs)
 	}
-	f.ResolveFinding(t, fs[0].ID)
+	if err := f.Reviewer().ResolveFinding(context.Background(), fs[0].ID, reconcile.Resolution{As: reconcile.ResolutionFixed, By: "test"}); err != nil {
+		t.Fatal(err)
+	}
 	Cycle(t, cfg, 3)
-	fs = f.Findings(t, "sweep")
+	fs = Findings(t, f.Reviewer(), "sweep")
 	cmds := f.Commands(t, "sweep")
 	if len(fs) != 2 || fs[0].Open() || !fs[1].Open() || len(cmds) != 2 || cmds[1].FindingID != fs[1].ID {
 		t.Fatalf("after resolving and another cycle: findings %+v, commands %+v; want a second open finding with its own command", fs, cmds)
@@ -392,7 +413,7 @@ func testNotFound(t *testing.T, f Fixture) {
 	if _, err := reconcile.RunBatch(context.Background(), Config(f, "sweep", gw, 10)); err != nil {
 		t.Fatal(err)
 	}
-	fs := f.Findings(t, "sweep")
+	fs := Findings(t, f.Reviewer(), "sweep")
 	if len(fs) != 1 || fs[0].Kind != reconcile.KindMissingExternally || fs[0].Command != "" {
 		t.Fatalf("findings %+v, want one missing_externally finding without a command", fs)
 	}
@@ -617,5 +638,114 @@ func testBackdated(t *testing.T, f Fixture) {
 		if c := gw.Calls(fmt.Sprintf("pi_%d", i)); c != 1 {
 			t.Fatalf("row %d asked %d times in the cycle, want 1", i, c)
 		}
+	}
+}
+
+// personal keeps the events of a history that people and detection made, not the repair
+// commands' (a store with an outbox adds those), as "action by actor: resolution note".
+func personal(h []reconcile.FindingEvent) []string {
+	var out []string
+	for _, e := range h {
+		if !e.CommandEvent() {
+			out = append(out, strings.TrimSpace(e.Action+" by "+e.Actor+": "+e.Resolution+" "+e.Note))
+		}
+	}
+	return out
+}
+
+func testReview(t *testing.T, f Fixture) {
+	ctx := context.Background()
+	r := f.Reviewer()
+	f.Insert(t, Row{ID: 1, ExternalID: "pi_1", Local: "pending"}, Row{ID: 2, ExternalID: "pi_2", Local: "paid"}, paidRow(3))
+	gw := NewGateway(map[string]string{"pi_1": "succeeded", "pi_2": "canceled", "pi_3": "succeeded"})
+	cfg := Config(f, "sweep", gw, 10)
+	Cycle(t, cfg, 3)
+
+	open, err := r.ListFindings(ctx, reconcile.FindingQuery{})
+	if err != nil || len(open) != 2 || open[0].RecordID != "1" || open[1].RecordID != "2" {
+		t.Fatalf("ListFindings of the zero query = %+v, %v; want the open findings of rows 1 and 2", open, err)
+	}
+	if open[0].ExternalID != "pi_1" || open[0].Command == "" || open[1].Kind != "paid_locally_not_externally" {
+		t.Fatalf("findings %+v; want row 1's with its external id and command, row 2's for review", open)
+	}
+	for _, tt := range []struct {
+		name string
+		q    reconcile.FindingQuery
+		want []int64
+	}{
+		{"by kind", reconcile.FindingQuery{Kind: "paid_locally_not_externally"}, []int64{open[1].ID}},
+		{"by record", reconcile.FindingQuery{RecordID: "1"}, []int64{open[0].ID}},
+		{"by jobs", reconcile.FindingQuery{Jobs: []string{"other", "sweep"}}, []int64{open[0].ID, open[1].ID}},
+		{"by another job", reconcile.FindingQuery{Job: "other"}, nil},
+		{"a page after the first", reconcile.FindingQuery{AfterID: open[0].ID, Limit: 1}, []int64{open[1].ID}},
+		{"a page of one", reconcile.FindingQuery{Limit: 1}, []int64{open[0].ID}},
+		{"detected before an hour ago", reconcile.FindingQuery{DetectedBefore: time.Now().Add(-time.Hour)}, nil},
+		{"resolved", reconcile.FindingQuery{State: reconcile.FindingsResolved}, nil},
+	} {
+		fs, err := r.ListFindings(ctx, tt.q)
+		var ids []int64
+		for _, f := range fs {
+			ids = append(ids, f.ID)
+		}
+		if err != nil || !slices.Equal(ids, tt.want) {
+			t.Errorf("ListFindings %s = %v, %v; want %v", tt.name, ids, err, tt.want)
+		}
+	}
+	if _, err := r.ListFindings(ctx, reconcile.FindingQuery{State: "closed"}); err == nil {
+		t.Error("ListFindings accepted the state \"closed\"")
+	}
+
+	id := open[1].ID
+	if err := r.ResolveFinding(ctx, id, reconcile.Resolution{As: reconcile.ResolutionAccepted, By: "alice", Note: "refunded by hand"}); err != nil {
+		t.Fatalf("resolve: %v", err)
+	}
+	if err := r.ResolveFinding(ctx, id, reconcile.Resolution{As: reconcile.ResolutionFixed, By: "bob"}); !errors.Is(err, reconcile.ErrAlreadyResolved) {
+		t.Fatalf("resolving again = %v, want ErrAlreadyResolved", err)
+	}
+	if err := r.ReopenFinding(ctx, open[0].ID, "bob", ""); !errors.Is(err, reconcile.ErrAlreadyOpen) {
+		t.Fatalf("reopening an open finding = %v, want ErrAlreadyOpen", err)
+	}
+	d, err := r.Finding(ctx, id)
+	if err != nil || d.Open() || d.Resolution != reconcile.ResolutionAccepted || d.ResolvedBy != "alice" || d.ResolutionNote != "refunded by hand" || d.ExternalID != "pi_2" {
+		t.Fatalf("Finding after resolving = %+v, %v; want resolved as accepted by alice, with the note", d, err)
+	}
+	if err := r.ReopenFinding(ctx, id, "carol", "the refund bounced"); err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	if d, err = r.Finding(ctx, id); err != nil || !d.Open() || d.Resolution != "" || d.ResolvedBy != "" {
+		t.Fatalf("Finding after reopening = %+v, %v; want open again", d, err)
+	}
+	want := []string{"detected by sweep:", "resolved by alice: accepted refunded by hand", "reopened by carol:  the refund bounced"}
+	if got := personal(d.History); !slices.Equal(got, want) {
+		t.Fatalf("history %q, want %q", got, want)
+	}
+
+	// Resolved, then found again: the newer finding is the open one.
+	if err := r.ResolveFinding(ctx, id, reconcile.Resolution{As: reconcile.ResolutionFalsePositive, By: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	Cycle(t, cfg, 3)
+	if err := r.ReopenFinding(ctx, id, "bob", ""); !errors.Is(err, reconcile.ErrFoundAgain) {
+		t.Fatalf("reopening drift found again = %v, want ErrFoundAgain", err)
+	}
+	if fs, err := r.ListFindings(ctx, reconcile.FindingQuery{RecordID: "2"}); err != nil || len(fs) != 1 || fs[0].ID == id {
+		t.Fatalf("open findings of row 2 = %+v, %v; want the newer one", fs, err)
+	}
+
+	const missing = 1 << 40
+	if _, err := r.Finding(ctx, missing); !errors.Is(err, reconcile.ErrFindingNotFound) {
+		t.Errorf("Finding of a missing id = %v, want ErrFindingNotFound", err)
+	}
+	if err := r.ResolveFinding(ctx, missing, reconcile.Resolution{As: "fixed", By: "x"}); !errors.Is(err, reconcile.ErrFindingNotFound) {
+		t.Errorf("resolving a missing finding = %v, want ErrFindingNotFound", err)
+	}
+	if err := r.ReopenFinding(ctx, missing, "x", ""); !errors.Is(err, reconcile.ErrFindingNotFound) {
+		t.Errorf("reopening a missing finding = %v, want ErrFindingNotFound", err)
+	}
+	if err := r.ResolveFinding(ctx, id, reconcile.Resolution{By: "x"}); err == nil {
+		t.Error("a resolution without its word was accepted")
+	}
+	if err := r.ReopenFinding(ctx, id, "", ""); err == nil {
+		t.Error("a reopening without its actor was accepted")
 	}
 }

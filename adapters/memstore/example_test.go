@@ -64,14 +64,18 @@ func Example() {
 			row.Local, row.UpdatedAt = "paid", now
 			store.Put(row)
 		}
-		if err := store.ResolveFinding(c.FindingID, reconcile.Resolution{As: reconcile.ResolutionRepaired, By: "reconciler"}); err != nil {
+		if err := store.ResolveFinding(ctx, c.FindingID, reconcile.Resolution{As: reconcile.ResolutionRepaired, By: "reconciler"}); err != nil {
 			panic(err)
 		}
 	}
 
 	now = now.Add(time.Hour) // past every row's grace period
 	cycle()
-	for _, f := range store.Findings() {
+	findings, err := store.ListFindings(ctx, reconcile.FindingQuery{State: reconcile.FindingsAll})
+	if err != nil {
+		panic(err)
+	}
+	for _, f := range findings {
 		state := "open"
 		if !f.Open() {
 			state = "resolved as " + f.Resolution + " by " + f.ResolvedBy

@@ -8,6 +8,7 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/memstore"
+	"github.com/reconcilekit/reconcile/reconciletest"
 )
 
 // pageFeed hands out one fixed page per step and then reports End.
@@ -61,9 +62,9 @@ func TestALaneOverTheMemoryStore(t *testing.T) {
 	}
 
 	// A person resolves the missing object: the next pass leaves it resolved.
-	for _, f := range s.Findings() {
+	for _, f := range reconciletest.Findings(t, s, "") {
 		if f.Kind == reconcile.KindMissingLocally {
-			if err := s.ResolveFinding(f.ID, reconcile.Resolution{As: reconcile.ResolutionAccepted, By: "alice"}); err != nil {
+			if err := s.ResolveFinding(ctx, f.ID, reconcile.Resolution{As: reconcile.ResolutionAccepted, By: "alice"}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -76,7 +77,8 @@ type Store[K cmp.Ordered, L any] struct {
 	cursors      map[string]*CursorInfo
 	observations map[obsKey]Observation
 	findings     []reconcile.Finding
-	open         map[findingKey]int // index into findings
+	open         map[findingKey]int                 // index into findings
+	events       map[int64][]reconcile.FindingEvent // resolutions and reopenings by finding id
 	commands     []QueuedCommand
 	lanes        map[laneKey]*LaneInfo
 }
@@ -89,6 +91,7 @@ var (
 	_ reconcile.Store[string]   = (*Store[int64, string])(nil)
 	_ reconcile.Matcher[string] = (*Store[int64, string])(nil)
 	_ reconcile.LaneSink        = (*Store[int64, string])(nil)
+	_ reconcile.Reviewer        = (*Store[int64, string])(nil)
 )
 
 // New returns an empty store.
@@ -102,7 +105,7 @@ func New[K cmp.Ordered, L any](opts Options) *Store[K, L] {
 	return &Store[K, L]{
 		now: opts.Now, aggType: opts.AggregateType,
 		rows: map[K]Row[K, L]{}, ids: map[string]int{}, cursors: map[string]*CursorInfo{},
-		observations: map[obsKey]Observation{}, open: map[findingKey]int{}, lanes: map[laneKey]*LaneInfo{},
+		observations: map[obsKey]Observation{}, open: map[findingKey]int{}, events: map[int64][]reconcile.FindingEvent{}, lanes: map[laneKey]*LaneInfo{},
 	}
 }
 
@@ -307,6 +310,8 @@ func (s *Store[K, L]) forgetDeleted(job string, now time.Time) {
 		f := &s.findings[i]
 		f.ResolvedAt, f.Resolution, f.ResolvedBy = now, reconcile.ResolutionRowDeleted, reconcile.ResolvedByReconciler
 		f.ResolutionNote = "the row no longer exists; closed when the cycle completed"
+		s.events[f.ID] = append(s.events[f.ID], reconcile.FindingEvent{At: now, Action: reconcile.ActionResolved,
+			Actor: f.ResolvedBy, Resolution: f.Resolution, Note: f.ResolutionNote})
 		delete(s.open, fk)
 	}
 	for ok := range s.observations {
@@ -425,13 +430,6 @@ func (s *Store[K, L]) Observation(job, recordID string) (Observation, bool) {
 	return o, ok
 }
 
-// Findings returns every finding, open and resolved, in the order they were opened.
-func (s *Store[K, L]) Findings() []reconcile.Finding {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.findings)
-}
-
 // Commands returns every queued repair command in outbox order.
 func (s *Store[K, L]) Commands() []QueuedCommand {
 	s.mu.Lock()
@@ -439,21 +437,128 @@ func (s *Store[K, L]) Commands() []QueuedCommand {
 	return slices.Clone(s.commands)
 }
 
-// ResolveFinding closes an open finding; resolving a closed one changes nothing.
-func (s *Store[K, L]) ResolveFinding(id int64, r reconcile.Resolution) error {
+// ListFindings returns a page of the findings q selects, by increasing id
+// (reconcile.Reviewer), each with its row's external id while the row exists.
+func (s *Store[K, L]) ListFindings(ctx context.Context, q reconcile.FindingQuery) ([]reconcile.Finding, error) {
+	q, err := q.Normalize()
+	if err != nil {
+		return nil, fmt.Errorf("memstore: list findings: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []reconcile.Finding
+	for _, f := range s.findings {
+		switch {
+		case len(out) == q.Limit:
+			return out, nil
+		case f.ID <= q.AfterID,
+			q.State == reconcile.FindingsOpen && !f.Open(),
+			q.State == reconcile.FindingsResolved && f.Open(),
+			q.Job != "" && f.Job != q.Job,
+			len(q.Jobs) > 0 && !slices.Contains(q.Jobs, f.Job),
+			q.Kind != "" && f.Kind != q.Kind,
+			q.RecordID != "" && f.RecordID != q.RecordID,
+			!q.DetectedBefore.IsZero() && !f.DetectedAt.Before(q.DetectedBefore):
+			continue
+		}
+		out = append(out, s.withExternalID(f))
+	}
+	return out, nil
+}
+
+// Finding returns one finding with its history (reconcile.Reviewer): its detection, then its
+// resolutions and reopenings. The store has no repair commands' states to add.
+func (s *Store[K, L]) Finding(ctx context.Context, id int64) (reconcile.FindingDetail, error) {
+	if err := ctx.Err(); err != nil {
+		return reconcile.FindingDetail{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, err := s.finding("finding", id)
+	if err != nil {
+		return reconcile.FindingDetail{}, err
+	}
+	history := append([]reconcile.FindingEvent{{At: f.DetectedAt, Action: reconcile.ActionDetected, Actor: f.Job}}, s.events[id]...)
+	return reconcile.FindingDetail{Finding: s.withExternalID(*f), History: history}, nil
+}
+
+// finding returns finding id, or an error wrapping reconcile.ErrFindingNotFound; the caller
+// holds s.mu.
+func (s *Store[K, L]) finding(op string, id int64) (*reconcile.Finding, error) {
+	if id <= 0 || id > int64(len(s.findings)) {
+		return nil, fmt.Errorf("memstore: %s %d: %w", op, id, reconcile.ErrFindingNotFound)
+	}
+	return &s.findings[id-1], nil
+}
+
+// withExternalID returns f with its row's external id, if the row exists; the caller holds
+// s.mu.
+func (s *Store[K, L]) withExternalID(f reconcile.Finding) reconcile.Finding {
+	if s.ids[f.RecordID] == 0 {
+		return f
+	}
+	for _, r := range s.rows {
+		if fmt.Sprint(r.Key) == f.RecordID {
+			f.ExternalID = r.ExternalID
+			break
+		}
+	}
+	return f
+}
+
+// ResolveFinding closes an open finding and records the change in its history
+// (reconcile.Reviewer); a closed one is left as it is: reconcile.ErrAlreadyResolved.
+func (s *Store[K, L]) ResolveFinding(ctx context.Context, id int64, r reconcile.Resolution) error {
 	if err := r.Validate(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if id <= 0 || id > int64(len(s.findings)) {
-		return fmt.Errorf("memstore: no finding %d", id)
+	f, err := s.finding("resolve finding", id)
+	if err != nil {
+		return err
 	}
-	f := &s.findings[id-1]
 	if !f.Open() {
-		return nil
+		return fmt.Errorf("memstore: resolve finding %d: %w", id, reconcile.ErrAlreadyResolved)
 	}
-	f.ResolvedAt, f.Resolution, f.ResolvedBy, f.ResolutionNote = s.now(), r.As, r.By, r.Note
+	now := s.now()
+	f.ResolvedAt, f.Resolution, f.ResolvedBy, f.ResolutionNote = now, r.As, r.By, r.Note
+	s.events[id] = append(s.events[id], reconcile.FindingEvent{At: now, Action: reconcile.ActionResolved, Actor: r.By, Resolution: r.As, Note: r.Note})
 	delete(s.open, findingKey{f.Job, f.RecordID, f.Kind})
+	return nil
+}
+
+// ReopenFinding opens a resolved finding again and records who did it and why
+// (reconcile.Reviewer). If the same drift has been found again since, the newer finding is the
+// open one: reconcile.ErrFoundAgain.
+func (s *Store[K, L]) ReopenFinding(ctx context.Context, id int64, by, note string) error {
+	if by == "" {
+		return errors.New("memstore: reopen finding: the actor is empty")
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, err := s.finding("reopen finding", id)
+	if err != nil {
+		return err
+	}
+	fk := findingKey{f.Job, f.RecordID, f.Kind}
+	if i, ok := s.open[fk]; ok && s.findings[i].ID != id {
+		return fmt.Errorf("memstore: reopen finding %d: %w", id, reconcile.ErrFoundAgain)
+	}
+	if f.Open() {
+		return fmt.Errorf("memstore: reopen finding %d: %w", id, reconcile.ErrAlreadyOpen)
+	}
+	f.ResolvedAt, f.Resolution, f.ResolvedBy, f.ResolutionNote = time.Time{}, "", "", ""
+	s.events[id] = append(s.events[id], reconcile.FindingEvent{At: s.now(), Action: reconcile.ActionReopened, Actor: by, Note: note})
+	s.open[fk] = int(id - 1)
 	return nil
 }

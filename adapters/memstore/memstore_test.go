@@ -38,15 +38,7 @@ func (f fixture) Verified(t testing.TB, job string, id int64) (time.Time, string
 	return o.VerifiedAt, o.External, ok
 }
 
-func (f fixture) Findings(t testing.TB, job string) []reconcile.Finding {
-	var out []reconcile.Finding
-	for _, x := range f.s.Findings() {
-		if x.Job == job {
-			out = append(out, x)
-		}
-	}
-	return out
-}
+func (f fixture) Reviewer() reconcile.Reviewer { return f.s }
 
 func (f fixture) Commands(t testing.TB, job string) []reconcile.Command {
 	var out []reconcile.Command
@@ -56,12 +48,6 @@ func (f fixture) Commands(t testing.TB, job string) []reconcile.Command {
 		}
 	}
 	return out
-}
-
-func (f fixture) ResolveFinding(t testing.TB, id int64) {
-	if err := f.s.ResolveFinding(id, reconcile.Resolution{As: reconcile.ResolutionFixed, By: "test"}); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func TestConformance(t *testing.T) {
@@ -130,7 +116,7 @@ func TestDeletedRowsLeaveNoFindingsBehind(t *testing.T) {
 	if rep, err := reconcile.RunBatch(context.Background(), cfg); err != nil || !rep.Wrapped {
 		t.Fatalf("second batch %+v (%v); want the wrap", rep, err)
 	}
-	for _, f := range s.Findings() {
+	for _, f := range reconciletest.Findings(t, s, "") {
 		switch {
 		case f.RecordID == "1" && !f.Open():
 			t.Fatalf("finding of row 1 closed: %+v", f)

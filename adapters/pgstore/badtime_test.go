@@ -62,7 +62,7 @@ func TestLagSurvivesAZeroTimeCreatedAtAndIsNeverNegative(t *testing.T) {
 	if gw.Calls("pi_1") != 0 || gw.Calls("pi_2") != 1 || gw.Calls("pi_3") != 1 {
 		t.Fatalf("calls %d, %d, %d; want 0, 1, 1", gw.Calls("pi_1"), gw.Calls("pi_2"), gw.Calls("pi_3"))
 	}
-	fs, err := s.ListFindings(ctx, pgstore.FindingQuery{Job: "sweep"})
+	fs, err := s.ListFindings(ctx, reconcile.FindingQuery{Job: "sweep"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestAnInfiniteTimeBecomesAnInvalidRowFindingAndTheCycleGoesOn(t *testing.T)
 					t.Fatalf("pi_%d asked %d times, want %d", i+1, n, want)
 				}
 			}
-			fs, err := s.ListFindings(ctx, pgstore.FindingQuery{Job: "sweep"})
+			fs, err := s.ListFindings(ctx, reconcile.FindingQuery{Job: "sweep"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -29,7 +29,7 @@ func deletingGateway(pool *pgxpool.Pool, del ...string) reconcile.GatewayFunc[st
 
 func openFindingIDs(t *testing.T, s *pgstore.Store, job string) map[string]reconcile.Finding {
 	t.Helper()
-	fs, err := s.ListFindings(context.Background(), pgstore.FindingQuery{Job: job})
+	fs, err := s.ListFindings(context.Background(), reconcile.FindingQuery{Job: job})
 	if err != nil {
 		t.Fatal(err)
 	}

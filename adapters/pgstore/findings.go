@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,8 +15,7 @@ import (
 	"github.com/reconcilekit/reconcile"
 )
 
-// ErrNoFinding is returned for a finding id that does not exist.
-var ErrNoFinding = errors.New("pgstore: no such finding")
+var _ reconcile.Reviewer = (*Store)(nil)
 
 // DefaultStaleAfter is how long a finding may stay open before Status counts it as stale: a
 // repair that never applied (its command dead) shows up there.
@@ -26,14 +28,20 @@ type Querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-// ResolveFinding closes an open finding inside q and records the change in the finding's
-// history; it reports whether the finding was open. Call it from the canonical writer, in the
-// transaction of the business change that fixed the drift, so that both commit or neither does.
-// Resolving a closed finding changes nothing and returns false: a repair and a webhook (or a
-// person) may both get there. Once resolved, the same drift can be found again.
-func (s *Store) ResolveFinding(ctx context.Context, q Querier, id int64, r reconcile.Resolution) (bool, error) {
+// ResolveFinding closes an open finding and records the change in the finding's history
+// (reconcile.Reviewer). A closed one is left as it is: reconcile.ErrAlreadyResolved. Once
+// resolved, the same drift can be found again.
+func (s *Store) ResolveFinding(ctx context.Context, id int64, r reconcile.Resolution) error {
+	return s.ResolveFindingIn(ctx, s.db, id, r)
+}
+
+// ResolveFindingIn is ResolveFinding inside q. Call it from the canonical writer, in the
+// transaction of the business change that fixed the drift, so that both commit or neither
+// does; q stays usable after reconcile.ErrAlreadyResolved (a repair and a webhook, or a
+// person, may both get there).
+func (s *Store) ResolveFindingIn(ctx context.Context, q Querier, id int64, r reconcile.Resolution) error {
 	if err := r.Validate(); err != nil {
-		return false, err
+		return err
 	}
 	var exists, open bool
 	err := q.QueryRow(ctx, `WITH upd AS (
@@ -45,13 +53,15 @@ func (s *Store) ResolveFinding(ctx context.Context, q Querier, id int64, r recon
 		)
 		SELECT EXISTS (SELECT 1 FROM `+s.cfg.Tables.table("findings")+` WHERE id = $1), EXISTS (SELECT 1 FROM ev)`,
 		id, r.As, r.By, r.Note).Scan(&exists, &open)
-	if err != nil {
-		return false, fmt.Errorf("pgstore: resolve finding %d: %w", id, err)
+	switch {
+	case err != nil:
+		return fmt.Errorf("pgstore: resolve finding %d: %w", id, err)
+	case !exists:
+		return fmt.Errorf("pgstore: resolve finding %d: %w", id, reconcile.ErrFindingNotFound)
+	case !open:
+		return fmt.Errorf("pgstore: resolve finding %d: %w", id, reconcile.ErrAlreadyResolved)
 	}
-	if !exists {
-		return false, fmt.Errorf("%w: %d", ErrNoFinding, id)
-	}
-	return open, nil
+	return nil
 }
 
 // ResolveRecordFindings closes every open finding of the given kinds about one row of this
@@ -83,17 +93,18 @@ func (s *Store) ResolveRecordFindings(ctx context.Context, q Querier, recordID s
 	return ids, nil
 }
 
-// ErrAlreadyOpen is returned when reopening a finding whose drift has since been found again:
-// the newer finding is the open one.
-var ErrAlreadyOpen = errors.New("pgstore: an open finding of the same job, record and kind exists")
-
 // ReopenFinding opens a resolved finding again (the fix did not hold, or was recorded by
-// mistake) and records who did it and why; it reports whether the finding was closed. If the
-// same drift has been found again since, the newer finding is the open one: ErrAlreadyOpen, and
-// q (the host's transaction, perhaps) is left usable.
-func (s *Store) ReopenFinding(ctx context.Context, q Querier, id int64, by, note string) (bool, error) {
+// mistake) and records who did it and why (reconcile.Reviewer). If the same drift has been
+// found again since, the newer finding is the open one: reconcile.ErrFoundAgain.
+func (s *Store) ReopenFinding(ctx context.Context, id int64, by, note string) error {
+	return s.ReopenFindingIn(ctx, s.db, id, by, note)
+}
+
+// ReopenFindingIn is ReopenFinding inside q (the host's transaction, perhaps), which stays
+// usable after reconcile.ErrFoundAgain or reconcile.ErrAlreadyOpen.
+func (s *Store) ReopenFindingIn(ctx context.Context, q Querier, id int64, by, note string) error {
 	if by == "" {
-		return false, errors.New("pgstore: reopen finding: the actor is empty")
+		return errors.New("pgstore: reopen finding: the actor is empty")
 	}
 	findings := s.cfg.Tables.table("findings")
 	var exists, sibling, reopened bool
@@ -115,67 +126,56 @@ func (s *Store) ReopenFinding(ctx context.Context, q Querier, id int64, by, note
 	case err != nil:
 		// A sibling opened concurrently still trips the unique index; that is rare enough to
 		// surface as the database's error.
-		return false, fmt.Errorf("pgstore: reopen finding %d: %w", id, err)
+		return fmt.Errorf("pgstore: reopen finding %d: %w", id, err)
 	case !exists:
-		return false, fmt.Errorf("%w: %d", ErrNoFinding, id)
+		return fmt.Errorf("pgstore: reopen finding %d: %w", id, reconcile.ErrFindingNotFound)
 	case sibling && !reopened:
-		return false, fmt.Errorf("pgstore: reopen finding %d: %w", id, ErrAlreadyOpen)
+		return fmt.Errorf("pgstore: reopen finding %d: %w", id, reconcile.ErrFoundAgain)
+	case !reopened:
+		return fmt.Errorf("pgstore: reopen finding %d: %w", id, reconcile.ErrAlreadyOpen)
 	}
-	return reopened, nil
+	return nil
 }
 
+// findingColumns are a Finding's, then whether the finding is about a row of this store's
+// table (its aggregate type; findings recorded before the column existed have none).
 const findingColumns = `f.id, f.job, f.record_id, f.kind, f.local_state, f.external_state, f.detail, f.command,
-	f.detected_at, f.resolved_at, coalesce(f.resolution, ''), coalesce(f.resolved_by, ''), coalesce(f.resolution_note, '')`
+	f.detected_at, f.resolved_at, coalesce(f.resolution, ''), coalesce(f.resolved_by, ''), coalesce(f.resolution_note, ''),
+	coalesce(f.aggregate_type = $1, true)`
 
-func scanFinding(row pgx.CollectableRow) (reconcile.Finding, error) {
-	var f reconcile.Finding
+// found is a finding as read, and whether its record is a row of this store's table.
+type found struct {
+	reconcile.Finding
+	ours bool
+}
+
+func scanFinding(row pgx.CollectableRow) (found, error) {
+	var f found
 	var resolved *time.Time
 	err := row.Scan(&f.ID, &f.Job, &f.RecordID, &f.Kind, &f.Local, &f.External, &f.Detail, &f.Command,
-		&f.DetectedAt, &resolved, &f.Resolution, &f.ResolvedBy, &f.ResolutionNote)
+		&f.DetectedAt, &resolved, &f.Resolution, &f.ResolvedBy, &f.ResolutionNote, &f.ours)
 	if resolved != nil {
 		f.ResolvedAt = *resolved
 	}
 	return f, err
 }
 
-// FindingQuery selects findings for review. The zero value means every open finding, oldest
-// first, 100 per page.
-type FindingQuery struct {
-	// Job and Kind filter when set.
-	Job, Kind string
-	// RecordID filters to one local row when set.
-	RecordID string
-	// State is "open" (the default), "resolved" or "all".
-	State string
-	// DetectedBefore keeps findings detected before this time: DetectedBefore =
-	// now - 24h lists those open for more than a day.
-	DetectedBefore time.Time
-	// AfterID continues from the last id of the previous page (keyset pagination).
-	AfterID int64
-	// Limit is the page size; zero means 100.
-	Limit int
-}
-
-// ListFindings returns a page of findings, oldest first by id.
-func (s *Store) ListFindings(ctx context.Context, fq FindingQuery) ([]reconcile.Finding, error) {
-	if fq.Limit < 0 {
-		return nil, fmt.Errorf("pgstore: list findings: limit %d is negative", fq.Limit)
-	}
-	if fq.Limit == 0 {
-		fq.Limit = 100
+// ListFindings returns a page of findings, oldest first by id (reconcile.Reviewer). The
+// findings of this store's table carry their rows' external ids.
+func (s *Store) ListFindings(ctx context.Context, fq reconcile.FindingQuery) ([]reconcile.Finding, error) {
+	fq, err := fq.Normalize()
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: list findings: %w", err)
 	}
 	// Only the filters asked for are in the statement, so that each shape gets a plan that
 	// uses the indexes on open findings.
-	where := []string{"f.id > $1"}
-	args := []any{fq.AfterID}
+	where := []string{"f.id > $2"}
+	args := []any{s.cfg.AggregateType, fq.AfterID}
 	switch fq.State {
-	case "", "open":
+	case reconcile.FindingsOpen:
 		where = append(where, "f.resolved_at IS NULL")
-	case "resolved":
+	case reconcile.FindingsResolved:
 		where = append(where, "f.resolved_at IS NOT NULL")
-	case "all":
-	default:
-		return nil, fmt.Errorf("pgstore: list findings: state %q is not open, resolved or all", fq.State)
 	}
 	add := func(cond string, v any) {
 		args = append(args, v)
@@ -183,6 +183,9 @@ func (s *Store) ListFindings(ctx context.Context, fq FindingQuery) ([]reconcile.
 	}
 	if fq.Job != "" {
 		add("f.job = $%d", fq.Job)
+	}
+	if len(fq.Jobs) > 0 {
+		add("f.job = ANY($%d)", fq.Jobs)
 	}
 	if fq.Kind != "" {
 		add("f.kind = $%d", fq.Kind)
@@ -203,65 +206,107 @@ func (s *Store) ListFindings(ctx context.Context, fq FindingQuery) ([]reconcile.
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: list findings: %w", err)
 	}
-	return fs, nil
+	return s.withExternalIDs(ctx, fs), nil
 }
 
-// Findings returns a job's findings, open and resolved, oldest first, at most limit of them
-// after the given id (0 to start): a keyset page.
-func (s *Store) Findings(ctx context.Context, job string, afterID int64, limit int) ([]reconcile.Finding, error) {
-	if limit <= 0 {
-		return nil, fmt.Errorf("pgstore: findings: limit %d must be positive", limit)
-	}
-	return s.ListFindings(ctx, FindingQuery{Job: job, State: "all", AfterID: afterID, Limit: limit})
-}
-
-// FindingEvent is one entry of a finding's history.
-type FindingEvent struct {
-	At time.Time
-	// Action is "detected", "resolved", "reopened", or for its repair command "command
-	// pending", "command done" or "command dead".
-	Action     string
-	Actor      string
-	Resolution string
-	Note       string
-}
-
-// FindingDetail is one finding with its history, for review.
-type FindingDetail struct {
-	reconcile.Finding
-	// History is oldest first: detection, every resolution and reopening, and the state of
-	// its repair commands.
-	History []FindingEvent
-}
-
-// Finding returns one finding with its history.
-func (s *Store) Finding(ctx context.Context, id int64) (FindingDetail, error) {
-	rows, err := s.db.Query(ctx, `SELECT `+findingColumns+` FROM `+s.cfg.Tables.table("findings")+` AS f WHERE f.id = $1`, id)
+// Finding returns one finding with its history (reconcile.Reviewer): detection, resolutions
+// and reopenings from the audit table, and its repair commands' states from the outbox, each
+// with its failures and last error.
+func (s *Store) Finding(ctx context.Context, id int64) (reconcile.FindingDetail, error) {
+	rows, err := s.db.Query(ctx, `SELECT `+findingColumns+` FROM `+s.cfg.Tables.table("findings")+` AS f WHERE f.id = $2`,
+		s.cfg.AggregateType, id)
 	if err != nil {
-		return FindingDetail{}, fmt.Errorf("pgstore: finding %d: %w", id, err)
+		return reconcile.FindingDetail{}, fmt.Errorf("pgstore: finding %d: %w", id, err)
 	}
 	f, err := pgx.CollectExactlyOneRow(rows, scanFinding)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return FindingDetail{}, fmt.Errorf("%w: %d", ErrNoFinding, id)
+		return reconcile.FindingDetail{}, fmt.Errorf("pgstore: finding %d: %w", id, reconcile.ErrFindingNotFound)
 	}
 	if err != nil {
-		return FindingDetail{}, fmt.Errorf("pgstore: finding %d: %w", id, err)
+		return reconcile.FindingDetail{}, fmt.Errorf("pgstore: finding %d: %w", id, err)
 	}
-	d := FindingDetail{Finding: f, History: []FindingEvent{{At: f.DetectedAt, Action: "detected", Actor: f.Job}}}
-	rows, err = s.db.Query(ctx, `SELECT at, action, actor, coalesce(resolution, ''), note FROM (
-			SELECT at, action, actor, resolution, note, 0 AS src, id FROM `+s.cfg.Tables.table("finding_events")+` WHERE finding_id = $1
+	d := reconcile.FindingDetail{Finding: s.withExternalIDs(ctx, []found{f})[0],
+		History: []reconcile.FindingEvent{{At: f.DetectedAt, Action: reconcile.ActionDetected, Actor: f.Job}}}
+	rows, err = s.db.Query(ctx, `SELECT at, action, actor, coalesce(resolution, ''), note, error, failures FROM (
+			SELECT at, action, actor, resolution, note, '' AS error, 0 AS failures, 0 AS src, id FROM `+s.cfg.Tables.table("finding_events")+` WHERE finding_id = $1
 			UNION ALL
 			SELECT coalesce(processed_at, dead_at, created_at), 'command ' || status, event_type,
-				NULL, coalesce(last_error, ''), 1, id
+				NULL, '', coalesce(last_error, ''), failures, 1, id
 			FROM `+s.cfg.Tables.table("outbox")+` WHERE finding_id = $1
 		) h ORDER BY at, src, id`, id)
 	if err != nil {
-		return FindingDetail{}, fmt.Errorf("pgstore: history of finding %d: %w", id, err)
+		return reconcile.FindingDetail{}, fmt.Errorf("pgstore: history of finding %d: %w", id, err)
 	}
-	events, err := pgx.CollectRows(rows, pgx.RowToStructByPos[FindingEvent])
+	events, err := pgx.CollectRows(rows, pgx.RowToStructByPos[reconcile.FindingEvent])
 	if err != nil {
-		return FindingDetail{}, fmt.Errorf("pgstore: history of finding %d: %w", id, err)
+		return reconcile.FindingDetail{}, fmt.Errorf("pgstore: history of finding %d: %w", id, err)
 	}
 	d.History = append(d.History, events...)
 	return d, nil
+}
+
+// withExternalIDs returns the findings with the external ids of those about this store's
+// table's rows. A failed look-up is logged, not returned: the findings are worth reviewing
+// without them.
+func (s *Store) withExternalIDs(ctx context.Context, fs []found) []reconcile.Finding {
+	out := make([]reconcile.Finding, len(fs))
+	var ids []string
+	for i, f := range fs {
+		out[i] = f.Finding
+		if f.ours {
+			ids = append(ids, f.RecordID)
+		}
+	}
+	if len(ids) == 0 {
+		return out
+	}
+	ext, err := s.externalIDs(ctx, ids)
+	if err != nil {
+		s.cfg.Logger.WarnContext(ctx, "pgstore: reading external ids failed; findings are listed without them",
+			slog.String("table", s.cfg.Table), slog.String("error", err.Error()))
+		return out
+	}
+	for i, f := range fs {
+		if f.ours {
+			out[i].ExternalID = ext[f.RecordID]
+		}
+	}
+	return out
+}
+
+var (
+	integerID = regexp.MustCompile(`^-?[0-9]{1,19}$`)
+	uuidID    = regexp.MustCompile(`^(?i)[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$`)
+)
+
+// externalIDs reads the external ids of rows of the host table by the ids findings record,
+// compared in the id column's own type so that its index serves.
+func (s *Store) externalIDs(ctx context.Context, ids []string) (map[string]string, error) {
+	st, err := s.statements(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if st.externalIDsValid != nil {
+		// A finding's record id came from this column, but one that the type cannot hold
+		// (a finding of another table recorded before aggregate types, say) would fail the
+		// whole cast.
+		ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return !st.externalIDsValid.MatchString(id) })
+	}
+	found := map[string]string{}
+	if len(ids) == 0 {
+		return found, nil
+	}
+	rows, err := s.db.Query(ctx, st.externalIDs, ids)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: external ids from %s: %w", s.hostTable(), err)
+	}
+	var id, ext string
+	_, err = pgx.ForEachRow(rows, []any{&id, &ext}, func() error {
+		found[id] = ext
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: external ids from %s: %w", s.hostTable(), err)
+	}
+	return found, nil
 }

@@ -496,7 +496,7 @@ func TestCommitLaneRacingFirstStepsLetExactlyOneThrough(t *testing.T) {
 	if c := laneRead(t, s, "payments", "reverse"); c != (reconcile.Cursor{Position: "pos_" + w, Version: 1}) {
 		t.Errorf("ReadLane = %+v; want the winner's pos_%s at version 1", c, w)
 	}
-	fs, err := s.Findings(context.Background(), "payments", 0, 100)
+	fs, err := s.ListFindings(context.Background(), reconcile.FindingQuery{Job: "payments", State: reconcile.FindingsAll})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -583,7 +583,7 @@ func TestCommitLaneRecordsAMissingObjectAsAFindingWithoutAnObservation(t *testin
 	if res != (reconcile.CommitResult{Findings: 1}) {
 		t.Errorf("CommitLane = %+v; want one finding and no command", res)
 	}
-	fs, err := s.Findings(context.Background(), "payments", 0, 100)
+	fs, err := s.ListFindings(context.Background(), reconcile.FindingQuery{Job: "payments", State: reconcile.FindingsAll})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -774,7 +774,7 @@ func TestALaneOverTheStoreFindsAMissedWebhookOnceAcrossSteps(t *testing.T) {
 	if rep.NewFindings != 1 || rep.NewCommands != 0 || !rep.Wrapped || rep.Verdicts[reconcile.NeedsReview] != 1 {
 		t.Fatalf("second step %+v; want only pi_7 missing locally, and the end of the pass", rep)
 	}
-	fs, err := s.Findings(ctx, "payments", 0, 100)
+	fs, err := s.ListFindings(ctx, reconcile.FindingQuery{Job: "payments", State: reconcile.FindingsAll})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"slices"
 	"strings"
@@ -78,8 +79,11 @@ type Config struct {
 	// StaleAfter is how long a finding may stay open before Status counts it stale. Zero means
 	// DefaultStaleAfter.
 	StaleAfter time.Duration
-	// AggregateType is written on outbox rows. Empty means Table.
+	// AggregateType is written on outbox rows and findings. Empty means Table.
 	AggregateType string
+	// Logger reports reads that fail without failing their call: the external ids of
+	// findings, which are then listed without them. Nil means slog.Default().
+	Logger *slog.Logger
 
 	// Observations chooses where observations go; the default is the reconciler's own table.
 	Observations Observations
@@ -159,6 +163,9 @@ func New(db DB, cfg Config) (*Store, error) {
 	def(&cfg.ObservedColumn, "observed_external_status")
 	def(&cfg.VerifiedAtColumn, "last_reconciled_at")
 	def(&cfg.TimeZone, "UTC")
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
 	if cfg.OwnWriteTolerance == 0 {
 		cfg.OwnWriteTolerance = time.Second
 	}

@@ -91,12 +91,11 @@ func (f fixture) Verified(t testing.TB, job string, id int64) (time.Time, string
 	return at, ext, true
 }
 
+func (f fixture) Reviewer() reconcile.Reviewer { return f.store }
+
+// Findings returns the job's findings, open and resolved, oldest first.
 func (f fixture) Findings(t testing.TB, job string) []reconcile.Finding {
-	fs, err := f.store.Findings(context.Background(), job, 0, 100000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fs
+	return reconciletest.Findings(t, f.store, job)
 }
 
 func (f fixture) Commands(t testing.TB, job string) []reconcile.Command {
@@ -121,12 +120,6 @@ func commands(t testing.TB, pool *pgxpool.Pool, job string) []reconcile.Command 
 		t.Fatal(err)
 	}
 	return out
-}
-
-func (f fixture) ResolveFinding(t testing.TB, id int64) {
-	if _, err := f.store.ResolveFinding(context.Background(), f.pool, id, reconcile.Resolution{As: reconcile.ResolutionFixed, By: "test"}); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func TestConformance(t *testing.T) {

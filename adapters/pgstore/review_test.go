@@ -1,8 +1,11 @@
 package pgstore_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,20 +43,22 @@ func extIDOf(i int64) string { return "pi_" + string(rune('0'+i)) }
 func TestResolvingAndReopeningAreRecordedInTheFindingsHistory(t *testing.T) {
 	t.Parallel()
 	f, ctx := reviewWorld(t)
-	open, err := f.store.ListFindings(ctx, pgstore.FindingQuery{Job: "sweep", Kind: "paid_locally_not_externally"})
+	open, err := f.store.ListFindings(ctx, reconcile.FindingQuery{Job: "sweep", Kind: "paid_locally_not_externally"})
 	if err != nil || len(open) != 2 {
 		t.Fatalf("open NeedsReview findings: %+v, %v; want 2", open, err)
 	}
 	id := open[0].ID
-	ok, err := f.store.ResolveFinding(ctx, f.pool, id, reconcile.Resolution{As: reconcile.ResolutionAccepted, By: "alice", Note: "refunded by hand"})
-	if err != nil || !ok {
-		t.Fatalf("resolve: %v, %v", ok, err)
+	if err := f.store.ResolveFinding(ctx, id, reconcile.Resolution{As: reconcile.ResolutionAccepted, By: "alice", Note: "refunded by hand"}); err != nil {
+		t.Fatalf("resolve: %v", err)
 	}
-	if ok, err := f.store.ResolveFinding(ctx, f.pool, id, reconcile.Resolution{As: reconcile.ResolutionFixed, By: "bob"}); err != nil || ok {
-		t.Fatalf("resolving again = %v, %v; want false and no change", ok, err)
+	if err := f.store.ResolveFinding(ctx, id, reconcile.Resolution{As: reconcile.ResolutionFixed, By: "bob"}); !errors.Is(err, reconcile.ErrAlreadyResolved) {
+		t.Fatalf("resolving again = %v; want ErrAlreadyResolved and no change", err)
 	}
-	if ok, err := f.store.ReopenFinding(ctx, f.pool, id, "carol", "the refund bounced"); err != nil || !ok {
-		t.Fatalf("reopen: %v, %v", ok, err)
+	if err := f.store.ReopenFinding(ctx, id, "carol", "the refund bounced"); err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	if err := f.store.ReopenFinding(ctx, id, "dave", ""); !errors.Is(err, reconcile.ErrAlreadyOpen) {
+		t.Fatalf("reopening again = %v; want ErrAlreadyOpen", err)
 	}
 	d, err := f.store.Finding(ctx, id)
 	if err != nil {
@@ -76,23 +81,23 @@ func TestResolvingAndReopeningAreRecordedInTheFindingsHistory(t *testing.T) {
 		t.Fatalf("finding %+v; want open again", d.Finding)
 	}
 	for _, bad := range []reconcile.Resolution{{By: "x"}, {As: "fixed"}} {
-		if _, err := f.store.ResolveFinding(ctx, f.pool, id, bad); err == nil {
+		if err := f.store.ResolveFinding(ctx, id, bad); err == nil {
 			t.Errorf("resolution %+v accepted", bad)
 		}
 	}
-	if _, err := f.store.ResolveFinding(ctx, f.pool, 999999, reconcile.Resolution{As: "fixed", By: "x"}); !errors.Is(err, pgstore.ErrNoFinding) {
-		t.Errorf("resolving a missing finding = %v, want ErrNoFinding", err)
+	if err := f.store.ResolveFinding(ctx, 999999, reconcile.Resolution{As: "fixed", By: "x"}); !errors.Is(err, reconcile.ErrFindingNotFound) {
+		t.Errorf("resolving a missing finding = %v, want ErrFindingNotFound", err)
 	}
 }
 
 func TestTheAuditIsAppendOnly(t *testing.T) {
 	t.Parallel()
 	f, ctx := reviewWorld(t)
-	open, err := f.store.ListFindings(ctx, pgstore.FindingQuery{})
+	open, err := f.store.ListFindings(ctx, reconcile.FindingQuery{})
 	if err != nil || len(open) == 0 {
 		t.Fatal(open, err)
 	}
-	if _, err := f.store.ResolveFinding(ctx, f.pool, open[0].ID, reconcile.Resolution{As: "fixed", By: "alice"}); err != nil {
+	if err := f.store.ResolveFinding(ctx, open[0].ID, reconcile.Resolution{As: "fixed", By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, sql := range []string{`UPDATE reconcile_finding_events SET actor = 'mallory'`, `DELETE FROM reconcile_finding_events`, `TRUNCATE reconcile_finding_events`} {
@@ -105,9 +110,9 @@ func TestTheAuditIsAppendOnly(t *testing.T) {
 func TestReopeningDriftThatWasFoundAgainIsRefused(t *testing.T) {
 	t.Parallel()
 	f, ctx := reviewWorld(t)
-	open, _ := f.store.ListFindings(ctx, pgstore.FindingQuery{Kind: "paid_locally_not_externally"})
+	open, _ := f.store.ListFindings(ctx, reconcile.FindingQuery{Kind: "paid_locally_not_externally"})
 	id := open[0].ID
-	if _, err := f.store.ResolveFinding(ctx, f.pool, id, reconcile.Resolution{As: "false_positive", By: "alice"}); err != nil {
+	if err := f.store.ResolveFinding(ctx, id, reconcile.Resolution{As: "false_positive", By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	// The next cycle finds the same drift again: a new open finding.
@@ -118,8 +123,8 @@ func TestReopeningDriftThatWasFoundAgainIsRefused(t *testing.T) {
 	reconciletest.Cycle(t, reconciletest.Config(f, "sweep", reconciletest.NewGateway(ext), 10), 3)
 	// Inside the host's transaction, which must stay usable after the refusal.
 	err := pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error {
-		if _, err := f.store.ReopenFinding(ctx, tx, id, "bob", ""); !errors.Is(err, pgstore.ErrAlreadyOpen) {
-			t.Fatalf("reopen = %v, want ErrAlreadyOpen", err)
+		if err := f.store.ReopenFindingIn(ctx, tx, id, "bob", ""); !errors.Is(err, reconcile.ErrFoundAgain) {
+			t.Fatalf("reopen = %v, want ErrFoundAgain", err)
 		}
 		_, err := tx.Exec(ctx, `SELECT 1`)
 		return err
@@ -132,13 +137,13 @@ func TestReopeningDriftThatWasFoundAgainIsRefused(t *testing.T) {
 func TestListFindingsFiltersAndPages(t *testing.T) {
 	t.Parallel()
 	f, ctx := reviewWorld(t)
-	all, err := f.store.ListFindings(ctx, pgstore.FindingQuery{State: "all"})
+	all, err := f.store.ListFindings(ctx, reconcile.FindingQuery{State: "all"})
 	if err != nil || len(all) != 4 {
 		t.Fatalf("all findings: %d, %v; want 4", len(all), err)
 	}
 	var paged []reconcile.Finding
 	for after := int64(0); ; {
-		page, err := f.store.ListFindings(ctx, pgstore.FindingQuery{AfterID: after, Limit: 3})
+		page, err := f.store.ListFindings(ctx, reconcile.FindingQuery{AfterID: after, Limit: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,19 +156,19 @@ func TestListFindingsFiltersAndPages(t *testing.T) {
 	if len(paged) != 4 {
 		t.Fatalf("paged through %d findings, want 4", len(paged))
 	}
-	if got, _ := f.store.ListFindings(ctx, pgstore.FindingQuery{Kind: "missed_success"}); len(got) != 2 {
+	if got, _ := f.store.ListFindings(ctx, reconcile.FindingQuery{Kind: "missed_success"}); len(got) != 2 {
 		t.Errorf("kind filter: %d, want 2", len(got))
 	}
-	if got, _ := f.store.ListFindings(ctx, pgstore.FindingQuery{Job: "other"}); len(got) != 0 {
+	if got, _ := f.store.ListFindings(ctx, reconcile.FindingQuery{Job: "other"}); len(got) != 0 {
 		t.Errorf("job filter: %d, want 0", len(got))
 	}
-	if got, _ := f.store.ListFindings(ctx, pgstore.FindingQuery{RecordID: "3"}); len(got) != 1 {
+	if got, _ := f.store.ListFindings(ctx, reconcile.FindingQuery{RecordID: "3"}); len(got) != 1 {
 		t.Errorf("record filter: %d, want 1", len(got))
 	}
-	if got, _ := f.store.ListFindings(ctx, pgstore.FindingQuery{DetectedBefore: time.Now().Add(-time.Hour)}); len(got) != 0 {
+	if got, _ := f.store.ListFindings(ctx, reconcile.FindingQuery{DetectedBefore: time.Now().Add(-time.Hour)}); len(got) != 0 {
 		t.Errorf("age filter: %d findings older than an hour, want 0", len(got))
 	}
-	if _, err := f.store.ListFindings(ctx, pgstore.FindingQuery{State: "closed"}); err == nil {
+	if _, err := f.store.ListFindings(ctx, reconcile.FindingQuery{State: "closed"}); err == nil {
 		t.Error("an unknown state was accepted")
 	}
 }
@@ -194,7 +199,7 @@ func TestADeadRepairShowsAsAStaleFindingAndInItsHistory(t *testing.T) {
 	if st.StaleFindings != 4 {
 		t.Fatalf("StaleFindings = %d, want 4 (StaleAfter is an hour)", st.StaleFindings)
 	}
-	stale, err := f.store.ListFindings(ctx, pgstore.FindingQuery{Kind: "missed_success", DetectedBefore: time.Now().Add(-time.Hour)})
+	stale, err := f.store.ListFindings(ctx, reconcile.FindingQuery{Kind: "missed_success", DetectedBefore: time.Now().Add(-time.Hour)})
 	if err != nil || len(stale) != 2 {
 		t.Fatalf("stale missed_success findings: %d, %v; want 2", len(stale), err)
 	}
@@ -203,7 +208,7 @@ func TestADeadRepairShowsAsAStaleFindingAndInItsHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := detail.History[len(detail.History)-1]
-	if last.Action != "command dead" || last.Actor != "ApplyPaymentSucceeded" || last.Note != "the ledger service is down" {
+	if last.Action != "command dead" || last.Actor != "ApplyPaymentSucceeded" || last.Error != "the ledger service is down" || last.Note != "" || last.Failures != 1 {
 		t.Fatalf("history ends with %+v; want the dead command and its error", last)
 	}
 }
@@ -233,7 +238,7 @@ func TestAWebhookResolvesTheFindingsOfItsPaymentInEveryTierButNotOtherTables(t *
 	if err != nil || len(ids) != 2 {
 		t.Fatalf("resolved %v, %v; want payment 1's missed_success in both tiers", ids, err)
 	}
-	open, err := refunds.ListFindings(ctx, pgstore.FindingQuery{Job: "refunds", RecordID: "1"})
+	open, err := refunds.ListFindings(ctx, reconcile.FindingQuery{Job: "refunds", RecordID: "1"})
 	if err != nil || len(open) != 1 {
 		t.Fatalf("the refunds job's finding about its record 1: %+v, %v; want it still open", open, err)
 	}
@@ -253,11 +258,11 @@ func TestAWebhookResolvesTheFindingsOfItsPaymentInEveryTierButNotOtherTables(t *
 func TestARepairDoesNotOverruleAPersonWhoResolvedItsFindingFirst(t *testing.T) {
 	t.Parallel()
 	f, ctx := reviewWorld(t)
-	open, err := f.store.ListFindings(ctx, pgstore.FindingQuery{Kind: "missed_success"})
+	open, err := f.store.ListFindings(ctx, reconcile.FindingQuery{Kind: "missed_success"})
 	if err != nil || len(open) != 2 {
 		t.Fatal(open, err)
 	}
-	if _, err := f.store.ResolveFinding(ctx, f.pool, open[0].ID, reconcile.Resolution{As: reconcile.ResolutionAccepted, By: "alice", Note: "refunded"}); err != nil {
+	if err := f.store.ResolveFinding(ctx, open[0].ID, reconcile.Resolution{As: reconcile.ResolutionAccepted, By: "alice", Note: "refunded"}); err != nil {
 		t.Fatal(err)
 	}
 	d, err := pgstore.NewDispatcher(f.pool, pgstore.DispatcherConfig{})
@@ -280,5 +285,49 @@ func TestARepairDoesNotOverruleAPersonWhoResolvedItsFindingFirst(t *testing.T) {
 	var done int
 	if err := f.pool.QueryRow(ctx, `SELECT count(*) FROM reconcile_outbox WHERE status = 'done'`).Scan(&done); err != nil || done != 2 {
 		t.Fatalf("%d commands done (%v); want both, the skipped one included", done, err)
+	}
+}
+
+func TestFindingsCarryTheExternalIDsOfTheirStoresTableOnly(t *testing.T) {
+	t.Parallel()
+	f, ctx := reviewWorld(t)
+	fs, err := f.store.ListFindings(ctx, reconcile.FindingQuery{RecordID: "2"})
+	if err != nil || len(fs) != 1 || fs[0].ExternalID != extIDOf(2) {
+		t.Fatalf("ListFindings = %+v, %v; want payment 2's finding with %s", fs, err, extIDOf(2))
+	}
+	if d, err := f.store.Finding(ctx, fs[0].ID); err != nil || d.ExternalID != extIDOf(2) || len(d.History) == 0 {
+		t.Fatalf("Finding = %+v, %v; want %s and a history", d, err, extIDOf(2))
+	}
+	// A store of another aggregate type lists the same findings, without its table's ids.
+	refunds, err := pgstore.New(f.pool, pgstore.Config{Table: "payments", AggregateType: "refund"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fs, err := refunds.ListFindings(ctx, reconcile.FindingQuery{RecordID: "2"}); err != nil || len(fs) != 1 || fs[0].ExternalID != "" {
+		t.Fatalf("ListFindings through another table's store = %+v, %v; want the finding without an external id", fs, err)
+	}
+}
+
+func TestFindingsAreListedWithoutExternalIDsWhenTheirTableCannotBeRead(t *testing.T) {
+	t.Parallel()
+	f, ctx := reviewWorld(t)
+	// The store names a table that is gone: its external ids cannot be read.
+	var logs bytes.Buffer
+	gone, err := pgstore.New(f.pool, pgstore.Config{Table: "payments_archive", AggregateType: f.store.Config().AggregateType,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := gone.ListFindings(ctx, reconcile.FindingQuery{Limit: 10})
+	if err != nil || len(fs) != 4 {
+		t.Fatalf("ListFindings = %d findings, %v; want the 4 open ones", len(fs), err)
+	}
+	for _, f := range fs {
+		if f.ExternalID != "" {
+			t.Errorf("finding %d has the external id %q", f.ID, f.ExternalID)
+		}
+	}
+	if !strings.Contains(logs.String(), "reading external ids failed") {
+		t.Errorf("the failed look-up was not logged:\n%s", logs.String())
 	}
 }

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -22,6 +23,10 @@ type statements struct {
 	lag               string
 	// match finds rows by external id for a lane (see Store.Match).
 	match string
+	// externalIDs reads rows' external ids by their ids ($1, text), compared as the id
+	// column's type; externalIDsValid matches the ids that type can hold (nil: any).
+	externalIDs      string
+	externalIDsValid *regexp.Regexp
 	// filterArgs are the Filter's values, bound after each statement's own parameters: read
 	// and lag statements take them from the placeholder after their last one.
 	filterArgs []any
@@ -258,5 +263,13 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 		FROM ` + t.table("findings") + ` AS f WHERE job = $1 AND resolved_at IS NULL
 			AND (NOT ` + isRowFinding + ` OR ` + rowExists("f.record_id", isRowFinding) + `) GROUP BY kind`
 	st.shard = buildShardReads(cfg, types, sel, order, keys, where, lagValue, lagFrom)
+	st.externalIDs = fmt.Sprintf("SELECT %s::text, coalesce(%s::text, '') FROM %s AS h WHERE %s = ANY($1::text[]::%s[])",
+		q(cfg.IDColumn), q(cfg.ExternalIDColumn), host, q(cfg.IDColumn), types[cfg.IDColumn])
+	switch types[cfg.IDColumn] {
+	case "smallint", "integer", "bigint":
+		st.externalIDsValid = integerID
+	case "uuid":
+		st.externalIDsValid = uuidID
+	}
 	return st
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/memstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/reconciletest"
 )
 
 // notAnswers are 200 bodies that say nothing about the intent asked for.
@@ -102,9 +103,9 @@ func TestNonAnswersVerifyNothingAndQueueNothing(t *testing.T) {
 				// Answers that are not answers look like an outage: after two of them the batch
 				// asks no more, and the rows asked are Unverifiable, never verified.
 				if rep.Scanned == 0 || rep.Verdicts[reconcile.Unverifiable] != rep.Scanned || !rep.Unavailable || rep.GatewayCalls > 2 ||
-					len(s.Findings()) != 0 || len(s.Commands()) != 0 {
+					len(reconciletest.Findings(t, s, "")) != 0 || len(s.Commands()) != 0 {
 					t.Fatalf("report %+v, %d findings, %d commands; want only unverifiable rows, an outage after at most 2 calls, and nothing recorded",
-						rep, len(s.Findings()), len(s.Commands()))
+						rep, len(reconciletest.Findings(t, s, "")), len(s.Commands()))
 				}
 				for i := 1; i <= n; i++ {
 					if _, ok := s.Observation("sweep", fmt.Sprint(i)); ok {

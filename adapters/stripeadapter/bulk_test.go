@@ -16,6 +16,7 @@ import (
 	"github.com/reconcilekit/reconcile/adapters/memstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
+	"github.com/reconcilekit/reconcile/reconciletest"
 )
 
 var (
@@ -183,13 +184,13 @@ func compareRuns(t *testing.T, w *world, batch int) (perObject, bulk reconcile.R
 	if diff := cmp.Diff(perObject.Verdicts, bulk.Verdicts); diff != "" {
 		t.Errorf("verdicts differ (-per-object +bulk):\n%s", diff)
 	}
-	if diff := cmp.Diff(one.Findings(), many.Findings()); diff != "" {
+	if diff := cmp.Diff(reconciletest.Findings(t, one, ""), reconciletest.Findings(t, many, "")); diff != "" {
 		t.Errorf("findings differ (-per-object +bulk):\n%s", diff)
 	}
 	if diff := cmp.Diff(one.Commands(), many.Commands()); diff != "" {
 		t.Errorf("commands differ (-per-object +bulk):\n%s", diff)
 	}
-	if len(many.Findings()) == 0 || len(many.Commands()) == 0 {
+	if len(reconciletest.Findings(t, many, "")) == 0 || len(many.Commands()) == 0 {
 		t.Fatal("the data produced no findings or no commands; the comparison proves nothing")
 	}
 	// The engine counts a call per wait; the server counts what arrived.
@@ -296,7 +297,7 @@ func TestBulkFetchVerifiesNothingOnAListingOlderThanTheTTL(t *testing.T) {
 		t.Fatal("the third batch, past the TTL, made no call")
 	}
 	var kinds []string
-	for _, f := range s.Findings() {
+	for _, f := range reconciletest.Findings(t, s, "") {
 		if f.RecordID == "204" {
 			kinds = append(kinds, f.Kind)
 		}
@@ -440,7 +441,7 @@ func TestBulkFetchNeverSendsAnInvalidID(t *testing.T) {
 		t.Fatal(err)
 	}
 	invalid := 0
-	for _, f := range s.Findings() {
+	for _, f := range reconciletest.Findings(t, s, "") {
 		if f.Kind == reconcile.KindInvalidExternalID {
 			invalid++
 		}

@@ -40,7 +40,11 @@ func ExampleNewGateway() {
 		panic(err)
 	}
 	fmt.Printf("list calls %d, retrieve calls %d\n", srv.Requests(stripetest.ListPaymentIntents), srv.Requests(stripetest.RetrievePaymentIntent))
-	for _, f := range store.Findings() {
+	findings, err := store.ListFindings(ctx, reconcile.FindingQuery{State: reconcile.FindingsAll})
+	if err != nil {
+		panic(err)
+	}
+	for _, f := range findings {
 		fmt.Printf("row %s: %s (local %s, Stripe %q)\n", f.RecordID, f.Kind, f.Local, f.External)
 	}
 	for _, c := range store.Commands() {

@@ -621,8 +621,8 @@ func TestReverseScanOverATierAndResolvedOrphans(t *testing.T) {
 	}
 
 	// A person decides the orphan is fine: later passes leave it resolved.
-	if ok, err := hot.ResolveFinding(ctx, w.pool, id, reconcile.Resolution{As: reconcile.ResolutionAccepted, By: "alice", Note: "test order"}); err != nil || !ok {
-		t.Fatalf("resolve the orphan's finding: %v, %v", ok, err)
+	if err := hot.ResolveFinding(ctx, id, reconcile.Resolution{As: reconcile.ResolutionAccepted, By: "alice", Note: "test order"}); err != nil {
+		t.Fatalf("resolve the orphan's finding: %v", err)
 	}
 	tr = untilEnd(t, reverse)
 	if tr.NewFindings != 0 {

@@ -18,6 +18,7 @@ import (
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/memstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/reconciletest"
 )
 
 const (
@@ -166,7 +167,7 @@ func TestTheKeyAppearsNowhereWhateverTheServerEchoes(t *testing.T) {
 				assertNoKey(t, "the log", logged.String())
 				assertNoKey(t, "an observer argument", obs.args...)
 				assertNoKey(t, "a recorded failure", sink.causes...)
-				assertNoKey(t, "a finding", fmt.Sprintf("%+v", store.Findings()))
+				assertNoKey(t, "a finding", fmt.Sprintf("%+v", reconciletest.Findings(t, store, "")))
 				assertNoKey(t, "a command", fmt.Sprintf("%+v", store.Commands()))
 				assertNoKey(t, "the cursor", fmt.Sprintf("%+v", store.Cursor("sweep")))
 

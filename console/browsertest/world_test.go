@@ -73,19 +73,16 @@ func newWorld(t *testing.T) *world {
 		Job: "sweep", Source: w.store, Sink: w.store, Gateway: reconciletest.NewGateway(ext),
 		Classifier: reconciletest.Classifier(), BatchSize: 4,
 	}, 5)
-	open, err := w.store.ListFindings(ctx, pgstore.FindingQuery{State: "open"})
+	open, err := w.store.ListFindings(ctx, reconcile.FindingQuery{State: reconcile.FindingsOpen})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range open {
 		w.ids[f.RecordID] = f.ID
 	}
-	pg, err := console.NewPGStore(console.PGConfig{DB: w.pool, Jobs: map[string]*pgstore.Store{"sweep": w.store}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	w.console, err = console.New(console.Config{
-		Store:        pg,
+		Store:        w.store,
+		Jobs:         []string{"sweep"},
 		Authenticate: headerAuth,
 		StatusTTL:    -1,
 		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -105,7 +102,7 @@ func headerAuth(r *http.Request) (string, error) {
 }
 
 // finding reads a finding from the database, not through the console.
-func (w *world) finding(t *testing.T, id int64) pgstore.FindingDetail {
+func (w *world) finding(t *testing.T, id int64) reconcile.FindingDetail {
 	t.Helper()
 	d, err := w.store.Finding(context.Background(), id)
 	if err != nil {

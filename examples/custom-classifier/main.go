@@ -114,7 +114,11 @@ func run(ctx context.Context, w io.Writer, opts options) (result, error) {
 		return res, err
 	}
 	printCycle(w, "cycle 1", res.Cycle1)
-	printFindings(w, store.Findings())
+	findings, err := store.ListFindings(ctx, reconcile.FindingQuery{State: reconcile.FindingsAll})
+	if err != nil {
+		return res, err
+	}
+	printFindings(w, findings)
 
 	// The repairs: each command's handler makes the side that is not the truth catch up.
 	repairer := &Repairer{store: store, billing: billing, classifier: classifier, now: clk.Now,
@@ -131,7 +135,10 @@ func run(ctx context.Context, w io.Writer, opts options) (result, error) {
 	}
 	printCycle(w, "cycle 2", res.Cycle2)
 
-	res.Findings, res.Commands = store.Findings(), store.Commands()
+	if res.Findings, err = store.ListFindings(ctx, reconcile.FindingQuery{State: reconcile.FindingsAll}); err != nil {
+		return res, err
+	}
+	res.Commands = store.Commands()
 	for _, p := range res.Plants {
 		if _, ok := store.Observation(Job, fmt.Sprint(p.Key)); !ok {
 			res.Unverified = append(res.Unverified, fmt.Sprint(p.Key))

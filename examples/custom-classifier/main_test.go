@@ -273,7 +273,7 @@ func TestARepairDoesNotOverruleAPerson(t *testing.T) {
 		t.Fatalf("commands %+v, want one push", cmds)
 	}
 	// A person decides the provider's count stands before the push is applied.
-	if err := store.ResolveFinding(cmds[0].FindingID, reconcile.Resolution{
+	if err := store.ResolveFinding(ctx, cmds[0].FindingID, reconcile.Resolution{
 		As: reconcile.ResolutionAccepted, By: "alice", Note: "customer asked to keep 10"}); err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func TestARepairDoesNotOverruleAPerson(t *testing.T) {
 	if as := r.Attempts(); len(as) != 1 || !strings.Contains(as[0].Did, "skipped") {
 		t.Errorf("attempts %+v, want one skip", as)
 	}
-	if f := store.Findings()[0]; f.Resolution != reconcile.ResolutionAccepted || f.ResolvedBy != "alice" {
-		t.Errorf("finding %+v: the person's resolution was overwritten", f)
+	if f, err := store.Finding(ctx, cmds[0].FindingID); err != nil || f.Resolution != reconcile.ResolutionAccepted || f.ResolvedBy != "alice" {
+		t.Errorf("finding %+v, %v: the person's resolution was overwritten", f, err)
 	}
 }

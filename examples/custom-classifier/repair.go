@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,13 +62,11 @@ type Repairer struct {
 // resolved is skipped, as pgstore.HandleCommand does: a person decided (or a webhook applied
 // the change), and a repair must not overrule them.
 func (r *Repairer) Apply(ctx context.Context) {
-	findings := r.store.Findings()
 	for _, qc := range r.store.Commands() {
 		if r.done[qc.Seq] {
 			continue
 		}
-		if i := slices.IndexFunc(findings, func(f reconcile.Finding) bool { return f.ID == qc.FindingID }); i >= 0 && !findings[i].Open() {
-			f := findings[i]
+		if f, err := r.store.Finding(ctx, qc.FindingID); err == nil && !f.Open() {
 			r.attempts = append(r.attempts, Attempt{Command: qc.Command,
 				Did: fmt.Sprintf("skipped: finding %d already resolved as %s by %s", f.ID, f.Resolution, f.ResolvedBy)})
 			r.done[qc.Seq] = true
@@ -85,8 +82,9 @@ func (r *Repairer) Apply(ctx context.Context) {
 			if err == nil {
 				r.done[qc.Seq] = true
 				// With pgstore this happens in the handler's transaction, with the change.
-				if err := r.store.ResolveFinding(qc.FindingID, reconcile.Resolution{
-					As: reconcile.ResolutionRepaired, By: "reconciler", Note: did}); err != nil {
+				err := r.store.ResolveFinding(ctx, qc.FindingID, reconcile.Resolution{
+					As: reconcile.ResolutionRepaired, By: "reconciler", Note: did})
+				if err != nil && !errors.Is(err, reconcile.ErrAlreadyResolved) {
 					r.attempts[len(r.attempts)-1].Err = err
 				}
 				break

@@ -20,8 +20,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/console"
 	"github.com/reconcilekit/reconcile/internal/pgenv"
@@ -94,7 +92,7 @@ func serveConsoleTo(ctx context.Context, out, errOut io.Writer, addr string, opt
 		}
 		generated = true
 	}
-	h, err := newConsole(pool, store, token, slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	h, err := newConsole(store, token, slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		return err
 	}
@@ -148,17 +146,16 @@ func serveConsoleTo(ctx context.Context, out, errOut io.Writer, addr string, opt
 	return nil
 }
 
-// newConsole returns the console over the example's store, for people holding token.
-func newConsole(pool *pgxpool.Pool, store *pgstore.Store, token string, logger *slog.Logger) (http.Handler, error) {
+// newConsole returns the console over the example's store, for people holding token: the
+// store lists, resolves and reopens the findings (reconcile.Reviewer) and reads the job's
+// status.
+func newConsole(store *pgstore.Store, token string, logger *slog.Logger) (http.Handler, error) {
 	if token == "" {
 		return nil, errors.New("payments: console: the token is empty")
 	}
-	cs, err := console.NewPGStore(console.PGConfig{DB: pool, Jobs: map[string]*pgstore.Store{job: store}, Logger: logger})
-	if err != nil {
-		return nil, err
-	}
 	return console.New(console.Config{
-		Store:        cs,
+		Store:        store,
+		Jobs:         []string{job},
 		Authenticate: tokenAuth(token),
 		Challenge:    consoleRealm,
 		// The PaymentIntents are stripetest's, so test mode; they will not be found there.

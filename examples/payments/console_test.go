@@ -50,7 +50,7 @@ func TestTheConsoleTokenIsTheConsolesAuthentication(t *testing.T) {
 func TestTheConsoleShowsTheRunsFindingsToTokenHolders(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, stripeadapter.CommandApplyPaymentSucceeded, 3)
-	h, err := newConsole(f.pool, f.store, "s3cret-token", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h, err := newConsole(f.store, "s3cret-token", slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

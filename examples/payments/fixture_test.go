@@ -120,7 +120,7 @@ func (f *fixture) state(t *testing.T, intentID string) rowState {
 	if st.ledger, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
 		t.Fatalf("read ledger: %v", err)
 	}
-	if st.findings, err = f.store.ListFindings(ctx, pgstore.FindingQuery{RecordID: st.id, State: "all"}); err != nil {
+	if st.findings, err = f.store.ListFindings(ctx, reconcile.FindingQuery{RecordID: st.id, State: reconcile.FindingsAll}); err != nil {
 		t.Fatal(err)
 	}
 	rows, _ = f.pool.Query(ctx, inSchema(f.schema, `SELECT status, attempt, failures, coalesce(last_error, '')

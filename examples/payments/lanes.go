@@ -247,7 +247,7 @@ func missingLocally(ctx context.Context, store *pgstore.Store, p plan) (planted,
 		want[id] = true
 	}
 	for after := int64(0); ; {
-		page, err := store.ListFindings(ctx, pgstore.FindingQuery{Job: job, Kind: reconcile.KindMissingLocally, AfterID: after, Limit: 500})
+		page, err := store.ListFindings(ctx, reconcile.FindingQuery{Job: job, Kind: reconcile.KindMissingLocally, AfterID: after, Limit: 500})
 		if err != nil {
 			return planted, other, err
 		}

@@ -83,7 +83,7 @@ func readReview(ctx context.Context, store *pgstore.Store) (map[string][]reconci
 	review, open := map[string][]reconcile.Finding{}, 0
 	// Findings come back a keyset page at a time.
 	for after := int64(0); ; {
-		page, err := store.Findings(ctx, job, after, 500)
+		page, err := store.ListFindings(ctx, reconcile.FindingQuery{Job: job, State: reconcile.FindingsAll, AfterID: after, Limit: 500})
 		if err != nil {
 			return review, open, err
 		}

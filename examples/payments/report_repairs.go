@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 )
 
@@ -102,7 +103,7 @@ func collectRepairs(ctx context.Context, pool *pgxpool.Pool, schema string, stor
 	// The repairable findings are those with a repair command.
 	r.resolvedBy = map[string]int{}
 	for after := int64(0); ; {
-		page, err := store.Findings(ctx, job, after, 500)
+		page, err := store.ListFindings(ctx, reconcile.FindingQuery{Job: job, State: reconcile.FindingsAll, AfterID: after, Limit: 500})
 		if err != nil {
 			return err
 		}

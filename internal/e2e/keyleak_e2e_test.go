@@ -211,12 +211,12 @@ func leakCheck(t *testing.T, url string, classifier reconcile.Classifier[string,
 	if err := pgstore.Migrate(ctx, pool, pgstore.Tables{}); err != nil {
 		t.Fatal(err)
 	}
-	store, err := pgstore.New(pool, pgstore.Config{Table: "payments"})
+	var logged syncBuffer
+	logger := slog.New(slog.NewJSONHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	store, err := pgstore.New(pool, pgstore.Config{Table: "payments", Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logged syncBuffer
-	logger := slog.New(slog.NewJSONHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	gcfg := stripeadapter.GatewayConfig{Key: e2eKey, BaseURL: url, Timeout: 2 * time.Second}
 	gw, err := stripeadapter.NewGateway(gcfg)
 	if err != nil {
@@ -334,11 +334,7 @@ func leakCheck(t *testing.T, url string, classifier reconcile.Classifier[string,
 	}
 
 	// Every console page.
-	pg, err := console.NewPGStore(console.PGConfig{DB: pool, Jobs: map[string]*pgstore.Store{job: store, job + "_single": store}, Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	con, err := console.New(console.Config{Store: pg, Logger: logger,
+	con, err := console.New(console.Config{Store: store, Status: console.StatusByJob{job: store, job + "_single": store}, Logger: logger,
 		Authenticate: func(*http.Request) (string, error) { return "alice", nil }})
 	if err != nil {
 		t.Fatal(err)
