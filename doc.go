@@ -213,6 +213,14 @@
 // NeedsReview findings are resolved by people through the same writer, recording who, when,
 // what and why ([ResolutionFixed], [ResolutionAccepted], [ResolutionFalsePositive]).
 //
+// # Review
+//
+// A store's review side is a [Reviewer], which pgstore and memstore implement alike: list
+// findings by a [FindingQuery] (job or jobs, kind, record, open or resolved, age, keyset
+// pages), read one [FindingDetail] with its history of [FindingEvent]s, resolve and reopen.
+// When nothing changed, the error wraps [ErrFindingNotFound], [ErrAlreadyResolved],
+// [ErrAlreadyOpen] or [ErrFoundAgain]. The review console (package console) works over it.
+//
 // # Packages
 //
 //   - [github.com/reconcilekit/reconcile/adapters/pgstore]: Source and Sink over a host table

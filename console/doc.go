@@ -7,13 +7,9 @@
 //
 // New returns a *Console, an http.Handler. Mount it under any path:
 //
-//	store, err := console.NewPGStore(console.PGConfig{
-//		DB:   pool,
-//		Jobs: map[string]*pgstore.Store{"payments-hot": hot, "payments-cold": cold},
-//	})
-//	if err != nil { ... }
 //	c, err := console.New(console.Config{
-//		Store:        store,
+//		Store:        hot, // a *pgstore.Store: every job's findings, in the shared tables
+//		Status:       console.StatusByJob{"payments-hot": hot, "payments-cold": cold},
 //		Authenticate: host.ReviewerOf, // func(*http.Request) (string, error)
 //		Policy:       reconcile.HealthPolicy{LagSLO: 24 * time.Hour},
 //	})
@@ -40,16 +36,16 @@
 // the finding was resolved (or reopened) already or its drift was found again, 500 when the
 // store fails. They never show an internal error's text: that goes to Config.Logger.
 //
-// The console is for its jobs only (Config.Jobs, else the store's): the list, the finding
-// pages and the writes see no other job's findings, even when they share the tables. PGStore
-// keeps to its PGConfig.Jobs in the same way.
+// The console is for its jobs only (Config.Jobs, else those of StatusByJob): the list, the
+// finding pages and the writes see no other job's findings, even when they share the tables.
 //
-// NewPGStore adapts pgstore: the findings, their history (the append-only audit table),
-// ResolveFinding and ReopenFinding go through the stores' shared reconciler tables, each job's
-// Status through the store over that job's rows, and each finding's external id (the
-// PaymentIntent) is read from its job's host table, to link to it. The Store interface is
-// small so that a host can wrap it, for instance to resolve through its own canonical writer
-// in the same transaction as a business change, or fake it in tests.
+// Config.Store is the core's reconcile.Reviewer, which pgstore.Store and memstore.Store
+// implement: the findings, their history (pgstore's append-only audit table and its repair
+// commands' states), ResolveFinding and ReopenFinding, and each finding's external id (the
+// PaymentIntent), to link to it. Config.Status reads each job's Status, through the store over
+// that job's rows (StatusByJob). Both interfaces are small so that a host can wrap them, for
+// instance to resolve through its own canonical writer in the same transaction as a business
+// change, or fake them in tests.
 //
 // # Authentication
 //

@@ -17,8 +17,8 @@
 //
 // Fixture's methods fill the table with a [Row] each (an integer id, an external id, a status, and
 // whether the row changed just now), delete rows, and read back what the store recorded:
-// observations, findings, repair commands. A method that cannot do its work fails the test
-// through the testing.TB it is given.
+// observations, repair commands, and findings through the store's [reconcile.Reviewer]. A
+// method that cannot do its work fails the test through the testing.TB it is given.
 //
 // # What it checks
 //
@@ -35,6 +35,9 @@
 //   - Findings and commands: one open finding per (job, record, kind) over repeated cycles, a
 //     repair command only with a new finding, none for NeedsReview, and a new finding and
 //     command after the old finding was resolved.
+//   - Review ([reconcile.Reviewer]): listing by every filter and in keyset pages, a finding's
+//     history of detection, resolution and reopening, and the same sentinel errors for a
+//     missing finding, one resolved or open already, and drift found again.
 //   - Stopping: a rate limit stops the rest of the batch's calls, the rows before it commit and
 //     the next batch starts with the row rate limited; an abort writes nothing and keeps the
 //     cursor.
@@ -51,7 +54,8 @@
 // The suite's parts are exported for adapters' own tests: [Gateway] is a fake external system
 // over a map of states that counts calls (the states "!unavailable", "!ratelimited",
 // "!notfound" and "!abort" answer with those errors); [Classifier] is the suite's payment
-// policy; [Config] builds a job over a fixture; [Cycle] runs batches until the cursor wraps.
+// policy; [Config] builds a job over a fixture; [Cycle] runs batches until the cursor wraps;
+// [Findings] lists every finding of a Reviewer.
 // For lanes, [Feed] is a fake feed of pages by position, [Objects] builds a page's objects,
 // [LaneConfig] a lane over a fixture and [Step] runs one step.
 package reconciletest

@@ -30,13 +30,15 @@
 //
 // # Reading the results
 //
-// What a PostgreSQL store keeps in its tables, this one exposes as methods: [Store.Findings]
-// (open and resolved, in the order they were opened), [Store.Commands] (the outbox, in order,
-// each a [reconcile.Command] with its sequence number and aggregate type), [Store.Observation]
-// (a record's last confirmed external state and when), and [Store.Cursor] (position, version,
-// and cycle and last-batch figures). [Store.ResolveFinding] closes a finding with a
-// [reconcile.Resolution], after which the same drift can be found again with a new finding and
-// a new command.
+// Store is a [reconcile.Reviewer], as pgstore.Store is, with the same semantics:
+// [Store.ListFindings] (keyset pages by job, kind, record, state and age, in the order they
+// were opened), [Store.Finding] (one with its history of resolutions and reopenings),
+// [Store.ResolveFinding] (after which the same drift can be found again with a new finding and
+// a new command) and [Store.ReopenFinding]. What a PostgreSQL store keeps in its other tables,
+// this one exposes as methods: [Store.Commands] (the outbox, in order, each a
+// [reconcile.Command] with its sequence number and aggregate type), [Store.Observation] (a
+// record's last confirmed external state and when), and [Store.Cursor] (position, version,
+// and cycle and last-batch figures).
 //
 // There is no dispatcher: a test or example applies the commands itself, through the host's
 // handlers, and resolves their findings.

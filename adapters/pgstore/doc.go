@@ -109,16 +109,21 @@
 //
 // The state transition a repair applies is the host's own function, the same one its webhook
 // handler calls: a guarded update (WHERE status = 'pending') that is a no-op when already
-// applied. Inside that function's transaction, ResolveFinding (the repair knows its finding) or
+// applied. Inside that function's transaction, ResolveFindingIn (the repair knows its finding;
+// reconcile.ErrAlreadyResolved when a webhook or a person got there first) or
 // ResolveRecordFindings (a webhook knows only the row) closes the finding either way, so the
 // repair, the webhook and the finding commit together whichever comes first.
 //
 // # Review
 //
-// ListFindings pages through findings by job, kind, row, state and age; Finding returns one
-// with its history (detection, resolutions, reopenings and its repair commands' fate).
-// ResolveFinding records the resolution, actor and note; ReopenFinding opens it again. Every
-// change is appended to an audit table that a trigger keeps append-only.
+// Store is a reconcile.Reviewer, the core's review interface, as memstore.Store is:
+// ListFindings pages through findings by job, kind, row, state and age (with the external ids
+// of this store's table's rows); Finding returns one with its history (detection,
+// resolutions, reopenings and its repair commands' fate, failures and last error).
+// ResolveFinding records the resolution, actor and note; ReopenFinding opens it again; both
+// have an -In form that runs in the host's transaction. Every change is appended to an audit
+// table that a trigger keeps append-only. Nothing changed is an error wrapping
+// reconcile.ErrFindingNotFound, ErrAlreadyResolved, ErrAlreadyOpen or ErrFoundAgain.
 //
 // # Rows that can never be verified
 //
