@@ -117,12 +117,8 @@ type Config[L, E any] struct {
 	// Grace: rows changed more recently than this are InFlight and not sent to the gateway.
 	// Zero means DefaultGrace; a negative value turns the grace period off.
 	Grace time.Duration
-	// Limiter paces gateway calls; nil means no pacing beyond Concurrency. A Limiter that is
-	// also a Throttler, such as *AdaptiveLimiter, is told of every rate-limit answer. A Wait
-	// error is taken as "no call can be granted in time": the rows not yet asked are
-	// Unverifiable and the batch commits. A Limiter that fails for another reason (its own
-	// store is down) returns an error wrapping ErrAbortBatch instead: the batch then fails and
-	// commits nothing, so that the cursor does not move past rows never asked.
+	// Limiter paces gateway calls; nil means no pacing beyond Concurrency. Share one among
+	// the jobs that call the same external account: its budget is the account's.
 	Limiter Limiter
 	// Concurrency is the number of gateway calls in flight at once. Zero means 1.
 	Concurrency int
