@@ -28,23 +28,8 @@
 //
 // # Verdicts
 //
-// Every row gets one [Verdict] ([Verdicts] lists them; String gives the snake_case names used
-// in logs and metrics):
-//
-//   - [InSync]: both sides agree.
-//   - [InFlight]: judge later. The row changed locally within the grace period (it is not even
-//     sent to the gateway), or the external side is still transitioning while the local side
-//     waits.
-//   - [Repairable]: the difference is repaired automatically: the finding queues a repair
-//     command. Usually the local side catches up with the external one; where the host owns
-//     the data, the command pushes the local value out instead.
-//   - [NeedsReview]: a person decides. Anything involving money already taken or goods already
-//     shipped, and every combination nobody anticipated.
-//   - [Unverifiable]: the external system was asked and did not answer (timeout, 5xx). Never
-//     counted as healthy: the row keeps its old last-verified time. (A 429 is not a verdict:
-//     the row is left to the next batch.)
-//
-// The zero Verdict is invalid, so a forgotten field is caught rather than read as InSync.
+// Every row gets one [Verdict]: [InSync], [InFlight], [Repairable], [NeedsReview] or
+// [Unverifiable]; their meanings are on the constants.
 //
 // # Classifiers
 //
@@ -122,16 +107,12 @@
 //     cycle completes only when every row was asked. When the first two calls of a batch fail
 //     and none answers (a failed bulk call counts as one), the batch stops asking
 //     (Report.Unavailable) and the cursor likewise stops before the first row not asked.
-//     [ErrAbortBatch] (such as rejected credentials) stops the batch with an error.
 //
 // # Gateway errors
 //
-// A [Gateway] maps every failure to one of: [ErrNotFound] (confirmed absent: a NeedsReview
-// finding of kind missing_externally), [ErrRateLimited] or a [*RateLimitError], [ErrAbortBatch],
-// a [*ReviewError] (the request was rejected and a person must look), or anything else, such as
-// [ErrUnavailable], which makes the row Unverifiable (and two of them first in a batch stop it). A gateway that is an [IDChecker] refuses
-// ids that cannot be valid without spending a call. [ErrorClass] names these outcomes for
-// metrics.
+// [Gateway.Fetch] lists the errors a gateway maps its failures to and what RunBatch does with
+// each. A gateway that is an [IDChecker] refuses ids that cannot be valid without spending a
+// call. [ErrorClass] names the outcomes for metrics.
 //
 // # Rate budget
 //
