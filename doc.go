@@ -72,15 +72,15 @@
 //  4. classifies every answer into an [Outcome];
 //  5. commits the outcomes and the cursor advance as one [Commit] ([Sink].Commit), which
 //     records observations, opens findings that are new and queues their repair commands.
-//     After a rate limit or an outage it commits only the rows before the first one not
-//     asked, and the cursor stops there. A read shorter than the batch size (none at all
-//     included) whose rows were all asked wraps the cursor in the same commit and completes
-//     the cycle.
+//     A read shorter than the batch size whose rows were all asked wraps the cursor in the
+//     same commit and completes the cycle; after a rate limit or an outage the cursor stops
+//     before the first row not asked (see Guarantees).
 //
 // It returns a [Report]: rows scanned, verdict counts, gateway calls, findings and commands
 // added, whether the cycle wrapped, and whether the external system pushed back or looked down
-// (RateLimited, Unavailable, RetryAfter, Deferred). On any error nothing of the batch is written and the next run redoes
-// it; a panicking gateway or classifier fails the batch, not the host process.
+// (RateLimited, Unavailable, RetryAfter, Deferred). On any error nothing of the batch is
+// written and the next run redoes it; a panicking gateway or classifier fails the batch, not
+// the host process.
 //
 // # Guarantees
 //
@@ -152,17 +152,18 @@
 // jitter, runs batch after batch while there is work (within a [TickBudget] of rows or time),
 // sleeps after a wrap, waits out rate limits, backs off after failures and outages, and treats
 // a lost cursor race (another process runs the job) as routine. [Runner.Stop] lets the current
-// batch finish. Hosts that schedule work themselves (cron, River) call [RunTick], which is one tick
-// of the same loop and returns a [TickReport].
+// batch finish. Hosts that schedule work themselves (cron, River) call [RunTick], which is one
+// tick of the same loop and returns a [TickReport].
 //
 // # Coverage and health
 //
 // Guarantees are measured in time, not assumed. [PlanCoverage] computes a schedule's cycle
 // time from N rows, batch B, R batches an hour, G new rows an hour and the API budget
 // ([PlanInput]), and its [Plan] says plainly when the checks fall behind the arrivals (B×R ≤ G:
-// every cycle still ends, each longer than the last) or will miss the lag SLO. A store that is a [StatusReader] reads a job's [Status]: the reconciliation
-// lag, max(now − coalesce(last verified, created)) over the job's rows, which is the primary
-// SLO; time since the last completed cycle and the current cycle's age; the last batch's
+// every cycle still ends, each longer than the last) or will miss the lag SLO.
+//
+// A store that is a [StatusReader] reads a job's [Status]: the reconciliation lag,
+// max(now − coalesce(last verified, created)) over the job's rows, which is the primary SLO; time since the last completed cycle and the current cycle's age; the last batch's
 // unverifiable ratio; open findings by kind and those open past a threshold (a dead repair
 // command shows up there); and the last failed batch, which a Sink that is a
 // [FailureRecorder] is told about. [EvaluateHealth] judges a Status against a [HealthPolicy]
