@@ -116,12 +116,11 @@
 //
 // # Rate budget
 //
-// Config.Limiter paces the gateway's calls; share one [Limiter] among every job that talks to
-// the same external account, since its budget is the account's. A *rate.Limiter works; an
-// [AdaptiveLimiter] (default 5 requests/s) also halves its rate when the external system
-// answers "too many requests", pauses for the Retry-After it named, and grows back gradually.
-// RunBatch tells any Limiter that is a [Throttler] about every rate-limit answer, and reports the
-// longest Retry-After in Report.RetryAfter for the scheduler.
+// Config.Limiter paces the gateway's calls ([Limiter.Wait] says what its errors do to a batch);
+// share one [Limiter] among every job that talks to the same external account, since its
+// budget is the account's. A *rate.Limiter works; an [AdaptiveLimiter] also slows down when
+// the external system answers "too many requests", as any Limiter that is a [Throttler] can.
+// RunBatch reports the longest Retry-After in Report.RetryAfter for the scheduler.
 //
 // # Bulk fetch
 //

@@ -11,7 +11,7 @@ import (
 // a database connection or transaction while a Gateway call is running.
 type Gateway[E any] interface {
 	// Fetch returns the external state of the object with the given id. Every failure maps to
-	// one of these errors; the other places that take a gateway's errors follow this list:
+	// one of these errors (IDChecker, BatchGateway and LaneConfig.Current follow the list):
 	//   - ErrNotFound: the external system confirmed the object does not exist: a NeedsReview
 	//     finding of kind KindMissingExternally;
 	//   - ErrRateLimited (or a *RateLimitError): slow down; the rest of the batch is not asked
