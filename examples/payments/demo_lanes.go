@@ -185,10 +185,9 @@ func missingLocally(ctx context.Context, store *pgstore.Store, p plan) (planted,
 // collectLanes reads into lr the job's state after both lanes.
 func collectLanes(ctx context.Context, pool *pgxpool.Pool, schema string, store *pgstore.Store, lr *laneResults) error {
 	var err error
-	if lr.status, err = store.Status(ctx, job); err != nil {
+	if lr.status, lr.health, err = jobHealth(ctx, store); err != nil {
 		return err
 	}
-	lr.health = reconcile.EvaluateHealth(lr.status, healthPolicy)
 	if lr.commands, err = countCommands(ctx, pool, schema); err != nil {
 		return err
 	}

@@ -60,7 +60,7 @@
 //
 //   - schema.go: the host's own payments and ledger tables.
 //   - host.go: the store over the payments table, the sweep's reconcile.Config with the Stripe
-//     gateway and classifier, and the health policy.
+//     gateway and classifier, and the health check a host serves.
 //   - lanes.go: the events lane and the reverse scan, under the sweep's job.
 //   - writer.go: the canonical writer, the one place a payment's status changes.
 //   - webhook.go: the Stripe webhook handler, which calls the writer.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -56,3 +57,13 @@ func reconcilerOver(store *pgstore.Store, gateway *stripeadapter.Gateway, batchS
 // the reverse scan completes its pass at once, but a host that spreads a pass over hours must
 // raise the bound to that, for the events lane too.
 var healthPolicy = reconcile.HealthPolicy{MaxLaneLag: 15 * time.Minute}
+
+// jobHealth reads the job's status (the sweep's and the lanes') and judges it by healthPolicy:
+// what a host serves on its health endpoint and alerts on.
+func jobHealth(ctx context.Context, store *pgstore.Store) (reconcile.Status, reconcile.Health, error) {
+	st, err := store.Status(ctx, job)
+	if err != nil {
+		return st, reconcile.Health{}, err
+	}
+	return st, reconcile.EvaluateHealth(st, healthPolicy), nil
+}
