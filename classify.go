@@ -8,22 +8,24 @@ import (
 // Verdict is what the classifier concluded about one pair of local and external state.
 type Verdict int
 
-// The verdicts, from harmless to alarming. The zero Verdict is invalid so that a forgotten
-// field is caught instead of read as InSync.
+// The verdicts, from harmless to alarming. String gives their snake_case names, used in logs
+// and metrics. The zero Verdict is invalid, so a forgotten field is caught, not read as InSync.
 const (
 	// InSync: both sides agree.
 	InSync Verdict = iota + 1
-	// InFlight: judge later. The row changed locally within the grace period, or the external
-	// side is still transitioning while the local side waits.
+	// InFlight: judge later. The row changed locally within the grace period (it is not even
+	// sent to the gateway), or the external side is still transitioning while the local side
+	// waits.
 	InFlight
-	// Repairable: the local side should catch up with the external one; a repair command is
-	// queued automatically.
+	// Repairable: the finding queues a repair command. Usually the local side catches up with
+	// the external one; where the host owns the data, the command pushes the local value out.
 	Repairable
-	// NeedsReview: a person must decide. Anything involving money already taken or goods already
+	// NeedsReview: a person decides. Anything involving money already taken or goods already
 	// shipped, and every combination nobody anticipated.
 	NeedsReview
-	// Unverifiable: the external system could not be asked (timeout, 429, 5xx). Never counted
-	// as healthy: the row keeps its old last-verified time.
+	// Unverifiable: the external system was asked and did not answer (timeout, 5xx). Never
+	// counted as healthy: the row keeps its old last-verified time, so its lag grows. A 429 is
+	// no verdict: the row is left to the next batch.
 	Unverifiable
 )
 

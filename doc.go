@@ -28,23 +28,8 @@
 //
 // # Verdicts
 //
-// Every row gets one [Verdict] ([Verdicts] lists them; String gives the snake_case names used
-// in logs and metrics):
-//
-//   - [InSync]: both sides agree.
-//   - [InFlight]: judge later. The row changed locally within the grace period (it is not even
-//     sent to the gateway), or the external side is still transitioning while the local side
-//     waits.
-//   - [Repairable]: the difference is repaired automatically: the finding queues a repair
-//     command. Usually the local side catches up with the external one; where the host owns
-//     the data, the command pushes the local value out instead.
-//   - [NeedsReview]: a person decides. Anything involving money already taken or goods already
-//     shipped, and every combination nobody anticipated.
-//   - [Unverifiable]: the external system was asked and did not answer (timeout, 5xx). Never
-//     counted as healthy: the row keeps its old last-verified time. (A 429 is not a verdict:
-//     the row is left to the next batch.)
-//
-// The zero Verdict is invalid, so a forgotten field is caught rather than read as InSync.
+// Every row gets one [Verdict]: [InSync], [InFlight], [Repairable], [NeedsReview] or
+// [Unverifiable]; their meanings are on the constants.
 //
 // # Classifiers
 //
@@ -87,15 +72,15 @@
 //  4. classifies every answer into an [Outcome];
 //  5. commits the outcomes and the cursor advance as one [Commit] ([Sink].Commit), which
 //     records observations, opens findings that are new and queues their repair commands.
-//     After a rate limit or an outage it commits only the rows before the first one not
-//     asked, and the cursor stops there. A read shorter than the batch size (none at all
-//     included) whose rows were all asked wraps the cursor in the same commit and completes
-//     the cycle.
+//     A read shorter than the batch size whose rows were all asked wraps the cursor in the
+//     same commit and completes the cycle; after a rate limit or an outage the cursor stops
+//     before the first row not asked (see Guarantees).
 //
 // It returns a [Report]: rows scanned, verdict counts, gateway calls, findings and commands
 // added, whether the cycle wrapped, and whether the external system pushed back or looked down
-// (RateLimited, Unavailable, RetryAfter, Deferred). On any error nothing of the batch is written and the next run redoes
-// it; a panicking gateway or classifier fails the batch, not the host process.
+// (RateLimited, Unavailable, RetryAfter, Deferred). On any error nothing of the batch is
+// written and the next run redoes it; a panicking gateway or classifier fails the batch, not
+// the host process.
 //
 // # Guarantees
 //
@@ -122,25 +107,20 @@
 //     cycle completes only when every row was asked. When the first two calls of a batch fail
 //     and none answers (a failed bulk call counts as one), the batch stops asking
 //     (Report.Unavailable) and the cursor likewise stops before the first row not asked.
-//     [ErrAbortBatch] (such as rejected credentials) stops the batch with an error.
 //
 // # Gateway errors
 //
-// A [Gateway] maps every failure to one of: [ErrNotFound] (confirmed absent: a NeedsReview
-// finding of kind missing_externally), [ErrRateLimited] or a [*RateLimitError], [ErrAbortBatch],
-// a [*ReviewError] (the request was rejected and a person must look), or anything else, such as
-// [ErrUnavailable], which makes the row Unverifiable (and two of them first in a batch stop it). A gateway that is an [IDChecker] refuses
-// ids that cannot be valid without spending a call. [ErrorClass] names these outcomes for
-// metrics.
+// [Gateway.Fetch] lists the errors a gateway maps its failures to and what RunBatch does with
+// each. A gateway that is an [IDChecker] refuses ids that cannot be valid without spending a
+// call. [ErrorClass] names the outcomes for metrics.
 //
 // # Rate budget
 //
-// Config.Limiter paces the gateway's calls; share one [Limiter] among every job that talks to
-// the same external account, since its budget is the account's. A *rate.Limiter works; an
-// [AdaptiveLimiter] (default 5 requests/s) also halves its rate when the external system
-// answers "too many requests", pauses for the Retry-After it named, and grows back gradually.
-// RunBatch tells any Limiter that is a [Throttler] about every rate-limit answer, and reports the
-// longest Retry-After in Report.RetryAfter for the scheduler.
+// Config.Limiter paces the gateway's calls ([Limiter.Wait] says what its errors do to a batch);
+// share one [Limiter] among every job that talks to the same external account, since its
+// budget is the account's. A *rate.Limiter works; an [AdaptiveLimiter] also slows down when
+// the external system answers "too many requests", as any Limiter that is a [Throttler] can.
+// RunBatch reports the longest Retry-After in Report.RetryAfter for the scheduler.
 //
 // # Bulk fetch
 //
@@ -171,17 +151,18 @@
 // jitter, runs batch after batch while there is work (within a [TickBudget] of rows or time),
 // sleeps after a wrap, waits out rate limits, backs off after failures and outages, and treats
 // a lost cursor race (another process runs the job) as routine. [Runner.Stop] lets the current
-// batch finish. Hosts that schedule work themselves (cron, River) call [RunTick], which is one tick
-// of the same loop and returns a [TickReport].
+// batch finish. Hosts that schedule work themselves (cron, River) call [RunTick], which is one
+// tick of the same loop and returns a [TickReport].
 //
 // # Coverage and health
 //
 // Guarantees are measured in time, not assumed. [PlanCoverage] computes a schedule's cycle
 // time from N rows, batch B, R batches an hour, G new rows an hour and the API budget
 // ([PlanInput]), and its [Plan] says plainly when the checks fall behind the arrivals (B×R ≤ G:
-// every cycle still ends, each longer than the last) or will miss the lag SLO. A store that is a [StatusReader] reads a job's [Status]: the reconciliation
-// lag, max(now − coalesce(last verified, created)) over the job's rows, which is the primary
-// SLO; time since the last completed cycle and the current cycle's age; the last batch's
+// every cycle still ends, each longer than the last) or will miss the lag SLO.
+//
+// A store that is a [StatusReader] reads a job's [Status]: the reconciliation lag,
+// max(now − coalesce(last verified, created)) over the job's rows, which is the primary SLO; time since the last completed cycle and the current cycle's age; the last batch's
 // unverifiable ratio; open findings by kind and those open past a threshold (a dead repair
 // command shows up there); and the last failed batch, which a Sink that is a
 // [FailureRecorder] is told about. [EvaluateHealth] judges a Status against a [HealthPolicy]

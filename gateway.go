@@ -7,16 +7,20 @@ import (
 	"time"
 )
 
-// Gateway asks the external system for the current state of one object. Implementations map
-// every failure to one of the errors below; RunBatch never holds a database connection or
-// transaction while a Gateway call is running.
+// Gateway asks the external system for the current state of one object. RunBatch never holds
+// a database connection or transaction while a Gateway call is running.
 type Gateway[E any] interface {
-	// Fetch returns the external state of the object with the given id. Errors:
-	//   - ErrNotFound: the external system confirmed the object does not exist;
-	//   - ErrRateLimited (or a *RateLimitError): slow down; the rest of the batch is not asked;
-	//   - ErrAbortBatch: no call can succeed (bad credentials); the batch stops with an error;
-	//   - a *ReviewError: the request itself was rejected, a person must look;
-	//   - anything else, ErrUnavailable included: could not ask, the row is Unverifiable.
+	// Fetch returns the external state of the object with the given id. Every failure maps to
+	// one of these errors (IDChecker, BatchGateway and LaneConfig.Current follow the list):
+	//   - ErrNotFound: the external system confirmed the object does not exist: a NeedsReview
+	//     finding of kind KindMissingExternally;
+	//   - ErrRateLimited (or a *RateLimitError): slow down; the rest of the batch is not asked
+	//     and the cursor stops before the first row not asked;
+	//   - ErrAbortBatch: no call can succeed (bad credentials); the batch writes nothing and
+	//     returns the error;
+	//   - a *ReviewError: the request itself was rejected; a NeedsReview finding of its kind;
+	//   - anything else, ErrUnavailable included: could not ask, the row is Unverifiable (and
+	//     when the first two calls of a batch fail so, the batch stops asking).
 	Fetch(ctx context.Context, externalID string) (E, error)
 }
 
@@ -57,18 +61,16 @@ type perObjectChecked[E any] struct {
 
 func (p perObjectChecked[E]) CheckID(externalID string) error { return p.c.CheckID(externalID) }
 
+// The errors a Gateway maps its failures to; [Gateway.Fetch] says what RunBatch does with each.
 var (
-	// ErrNotFound means the external system confirmed the object is absent. The row becomes a
-	// NeedsReview finding of kind KindMissingExternally.
+	// ErrNotFound means the external system confirmed the object is absent.
 	ErrNotFound = errors.New("reconcile: external object not found")
 	// ErrUnavailable means the external system could not be asked: timeout, 5xx, connection
-	// refused. The row is Unverifiable and is asked again next cycle.
+	// refused.
 	ErrUnavailable = errors.New("reconcile: external system unavailable")
-	// ErrRateLimited means the external system asked us to slow down. The row and every row of
-	// the batch not yet asked are Unverifiable.
+	// ErrRateLimited means the external system asked us to slow down.
 	ErrRateLimited = errors.New("reconcile: rate limited by external system")
-	// ErrAbortBatch means no further call can succeed, such as rejected credentials. RunBatch
-	// stops, writes nothing and returns the error.
+	// ErrAbortBatch means no further call can succeed, such as rejected credentials.
 	ErrAbortBatch = errors.New("reconcile: batch aborted")
 )
 
@@ -110,8 +112,7 @@ func (e *RateLimitError) Error() string {
 func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimited }
 
 // ReviewError is returned by a Gateway when the answer needs a person rather than a retry: the
-// external system rejected the request as invalid, or the external id cannot be valid. The row
-// becomes a NeedsReview finding of the given Kind with Detail, and it is not counted as verified.
+// external system rejected the request as invalid, or the external id cannot be valid.
 type ReviewError struct {
 	// Kind is the finding kind, such as "invalid_external_id"; empty means KindRejected.
 	Kind string
@@ -157,8 +158,8 @@ type BatchGateway[E any] interface {
 	// call wait before every external call and return at once, with that error, when wait
 	// fails: wait is how RunBatch paces and counts the calls and stops them after a rate
 	// limit. An id missing from the result is not a claim that the object does not exist, only
-	// that this call did not see it. Errors: ErrRateLimited stops the batch's calls (the
-	// objects found so far still count), ErrAbortBatch aborts the batch; on any other error,
+	// that this call did not see it. Errors are those of [Gateway.Fetch], except that after a
+	// rate limit the objects found so far still count, and on an error of the last kind
 	// RunBatch logs it and asks Fetch about every row not found.
 	FetchBatch(ctx context.Context, lookups []Lookup, wait func(context.Context) error) (map[string]E, error)
 }

@@ -157,7 +157,7 @@ type LaneConfig[L, E any] struct {
 	// drift to the sweep. A row that agrees with the event (its webhook was applied) costs
 	// nothing. One call per such row, paced by the Limiter; the sweep's Gateway fits.
 	Current Gateway[E]
-	// Limiter paces the Feed's calls; see Config.Limiter.
+	// Limiter paces the Feed's and Current's calls; share the sweep's.
 	Limiter Limiter
 	// LocalState, ExternalState, Logger and Observer are as in Config. The Observer's job name
 	// is Job + "/" + Lane.

@@ -16,7 +16,11 @@ import (
 // it is then their common budget.
 type Limiter interface {
 	// Wait blocks until one call may be made or ctx is done. It returns an error at once when
-	// the call could not be granted before ctx's deadline.
+	// the call cannot be granted before ctx's deadline: RunBatch takes any error as "no call
+	// can be granted in time", commits the rows before the first one not asked and leaves
+	// the rest to the next batch. A Limiter that fails for another reason (its own store is down) returns an error
+	// wrapping ErrAbortBatch instead, so that the batch fails and commits nothing and the
+	// cursor does not move past rows never asked.
 	Wait(ctx context.Context) error
 }
 

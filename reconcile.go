@@ -117,12 +117,8 @@ type Config[L, E any] struct {
 	// Grace: rows changed more recently than this are InFlight and not sent to the gateway.
 	// Zero means DefaultGrace; a negative value turns the grace period off.
 	Grace time.Duration
-	// Limiter paces gateway calls; nil means no pacing beyond Concurrency. A Limiter that is
-	// also a Throttler, such as *AdaptiveLimiter, is told of every rate-limit answer. A Wait
-	// error is taken as "no call can be granted in time": the rows not yet asked are
-	// Unverifiable and the batch commits. A Limiter that fails for another reason (its own
-	// store is down) returns an error wrapping ErrAbortBatch instead: the batch then fails and
-	// commits nothing, so that the cursor does not move past rows never asked.
+	// Limiter paces gateway calls; nil means no pacing beyond Concurrency. Share one among
+	// the jobs that call the same external account: its budget is the account's.
 	Limiter Limiter
 	// Concurrency is the number of gateway calls in flight at once. Zero means 1.
 	Concurrency int
@@ -247,24 +243,18 @@ type Report struct {
 	Wrapped bool
 	// GatewayCalls is the number of external calls made.
 	GatewayCalls int
-	// RateLimited reports that the external system asked us to slow down during the batch (or
-	// the Limiter could not grant a call before ctx's deadline). The batch committed the rows
-	// before the first one not asked; the cursor stops there, so those rows come first in the
-	// next batch.
+	// RateLimited reports that the external system asked us to slow down, or the Limiter
+	// could not grant a call in time. The cursor stops before the first row not asked.
 	RateLimited bool
-	// Unavailable reports that the external system looked down: its first two answers in the
-	// batch (a bulk list counts as one) were failures and none was an answer, so the rest of
-	// the batch was not asked. As after a rate limit, the cursor stops before the first row not
-	// asked.
+	// Unavailable reports that the batch's first two calls (a bulk list counts as one) failed
+	// and none answered, so the rest was not asked; the cursor stops as after a rate limit.
 	Unavailable bool
 	// RetryAfter is the longest wait a rate-limit answer (or a limiter paused by one) asked for;
 	// zero if none named one. A scheduler should not run the job again sooner.
 	RetryAfter time.Duration
-	// Deferred reports that the batch wrote nothing because its first row could not be asked
-	// (a rate limit, the limiter, an outage). The cursor did not move, and Scanned and Verdicts
-	// are zero; run the job again after RetryAfter. RateLimited or Unavailable is set too. A
-	// Lane's step is Deferred when a rate limit (an answer, or the limiter) stopped its feed: it
-	// wrote nothing.
+	// Deferred reports that the batch (or a Lane's step) wrote nothing because its first row
+	// (or the feed) could not be asked; Scanned and Verdicts are zero and RateLimited or
+	// Unavailable is set. Run the job again after RetryAfter.
 	Deferred bool
 	// NewFindings and NewCommands are what the commit added.
 	NewFindings int

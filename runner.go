@@ -135,8 +135,9 @@ type RunnerConfig struct {
 
 // Runner runs jobs on intervals in the host's process: each job ticks on its own goroutine,
 // runs batches while there is work (within its budget), sleeps after a wrap, and backs off
-// when the external system pushes back or looks down (an Unavailable batch) or a batch fails. A lost cursor race
-// (ErrConcurrentRun: another process runs the job) is logged and retried next tick.
+// when the external system pushes back or looks down (an Unavailable batch) or a batch fails.
+// A lost cursor race (ErrConcurrentRun: another process runs the job) is logged and retried
+// next tick.
 type Runner struct {
 	jobs   []RunnerJob
 	logger *slog.Logger

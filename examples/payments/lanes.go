@@ -1,18 +1,13 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"io"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
-	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 )
 
 // The sweep starts from our rows, so it cannot see a PaymentIntent that no row refers to, and
@@ -30,16 +25,6 @@ import (
 // a reconcile.Runner, the events lane every minute, the reverse scan a page every few
 // minutes; the example runs each until it reports Wrapped.
 
-// demoSettle is the events feed's settle time in the demo: events younger than this are left
-// for the next run. Production keeps stripeadapter.DefaultEventSettle, a minute: Stripe lists a
-// new event a moment after it happens, and the checkpoint moves past everything the lane has
-// read, so an event listed late would be skipped for good; and a minute lets the webhook, which
-// usually arrives within seconds, apply the change first, so that the lane does not queue a
-// repair for every payment whose webhook is merely on its way. stripetest lists events at once
-// and the demo sends no webhooks, so two seconds keep the run short without changing what it
-// finds.
-const demoSettle = 2 * time.Second
-
 // lanes are the job's events lane and reverse scan, and the times they run by.
 type lanes struct {
 	events, reverse *reconcile.Lane[string, *stripe.PaymentIntent]
@@ -51,20 +36,6 @@ type laneTimes struct {
 	settle        time.Duration // the events feed's settle time
 	window, grace time.Duration // the reverse scan's window and grace
 	young         string        // how long ago the checkout under way began when the scan starts, in words
-}
-
-// demoTimes are the lanes' times against stripetest: the last 7 days, less the last 10 minutes,
-// since our row for a PaymentIntent created since may not be committed yet.
-var demoTimes = laneTimes{settle: demoSettle, window: stripeadapter.DefaultReverseWindow, grace: reconcile.DefaultGrace, young: spell(youngAge)}
-
-// newLanes returns the lanes of store's payments against srv, through the Stripe gateway, paced
-// by the sweep's limiter (the account has one rate limit). A nil limiter means unpaced.
-func newLanes(store *pgstore.Store, srv *stripetest.Server, limiter reconcile.Limiter) (lanes, error) {
-	gateway, err := newGateway(srv)
-	if err != nil {
-		return lanes{}, err
-	}
-	return lanesOver(store, gateway, demoTimes, nil, limiter)
 }
 
 // lanesOver returns the lanes of store's payments through gateway, stripetest's or real
@@ -111,178 +82,9 @@ func lanesOver(store *pgstore.Store, gateway *stripeadapter.Gateway, t laneTimes
 	return l, nil
 }
 
-// laneResults is what the lanes did, from their reports, the request log and the tables.
-type laneResults struct {
-	times laneTimes // the lanes'
-	// sharedAccount: the Stripe account holds other objects and events than the run's (real
-	// mode), so a page of the events log or of the reverse scan's list holds more than what
-	// was planted, and the lanes' calls are only bounded below by it.
-	sharedAccount bool
-
-	// anchor is the events lane's first run, before the sweep, and anchorCalls its requests.
-	anchor      cycle
-	anchorCalls int
-	// events is the events lane's run after the webhooks were lost, eventsCalls its requests;
-	// missedFound counts the payments whose webhook was lost that have exactly one open
-	// missed_success finding with one repair command; detect is the time from the last status
-	// change at Stripe to the run's end, its findings committed.
-	events      cycle
-	eventsCalls int
-	missedFound int
-	detect      time.Duration
-	// reverse is the reverse scan's pass, reverseCalls its requests; orphansFound counts the
-	// planted Stripe-only PaymentIntents reported missing_locally, otherMissing any other
-	// PaymentIntent reported so (the young one would be).
-	reverse                    cycle
-	reverseCalls               int
-	orphansFound, otherMissing int
-
-	// After both lanes: the job's status and its health, the repair commands by event type,
-	// and the open findings only a person can resolve, up to reviewShown of each kind.
-	status     reconcile.Status
-	health     reconcile.Health
-	commands   map[string]int
-	review     map[string][]reconcile.Finding
-	reviewOpen int
-}
-
-// stripeLog is a log of the requests made to Stripe: stripetest's own, or in real mode the one
-// the gateway's HTTP client keeps (reqlog.go).
-type stripeLog interface {
-	Log() []stripetest.Request
-	ResetLog()
-	Requests(stripetest.Route) int
-}
-
-// anchorEvents runs the events lane before the sweep. With no checkpoint yet, its first step
-// only takes the newest event as its checkpoint: what happened before is the sweep's to find.
-func anchorEvents(ctx context.Context, out io.Writer, l lanes, reqs stripeLog) (laneResults, error) {
-	lr := laneResults{times: l.times}
-	var err error
-	reqs.ResetLog()
-	if lr.anchor, err = untilWrapped(ctx, l.events, nil); err != nil {
-		return lr, err
-	}
-	lr.anchorCalls = reqs.Requests(stripetest.ListEvents)
-	reqs.ResetLog() // the sweep's requests are counted on their own
-	fmt.Fprintf(out, "\nEvents lane (job %s, lane %s): anchored at Stripe's newest event, %d API call; the events before it\n",
-		job, laneEvents, lr.anchorCalls)
-	fmt.Fprintf(out, "are the sweep's to find, those after it the lane's.\n")
-	return lr, nil
-}
-
-// runLanes loses webhooks for real, then runs the events lane until it has caught up and the
-// reverse scan for one full pass, printing what each did, and reads back the job's state.
-func runLanes(ctx context.Context, out io.Writer, pool *pgxpool.Pool, schema string, store *pgstore.Store, srv *stripetest.Server,
-	p plan, l lanes, lr *laneResults) error {
-	lost := p.where(func(s *story) bool { return s.later != "" })
-	changedAt, err := loseWebhooks(srv, p)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "\nLost webhooks: %d payments the sweep found in sync, awaiting payment, succeed at stripetest now;\n", len(lost))
-	fmt.Fprintf(out, "Stripe records payment_intent.succeeded for each, the webhooks never arrive, and the rows stay pending.\n")
-	if err := runEventsLane(ctx, out, pool, schema, srv, p, l, lr, changedAt, demoSettle); err != nil {
-		return err
-	}
-	addCheckoutUnderWay(srv, p)
-	return runReverseScan(ctx, out, pool, schema, store, srv, p, l, lr)
-}
-
-// runEventsLane waits wait, for the events since changedAt to settle, then runs the events lane
-// until it has caught up, and prints what it did.
-func runEventsLane(ctx context.Context, out io.Writer, pool *pgxpool.Pool, schema string, reqs stripeLog,
-	p plan, l lanes, lr *laneResults, changedAt time.Time, wait time.Duration) error {
-	lost := p.where(func(s *story) bool { return s.later != "" })
-	var err error
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(wait):
-	}
-	reqs.ResetLog()
-	if lr.events, err = untilWrapped(ctx, l.events, nil); err != nil {
-		return err
-	}
-	lr.detect = time.Since(changedAt)
-	lr.eventsCalls = reqs.Requests(stripetest.ListEvents)
-	if err := pool.QueryRow(ctx, inSchema(schema, lostWebhooksFound), job, externalIDs(lost)).Scan(&lr.missedFound); err != nil {
-		return fmt.Errorf("payments: count the lost webhooks' findings: %w", err)
-	}
-	printEvents(out, p, *lr)
-	return nil
-}
-
-// runReverseScan runs the reverse scan for one full pass, prints what it did, and reads back the
-// job's state.
-func runReverseScan(ctx context.Context, out io.Writer, pool *pgxpool.Pool, schema string, store *pgstore.Store, reqs stripeLog,
-	p plan, l lanes, lr *laneResults) error {
-	var err error
-	reqs.ResetLog()
-	if lr.reverse, err = untilWrapped(ctx, l.reverse, nil); err != nil {
-		return err
-	}
-	lr.reverseCalls = reqs.Requests(stripetest.ListPaymentIntents)
-	if lr.orphansFound, lr.otherMissing, err = missingLocally(ctx, store, p); err != nil {
-		return err
-	}
-	printReverse(out, p, *lr)
-	return collectLanes(ctx, pool, schema, store, lr)
-}
-
-// lostWebhooksFound counts the payments, among the PaymentIntents $2, that have exactly one
-// open missed_success finding and one repair command for it.
-const lostWebhooksFound = `SELECT count(*) FROM reconcile_demo.payments AS p
-	WHERE p.external_id = ANY($2) AND (
-		SELECT count(*) FROM reconcile_demo.reconcile_findings AS f
-		JOIN reconcile_demo.reconcile_outbox AS o ON o.finding_id = f.id
-		WHERE f.job = $1 AND f.record_id = p.id::text AND f.kind = 'missed_success' AND f.resolved_at IS NULL
-			AND o.event_type = 'ApplyPaymentSucceeded') = 1`
-
-// missingLocally reads the open missing_locally findings, whose record id is the PaymentIntent
-// id, and counts those of the planted Stripe-only PaymentIntents and the others.
-func missingLocally(ctx context.Context, store *pgstore.Store, p plan) (planted, other int, err error) {
-	want := map[string]bool{}
-	for _, id := range p.orphans() {
-		want[id] = true
-	}
-	for after := int64(0); ; {
-		page, err := store.ListFindings(ctx, reconcile.FindingQuery{Job: job, Kind: reconcile.KindMissingLocally, AfterID: after, Limit: 500})
-		if err != nil {
-			return planted, other, err
-		}
-		if len(page) == 0 {
-			return planted, other, nil
-		}
-		for _, f := range page {
-			if want[f.RecordID] {
-				planted++
-			} else {
-				other++
-			}
-		}
-		after = page[len(page)-1].ID
-	}
-}
-
-// healthPolicy is what the example judges health by: the defaults, but lanes must have caught
-// up within 15 minutes. A host runs the events lane every minute, and a lane that has not
-// reached the end of its feed for 15 minutes has stopped finding lost webhooks; the default,
-// the 72-hour lag SLO, would notice days late. The bound is one for all of a job's lanes: here
-// the reverse scan completes its pass at once, but a host that spreads a pass over hours must
-// raise the bound to that, for the events lane too.
-var healthPolicy = reconcile.HealthPolicy{MaxLaneLag: 15 * time.Minute}
-
-// collectLanes reads into lr the job's state after both lanes.
-func collectLanes(ctx context.Context, pool *pgxpool.Pool, schema string, store *pgstore.Store, lr *laneResults) error {
-	var err error
-	if lr.status, err = store.Status(ctx, job); err != nil {
-		return err
-	}
-	lr.health = reconcile.EvaluateHealth(lr.status, healthPolicy)
-	if lr.commands, err = countCommands(ctx, pool, schema); err != nil {
-		return err
-	}
-	lr.review, lr.reviewOpen, err = readReview(ctx, store)
-	return err
-}
+// Lanes, as named in the output and in the lanes' positions. The sweep is the job itself.
+const (
+	laneSweep   = "sweep"
+	laneEvents  = "events"
+	laneReverse = "reverse"
+)

@@ -20,7 +20,7 @@ import (
 )
 
 // realStripe is Stripe's test mode as real mode uses it: a stripe-go client that plants the
-// run's PaymentIntents (real_plant.go), and the gateway's configuration, whose HTTP client logs
+// run's PaymentIntents (demo_real_plant.go), and the gateway's configuration, whose HTTP client logs
 // the reconciler's requests for the checks.
 type realStripe struct {
 	runID   string           // the value of every planted PaymentIntent's metadataKey

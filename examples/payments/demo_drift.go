@@ -50,13 +50,6 @@ type story struct {
 	command string // the repair command it must queue; "" for none
 }
 
-// Lanes, as named in the output and in the lanes' positions. The sweep is the job itself.
-const (
-	laneSweep   = "sweep"
-	laneEvents  = "events"
-	laneReverse = "reverse"
-)
-
 // finder returns the lane that must find the story's drift.
 func (s *story) finder() string {
 	switch {

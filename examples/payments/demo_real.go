@@ -18,7 +18,7 @@ import (
 )
 
 // Real mode: with STRIPE_SECRET_KEY set to a test-mode key, the run plants its PaymentIntents in
-// that Stripe account (real_plant.go) and reconciles against Stripe itself. The reconciler, the
+// that Stripe account (demo_real_plant.go) and reconciles against Stripe itself. The reconciler, the
 // lanes, the repairs and the checks are the ones run uses against stripetest; what differs is
 // forced by Stripe:
 //

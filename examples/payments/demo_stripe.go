@@ -13,6 +13,9 @@ import (
 	"github.com/stripe/stripe-go/v82"
 	"github.com/stripe/stripe-go/v82/webhook"
 
+	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/pgstore"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 )
 
@@ -203,4 +206,30 @@ func deliver(ctx context.Context, h http.Handler, body []byte, header string) *h
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	return rec
+}
+
+// newGateway returns the Stripe gateway a host uses against Stripe itself, pointed at srv.
+func newGateway(srv *stripetest.Server) (*stripeadapter.Gateway, error) {
+	// A host gives its own key and no BaseURL.
+	return stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL()})
+}
+
+// newReconciler returns the reconciler of store's payments against srv, through the Stripe
+// gateway. A nil limiter means unpaced.
+func newReconciler(store *pgstore.Store, srv *stripetest.Server, batchSize int, limiter reconcile.Limiter) (*reconcile.Reconciler[string, *stripe.PaymentIntent], error) {
+	gateway, err := newGateway(srv)
+	if err != nil {
+		return nil, err
+	}
+	return reconcilerOver(store, gateway, batchSize, limiter)
+}
+
+// newLanes returns the lanes of store's payments against srv, through the Stripe gateway, paced
+// by the sweep's limiter (the account has one rate limit). A nil limiter means unpaced.
+func newLanes(store *pgstore.Store, srv *stripetest.Server, limiter reconcile.Limiter) (lanes, error) {
+	gateway, err := newGateway(srv)
+	if err != nil {
+		return lanes{}, err
+	}
+	return lanesOver(store, gateway, demoTimes, nil, limiter)
 }

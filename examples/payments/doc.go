@@ -1,0 +1,122 @@
+// Payments reconciles a PostgreSQL payments table against a fake Stripe with all three of the
+// library's ways of looking, over a table seeded with the drift a real payments service
+// accumulates, and then repairs what they found through the same canonical writer the Stripe
+// webhook handler uses.
+//
+// It is the first thing to run:
+//
+//	go run ./examples/payments
+//
+// It connects to $DATABASE_URL (by default postgres://postgres@127.0.0.1:5432/test?sslmode=disable;
+// with nothing set and no server there, on a machine with Docker, it starts a PostgreSQL
+// container with testcontainers and says so), drops and creates the schema reconcile_demo, and fills its payments table with rows that
+// mostly agree with their Stripe PaymentIntents, and some that do not: success and cancel
+// webhooks that never arrived, orders marked paid whose payment did not go through, a payment
+// that succeeded for an order marked failed, PaymentIntents Stripe never saw, rows changed a
+// moment ago, and calls that fail. Stripe also holds PaymentIntents no row refers to (our
+// transaction rolled back after creating them), one of them created a moment ago by a
+// checkout still under way. The stories and their shares are in demo_drift.go. The PaymentIntents
+// are loaded into stripetest, a fake Stripe API served over HTTP in-process, with a 503
+// injected for every retrieve of the ones whose calls fail.
+//
+// Then three lanes look, all under one job (lanes.go), so that a drift two of them see is one
+// finding with one repair command:
+//
+//   - The events lane, started first: its first run only anchors at Stripe's newest event.
+//   - The sweep (pgstore over the table, the Stripe PaymentIntent classifier, and the real
+//     Stripe gateway of stripeadapter, stripe-go over HTTP to stripetest) runs batch by batch
+//     until the cursor wraps, printing a line per batch, the Stripe API calls it made (a list
+//     call per hundred rows, and a retrieve for each row the lists did not show) and its
+//     verdicts.
+//   - Then some payments the sweep found in sync, awaiting payment, succeed at Stripe and their
+//     webhooks are lost. The events lane waits out its settle time (2 seconds here, a minute in
+//     production) and runs until it has caught up with Stripe's event log: it finds each of
+//     them as a missed success with one repair command, in one run, with one API call per
+//     hundred events.
+//   - The reverse scan lists the PaymentIntents created in the last 7 days (but the last 10
+//     minutes) for one full pass, a hundred per call, and reports those no row refers to as
+//     missing_locally, for a person; it adds nothing for the drifts the others opened.
+//
+// The run prints what a host would look at: open findings by kind, the repair commands queued
+// in the outbox, the monitoring figures and the health checks (the lanes' among them), and the
+// findings a person must review.
+//
+// Then the repairs. One of the missed success webhooks arrives after all, late: a signed
+// payment_intent.succeeded goes through the webhook handler (webhook.go). Then a
+// pgstore.Dispatcher applies the queued repair commands (repair.go), the sweep's and the
+// events lane's. Both go through the canonical writer (writer.go), the one place a payment's
+// status changes: a guarded update, a ledger row for a payment that becomes paid, and the
+// findings about the payment resolved in the same transaction. The late webhook's payment is
+// therefore repaired once: its repair command finds its finding resolved, is skipped, and is
+// done. The run prints what the repairs did and the findings left for a person.
+//
+// It exits with status 1 if the sweep or either lane found anything but what was planted, if a
+// lane's health check fails, or if the repairs left a repairable finding open, changed a
+// payment other than those, booked a payment twice, or left a command dead or waiting.
+//
+// # Reading it
+//
+// What a host would copy is in six files; start with them:
+//
+//   - schema.go: the host's own payments and ledger tables.
+//   - host.go: the store over the payments table, the sweep's reconcile.Config with the Stripe
+//     gateway and classifier, and the health check a host serves.
+//   - lanes.go: the events lane and the reverse scan, under the sweep's job.
+//   - writer.go: the canonical writer, the one place a payment's status changes.
+//   - webhook.go: the Stripe webhook handler, which calls the writer.
+//   - repair.go: the dispatcher that applies the queued repair commands through the writer.
+//
+// The rest is demo machinery, in files named demo_*.go, and main.go, which drives the run:
+// planting drift in the fake Stripe (demo_drift.go, demo_stripe.go, demo_load.go), running and
+// collecting (demo_lanes.go, demo_reqlog.go), printing (demo_report*.go), the checks against what
+// was planted (demo_check.go), real mode's planting in Stripe's test mode (demo_real*.go) and the
+// review console (demo_console.go).
+//
+// Flags:
+//
+//	-rows N      payments to load (default 3000; 40 in real mode)
+//	-batch N     rows per batch (default 200)
+//	-rps R       Stripe API calls per second, paced by a reconcile.AdaptiveLimiter as a host
+//	             would pace the real API, shared by the sweep and the lanes (default 0:
+//	             unpaced; 20 in real mode, where it paces the planting too and must be
+//	             positive). A run longer than the 10-minute grace period lets the rows changed
+//	             "in the last minute" age out of it; they are then asked about and reported as
+//	             differences.
+//	-seed N      seed for the table's content; the same seed gives the same table (default 1)
+//	-schema S    the schema to drop and create (default reconcile_demo)
+//	-console A   after the run, serve the review console on address A, such as
+//	             127.0.0.1:8080, until interrupted (see demo_console.go; default: none)
+//
+// With STRIPE_SECRET_KEY set, the run talks to Stripe's test mode instead of stripetest
+// (demo_real.go):
+//
+//	STRIPE_SECRET_KEY=sk_test_... go run ./examples/payments
+//
+// Only a test-mode secret or restricted key (sk_test_..., rk_test_...) is taken; a live key is
+// refused, and the key is never printed. The reconciler is the same, built the same way
+// (stripeadapter.NewGateway with the key and no BaseURL, its events feed and reverse scan):
+// only the planting differs. The PaymentIntents are created in the test account with
+// stripe-go and Stripe's test payment methods (pm_card_visa confirmed for succeeded,
+// pm_card_authenticationRequired for requires_action, created and left, created and
+// canceled), each marked with the metadata reconcile_demo=<run id>, which the reverse scan
+// and the checks go by: the account holds other objects. The rows' created_at is their
+// intent's created time, read back from Stripe. The stories no test payment method can
+// make (processing, an outage) are left out, and say so. -rows defaults to 40 and -rps to 20
+// (test mode allows 25 requests a second), for the planting and the reconciling. Stripe lists
+// events a moment late, so the events lane keeps a 30-second settle time and the run waits it
+// out twice: a real-mode run takes a minute or two. The created PaymentIntents stay in the
+// test account.
+//
+// Real mode has been run only against stripe-mock, Stripe's own mock of its API, which
+// validates every request against Stripe's OpenAPI specification but keeps no state
+// (demo_real_test.go): it was written where there is no network. Its requests are known to be
+// accepted; what real Stripe answers over time (statuses, event delays, list consistency) has
+// not been observed.
+//
+// The tables stay until the next run, to be looked at:
+//
+//	psql "${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" -c 'TABLE reconcile_demo.reconcile_findings LIMIT 5'
+//
+// Two runs against one database at the same time get in each other's way unless they are
+// given different schemas.
+package main
