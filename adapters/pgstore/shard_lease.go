@@ -195,33 +195,6 @@ func (l *ShardLease) Read(ctx context.Context, req reconcile.ReadRequest) (recon
 	return b, nil
 }
 
-// readRecords runs one keyset read and returns its rows as records.
-func (s *Store) readRecords(ctx context.Context, query string, args []any) ([]reconcile.Record[string], error) {
-	rows, err := s.db.Query(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", s.hostTable(), err)
-	}
-	defer rows.Close()
-	var out []reconcile.Record[string]
-	var r reconcile.Record[string]
-	var ext, state, invalid *string
-	var created *time.Time
-	for rows.Next() {
-		if err := rows.Scan(&r.Key, &r.ID, &ext, &state, &created, &r.Recent, &invalid); err != nil {
-			return nil, fmt.Errorf("read %s: %w", s.hostTable(), err)
-		}
-		r.ExternalID, r.Local, r.CreatedAt, r.Invalid = deref(ext), deref(state), time.Time{}, deref(invalid)
-		if created != nil {
-			r.CreatedAt = *created
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read %s: %w", s.hostTable(), err)
-	}
-	return out, nil
-}
-
 // Commit writes observations, findings and repair commands and advances the shard's cursor in
 // one transaction, fenced by the lease token and compare-and-set on the cursor version: if the
 // lease was lost or the cursor moved, nothing is written and the result is ErrShardLeaseLost (a

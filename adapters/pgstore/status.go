@@ -109,3 +109,24 @@ func failureText(cause error) string {
 	}
 	return msg
 }
+
+// queueLaneStatus queues the read of the job's lanes for Status; cycles is the sweep's completed cycles.
+func (s *Store) queueLaneStatus(b *pgx.Batch, job string, st *reconcile.Status, cycles *int64) {
+	b.Queue(`SELECT lane, created_at, last_run_at, passes_completed, last_end_at, gap_at, coalesce(gap_reason, ''), gap_sweep_cycles,
+			last_failure_at, coalesce(last_failure, '')
+		FROM `+s.cfg.Tables.table("lanes")+` WHERE job = $1 ORDER BY lane`, job).Query(func(rows pgx.Rows) error {
+		var l reconcile.LaneStatus
+		var lastRun, lastEnd, gapAt, failedAt *time.Time
+		var gapCycles *int64
+		_, err := pgx.ForEachRow(rows, []any{&l.Lane, &l.CreatedAt, &lastRun, &l.PassesCompleted, &lastEnd, &gapAt, &l.GapReason, &gapCycles,
+			&failedAt, &l.LastFailure}, func() error {
+			l.LastRunAt, l.LastEndAt, l.GapAt, l.LastFailureAt = derefTime(lastRun), derefTime(lastEnd), derefTime(gapAt), derefTime(failedAt)
+			// The sweep cycle under way at the gap started before it; the next one starts after
+			// it, and covers every row once it completes.
+			l.GapOpen = gapCycles != nil && *cycles < *gapCycles+2
+			st.Lanes = append(st.Lanes, l)
+			return nil
+		})
+		return err
+	})
+}
