@@ -4,8 +4,8 @@
 // # Getting started
 //
 // Create the reconciler's tables once (or run Migrations with your own tool), describe the host
-// table, and give the store to a job as both its Source and its Sink; a Dispatcher applies the
-// repair commands the job queues:
+// table, and give the store to a job as both its Source and its Sink; a pgoutbox.Dispatcher
+// applies the repair commands the job queues:
 //
 //	if err := pgstore.Migrate(ctx, pool, pgstore.Tables{}); err != nil { ... }
 //	store, err := pgstore.New(pool, pgstore.Config{
@@ -21,9 +21,9 @@
 //	if err != nil { ... }
 //	// run rec from a reconcile.Runner, or call reconcile.RunTick from your own scheduler
 //
-//	dispatcher, err := pgstore.NewDispatcher(pool, pgstore.DispatcherConfig{})
+//	dispatcher, err := pgoutbox.NewDispatcher(pool, pgoutbox.Config{})
 //	if err != nil { ... }
-//	err = pgstore.HandleCommand(dispatcher, "ApplyPaymentSucceeded",
+//	err = pgoutbox.HandleCommand(dispatcher, "ApplyPaymentSucceeded",
 //		func(ctx context.Context, tx pgx.Tx, cmd reconcile.Command) error {
 //			return markPaid(ctx, tx, cmd) // the canonical writer; it resolves cmd.FindingID in tx
 //		})
@@ -92,18 +92,10 @@
 //
 // # Applying repairs
 //
-// A Dispatcher applies the repair commands of the outbox through handlers registered per
-// command name (Handle, or HandleCommand and HandleJSON for typed payloads). It claims commands
-// with FOR UPDATE SKIP LOCKED under a lease, renews the lease while a handler runs, and calls
-// the handler with a transaction in which the command is then marked done, so the repair and
-// its completion commit together. Every completion, retry and renewal is guarded by the
-// claim's attempt number: a dispatcher whose lease was taken over changes nothing. Failures are
-// retried with exponential backoff and jitter; a handler returns Permanent for a command that
-// can never apply and RetryLater to wait without spending an attempt. After MaxAttempts a
-// command is dead, kept with its errors (DeadCommands) until Redrive. Commands of one
-// aggregate apply in order. Start and Stop run it in the background with a graceful drain;
-// Work runs one round for hosts that schedule it themselves. A host with its own outbox relay
-// runs no Dispatcher and reads the seed's columns.
+// Commit queues a repair command in the outbox table only with a finding it opened. Package
+// pgoutbox's Dispatcher applies them through handlers registered per command name: claimed
+// under a lease, fenced by the attempt number, retried with backoff, parked dead until
+// re-driven. A host with its own outbox relay runs no Dispatcher and reads the seed's columns.
 //
 // # The canonical writer
 //

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/internal/pgtables"
 )
 
 // DB is what the store needs of its database. Give it a *pgxpool.Pool: batches commit in
@@ -120,16 +121,12 @@ type Store struct {
 var _ reconcile.Store[string] = (*Store)(nil)
 
 var (
-	identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	zoneRE  = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_/+-]*$`)
+	zoneRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_/+-]*$`)
 )
 
 func checkIdent(field, v string) error {
-	if v == "" {
-		return fmt.Errorf("pgstore: config: %s is empty", field)
-	}
-	if !identRE.MatchString(v) || len(v) > 63 {
-		return fmt.Errorf("pgstore: config: %s %q is not a plain SQL identifier (letters, digits and underscores, at most 63)", field, v)
+	if err := pgtables.CheckIdent(field, v); err != nil {
+		return fmt.Errorf("pgstore: config: %w", err)
 	}
 	return nil
 }

@@ -137,6 +137,9 @@ func (l *ShardLease) renewOnce() bool {
 	return true
 }
 
+// releaseTimeout bounds Release's statement, which runs even when its caller's ctx is done.
+const releaseTimeout = 10 * time.Second
+
 // Release stops renewing the lease and frees the shard for other workers. It runs even if ctx
 // is done, within a few seconds. Releasing twice, or a lease already lost, is harmless.
 func (l *ShardLease) Release(ctx context.Context) error {
@@ -145,7 +148,7 @@ func (l *ShardLease) Release(ctx context.Context) error {
 	if l.released.Swap(true) {
 		return nil
 	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalizeTimeout)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	if _, err := l.job.store.db.Exec(rctx, l.job.sql.release, l.job.cfg.Job, l.shard, l.token); err != nil {
 		return fmt.Errorf("pgstore: sharded job %s: release shard %d: %w", l.job.cfg.Job, l.shard, err)
