@@ -155,10 +155,8 @@
 // ShardStatus and Health report every shard and name the slowest. Findings, observations and
 // failures stay under the job's name.
 //
-// A RateBudget is a token bucket per key (an external account) in the reconciler's tables:
-// every worker of every process reserves its calls from it, one statement per grant computed by
-// the database clock, so their total stays within one rate. A rate-limit answer to any of them
-// pauses it for all. For one process, reconcile.AdaptiveLimiter remains the simpler choice.
+// The workers of a ShardedJob share one rate through package pgbudget's RateBudget, a token
+// bucket per external account kept in the reconciler's tables.
 //
 // # Monitoring
 //

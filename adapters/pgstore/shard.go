@@ -345,3 +345,6 @@ func (j *ShardedJob) rollIfDone(ctx context.Context) error {
 	}
 	return nil
 }
+
+// seconds converts a database's float seconds to a time.Duration.
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

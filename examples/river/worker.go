@@ -20,6 +20,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/pgbudget"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 )
@@ -174,7 +175,7 @@ func runWorker(ctx context.Context, cfg workerConfig) (workerSummary, error) {
 	if err != nil {
 		return workerSummary{}, err
 	}
-	limiter, err := pgstore.NewRateBudget(pool, pgstore.RateBudgetConfig{Key: "acct_demo", Rate: rate.Limit(cfg.Rate), Burst: 5})
+	limiter, err := pgbudget.NewRateBudget(pool, pgbudget.Config{Key: "acct_demo", Rate: rate.Limit(cfg.Rate), Burst: 5})
 	if err != nil {
 		return workerSummary{}, err
 	}
@@ -253,6 +254,6 @@ func jobFor(pool *pgxpool.Pool, shards int, owner string) (*pgstore.ShardedJob, 
 }
 
 // budget returns the shared rate budget, to read its state.
-func budget(pool *pgxpool.Pool) (*pgstore.RateBudget, error) {
-	return pgstore.NewRateBudget(pool, pgstore.RateBudgetConfig{Key: "acct_demo"})
+func budget(pool *pgxpool.Pool) (*pgbudget.RateBudget, error) {
+	return pgbudget.NewRateBudget(pool, pgbudget.Config{Key: "acct_demo"})
 }

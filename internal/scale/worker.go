@@ -18,6 +18,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/pgbudget"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 )
@@ -112,7 +113,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, log io.Writer) (WorkerRepo
 	if err != nil {
 		return rep, err
 	}
-	budget, err := pgstore.NewRateBudget(pool, pgstore.RateBudgetConfig{Key: "acct_scale", Rate: rate.Limit(cfg.Rate), Burst: cfg.Burst, MaxLate: cfg.MaxLate})
+	budget, err := pgbudget.NewRateBudget(pool, pgbudget.Config{Key: "acct_scale", Rate: rate.Limit(cfg.Rate), Burst: cfg.Burst, MaxLate: cfg.MaxLate})
 	if err != nil {
 		return rep, err
 	}
