@@ -42,7 +42,7 @@ const budgetThrottleTimeout = time.Second
 // rows not yet asked Unverifiable and moving the cursor past them.
 //
 // For a single process, reconcile.AdaptiveLimiter is simpler and adapts its rate; RateBudget is
-// for work spread over processes, such as a ShardedJob's workers.
+// for work spread over processes, such as a pgshard.Job's workers.
 type RateBudget struct {
 	db  pgstore.DB
 	cfg Config

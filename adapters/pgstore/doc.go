@@ -134,7 +134,7 @@
 // # Deleted rows
 //
 // A commit opens no finding, queues no command and writes no observation for a row deleted
-// since its batch was read. When a cycle completes (the wrap, or for a ShardedJob the last
+// since its batch was read. When a cycle completes (the wrap, or for a pgshard.Job the last
 // shard's wrap) the job's open findings of rows that no longer exist are resolved as
 // reconcile.ResolutionRowDeleted by reconcile.ResolvedByReconciler, in their history too, and
 // the job's observations of such rows are removed; until then Status does not count them.
@@ -144,19 +144,8 @@
 //
 // # Scaling past one process
 //
-// A ShardedJob splits a job into shards, ranges of the first key column cut at its quantiles
-// (the first open downward, the last upward, so new rows always belong to one), remade from the
-// keys present at the start of every cycle. Workers in any number of processes lease free
-// shards with FOR UPDATE SKIP LOCKED (Acquire, or RunShardTick and ShardRunner, which lease,
-// run and release): every read and commit is fenced by the lease's token and the shard cursor's
-// compare-and-set, a crashed worker's shard is taken over once its lease expires, and a lease
-// held past MaxHold is given up. The commit of the last shard to wrap completes the job's cycle
-// in its cursor row, so each row is read once per cycle whatever the number of workers;
-// ShardStatus and Health report every shard and name the slowest. Findings, observations and
-// failures stay under the job's name.
-//
-// The workers of a ShardedJob share one rate through package pgbudget's RateBudget, a token
-// bucket per external account kept in the reconciler's tables.
+// Package pgshard splits a job over this store's table into key ranges that workers in any
+// number of processes lease; package pgbudget's RateBudget is the rate they share.
 //
 // # Monitoring
 //

@@ -57,7 +57,7 @@ func (s *Store) readRange(ctx context.Context, st *statements, req reconcile.Rea
 		if upper != "" {
 			bounds = append(bounds, upper)
 		}
-		err := s.db.QueryRow(ctx, st.shard.highWater(lower != "", upper != ""), append(bounds, st.filterArgs...)...).Scan(&cur.End)
+		err := s.db.QueryRow(ctx, st.keyset.highWater(lower != "", upper != ""), append(bounds, st.filterArgs...)...).Scan(&cur.End)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			return nil, nil
@@ -76,7 +76,7 @@ func (s *Store) readRange(ctx context.Context, st *statements, req reconcile.Rea
 		args = append(args, upper)
 	}
 	args = append(append(args, cur.End), st.filterArgs...)
-	return s.readRecords(ctx, st.shard.read(after, lower != "", upper != "", true), args)
+	return s.readRecords(ctx, st.keyset.read(after, lower != "", upper != "", true), args)
 }
 
 // checkPosition verifies that a cursor position is a JSON array with one value per key column.

@@ -27,6 +27,8 @@ type statements struct {
 	// column's type; externalIDsValid matches the ids that type can hold (nil: any).
 	externalIDs      string
 	externalIDsValid *regexp.Regexp
+	// parts are the pieces the statements are built from, lent to pgshard (hooks.go).
+	parts *sqlParts
 	// filterArgs are the Filter's values, bound after each statement's own parameters: read
 	// and lag statements take them from the placeholder after their last one.
 	filterArgs []any
@@ -34,8 +36,8 @@ type statements struct {
 	forgetDeleted, openFindings string
 	// lockObserved locks the host rows observe writes, with ObserveInHostColumns: $1 their ids.
 	lockObserved string
-	// shard holds the keyset reads, of the whole job and of a shard (shard_sql.go).
-	shard *shardReads
+	// keyset holds the keyset reads, of the whole job and of a key range (keyset.go).
+	keyset *keysetReads
 }
 
 const naiveTimestamp = "timestamp without time zone"
@@ -155,7 +157,7 @@ func (p *sqlParts) lagFrom(first int) string {
 // what it serves.
 func buildStatements(cfg Config, types map[string]string) *statements {
 	p := newSQLParts(cfg, types)
-	st := &statements{}
+	st := &statements{parts: p}
 	_, st.filterArgs = renderFilter(cfg, types, 1)
 	p.cursorStatements(st)
 	p.keysetReads(st)
@@ -195,13 +197,14 @@ func (p *sqlParts) cursorStatements(st *statements) {
 			WHERE c.version = $2`
 }
 
-// keysetReads: the keyset reads of the host table, of the whole job and of a shard (shard_sql.go).
+// keysetReads: the keyset reads of the host table, of the whole job and of a key range
+// (keyset.go).
 func (p *sqlParts) keysetReads(st *statements) {
 	sel := fmt.Sprintf("SELECT jsonb_build_array(%s)::text, %s::text, %s::text, %s::text, %s, coalesce(%s, false), %s FROM %s AS h",
 		strings.Join(p.keys, ", "), p.q(p.cfg.IDColumn), p.q(p.cfg.ExternalIDColumn), p.q(p.cfg.StateColumn),
 		p.readableCreated, p.changedWhen(p.withinGrace), p.invalid, p.host)
 	order := fmt.Sprintf(" ORDER BY %s LIMIT $2", strings.Join(p.keys, ", "))
-	st.shard = buildShardReads(p.cfg, p.types, sel, order, p.keys, p.where, p.lagValue(), p.lagFrom)
+	st.keyset = newKeysetReads(p.cfg, p.types, sel, order, p.keys, p.where)
 }
 
 // commitStatements: what a commit writes besides the cursor: observations, findings with their
