@@ -28,9 +28,7 @@ func (d *Dispatcher) DeadCommands(ctx context.Context, afterID int64, limit int)
 	if limit <= 0 {
 		return nil, fmt.Errorf("pgoutbox: dead commands: limit %d must be positive", limit)
 	}
-	rows, err := d.db.Query(ctx, `SELECT id, aggregate_type, aggregate_id, event_type, coalesce(finding_id, 0), failures,
-			coalesce(last_error, ''), dead_at, errors
-		FROM `+d.table("outbox")+` WHERE status = 'dead' AND id > $1 ORDER BY id LIMIT $2`, afterID, limit)
+	rows, err := d.db.Query(ctx, d.sql.dead, afterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("pgoutbox: dead commands: %w", err)
 	}
@@ -56,23 +54,8 @@ func (d *Dispatcher) Redrive(ctx context.Context, id int64, actor string) error 
 	if actor == "" {
 		return errors.New("pgoutbox: redrive: the actor is empty")
 	}
-	outbox := d.table("outbox")
 	var dead, younger, redriven bool
-	err := d.db.QueryRow(ctx, `WITH cmd AS (
-			SELECT id, aggregate_type, aggregate_id, finding_id, status = 'dead' AS dead FROM `+outbox+` WHERE id = $1
-		), younger AS (
-			SELECT EXISTS (SELECT 1 FROM `+outbox+` AS y, cmd
-				WHERE y.aggregate_type = cmd.aggregate_type AND y.aggregate_id = cmd.aggregate_id
-					AND y.id > cmd.id AND y.status <> 'dead') AS found
-		), upd AS (
-			UPDATE `+outbox+` AS o SET status = 'pending', failures = 0, available_at = now(), dead_at = NULL
-			FROM cmd, younger WHERE o.id = cmd.id AND o.status = 'dead' AND cmd.dead AND NOT younger.found
-			RETURNING o.finding_id
-		), ev AS (
-			INSERT INTO `+d.table("finding_events")+` (finding_id, action, actor, note)
-			SELECT finding_id, 'command redriven', $2, 'command ' || $1::text FROM upd WHERE finding_id IS NOT NULL
-		)
-		SELECT coalesce((SELECT dead FROM cmd), false), (SELECT found FROM younger), EXISTS (SELECT 1 FROM upd)`, id, actor).
+	err := d.db.QueryRow(ctx, d.sql.redrive, id, actor).
 		Scan(&dead, &younger, &redriven)
 	switch {
 	case err != nil:

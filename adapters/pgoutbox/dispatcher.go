@@ -446,8 +446,3 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "..."
 }
-
-// table returns the quoted, schema-qualified name of one of the reconciler's tables.
-func (d *Dispatcher) table(name string) string {
-	return pgtables.Name(d.cfg.Tables.Prefix, d.cfg.Tables.Schema, name)
-}

@@ -66,14 +66,13 @@ func HandleJSON[T any](d *Dispatcher, name string, h func(ctx context.Context, t
 // calling h: the webhook applied the change first, or a person decided (fixed, accepted, a
 // false positive), and a repair must not overrule them.
 func HandleCommand(d *Dispatcher, name string, h func(ctx context.Context, tx pgx.Tx, cmd reconcile.Command) error) error {
-	findings := d.table("findings")
 	return d.Handle(name, func(ctx context.Context, tx pgx.Tx, del Delivery) error {
 		cmd, err := reconcile.DecodeCommand(del.Name, del.Payload)
 		if err != nil {
 			return Permanent(err)
 		}
 		var resolved bool
-		err = tx.QueryRow(ctx, `SELECT resolved_at IS NOT NULL FROM `+findings+` WHERE id = $1`, cmd.FindingID).Scan(&resolved)
+		err = tx.QueryRow(ctx, d.sql.findingResolved, cmd.FindingID).Scan(&resolved)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			// The finding is gone (deleted by retention): apply the command as asked.

@@ -10,10 +10,16 @@ import (
 // lease was taken over changes nothing.
 type dispatchSQL struct {
 	claim, complete, renew, release, snooze, retry, bury string
+	// findingResolved reads whether finding $1 is resolved (HandleCommand).
+	findingResolved string
+	// dead lists dead commands after id $1, at most $2; redrive re-drives command $1 for
+	// actor $2 (DeadCommands and Redrive, dead.go).
+	dead, redrive string
 }
 
 func newDispatchSQL(t pgstore.Tables) dispatchSQL {
 	outbox := pgtables.Name(t.Prefix, t.Schema, "outbox")
+	findings, events := pgtables.Name(t.Prefix, t.Schema, "findings"), pgtables.Name(t.Prefix, t.Schema, "finding_events")
 	// appendError keeps the last 20 errors with their attempt and time ($3 is the error).
 	const appendError = `errors = (SELECT coalesce(jsonb_agg(e ORDER BY n), '[]') FROM (
 			SELECT e, n FROM jsonb_array_elements(errors || jsonb_build_array(jsonb_build_object(
@@ -64,5 +70,28 @@ func newDispatchSQL(t pgstore.Tables) dispatchSQL {
 			lease_owner = NULL, lease_expires_at = NULL, ` + appendError + fence,
 		bury: `UPDATE ` + outbox + ` SET status = 'dead', failures = failures + 1, dead_at = now(), lease_owner = NULL,
 			lease_expires_at = NULL, ` + appendError + fence,
+
+		findingResolved: `SELECT resolved_at IS NOT NULL FROM ` + findings + ` WHERE id = $1`,
+
+		dead: `SELECT id, aggregate_type, aggregate_id, event_type, coalesce(finding_id, 0), failures,
+				coalesce(last_error, ''), dead_at, errors
+			FROM ` + outbox + ` WHERE status = 'dead' AND id > $1 ORDER BY id LIMIT $2`,
+		// A dead command is re-driven only if no younger command of its aggregate is applied
+		// or queued; the finding's history records who did it.
+		redrive: `WITH cmd AS (
+				SELECT id, aggregate_type, aggregate_id, finding_id, status = 'dead' AS dead FROM ` + outbox + ` WHERE id = $1
+			), younger AS (
+				SELECT EXISTS (SELECT 1 FROM ` + outbox + ` AS y, cmd
+					WHERE y.aggregate_type = cmd.aggregate_type AND y.aggregate_id = cmd.aggregate_id
+						AND y.id > cmd.id AND y.status <> 'dead') AS found
+			), upd AS (
+				UPDATE ` + outbox + ` AS o SET status = 'pending', failures = 0, available_at = now(), dead_at = NULL
+				FROM cmd, younger WHERE o.id = cmd.id AND o.status = 'dead' AND cmd.dead AND NOT younger.found
+				RETURNING o.finding_id
+			), ev AS (
+				INSERT INTO ` + events + ` (finding_id, action, actor, note)
+				SELECT finding_id, 'command redriven', $2, 'command ' || $1::text FROM upd WHERE finding_id IS NOT NULL
+			)
+			SELECT coalesce((SELECT dead FROM cmd), false), (SELECT found FROM younger), EXISTS (SELECT 1 FROM upd)`,
 	}
 }
