@@ -113,6 +113,7 @@ type Config struct {
 type Store struct {
 	db  DB
 	cfg Config
+	own tableSQL // statements over the reconciler's own tables
 
 	mu  sync.Mutex
 	sql *statements // built from the catalog on first use
@@ -214,7 +215,7 @@ func New(db DB, cfg Config) (*Store, error) {
 		}
 		seen[k] = true
 	}
-	return &Store{db: db, cfg: cfg}, nil
+	return &Store{db: db, cfg: cfg, own: newTableSQL(cfg.Tables)}, nil
 }
 
 // Config returns the store's configuration with defaults filled in.
