@@ -182,7 +182,7 @@
 // finding is new: event type the command's name, aggregate id the record, and as payload a
 // [Command] (job, record, finding id, kind, the local state the repair expects to find, the
 // external state observed). [DecodeCommand] reads it back. The host applies it with a handler
-// per command name; with PostgreSQL, pgstore's Dispatcher claims commands with FOR UPDATE SKIP
+// per command name; with PostgreSQL, pgoutbox's Dispatcher claims commands with FOR UPDATE SKIP
 // LOCKED under a lease, retries with backoff and parks poison commands as dead.
 //
 // A handler that makes the local row catch up calls the host's canonical writer, the same

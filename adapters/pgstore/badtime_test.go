@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/pgshard"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
+	"github.com/reconcilekit/reconcile/internal/shardtest"
 	"github.com/reconcilekit/reconcile/reconciletest"
 )
 
@@ -37,7 +39,7 @@ func TestLagSurvivesAZeroTimeCreatedAtAndIsNeverNegative(t *testing.T) {
 	}
 	lagAbout(t, "a zero-time row beside a row 100 days old", st.Lag, 100*24*time.Hour)
 
-	j := newShardedJob(t, s, pgstore.ShardConfig{Job: "sharded", Shards: 3})
+	j := shardtest.NewJob(t, s, pgshard.Config{Job: "sharded", Shards: 3})
 	if err := j.Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -143,8 +145,8 @@ func TestAnInfiniteTimeBecomesAnInvalidRowFindingAndTheCycleGoesOn(t *testing.T)
 			}
 
 			// So does a sharded job.
-			j := newShardedJob(t, s, pgstore.ShardConfig{Job: "sharded", Shards: 2})
-			runCycle(t, s, []*pgstore.ShardedJob{j}, engineConfig(gw, 2), 1, 40)
+			j := shardtest.NewJob(t, s, pgshard.Config{Job: "sharded", Shards: 2})
+			shardtest.RunCycle(t, s, []*pgshard.Job{j}, shardtest.EngineConfig(gw, 2), 1, 40)
 			if _, err := j.ShardStatus(ctx); err != nil {
 				t.Fatalf("ShardStatus: %v", err)
 			}

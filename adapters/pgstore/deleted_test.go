@@ -8,7 +8,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/pgshard"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
+	"github.com/reconcilekit/reconcile/internal/shardtest"
 	"github.com/reconcilekit/reconcile/reconciletest"
 )
 
@@ -101,8 +103,8 @@ func TestFindingsOfADeletedRowAreResolvedWhenTheCycleWraps(t *testing.T) {
 				t.Helper()
 				cycles++
 				if sharded {
-					j := newShardedJob(t, s, pgstore.ShardConfig{Job: "sweep", Shards: 2})
-					runCycle(t, s, []*pgstore.ShardedJob{j}, engineConfig(gw, 2), cycles, 40)
+					j := shardtest.NewJob(t, s, pgshard.Config{Job: "sweep", Shards: 2})
+					shardtest.RunCycle(t, s, []*pgshard.Job{j}, shardtest.EngineConfig(gw, 2), cycles, 40)
 					return
 				}
 				reconciletest.Cycle(t, reconcile.Config[string, string]{Job: "sweep", Source: s, Sink: s, Gateway: gw,

@@ -4,8 +4,8 @@
 // # Getting started
 //
 // Create the reconciler's tables once (or run Migrations with your own tool), describe the host
-// table, and give the store to a job as both its Source and its Sink; a Dispatcher applies the
-// repair commands the job queues:
+// table, and give the store to a job as both its Source and its Sink; a pgoutbox.Dispatcher
+// applies the repair commands the job queues:
 //
 //	if err := pgstore.Migrate(ctx, pool, pgstore.Tables{}); err != nil { ... }
 //	store, err := pgstore.New(pool, pgstore.Config{
@@ -21,9 +21,9 @@
 //	if err != nil { ... }
 //	// run rec from a reconcile.Runner, or call reconcile.RunTick from your own scheduler
 //
-//	dispatcher, err := pgstore.NewDispatcher(pool, pgstore.DispatcherConfig{})
+//	dispatcher, err := pgoutbox.NewDispatcher(pool, pgoutbox.Config{})
 //	if err != nil { ... }
-//	err = pgstore.HandleCommand(dispatcher, "ApplyPaymentSucceeded",
+//	err = pgoutbox.HandleCommand(dispatcher, "ApplyPaymentSucceeded",
 //		func(ctx context.Context, tx pgx.Tx, cmd reconcile.Command) error {
 //			return markPaid(ctx, tx, cmd) // the canonical writer; it resolves cmd.FindingID in tx
 //		})
@@ -92,18 +92,10 @@
 //
 // # Applying repairs
 //
-// A Dispatcher applies the repair commands of the outbox through handlers registered per
-// command name (Handle, or HandleCommand and HandleJSON for typed payloads). It claims commands
-// with FOR UPDATE SKIP LOCKED under a lease, renews the lease while a handler runs, and calls
-// the handler with a transaction in which the command is then marked done, so the repair and
-// its completion commit together. Every completion, retry and renewal is guarded by the
-// claim's attempt number: a dispatcher whose lease was taken over changes nothing. Failures are
-// retried with exponential backoff and jitter; a handler returns Permanent for a command that
-// can never apply and RetryLater to wait without spending an attempt. After MaxAttempts a
-// command is dead, kept with its errors (DeadCommands) until Redrive. Commands of one
-// aggregate apply in order. Start and Stop run it in the background with a graceful drain;
-// Work runs one round for hosts that schedule it themselves. A host with its own outbox relay
-// runs no Dispatcher and reads the seed's columns.
+// Commit queues a repair command in the outbox table only with a finding it opened. Package
+// pgoutbox's Dispatcher applies them through handlers registered per command name: claimed
+// under a lease, fenced by the attempt number, retried with backoff, parked dead until
+// re-driven. A host with its own outbox relay runs no Dispatcher and reads the seed's columns.
 //
 // # The canonical writer
 //
@@ -142,7 +134,7 @@
 // # Deleted rows
 //
 // A commit opens no finding, queues no command and writes no observation for a row deleted
-// since its batch was read. When a cycle completes (the wrap, or for a ShardedJob the last
+// since its batch was read. When a cycle completes (the wrap, or for a pgshard.Job the last
 // shard's wrap) the job's open findings of rows that no longer exist are resolved as
 // reconcile.ResolutionRowDeleted by reconcile.ResolvedByReconciler, in their history too, and
 // the job's observations of such rows are removed; until then Status does not count them.
@@ -152,21 +144,8 @@
 //
 // # Scaling past one process
 //
-// A ShardedJob splits a job into shards, ranges of the first key column cut at its quantiles
-// (the first open downward, the last upward, so new rows always belong to one), remade from the
-// keys present at the start of every cycle. Workers in any number of processes lease free
-// shards with FOR UPDATE SKIP LOCKED (Acquire, or RunShardTick and ShardRunner, which lease,
-// run and release): every read and commit is fenced by the lease's token and the shard cursor's
-// compare-and-set, a crashed worker's shard is taken over once its lease expires, and a lease
-// held past MaxHold is given up. The commit of the last shard to wrap completes the job's cycle
-// in its cursor row, so each row is read once per cycle whatever the number of workers;
-// ShardStatus and Health report every shard and name the slowest. Findings, observations and
-// failures stay under the job's name.
-//
-// A RateBudget is a token bucket per key (an external account) in the reconciler's tables:
-// every worker of every process reserves its calls from it, one statement per grant computed by
-// the database clock, so their total stays within one rate. A rate-limit answer to any of them
-// pauses it for all. For one process, reconcile.AdaptiveLimiter remains the simpler choice.
+// Package pgshard splits a job over this store's table into key ranges that workers in any
+// number of processes lease; package pgbudget's RateBudget is the rate they share.
 //
 // # Monitoring
 //

@@ -158,9 +158,9 @@ func TestEveryStatementOverTheJobsRowsAppliesTheFilterAfterItsOwnParameters(t *t
 			t.Fatal(err)
 		}
 		for _, c := range []struct{ name, sql, want string }{
-			{"first read", st.shard.read(false, false, false, true), `::bigint) AND coalesce((h."status" = $4), false) ORDER BY`},
-			{"read after the cursor", st.shard.read(true, false, false, true), `::bigint) AND coalesce((h."status" = $5), false) ORDER BY`},
-			{"the cycle's last key", st.shard.highWater(false, false), ` WHERE coalesce((h."status" = $1), false) ORDER BY`},
+			{"first read", st.keyset.read(false, false, false, true), `::bigint) AND coalesce((h."status" = $4), false) ORDER BY`},
+			{"read after the cursor", st.keyset.read(true, false, false, true), `::bigint) AND coalesce((h."status" = $5), false) ORDER BY`},
+			{"the cycle's last key", st.keyset.highWater(false, false), ` WHERE coalesce((h."status" = $1), false) ORDER BY`},
 			{"lag", st.lag, `coalesce((h."status" = $2), false)`},
 		} {
 			if !strings.Contains(c.sql, c.want) {

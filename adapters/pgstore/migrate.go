@@ -14,6 +14,8 @@ import (
 	"text/template"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/reconcilekit/reconcile/internal/pgtables"
 )
 
 //go:embed migrations/*.sql
@@ -31,32 +33,20 @@ type Tables struct {
 
 func (t Tables) withDefaults() Tables {
 	if t.Prefix == "" {
-		t.Prefix = "reconcile_"
+		t.Prefix = pgtables.DefaultPrefix
 	}
 	return t
 }
 
 func (t Tables) validate() error {
-	if err := checkIdent("Tables.Prefix", t.Prefix+"x"); err != nil {
-		return err
-	}
-	if len(t.Prefix) > 36 {
-		// The longest name built from it must fit PostgreSQL's 63 bytes.
-		return fmt.Errorf("pgstore: config: Tables.Prefix %q is longer than 36 characters", t.Prefix)
-	}
-	if t.Schema != "" {
-		return checkIdent("Tables.Schema", t.Schema)
+	if _, err := pgtables.Resolve(t.Prefix, t.Schema); err != nil {
+		return fmt.Errorf("pgstore: config: %w", err)
 	}
 	return nil
 }
 
 // table returns the quoted, schema-qualified name of one of the reconciler's tables.
-func (t Tables) table(name string) string {
-	if t.Schema == "" {
-		return pgx.Identifier{t.Prefix + name}.Sanitize()
-	}
-	return pgx.Identifier{t.Schema, t.Prefix + name}.Sanitize()
-}
+func (t Tables) table(name string) string { return pgtables.Name(t.Prefix, t.Schema, name) }
 
 // Migrations returns the reconciler's migrations rendered for the given tables, as numbered
 // .sql files, for hosts that run migrations with their own tool. Migrate applies the same files.

@@ -50,6 +50,16 @@ func newStore(t testing.TB, cfg pgstore.Config, ddl ...string) (*pgxpool.Pool, *
 	return pool, s
 }
 
+// insertPayments inserts paid rows with the given ids, last changed an hour ago, each with
+// external id pi_<id>.
+func insertPayments(t testing.TB, pool *pgxpool.Pool, ids ...int64) {
+	t.Helper()
+	if _, err := pool.Exec(context.Background(), `INSERT INTO payments (id, external_id, status, updated_at)
+		SELECT i, 'pi_' || i, 'paid', now() - interval '1 hour' FROM unnest($1::bigint[]) i`, ids); err != nil {
+		t.Fatal(err)
+	}
+}
+
 type fixture struct {
 	pool  *pgxpool.Pool
 	store *pgstore.Store

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/pgoutbox"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/reconciletest"
 )
@@ -176,11 +177,11 @@ func TestListFindingsFiltersAndPages(t *testing.T) {
 func TestADeadRepairShowsAsAStaleFindingAndInItsHistory(t *testing.T) {
 	t.Parallel()
 	f, ctx := reviewWorld(t)
-	d, err := pgstore.NewDispatcher(f.pool, pgstore.DispatcherConfig{MaxAttempts: 1})
+	d, err := pgoutbox.NewDispatcher(f.pool, pgoutbox.Config{MaxAttempts: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pgstore.HandleCommand(d, "ApplyPaymentSucceeded", func(context.Context, pgx.Tx, reconcile.Command) error {
+	if err := pgoutbox.HandleCommand(d, "ApplyPaymentSucceeded", func(context.Context, pgx.Tx, reconcile.Command) error {
 		return errors.New("the ledger service is down")
 	}); err != nil {
 		t.Fatal(err)
@@ -265,12 +266,12 @@ func TestARepairDoesNotOverruleAPersonWhoResolvedItsFindingFirst(t *testing.T) {
 	if err := f.store.ResolveFinding(ctx, open[0].ID, reconcile.Resolution{As: reconcile.ResolutionAccepted, By: "alice", Note: "refunded"}); err != nil {
 		t.Fatal(err)
 	}
-	d, err := pgstore.NewDispatcher(f.pool, pgstore.DispatcherConfig{})
+	d, err := pgoutbox.NewDispatcher(f.pool, pgoutbox.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var applied []string
-	if err := pgstore.HandleCommand(d, "ApplyPaymentSucceeded", func(_ context.Context, _ pgx.Tx, cmd reconcile.Command) error {
+	if err := pgoutbox.HandleCommand(d, "ApplyPaymentSucceeded", func(_ context.Context, _ pgx.Tx, cmd reconcile.Command) error {
 		applied = append(applied, cmd.RecordID)
 		return nil
 	}); err != nil {

@@ -27,6 +27,8 @@ type statements struct {
 	// column's type; externalIDsValid matches the ids that type can hold (nil: any).
 	externalIDs      string
 	externalIDsValid *regexp.Regexp
+	// parts are the pieces the statements are built from, lent to pgshard (hooks.go).
+	parts *sqlParts
 	// filterArgs are the Filter's values, bound after each statement's own parameters: read
 	// and lag statements take them from the placeholder after their last one.
 	filterArgs []any
@@ -34,8 +36,8 @@ type statements struct {
 	forgetDeleted, openFindings string
 	// lockObserved locks the host rows observe writes, with ObserveInHostColumns: $1 their ids.
 	lockObserved string
-	// shard holds a sharded job's reads (shard_sql.go).
-	shard *shardReads
+	// keyset holds the keyset reads, of the whole job and of a key range (keyset.go).
+	keyset *keysetReads
 }
 
 const naiveTimestamp = "timestamp without time zone"
@@ -44,53 +46,13 @@ const naiveTimestamp = "timestamp without time zone"
 // time.Time stored by a host, say) makes the row invalid rather than centuries unverified.
 var minPlausibleTime = time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// Cursor positions are JSON arrays of the key values, built by to_jsonb: timestamps come out in
-// ISO 8601 whatever the session's DateStyle, so a position written by one process reads back
-// the same in another.
-func buildStatements(cfg Config, types map[string]string) *statements {
-	t := cfg.Tables
-	q := func(c string) string { return "h." + pgx.Identifier{c}.Sanitize() }
-	// ts reads a time column as timestamptz; a timestamp without time zone is taken to be in
-	// cfg.TimeZone rather than in whatever zone the session happens to have.
-	ts := func(c string) string {
-		if types[c] == naiveTimestamp {
-			return fmt.Sprintf("(%s AT TIME ZONE '%s')", q(c), cfg.TimeZone)
-		}
-		return q(c)
-	}
-	host := cfg.hostTable()
-
-	keys := make([]string, len(cfg.KeyColumns))
-	for i, k := range cfg.KeyColumns {
-		keys[i] = q(k)
-	}
-	// changedWhen makes cond (a row's change that counts) exclude, with ObserveInHostColumns,
-	// our own write: that may fire an updated_at trigger, and a row whose last change is no
-	// later than our last verification (within the tolerance) has not changed since.
-	changedWhen := func(cond string) string {
-		if cfg.Observations != ObserveInHostColumns {
-			return cond
-		}
-		return fmt.Sprintf("%s AND NOT coalesce(%s <= %s + make_interval(secs => %f), false)",
-			cond, ts(cfg.UpdatedAtColumn), ts(cfg.VerifiedAtColumn), cfg.OwnWriteTolerance.Seconds())
-	}
-	// A grace of zero (reconcile.Config.Grace negative) turns the grace period off: then not even
-	// a row whose updated_at lies in the future is recent.
-	withinGrace := fmt.Sprintf("($1::float8 > 0 AND %s > now() - make_interval(secs => $1::float8))", ts(cfg.UpdatedAtColumn))
-	recent := changedWhen(withinGrace)
-	// A lane's match: $1 the grace in seconds, $2 the external ids, $3 per id the time from which
-	// a change makes the row Recent (NULL adds nothing), then the Filter's values. It reads rows
-	// outside the Filter too, flagged, so that a lane does not take another tier's row for a
-	// missing one. Text-like external id columns are compared as their own type, so that an
-	// index on them serves; others as text.
-	changed := changedWhen(fmt.Sprintf("(%s OR %s >= t.since)", withinGrace, ts(cfg.UpdatedAtColumn)))
-	extMatch := fmt.Sprintf("%s::text = t.ext", q(cfg.ExternalIDColumn))
-	switch et := types[cfg.ExternalIDColumn]; {
-	case et == "text" || strings.HasPrefix(et, "character varying"):
-		extMatch = fmt.Sprintf("%s = t.ext::%s", q(cfg.ExternalIDColumn), et)
-	case et == "bpchar":
-		extMatch = fmt.Sprintf("%s = t.ext::bpchar", q(cfg.ExternalIDColumn))
-	}
+// sqlParts are the pieces every statement of a store is built from: the quoted host table and
+// key columns, and the expressions several statements share. Every identifier is quoted.
+type sqlParts struct {
+	cfg   Config
+	types map[string]string
+	host  string   // the host table, quoted
+	keys  []string // the key columns, h."col"
 	// invalid says why a row's times cannot be read or judged, NULL if they can: an infinite
 	// created_at or updated_at (which no time.Time can hold, and no lag can be computed from),
 	// or a created_at before minPlausibleTime (such as Go's zero time.Time stored by a host).
@@ -98,65 +60,133 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 	// NeedsReview invalid_row finding and the cursor moves on; Status leaves it out of the lag
 	// (see lagOf), the open finding being how it shows. NULL times are not invalid: a NULL
 	// updated_at is not recent, a NULL created_at only leaves a never-verified row out of lag.
-	created, updated := ts(cfg.CreatedAtColumn), ts(cfg.UpdatedAtColumn)
-	invalid := fmt.Sprintf(`(CASE WHEN NOT isfinite(%[1]s) THEN '%[3]s is ' || %[1]s::text
+	invalid string
+	// readableCreated is created_at as a value a time.Time can hold.
+	readableCreated string
+	// withinGrace holds when a row's updated_at lies within the grace ($1, seconds). A grace
+	// of zero (reconcile.Config.Grace negative) turns the grace period off: then not even a row
+	// whose updated_at lies in the future is recent.
+	withinGrace string
+	// isRowFinding holds for a stored finding whose record is a host row: the kind says so.
+	isRowFinding string
+}
+
+func newSQLParts(cfg Config, types map[string]string) *sqlParts {
+	p := &sqlParts{cfg: cfg, types: types, host: cfg.hostTable()}
+	for _, k := range cfg.KeyColumns {
+		p.keys = append(p.keys, p.q(k))
+	}
+	created, updated := p.ts(cfg.CreatedAtColumn), p.ts(cfg.UpdatedAtColumn)
+	p.invalid = fmt.Sprintf(`(CASE WHEN NOT isfinite(%[1]s) THEN '%[3]s is ' || %[1]s::text
 			WHEN %[1]s < '%[5]s'::timestamptz THEN '%[3]s ' || to_char(%[1]s AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC is before %[6]s'
 			WHEN NOT isfinite(%[2]s) THEN '%[4]s is ' || %[2]s::text END)`,
 		created, updated, cfg.CreatedAtColumn, cfg.UpdatedAtColumn, minPlausibleTime.Format(time.RFC3339), minPlausibleTime.Format("2006"))
-	// readableCreated is created_at as a value a time.Time can hold.
-	readableCreated := fmt.Sprintf("(CASE WHEN isfinite(%[1]s) THEN %[1]s END)", created)
-	inScope := "true"
-	if f, _ := renderFilter(cfg, types, 4); f != "" {
-		inScope = "coalesce(" + f + ", false)"
-	}
-	match := fmt.Sprintf("SELECT jsonb_build_array(%s)::text, %s::text, %s::text, %s::text, %s, coalesce(%s, false), %s, %s FROM %s AS h JOIN unnest($2::text[], $3::timestamptz[]) AS t(ext, since) ON %s",
-		strings.Join(keys, ", "), q(cfg.IDColumn), q(cfg.ExternalIDColumn), q(cfg.StateColumn),
-		readableCreated, changed, inScope, invalid, host, extMatch)
-	sel := fmt.Sprintf("SELECT jsonb_build_array(%s)::text, %s::text, %s::text, %s::text, %s, coalesce(%s, false), %s FROM %s AS h",
-		strings.Join(keys, ", "), q(cfg.IDColumn), q(cfg.ExternalIDColumn), q(cfg.StateColumn),
-		readableCreated, recent, invalid, host)
-	order := fmt.Sprintf(" ORDER BY %s LIMIT $2", strings.Join(keys, ", "))
-	// where joins conds and the Filter into a WHERE clause; the Filter's placeholders start at
-	// $first, after the statement's own, and statements.filterArgs are bound to them.
-	where := func(first int, conds ...string) string {
-		if f, _ := renderFilter(cfg, types, first); f != "" {
-			conds = append(conds, f)
-		}
-		if len(conds) == 0 {
-			return ""
-		}
-		return " WHERE " + strings.Join(conds, " AND ")
-	}
-	_, filterArgs := renderFilter(cfg, types, 1)
+	p.readableCreated = fmt.Sprintf("(CASE WHEN isfinite(%[1]s) THEN %[1]s END)", created)
+	p.withinGrace = fmt.Sprintf("($1::float8 > 0 AND %s > now() - make_interval(secs => $1::float8))", updated)
+	p.isRowFinding = "f.kind <> '" + reconcile.KindMissingLocally + "'"
+	return p
+}
 
-	// rowExists(id, isRow) is a condition: the host row with the text id exists. It looks the
-	// row up by its own type, so that the primary key serves; the id is only cast when isRow,
-	// a condition, holds: the record id of a finding that names no row (an external object's
-	// id, reconcile.Outcome.NotARow) need not be of the row id's type.
-	rowExists := func(id, isRow string) string {
-		return fmt.Sprintf("EXISTS (SELECT 1 FROM %s AS h WHERE %s = (CASE WHEN %s THEN %s END)::%s)",
-			host, q(cfg.IDColumn), isRow, id, types[cfg.IDColumn])
-	}
-	// Stored findings do not say whether their record is a row: the kind does.
-	isRowFinding := "f.kind <> '" + reconcile.KindMissingLocally + "'"
-	cursors := t.table("cursors")
-	st := &statements{
-		filterArgs: filterArgs,
-		readCursor: "SELECT coalesce(position::text, ''), version, coalesce(cycle_end::text, '') FROM " + cursors + " WHERE job = $1",
-		match:      match,
+// q is a host column, quoted and qualified by the alias h.
+func (p *sqlParts) q(c string) string { return "h." + pgx.Identifier{c}.Sanitize() }
 
-		// Compare-and-set on the version read ($2), as one upsert: it affects one row exactly
-		// when the cursor is still where the batch found it (or did not exist yet).
-		// $6 is the cycle's high-water mark, fixed by its first batch.
-		advance: `INSERT INTO ` + cursors + ` AS c (job, position, version, last_batch_at, last_batch_scanned, last_batch_unverifiable, cycle_end)
+// ts reads a time column as timestamptz; a timestamp without time zone is taken to be in
+// cfg.TimeZone rather than in whatever zone the session happens to have.
+func (p *sqlParts) ts(c string) string {
+	if p.types[c] == naiveTimestamp {
+		return fmt.Sprintf("(%s AT TIME ZONE '%s')", p.q(c), p.cfg.TimeZone)
+	}
+	return p.q(c)
+}
+
+// changedWhen makes cond (a row's change that counts) exclude, with ObserveInHostColumns, our
+// own write: that may fire an updated_at trigger, and a row whose last change is no later than
+// our last verification (within the tolerance) has not changed since.
+func (p *sqlParts) changedWhen(cond string) string {
+	if p.cfg.Observations != ObserveInHostColumns {
+		return cond
+	}
+	return fmt.Sprintf("%s AND NOT coalesce(%s <= %s + make_interval(secs => %f), false)",
+		cond, p.ts(p.cfg.UpdatedAtColumn), p.ts(p.cfg.VerifiedAtColumn), p.cfg.OwnWriteTolerance.Seconds())
+}
+
+// where joins conds and the Filter into a WHERE clause; the Filter's placeholders start at
+// $first, after the statement's own, and statements.filterArgs are bound to them.
+func (p *sqlParts) where(first int, conds ...string) string {
+	if f, _ := renderFilter(p.cfg, p.types, first); f != "" {
+		conds = append(conds, f)
+	}
+	if len(conds) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(conds, " AND ")
+}
+
+// rowExists(id, isRow) is a condition: the host row with the text id exists. It looks the row
+// up by its own type, so that the primary key serves; the id is only cast when isRow, a
+// condition, holds: the record id of a finding that names no row (an external object's id,
+// reconcile.Outcome.NotARow) need not be of the row id's type.
+func (p *sqlParts) rowExists(id, isRow string) string {
+	return fmt.Sprintf("EXISTS (SELECT 1 FROM %s AS h WHERE %s = (CASE WHEN %s THEN %s END)::%s)",
+		p.host, p.q(p.cfg.IDColumn), isRow, id, p.types[p.cfg.IDColumn])
+}
+
+// lagValue is a row's lag: how long it has gone unverified, counting a never-verified row from
+// its creation; NULL for a row with invalid times. The lag may be negative (rows created in the
+// future) or past what a time.Duration holds: lagOf clamps it.
+func (p *sqlParts) lagValue() string {
+	verified := "o.verified_at"
+	if p.cfg.Observations == ObserveInHostColumns {
+		verified = fmt.Sprintf("(CASE WHEN isfinite(%[1]s) THEN %[1]s END)", p.ts(p.cfg.VerifiedAtColumn))
+	}
+	return fmt.Sprintf("(CASE WHEN %s IS NULL THEN now() - coalesce(%s, %s) END)", p.invalid, verified, p.ts(p.cfg.CreatedAtColumn))
+}
+
+// lagFrom is the FROM clause of a lag statement: the Filter's rows with their last
+// verification by the jobs in $1; the Filter's placeholders start at $first.
+func (p *sqlParts) lagFrom(first int) string {
+	if p.cfg.Observations == ObserveInHostColumns {
+		return fmt.Sprintf("%s AS h%s", p.host, p.where(first, "$1::text[] IS NOT NULL"))
+	}
+	return fmt.Sprintf(`%s AS h LEFT JOIN (
+			SELECT record_id, max(verified_at) AS verified_at FROM %s WHERE job = ANY($1::text[]) GROUP BY record_id
+		) AS o ON o.record_id = %s::text%s`, p.host, p.cfg.Tables.table("observations"), p.q(p.cfg.IDColumn), p.where(first))
+}
+
+// buildStatements builds every statement of a store, each group by the function named for
+// what it serves.
+func buildStatements(cfg Config, types map[string]string) *statements {
+	p := newSQLParts(cfg, types)
+	st := &statements{parts: p}
+	_, st.filterArgs = renderFilter(cfg, types, 1)
+	p.cursorStatements(st)
+	p.keysetReads(st)
+	p.commitStatements(st)
+	p.statusStatements(st)
+	p.laneStatements(st)
+	p.reviewStatements(st)
+	return st
+}
+
+// cursorStatements: reading a job's cursor and moving it, as compare-and-set.
+// Cursor positions are JSON arrays of the key values, built by to_jsonb: timestamps come out in
+// ISO 8601 whatever the session's DateStyle, so a position written by one process reads back
+// the same in another.
+func (p *sqlParts) cursorStatements(st *statements) {
+	cursors := p.cfg.Tables.table("cursors")
+	st.readCursor = "SELECT coalesce(position::text, ''), version, coalesce(cycle_end::text, '') FROM " + cursors + " WHERE job = $1"
+	// Compare-and-set on the version read ($2), as one upsert: it affects one row exactly
+	// when the cursor is still where the batch found it (or did not exist yet).
+	// $6 is the cycle's high-water mark, fixed by its first batch.
+	st.advance = `INSERT INTO ` + cursors + ` AS c (job, position, version, last_batch_at, last_batch_scanned, last_batch_unverifiable, cycle_end)
 			VALUES ($1, $3::jsonb, $2::bigint + 1, now(), $4, $5, $6::jsonb)
 			ON CONFLICT (job) DO UPDATE SET position = EXCLUDED.position, version = c.version + 1,
 				last_batch_at = EXCLUDED.last_batch_at, last_batch_scanned = EXCLUDED.last_batch_scanned,
 				last_batch_unverifiable = EXCLUDED.last_batch_unverifiable, cycle_end = EXCLUDED.cycle_end
-			WHERE c.version = $2`,
-		// A wrap may carry the cycle's last rows ($3 scanned, $4 unverifiable): they count as
-		// the last batch. An empty wrap leaves the last batch's figures as they were.
-		wrap: `INSERT INTO ` + cursors + ` AS c (job, position, version, cycles_completed, last_cycle_completed_at,
+			WHERE c.version = $2`
+	// A wrap may carry the cycle's last rows ($3 scanned, $4 unverifiable): they count as
+	// the last batch. An empty wrap leaves the last batch's figures as they were.
+	st.wrap = `INSERT INTO ` + cursors + ` AS c (job, position, version, cycles_completed, last_cycle_completed_at,
 				last_batch_at, last_batch_scanned, last_batch_unverifiable)
 			VALUES ($1, NULL, $2::bigint + 1, 1, now(), CASE WHEN $3::int > 0 THEN now() END, $3, $4)
 			ON CONFLICT (job) DO UPDATE SET position = NULL, cycle_end = NULL, version = c.version + 1,
@@ -164,12 +194,27 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 				last_batch_at = CASE WHEN $3::int > 0 THEN now() ELSE c.last_batch_at END,
 				last_batch_scanned = CASE WHEN $3::int > 0 THEN $3 ELSE c.last_batch_scanned END,
 				last_batch_unverifiable = CASE WHEN $3::int > 0 THEN $4 ELSE c.last_batch_unverifiable END
-			WHERE c.version = $2`,
+			WHERE c.version = $2`
+}
 
-		// $9 and $10 are the outcomes' Once and NotARow; $11 their repair commands as JSON,
-		// marshalled in Go (reconcile.Outcome.RepairCommand), to which the new finding's id is
-		// added.
-		findings: `WITH input AS (
+// keysetReads: the keyset reads of the host table, of the whole job and of a key range
+// (keyset.go).
+func (p *sqlParts) keysetReads(st *statements) {
+	sel := fmt.Sprintf("SELECT jsonb_build_array(%s)::text, %s::text, %s::text, %s::text, %s, coalesce(%s, false), %s FROM %s AS h",
+		strings.Join(p.keys, ", "), p.q(p.cfg.IDColumn), p.q(p.cfg.ExternalIDColumn), p.q(p.cfg.StateColumn),
+		p.readableCreated, p.changedWhen(p.withinGrace), p.invalid, p.host)
+	order := fmt.Sprintf(" ORDER BY %s LIMIT $2", strings.Join(p.keys, ", "))
+	st.keyset = newKeysetReads(p.cfg, p.types, sel, order, p.keys, p.where)
+}
+
+// commitStatements: what a commit writes besides the cursor: observations, findings with their
+// repair commands, and, when a cycle completes, the closing of deleted rows' findings.
+func (p *sqlParts) commitStatements(st *statements) {
+	cfg, t := p.cfg, p.cfg.Tables
+	// $9 and $10 are the outcomes' Once and NotARow; $11 their repair commands as JSON,
+	// marshalled in Go (reconcile.Outcome.RepairCommand), to which the new finding's id is
+	// added.
+	st.findings = `WITH input AS (
 				SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bool[], $10::bool[], $11::text[])
 					AS t(record_id, kind, local_state, external_state, detail, command, once, not_a_row, payload)
 			), opened AS (
@@ -179,7 +224,7 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 				WHERE NOT (once AND EXISTS (SELECT 1 FROM ` + t.table("findings") + ` AS f
 					WHERE f.job = $1 AND f.record_id = input.record_id AND f.kind = input.kind))
 				-- A row deleted since the batch read it leaves nothing behind.
-				AND (not_a_row OR ` + rowExists("input.record_id", "NOT input.not_a_row") + `)
+				AND (not_a_row OR ` + p.rowExists("input.record_id", "NOT input.not_a_row") + `)
 				ON CONFLICT (job, record_id, kind) WHERE resolved_at IS NULL DO NOTHING
 				RETURNING id, record_id, kind, command
 			), queued AS (
@@ -189,29 +234,7 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 				FROM opened AS o WHERE o.command <> '' ORDER BY o.id
 				RETURNING 1
 			)
-			SELECT (SELECT count(*) FROM opened), (SELECT count(*) FROM queued)`,
-	}
-	// Lag: the longest any of the filter's rows has gone unverified, counting never-verified
-	// rows from creation. $1 is the jobs whose verifications count (the job and LagJobs). Rows
-	// with invalid times are left out of the lag and of the rows created in the last hour (they
-	// show as open invalid_row findings). The lag may be negative (rows created in the future)
-	// or past what a time.Duration holds: lagOf clamps it.
-	verified := "o.verified_at"
-	if cfg.Observations == ObserveInHostColumns {
-		verified = fmt.Sprintf("(CASE WHEN isfinite(%[1]s) THEN %[1]s END)", ts(cfg.VerifiedAtColumn))
-	}
-	lagValue := fmt.Sprintf("(CASE WHEN %s IS NULL THEN now() - coalesce(%s, %s) END)", invalid, verified, created)
-	lagFrom := func(first int) string {
-		if cfg.Observations == ObserveInHostColumns {
-			return fmt.Sprintf("%s AS h%s", host, where(first, "$1::text[] IS NOT NULL"))
-		}
-		return fmt.Sprintf(`%s AS h LEFT JOIN (
-				SELECT record_id, max(verified_at) AS verified_at FROM %s WHERE job = ANY($1::text[]) GROUP BY record_id
-			) AS o ON o.record_id = %s::text%s`, host, t.table("observations"), q(cfg.IDColumn), where(first))
-	}
-	st.lag = fmt.Sprintf(`SELECT now(), count(*), coalesce(extract(epoch FROM max(%s)), 0)::float8,
-			count(*) FILTER (WHERE %s > now() - interval '1 hour' AND %s IS NULL)
-		FROM %s`, lagValue, created, invalid, lagFrom(2))
+			SELECT (SELECT count(*) FROM opened), (SELECT count(*) FROM queued)`
 	if cfg.Observations == ObserveInHostColumns {
 		// The verified-at time is the clock when each row is written, after lockObserved took
 		// every row's lock: an updated_at trigger on the host table writes now() (earlier) or
@@ -219,21 +242,21 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 		// commit wait for a row. So the own-write test (updated_at within OwnWriteTolerance of
 		// the verified-at time) holds.
 		now := "clock_timestamp()"
-		if types[cfg.VerifiedAtColumn] == naiveTimestamp {
+		if p.types[cfg.VerifiedAtColumn] == naiveTimestamp {
 			now = fmt.Sprintf("(clock_timestamp() AT TIME ZONE '%s')", cfg.TimeZone)
 		}
 		// Locks in key order, so that commits writing the same rows cannot deadlock.
 		st.lockObserved = fmt.Sprintf(`SELECT 1 FROM %s AS h WHERE %s = ANY($1::text[]::%s[]) ORDER BY %s FOR NO KEY UPDATE`,
-			host, q(cfg.IDColumn), types[cfg.IDColumn], q(cfg.IDColumn))
+			p.host, p.q(cfg.IDColumn), p.types[cfg.IDColumn], p.q(cfg.IDColumn))
 		st.observe = fmt.Sprintf(`UPDATE %s AS h SET %s = t.e, %s = %s
 			FROM unnest($1::text[], $2::text[]) AS t(r, e) WHERE %s = t.r::%s`,
-			host, pgx.Identifier{cfg.ObservedColumn}.Sanitize(), pgx.Identifier{cfg.VerifiedAtColumn}.Sanitize(), now,
-			q(cfg.IDColumn), types[cfg.IDColumn])
+			p.host, pgx.Identifier{cfg.ObservedColumn}.Sanitize(), pgx.Identifier{cfg.VerifiedAtColumn}.Sanitize(), now,
+			p.q(cfg.IDColumn), p.types[cfg.IDColumn])
 	} else {
 		st.observeTakesJob = true
 		st.observe = `INSERT INTO ` + t.table("observations") + ` (job, record_id, external_state, verified_at)
 			SELECT $1, r, e, now() FROM unnest($2::text[], $3::text[]) AS t(r, e)
-			WHERE ` + rowExists("t.r", "true") + `
+			WHERE ` + p.rowExists("t.r", "true") + `
 			ON CONFLICT (job, record_id) DO UPDATE
 			SET external_state = EXCLUDED.external_state, verified_at = EXCLUDED.verified_at`
 	}
@@ -247,29 +270,67 @@ func buildStatements(cfg Config, types map[string]string) *statements {
 	st.forgetDeleted = `WITH gone AS (
 			UPDATE ` + t.table("findings") + ` AS f SET resolved_at = now(), resolution = '` + reconcile.ResolutionRowDeleted + `',
 				resolved_by = $2, resolution_note = $3
-			WHERE f.job = $1 AND f.resolved_at IS NULL AND ` + isRowFinding + ` AND NOT ` + rowExists("f.record_id", isRowFinding) + `
+			WHERE f.job = $1 AND f.resolved_at IS NULL AND ` + p.isRowFinding + ` AND NOT ` + p.rowExists("f.record_id", p.isRowFinding) + `
 			RETURNING f.id
 		), ev AS (
 			INSERT INTO ` + t.table("finding_events") + ` (finding_id, action, actor, resolution, note)
 			SELECT id, 'resolved', $2, '` + reconcile.ResolutionRowDeleted + `', $3 FROM gone
 		), obs AS (
 			DELETE FROM ` + t.table("observations") + ` AS o
-			WHERE o.job = $1 AND NOT EXISTS (SELECT 1 FROM ` + host + ` AS h WHERE ` + q(cfg.IDColumn) + `::text = o.record_id)
+			WHERE o.job = $1 AND NOT EXISTS (SELECT 1 FROM ` + p.host + ` AS h WHERE ` + p.q(cfg.IDColumn) + `::text = o.record_id)
 		)
 		SELECT count(*) FROM gone`
+}
+
+// statusStatements: the lag and the open findings that Status reports.
+func (p *sqlParts) statusStatements(st *statements) {
+	// Lag: the longest any of the filter's rows has gone unverified, counting never-verified
+	// rows from creation. $1 is the jobs whose verifications count (the job and LagJobs). Rows
+	// with invalid times are left out of the lag and of the rows created in the last hour (they
+	// show as open invalid_row findings).
+	st.lag = fmt.Sprintf(`SELECT now(), count(*), coalesce(extract(epoch FROM max(%s)), 0)::float8,
+			count(*) FILTER (WHERE %s > now() - interval '1 hour' AND %s IS NULL)
+		FROM %s`, p.lagValue(), p.ts(p.cfg.CreatedAtColumn), p.invalid, p.lagFrom(2))
 	// openFindings counts a job's open findings by kind for Status, leaving out those of rows
 	// deleted since (forgetDeleted closes them when the cycle completes). $2 is StaleAfter.
 	st.openFindings = `SELECT kind, count(*), min(detected_at), count(*) FILTER (WHERE detected_at < now() - $2::interval)
-		FROM ` + t.table("findings") + ` AS f WHERE job = $1 AND resolved_at IS NULL
-			AND (NOT ` + isRowFinding + ` OR ` + rowExists("f.record_id", isRowFinding) + `) GROUP BY kind`
-	st.shard = buildShardReads(cfg, types, sel, order, keys, where, lagValue, lagFrom)
+		FROM ` + p.cfg.Tables.table("findings") + ` AS f WHERE job = $1 AND resolved_at IS NULL
+			AND (NOT ` + p.isRowFinding + ` OR ` + p.rowExists("f.record_id", p.isRowFinding) + `) GROUP BY kind`
+}
+
+// laneStatements: a lane's match, rows by external id (see Store.Match). $1 is the grace in
+// seconds, $2 the external ids, $3 per id the time from which a change makes the row Recent
+// (NULL adds nothing), then the Filter's values. It reads rows outside the Filter too, flagged,
+// so that a lane does not take another tier's row for a missing one. Text-like external id
+// columns are compared as their own type, so that an index on them serves; others as text.
+func (p *sqlParts) laneStatements(st *statements) {
+	cfg := p.cfg
+	changed := p.changedWhen(fmt.Sprintf("(%s OR %s >= t.since)", p.withinGrace, p.ts(cfg.UpdatedAtColumn)))
+	extMatch := fmt.Sprintf("%s::text = t.ext", p.q(cfg.ExternalIDColumn))
+	switch et := p.types[cfg.ExternalIDColumn]; {
+	case et == "text" || strings.HasPrefix(et, "character varying"):
+		extMatch = fmt.Sprintf("%s = t.ext::%s", p.q(cfg.ExternalIDColumn), et)
+	case et == "bpchar":
+		extMatch = fmt.Sprintf("%s = t.ext::bpchar", p.q(cfg.ExternalIDColumn))
+	}
+	inScope := "true"
+	if f, _ := renderFilter(cfg, p.types, 4); f != "" {
+		inScope = "coalesce(" + f + ", false)"
+	}
+	st.match = fmt.Sprintf("SELECT jsonb_build_array(%s)::text, %s::text, %s::text, %s::text, %s, coalesce(%s, false), %s, %s FROM %s AS h JOIN unnest($2::text[], $3::timestamptz[]) AS t(ext, since) ON %s",
+		strings.Join(p.keys, ", "), p.q(cfg.IDColumn), p.q(cfg.ExternalIDColumn), p.q(cfg.StateColumn),
+		p.readableCreated, changed, inScope, p.invalid, p.host, extMatch)
+}
+
+// reviewStatements: the external ids the review API shows beside findings.
+func (p *sqlParts) reviewStatements(st *statements) {
+	id := p.cfg.IDColumn
 	st.externalIDs = fmt.Sprintf("SELECT %s::text, coalesce(%s::text, '') FROM %s AS h WHERE %s = ANY($1::text[]::%s[])",
-		q(cfg.IDColumn), q(cfg.ExternalIDColumn), host, q(cfg.IDColumn), types[cfg.IDColumn])
-	switch types[cfg.IDColumn] {
+		p.q(id), p.q(p.cfg.ExternalIDColumn), p.host, p.q(id), p.types[id])
+	switch p.types[id] {
 	case "smallint", "integer", "bigint":
 		st.externalIDsValid = integerID
 	case "uuid":
 		st.externalIDsValid = uuidID
 	}
-	return st
 }

@@ -30,8 +30,7 @@ func (s *Store) Status(ctx context.Context, job string) (reconcile.Status, error
 	var started, completed, lastBatch *time.Time
 	var failedAt *time.Time
 	var failure *string
-	b.Queue(`SELECT cycle_started_at, last_cycle_completed_at, cycles_completed, last_batch_at,
-		last_batch_scanned, last_batch_unverifiable, last_failure_at, last_failure FROM `+s.cfg.Tables.table("cursors")+` WHERE job = $1`, job).
+	b.Queue(s.own.cursorStatus, job).
 		QueryRow(func(r pgx.Row) error {
 			err := r.Scan(&started, &completed, &st.CyclesCompleted, &lastBatch, &st.LastBatchScanned, &st.LastBatchUnverifiable, &failedAt, &failure)
 			if errors.Is(err, pgx.ErrNoRows) {
@@ -90,9 +89,7 @@ func lagOf(seconds float64) time.Duration {
 // RecordFailure remembers that a batch of job failed, for Status and health: a
 // reconcile.FailureRecorder, called by RunBatch. The message is cut to 1,000 bytes.
 func (s *Store) RecordFailure(ctx context.Context, job string, cause error) error {
-	_, err := s.db.Exec(ctx, `INSERT INTO `+s.cfg.Tables.table("cursors")+` AS c (job, last_failure_at, last_failure)
-		VALUES ($1, now(), $2)
-		ON CONFLICT (job) DO UPDATE SET last_failure_at = now(), last_failure = $2`, job, failureText(cause))
+	_, err := s.db.Exec(ctx, s.own.recordFailure, job, failureText(cause))
 	if err != nil {
 		return fmt.Errorf("pgstore: record failure of job %s: %w", job, err)
 	}
@@ -108,4 +105,23 @@ func failureText(cause error) string {
 		msg = strings.ToValidUTF8(msg[:1000], "") + "..."
 	}
 	return msg
+}
+
+// queueLaneStatus queues the read of the job's lanes for Status; cycles is the sweep's completed cycles.
+func (s *Store) queueLaneStatus(b *pgx.Batch, job string, st *reconcile.Status, cycles *int64) {
+	b.Queue(s.own.laneStatus, job).Query(func(rows pgx.Rows) error {
+		var l reconcile.LaneStatus
+		var lastRun, lastEnd, gapAt, failedAt *time.Time
+		var gapCycles *int64
+		_, err := pgx.ForEachRow(rows, []any{&l.Lane, &l.CreatedAt, &lastRun, &l.PassesCompleted, &lastEnd, &gapAt, &l.GapReason, &gapCycles,
+			&failedAt, &l.LastFailure}, func() error {
+			l.LastRunAt, l.LastEndAt, l.GapAt, l.LastFailureAt = derefTime(lastRun), derefTime(lastEnd), derefTime(gapAt), derefTime(failedAt)
+			// The sweep cycle under way at the gap started before it; the next one starts after
+			// it, and covers every row once it completes.
+			l.GapOpen = gapCycles != nil && *cycles < *gapCycles+2
+			st.Lanes = append(st.Lanes, l)
+			return nil
+		})
+		return err
+	})
 }

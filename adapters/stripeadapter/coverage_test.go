@@ -1,9 +1,5 @@
 package stripeadapter_test
 
-// End-to-end regression tests of a cycle's coverage (engine invariant 1): pgstore over real
-// PostgreSQL, the Stripe gateway over HTTP against stripetest, rows and intents arriving
-// between scheduled runs.
-
 import (
 	"context"
 	"testing"
@@ -13,6 +9,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/pgshard"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
@@ -260,7 +257,7 @@ func TestAShardedJobCompletesCyclesWhileRowsArriveBetweenTicks(t *testing.T) {
 	const batch, perTick, ticks = 100, 20, 45
 	w := newCovWorld(t, 500, false)
 	ctx := context.Background()
-	j, err := pgstore.NewShardedJob(w.store, pgstore.ShardConfig{Job: "sweep", Shards: 3, Owner: "w1"})
+	j, err := pgshard.NewJob(w.store, pgshard.Config{Job: "sweep", Shards: 3, Owner: "w1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +267,7 @@ func TestAShardedJobCompletesCyclesWhileRowsArriveBetweenTicks(t *testing.T) {
 	start := w.startCycle()
 	for tick := range ticks {
 		// One batch a tick (MaxRows 1): rows arrive between any two batches.
-		tr, err := pgstore.RunShardTick(ctx, j, cfg, reconcile.TickBudget{MaxRows: 1})
+		tr, err := pgshard.RunTick(ctx, j, cfg, reconcile.TickBudget{MaxRows: 1})
 		if err != nil {
 			t.Fatalf("tick %d: %v", tick, err)
 		}

@@ -29,7 +29,7 @@
 //     names that carry them (a reconcile.StateNamer), so findings say "active, 12 seats at
 //     9.00" rather than "active".
 //   - repair.go: the repair handlers, run over the memory store's outbox (adapters/memstore)
-//     the way pgstore's Dispatcher would run them: the canonical writer for statuses, and the
+//     the way pgoutbox's Dispatcher would run them: the canonical writer for statuses, and the
 //     push, which sends an Idempotency-Key derived from the command alone (sha256 of job,
 //     record, finding id and command name), so every retry of one command sends the same key.
 //     A command whose finding a person already resolved is skipped.

@@ -40,8 +40,8 @@ type Attempt struct {
 
 // Repairer applies the repair commands queued in the memory store's outbox, in order, through
 // one handler per command name, and resolves each command's finding when its handler succeeds.
-// It is the part of pgstore.Dispatcher this example needs: with PostgreSQL, register the same
-// handlers with pgstore.HandleCommand and let the dispatcher claim, retry with backoff and
+// It is the part of pgoutbox.Dispatcher this example needs: with PostgreSQL, register the same
+// handlers with pgoutbox.HandleCommand and let the dispatcher claim, retry with backoff and
 // park dead commands. Here a failure that may pass (reconcile.ErrUnavailable, a rate limit) is
 // retried at once, up to maxAttempts, to keep the run short and its output fixed.
 type Repairer struct {
@@ -59,7 +59,7 @@ type Repairer struct {
 }
 
 // Apply runs every queued command not yet applied. A command whose finding is already
-// resolved is skipped, as pgstore.HandleCommand does: a person decided (or a webhook applied
+// resolved is skipped, as pgoutbox.HandleCommand does: a person decided (or a webhook applied
 // the change), and a repair must not overrule them.
 func (r *Repairer) Apply(ctx context.Context) {
 	for _, qc := range r.store.Commands() {

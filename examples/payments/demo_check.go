@@ -261,7 +261,7 @@ func compareRepairs(p plan, r repairResults) []difference {
 	add("repairable findings resolved by anyone else", 0, sum(r.resolvedBy)-r.resolvedBy[actorWebhook]-r.resolvedBy[actorReconciler])
 	add("repair commands that changed a payment", repairable-1, r.changed)
 	// The late webhook resolved its finding first, so its repair command was completed without
-	// running the writer (pgstore.HandleCommand skips commands whose finding is resolved).
+	// running the writer (pgoutbox.HandleCommand skips commands whose finding is resolved).
 	add("repair commands that found their payment changed already", 0, r.unchanged)
 	add("repair commands skipped, their finding resolved already", 1, r.claimed-r.changed-r.unchanged)
 

@@ -139,7 +139,7 @@ func printRepairs(out io.Writer, p plan, r repairResults) {
 	fmt.Fprintf(out, "signed with the demo secret, through the webhook handler:\n")
 	fmt.Fprintf(out, "    POST %s  %d  %s\n", webhookPath, r.webhookStatus, r.webhookBody)
 
-	fmt.Fprintf(out, "\nRepairs: pgstore.Dispatcher, %d rounds of Work, %d commands claimed, %s.\n",
+	fmt.Fprintf(out, "\nRepairs: pgoutbox.Dispatcher, %d rounds of Work, %d commands claimed, %s.\n",
 		r.rounds, r.claimed, r.elapsed.Round(time.Millisecond))
 	fmt.Fprintf(out, "\n  %-40s %6s %6s %8s\n", "Repair commands in the outbox", "done", "dead", "waiting")
 	for _, event := range slices.Sorted(maps.Keys(r.commands)) {

@@ -43,7 +43,7 @@
 //
 // Then the repairs. One of the missed success webhooks arrives after all, late: a signed
 // payment_intent.succeeded goes through the webhook handler (webhook.go). Then a
-// pgstore.Dispatcher applies the queued repair commands (repair.go), the sweep's and the
+// pgoutbox.Dispatcher applies the queued repair commands (repair.go), the sweep's and the
 // events lane's. Both go through the canonical writer (writer.go), the one place a payment's
 // status changes: a guarded update, a ledger row for a payment that becomes paid, and the
 // findings about the payment resolved in the same transaction. The late webhook's payment is

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/pgoutbox"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/internal/pgtest"
 )
@@ -28,7 +29,7 @@ type fixture struct {
 	pool   *pgxpool.Pool
 	schema string
 	store  *pgstore.Store
-	d      *pgstore.Dispatcher
+	d      *pgoutbox.Dispatcher
 	stats  *repairStats
 	hook   *webhookHandler
 	p      plan

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/pgoutbox"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 )
@@ -25,8 +26,8 @@ type repairStats struct {
 // newDispatcher returns a dispatcher over the outbox in schema with a handler for each repair
 // command the Stripe classifier queues. Each handler applies its command through the canonical
 // writer, as the webhook does, as actor "reconciler".
-func newDispatcher(db pgstore.DB, schema string, store *pgstore.Store, stats *repairStats, logger *slog.Logger) (*pgstore.Dispatcher, error) {
-	d, err := pgstore.NewDispatcher(db, pgstore.DispatcherConfig{
+func newDispatcher(db pgstore.DB, schema string, store *pgstore.Store, stats *repairStats, logger *slog.Logger) (*pgoutbox.Dispatcher, error) {
+	d, err := pgoutbox.NewDispatcher(db, pgoutbox.Config{
 		Tables: pgstore.Tables{Schema: schema},
 		// Each running handler holds a connection, and the dispatcher needs two more: the
 		// example's pool has pgxpool's default of four.
@@ -40,7 +41,7 @@ func newDispatcher(db pgstore.DB, schema string, store *pgstore.Store, stats *re
 		stripeadapter.CommandApplyPaymentSucceeded: applyPaymentSucceeded,
 		stripeadapter.CommandApplyPaymentCanceled:  applyPaymentCanceled,
 	} {
-		if err := pgstore.HandleCommand(d, name, repairWith(apply, store, stats)); err != nil {
+		if err := pgoutbox.HandleCommand(d, name, repairWith(apply, store, stats)); err != nil {
 			return nil, err
 		}
 	}
@@ -52,7 +53,7 @@ func repairWith(apply writer, store *pgstore.Store, stats *repairStats) func(con
 	return func(ctx context.Context, tx pgx.Tx, cmd reconcile.Command) error {
 		id, err := strconv.ParseInt(cmd.RecordID, 10, 64)
 		if err != nil || id <= 0 {
-			return pgstore.Permanent(fmt.Errorf("payments: %s: record id %q is not a payment id", cmd.Name, cmd.RecordID))
+			return pgoutbox.Permanent(fmt.Errorf("payments: %s: record id %q is not a payment id", cmd.Name, cmd.RecordID))
 		}
 		changed, err := apply(ctx, tx, store, id, actorReconciler)
 		var conflict *conflictError
@@ -60,7 +61,7 @@ func repairWith(apply writer, store *pgstore.Store, stats *repairStats) func(con
 		case errors.Is(err, errNoPayment), errors.As(err, &conflict):
 			// Retrying cannot help: the command goes dead with the reason, and its finding
 			// stays open for a person.
-			return pgstore.Permanent(err)
+			return pgoutbox.Permanent(err)
 		case err != nil:
 			return err
 		case changed:
@@ -76,7 +77,7 @@ func repairWith(apply writer, store *pgstore.Store, stats *repairStats) func(con
 // none, and returns the rounds and commands claimed. A command that fails waits for its
 // backoff and is left for the checks to report: the run stays short and deterministic. A host
 // runs the dispatcher with Start and Stop instead.
-func drain(ctx context.Context, d *pgstore.Dispatcher) (rounds, claimed int, err error) {
+func drain(ctx context.Context, d *pgoutbox.Dispatcher) (rounds, claimed int, err error) {
 	for {
 		n, err := d.Work(ctx)
 		if err != nil {

@@ -17,15 +17,15 @@
 //   - one periodic job per shard slot, "reconcile_shard_tick" {slot: i}, every -interval. The
 //     River leader inserts them; a unique option keeps at most one job per slot waiting or
 //     running, so slow ticks never pile up;
-//   - its worker calls pgstore.RunShardTick: it leases whichever shard of the job is free (not
+//   - its worker calls pgshard.RunTick: it leases whichever shard of the job is free (not
 //     the slot's: slots only set how many ticks run at once), runs batches until the shard
 //     wraps or the tick's time budget is spent, and releases it. Leases, fencing and cycles are
-//     the reconciler's (pgstore.ShardedJob), not River's: River only decides when and where a
+//     the reconciler's (pgshard.Job), not River's: River only decides when and where a
 //     tick runs, and a tick that River runs twice, or a worker that dies, costs a redone batch at
 //     most. A dead worker's shard is taken over by another tick once its lease (10 s) expires;
 //     its running River jobs keep their slots until River's rescuer frees them, 45 s after they
 //     started (RescueStuckJobsAfter, just over the ticks' 35 s timeout);
-//   - every worker draws from one pgstore.RateBudget, so all processes together stay within
+//   - every worker draws from one pgbudget.RateBudget, so all processes together stay within
 //     -rate calls per second to Stripe; a tick the budget or Stripe pushes back on is snoozed
 //     for the wait asked.
 //
@@ -72,6 +72,7 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/pgshard"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/internal/pgenv"
 )
@@ -248,7 +249,7 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 }
 
 // report prints what the run did and checks it.
-func report(ctx context.Context, out io.Writer, pool *pgxpool.Pool, job *pgstore.ShardedJob, fx *fixture, opts options, workers []*workerProc) error {
+func report(ctx context.Context, out io.Writer, pool *pgxpool.Pool, job *pgshard.Job, fx *fixture, opts options, workers []*workerProc) error {
 	var problems []string
 	fmt.Fprintln(out, "\nTicks per worker process (River jobs completed, from river_job.attempted_by)")
 	rows, err := pool.Query(ctx, `SELECT attempted_by[array_length(attempted_by, 1)], count(*) FROM river_job

@@ -20,6 +20,8 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/pgbudget"
+	"github.com/reconcilekit/reconcile/adapters/pgshard"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 )
@@ -114,10 +116,10 @@ var rescueAfter = tickTimeout + 10*time.Second
 // stopTimeout bounds a graceful stop: running ticks may finish. Past it they are cancelled.
 const stopTimeout = time.Minute
 
-// shardTickWorker works ShardTickArgs jobs: one pgstore.RunShardTick each.
+// shardTickWorker works ShardTickArgs jobs: one pgshard.RunTick each.
 type shardTickWorker struct {
 	river.WorkerDefaults[ShardTickArgs]
-	job    *pgstore.ShardedJob
+	job    *pgshard.Job
 	engine reconcile.Config[string, *stripe.PaymentIntent]
 
 	mu  sync.Mutex
@@ -126,10 +128,10 @@ type shardTickWorker struct {
 
 // Work runs one tick. A failed tick is retried by River with backoff; a tick the external
 // system or the budget pushed back on, or one that found the job's next cycle not yet due
-// (pgstore.ShardConfig.MinCycleInterval), is snoozed for the wait asked, without spending an
+// (pgshard.Config.MinCycleInterval), is snoozed for the wait asked, without spending an
 // attempt.
 func (w *shardTickWorker) Work(ctx context.Context, j *river.Job[ShardTickArgs]) error {
-	t, err := pgstore.RunShardTick(ctx, w.job, w.engine, tickBudget)
+	t, err := pgshard.RunTick(ctx, w.job, w.engine, tickBudget)
 	if err != nil {
 		return err
 	}
@@ -174,7 +176,7 @@ func runWorker(ctx context.Context, cfg workerConfig) (workerSummary, error) {
 	if err != nil {
 		return workerSummary{}, err
 	}
-	limiter, err := pgstore.NewRateBudget(pool, pgstore.RateBudgetConfig{Key: "acct_demo", Rate: rate.Limit(cfg.Rate), Burst: 5})
+	limiter, err := pgbudget.NewRateBudget(pool, pgbudget.Config{Key: "acct_demo", Rate: rate.Limit(cfg.Rate), Burst: 5})
 	if err != nil {
 		return workerSummary{}, err
 	}
@@ -244,15 +246,15 @@ func stopClient(c interface {
 }
 
 // jobFor returns the sharded job over the demo's payments table, for the worker owner.
-func jobFor(pool *pgxpool.Pool, shards int, owner string) (*pgstore.ShardedJob, error) {
+func jobFor(pool *pgxpool.Pool, shards int, owner string) (*pgshard.Job, error) {
 	store, err := pgstore.New(pool, pgstore.Config{Table: "payments", ExternalIDColumn: "stripe_payment_intent_id"})
 	if err != nil {
 		return nil, err
 	}
-	return pgstore.NewShardedJob(store, pgstore.ShardConfig{Job: jobName, Shards: shards, Owner: owner, Lease: 10 * time.Second})
+	return pgshard.NewJob(store, pgshard.Config{Job: jobName, Shards: shards, Owner: owner, Lease: 10 * time.Second})
 }
 
 // budget returns the shared rate budget, to read its state.
-func budget(pool *pgxpool.Pool) (*pgstore.RateBudget, error) {
-	return pgstore.NewRateBudget(pool, pgstore.RateBudgetConfig{Key: "acct_demo"})
+func budget(pool *pgxpool.Pool) (*pgbudget.RateBudget, error) {
+	return pgbudget.NewRateBudget(pool, pgbudget.Config{Key: "acct_demo"})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/reconcilekit/reconcile/adapters/pgoutbox"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 )
 
@@ -107,7 +108,7 @@ func runDispatch(ctx context.Context, pool *pgxpool.Pool, schema string, opts di
 	}
 	fmt.Fprintf(progress, "dispatch: queued %d commands over %d aggregates; %d dispatchers × %d\n", opts.Commands, opts.Aggregates, opts.Workers, opts.Concurrency)
 
-	handler := func(ctx context.Context, tx pgx.Tx, d pgstore.Delivery) error {
+	handler := func(ctx context.Context, tx pgx.Tx, d pgoutbox.Delivery) error {
 		_, err := tx.Exec(ctx, `INSERT INTO `+effects+` (command_id, aggregate_id) VALUES ($1, $2)`, d.ID, d.AggregateID)
 		return err
 	}
@@ -119,10 +120,10 @@ func runDispatch(ctx context.Context, pool *pgxpool.Pool, schema string, opts di
 		return res, err
 	}
 	defer dpool.Close()
-	var ds []*pgstore.Dispatcher
+	var ds []*pgoutbox.Dispatcher
 	start := time.Now()
 	for i := range opts.Workers {
-		d, err := pgstore.NewDispatcher(dpool, pgstore.DispatcherConfig{Tables: tables, Owner: fmt.Sprintf("bench-%d", i),
+		d, err := pgoutbox.NewDispatcher(dpool, pgoutbox.Config{Tables: tables, Owner: fmt.Sprintf("bench-%d", i),
 			Workers: opts.Concurrency, PollInterval: 10 * time.Millisecond})
 		if err != nil {
 			return res, err

@@ -3,7 +3,7 @@
 //
 // # Usage
 //
-// The reconcile.Runner and pgstore's Dispatcher stop the same way: Stop first tells the loops
+// The reconcile.Runner and pgoutbox's Dispatcher stop the same way: Stop first tells the loops
 // to take no new work (a batch, a claim), then calls Wait with the caller's context, the
 // WaitGroup of the loops, and kill, the cancel function of the context their work runs under:
 //

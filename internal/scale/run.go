@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/reconcilekit/reconcile/adapters/pgstore"
+	"github.com/reconcilekit/reconcile/adapters/pgbudget"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 )
 
@@ -46,7 +46,7 @@ type Options struct {
 	// them a hundred a call.
 	PerObject bool
 	// Rate, Burst and MaxLate configure the budget shared by all workers (see
-	// pgstore.RateBudgetConfig); zero MaxLate means pgstore.DefaultBudgetMaxLate.
+	// pgbudget.Config); zero MaxLate means pgbudget.DefaultMaxLate.
 	Rate    float64
 	Burst   int
 	MaxLate time.Duration
@@ -127,7 +127,7 @@ func Run(ctx context.Context, f *Fixture, opts Options) (Result, error) {
 		opts.Timeout = 10 * time.Minute
 	}
 	if opts.MaxLate == 0 {
-		opts.MaxLate = pgstore.DefaultBudgetMaxLate
+		opts.MaxLate = pgbudget.DefaultMaxLate
 	}
 	var log io.Writer = os.Stderr
 	if opts.Log != nil {

@@ -18,6 +18,8 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/pgbudget"
+	"github.com/reconcilekit/reconcile/adapters/pgshard"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 )
@@ -108,11 +110,11 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, log io.Writer) (WorkerRepo
 	if err != nil {
 		return rep, err
 	}
-	job, err := pgstore.NewShardedJob(store, pgstore.ShardConfig{Job: Job, Shards: cfg.Shards, Owner: cfg.Owner, Lease: cfg.Lease})
+	job, err := pgshard.NewJob(store, pgshard.Config{Job: Job, Shards: cfg.Shards, Owner: cfg.Owner, Lease: cfg.Lease})
 	if err != nil {
 		return rep, err
 	}
-	budget, err := pgstore.NewRateBudget(pool, pgstore.RateBudgetConfig{Key: "acct_scale", Rate: rate.Limit(cfg.Rate), Burst: cfg.Burst, MaxLate: cfg.MaxLate})
+	budget, err := pgbudget.NewRateBudget(pool, pgbudget.Config{Key: "acct_scale", Rate: rate.Limit(cfg.Rate), Burst: cfg.Burst, MaxLate: cfg.MaxLate})
 	if err != nil {
 		return rep, err
 	}
@@ -162,7 +164,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, log io.Writer) (WorkerRepo
 	defer func() { <-done }()
 
 	for ctx.Err() == nil {
-		tick, err := pgstore.RunShardTick(ctx, job, engine, reconcile.TickBudget{})
+		tick, err := pgshard.RunTick(ctx, job, engine, reconcile.TickBudget{})
 		if ctx.Err() != nil {
 			break
 		}

@@ -1,19 +1,17 @@
-package pgstore
+package pgshard
 
 import (
 	"fmt"
-	"strings"
+
+	"github.com/reconcilekit/reconcile/adapters/pgstore"
+	"github.com/reconcilekit/reconcile/internal/pgtables"
+	"github.com/reconcilekit/reconcile/internal/storehook"
 )
 
-// shardReads are a sharded job's statements over the host table, built from the same pieces
-// as the store's own reads so that a shard reads exactly what the unsharded job would, within
-// its key range.
-type shardReads struct {
-	sel, order string
-	host       string   // the host table, quoted
-	keys       []string // quoted key columns, h."col"
-	keyTypes   []string
-	where      func(first int, conds ...string) string
+// rangeSQL holds a sharded job's statements over the host table, built from the store's own
+// pieces (storehook.Statements), so that they see the rows the store reads.
+type rangeSQL struct {
+	*storehook.Statements
 	// bounds computes the boundaries of a new shard set: $1 the fractions, the filter from $2.
 	bounds string
 	// lag is the lag per shard in one scan: $1 the jobs whose verifications count, $2 the
@@ -21,87 +19,22 @@ type shardReads struct {
 	lag string
 }
 
-// buildShardReads is called by buildStatements with its pieces: sel and order are the select
-// list and ORDER BY ... LIMIT $2 of every keyset read, keys the quoted key columns, where the
-// WHERE builder that appends the Filter, lagValue a row's lag and lagFrom the FROM clause of a
-// lag statement (see the store's lag).
-func buildShardReads(cfg Config, types map[string]string, sel, order string, keys []string,
-	where func(first int, conds ...string) string, lagValue string, lagFrom func(first int) string) *shardReads {
-	r := &shardReads{sel: sel, order: order, host: cfg.hostTable(), keys: keys, where: where}
-	for _, k := range cfg.KeyColumns {
-		r.keyTypes = append(r.keyTypes, types[k])
-	}
-	host := cfg.hostTable()
-	first := keys[0]
+func newRangeSQL(st *storehook.Statements, t pgstore.Tables) *rangeSQL {
+	r := &rangeSQL{Statements: st}
+	first := st.Keys[0]
 	r.bounds = fmt.Sprintf(`SELECT jsonb_build_array(b)::text FROM unnest((
 			SELECT percentile_disc($1::float8[]) WITHIN GROUP (ORDER BY %s) FROM %s AS h%s
-		)) AS u(b) WHERE b IS NOT NULL GROUP BY b ORDER BY b`, first, host, where(2))
+		)) AS u(b) WHERE b IS NOT NULL GROUP BY b ORDER BY b`, first, st.Host, st.Where(2))
 	// The shard of a row: the number of lower bounds at or below its first key.
 	bucket := fmt.Sprintf(`width_bucket(%s, coalesce((SELECT array_agg(s.lower_bound ->> 0 ORDER BY s.shard) FROM %s AS s
-		WHERE s.job = $2 AND s.shard > 0), '{}')::%s[])`, first, cfg.Tables.table("shards"), r.keyTypes[0])
+		WHERE s.job = $2 AND s.shard > 0), '{}')::%s[])`, first, table(t, "shards"), st.KeyTypes[0])
 	r.lag = fmt.Sprintf(`SELECT %s, count(*), coalesce(extract(epoch FROM max(%s)), 0)::float8
-		FROM %s GROUP BY 1`, bucket, lagValue, lagFrom(3))
+		FROM %s GROUP BY 1`, bucket, st.LagValue, st.LagFrom(3))
 	return r
 }
 
-// read returns a keyset read, of the whole job or of one shard. $1 is the grace in seconds and
-// $2 the limit; then come the position (if after), the lower bound (if lower), the upper bound
-// (if upper) and the cycle's high-water mark (if end), each a JSON array, and then the Filter's
-// values. Bounds apply to the first key column: lower inclusive, upper exclusive; the
-// high-water mark is a whole key, inclusive. After a position no lower bound is needed: the
-// position is in the shard. A separate statement per shape, rather than one with
-// "$n IS NULL OR ...", keeps every variant an index range scan under a generic plan.
-func (r *shardReads) read(after, lower, upper, end bool) string {
-	var conds []string
-	n := 3
-	if after {
-		conds = append(conds, fmt.Sprintf("(%s) > (%s)", strings.Join(r.keys, ", "), r.keyParam(n)))
-		n++
-	}
-	bounds, n := r.rangeConds(n, lower && !after, upper)
-	conds = append(conds, bounds...)
-	if end {
-		conds = append(conds, fmt.Sprintf("(%s) <= (%s)", strings.Join(r.keys, ", "), r.keyParam(n)))
-		n++
-	}
-	return r.sel + r.where(n, conds...) + r.order
-}
-
-// highWater returns the query of the last key within the bounds (lower from $1 if lower, then
-// upper if upper), the Filter's values after them: a cycle's high-water mark.
-func (r *shardReads) highWater(lower, upper bool) string {
-	conds, n := r.rangeConds(1, lower, upper)
-	desc := make([]string, len(r.keys))
-	for i, k := range r.keys {
-		desc[i] = k + " DESC"
-	}
-	return fmt.Sprintf("SELECT jsonb_build_array(%s)::text FROM %s AS h%s ORDER BY %s LIMIT 1",
-		strings.Join(r.keys, ", "), r.host, r.where(n, conds...), strings.Join(desc, ", "))
-}
-
-// rangeConds returns the conditions of a shard's bounds on the first key column, with their
-// placeholders from $n, and the next placeholder's number.
-func (r *shardReads) rangeConds(n int, lower, upper bool) ([]string, int) {
-	var conds []string
-	if lower {
-		conds = append(conds, fmt.Sprintf("%s >= (($%d::jsonb) ->> 0)::%s", r.keys[0], n, r.keyTypes[0]))
-		n++
-	}
-	if upper {
-		conds = append(conds, fmt.Sprintf("%s < (($%d::jsonb) ->> 0)::%s", r.keys[0], n, r.keyTypes[0]))
-		n++
-	}
-	return conds, n
-}
-
-// keyParam is a whole key taken from the JSON array in $n, as a row constructor's values.
-func (r *shardReads) keyParam(n int) string {
-	vals := make([]string, len(r.keys))
-	for i, t := range r.keyTypes {
-		vals[i] = fmt.Sprintf("(($%d::jsonb) ->> %d)::%s", n, i, t)
-	}
-	return strings.Join(vals, ", ")
-}
+// table returns the quoted, schema-qualified name of one of the reconciler's tables.
+func table(t pgstore.Tables, name string) string { return pgtables.Name(t.Prefix, t.Schema, name) }
 
 // shardSQL holds the statements on the shards table for one set of tables. Every statement
 // that changes a leased shard is guarded by its lease token: a worker whose lease was taken
@@ -113,10 +46,10 @@ type shardSQL struct {
 	completeCycle, shards, nextCycle        string
 }
 
-func newShardSQL(t Tables) shardSQL {
-	shards, cursors := t.table("shards"), t.table("cursors")
+func newShardSQL(t pgstore.Tables) shardSQL {
+	shards, cursors := table(t, "shards"), table(t, "cursors")
 	// The identifiers are checked plain names, so quoting them in a literal is safe.
-	token := "nextval('" + t.table("shard_lease_tokens") + "')"
+	token := "nextval('" + table(t, "shard_lease_tokens") + "')"
 	const fence = ` WHERE job = $1 AND shard = $2 AND lease_token = $3`
 	// The job's current cycle is due: its previous cycle completed at least MinCycleInterval ago.
 	const cycleDue = `(j.next_cycle_at IS NULL OR j.next_cycle_at <= now())`

@@ -1,4 +1,4 @@
-package pgstore
+package pgshard
 
 import (
 	"context"
@@ -8,29 +8,32 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/pgstore"
+	"github.com/reconcilekit/reconcile/internal/storehook"
 )
 
-// Defaults of ShardConfig.
+// Defaults of Config.
 const (
-	DefaultShards       = 8
-	DefaultShardLease   = 30 * time.Second
-	DefaultShardMaxHold = 10 * time.Minute
+	DefaultShards  = 8
+	DefaultLease   = 30 * time.Second
+	DefaultMaxHold = 10 * time.Minute
 )
 
 // ErrNoShardFree means every shard of the job is leased by a worker, or has wrapped in the
 // current cycle and waits for the others, or the next cycle is not due yet
-// (ShardConfig.MinCycleInterval; the error is then a *CycleNotDueError saying when it is). Try
+// (Config.MinCycleInterval; the error is then a *CycleNotDueError saying when it is). Try
 // again later.
-var ErrNoShardFree = errors.New("pgstore: no shard of the job is free")
+var ErrNoShardFree = errors.New("pgshard: no shard of the job is free")
 
 // CycleNotDueError is the ErrNoShardFree of a job whose last cycle completed less than
-// ShardConfig.MinCycleInterval ago: no shard is leased until the next cycle starts, StartsIn from
+// Config.MinCycleInterval ago: no shard is leased until the next cycle starts, StartsIn from
 // when the error was made.
 type CycleNotDueError struct {
 	Job      string
@@ -38,22 +41,22 @@ type CycleNotDueError struct {
 }
 
 func (e *CycleNotDueError) Error() string {
-	return fmt.Sprintf("pgstore: sharded job %s: no shard is free: the next cycle starts in %v", e.Job, e.StartsIn.Round(time.Millisecond))
+	return fmt.Sprintf("pgshard: job %s: no shard is free: the next cycle starts in %v", e.Job, e.StartsIn.Round(time.Millisecond))
 }
 
 // Unwrap makes the error an ErrNoShardFree.
 func (e *CycleNotDueError) Unwrap() error { return ErrNoShardFree }
 
-// ErrShardLeaseLost means the shard's lease expired and another worker took it over (or the
+// ErrLeaseLost means the shard's lease expired and another worker took it over (or the
 // shard set was remade for a new cycle): nothing this worker did since its last commit is kept.
 // It is a reconcile.ErrConcurrentRun, so RunTick reports a conflict rather than a failure.
-var ErrShardLeaseLost = fmt.Errorf("pgstore: shard lease lost: %w", reconcile.ErrConcurrentRun)
+var ErrLeaseLost = fmt.Errorf("pgshard: shard lease lost: %w", reconcile.ErrConcurrentRun)
 
 // errShardWrapped is Read's answer on a shard that already wrapped in the current cycle.
-var errShardWrapped = fmt.Errorf("pgstore: the shard has wrapped in the current cycle: %w", reconcile.ErrConcurrentRun)
+var errShardWrapped = fmt.Errorf("pgshard: the shard has wrapped in the current cycle: %w", reconcile.ErrConcurrentRun)
 
-// ShardConfig configures a ShardedJob. Only Job is required.
-type ShardConfig struct {
+// Config configures a Job. Only Job is required.
+type Config struct {
 	// Job names the job. Its findings, observations, failures and completed cycles are kept
 	// under this name, as for an unsharded job, so Store.Status and every tool built on it see
 	// the sharded job as one. A job is either sharded or not: do not also run an unsharded
@@ -69,18 +72,18 @@ type ShardConfig struct {
 	// suffix.
 	Owner string
 	// Lease is how long a shard stays leased to a worker that stops renewing it (a crashed or
-	// partitioned one); a holder renews it every third of that. Zero means DefaultShardLease; at
+	// partitioned one); a holder renews it every third of that. Zero means DefaultLease; at
 	// least a second.
 	Lease time.Duration
 	// MaxHold bounds how long one lease is held: past it, the work under the lease is cancelled
 	// and the lease no longer renewed, so that a worker hung in a call cannot keep its shard
-	// forever. Zero means DefaultShardMaxHold; it must exceed Lease.
+	// forever. Zero means DefaultMaxHold; it must exceed Lease.
 	MaxHold time.Duration
 	// MinCycleInterval is the least time from the completion of one cycle to the start of the
 	// next: the commit that completes a cycle makes the next one's shard set at once, but no
 	// shard of it is leased before MinCycleInterval has passed, by the database clock. Acquire
-	// then fails with a *CycleNotDueError saying how long is left, and ShardRunner and
-	// RunShardTick report it as a deferred tick with that RetryAfter, which reconcile.Runner
+	// then fails with a *CycleNotDueError saying how long is left, and Runner and
+	// RunTick report it as a deferred tick with that RetryAfter, which reconcile.Runner
 	// (and a scheduler honouring RetryAfter, such as River snoozing) waits out. It is how a
 	// rarely run tier sweeps once per interval however many workers run it: a Runner's
 	// IdleAfterWrap only idles the worker whose batch completed the cycle. Zero means no wait:
@@ -90,10 +93,10 @@ type ShardConfig struct {
 	Logger *slog.Logger
 }
 
-// ShardedJob is a job split into shards, key ranges over the first key column of the store's
+// Job is a job split into shards, key ranges over the first key column of the store's
 // table, each with its own cursor, worked on by any number of workers in any number of
 // processes. A worker leases a free shard (Acquire), runs batches on it with the lease as the
-// engine's Source and Sink, and releases it; RunShardTick and ShardRunner do all that.
+// engine's Source and Sink, and releases it; RunTick and Runner do all that.
 //
 // # Shards
 //
@@ -110,7 +113,7 @@ type ShardConfig struct {
 // sequence. Every read and commit of the shard is guarded by that token, and every commit is
 // also a compare-and-set on the shard's cursor version, so a worker that lost its lease (it
 // stalled past the lease, another took the shard over) commits nothing: its batch fails with
-// ErrShardLeaseLost, a reconcile.ErrConcurrentRun, and the new holder redoes it. A crashed
+// ErrLeaseLost, a reconcile.ErrConcurrentRun, and the new holder redoes it. A crashed
 // worker's shard is taken over once its lease expires.
 //
 // # Cycles
@@ -120,45 +123,50 @@ type ShardConfig struct {
 // new cycle's start, so Store.Status reports it), makes the new shard set and starts every
 // shard again, in one transaction. Each row is thus read exactly once per cycle, whatever the
 // number of workers. ShardStatus and Health report every shard and name the slowest. Give
-// monitoring the ShardedJob, a reconcile.StatusReader, rather than the Store: the store alone
+// monitoring the Job, a reconcile.StatusReader, rather than the Store: the store alone
 // does not see the shards' batches.
 //
 // Shard bounds hold for a whole cycle, and a batch read before the shard set is remade (by a
 // worker that lost its lease) cannot commit after it, since every shard's cursor version moves.
-type ShardedJob struct {
-	store   *Store
-	cfg     ShardConfig
+type Job struct {
+	store *pgstore.Store
+	h     storehook.Store
+
+	rmu   sync.Mutex
+	reads *rangeSQL // built on first use
+
+	cfg     Config
 	sql     shardSQL
 	ensured atomic.Bool
 }
 
-// NewShardedJob checks cfg and returns a sharded job over the store's table. It does not touch
+// NewJob checks cfg and returns a sharded job over the store's table. It does not touch
 // the database; the shard set is made on first use (or by Ensure).
-func NewShardedJob(s *Store, cfg ShardConfig) (*ShardedJob, error) {
+func NewJob(s *pgstore.Store, cfg Config) (*Job, error) {
 	switch {
 	case s == nil:
-		return nil, errors.New("pgstore: sharded job: nil store")
+		return nil, errors.New("pgshard: nil store")
 	case cfg.Job == "":
-		return nil, errors.New("pgstore: sharded job: Job is empty")
+		return nil, errors.New("pgshard: Job is empty")
 	case cfg.Shards < 0, cfg.Lease < 0, cfg.MaxHold < 0, cfg.MinCycleInterval < 0:
-		return nil, fmt.Errorf("pgstore: sharded job %s: negative Shards, Lease, MaxHold or MinCycleInterval", cfg.Job)
+		return nil, fmt.Errorf("pgshard: job %s: negative Shards, Lease, MaxHold or MinCycleInterval", cfg.Job)
 	}
 	if cfg.Shards == 0 {
 		cfg.Shards = DefaultShards
 	}
 	if cfg.Lease == 0 {
-		cfg.Lease = DefaultShardLease
+		cfg.Lease = DefaultLease
 	}
 	if cfg.MaxHold == 0 {
-		cfg.MaxHold = max(DefaultShardMaxHold, 2*cfg.Lease)
+		cfg.MaxHold = max(DefaultMaxHold, 2*cfg.Lease)
 	}
 	switch {
 	case cfg.Shards > 10000:
-		return nil, fmt.Errorf("pgstore: sharded job %s: %d shards is more than 10000", cfg.Job, cfg.Shards)
+		return nil, fmt.Errorf("pgshard: job %s: %d shards is more than 10000", cfg.Job, cfg.Shards)
 	case cfg.Lease < time.Second:
-		return nil, fmt.Errorf("pgstore: sharded job %s: Lease %v is shorter than a second", cfg.Job, cfg.Lease)
+		return nil, fmt.Errorf("pgshard: job %s: Lease %v is shorter than a second", cfg.Job, cfg.Lease)
 	case cfg.MaxHold <= cfg.Lease:
-		return nil, fmt.Errorf("pgstore: sharded job %s: MaxHold %v must exceed Lease %v", cfg.Job, cfg.MaxHold, cfg.Lease)
+		return nil, fmt.Errorf("pgshard: job %s: MaxHold %v must exceed Lease %v", cfg.Job, cfg.MaxHold, cfg.Lease)
 	}
 	if cfg.Owner == "" {
 		host, _ := os.Hostname()
@@ -167,27 +175,27 @@ func NewShardedJob(s *Store, cfg ShardConfig) (*ShardedJob, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &ShardedJob{store: s, cfg: cfg, sql: newShardSQL(s.cfg.Tables)}, nil
+	return &Job{store: s, h: storehook.Of(s), cfg: cfg, sql: newShardSQL(s.Config().Tables)}, nil
 }
 
 // Job returns the job's name.
-func (j *ShardedJob) Job() string { return j.cfg.Job }
+func (j *Job) Job() string { return j.cfg.Job }
 
 // Config returns the job's configuration with defaults filled in.
-func (j *ShardedJob) Config() ShardConfig { return j.cfg }
+func (j *Job) Config() Config { return j.cfg }
 
 // Ensure makes the job's shard set if it has none, from the keys present now. Acquire calls it
 // on first use; processes starting together make one shard set between them. Running it again
 // is a no-op.
-func (j *ShardedJob) Ensure(ctx context.Context) error {
+func (j *Job) Ensure(ctx context.Context) error {
 	if j.ensured.Load() {
 		return nil
 	}
-	st, err := j.store.statements(ctx)
+	st, err := j.statements(ctx)
 	if err != nil {
 		return err
 	}
-	err = pgx.BeginFunc(ctx, j.store.db, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, j.h.DB(), func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, j.sql.ensureCursor, j.cfg.Job); err != nil {
 			return err
 		}
@@ -204,14 +212,14 @@ func (j *ShardedJob) Ensure(ctx context.Context) error {
 			return nil
 		}
 		if unsharded {
-			j.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "pgstore: the job has an unsharded cursor; sharding starts a new cycle and ignores it",
+			j.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "pgshard: the job has an unsharded cursor; sharding starts a new cycle and ignores it",
 				slog.String("job", j.cfg.Job))
 		}
 		_, err := j.makeShards(ctx, tx, st, cycles, 0)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("pgstore: sharded job %s: make shards: %w", j.cfg.Job, err)
+		return fmt.Errorf("pgshard: job %s: make shards: %w", j.cfg.Job, err)
 	}
 	j.ensured.Store(true)
 	return nil
@@ -219,12 +227,12 @@ func (j *ShardedJob) Ensure(ctx context.Context) error {
 
 // makeShards makes (or remakes) the shard set for cycle, starting after start, from the keys
 // present now, in tx, with the job's cursor row locked. It returns the number of shards.
-func (j *ShardedJob) makeShards(ctx context.Context, tx pgx.Tx, st *statements, cycle int64, start time.Duration) (int, error) {
+func (j *Job) makeShards(ctx context.Context, tx pgx.Tx, st *rangeSQL, cycle int64, start time.Duration) (int, error) {
 	fractions := make([]float64, j.cfg.Shards-1)
 	for i := range fractions {
 		fractions[i] = float64(i+1) / float64(j.cfg.Shards)
 	}
-	rows, err := tx.Query(ctx, st.shard.bounds, append([]any{fractions}, st.filterArgs...)...)
+	rows, err := tx.Query(ctx, st.bounds, append([]any{fractions}, st.FilterArgs...)...)
 	if err != nil {
 		return 0, fmt.Errorf("boundaries: %w", err)
 	}
@@ -249,7 +257,7 @@ func (j *ShardedJob) makeShards(ctx context.Context, tx pgx.Tx, st *statements, 
 // completeCycleIfDone completes the job's cycle in tx if every shard has wrapped in it: the
 // job's cursor row counts the cycle and a new shard set starts the next, MinCycleInterval from
 // now. The job's cursor row must be locked. It reports whether it completed the cycle.
-func (j *ShardedJob) completeCycleIfDone(ctx context.Context, tx pgx.Tx, st *statements) (bool, error) {
+func (j *Job) completeCycleIfDone(ctx context.Context, tx pgx.Tx, st *rangeSQL) (bool, error) {
 	var cycles int64
 	var done, exists bool
 	if err := tx.QueryRow(ctx, j.sql.readyToRoll, j.cfg.Job).Scan(&cycles, &done, &exists); err != nil {
@@ -269,7 +277,7 @@ func (j *ShardedJob) completeCycleIfDone(ctx context.Context, tx pgx.Tx, st *sta
 	if _, err := tx.Exec(ctx, j.sql.completeCycle, j.cfg.Job, cycles, j.cfg.MinCycleInterval); err != nil {
 		return false, fmt.Errorf("complete cycle: %w", err)
 	}
-	if _, err := tx.Exec(ctx, st.forgetDeleted, j.cfg.Job, reconcile.ResolvedByReconciler, forgetNote); err != nil {
+	if _, err := tx.Exec(ctx, st.ForgetDeleted, j.cfg.Job, reconcile.ResolvedByReconciler, st.ForgetNote); err != nil {
 		return false, fmt.Errorf("close findings of deleted rows: %w", err)
 	}
 	return true, nil
@@ -277,23 +285,23 @@ func (j *ShardedJob) completeCycleIfDone(ctx context.Context, tx pgx.Tx, st *sta
 
 // Acquire leases a free shard of the job: one not wrapped in the current cycle whose lease is
 // free or expired. It returns ErrNoShardFree if there is none, as a *CycleNotDueError if the
-// next cycle is not due yet (ShardConfig.MinCycleInterval). The lease is renewed in the
+// next cycle is not due yet (Config.MinCycleInterval). The lease is renewed in the
 // background until Release, which must be called. The lease is the engine's Source and Sink for
 // batches of that shard.
-func (j *ShardedJob) Acquire(ctx context.Context) (*ShardLease, error) {
+func (j *Job) Acquire(ctx context.Context) (*Lease, error) {
 	if err := j.Ensure(ctx); err != nil {
 		return nil, err
 	}
 	for attempt := 0; ; attempt++ {
-		l := &ShardLease{job: j, lost: make(chan struct{}), stop: make(chan struct{}), renewed: make(chan struct{})}
-		err := j.store.db.QueryRow(ctx, j.sql.claim, j.cfg.Job, j.cfg.Owner, j.cfg.Lease).Scan(&l.shard, &l.token, &l.takeover, &l.previousOwner)
+		l := &Lease{job: j, lost: make(chan struct{}), stop: make(chan struct{}), renewed: make(chan struct{})}
+		err := j.h.DB().QueryRow(ctx, j.sql.claim, j.cfg.Job, j.cfg.Owner, j.cfg.Lease).Scan(&l.shard, &l.token, &l.takeover, &l.previousOwner)
 		switch {
 		case err == nil:
 			l.acquired = time.Now()
 			go l.renew()
 			return l, nil
 		case !errors.Is(err, pgx.ErrNoRows):
-			return nil, fmt.Errorf("pgstore: sharded job %s: claim a shard: %w", j.cfg.Job, err)
+			return nil, fmt.Errorf("pgshard: job %s: claim a shard: %w", j.cfg.Job, err)
 		}
 		if err := j.cycleDue(ctx); err != nil {
 			return nil, err
@@ -311,14 +319,14 @@ func (j *ShardedJob) Acquire(ctx context.Context) (*ShardLease, error) {
 }
 
 // cycleDue returns a *CycleNotDueError if the job's next cycle may not start yet.
-func (j *ShardedJob) cycleDue(ctx context.Context) error {
+func (j *Job) cycleDue(ctx context.Context) error {
 	var secs float64
-	err := j.store.db.QueryRow(ctx, j.sql.nextCycle, j.cfg.Job).Scan(&secs)
+	err := j.h.DB().QueryRow(ctx, j.sql.nextCycle, j.cfg.Job).Scan(&secs)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return nil
 	case err != nil:
-		return fmt.Errorf("pgstore: sharded job %s: read the next cycle's start: %w", j.cfg.Job, err)
+		return fmt.Errorf("pgshard: job %s: read the next cycle's start: %w", j.cfg.Job, err)
 	}
 	// Round up, so that a caller that waits StartsIn finds the cycle due.
 	return &CycleNotDueError{Job: j.cfg.Job, StartsIn: seconds(secs).Truncate(time.Millisecond) + time.Millisecond}
@@ -326,12 +334,12 @@ func (j *ShardedJob) cycleDue(ctx context.Context) error {
 
 // rollIfDone completes the job's cycle if every shard has wrapped, and makes the shard set
 // again if it is gone.
-func (j *ShardedJob) rollIfDone(ctx context.Context) error {
-	st, err := j.store.statements(ctx)
+func (j *Job) rollIfDone(ctx context.Context) error {
+	st, err := j.statements(ctx)
 	if err != nil {
 		return err
 	}
-	err = pgx.BeginFunc(ctx, j.store.db, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, j.h.DB(), func(tx pgx.Tx) error {
 		var cycles int64
 		var unsharded bool
 		if err := tx.QueryRow(ctx, j.sql.lockJob, j.cfg.Job).Scan(&cycles, &unsharded); err != nil {
@@ -341,7 +349,41 @@ func (j *ShardedJob) rollIfDone(ctx context.Context) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("pgstore: sharded job %s: complete cycle: %w", j.cfg.Job, err)
+		return fmt.Errorf("pgshard: job %s: complete cycle: %w", j.cfg.Job, err)
 	}
 	return nil
+}
+
+// seconds converts a database's float seconds to a time.Duration.
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// statements returns the job's statements over the host table, built on first use from the
+// store's (which checks the catalog then).
+func (j *Job) statements(ctx context.Context) (*rangeSQL, error) {
+	j.rmu.Lock()
+	defer j.rmu.Unlock()
+	if j.reads != nil {
+		return j.reads, nil
+	}
+	st, err := j.h.Statements(ctx)
+	if err != nil {
+		return nil, err
+	}
+	j.reads = newRangeSQL(st, j.store.Config().Tables)
+	return j.reads, nil
+}
+
+// nullIfEmpty is s, or NULL for an empty s.
+func nullIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func derefTime(p *time.Time) time.Time {
+	if p == nil {
+		return time.Time{}
+	}
+	return *p
 }

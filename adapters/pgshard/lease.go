@@ -1,4 +1,4 @@
-package pgstore
+package pgshard
 
 import (
 	"context"
@@ -14,13 +14,13 @@ import (
 	"github.com/reconcilekit/reconcile"
 )
 
-// ShardLease is one worker's lease on one shard of a ShardedJob. It is the engine's Source and
+// Lease is one worker's lease on one shard of a Job. It is the engine's Source and
 // Sink for that shard's batches: Read reads the shard's next rows, Commit commits a batch fenced
 // by the lease token and the shard's cursor version. It is renewed in the background until
 // Release. Findings, observations and failures are recorded under the job's name, so that they
 // are deduplicated and reported across shards.
-type ShardLease struct {
-	job           *ShardedJob
+type Lease struct {
+	job           *Job
 	shard         int
 	token         int64
 	takeover      bool
@@ -39,37 +39,37 @@ type ShardLease struct {
 }
 
 var (
-	_ reconcile.Store[string]   = (*ShardLease)(nil)
-	_ reconcile.FailureRecorder = (*ShardLease)(nil)
+	_ reconcile.Store[string]   = (*Lease)(nil)
+	_ reconcile.FailureRecorder = (*Lease)(nil)
 )
 
 // Shard returns the shard's number, from 0.
-func (l *ShardLease) Shard() int { return l.shard }
+func (l *Lease) Shard() int { return l.shard }
 
 // Token returns the lease's fencing token: every write under the lease is guarded by it.
-func (l *ShardLease) Token() int64 { return l.token }
+func (l *Lease) Token() int64 { return l.token }
 
 // TookOver reports that the shard was claimed from a worker whose lease had expired without
 // being released (it crashed or stalled), and names that worker.
-func (l *ShardLease) TookOver() (bool, string) { return l.takeover, l.previousOwner }
+func (l *Lease) TookOver() (bool, string) { return l.takeover, l.previousOwner }
 
 // CycleCompleted reports that a commit under this lease wrapped the last shard of the job's
 // cycle, completing the cycle.
-func (l *ShardLease) CycleCompleted() bool { return l.completed.Load() }
+func (l *Lease) CycleCompleted() bool { return l.completed.Load() }
 
 // Lost is closed when the lease is lost (another worker holds the shard) or has been held past
-// ShardConfig.MaxHold; work under the lease should stop, as nothing more can commit.
-func (l *ShardLease) Lost() <-chan struct{} { return l.lost }
+// Config.MaxHold; work under the lease should stop, as nothing more can commit.
+func (l *Lease) Lost() <-chan struct{} { return l.lost }
 
 // LostErr returns why the lease was lost, or nil while it holds.
-func (l *ShardLease) LostErr() error {
+func (l *Lease) LostErr() error {
 	if p := l.lostWhy.Load(); p != nil {
 		return *p
 	}
 	return nil
 }
 
-func (l *ShardLease) lose(err error) {
+func (l *Lease) lose(err error) {
 	l.lostOnce.Do(func() {
 		l.lostWhy.Store(&err)
 		close(l.lost)
@@ -78,7 +78,7 @@ func (l *ShardLease) lose(err error) {
 
 // Context returns a context derived from ctx that is cancelled, with the lease's error as its
 // cause, when the lease is lost. Call the returned cancel function when done.
-func (l *ShardLease) Context(ctx context.Context) (context.Context, context.CancelFunc) {
+func (l *Lease) Context(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	go func() {
 		select {
@@ -92,7 +92,7 @@ func (l *ShardLease) Context(ctx context.Context) (context.Context, context.Canc
 
 // renew renews the lease every third of its length until Release; it gives up, and reports
 // the lease lost, when a renewal finds the token gone or the lease has been held past MaxHold.
-func (l *ShardLease) renew() {
+func (l *Lease) renew() {
 	defer close(l.renewed)
 	t := time.NewTicker(l.job.cfg.Lease / 3)
 	defer t.Stop()
@@ -110,73 +110,75 @@ func (l *ShardLease) renew() {
 
 // renewOnce renews the lease once, or gives it up past MaxHold. It reports whether the lease
 // is still worth renewing.
-func (l *ShardLease) renewOnce() bool {
+func (l *Lease) renewOnce() bool {
 	j := l.job
 	if time.Since(l.acquired) > j.cfg.MaxHold {
 		// Stop renewing: the lease runs out and another worker takes the shard, even if
 		// the work under it hangs in a call that ignores its context.
-		l.lose(fmt.Errorf("pgstore: shard %d of job %s held past MaxHold (%v): %w", l.shard, j.cfg.Job, j.cfg.MaxHold, ErrShardLeaseLost))
-		j.cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn, "pgstore: shard lease held past MaxHold; no longer renewed",
+		l.lose(fmt.Errorf("pgshard: shard %d of job %s held past MaxHold (%v): %w", l.shard, j.cfg.Job, j.cfg.MaxHold, ErrLeaseLost))
+		j.cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn, "pgshard: shard lease held past MaxHold; no longer renewed",
 			slog.String("job", j.cfg.Job), slog.Int("shard", l.shard), slog.Int64("token", l.token))
 		return false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), j.cfg.Lease/3)
-	tag, err := j.store.db.Exec(ctx, j.sql.renew, j.cfg.Job, l.shard, l.token, j.cfg.Lease)
+	tag, err := j.h.DB().Exec(ctx, j.sql.renew, j.cfg.Job, l.shard, l.token, j.cfg.Lease)
 	cancel()
 	switch {
 	case err != nil:
 		// Unknown: try again next tick rather than abandon work that may be fine.
-		j.cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn, "pgstore: renewing a shard lease failed",
+		j.cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn, "pgshard: renewing a shard lease failed",
 			slog.String("job", j.cfg.Job), slog.Int("shard", l.shard), slog.String("error", err.Error()))
 	case tag.RowsAffected() == 0:
-		l.lose(ErrShardLeaseLost)
-		j.cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn, "pgstore: shard lease lost",
+		l.lose(ErrLeaseLost)
+		j.cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn, "pgshard: shard lease lost",
 			slog.String("job", j.cfg.Job), slog.Int("shard", l.shard), slog.Int64("token", l.token))
 		return false
 	}
 	return true
 }
 
+// releaseTimeout bounds Release's statement, which runs even when its caller's ctx is done.
+const releaseTimeout = 10 * time.Second
+
 // Release stops renewing the lease and frees the shard for other workers. It runs even if ctx
 // is done, within a few seconds. Releasing twice, or a lease already lost, is harmless.
-func (l *ShardLease) Release(ctx context.Context) error {
+func (l *Lease) Release(ctx context.Context) error {
 	l.stopOnce.Do(func() { close(l.stop) })
 	<-l.renewed
 	if l.released.Swap(true) {
 		return nil
 	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalizeTimeout)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	if _, err := l.job.store.db.Exec(rctx, l.job.sql.release, l.job.cfg.Job, l.shard, l.token); err != nil {
-		return fmt.Errorf("pgstore: sharded job %s: release shard %d: %w", l.job.cfg.Job, l.shard, err)
+	if _, err := l.job.h.DB().Exec(rctx, l.job.sql.release, l.job.cfg.Job, l.shard, l.token); err != nil {
+		return fmt.Errorf("pgshard: job %s: release shard %d: %w", l.job.cfg.Job, l.shard, err)
 	}
 	return nil
 }
 
 // Read returns the next rows of the shard after its cursor, in key order: the rows the store's
-// Filter selects within the shard's range. It fails with ErrShardLeaseLost if the lease no
+// Filter selects within the shard's range. It fails with ErrLeaseLost if the lease no
 // longer holds.
-func (l *ShardLease) Read(ctx context.Context, req reconcile.ReadRequest) (reconcile.Batch[string], error) {
+func (l *Lease) Read(ctx context.Context, req reconcile.ReadRequest) (reconcile.Batch[string], error) {
 	var b reconcile.Batch[string]
 	j := l.job
 	switch {
 	case req.Job != j.cfg.Job:
-		return b, fmt.Errorf("pgstore: shard lease of job %s asked to read job %s", j.cfg.Job, req.Job)
+		return b, fmt.Errorf("pgshard: shard lease of job %s asked to read job %s", j.cfg.Job, req.Job)
 	case req.Limit <= 0:
-		return b, fmt.Errorf("pgstore: limit %d must be positive", req.Limit)
+		return b, fmt.Errorf("pgshard: limit %d must be positive", req.Limit)
 	}
-	st, err := j.store.statements(ctx)
-	if err != nil {
+	if _, err := j.statements(ctx); err != nil {
 		return b, err
 	}
 	var lower, upper string
 	var open bool
-	err = j.store.db.QueryRow(ctx, j.sql.readShard, j.cfg.Job, l.shard, l.token).Scan(&b.Cursor.Position, &b.Cursor.Version, &lower, &upper, &open, &b.Cursor.End)
+	err := j.h.DB().QueryRow(ctx, j.sql.readShard, j.cfg.Job, l.shard, l.token).Scan(&b.Cursor.Position, &b.Cursor.Version, &lower, &upper, &open, &b.Cursor.End)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return b, ErrShardLeaseLost
+		return b, ErrLeaseLost
 	case err != nil:
-		return b, fmt.Errorf("pgstore: read shard %d: %w", l.shard, err)
+		return b, fmt.Errorf("pgshard: read shard %d: %w", l.shard, err)
 	case !open:
 		return b, errShardWrapped
 	}
@@ -184,70 +186,45 @@ func (l *ShardLease) Read(ctx context.Context, req reconcile.ReadRequest) (recon
 		if p == "" {
 			continue
 		}
-		if err := j.store.checkPosition(p); err != nil {
-			return b, fmt.Errorf("pgstore: read shard %d: cursor: %w", l.shard, err)
+		if err := j.h.CheckPosition(p); err != nil {
+			return b, fmt.Errorf("pgshard: read shard %d: cursor: %w", l.shard, err)
 		}
 	}
-	b.Records, err = j.store.readRange(ctx, st, req, &b.Cursor, lower, upper)
+	b.Records, err = j.h.ReadRange(ctx, req, &b.Cursor, lower, upper)
 	if err != nil {
-		return b, fmt.Errorf("pgstore: read shard %d: %w", l.shard, err)
+		return b, fmt.Errorf("pgshard: read shard %d: %w", l.shard, err)
 	}
 	return b, nil
 }
 
-// readRecords runs one keyset read and returns its rows as records.
-func (s *Store) readRecords(ctx context.Context, query string, args []any) ([]reconcile.Record[string], error) {
-	rows, err := s.db.Query(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", s.hostTable(), err)
-	}
-	defer rows.Close()
-	var out []reconcile.Record[string]
-	var r reconcile.Record[string]
-	var ext, state, invalid *string
-	var created *time.Time
-	for rows.Next() {
-		if err := rows.Scan(&r.Key, &r.ID, &ext, &state, &created, &r.Recent, &invalid); err != nil {
-			return nil, fmt.Errorf("read %s: %w", s.hostTable(), err)
-		}
-		r.ExternalID, r.Local, r.CreatedAt, r.Invalid = deref(ext), deref(state), time.Time{}, deref(invalid)
-		if created != nil {
-			r.CreatedAt = *created
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read %s: %w", s.hostTable(), err)
-	}
-	return out, nil
-}
-
 // Commit writes observations, findings and repair commands and advances the shard's cursor in
 // one transaction, fenced by the lease token and compare-and-set on the cursor version: if the
-// lease was lost or the cursor moved, nothing is written and the result is ErrShardLeaseLost (a
+// lease was lost or the cursor moved, nothing is written and the result is ErrLeaseLost (a
 // reconcile.ErrConcurrentRun). A wrap that leaves no shard of the cycle unwrapped completes the
 // job's cycle and starts the next in the same transaction.
-func (l *ShardLease) Commit(ctx context.Context, c reconcile.Commit) (reconcile.CommitResult, error) {
+func (l *Lease) Commit(ctx context.Context, c reconcile.Commit) (reconcile.CommitResult, error) {
 	var res reconcile.CommitResult
 	j := l.job
 	if c.Job != j.cfg.Job {
-		return res, fmt.Errorf("pgstore: shard lease of job %s asked to commit job %s", j.cfg.Job, c.Job)
+		return res, fmt.Errorf("pgshard: shard lease of job %s asked to commit job %s", j.cfg.Job, c.Job)
 	}
-	st, err := j.store.statements(ctx)
+	st, err := j.statements(ctx)
 	if err != nil {
 		return res, err
 	}
 	what := fmt.Sprintf("commit shard %d", l.shard)
 	if !c.Wrap {
-		if err := j.store.checkPosition(c.Next); err != nil {
-			return res, fmt.Errorf("pgstore: %s: %w", what, err)
+		if err := j.h.CheckPosition(c.Next); err != nil {
+			return res, fmt.Errorf("pgshard: %s: %w", what, err)
 		}
 		batch := &pgx.Batch{}
 		batch.Queue(j.sql.advance, j.cfg.Job, l.shard, l.token, c.Cursor.Version, c.Next, len(c.Outcomes), c.Unverifiable(), nullIfEmpty(c.Cursor.End))
-		j.store.queueResults(batch, st, j.cfg.Job, c.Outcomes, &res)
-		if err := j.store.sendFenced(ctx, batch, what); err != nil {
+		if err := j.h.QueueResults(ctx, batch, j.cfg.Job, c.Outcomes, &res); err != nil {
+			return reconcile.CommitResult{}, err
+		}
+		if err := j.h.SendFenced(ctx, batch, what); err != nil {
 			if errors.Is(err, reconcile.ErrConcurrentRun) {
-				return reconcile.CommitResult{}, ErrShardLeaseLost
+				return reconcile.CommitResult{}, ErrLeaseLost
 			}
 			return reconcile.CommitResult{}, err
 		}
@@ -256,7 +233,7 @@ func (l *ShardLease) Commit(ctx context.Context, c reconcile.Commit) (reconcile.
 	// A wrap locks the job's cursor row first, so that wraps commit one at a time and the last
 	// of them sees every other: exactly one completes the cycle.
 	var completed bool
-	err = pgx.BeginFunc(ctx, j.store.db, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, j.h.DB(), func(tx pgx.Tx) error {
 		var cycles int64
 		var unsharded bool
 		if err := tx.QueryRow(ctx, j.sql.lockJob, j.cfg.Job).Scan(&cycles, &unsharded); err != nil {
@@ -264,7 +241,9 @@ func (l *ShardLease) Commit(ctx context.Context, c reconcile.Commit) (reconcile.
 		}
 		batch := &pgx.Batch{}
 		batch.Queue(j.sql.wrap, j.cfg.Job, l.shard, l.token, c.Cursor.Version, len(c.Outcomes), c.Unverifiable())
-		j.store.queueResults(batch, st, j.cfg.Job, c.Outcomes, &res)
+		if err := j.h.QueueResults(ctx, batch, j.cfg.Job, c.Outcomes, &res); err != nil {
+			return err
+		}
 		br := tx.SendBatch(ctx, batch)
 		tag, err := br.Exec()
 		if err != nil {
@@ -273,7 +252,7 @@ func (l *ShardLease) Commit(ctx context.Context, c reconcile.Commit) (reconcile.
 		}
 		if tag.RowsAffected() != 1 {
 			br.Close()
-			return ErrShardLeaseLost
+			return ErrLeaseLost
 		}
 		if err := br.Close(); err != nil {
 			return fmt.Errorf("write results: %w", err)
@@ -282,10 +261,10 @@ func (l *ShardLease) Commit(ctx context.Context, c reconcile.Commit) (reconcile.
 		return err
 	})
 	switch {
-	case errors.Is(err, ErrShardLeaseLost):
-		return reconcile.CommitResult{}, ErrShardLeaseLost
+	case errors.Is(err, ErrLeaseLost):
+		return reconcile.CommitResult{}, ErrLeaseLost
 	case err != nil:
-		return reconcile.CommitResult{}, fmt.Errorf("pgstore: %s: %w", what, err)
+		return reconcile.CommitResult{}, fmt.Errorf("pgshard: %s: %w", what, err)
 	}
 	if completed {
 		l.completed.Store(true)
@@ -294,6 +273,6 @@ func (l *ShardLease) Commit(ctx context.Context, c reconcile.Commit) (reconcile.
 }
 
 // RecordFailure records a failed batch under the job's name, for Status and health.
-func (l *ShardLease) RecordFailure(ctx context.Context, job string, cause error) error {
+func (l *Lease) RecordFailure(ctx context.Context, job string, cause error) error {
 	return l.job.store.RecordFailure(ctx, job, fmt.Errorf("shard %d: %w", l.shard, cause))
 }

@@ -1,4 +1,4 @@
-package pgstore
+package pgbudget
 
 import (
 	"context"
@@ -14,47 +14,13 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/reconcilekit/reconcile"
-)
-
-// Defaults of RateBudgetConfig.
-const (
-	DefaultBudgetPause   = time.Second
-	DefaultBudgetMaxLate = 50 * time.Millisecond
+	"github.com/reconcilekit/reconcile/adapters/pgstore"
+	"github.com/reconcilekit/reconcile/internal/pgtables"
 )
 
 // budgetThrottleTimeout bounds Throttle's statement: it runs on the goroutine of the call that
 // was answered 429, which must not hang on a slow database.
 const budgetThrottleTimeout = time.Second
-
-// RateBudgetConfig configures a RateBudget. Only Key is required.
-type RateBudgetConfig struct {
-	// Tables names the reconciler's tables, as given to Migrate.
-	Tables Tables
-	// Key names the budget: one per external account, such as the Stripe account id. Every
-	// RateBudget with the same key over the same tables, in any process, draws from one bucket.
-	// Required.
-	Key string
-	// Rate is the budget of all workers together, in calls per second. Zero means
-	// reconcile.DefaultRate. Give every RateBudget of a key the same Rate and Burst: each grant
-	// uses its caller's.
-	Rate rate.Limit
-	// Burst is the number of calls that may be made at once after a quiet spell, and the most
-	// by which any one-second window may exceed Rate. Zero means 1.
-	Burst int
-	// Grant is the number of calls reserved by one statement. Zero means 1: a statement per
-	// call. A larger grant spares the database at high rates; the process hands the calls out
-	// at their times, and a call no caller took within MaxLate of its time is lost to the
-	// budget.
-	Grant int
-	// MaxLate is how late after its time a reserved call may still be made. A caller that
-	// wakes up later than that (a stalled process) gives the call up and reserves another,
-	// so that calls made late never bunch up with calls made on time. Zero means
-	// DefaultBudgetMaxLate.
-	MaxLate time.Duration
-	// Pause is how long a rate-limit answer that names no wait pauses the budget. Zero means
-	// DefaultBudgetPause.
-	Pause time.Duration
-}
 
 // RateBudget is a token bucket kept in PostgreSQL, shared by every worker of every process that
 // uses the same key: a reconcile.Limiter whose rate is the total of all of them, so that adding
@@ -76,10 +42,10 @@ type RateBudgetConfig struct {
 // rows not yet asked Unverifiable and moving the cursor past them.
 //
 // For a single process, reconcile.AdaptiveLimiter is simpler and adapts its rate; RateBudget is
-// for work spread over processes, such as a ShardedJob's workers.
+// for work spread over processes, such as a pgshard.Job's workers.
 type RateBudget struct {
-	db  DB
-	cfg RateBudgetConfig
+	db  pgstore.DB
+	cfg Config
 	sql budgetSQL
 
 	created atomic.Bool
@@ -106,9 +72,9 @@ var (
 
 // NewRateBudget checks cfg and returns a RateBudget. It does not touch the database; the
 // bucket is made, empty, on first use.
-func NewRateBudget(db DB, cfg RateBudgetConfig) (*RateBudget, error) {
+func NewRateBudget(db pgstore.DB, cfg Config) (*RateBudget, error) {
 	if db == nil {
-		return nil, errors.New("pgstore: rate budget: db is nil")
+		return nil, errors.New("pgbudget: db is nil")
 	}
 	if cfg.Rate == 0 {
 		cfg.Rate = reconcile.DefaultRate
@@ -120,30 +86,31 @@ func NewRateBudget(db DB, cfg RateBudgetConfig) (*RateBudget, error) {
 		cfg.Grant = 1
 	}
 	if cfg.MaxLate == 0 {
-		cfg.MaxLate = DefaultBudgetMaxLate
+		cfg.MaxLate = DefaultMaxLate
 	}
 	if cfg.Pause == 0 {
-		cfg.Pause = DefaultBudgetPause
+		cfg.Pause = DefaultPause
 	}
 	switch {
 	case cfg.Key == "":
-		return nil, errors.New("pgstore: rate budget: Key is empty")
+		return nil, errors.New("pgbudget: Key is empty")
 	case cfg.Rate < 0 || cfg.Rate == rate.Inf || math.IsNaN(float64(cfg.Rate)):
-		return nil, fmt.Errorf("pgstore: rate budget %s: Rate %v must be positive and finite", cfg.Key, cfg.Rate)
+		return nil, fmt.Errorf("pgbudget: %s: Rate %v must be positive and finite", cfg.Key, cfg.Rate)
 	case cfg.Burst < 0 || cfg.Grant < 0 || cfg.MaxLate < 0 || cfg.Pause < 0:
-		return nil, fmt.Errorf("pgstore: rate budget %s: negative Burst, Grant, MaxLate or Pause", cfg.Key)
+		return nil, fmt.Errorf("pgbudget: %s: negative Burst, Grant, MaxLate or Pause", cfg.Key)
 	case cfg.Grant > cfg.Burst:
-		return nil, fmt.Errorf("pgstore: rate budget %s: Grant %d is more than Burst %d", cfg.Key, cfg.Grant, cfg.Burst)
+		return nil, fmt.Errorf("pgbudget: %s: Grant %d is more than Burst %d", cfg.Key, cfg.Grant, cfg.Burst)
 	}
-	cfg.Tables = cfg.Tables.withDefaults()
-	if err := cfg.Tables.validate(); err != nil {
-		return nil, err
+	prefix, err := pgtables.Resolve(cfg.Tables.Prefix, cfg.Tables.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("pgbudget: config: %w", err)
 	}
+	cfg.Tables.Prefix = prefix
 	return &RateBudget{db: db, cfg: cfg, sql: newBudgetSQL(cfg.Tables)}, nil
 }
 
 // Config returns the budget's configuration with defaults filled in.
-func (b *RateBudget) Config() RateBudgetConfig { return b.cfg }
+func (b *RateBudget) Config() Config { return b.cfg }
 
 // Wait blocks until one call may be made, or ctx is done. It fails at once when the call could
 // not be granted before ctx's deadline; when a pause is the reason (a rate-limit answer to some
@@ -175,7 +142,7 @@ func (b *RateBudget) Wait(ctx context.Context) error {
 		}
 		if d, ok := ctx.Deadline(); ok && d.Before(at) {
 			b.giveBack(at)
-			return fmt.Errorf("pgstore: rate budget %s: the next call is %v away, past the context deadline", b.cfg.Key, time.Until(at).Round(time.Millisecond))
+			return fmt.Errorf("pgbudget: %s: the next call is %v away, past the context deadline", b.cfg.Key, time.Until(at).Round(time.Millisecond))
 		}
 		if err := sleep(ctx, time.Until(at)); err != nil {
 			b.giveBack(at)
@@ -220,9 +187,9 @@ func (b *RateBudget) paused() time.Duration {
 // so that the batch fails rather than take it for a call that cannot be granted in time.
 func (b *RateBudget) failed(ctx context.Context, what string, err error) error {
 	if ctx.Err() != nil {
-		return fmt.Errorf("pgstore: rate budget %s: %s: %w", b.cfg.Key, what, err)
+		return fmt.Errorf("pgbudget: %s: %s: %w", b.cfg.Key, what, err)
 	}
-	return fmt.Errorf("pgstore: rate budget %s: %s: %w: %w", b.cfg.Key, what, reconcile.ErrAbortBatch, err)
+	return fmt.Errorf("pgbudget: %s: %s: %w: %w", b.cfg.Key, what, reconcile.ErrAbortBatch, err)
 }
 
 // take hands out the earliest call this process reserved and has not used, dropping those too
@@ -279,7 +246,7 @@ func (b *RateBudget) reserve(ctx context.Context) (time.Time, error) {
 			return time.Time{}, &reconcile.RateLimitError{RetryAfter: seconds(base),
 				Reason: "the shared rate budget is paused by an earlier rate-limit answer"}
 		}
-		return time.Time{}, fmt.Errorf("pgstore: rate budget %s: the next call is %v away, past the context deadline", b.cfg.Key, seconds(wait).Round(time.Millisecond))
+		return time.Time{}, fmt.Errorf("pgbudget: %s: the next call is %v away, past the context deadline", b.cfg.Key, seconds(wait).Round(time.Millisecond))
 	}
 	// Call i (from 1) may be made when the bucket, refilling at Rate from base, holds i tokens.
 	// Times are offsets from the database's now, applied to our clock from when the answer
@@ -359,8 +326,8 @@ func (b *RateBudget) Throttle(retryAfter time.Duration) {
 	}
 }
 
-// BudgetState is a rate budget as stored.
-type BudgetState struct {
+// State is a rate budget as stored.
+type State struct {
 	Key string
 	// Tokens is the bucket's content as of At, negative while calls are promised ahead.
 	Tokens float64
@@ -375,14 +342,16 @@ type BudgetState struct {
 }
 
 // State reads the bucket as stored, for monitoring and tests.
-func (b *RateBudget) State(ctx context.Context) (BudgetState, error) {
-	s := BudgetState{Key: b.cfg.Key}
+func (b *RateBudget) State(ctx context.Context) (State, error) {
+	s := State{Key: b.cfg.Key}
 	var paused *time.Time
 	err := b.db.QueryRow(ctx, b.sql.state, b.cfg.Key).Scan(&s.Tokens, &s.At, &s.Rate, &s.Burst, &s.Granted, &s.Throttles, &paused)
 	if err != nil {
-		return s, fmt.Errorf("pgstore: rate budget %s: %w", b.cfg.Key, err)
+		return s, fmt.Errorf("pgbudget: %s: %w", b.cfg.Key, err)
 	}
-	s.PausedUntil = derefTime(paused)
+	if paused != nil {
+		s.PausedUntil = *paused
+	}
 	return s, nil
 }
 
@@ -395,61 +364,5 @@ func (b *RateBudget) now() *time.Time {
 	return &t
 }
 
+// seconds converts a database's float seconds to a time.Duration.
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
-
-// budgetSQL holds a rate budget's statements. Every statement takes the time from
-// clock_timestamp(), read only once the bucket's row is locked (or from $n, for tests), so that
-// a grant that waited for the lock is computed at the time it is made; now() would be the
-// statement's start, before the wait.
-type budgetSQL struct {
-	create, reserve, throttle, state string
-}
-
-func newBudgetSQL(t Tables) budgetSQL {
-	budgets := t.table("rate_budgets")
-	// settled is the bucket's content at now (or at its own time, if that is later: paused),
-	// refilled at $2 per second and capped at $3.
-	const settled = `CASE WHEN b.at < b.now THEN least($3::float8, b.tokens + $2::float8 * extract(epoch FROM b.now - b.at)::float8)
-		ELSE least($3::float8, b.tokens) END`
-	return budgetSQL{
-		// The bucket is made empty: workers starting together do not begin with a burst.
-		create: `INSERT INTO ` + budgets + ` (key, tokens, at, rate, burst) VALUES ($1, 0, coalesce($4::timestamptz, clock_timestamp()), $2, $3)
-			ON CONFLICT (key) DO NOTHING`,
-		// $1 key, $2 rate, $3 burst, $4 calls, $5 the longest wait acceptable in seconds, $6
-		// the time (NULL: the database clock). Call i (from 1) may be made at base +
-		// max(0, i - avail) / rate, and the last of them at wait seconds from now; if that is
-		// past $5, nothing is taken.
-		reserve: `WITH l AS (
-				SELECT tokens, at FROM ` + budgets + ` WHERE key = $1 FOR UPDATE
-			), b AS (
-				SELECT tokens, at, coalesce($6::timestamptz, clock_timestamp()) AS now FROM l
-			), c AS (
-				SELECT b.now, greatest(b.at, b.now) AS base, ` + settled + ` AS avail FROM b
-			), p AS (
-				SELECT now, base, avail,
-					extract(epoch FROM base - now)::float8 + greatest(0, $4::int - avail) / $2::float8 AS wait
-				FROM c
-			)
-			UPDATE ` + budgets + ` AS r SET
-				tokens = CASE WHEN p.wait <= $5::float8 THEN p.avail - $4::int ELSE r.tokens END,
-				at = CASE WHEN p.wait <= $5::float8 THEN p.base ELSE r.at END,
-				granted = r.granted + CASE WHEN p.wait <= $5::float8 THEN $4::int ELSE 0 END,
-				rate = $2, burst = $3
-			FROM p WHERE r.key = $1
-			RETURNING p.wait <= $5::float8, p.now, extract(epoch FROM p.base - p.now)::float8, p.avail, p.wait`,
-		// $4 the pause in seconds, $5 the time. The bucket is settled, emptied (what is
-		// promised stays promised) and pushed to the pause's end.
-		throttle: `WITH l AS (
-				SELECT tokens, at FROM ` + budgets + ` WHERE key = $1 FOR UPDATE
-			), b AS (
-				SELECT tokens, at, coalesce($5::timestamptz, clock_timestamp()) AS now FROM l
-			)
-			UPDATE ` + budgets + ` AS r SET
-				tokens = least(0, ` + settled + `),
-				at = greatest(b.at, b.now + make_interval(secs => $4::float8)),
-				paused_until = greatest(r.paused_until, b.now + make_interval(secs => $4::float8)),
-				throttles = r.throttles + 1
-			FROM b WHERE r.key = $1`,
-		state: `SELECT tokens, at, rate, burst, granted, throttles, paused_until FROM ` + budgets + ` WHERE key = $1`,
-	}
-}

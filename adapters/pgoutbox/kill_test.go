@@ -1,4 +1,4 @@
-package pgstore_test
+package pgoutbox_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/reconcilekit/reconcile/adapters/pgoutbox"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/internal/pgtest"
 )
@@ -42,11 +43,11 @@ func hangMidHandler(url, schema string) error {
 	if err != nil {
 		return err
 	}
-	d, err := pgstore.NewDispatcher(pool, pgstore.DispatcherConfig{Owner: "child", Lease: time.Second, Workers: 1})
+	d, err := pgoutbox.NewDispatcher(pool, pgoutbox.Config{Owner: "child", Lease: time.Second, Workers: 1})
 	if err != nil {
 		return err
 	}
-	if err := d.Handle("Apply", func(ctx context.Context, tx pgx.Tx, del pgstore.Delivery) error {
+	if err := d.Handle("Apply", func(ctx context.Context, tx pgx.Tx, del pgoutbox.Delivery) error {
 		if err := recordEffect(ctx, tx, del); err != nil {
 			return err
 		}
@@ -97,7 +98,7 @@ func TestADispatcherKilledMidHandlerIsReplacedAfterItsLeaseAndLeavesNoTrace(t *t
 	_ = child.Wait()
 	killedAt := time.Now()
 
-	survivor := newDispatcher(t, pool, pgstore.DispatcherConfig{Owner: "survivor"}, map[string]pgstore.Handler{"Apply": recordEffect})
+	survivor := newDispatcher(t, pool, pgoutbox.Config{Owner: "survivor"}, map[string]pgoutbox.Handler{"Apply": recordEffect})
 	drain(t, pool, survivor)
 	var total, fromChild int
 	if err := pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE attempt = 1) FROM effects`).Scan(&total, &fromChild); err != nil {

@@ -1,12 +1,8 @@
-package pgstore
+package pgoutbox
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"time"
-
-	"github.com/jackc/pgx/v5"
+	"github.com/reconcilekit/reconcile/adapters/pgstore"
+	"github.com/reconcilekit/reconcile/internal/pgtables"
 )
 
 // dispatchSQL holds the dispatcher's statements for one set of tables. Every statement that
@@ -14,10 +10,16 @@ import (
 // lease was taken over changes nothing.
 type dispatchSQL struct {
 	claim, complete, renew, release, snooze, retry, bury string
+	// findingResolved reads whether finding $1 is resolved (HandleCommand).
+	findingResolved string
+	// dead lists dead commands after id $1, at most $2; redrive re-drives command $1 for
+	// actor $2 (DeadCommands and Redrive, dead.go).
+	dead, redrive string
 }
 
-func newDispatchSQL(t Tables) dispatchSQL {
-	outbox := t.table("outbox")
+func newDispatchSQL(t pgstore.Tables) dispatchSQL {
+	outbox := pgtables.Name(t.Prefix, t.Schema, "outbox")
+	findings, events := pgtables.Name(t.Prefix, t.Schema, "findings"), pgtables.Name(t.Prefix, t.Schema, "finding_events")
 	// appendError keeps the last 20 errors with their attempt and time ($3 is the error).
 	const appendError = `errors = (SELECT coalesce(jsonb_agg(e ORDER BY n), '[]') FROM (
 			SELECT e, n FROM jsonb_array_elements(errors || jsonb_build_array(jsonb_build_object(
@@ -68,83 +70,28 @@ func newDispatchSQL(t Tables) dispatchSQL {
 			lease_owner = NULL, lease_expires_at = NULL, ` + appendError + fence,
 		bury: `UPDATE ` + outbox + ` SET status = 'dead', failures = failures + 1, dead_at = now(), lease_owner = NULL,
 			lease_expires_at = NULL, ` + appendError + fence,
-	}
-}
 
-// DeadCommand is a command that will not be tried again until re-driven.
-type DeadCommand struct {
-	ID            int64
-	AggregateType string
-	AggregateID   string
-	Name          string
-	FindingID     int64
-	Failures      int
-	LastError     string
-	DeadAt        time.Time
-	// Errors is the JSON array of the last errors, each with its attempt and time.
-	Errors []byte
-}
+		findingResolved: `SELECT resolved_at IS NOT NULL FROM ` + findings + ` WHERE id = $1`,
 
-// DeadCommands lists dead commands, oldest first, after the given id (keyset pagination).
-func (d *Dispatcher) DeadCommands(ctx context.Context, afterID int64, limit int) ([]DeadCommand, error) {
-	if limit <= 0 {
-		return nil, fmt.Errorf("pgstore: dead commands: limit %d must be positive", limit)
+		dead: `SELECT id, aggregate_type, aggregate_id, event_type, coalesce(finding_id, 0), failures,
+				coalesce(last_error, ''), dead_at, errors
+			FROM ` + outbox + ` WHERE status = 'dead' AND id > $1 ORDER BY id LIMIT $2`,
+		// A dead command is re-driven only if no younger command of its aggregate is applied
+		// or queued; the finding's history records who did it.
+		redrive: `WITH cmd AS (
+				SELECT id, aggregate_type, aggregate_id, finding_id, status = 'dead' AS dead FROM ` + outbox + ` WHERE id = $1
+			), younger AS (
+				SELECT EXISTS (SELECT 1 FROM ` + outbox + ` AS y, cmd
+					WHERE y.aggregate_type = cmd.aggregate_type AND y.aggregate_id = cmd.aggregate_id
+						AND y.id > cmd.id AND y.status <> 'dead') AS found
+			), upd AS (
+				UPDATE ` + outbox + ` AS o SET status = 'pending', failures = 0, available_at = now(), dead_at = NULL
+				FROM cmd, younger WHERE o.id = cmd.id AND o.status = 'dead' AND cmd.dead AND NOT younger.found
+				RETURNING o.finding_id
+			), ev AS (
+				INSERT INTO ` + events + ` (finding_id, action, actor, note)
+				SELECT finding_id, 'command redriven', $2, 'command ' || $1::text FROM upd WHERE finding_id IS NOT NULL
+			)
+			SELECT coalesce((SELECT dead FROM cmd), false), (SELECT found FROM younger), EXISTS (SELECT 1 FROM upd)`,
 	}
-	rows, err := d.db.Query(ctx, `SELECT id, aggregate_type, aggregate_id, event_type, coalesce(finding_id, 0), failures,
-			coalesce(last_error, ''), dead_at, errors
-		FROM `+d.cfg.Tables.table("outbox")+` WHERE status = 'dead' AND id > $1 ORDER BY id LIMIT $2`, afterID, limit)
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: dead commands: %w", err)
-	}
-	cmds, err := pgx.CollectRows(rows, pgx.RowToStructByPos[DeadCommand])
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: dead commands: %w", err)
-	}
-	return cmds, nil
-}
-
-// ErrNotDead is returned by Redrive for a command that is not dead.
-var ErrNotDead = errors.New("pgstore: the command is not dead")
-
-// ErrOutOfOrder is returned by Redrive when a younger command of the same aggregate has been
-// applied or is queued: applying the dead one now would apply it out of order. Resolve its
-// finding by hand instead (through the canonical writer), or re-drive after the younger ones
-// are dead too.
-var ErrOutOfOrder = errors.New("pgstore: a younger command of the same aggregate was applied or is queued")
-
-// Redrive gives a dead command a new set of attempts, due now, and records who did it in its
-// finding's history; its error history is kept.
-func (d *Dispatcher) Redrive(ctx context.Context, id int64, actor string) error {
-	if actor == "" {
-		return errors.New("pgstore: redrive: the actor is empty")
-	}
-	outbox := d.cfg.Tables.table("outbox")
-	var dead, younger, redriven bool
-	err := d.db.QueryRow(ctx, `WITH cmd AS (
-			SELECT id, aggregate_type, aggregate_id, finding_id, status = 'dead' AS dead FROM `+outbox+` WHERE id = $1
-		), younger AS (
-			SELECT EXISTS (SELECT 1 FROM `+outbox+` AS y, cmd
-				WHERE y.aggregate_type = cmd.aggregate_type AND y.aggregate_id = cmd.aggregate_id
-					AND y.id > cmd.id AND y.status <> 'dead') AS found
-		), upd AS (
-			UPDATE `+outbox+` AS o SET status = 'pending', failures = 0, available_at = now(), dead_at = NULL
-			FROM cmd, younger WHERE o.id = cmd.id AND o.status = 'dead' AND cmd.dead AND NOT younger.found
-			RETURNING o.finding_id
-		), ev AS (
-			INSERT INTO `+d.cfg.Tables.table("finding_events")+` (finding_id, action, actor, note)
-			SELECT finding_id, 'command redriven', $2, 'command ' || $1::text FROM upd WHERE finding_id IS NOT NULL
-		)
-		SELECT coalesce((SELECT dead FROM cmd), false), (SELECT found FROM younger), EXISTS (SELECT 1 FROM upd)`, id, actor).
-		Scan(&dead, &younger, &redriven)
-	switch {
-	case err != nil:
-		return fmt.Errorf("pgstore: redrive command %d: %w", id, err)
-	case !dead:
-		return fmt.Errorf("%w: %d", ErrNotDead, id)
-	case younger:
-		return fmt.Errorf("pgstore: redrive command %d: %w", id, ErrOutOfOrder)
-	case !redriven:
-		return fmt.Errorf("pgstore: redrive command %d: it changed meanwhile", id)
-	}
-	return nil
 }

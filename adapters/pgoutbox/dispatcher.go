@@ -1,16 +1,12 @@
-package pgstore
+package pgoutbox
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"math/rand/v2"
 	"os"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -18,124 +14,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/internal/drain"
+	"github.com/reconcilekit/reconcile/internal/pgtables"
 )
-
-// Delivery is one claimed command, as a handler sees it.
-type Delivery struct {
-	ID            int64
-	AggregateType string
-	AggregateID   string
-	// Name is the command (the outbox row's event type), such as "ApplyPaymentSucceeded".
-	Name    string
-	Payload []byte
-	// FindingID is the finding the command repairs; zero for rows the reconciler did not queue.
-	FindingID int64
-	// Attempt is this claim's number, 1 for the first: the fencing token every finalize is
-	// guarded by. A delivery with a higher attempt may exist if this one's lease expired.
-	Attempt int64
-	// Failures counts earlier attempts that failed and spent the retry budget.
-	Failures  int
-	CreatedAt time.Time
-}
-
-// Handler applies one command. Its database work goes through tx, in which the dispatcher then
-// marks the command done, so the effect and the completion commit together or not at all. A
-// handler must be idempotent in effect (a guarded update: a command can be delivered again
-// after a crash), and should return Permanent for a command that can never succeed and
-// RetryLater to wait without spending an attempt.
-type Handler func(ctx context.Context, tx pgx.Tx, d Delivery) error
-
-// ErrLeaseLost means the command was claimed again by another dispatcher because this one's
-// lease expired; nothing this delivery did was kept.
-var ErrLeaseLost = errors.New("pgstore: dispatch: lease lost to another claim")
-
-// permanentError marks a handler error as final.
-type permanentError struct{ err error }
-
-func (e *permanentError) Error() string { return "permanent: " + e.err.Error() }
-func (e *permanentError) Unwrap() error { return e.err }
-
-// Permanent marks err as final: the command goes dead at once, kept with the error, until
-// re-driven. Use it for bad payloads and commands that can never apply.
-func Permanent(err error) error { return &permanentError{err} }
-
-// IsPermanent reports whether err was marked with Permanent.
-func IsPermanent(err error) bool {
-	var p *permanentError
-	return errors.As(err, &p)
-}
-
-// retryLaterError asks for another try after a wait, without spending an attempt.
-type retryLaterError struct {
-	after time.Duration
-	err   error
-}
-
-func (e *retryLaterError) Error() string {
-	return fmt.Sprintf("retry after %v: %v", e.after, e.err)
-}
-func (e *retryLaterError) Unwrap() error { return e.err }
-
-// RetryLater asks for the command to be tried again after d without counting a failure: the
-// row it needs is locked, a dependency is not there yet.
-func RetryLater(d time.Duration, err error) error { return &retryLaterError{after: d, err: err} }
-
-// IsRetryLater reports whether err was made by RetryLater, and the wait it asked for.
-func IsRetryLater(err error) (time.Duration, bool) {
-	var r *retryLaterError
-	if errors.As(err, &r) {
-		return r.after, true
-	}
-	return 0, false
-}
-
-// Defaults of DispatcherConfig.
-const (
-	DefaultLease          = 30 * time.Second
-	DefaultPollInterval   = time.Second
-	DefaultMaxAttempts    = 10
-	DefaultBackoffBase    = time.Second
-	DefaultBackoffMax     = time.Hour
-	DefaultWorkers        = 4
-	DefaultHandlerTimeout = 10 * time.Minute
-	// finalizeTimeout bounds the statements that record an outcome, which run even while
-	// stopping: a database that does not answer must not hold Stop past its deadline for long.
-	finalizeTimeout = 10 * time.Second
-)
-
-// DispatcherConfig configures a Dispatcher. The zero value works with the default tables.
-type DispatcherConfig struct {
-	// Tables names the reconciler's tables, as given to Migrate.
-	Tables Tables
-	// Owner names this dispatcher in leases. Empty means host name, process id and a random
-	// suffix.
-	Owner string
-	// Workers is the number of commands handled at once. Zero means DefaultWorkers. Each
-	// running handler holds a connection for its transaction, and the dispatcher needs one more
-	// to claim and one to renew leases: a *pgxpool.Pool must allow Workers + 2 connections.
-	Workers int
-	// Lease is how long a claim holds before another dispatcher may take the command; running
-	// handlers renew it every third of that. Zero means DefaultLease.
-	Lease time.Duration
-	// PollInterval is how long an idle worker waits before looking for work again. Zero means
-	// DefaultPollInterval.
-	PollInterval time.Duration
-	// MaxAttempts is how many failed attempts make a command dead. Zero means
-	// DefaultMaxAttempts.
-	MaxAttempts int
-	// BackoffBase and BackoffMax bound the wait before a retry: BackoffBase·2^(failures-1),
-	// at most BackoffMax, of which a random half is taken off so that retries spread out.
-	// Zero means DefaultBackoffBase and DefaultBackoffMax.
-	BackoffBase, BackoffMax time.Duration
-	// HandlerTimeout bounds one handler call; a handler that hangs longer fails (and is
-	// retried), instead of holding its lease, its aggregate and a worker forever. Zero means
-	// DefaultHandlerTimeout.
-	HandlerTimeout time.Duration
-	// Logger receives a line per failure. Nil means no logging.
-	Logger *slog.Logger
-}
 
 // Dispatcher applies the repair commands of the outbox: it claims them with FOR UPDATE SKIP
 // LOCKED under a lease, calls the handler registered for their name, and completes, retries or
@@ -158,8 +40,8 @@ type DispatcherConfig struct {
 //
 // A Dispatcher is started once: after Stop, make a new one to start again.
 type Dispatcher struct {
-	db       DB
-	cfg      DispatcherConfig
+	db       pgstore.DB
+	cfg      Config
 	handlers map[string]Handler
 	sql      dispatchSQL
 
@@ -175,22 +57,27 @@ type Dispatcher struct {
 	bg      sync.WaitGroup          // the lease renewer
 }
 
+// finalizeTimeout bounds the statements that record an outcome, which run even while
+// stopping: a database that does not answer must not hold Stop past its deadline for long.
+const finalizeTimeout = 10 * time.Second
+
 // errStopped is the cause handlers see when Stop runs out of patience.
-var errStopped = errors.New("pgstore: dispatcher stopped")
+var errStopped = errors.New("pgoutbox: dispatcher stopped")
 
 // NewDispatcher checks cfg and returns a Dispatcher with no handlers.
-func NewDispatcher(db DB, cfg DispatcherConfig) (*Dispatcher, error) {
+func NewDispatcher(db pgstore.DB, cfg Config) (*Dispatcher, error) {
 	if db == nil {
-		return nil, errors.New("pgstore: dispatcher: db is nil")
+		return nil, errors.New("pgoutbox: db is nil")
 	}
 	switch {
 	case cfg.Workers < 0, cfg.Lease < 0, cfg.PollInterval < 0, cfg.MaxAttempts < 0, cfg.BackoffBase < 0, cfg.BackoffMax < 0, cfg.HandlerTimeout < 0:
-		return nil, fmt.Errorf("pgstore: dispatcher config: negative value in %+v", cfg)
+		return nil, fmt.Errorf("pgoutbox: config: negative value in %+v", cfg)
 	}
-	cfg.Tables = cfg.Tables.withDefaults()
-	if err := cfg.Tables.validate(); err != nil {
-		return nil, err
+	prefix, err := pgtables.Resolve(cfg.Tables.Prefix, cfg.Tables.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("pgoutbox: config: %w", err)
 	}
+	cfg.Tables.Prefix = prefix
 	if cfg.Owner == "" {
 		host, _ := os.Hostname()
 		cfg.Owner = host + ":" + strconv.Itoa(os.Getpid()) + ":" + strconv.FormatUint(rand.Uint64()%1e6, 10)
@@ -209,18 +96,18 @@ func NewDispatcher(db DB, cfg DispatcherConfig) (*Dispatcher, error) {
 		cfg.Workers = DefaultWorkers
 	}
 	if cfg.BackoffBase > cfg.BackoffMax {
-		return nil, fmt.Errorf("pgstore: dispatcher config: BackoffBase %v is above BackoffMax %v", cfg.BackoffBase, cfg.BackoffMax)
+		return nil, fmt.Errorf("pgoutbox: config: BackoffBase %v is above BackoffMax %v", cfg.BackoffBase, cfg.BackoffMax)
 	}
 	if p, ok := db.(*pgxpool.Pool); ok && int(p.Config().MaxConns) < cfg.Workers+2 {
 		// Otherwise handlers wait for connections while their leases run out.
-		return nil, fmt.Errorf("pgstore: dispatcher config: the pool allows %d connections; %d workers need %d (Workers + 2)",
+		return nil, fmt.Errorf("pgoutbox: config: the pool allows %d connections; %d workers need %d (Workers + 2)",
 			p.Config().MaxConns, cfg.Workers, cfg.Workers+2)
 	}
 	if cfg.MaxAttempts == 0 {
 		cfg.MaxAttempts = DefaultMaxAttempts
 	}
 	if cfg.Lease < time.Second {
-		return nil, fmt.Errorf("pgstore: dispatcher config: Lease %v is shorter than a second", cfg.Lease)
+		return nil, fmt.Errorf("pgoutbox: config: Lease %v is shorter than a second", cfg.Lease)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -235,62 +122,14 @@ func (d *Dispatcher) Handle(name string, h Handler) error {
 	defer d.mu.Unlock()
 	switch {
 	case d.frozen:
-		return errors.New("pgstore: dispatcher: Handle after Start or Work")
+		return errors.New("pgoutbox: Handle after Start or Work")
 	case name == "" || h == nil:
-		return errors.New("pgstore: dispatcher: Handle needs a name and a handler")
+		return errors.New("pgoutbox: Handle needs a name and a handler")
 	case d.handlers[name] != nil:
-		return fmt.Errorf("pgstore: dispatcher: %q already has a handler", name)
+		return fmt.Errorf("pgoutbox: %q already has a handler", name)
 	}
 	d.handlers[name] = h
 	return nil
-}
-
-// HandleJSON registers a handler whose payload is decoded as JSON into T, rejecting unknown
-// fields; if T has a Validate() error method it is called too. A payload that does not decode
-// or validate makes the command dead at once with the reason: retrying cannot fix it.
-func HandleJSON[T any](d *Dispatcher, name string, h func(ctx context.Context, tx pgx.Tx, payload T, del Delivery) error) error {
-	return d.Handle(name, func(ctx context.Context, tx pgx.Tx, del Delivery) error {
-		var v T
-		dec := json.NewDecoder(bytes.NewReader(del.Payload))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&v); err != nil {
-			return Permanent(fmt.Errorf("decode %s payload: %w", name, err))
-		}
-		if dec.More() {
-			return Permanent(fmt.Errorf("decode %s payload: data after the JSON value", name))
-		}
-		if val, ok := any(&v).(interface{ Validate() error }); ok {
-			if err := val.Validate(); err != nil {
-				return Permanent(fmt.Errorf("%s payload: %w", name, err))
-			}
-		}
-		return h(ctx, tx, v, del)
-	})
-}
-
-// HandleCommand registers a handler of a reconciler repair command, decoded and checked with
-// reconcile.DecodeCommand. A command whose finding is already resolved is completed without
-// calling h: the webhook applied the change first, or a person decided (fixed, accepted, a
-// false positive), and a repair must not overrule them.
-func HandleCommand(d *Dispatcher, name string, h func(ctx context.Context, tx pgx.Tx, cmd reconcile.Command) error) error {
-	findings := d.cfg.Tables.table("findings")
-	return d.Handle(name, func(ctx context.Context, tx pgx.Tx, del Delivery) error {
-		cmd, err := reconcile.DecodeCommand(del.Name, del.Payload)
-		if err != nil {
-			return Permanent(err)
-		}
-		var resolved bool
-		err = tx.QueryRow(ctx, `SELECT resolved_at IS NOT NULL FROM `+findings+` WHERE id = $1`, cmd.FindingID).Scan(&resolved)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			// The finding is gone (deleted by retention): apply the command as asked.
-		case err != nil:
-			return fmt.Errorf("read finding %d: %w", cmd.FindingID, err)
-		case resolved:
-			return nil
-		}
-		return h(ctx, tx, cmd)
-	})
 }
 
 // Start claims and applies commands in the background, up to Workers at once, until Stop, or
@@ -299,10 +138,10 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.started {
-		return errors.New("pgstore: dispatcher: already started (a stopped Dispatcher cannot start again)")
+		return errors.New("pgoutbox: already started (a stopped Dispatcher cannot start again)")
 	}
 	if len(d.handlers) == 0 {
-		return errors.New("pgstore: dispatcher: no handlers registered")
+		return errors.New("pgoutbox: no handlers registered")
 	}
 	d.started, d.frozen = true, true
 	handlerCtx, kill := context.WithCancelCause(ctx)
@@ -328,7 +167,7 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 	d.mu.Lock()
 	if !d.started || d.stop == nil {
 		d.mu.Unlock()
-		return errors.New("pgstore: dispatcher: not started")
+		return errors.New("pgoutbox: not started")
 	}
 	stop, kill := d.stop, d.kill
 	d.stop = nil
@@ -337,7 +176,7 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 	stop()
 	var err error
 	if !drain.Wait(ctx, &d.work, kill, errStopped) {
-		err = fmt.Errorf("pgstore: dispatcher: stop: handlers cancelled: %w", ctx.Err())
+		err = fmt.Errorf("pgoutbox: stop: handlers cancelled: %w", ctx.Err())
 	}
 	kill(nil) // ends the renewer
 	d.bg.Wait()
@@ -448,20 +287,13 @@ func (d *Dispatcher) Work(ctx context.Context) (int, error) {
 func (d *Dispatcher) claim(ctx context.Context, n int) ([]Delivery, error) {
 	rows, err := d.db.Query(ctx, d.sql.claim, d.cfg.Owner, d.cfg.Lease, n)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: dispatcher: claim: %w", err)
+		return nil, fmt.Errorf("pgoutbox: claim: %w", err)
 	}
 	dels, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Delivery])
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: dispatcher: claim: %w", err)
+		return nil, fmt.Errorf("pgoutbox: claim: %w", err)
 	}
 	return dels, nil
-}
-
-// lease is a delivery being handled: what the renewer renews, and how it stops the handler if
-// the lease was lost.
-type lease struct {
-	attempt int64
-	cancel  context.CancelCauseFunc
 }
 
 // process applies one claimed command and finalizes it. It never returns an error: every
@@ -588,58 +420,6 @@ func (d *Dispatcher) finalize(ctx context.Context, sql string, del Delivery, cau
 		d.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile dispatcher: lease lost; outcome not recorded",
 			slog.Int64("command", del.ID), slog.Int64("attempt", del.Attempt))
 	}
-}
-
-// renew renews, every third of the lease and in one statement, the leases of every delivery
-// being handled, and cancels with ErrLeaseLost the handlers whose command was claimed again.
-// It returns when ctx is done.
-func (d *Dispatcher) renew(ctx context.Context) {
-	t := time.NewTicker(d.cfg.Lease / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		d.leaseMu.Lock()
-		ids := slices.Sorted(maps.Keys(d.leases)) // one lock order for every renewer
-		attempts := make([]int64, len(ids))
-		for i, id := range ids {
-			attempts[i] = d.leases[id].attempt
-		}
-		d.leaseMu.Unlock()
-		if len(ids) == 0 {
-			continue
-		}
-		// Bounded, so that one locked row cannot hold up every lease past its expiry.
-		rctx, cancel := context.WithTimeout(ctx, d.cfg.Lease/3)
-		held, err := d.renewOnce(rctx, ids, attempts)
-		cancel()
-		if err != nil {
-			// Unknown: try again next tick rather than cancel handlers that may be fine.
-			d.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile dispatcher: renewing leases failed", slog.String("error", err.Error()))
-			continue
-		}
-		d.leaseMu.Lock()
-		for i, id := range ids {
-			if l := d.leases[id]; l != nil && l.attempt == attempts[i] && !slices.Contains(held, id) {
-				// The row was claimed again, or finished by a concurrent completion we are
-				// about to see; in both cases this handler's work must not be kept.
-				l.cancel(ErrLeaseLost)
-			}
-		}
-		d.leaseMu.Unlock()
-	}
-}
-
-// renewOnce renews the given leases and returns the ids still held.
-func (d *Dispatcher) renewOnce(ctx context.Context, ids, attempts []int64) ([]int64, error) {
-	rows, err := d.db.Query(ctx, d.sql.renew, ids, attempts, d.cfg.Lease)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
 
 // backoff is the wait before retry number failures: BackoffBase doubled per earlier failure,

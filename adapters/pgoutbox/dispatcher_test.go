@@ -1,4 +1,4 @@
-package pgstore_test
+package pgoutbox_test
 
 import (
 	"context"
@@ -11,9 +11,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/reconcilekit/reconcile/internal/leaktest"
 
+	"github.com/reconcilekit/reconcile/adapters/pgoutbox"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
+	"github.com/reconcilekit/reconcile/internal/leaktest"
 	"github.com/reconcilekit/reconcile/internal/pgtest"
 )
 
@@ -59,12 +60,12 @@ func verifyNoLeaks(t *testing.T) {
 }
 
 // recordEffect is a handler's business write.
-func recordEffect(ctx context.Context, tx pgx.Tx, d pgstore.Delivery) error {
+func recordEffect(ctx context.Context, tx pgx.Tx, d pgoutbox.Delivery) error {
 	_, err := tx.Exec(ctx, `INSERT INTO effects (command_id, aggregate_id, attempt) VALUES ($1, $2, $3)`, d.ID, d.AggregateID, d.Attempt)
 	return err
 }
 
-func newDispatcher(t *testing.T, pool *pgxpool.Pool, cfg pgstore.DispatcherConfig, handlers map[string]pgstore.Handler) *pgstore.Dispatcher {
+func newDispatcher(t *testing.T, pool *pgxpool.Pool, cfg pgoutbox.Config, handlers map[string]pgoutbox.Handler) *pgoutbox.Dispatcher {
 	t.Helper()
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = 5 * time.Millisecond
@@ -72,7 +73,7 @@ func newDispatcher(t *testing.T, pool *pgxpool.Pool, cfg pgstore.DispatcherConfi
 	if cfg.BackoffBase == 0 {
 		cfg.BackoffBase, cfg.BackoffMax = time.Millisecond, 5*time.Millisecond
 	}
-	d, err := pgstore.NewDispatcher(pool, cfg)
+	d, err := pgoutbox.NewDispatcher(pool, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func newDispatcher(t *testing.T, pool *pgxpool.Pool, cfg pgstore.DispatcherConfi
 }
 
 // drain calls Work until a call finds nothing ready and nothing is waiting to retry soon.
-func drain(t *testing.T, pool *pgxpool.Pool, d *pgstore.Dispatcher) {
+func drain(t *testing.T, pool *pgxpool.Pool, d *pgoutbox.Dispatcher) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
@@ -129,8 +130,8 @@ func TestAHandlersEffectAndTheCompletionCommitTogether(t *testing.T) {
 	pool := outboxWorld(t)
 	ids := enqueue(t, pool, "Apply", 2, 2, `{}`)
 	var calls atomic.Int64
-	d := newDispatcher(t, pool, pgstore.DispatcherConfig{MaxAttempts: 5}, map[string]pgstore.Handler{
-		"Apply": func(ctx context.Context, tx pgx.Tx, del pgstore.Delivery) error {
+	d := newDispatcher(t, pool, pgoutbox.Config{MaxAttempts: 5}, map[string]pgoutbox.Handler{
+		"Apply": func(ctx context.Context, tx pgx.Tx, del pgoutbox.Delivery) error {
 			if err := recordEffect(ctx, tx, del); err != nil {
 				return err
 			}
@@ -165,14 +166,14 @@ func TestFourDispatchersApplyTenThousandCommandsOnceInOrder(t *testing.T) {
 	const n, aggregates = 10000, 2000 // five commands queued per payment
 	enqueue(t, pool, "Apply", n, aggregates, `{}`)
 	// Four dispatchers as four processes would run them: each with its own pool.
-	var ds []*pgstore.Dispatcher
+	var ds []*pgoutbox.Dispatcher
 	for i := range 4 {
 		own, err := pgxpool.NewWithConfig(context.Background(), pool.Config().Copy())
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(own.Close)
-		d := newDispatcher(t, own, pgstore.DispatcherConfig{Owner: fmt.Sprintf("d%d", i), Workers: 2}, map[string]pgstore.Handler{"Apply": recordEffect})
+		d := newDispatcher(t, own, pgoutbox.Config{Owner: fmt.Sprintf("d%d", i), Workers: 2}, map[string]pgoutbox.Handler{"Apply": recordEffect})
 		if err := d.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -214,8 +215,8 @@ func TestAPoisonCommandGoesDeadKeepsItsErrorsAndCanBeRedriven(t *testing.T) {
 	pool := outboxWorld(t)
 	ids := enqueue(t, pool, "Apply", 1, 1, `{}`)
 	var healed atomic.Bool
-	d := newDispatcher(t, pool, pgstore.DispatcherConfig{MaxAttempts: 3}, map[string]pgstore.Handler{
-		"Apply": func(ctx context.Context, tx pgx.Tx, del pgstore.Delivery) error {
+	d := newDispatcher(t, pool, pgoutbox.Config{MaxAttempts: 3}, map[string]pgoutbox.Handler{
+		"Apply": func(ctx context.Context, tx pgx.Tx, del pgoutbox.Delivery) error {
 			if !healed.Load() {
 				return fmt.Errorf("downstream refused attempt %d", del.Attempt)
 			}
@@ -235,7 +236,7 @@ func TestAPoisonCommandGoesDeadKeepsItsErrorsAndCanBeRedriven(t *testing.T) {
 	if err := d.Redrive(context.Background(), ids[0], "ops"); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Redrive(context.Background(), ids[0], "ops"); !errors.Is(err, pgstore.ErrNotDead) {
+	if err := d.Redrive(context.Background(), ids[0], "ops"); !errors.Is(err, pgoutbox.ErrNotDead) {
 		t.Fatalf("second Redrive = %v, want ErrNotDead", err)
 	}
 	drain(t, pool, d)
@@ -260,9 +261,9 @@ func TestBadPayloadsGoDeadAtOnceWithoutBlockingOtherAggregates(t *testing.T) {
 	t.Parallel()
 	pool := outboxWorld(t)
 	ctx := context.Background()
-	d := newDispatcher(t, pool, pgstore.DispatcherConfig{MaxAttempts: 10}, nil)
+	d := newDispatcher(t, pool, pgoutbox.Config{MaxAttempts: 10}, nil)
 	var applied atomic.Int64
-	if err := pgstore.HandleJSON(d, "Charge", func(ctx context.Context, tx pgx.Tx, p amountPayload, del pgstore.Delivery) error {
+	if err := pgoutbox.HandleJSON(d, "Charge", func(ctx context.Context, tx pgx.Tx, p amountPayload, del pgoutbox.Delivery) error {
 		applied.Add(1)
 		return recordEffect(ctx, tx, del)
 	}); err != nil {
@@ -310,10 +311,10 @@ func TestRetryLaterWaitsWithoutSpendingAnAttempt(t *testing.T) {
 	pool := outboxWorld(t)
 	ids := enqueue(t, pool, "Apply", 1, 1, `{}`)
 	var tries atomic.Int64
-	d := newDispatcher(t, pool, pgstore.DispatcherConfig{MaxAttempts: 1}, map[string]pgstore.Handler{
-		"Apply": func(ctx context.Context, tx pgx.Tx, del pgstore.Delivery) error {
+	d := newDispatcher(t, pool, pgoutbox.Config{MaxAttempts: 1}, map[string]pgoutbox.Handler{
+		"Apply": func(ctx context.Context, tx pgx.Tx, del pgoutbox.Delivery) error {
 			if tries.Add(1) <= 3 {
-				return pgstore.RetryLater(time.Millisecond, errors.New("the payment row is locked"))
+				return pgoutbox.RetryLater(time.Millisecond, errors.New("the payment row is locked"))
 			}
 			return recordEffect(ctx, tx, del)
 		},
@@ -329,8 +330,8 @@ func TestLaterCommandsOfAnAggregateWaitForAnEarlierOneToRetry(t *testing.T) {
 	pool := outboxWorld(t)
 	ids := enqueue(t, pool, "Apply", 2, 1, `{}`) // same aggregate
 	var first atomic.Bool
-	d := newDispatcher(t, pool, pgstore.DispatcherConfig{BackoffBase: 200 * time.Millisecond, BackoffMax: 200 * time.Millisecond}, map[string]pgstore.Handler{
-		"Apply": func(ctx context.Context, tx pgx.Tx, del pgstore.Delivery) error {
+	d := newDispatcher(t, pool, pgoutbox.Config{BackoffBase: 200 * time.Millisecond, BackoffMax: 200 * time.Millisecond}, map[string]pgoutbox.Handler{
+		"Apply": func(ctx context.Context, tx pgx.Tx, del pgoutbox.Delivery) error {
 			if del.ID == ids[0] && !first.Swap(true) {
 				return errors.New("not yet")
 			}
@@ -357,8 +358,8 @@ func TestStopWaitsForRunningHandlersAndLeaksNothing(t *testing.T) {
 	pool := outboxWorld(t)
 	ids := enqueue(t, pool, "Apply", 1, 1, `{}`)
 	started := make(chan struct{})
-	d := newDispatcher(t, pool, pgstore.DispatcherConfig{Workers: 2}, map[string]pgstore.Handler{
-		"Apply": func(ctx context.Context, tx pgx.Tx, del pgstore.Delivery) error {
+	d := newDispatcher(t, pool, pgoutbox.Config{Workers: 2}, map[string]pgoutbox.Handler{
+		"Apply": func(ctx context.Context, tx pgx.Tx, del pgoutbox.Delivery) error {
 			close(started)
 			time.Sleep(300 * time.Millisecond)
 			return recordEffect(ctx, tx, del)
@@ -381,8 +382,8 @@ func TestAnImpatientStopCancelsHandlersAndGivesTheirCommandsBack(t *testing.T) {
 	pool := outboxWorld(t)
 	ids := enqueue(t, pool, "Apply", 1, 1, `{}`)
 	started := make(chan struct{})
-	d := newDispatcher(t, pool, pgstore.DispatcherConfig{}, map[string]pgstore.Handler{
-		"Apply": func(ctx context.Context, tx pgx.Tx, del pgstore.Delivery) error {
+	d := newDispatcher(t, pool, pgoutbox.Config{}, map[string]pgoutbox.Handler{
+		"Apply": func(ctx context.Context, tx pgx.Tx, del pgoutbox.Delivery) error {
 			close(started)
 			<-ctx.Done()
 			return ctx.Err()
@@ -407,14 +408,14 @@ func TestAHeartbeatKeepsALongHandlersLease(t *testing.T) {
 	pool := outboxWorld(t)
 	ids := enqueue(t, pool, "Apply", 1, 1, `{}`)
 	started := make(chan struct{})
-	slow := newDispatcher(t, pool, pgstore.DispatcherConfig{Owner: "slow", Lease: time.Second}, map[string]pgstore.Handler{
-		"Apply": func(ctx context.Context, tx pgx.Tx, del pgstore.Delivery) error {
+	slow := newDispatcher(t, pool, pgoutbox.Config{Owner: "slow", Lease: time.Second}, map[string]pgoutbox.Handler{
+		"Apply": func(ctx context.Context, tx pgx.Tx, del pgoutbox.Delivery) error {
 			close(started)
 			time.Sleep(2500 * time.Millisecond) // two and a half leases
 			return recordEffect(ctx, tx, del)
 		},
 	})
-	thief := newDispatcher(t, pool, pgstore.DispatcherConfig{Owner: "thief"}, map[string]pgstore.Handler{"Apply": recordEffect})
+	thief := newDispatcher(t, pool, pgoutbox.Config{Owner: "thief"}, map[string]pgoutbox.Handler{"Apply": recordEffect})
 	done := make(chan error)
 	go func() {
 		_, err := slow.Work(context.Background())
@@ -439,14 +440,14 @@ func TestAHeartbeatKeepsALongHandlersLease(t *testing.T) {
 
 func TestNewDispatcherRejectsBadConfig(t *testing.T) {
 	pool := pgtest.Pool(t)
-	for _, cfg := range []pgstore.DispatcherConfig{
+	for _, cfg := range []pgoutbox.Config{
 		{Workers: -1}, {Lease: -time.Second}, {Lease: 10 * time.Millisecond}, {MaxAttempts: -1}, {Tables: pgstore.Tables{Prefix: "bad prefix"}},
 	} {
-		if _, err := pgstore.NewDispatcher(pool, cfg); err == nil {
+		if _, err := pgoutbox.NewDispatcher(pool, cfg); err == nil {
 			t.Errorf("NewDispatcher(%+v) succeeded", cfg)
 		}
 	}
-	d, err := pgstore.NewDispatcher(pool, pgstore.DispatcherConfig{})
+	d, err := pgoutbox.NewDispatcher(pool, pgoutbox.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -465,8 +466,8 @@ func TestRedriveRefusesToApplyACommandAfterAYoungerOneOfItsAggregate(t *testing.
 	t.Parallel()
 	pool := outboxWorld(t)
 	ids := enqueue(t, pool, "Apply", 2, 1, `{}`) // one aggregate
-	d := newDispatcher(t, pool, pgstore.DispatcherConfig{MaxAttempts: 1}, map[string]pgstore.Handler{
-		"Apply": func(ctx context.Context, tx pgx.Tx, del pgstore.Delivery) error {
+	d := newDispatcher(t, pool, pgoutbox.Config{MaxAttempts: 1}, map[string]pgoutbox.Handler{
+		"Apply": func(ctx context.Context, tx pgx.Tx, del pgoutbox.Delivery) error {
 			if del.ID == ids[0] {
 				return errors.New("poison")
 			}
@@ -477,7 +478,7 @@ func TestRedriveRefusesToApplyACommandAfterAYoungerOneOfItsAggregate(t *testing.
 	if c := command(t, pool, ids[1]); c.Status != "done" {
 		t.Fatalf("the younger command: %+v, want done (a dead one does not block its aggregate)", c)
 	}
-	if err := d.Redrive(context.Background(), ids[0], "ops"); !errors.Is(err, pgstore.ErrOutOfOrder) {
+	if err := d.Redrive(context.Background(), ids[0], "ops"); !errors.Is(err, pgoutbox.ErrOutOfOrder) {
 		t.Fatalf("Redrive = %v, want ErrOutOfOrder", err)
 	}
 	if err := d.Redrive(context.Background(), ids[0], ""); err == nil {
@@ -487,10 +488,10 @@ func TestRedriveRefusesToApplyACommandAfterAYoungerOneOfItsAggregate(t *testing.
 
 func TestNewDispatcherRefusesAPoolTooSmallForItsWorkers(t *testing.T) {
 	pool := pgtest.Pool(t) // pgtest.MaxConns connections
-	if _, err := pgstore.NewDispatcher(pool, pgstore.DispatcherConfig{Workers: pgtest.MaxConns}); err == nil {
+	if _, err := pgoutbox.NewDispatcher(pool, pgoutbox.Config{Workers: pgtest.MaxConns}); err == nil {
 		t.Fatalf("a pool of %d connections was accepted for %d workers", pgtest.MaxConns, pgtest.MaxConns)
 	}
-	if _, err := pgstore.NewDispatcher(pool, pgstore.DispatcherConfig{Workers: pgtest.MaxConns - 2}); err != nil {
+	if _, err := pgoutbox.NewDispatcher(pool, pgoutbox.Config{Workers: pgtest.MaxConns - 2}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -499,7 +500,7 @@ func TestAWorkCancelledAroundItsClaimGivesTheCommandsBackUncharged(t *testing.T)
 	t.Parallel()
 	pool := outboxWorld(t)
 	ids := enqueue(t, pool, "Apply", 2, 2, `{}`)
-	d := newDispatcher(t, pool, pgstore.DispatcherConfig{}, map[string]pgstore.Handler{"Apply": recordEffect})
+	d := newDispatcher(t, pool, pgoutbox.Config{}, map[string]pgoutbox.Handler{"Apply": recordEffect})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := d.Work(ctx); !errors.Is(err, context.Canceled) {

@@ -1,4 +1,4 @@
-package pgstore_test
+package pgshard_test
 
 import (
 	"context"
@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/reconcilekit/reconcile/internal/leaktest"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/pgshard"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
+	"github.com/reconcilekit/reconcile/internal/leaktest"
 	"github.com/reconcilekit/reconcile/internal/pgtest"
+	"github.com/reconcilekit/reconcile/internal/shardtest"
 	"github.com/reconcilekit/reconcile/reconciletest"
 )
 
@@ -45,73 +47,6 @@ func succeededFor(ids ...[]int64) *reconciletest.Gateway {
 		}
 	}
 	return reconciletest.NewGateway(m)
-}
-
-func newShardedJob(t testing.TB, s *pgstore.Store, cfg pgstore.ShardConfig) *pgstore.ShardedJob {
-	t.Helper()
-	if cfg.Job == "" {
-		cfg.Job = "sweep"
-	}
-	j, err := pgstore.NewShardedJob(s, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return j
-}
-
-func engineConfig(gw reconcile.Gateway[string], batch int) reconcile.Config[string, string] {
-	return reconcile.Config[string, string]{Gateway: gw, Classifier: reconciletest.Classifier(), BatchSize: batch}
-}
-
-// runCycle runs workers (each its own ShardedJob, as separate processes would have) until the
-// job's cycle count reaches cycles, and returns the ticks that leased a shard. It fails the test
-// after maxTicks ticks in all.
-func runCycle(t testing.TB, s *pgstore.Store, jobs []*pgstore.ShardedJob, cfg reconcile.Config[string, string], cycles int64, maxTicks int) []pgstore.ShardTick {
-	t.Helper()
-	ctx := context.Background()
-	var (
-		mu    sync.Mutex
-		ticks []pgstore.ShardTick
-		n     int
-		wg    sync.WaitGroup
-	)
-	for _, j := range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				st, err := s.Status(ctx, j.Job())
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				mu.Lock()
-				n++
-				stop := st.CyclesCompleted >= cycles || n > maxTicks
-				mu.Unlock()
-				if stop {
-					return
-				}
-				tick, err := pgstore.RunShardTick(ctx, j, cfg, reconcile.TickBudget{})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if !tick.Leased {
-					time.Sleep(5 * time.Millisecond)
-					continue
-				}
-				mu.Lock()
-				ticks = append(ticks, tick)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	if st, err := s.Status(ctx, jobs[0].Job()); err != nil || st.CyclesCompleted < cycles {
-		t.Fatalf("after %d ticks: %d cycles completed (%v), want %d", n, st.CyclesCompleted, err, cycles)
-	}
-	return ticks
 }
 
 // askedOnce fails the test unless every id was asked exactly once (calls counted from before).
@@ -187,15 +122,15 @@ func snapshotCalls(gw *reconciletest.Gateway, ids ...[]int64) map[string]int {
 
 func TestShardsSplitTheKeysAtQuantilesAndCoverEveryRowOncePerCycle(t *testing.T) {
 	t.Parallel()
-	pool, s := newStore(t, pgstore.Config{})
+	pool, s := shardtest.NewStore(t, pgstore.Config{})
 	ids := seq(1, 1000)
 	insertPayments(t, pool, ids...)
 	logVerifications(t, pool)
 	ctx := context.Background()
-	jobs := []*pgstore.ShardedJob{
-		newShardedJob(t, s, pgstore.ShardConfig{Shards: 4, Owner: "w1"}),
-		newShardedJob(t, s, pgstore.ShardConfig{Shards: 4, Owner: "w2"}),
-		newShardedJob(t, s, pgstore.ShardConfig{Shards: 4, Owner: "w3"}),
+	jobs := []*pgshard.Job{
+		shardtest.NewJob(t, s, pgshard.Config{Shards: 4, Owner: "w1"}),
+		shardtest.NewJob(t, s, pgshard.Config{Shards: 4, Owner: "w2"}),
+		shardtest.NewJob(t, s, pgshard.Config{Shards: 4, Owner: "w3"}),
 	}
 	if err := jobs[0].Ensure(ctx); err != nil {
 		t.Fatal(err)
@@ -216,7 +151,7 @@ func TestShardsSplitTheKeysAtQuantilesAndCoverEveryRowOncePerCycle(t *testing.T)
 	}
 
 	gw := succeededFor(ids)
-	ticks := runCycle(t, s, jobs, engineConfig(gw, 64), 1, 1000)
+	ticks := shardtest.RunCycle(t, s, jobs, shardtest.EngineConfig(gw, 64), 1, 1000)
 	verifiedOnce(t, pool, 0)
 	completed, owners := 0, map[int]bool{}
 	for _, tk := range ticks {
@@ -248,10 +183,10 @@ func TestShardsSplitTheKeysAtQuantilesAndCoverEveryRowOncePerCycle(t *testing.T)
 
 func TestRowsInsertedBeyondEveryBoundaryAreCoveredInTheSameCycle(t *testing.T) {
 	t.Parallel()
-	pool, s := newStore(t, pgstore.Config{})
+	pool, s := shardtest.NewStore(t, pgstore.Config{})
 	ids := seq(100, 199)
 	insertPayments(t, pool, ids...)
-	j := newShardedJob(t, s, pgstore.ShardConfig{Shards: 4})
+	j := shardtest.NewJob(t, s, pgshard.Config{Shards: 4})
 	if err := j.Ensure(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -260,17 +195,17 @@ func TestRowsInsertedBeyondEveryBoundaryAreCoveredInTheSameCycle(t *testing.T) {
 	insertPayments(t, pool, above...)
 	insertPayments(t, pool, below...)
 	gw := succeededFor(ids, above, below)
-	runCycle(t, s, []*pgstore.ShardedJob{j}, engineConfig(gw, 7), 1, 200)
+	shardtest.RunCycle(t, s, []*pgshard.Job{j}, shardtest.EngineConfig(gw, 7), 1, 200)
 	askedOnce(t, gw, nil, ids, above, below)
 }
 
 func TestAnEmptyTableHasOneOpenShardAndTheNextCycleSplitsWhatArrived(t *testing.T) {
 	t.Parallel()
-	pool, s := newStore(t, pgstore.Config{})
+	pool, s := shardtest.NewStore(t, pgstore.Config{})
 	ctx := context.Background()
-	j := newShardedJob(t, s, pgstore.ShardConfig{Shards: 4})
+	j := shardtest.NewJob(t, s, pgshard.Config{Shards: 4})
 	gw := succeededFor(seq(1, 400))
-	runCycle(t, s, []*pgstore.ShardedJob{j}, engineConfig(gw, 50), 1, 10)
+	shardtest.RunCycle(t, s, []*pgshard.Job{j}, shardtest.EngineConfig(gw, 50), 1, 10)
 	st, err := j.ShardStatus(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -280,7 +215,7 @@ func TestAnEmptyTableHasOneOpenShardAndTheNextCycleSplitsWhatArrived(t *testing.
 	}
 	// Rows arrive; the one open shard covers them all in the next cycle.
 	insertPayments(t, pool, seq(1, 400)...)
-	runCycle(t, s, []*pgstore.ShardedJob{j}, engineConfig(gw, 50), 2, 100)
+	shardtest.RunCycle(t, s, []*pgshard.Job{j}, shardtest.EngineConfig(gw, 50), 2, 100)
 	askedOnce(t, gw, nil, seq(1, 400))
 	// The cycle after is split again, from the keys present.
 	if st, err = j.ShardStatus(ctx); err != nil {
@@ -290,18 +225,18 @@ func TestAnEmptyTableHasOneOpenShardAndTheNextCycleSplitsWhatArrived(t *testing.
 		t.Fatalf("%d shards after rows arrived, want 4", len(st.Shards))
 	}
 	before := snapshotCalls(gw, seq(1, 400))
-	runCycle(t, s, []*pgstore.ShardedJob{j}, engineConfig(gw, 50), 3, 100)
+	shardtest.RunCycle(t, s, []*pgshard.Job{j}, shardtest.EngineConfig(gw, 50), 3, 100)
 	askedOnce(t, gw, before, seq(1, 400))
 }
 
 func TestFewerRowsThanShardsMakeFewerShardsAndCoverEveryRowOnce(t *testing.T) {
 	t.Parallel()
-	pool, s := newStore(t, pgstore.Config{})
+	pool, s := shardtest.NewStore(t, pgstore.Config{})
 	insertPayments(t, pool, 5, 9)
 	logVerifications(t, pool)
-	j := newShardedJob(t, s, pgstore.ShardConfig{Shards: 8})
+	j := shardtest.NewJob(t, s, pgshard.Config{Shards: 8})
 	gw := succeededFor([]int64{5, 9})
-	runCycle(t, s, []*pgstore.ShardedJob{j, newShardedJob(t, s, pgstore.ShardConfig{Shards: 8})}, engineConfig(gw, 10), 1, 50)
+	shardtest.RunCycle(t, s, []*pgshard.Job{j, shardtest.NewJob(t, s, pgshard.Config{Shards: 8})}, shardtest.EngineConfig(gw, 10), 1, 50)
 	verifiedOnce(t, pool, 0)
 	st, err := j.ShardStatus(context.Background())
 	if err != nil {
@@ -315,7 +250,7 @@ func TestFewerRowsThanShardsMakeFewerShardsAndCoverEveryRowOnce(t *testing.T) {
 
 func TestACompositeKeyIsShardedOnItsFirstColumn(t *testing.T) {
 	t.Parallel()
-	pool, s := newStore(t, pgstore.Config{KeyColumns: []string{"created_at", "id"}}, `CREATE TABLE payments (
+	pool, s := shardtest.NewStore(t, pgstore.Config{KeyColumns: []string{"created_at", "id"}}, `CREATE TABLE payments (
 		id uuid PRIMARY KEY DEFAULT gen_random_uuid(), external_id text NOT NULL, status text NOT NULL,
 		created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL DEFAULT now() - interval '1 hour')`)
 	ctx := context.Background()
@@ -328,8 +263,8 @@ func TestACompositeKeyIsShardedOnItsFirstColumn(t *testing.T) {
 	ids := seq(1, 600)
 	gw := succeededFor(ids)
 	logVerifications(t, pool)
-	j := newShardedJob(t, s, pgstore.ShardConfig{Shards: 4})
-	runCycle(t, s, []*pgstore.ShardedJob{j, newShardedJob(t, s, pgstore.ShardConfig{Shards: 4})}, engineConfig(gw, 37), 1, 200)
+	j := shardtest.NewJob(t, s, pgshard.Config{Shards: 4})
+	shardtest.RunCycle(t, s, []*pgshard.Job{j, shardtest.NewJob(t, s, pgshard.Config{Shards: 4})}, shardtest.EngineConfig(gw, 37), 1, 200)
 	verifiedOnce(t, pool, 0)
 	st, err := j.ShardStatus(ctx)
 	if err != nil {
@@ -351,22 +286,22 @@ func expireLease(t testing.TB, pool *pgxpool.Pool, shard int) {
 
 func TestAnExpiredLeaseIsTakenOverWithANewTokenAndTheOldHolderLearnsItLostIt(t *testing.T) {
 	t.Parallel()
-	pool, s := newStore(t, pgstore.Config{})
+	pool, s := shardtest.NewStore(t, pgstore.Config{})
 	insertPayments(t, pool, seq(1, 10)...)
 	ctx := context.Background()
-	a := newShardedJob(t, s, pgstore.ShardConfig{Shards: 1, Owner: "a", Lease: time.Second})
-	b := newShardedJob(t, s, pgstore.ShardConfig{Shards: 1, Owner: "b", Lease: time.Second})
+	a := shardtest.NewJob(t, s, pgshard.Config{Shards: 1, Owner: "a", Lease: time.Second})
+	b := shardtest.NewJob(t, s, pgshard.Config{Shards: 1, Owner: "b", Lease: time.Second})
 	la, err := a.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer la.Release(ctx)
-	if _, err := b.Acquire(ctx); !errors.Is(err, pgstore.ErrNoShardFree) {
+	if _, err := b.Acquire(ctx); !errors.Is(err, pgshard.ErrNoShardFree) {
 		t.Fatalf("Acquire of a leased shard: %v, want ErrNoShardFree", err)
 	}
 	// The holder stalls: its renewer stops (else it could extend the lease again between its
 	// expiry and the claim), and the lease expires.
-	pgstore.StopRenewing(la)
+	pgshard.StopRenewing(la)
 	expireLease(t, pool, la.Shard())
 	lb, err := b.Acquire(ctx)
 	if err != nil {
@@ -379,7 +314,7 @@ func TestAnExpiredLeaseIsTakenOverWithANewTokenAndTheOldHolderLearnsItLostIt(t *
 			lb.Shard(), lb.Token(), took, prev, la.Shard(), la.Token())
 	}
 	// The holder wakes up: its next renewal finds the lease lost.
-	if pgstore.RenewOnce(la) {
+	if pgshard.RenewOnce(la) {
 		t.Fatal("renewing a lease taken over succeeded")
 	}
 	select {
@@ -387,8 +322,8 @@ func TestAnExpiredLeaseIsTakenOverWithANewTokenAndTheOldHolderLearnsItLostIt(t *
 	default:
 		t.Fatal("the first holder's renewal did not report its lease lost")
 	}
-	if !errors.Is(la.LostErr(), pgstore.ErrShardLeaseLost) || !errors.Is(la.LostErr(), reconcile.ErrConcurrentRun) {
-		t.Fatalf("LostErr = %v, want ErrShardLeaseLost, a reconcile.ErrConcurrentRun", la.LostErr())
+	if !errors.Is(la.LostErr(), pgshard.ErrLeaseLost) || !errors.Is(la.LostErr(), reconcile.ErrConcurrentRun) {
+		t.Fatalf("LostErr = %v, want ErrLeaseLost, a reconcile.ErrConcurrentRun", la.LostErr())
 	}
 	// Releasing the lost lease leaves the new holder's alone.
 	if err := la.Release(ctx); err != nil {
@@ -405,7 +340,7 @@ func TestAnExpiredLeaseIsTakenOverWithANewTokenAndTheOldHolderLearnsItLostIt(t *
 
 func TestACommitByAWorkerThatLostItsLeaseIsRejectedAndLeavesNoTrace(t *testing.T) {
 	t.Parallel()
-	pool, s := newStore(t, pgstore.Config{})
+	pool, s := shardtest.NewStore(t, pgstore.Config{})
 	// Every row drifts: pending here, succeeded there, so each batch opens findings and
 	// queues commands.
 	if _, err := pool.Exec(context.Background(), `INSERT INTO payments (id, external_id, status, updated_at)
@@ -413,8 +348,8 @@ func TestACommitByAWorkerThatLostItsLeaseIsRejectedAndLeavesNoTrace(t *testing.T
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	a := newShardedJob(t, s, pgstore.ShardConfig{Shards: 1, Owner: "a"})
-	b := newShardedJob(t, s, pgstore.ShardConfig{Shards: 1, Owner: "b"})
+	a := shardtest.NewJob(t, s, pgshard.Config{Shards: 1, Owner: "a"})
+	b := shardtest.NewJob(t, s, pgshard.Config{Shards: 1, Owner: "b"})
 	la, err := a.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -430,7 +365,7 @@ func TestACommitByAWorkerThatLostItsLeaseIsRejectedAndLeavesNoTrace(t *testing.T
 		<-taken
 		return gw.Fetch(ctx, id)
 	})
-	cfg := engineConfig(stalling, 10)
+	cfg := shardtest.EngineConfig(stalling, 10)
 	cfg.Job, cfg.Source, cfg.Sink = "sweep", la, la
 	late, err := reconcile.New(cfg)
 	if err != nil {
@@ -448,26 +383,25 @@ func TestACommitByAWorkerThatLostItsLeaseIsRejectedAndLeavesNoTrace(t *testing.T
 	case err := <-done:
 		t.Fatalf("the late worker's batch ended before its gateway was called: %v", err)
 	}
-	pgstore.StopRenewing(la)
+	pgshard.StopRenewing(la)
 	expireLease(t, pool, la.Shard())
 	lb, err := b.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	close(taken)
-	if err := <-done; !errors.Is(err, reconcile.ErrConcurrentRun) || !errors.Is(err, pgstore.ErrShardLeaseLost) {
-		t.Fatalf("the late worker's batch: %v, want ErrShardLeaseLost (a reconcile.ErrConcurrentRun)", err)
+	if err := <-done; !errors.Is(err, reconcile.ErrConcurrentRun) || !errors.Is(err, pgshard.ErrLeaseLost) {
+		t.Fatalf("the late worker's batch: %v, want ErrLeaseLost (a reconcile.ErrConcurrentRun)", err)
 	}
-	f := fixture{pool, s}
-	if fs, obs := f.Findings(t, "sweep"), countRows(t, pool, "reconcile_observations"); len(fs) != 0 || obs != 0 {
+	if fs, obs := reconciletest.Findings(t, s, "sweep"), countRows(t, pool, "reconcile_observations"); len(fs) != 0 || obs != 0 {
 		t.Fatalf("the rejected commit left %d findings and %d observations", len(fs), obs)
 	}
 	// The same stale lease cannot read either.
-	if _, err := la.Read(ctx, reconcile.ReadRequest{Job: "sweep", Limit: 10}); !errors.Is(err, pgstore.ErrShardLeaseLost) {
-		t.Fatalf("Read under a lost lease: %v, want ErrShardLeaseLost", err)
+	if _, err := la.Read(ctx, reconcile.ReadRequest{Job: "sweep", Limit: 10}); !errors.Is(err, pgshard.ErrLeaseLost) {
+		t.Fatalf("Read under a lost lease: %v, want ErrLeaseLost", err)
 	}
 	// The new holder redoes the batch from where the shard stood.
-	cfg = engineConfig(gw, 10)
+	cfg = shardtest.EngineConfig(gw, 10)
 	cfg.Job, cfg.Source, cfg.Sink = "sweep", lb, lb
 	reps := reconciletest.Cycle(t, cfg, 5)
 	if reps[0].Scanned != 10 || reps[0].NewFindings != 10 || reps[0].NewCommands != 10 {
@@ -476,17 +410,17 @@ func TestACommitByAWorkerThatLostItsLeaseIsRejectedAndLeavesNoTrace(t *testing.T
 	if err := lb.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if fs, cmds := f.Findings(t, "sweep"), f.Commands(t, "sweep"); len(fs) != 20 || len(cmds) != 20 {
-		t.Fatalf("%d findings and %d commands, want 20 of each", len(fs), len(cmds))
+	if fs, cmds := reconciletest.Findings(t, s, "sweep"), countRows(t, pool, "reconcile_outbox"); len(fs) != 20 || cmds != 20 {
+		t.Fatalf("%d findings and %d commands, want 20 of each", len(fs), cmds)
 	}
 }
 
 func TestASecondCommitOnTheSameCursorIsRejected(t *testing.T) {
 	t.Parallel()
-	pool, s := newStore(t, pgstore.Config{})
+	pool, s := shardtest.NewStore(t, pgstore.Config{})
 	insertPayments(t, pool, seq(1, 5)...)
 	ctx := context.Background()
-	l, err := newShardedJob(t, s, pgstore.ShardConfig{Shards: 1}).Acquire(ctx)
+	l, err := shardtest.NewJob(t, s, pgshard.Config{Shards: 1}).Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -518,7 +452,7 @@ func countRows(t testing.TB, pool *pgxpool.Pool, table string) int {
 
 func TestShardRunnersDriveAShardedJobThroughRunTick(t *testing.T) {
 	t.Parallel()
-	pool, s := newStore(t, pgstore.Config{})
+	pool, s := shardtest.NewStore(t, pgstore.Config{})
 	ids := seq(1, 500)
 	insertPayments(t, pool, ids...)
 	logVerifications(t, pool)
@@ -528,7 +462,7 @@ func TestShardRunnersDriveAShardedJobThroughRunTick(t *testing.T) {
 	var mu sync.Mutex
 	wraps := 0
 	for w := range 3 {
-		r, err := pgstore.NewShardRunner(newShardedJob(t, s, pgstore.ShardConfig{Shards: 5, Owner: fmt.Sprint("w", w)}), engineConfig(gw, 30))
+		r, err := pgshard.NewRunner(shardtest.NewJob(t, s, pgshard.Config{Shards: 5, Owner: fmt.Sprint("w", w)}), shardtest.EngineConfig(gw, 30))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -571,41 +505,41 @@ func TestShardRunnersDriveAShardedJobThroughRunTick(t *testing.T) {
 
 func TestNewShardedJobAndRunnerRejectBadConfig(t *testing.T) {
 	t.Parallel()
-	_, s := newStore(t, pgstore.Config{})
-	for _, cfg := range []pgstore.ShardConfig{
+	_, s := shardtest.NewStore(t, pgstore.Config{})
+	for _, cfg := range []pgshard.Config{
 		{},
 		{Job: "j", Shards: -1},
 		{Job: "j", Lease: 10 * time.Millisecond},
 		{Job: "j", Lease: time.Minute, MaxHold: time.Minute},
 	} {
-		if _, err := pgstore.NewShardedJob(s, cfg); err == nil {
+		if _, err := pgshard.NewJob(s, cfg); err == nil {
 			t.Errorf("NewShardedJob(%+v) succeeded", cfg)
 		}
 	}
-	j := newShardedJob(t, s, pgstore.ShardConfig{})
-	bad := engineConfig(reconciletest.NewGateway(nil), 10)
+	j := shardtest.NewJob(t, s, pgshard.Config{})
+	bad := shardtest.EngineConfig(reconciletest.NewGateway(nil), 10)
 	bad.Job = "other"
-	if _, err := pgstore.NewShardRunner(j, bad); err == nil {
+	if _, err := pgshard.NewRunner(j, bad); err == nil {
 		t.Error("a runner for another job's config was made")
 	}
-	bad = engineConfig(reconciletest.NewGateway(nil), 10)
+	bad = shardtest.EngineConfig(reconciletest.NewGateway(nil), 10)
 	bad.Source = s
-	if _, err := pgstore.NewShardRunner(j, bad); err == nil {
+	if _, err := pgshard.NewRunner(j, bad); err == nil {
 		t.Error("a runner with its own Source was made")
 	}
-	if _, err := pgstore.RunShardTick(context.Background(), j, reconcile.Config[string, string]{}, reconcile.TickBudget{}); err == nil {
+	if _, err := pgshard.RunTick(context.Background(), j, reconcile.Config[string, string]{}, reconcile.TickBudget{}); err == nil {
 		t.Error("RunShardTick without a gateway succeeded")
 	}
 }
 
 func TestShardHealthNamesAStalledShard(t *testing.T) {
 	t.Parallel()
-	pool, s := newStore(t, pgstore.Config{})
+	pool, s := shardtest.NewStore(t, pgstore.Config{})
 	insertPayments(t, pool, seq(1, 100)...)
 	ctx := context.Background()
-	j := newShardedJob(t, s, pgstore.ShardConfig{Shards: 4})
+	j := shardtest.NewJob(t, s, pgshard.Config{Shards: 4})
 	gw := succeededFor(seq(1, 100))
-	runCycle(t, s, []*pgstore.ShardedJob{j}, engineConfig(gw, 10), 1, 100)
+	shardtest.RunCycle(t, s, []*pgshard.Job{j}, shardtest.EngineConfig(gw, 10), 1, 100)
 	// Shards 0, 1 and 3 progress in the new cycle; shard 2's worker hangs holding its lease.
 	for _, shard := range []int{0, 1, 3} {
 		if _, err := pool.Exec(ctx, `UPDATE reconcile_shards SET last_batch_at = now() WHERE job = 'sweep' AND shard = $1`, shard); err != nil {
@@ -645,10 +579,10 @@ func TestShardHealthNamesAStalledShard(t *testing.T) {
 
 func TestALeaseHeldPastMaxHoldIsGivenUpSoThatAHungWorkerLosesItsShard(t *testing.T) {
 	t.Parallel()
-	pool, s := newStore(t, pgstore.Config{})
+	pool, s := shardtest.NewStore(t, pgstore.Config{})
 	insertPayments(t, pool, seq(1, 10)...)
 	ctx := context.Background()
-	hung := newShardedJob(t, s, pgstore.ShardConfig{Shards: 1, Owner: "hung", Lease: time.Second, MaxHold: 1500 * time.Millisecond})
+	hung := shardtest.NewJob(t, s, pgshard.Config{Shards: 1, Owner: "hung", Lease: time.Second, MaxHold: 1500 * time.Millisecond})
 	l, err := hung.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -663,11 +597,11 @@ func TestALeaseHeldPastMaxHoldIsGivenUpSoThatAHungWorkerLosesItsShard(t *testing
 	case <-time.After(30 * time.Second):
 		t.Fatal("the lease was never given up")
 	}
-	if err := context.Cause(lctx); !errors.Is(err, pgstore.ErrShardLeaseLost) || !strings.Contains(err.Error(), "MaxHold") {
+	if err := context.Cause(lctx); !errors.Is(err, pgshard.ErrLeaseLost) || !strings.Contains(err.Error(), "MaxHold") {
 		t.Fatalf("cause %v, want the lease given up past MaxHold", err)
 	}
 	// Once its last renewal runs out, another worker takes the shard.
-	other := newShardedJob(t, s, pgstore.ShardConfig{Shards: 1, Owner: "other"})
+	other := shardtest.NewJob(t, s, pgshard.Config{Shards: 1, Owner: "other"})
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		l2, err := other.Acquire(ctx)
 		if err == nil {
@@ -680,7 +614,7 @@ func TestALeaseHeldPastMaxHoldIsGivenUpSoThatAHungWorkerLosesItsShard(t *testing
 			}
 			return
 		}
-		if !errors.Is(err, pgstore.ErrNoShardFree) || time.Now().After(deadline) {
+		if !errors.Is(err, pgshard.ErrNoShardFree) || time.Now().After(deadline) {
 			t.Fatalf("Acquire after MaxHold: %v", err)
 		}
 	}
@@ -690,7 +624,7 @@ func TestALeaseHeldPastMaxHoldIsGivenUpSoThatAHungWorkerLosesItsShard(t *testing
 func TestLeasesRunnersAndTicksLeaveNoGoroutineBehind(t *testing.T) {
 	pool, schema := pgtest.PoolSchema(t)
 	ctx := context.Background()
-	if _, err := pool.Exec(ctx, paymentsDDL); err != nil {
+	if _, err := pool.Exec(ctx, shardtest.PaymentsDDL); err != nil {
 		t.Fatal(err)
 	}
 	if err := pgstore.Migrate(ctx, pool, pgstore.Tables{}); err != nil {
@@ -712,14 +646,14 @@ func TestLeasesRunnersAndTicksLeaveNoGoroutineBehind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := newShardedJob(t, s, pgstore.ShardConfig{Shards: 3})
+	j := shardtest.NewJob(t, s, pgshard.Config{Shards: 3})
 	gw := succeededFor(seq(1, 50))
 	for range 4 {
-		if _, err := pgstore.RunShardTick(ctx, j, engineConfig(gw, 10), reconcile.TickBudget{}); err != nil {
+		if _, err := pgshard.RunTick(ctx, j, shardtest.EngineConfig(gw, 10), reconcile.TickBudget{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	r, err := pgstore.NewShardRunner(j, engineConfig(gw, 10))
+	r, err := pgshard.NewRunner(j, shardtest.EngineConfig(gw, 10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -742,16 +676,16 @@ func TestLeasesRunnersAndTicksLeaveNoGoroutineBehind(t *testing.T) {
 
 func TestMinCycleIntervalKeepsEveryShardUnleasedUntilItHasPassed(t *testing.T) {
 	t.Parallel()
-	pool, s := newStore(t, pgstore.Config{})
+	pool, s := shardtest.NewStore(t, pgstore.Config{})
 	ids := seq(1, 60)
 	insertPayments(t, pool, ids...)
 	ctx := context.Background()
 	const interval = 2 * time.Second
-	cfg := pgstore.ShardConfig{Shards: 3, MinCycleInterval: interval}
-	jobs := []*pgstore.ShardedJob{newShardedJob(t, s, cfg), newShardedJob(t, s, cfg)}
+	cfg := pgshard.Config{Shards: 3, MinCycleInterval: interval}
+	jobs := []*pgshard.Job{shardtest.NewJob(t, s, cfg), shardtest.NewJob(t, s, cfg)}
 	gw := succeededFor(ids)
 	// The first cycle starts at once: there was no cycle before it.
-	runCycle(t, s, jobs, engineConfig(gw, 10), 1, 200)
+	shardtest.RunCycle(t, s, jobs, shardtest.EngineConfig(gw, 10), 1, 200)
 	completed := time.Now()
 	st, err := jobs[0].ShardStatus(ctx)
 	if err != nil {
@@ -767,15 +701,15 @@ func TestMinCycleIntervalKeepsEveryShardUnleasedUntilItHasPassed(t *testing.T) {
 	}
 	// No worker may lease a shard of the next cycle yet, and each learns when it may.
 	_, err = jobs[1].Acquire(ctx)
-	var nd *pgstore.CycleNotDueError
-	if !errors.Is(err, pgstore.ErrNoShardFree) || !errors.As(err, &nd) || nd.StartsIn <= 0 || nd.StartsIn > interval+time.Millisecond {
+	var nd *pgshard.CycleNotDueError
+	if !errors.Is(err, pgshard.ErrNoShardFree) || !errors.As(err, &nd) || nd.StartsIn <= 0 || nd.StartsIn > interval+time.Millisecond {
 		t.Fatalf("Acquire right after the cycle: %v, want a CycleNotDueError within %v", err, interval)
 	}
-	tick, err := pgstore.RunShardTick(ctx, jobs[0], engineConfig(gw, 10), reconcile.TickBudget{})
+	tick, err := pgshard.RunTick(ctx, jobs[0], shardtest.EngineConfig(gw, 10), reconcile.TickBudget{})
 	if err != nil || tick.Leased || !tick.Tick.Deferred || tick.Tick.RetryAfter <= 0 || tick.Tick.RetryAfter > interval+time.Millisecond {
 		t.Fatalf("RunShardTick right after the cycle: %+v, %v; want nothing leased, deferred with RetryAfter within %v", tick, err, interval)
 	}
-	r, err := pgstore.NewShardRunner(jobs[1], engineConfig(gw, 10))
+	r, err := pgshard.NewRunner(jobs[1], shardtest.EngineConfig(gw, 10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -786,7 +720,7 @@ func TestMinCycleIntervalKeepsEveryShardUnleasedUntilItHasPassed(t *testing.T) {
 	calls := gw.Calls("")
 	// Until the interval has passed, by the database clock, nothing is leased.
 	for time.Since(completed) < interval-300*time.Millisecond {
-		if l, err := jobs[0].Acquire(ctx); !errors.Is(err, pgstore.ErrNoShardFree) {
+		if l, err := jobs[0].Acquire(ctx); !errors.Is(err, pgshard.ErrNoShardFree) {
 			if l != nil {
 				l.Release(ctx)
 			}
@@ -799,12 +733,12 @@ func TestMinCycleIntervalKeepsEveryShardUnleasedUntilItHasPassed(t *testing.T) {
 	}
 	// Once it has passed, a shard is leased.
 	time.Sleep(time.Until(completed.Add(tick.Tick.RetryAfter)))
-	var l *pgstore.ShardLease
+	var l *pgshard.Lease
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if l, err = jobs[0].Acquire(ctx); err == nil {
 			break
 		}
-		if !errors.Is(err, pgstore.ErrNoShardFree) || time.Now().After(deadline) {
+		if !errors.Is(err, pgshard.ErrNoShardFree) || time.Now().After(deadline) {
 			t.Fatalf("Acquire after MinCycleInterval: %v", err)
 		}
 	}
@@ -813,7 +747,7 @@ func TestMinCycleIntervalKeepsEveryShardUnleasedUntilItHasPassed(t *testing.T) {
 	}
 	// The next cycle runs in full, and is followed by the same wait.
 	before := snapshotCalls(gw, ids)
-	runCycle(t, s, jobs, engineConfig(gw, 10), 2, 200)
+	shardtest.RunCycle(t, s, jobs, shardtest.EngineConfig(gw, 10), 2, 200)
 	askedOnce(t, gw, before, ids)
 	if _, err := jobs[0].Acquire(ctx); !errors.As(err, &nd) {
 		t.Fatalf("Acquire right after the second cycle: %v, want a CycleNotDueError", err)

@@ -1,4 +1,4 @@
-package pgstore
+package pgoutbox
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/internal/pgtest"
 )
 
@@ -19,7 +20,7 @@ func TestAWorkerThatLostItsLeaseChangesNothing(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.Pool(t)
 	ctx := context.Background()
-	if err := Migrate(ctx, pool, Tables{}); err != nil {
+	if err := pgstore.Migrate(ctx, pool, pgstore.Tables{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, `CREATE TABLE effects (command_id bigint, attempt bigint);
@@ -32,7 +33,7 @@ func TestAWorkerThatLostItsLeaseChangesNothing(t *testing.T) {
 		return err
 	}
 	newD := func(owner string) *Dispatcher {
-		d, err := NewDispatcher(pool, DispatcherConfig{Owner: owner})
+		d, err := NewDispatcher(pool, Config{Owner: owner})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +74,7 @@ func TestAWorkerThatLostItsLeaseChangesNothing(t *testing.T) {
 }
 
 func TestBackoffDoublesWithinItsBoundsAndNeverOverflows(t *testing.T) {
-	d := &Dispatcher{cfg: DispatcherConfig{BackoffBase: time.Second, BackoffMax: time.Hour}}
+	d := &Dispatcher{cfg: Config{BackoffBase: time.Second, BackoffMax: time.Hour}}
 	for failures := 1; failures <= 200; failures++ {
 		want := min(time.Second<<min(failures-1, 20), time.Hour)
 		if b := d.backoff(failures); b <= want/2-1 || b > want {
@@ -88,14 +89,14 @@ func TestACommandWhoseHandlerKeepsCrashingEndsDead(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.Pool(t)
 	ctx := context.Background()
-	if err := Migrate(ctx, pool, Tables{}); err != nil {
+	if err := pgstore.Migrate(ctx, pool, pgstore.Tables{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, `INSERT INTO reconcile_outbox (aggregate_type, aggregate_id, event_type, payload) VALUES ('payment', 'p1', 'Apply', '{}')`); err != nil {
 		t.Fatal(err)
 	}
 	ran := 0
-	d, err := NewDispatcher(pool, DispatcherConfig{MaxAttempts: 3, Workers: 1})
+	d, err := NewDispatcher(pool, Config{MaxAttempts: 3, Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package pgstore
+package pgshard
 
 import (
 	"context"
@@ -66,26 +66,26 @@ func (s ShardInfo) Progress() time.Time {
 
 // Status reads the job's status as a reconcile.StatusReader: ShardStatus's Status. job must be
 // the sharded job's name.
-func (j *ShardedJob) Status(ctx context.Context, job string) (reconcile.Status, error) {
+func (j *Job) Status(ctx context.Context, job string) (reconcile.Status, error) {
 	if job != j.cfg.Job {
-		return reconcile.Status{}, fmt.Errorf("pgstore: sharded job %s asked for the status of job %s", j.cfg.Job, job)
+		return reconcile.Status{}, fmt.Errorf("pgshard: job %s asked for the status of job %s", j.cfg.Job, job)
 	}
 	st, err := j.ShardStatus(ctx)
 	return st.Status, err
 }
 
-var _ reconcile.StatusReader = (*ShardedJob)(nil)
+var _ reconcile.StatusReader = (*Job)(nil)
 
 // ShardStatus reads the job's status and every shard's. Like Store.Status it scans the host
 // table (twice: once for the job, once per shard), so read it every few minutes, not on every
 // scrape.
-func (j *ShardedJob) ShardStatus(ctx context.Context) (ShardStatus, error) {
+func (j *Job) ShardStatus(ctx context.Context) (ShardStatus, error) {
 	out := ShardStatus{Slowest: -1}
 	var err error
 	if out.Status, err = j.store.Status(ctx, j.cfg.Job); err != nil {
 		return out, err
 	}
-	st, err := j.store.statements(ctx)
+	st, err := j.statements(ctx)
 	if err != nil {
 		return out, err
 	}
@@ -109,8 +109,8 @@ func (j *ShardedJob) ShardStatus(ctx context.Context) (ShardStatus, error) {
 		rows int64
 		lag  float64
 	}{}
-	lagArgs := append([]any{append([]string{j.cfg.Job}, j.store.cfg.LagJobs...), j.cfg.Job}, st.filterArgs...)
-	b.Queue(st.shard.lag, lagArgs...).Query(func(rows pgx.Rows) error {
+	lagArgs := append([]any{append([]string{j.cfg.Job}, j.store.Config().LagJobs...), j.cfg.Job}, st.FilterArgs...)
+	b.Queue(st.lag, lagArgs...).Query(func(rows pgx.Rows) error {
 		var shard int
 		var n int64
 		var lag float64
@@ -123,13 +123,13 @@ func (j *ShardedJob) ShardStatus(ctx context.Context) (ShardStatus, error) {
 		})
 		return err
 	})
-	if err := j.store.db.SendBatch(ctx, b).Close(); err != nil {
-		return out, fmt.Errorf("pgstore: status of sharded job %s: %w", j.cfg.Job, err)
+	if err := j.h.DB().SendBatch(ctx, b).Close(); err != nil {
+		return out, fmt.Errorf("pgshard: status of job %s: %w", j.cfg.Job, err)
 	}
 	for i := range out.Shards {
 		s := &out.Shards[i]
 		if l, ok := lags[s.Shard]; ok {
-			s.Rows, s.Lag = l.rows, lagOf(l.lag)
+			s.Rows, s.Lag = l.rows, j.h.Lag(l.lag)
 		}
 		if s.LastBatchAt.After(out.LastBatchAt) {
 			out.LastBatchAt, out.LastBatchScanned, out.LastBatchUnverifiable = s.LastBatchAt, s.LastBatchScanned, s.LastBatchUnverifiable
@@ -159,7 +159,7 @@ func slower(a, b ShardInfo) bool {
 // its cycle) within p.MaxSinceLastBatch (zero means LagSLO/2, with LagSLO's default
 // reconcile.DefaultLagSLO), and its lag must be within the SLO. It names the shard, so that a
 // shard held by a hung worker, or one much larger than the others, is found.
-func (j *ShardedJob) Health(ctx context.Context, p reconcile.HealthPolicy) (reconcile.Health, ShardStatus, error) {
+func (j *Job) Health(ctx context.Context, p reconcile.HealthPolicy) (reconcile.Health, ShardStatus, error) {
 	st, err := j.ShardStatus(ctx)
 	if err != nil {
 		return reconcile.Health{}, st, err

@@ -1,4 +1,4 @@
-package pgstore
+package pgshard
 
 import (
 	"context"
@@ -9,11 +9,11 @@ import (
 	"github.com/reconcilekit/reconcile"
 )
 
-// ShardTick describes one RunShardTick.
-type ShardTick struct {
+// Tick describes one RunTick.
+type Tick struct {
 	// Leased reports that a shard was leased; false when none was free (ErrNoShardFree), and
 	// then nothing else is set, unless the next cycle is not due yet
-	// (ShardConfig.MinCycleInterval): then Tick.Deferred is set and Tick.RetryAfter says when it
+	// (Config.MinCycleInterval): then Tick.Deferred is set and Tick.RetryAfter says when it
 	// is, so that a scheduler that honours RetryAfter does not run the job before.
 	Leased bool
 	// Shard is the shard worked on.
@@ -30,16 +30,16 @@ type ShardTick struct {
 	LeaseLost bool
 }
 
-// RunShardTick leases a free shard of j, runs batches on it as reconcile.RunTick does (until
+// RunTick leases a free shard of j, runs batches on it as reconcile.RunTick does (until
 // it wraps, the external system pushes back, the budget is spent or ctx is done), and releases
 // it. cfg is the job's engine configuration; its Source and Sink are set to the lease, and its
 // Job must be empty or j's. When no shard is free it returns at once, with Leased false and no
 // error; if that is because the next cycle is not due yet, Tick.Deferred and Tick.RetryAfter
 // say so. It is one unit of work for a scheduler: a cron tick, a job of a queue such as River.
-// Bound the tick (budget.MaxTime) well below ShardConfig.MaxHold: past it the lease is given up
+// Bound the tick (budget.MaxTime) well below Config.MaxHold: past it the lease is given up
 // and the batch under way is cancelled.
-func RunShardTick[E any](ctx context.Context, j *ShardedJob, cfg reconcile.Config[string, E], budget reconcile.TickBudget) (ShardTick, error) {
-	var t ShardTick
+func RunTick[E any](ctx context.Context, j *Job, cfg reconcile.Config[string, E], budget reconcile.TickBudget) (Tick, error) {
+	var t Tick
 	cfg, err := engineConfig(j, cfg)
 	if err != nil {
 		return t, err
@@ -78,19 +78,19 @@ func RunShardTick[E any](ctx context.Context, j *ShardedJob, cfg reconcile.Confi
 
 // engineConfig checks that cfg is for j's job, without Source and Sink (each lease is both),
 // and fills in the job's name.
-func engineConfig[E any](j *ShardedJob, cfg reconcile.Config[string, E]) (reconcile.Config[string, E], error) {
+func engineConfig[E any](j *Job, cfg reconcile.Config[string, E]) (reconcile.Config[string, E], error) {
 	switch {
 	case cfg.Job == "":
 		cfg.Job = j.cfg.Job
 	case cfg.Job != j.cfg.Job:
-		return cfg, fmt.Errorf("pgstore: sharded job %s: engine config is for job %s", j.cfg.Job, cfg.Job)
+		return cfg, fmt.Errorf("pgshard: job %s: engine config is for job %s", j.cfg.Job, cfg.Job)
 	}
 	if cfg.Source != nil || cfg.Sink != nil {
-		return cfg, fmt.Errorf("pgstore: sharded job %s: leave the engine config's Source and Sink nil: each shard lease is both", j.cfg.Job)
+		return cfg, fmt.Errorf("pgshard: job %s: leave the engine config's Source and Sink nil: each shard lease is both", j.cfg.Job)
 	}
 	// Check the rest now rather than at the first lease.
 	probe := cfg
-	probe.Source, probe.Sink = &ShardLease{}, &ShardLease{}
+	probe.Source, probe.Sink = &Lease{}, &Lease{}
 	if _, err := reconcile.New(probe); err != nil {
 		return cfg, err
 	}
@@ -98,14 +98,14 @@ func engineConfig[E any](j *ShardedJob, cfg reconcile.Config[string, E]) (reconc
 }
 
 // release releases l, logging a failure: the lease then simply expires.
-func (j *ShardedJob) release(ctx context.Context, l *ShardLease) {
+func (j *Job) release(ctx context.Context, l *Lease) {
 	if err := l.Release(ctx); err != nil {
-		j.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "pgstore: releasing a shard failed; it is free again when its lease expires",
+		j.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "pgshard: releasing a shard failed; it is free again when its lease expires",
 			slog.String("job", j.cfg.Job), slog.Int("shard", l.shard), slog.String("error", err.Error()))
 	}
 }
 
-// ShardRunner is a reconcile.BatchRunner over a sharded job: every RunBatch leases a free
+// Runner is a reconcile.BatchRunner over a sharded job: every RunBatch leases a free
 // shard, runs one batch on it and releases it, so that reconcile.RunTick and reconcile.Runner
 // drive sharded jobs as they drive unsharded ones. Run one per worker (in a Runner, one
 // RunnerJob each); batches of different shards then run side by side, in one process or many.
@@ -114,30 +114,30 @@ func (j *ShardedJob) release(ctx context.Context, l *ShardLease) {
 // job's cycle, so a tick goes on with the next shard. When no shard is free it returns an error
 // that is ErrNoShardFree and reconcile.ErrConcurrentRun, which RunTick reports as a Conflict
 // and a Runner retries at its next tick; but when the next cycle is not due yet
-// (ShardConfig.MinCycleInterval) it returns no error and a Deferred report whose RetryAfter is
+// (Config.MinCycleInterval) it returns no error and a Deferred report whose RetryAfter is
 // the time left, which RunTick passes on and a Runner waits out.
 //
 // Leasing per batch costs two statements a batch; a worker that works through a whole shard at
-// a time uses RunShardTick instead.
-type ShardRunner[E any] struct {
-	job *ShardedJob
+// a time uses RunTick instead.
+type Runner[E any] struct {
+	job *Job
 	cfg reconcile.Config[string, E]
 }
 
-var _ reconcile.BatchRunner = (*ShardRunner[int])(nil)
+var _ reconcile.BatchRunner = (*Runner[int])(nil)
 
-// NewShardRunner checks cfg, the job's engine configuration without Source and Sink, and
-// returns a ShardRunner.
-func NewShardRunner[E any](j *ShardedJob, cfg reconcile.Config[string, E]) (*ShardRunner[E], error) {
+// NewRunner checks cfg, the job's engine configuration without Source and Sink, and
+// returns a Runner.
+func NewRunner[E any](j *Job, cfg reconcile.Config[string, E]) (*Runner[E], error) {
 	cfg, err := engineConfig(j, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &ShardRunner[E]{job: j, cfg: cfg}, nil
+	return &Runner[E]{job: j, cfg: cfg}, nil
 }
 
 // RunBatch leases a free shard, runs one batch on it, and releases it.
-func (r *ShardRunner[E]) RunBatch(ctx context.Context) (reconcile.Report, error) {
+func (r *Runner[E]) RunBatch(ctx context.Context) (reconcile.Report, error) {
 	l, err := r.job.Acquire(ctx)
 	if nd := (*CycleNotDueError)(nil); errors.As(err, &nd) {
 		return reconcile.Report{Job: r.job.cfg.Job, Verdicts: map[reconcile.Verdict]int{}, Deferred: true, RetryAfter: nd.StartsIn}, nil

@@ -1,4 +1,4 @@
-package pgstore
+package pgbudget
 
 import (
 	"context"
@@ -14,13 +14,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/internal/pgtest"
 )
 
 func budgetPool(t *testing.T) *pgxpool.Pool {
 	t.Helper()
 	pool := pgtest.Pool(t)
-	if err := Migrate(context.Background(), pool, Tables{}); err != nil {
+	if err := pgstore.Migrate(context.Background(), pool, pgstore.Tables{}); err != nil {
 		t.Fatal(err)
 	}
 	return pool
@@ -59,7 +60,7 @@ func TestABudgetGrantsItsBurstAtOnceThenOneCallPerIntervalByTheDatabaseClock(t *
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := &fakeClock{now: t0}
-	b, err := NewRateBudget(pool, RateBudgetConfig{Key: "acct_1", Rate: 10, Burst: 3})
+	b, err := NewRateBudget(pool, Config{Key: "acct_1", Rate: 10, Burst: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func TestARateLimitAnswerPausesTheBudgetForEveryProcessAndEmptiesIt(t *testing.T
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := &fakeClock{now: t0}
 	newBudget := func() *RateBudget {
-		b, err := NewRateBudget(pool, RateBudgetConfig{Key: "acct_1", Rate: 10, Burst: 5})
+		b, err := NewRateBudget(pool, Config{Key: "acct_1", Rate: 10, Burst: 5})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,7 +165,7 @@ func TestAWaitThatWouldOutlastItsDeadlineTakesNothing(t *testing.T) {
 	// always half a second away; MaxLate is wide, so that a first Wait woken late (a loaded
 	// machine) does not give its call up and take another.
 	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	b, err := NewRateBudget(pool, RateBudgetConfig{Key: "acct_1", Rate: 2, Burst: 1, MaxLate: time.Minute})
+	b, err := NewRateBudget(pool, Config{Key: "acct_1", Rate: 2, Burst: 1, MaxLate: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +233,7 @@ func TestBudgetsOfOneKeyShareOneBucketUnderConcurrency(t *testing.T) {
 			var wg sync.WaitGroup
 			budgets := make([]*RateBudget, 3) // as three processes would have
 			for i := range budgets {
-				b, err := NewRateBudget(pool, RateBudgetConfig{Key: "acct_1", Rate: rate, Burst: burst, Grant: tc.grant, MaxLate: time.Second})
+				b, err := NewRateBudget(pool, Config{Key: "acct_1", Rate: rate, Burst: burst, Grant: tc.grant, MaxLate: time.Second})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -272,7 +273,7 @@ func TestBudgetsOfOneKeyShareOneBucketUnderConcurrency(t *testing.T) {
 
 func TestTakeDropsReservedCallsTooLateToMake(t *testing.T) {
 	t.Parallel()
-	b, err := NewRateBudget(pgtest.Pool(t), RateBudgetConfig{Key: "k", MaxLate: 50 * time.Millisecond})
+	b, err := NewRateBudget(pgtest.Pool(t), Config{Key: "k", MaxLate: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,25 +293,25 @@ func TestTakeDropsReservedCallsTooLateToMake(t *testing.T) {
 func TestNewRateBudgetRejectsBadConfig(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.Pool(t)
-	for _, cfg := range []RateBudgetConfig{
+	for _, cfg := range []Config{
 		{},
 		{Key: "k", Rate: -1},
 		{Key: "k", Burst: -1},
 		{Key: "k", Burst: 2, Grant: 3},
-		{Key: "k", Tables: Tables{Prefix: "bad-"}},
+		{Key: "k", Tables: pgstore.Tables{Prefix: "bad-"}},
 	} {
 		if _, err := NewRateBudget(pool, cfg); err == nil {
 			t.Errorf("NewRateBudget(%+v) succeeded", cfg)
 		}
 	}
-	if _, err := NewRateBudget(nil, RateBudgetConfig{Key: "k"}); err == nil {
+	if _, err := NewRateBudget(nil, Config{Key: "k"}); err == nil {
 		t.Error("NewRateBudget(nil) succeeded")
 	}
 }
 
 // faultyDB is a DB whose statements can be made to fail, or to hang until their context ends.
 type faultyDB struct {
-	DB
+	pgstore.DB
 	fail, hang atomic.Bool
 }
 
@@ -349,7 +350,7 @@ func (d *faultyDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Ro
 func TestADatabaseFailureInWaitIsAnErrAbortBatchNotARefusal(t *testing.T) {
 	t.Parallel()
 	db := &faultyDB{DB: budgetPool(t)}
-	b, err := NewRateBudget(db, RateBudgetConfig{Key: "acct_1", Rate: 100, Burst: 5})
+	b, err := NewRateBudget(db, Config{Key: "acct_1", Rate: 100, Burst: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +382,7 @@ func TestADatabaseFailureInWaitIsAnErrAbortBatchNotARefusal(t *testing.T) {
 func TestARateLimitAnswerTheDatabaseMissedStillPausesThisProcessAndTheNextAnswerRecordsIt(t *testing.T) {
 	t.Parallel()
 	db := &faultyDB{DB: budgetPool(t)}
-	b, err := NewRateBudget(db, RateBudgetConfig{Key: "acct_1", Rate: 100, Burst: 5})
+	b, err := NewRateBudget(db, Config{Key: "acct_1", Rate: 100, Burst: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,7 +421,7 @@ func TestARateLimitAnswerTheDatabaseMissedStillPausesThisProcessAndTheNextAnswer
 func TestThrottleGivesUpOnAHangingDatabaseWithinASecond(t *testing.T) {
 	t.Parallel()
 	db := &faultyDB{DB: budgetPool(t)}
-	b, err := NewRateBudget(db, RateBudgetConfig{Key: "acct_1"})
+	b, err := NewRateBudget(db, Config{Key: "acct_1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,7 +440,7 @@ func TestReservationsThatArriveOutOfOrderKeepTheQueueInTimeOrder(t *testing.T) {
 	t.Parallel()
 	pool := budgetPool(t)
 	ctx := context.Background()
-	b, err := NewRateBudget(pool, RateBudgetConfig{Key: "acct_1", Rate: 10, Burst: 4, Grant: 4})
+	b, err := NewRateBudget(pool, Config{Key: "acct_1", Rate: 10, Burst: 4, Grant: 4})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,14 +44,7 @@ func (s *Store) ResolveFindingIn(ctx context.Context, q Querier, id int64, r rec
 		return err
 	}
 	var exists, open bool
-	err := q.QueryRow(ctx, `WITH upd AS (
-			UPDATE `+s.cfg.Tables.table("findings")+` SET resolved_at = now(), resolution = $2, resolved_by = $3, resolution_note = $4
-			WHERE id = $1 AND resolved_at IS NULL RETURNING id
-		), ev AS (
-			INSERT INTO `+s.cfg.Tables.table("finding_events")+` (finding_id, action, actor, resolution, note)
-			SELECT id, 'resolved', $3, $2, $4 FROM upd RETURNING 1
-		)
-		SELECT EXISTS (SELECT 1 FROM `+s.cfg.Tables.table("findings")+` WHERE id = $1), EXISTS (SELECT 1 FROM ev)`,
+	err := q.QueryRow(ctx, s.own.resolveFinding,
 		id, r.As, r.By, r.Note).Scan(&exists, &open)
 	switch {
 	case err != nil:
@@ -73,16 +66,7 @@ func (s *Store) ResolveRecordFindings(ctx context.Context, q Querier, recordID s
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
-	rows, err := q.Query(ctx, `WITH upd AS (
-			UPDATE `+s.cfg.Tables.table("findings")+` SET resolved_at = now(), resolution = $3, resolved_by = $4, resolution_note = $5
-			WHERE record_id = $1 AND (aggregate_type = $6 OR aggregate_type IS NULL) AND resolved_at IS NULL
-				AND (coalesce(cardinality($2::text[]), 0) = 0 OR kind = ANY($2))
-			RETURNING id
-		), ev AS (
-			INSERT INTO `+s.cfg.Tables.table("finding_events")+` (finding_id, action, actor, resolution, note)
-			SELECT id, 'resolved', $4, $3, $5 FROM upd
-		)
-		SELECT id FROM upd ORDER BY id`, recordID, kinds, r.As, r.By, r.Note, s.cfg.AggregateType)
+	rows, err := q.Query(ctx, s.own.resolveRecordFindings, recordID, kinds, r.As, r.By, r.Note, s.cfg.AggregateType)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: resolve findings of record %s: %w", recordID, err)
 	}
@@ -106,21 +90,8 @@ func (s *Store) ReopenFindingIn(ctx context.Context, q Querier, id int64, by, no
 	if by == "" {
 		return errors.New("pgstore: reopen finding: the actor is empty")
 	}
-	findings := s.cfg.Tables.table("findings")
 	var exists, sibling, reopened bool
-	err := q.QueryRow(ctx, `WITH f AS (
-			SELECT id, job, record_id, kind, resolved_at FROM `+findings+` WHERE id = $1
-		), sibling AS (
-			SELECT EXISTS (SELECT 1 FROM `+findings+` AS o, f WHERE o.job = f.job AND o.record_id = f.record_id
-				AND o.kind = f.kind AND o.resolved_at IS NULL AND o.id <> f.id) AS found
-		), upd AS (
-			UPDATE `+findings+` AS t SET resolved_at = NULL, resolution = NULL, resolved_by = NULL, resolution_note = NULL
-			FROM sibling WHERE t.id = $1 AND t.resolved_at IS NOT NULL AND NOT sibling.found RETURNING t.id
-		), ev AS (
-			INSERT INTO `+s.cfg.Tables.table("finding_events")+` (finding_id, action, actor, note)
-			SELECT id, 'reopened', $2, $3 FROM upd RETURNING 1
-		)
-		SELECT EXISTS (SELECT 1 FROM f), (SELECT found FROM sibling), EXISTS (SELECT 1 FROM ev)`,
+	err := q.QueryRow(ctx, s.own.reopenFinding,
 		id, by, note).Scan(&exists, &sibling, &reopened)
 	switch {
 	case err != nil:
@@ -197,7 +168,7 @@ func (s *Store) ListFindings(ctx context.Context, fq reconcile.FindingQuery) ([]
 		add("f.detected_at < $%d", fq.DetectedBefore)
 	}
 	args = append(args, fq.Limit)
-	rows, err := s.db.Query(ctx, `SELECT `+findingColumns+` FROM `+s.cfg.Tables.table("findings")+` AS f
+	rows, err := s.db.Query(ctx, s.own.listFindings+`
 		WHERE `+strings.Join(where, " AND ")+fmt.Sprintf(` ORDER BY f.id LIMIT $%d`, len(args)), args...)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: list findings: %w", err)
@@ -213,7 +184,7 @@ func (s *Store) ListFindings(ctx context.Context, fq reconcile.FindingQuery) ([]
 // and reopenings from the audit table, and its repair commands' states from the outbox, each
 // with its failures and last error.
 func (s *Store) Finding(ctx context.Context, id int64) (reconcile.FindingDetail, error) {
-	rows, err := s.db.Query(ctx, `SELECT `+findingColumns+` FROM `+s.cfg.Tables.table("findings")+` AS f WHERE f.id = $2`,
+	rows, err := s.db.Query(ctx, s.own.finding,
 		s.cfg.AggregateType, id)
 	if err != nil {
 		return reconcile.FindingDetail{}, fmt.Errorf("pgstore: finding %d: %w", id, err)
@@ -227,13 +198,7 @@ func (s *Store) Finding(ctx context.Context, id int64) (reconcile.FindingDetail,
 	}
 	d := reconcile.FindingDetail{Finding: s.withExternalIDs(ctx, []found{f})[0],
 		History: []reconcile.FindingEvent{{At: f.DetectedAt, Action: reconcile.ActionDetected, Actor: f.Job}}}
-	rows, err = s.db.Query(ctx, `SELECT at, action, actor, coalesce(resolution, ''), note, error, failures FROM (
-			SELECT at, action, actor, resolution, note, '' AS error, 0 AS failures, 0 AS src, id FROM `+s.cfg.Tables.table("finding_events")+` WHERE finding_id = $1
-			UNION ALL
-			SELECT coalesce(processed_at, dead_at, created_at), 'command ' || status, event_type,
-				NULL, '', coalesce(last_error, ''), failures, 1, id
-			FROM `+s.cfg.Tables.table("outbox")+` WHERE finding_id = $1
-		) h ORDER BY at, src, id`, id)
+	rows, err = s.db.Query(ctx, s.own.findingHistory, id)
 	if err != nil {
 		return reconcile.FindingDetail{}, fmt.Errorf("pgstore: history of finding %d: %w", id, err)
 	}

@@ -1,0 +1,45 @@
+package pgbudget
+
+import (
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/reconcilekit/reconcile/adapters/pgstore"
+)
+
+// Defaults of Config.
+const (
+	DefaultPause   = time.Second
+	DefaultMaxLate = 50 * time.Millisecond
+)
+
+// Config configures a RateBudget. Only Key is required.
+type Config struct {
+	// Tables names the reconciler's tables, as given to pgstore.Migrate.
+	Tables pgstore.Tables
+	// Key names the budget: one per external account, such as the Stripe account id. Every
+	// RateBudget with the same key over the same tables, in any process, draws from one bucket.
+	// Required.
+	Key string
+	// Rate is the budget of all workers together, in calls per second. Zero means
+	// reconcile.DefaultRate. Give every RateBudget of a key the same Rate and Burst: each grant
+	// uses its caller's.
+	Rate rate.Limit
+	// Burst is the number of calls that may be made at once after a quiet spell, and the most
+	// by which any one-second window may exceed Rate. Zero means 1.
+	Burst int
+	// Grant is the number of calls reserved by one statement. Zero means 1: a statement per
+	// call. A larger grant spares the database at high rates; the process hands the calls out
+	// at their times, and a call no caller took within MaxLate of its time is lost to the
+	// budget.
+	Grant int
+	// MaxLate is how late after its time a reserved call may still be made. A caller that
+	// wakes up later than that (a stalled process) gives the call up and reserves another,
+	// so that calls made late never bunch up with calls made on time. Zero means
+	// DefaultMaxLate.
+	MaxLate time.Duration
+	// Pause is how long a rate-limit answer that names no wait pauses the budget. Zero means
+	// DefaultPause.
+	Pause time.Duration
+}

@@ -1,0 +1,63 @@
+package pgbudget
+
+import (
+	"github.com/reconcilekit/reconcile/adapters/pgstore"
+	"github.com/reconcilekit/reconcile/internal/pgtables"
+)
+
+// budgetSQL holds a rate budget's statements. Every statement takes the time from
+// clock_timestamp(), read only once the bucket's row is locked (or from $n, for tests), so that
+// a grant that waited for the lock is computed at the time it is made; now() would be the
+// statement's start, before the wait.
+type budgetSQL struct {
+	create, reserve, throttle, state string
+}
+
+func newBudgetSQL(t pgstore.Tables) budgetSQL {
+	budgets := pgtables.Name(t.Prefix, t.Schema, "rate_budgets")
+	// settled is the bucket's content at now (or at its own time, if that is later: paused),
+	// refilled at $2 per second and capped at $3.
+	const settled = `CASE WHEN b.at < b.now THEN least($3::float8, b.tokens + $2::float8 * extract(epoch FROM b.now - b.at)::float8)
+		ELSE least($3::float8, b.tokens) END`
+	return budgetSQL{
+		// The bucket is made empty: workers starting together do not begin with a burst.
+		create: `INSERT INTO ` + budgets + ` (key, tokens, at, rate, burst) VALUES ($1, 0, coalesce($4::timestamptz, clock_timestamp()), $2, $3)
+			ON CONFLICT (key) DO NOTHING`,
+		// $1 key, $2 rate, $3 burst, $4 calls, $5 the longest wait acceptable in seconds, $6
+		// the time (NULL: the database clock). Call i (from 1) may be made at base +
+		// max(0, i - avail) / rate, and the last of them at wait seconds from now; if that is
+		// past $5, nothing is taken.
+		reserve: `WITH l AS (
+				SELECT tokens, at FROM ` + budgets + ` WHERE key = $1 FOR UPDATE
+			), b AS (
+				SELECT tokens, at, coalesce($6::timestamptz, clock_timestamp()) AS now FROM l
+			), c AS (
+				SELECT b.now, greatest(b.at, b.now) AS base, ` + settled + ` AS avail FROM b
+			), p AS (
+				SELECT now, base, avail,
+					extract(epoch FROM base - now)::float8 + greatest(0, $4::int - avail) / $2::float8 AS wait
+				FROM c
+			)
+			UPDATE ` + budgets + ` AS r SET
+				tokens = CASE WHEN p.wait <= $5::float8 THEN p.avail - $4::int ELSE r.tokens END,
+				at = CASE WHEN p.wait <= $5::float8 THEN p.base ELSE r.at END,
+				granted = r.granted + CASE WHEN p.wait <= $5::float8 THEN $4::int ELSE 0 END,
+				rate = $2, burst = $3
+			FROM p WHERE r.key = $1
+			RETURNING p.wait <= $5::float8, p.now, extract(epoch FROM p.base - p.now)::float8, p.avail, p.wait`,
+		// $4 the pause in seconds, $5 the time. The bucket is settled, emptied (what is
+		// promised stays promised) and pushed to the pause's end.
+		throttle: `WITH l AS (
+				SELECT tokens, at FROM ` + budgets + ` WHERE key = $1 FOR UPDATE
+			), b AS (
+				SELECT tokens, at, coalesce($5::timestamptz, clock_timestamp()) AS now FROM l
+			)
+			UPDATE ` + budgets + ` AS r SET
+				tokens = least(0, ` + settled + `),
+				at = greatest(b.at, b.now + make_interval(secs => $4::float8)),
+				paused_until = greatest(r.paused_until, b.now + make_interval(secs => $4::float8)),
+				throttles = r.throttles + 1
+			FROM b WHERE r.key = $1`,
+		state: `SELECT tokens, at, rate, burst, granted, throttles, paused_until FROM ` + budgets + ` WHERE key = $1`,
+	}
+}

@@ -1,0 +1,86 @@
+package pgoutbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/reconcilekit/reconcile"
+)
+
+// Delivery is one claimed command, as a handler sees it.
+type Delivery struct {
+	ID            int64
+	AggregateType string
+	AggregateID   string
+	// Name is the command (the outbox row's event type), such as "ApplyPaymentSucceeded".
+	Name    string
+	Payload []byte
+	// FindingID is the finding the command repairs; zero for rows the reconciler did not queue.
+	FindingID int64
+	// Attempt is this claim's number, 1 for the first: the fencing token every finalize is
+	// guarded by. A delivery with a higher attempt may exist if this one's lease expired.
+	Attempt int64
+	// Failures counts earlier attempts that failed and spent the retry budget.
+	Failures  int
+	CreatedAt time.Time
+}
+
+// Handler applies one command. Its database work goes through tx, in which the dispatcher then
+// marks the command done, so the effect and the completion commit together or not at all. A
+// handler must be idempotent in effect (a guarded update: a command can be delivered again
+// after a crash), and should return Permanent for a command that can never succeed and
+// RetryLater to wait without spending an attempt.
+type Handler func(ctx context.Context, tx pgx.Tx, d Delivery) error
+
+// HandleJSON registers a handler whose payload is decoded as JSON into T, rejecting unknown
+// fields; if T has a Validate() error method it is called too. A payload that does not decode
+// or validate makes the command dead at once with the reason: retrying cannot fix it.
+func HandleJSON[T any](d *Dispatcher, name string, h func(ctx context.Context, tx pgx.Tx, payload T, del Delivery) error) error {
+	return d.Handle(name, func(ctx context.Context, tx pgx.Tx, del Delivery) error {
+		var v T
+		dec := json.NewDecoder(bytes.NewReader(del.Payload))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&v); err != nil {
+			return Permanent(fmt.Errorf("decode %s payload: %w", name, err))
+		}
+		if dec.More() {
+			return Permanent(fmt.Errorf("decode %s payload: data after the JSON value", name))
+		}
+		if val, ok := any(&v).(interface{ Validate() error }); ok {
+			if err := val.Validate(); err != nil {
+				return Permanent(fmt.Errorf("%s payload: %w", name, err))
+			}
+		}
+		return h(ctx, tx, v, del)
+	})
+}
+
+// HandleCommand registers a handler of a reconciler repair command, decoded and checked with
+// reconcile.DecodeCommand. A command whose finding is already resolved is completed without
+// calling h: the webhook applied the change first, or a person decided (fixed, accepted, a
+// false positive), and a repair must not overrule them.
+func HandleCommand(d *Dispatcher, name string, h func(ctx context.Context, tx pgx.Tx, cmd reconcile.Command) error) error {
+	return d.Handle(name, func(ctx context.Context, tx pgx.Tx, del Delivery) error {
+		cmd, err := reconcile.DecodeCommand(del.Name, del.Payload)
+		if err != nil {
+			return Permanent(err)
+		}
+		var resolved bool
+		err = tx.QueryRow(ctx, d.sql.findingResolved, cmd.FindingID).Scan(&resolved)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			// The finding is gone (deleted by retention): apply the command as asked.
+		case err != nil:
+			return fmt.Errorf("read finding %d: %w", cmd.FindingID, err)
+		case resolved:
+			return nil
+		}
+		return h(ctx, tx, cmd)
+	})
+}

@@ -1,0 +1,129 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Check verifies that the host table and every configured column exist, and prepares the
+// store's statements. Read calls it on first use; call it at startup to fail early.
+func (s *Store) Check(ctx context.Context) error {
+	_, err := s.statements(ctx)
+	return err
+}
+
+func (s *Store) statements(ctx context.Context) (*statements, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sql != nil {
+		return s.sql, nil
+	}
+	types, err := s.columnTypes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.cfg.checkFilter(types); err != nil {
+		return nil, err
+	}
+	st := buildStatements(s.cfg, types)
+	// A value the column cannot take (text for a bigint, say) fails here rather than in the
+	// first batch.
+	if where, args := renderFilter(s.cfg, types, 1); where != "" {
+		rows, err := s.db.Query(ctx, "SELECT 1 FROM "+s.hostTable()+" AS h WHERE "+where+" LIMIT 0", args...)
+		if err == nil {
+			rows.Close()
+			err = rows.Err()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("pgstore: config: Filter on %s: %w", s.hostTable(), err)
+		}
+	}
+	s.sql = st
+	return s.sql, nil
+}
+
+// columnTypes reads the host table's column types from the catalog.
+func (s *Store) columnTypes(ctx context.Context) (map[string]string, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT a.attname, format_type(a.atttypid, NULL), a.attnotnull
+		FROM pg_attribute a
+		WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, s.hostTable())
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: read catalog for %s: %w", s.hostTable(), err)
+	}
+	types := map[string]string{}
+	notNull := map[string]bool{}
+	var name, typ string
+	var nn bool
+	if _, err := pgx.ForEachRow(rows, []any{&name, &typ, &nn}, func() error {
+		if typ == "character" {
+			// format_type without the modifier says "character", which as a cast means
+			// char(1) and would cut every value to its first character; bpchar keeps it whole.
+			typ = "bpchar"
+		}
+		types[name], notNull[name] = typ, nn
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("pgstore: read catalog for %s: %w", s.hostTable(), err)
+	}
+	if len(types) == 0 {
+		return nil, fmt.Errorf("pgstore: table %s does not exist (or has no columns) in the search_path", s.hostTable())
+	}
+	need := append([]string{s.cfg.IDColumn, s.cfg.ExternalIDColumn, s.cfg.StateColumn, s.cfg.UpdatedAtColumn, s.cfg.CreatedAtColumn}, s.cfg.KeyColumns...)
+	if s.cfg.Observations == ObserveInHostColumns {
+		need = append(need, s.cfg.ObservedColumn, s.cfg.VerifiedAtColumn)
+	}
+	for _, c := range need {
+		if _, ok := types[c]; !ok {
+			return nil, fmt.Errorf("pgstore: table %s has no column %q", s.hostTable(), c)
+		}
+	}
+	// A keyset skips rows whose key is NULL and rows whose key ties across a batch boundary;
+	// findings and observations are per row id, so two rows sharing one would be confused.
+	for _, k := range append([]string{s.cfg.IDColumn}, s.cfg.KeyColumns...) {
+		if !notNull[k] {
+			return nil, fmt.Errorf("pgstore: column %q of %s is nullable; as a key or row id it must be NOT NULL", k, s.hostTable())
+		}
+	}
+	for _, k := range s.cfg.KeyColumns {
+		if types[k] == "real" || types[k] == "double precision" {
+			return nil, fmt.Errorf("pgstore: key column %q of %s is a floating-point %s; use an exact type", k, s.hostTable(), types[k])
+		}
+	}
+	for _, c := range []string{s.cfg.UpdatedAtColumn, s.cfg.CreatedAtColumn} {
+		if types[c] != naiveTimestamp && types[c] != "timestamp with time zone" {
+			return nil, fmt.Errorf("pgstore: column %q of %s is %s, not a timestamp", c, s.hostTable(), types[c])
+		}
+	}
+	if err := s.checkUnique(ctx, s.cfg.KeyColumns, "key columns"); err != nil {
+		return nil, err
+	}
+	if err := s.checkUnique(ctx, []string{s.cfg.IDColumn}, "IDColumn"); err != nil {
+		return nil, err
+	}
+	if _, err := s.db.Exec(ctx, "SELECT now() AT TIME ZONE $1::text", s.cfg.TimeZone); err != nil {
+		return nil, fmt.Errorf("pgstore: config: TimeZone %q: %w", s.cfg.TimeZone, err)
+	}
+	return types, nil
+}
+
+// checkUnique verifies that some unique index (or the primary key) covers only columns among
+// cols, so that cols identify a row.
+func (s *Store) checkUnique(ctx context.Context, cols []string, what string) error {
+	var unique bool
+	if err := s.db.QueryRow(ctx, `
+		SELECT EXISTS (
+			SELECT 1 FROM pg_index i
+			WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL
+			AND (SELECT bool_and(a.attname = ANY($2)) FROM pg_attribute a
+				WHERE a.attrelid = i.indrelid AND a.attnum = ANY((i.indkey::int2[])[0:i.indnkeyatts - 1])))`,
+		s.hostTable(), cols).Scan(&unique); err != nil {
+		return fmt.Errorf("pgstore: read catalog for %s: %w", s.hostTable(), err)
+	}
+	if !unique {
+		return fmt.Errorf("pgstore: %s %v of %s are not unique (no unique index or primary key within them); rows sharing a value would be skipped or confused", what, cols, s.hostTable())
+	}
+	return nil
+}

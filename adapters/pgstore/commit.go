@@ -1,0 +1,138 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/reconcilekit/reconcile"
+)
+
+// Commit writes observations, findings and repair commands and advances the cursor in one
+// transaction, pipelined in one round trip. If the cursor moved since the read it rolls back
+// and returns reconcile.ErrConcurrentRun.
+func (s *Store) Commit(ctx context.Context, c reconcile.Commit) (reconcile.CommitResult, error) {
+	var res reconcile.CommitResult
+	st, err := s.statements(ctx)
+	if err != nil {
+		return res, err
+	}
+	if !c.Wrap {
+		if err := s.checkPosition(c.Next); err != nil {
+			return res, fmt.Errorf("pgstore: commit: %w", err)
+		}
+	}
+	batch := &pgx.Batch{}
+	if c.Wrap {
+		batch.Queue(st.wrap, c.Job, c.Cursor.Version, len(c.Outcomes), c.Unverifiable())
+	} else {
+		batch.Queue(st.advance, c.Job, c.Cursor.Version, c.Next, len(c.Outcomes), c.Unverifiable(), nullIfEmpty(c.Cursor.End))
+	}
+	s.queueResults(batch, st, c.Job, c.Outcomes, &res)
+	if c.Wrap {
+		// The cycle is complete: close the findings of rows it showed gone.
+		batch.Queue(st.forgetDeleted, c.Job, reconcile.ResolvedByReconciler, forgetNote)
+	}
+
+	if err := s.sendFenced(ctx, batch, "commit"); err != nil {
+		return reconcile.CommitResult{}, err
+	}
+	return res, nil
+}
+
+// setTimeZone sets the transaction's TimeZone to $1, until it ends.
+const setTimeZone = "SELECT set_config('TimeZone', $1, true)"
+
+// forgetNote is the note on findings closed because their row was deleted.
+const forgetNote = "the row no longer exists; closed when the cycle completed"
+
+// queueResults queues the observations, findings and repair commands of outcomes; res receives
+// what the findings statement added.
+func (s *Store) queueResults(batch *pgx.Batch, st *statements, job string, outcomes []reconcile.Outcome, res *reconcile.CommitResult) {
+	// In record order, whoever commits: a sweep and a lane writing the same rows at once then
+	// lock them in the same order and cannot deadlock.
+	outcomes = slices.SortedStableFunc(slices.Values(outcomes), func(a, b reconcile.Outcome) int { return strings.Compare(a.RecordID, b.RecordID) })
+	// The commit runs in the configured zone, so that an updated_at trigger on the host table
+	// writing now() into a timestamp without time zone column writes it in that zone, not in
+	// the session's.
+	batch.Queue(setTimeZone, s.cfg.TimeZone)
+	var obsIDs, obsStates []string
+	var f findingCols
+	for _, o := range outcomes {
+		if o.Verified {
+			obsIDs, obsStates = append(obsIDs, o.RecordID), append(obsStates, o.External)
+		}
+		if d := o.Decision; d.Kind != "" && (d.Verdict == reconcile.Repairable || d.Verdict == reconcile.NeedsReview) {
+			f.add(job, o)
+		}
+	}
+	switch {
+	case len(obsIDs) == 0:
+	case st.observeTakesJob:
+		batch.Queue(st.observe, job, obsIDs, obsStates)
+	default:
+		batch.Queue(st.lockObserved, obsIDs)
+		batch.Queue(st.observe, obsIDs, obsStates)
+	}
+	if len(f.ids) > 0 {
+		batch.Queue(st.findings, job, s.cfg.AggregateType, f.ids, f.kinds, f.locals, f.externals, f.details, f.commands,
+			f.once, f.notARow, f.payloads).
+			QueryRow(func(row pgx.Row) error { return row.Scan(&res.Findings, &res.Commands) })
+	}
+}
+
+type findingCols struct {
+	ids, kinds, locals, externals, details, commands []string
+	once, notARow                                    []bool
+	// payloads are the repair commands as JSON without their finding id; nil where none.
+	payloads []*string
+}
+
+func (f *findingCols) add(job string, o reconcile.Outcome) {
+	var payload *string
+	if cmd := o.RepairCommand(job); cmd != nil {
+		b, _ := json.Marshal(cmd) // strings and an integer: it cannot fail
+		p := string(b)
+		payload = &p
+	}
+	f.payloads = append(f.payloads, payload)
+	f.once = append(f.once, o.Once)
+	f.notARow = append(f.notARow, o.NotARow)
+	f.ids = append(f.ids, o.RecordID)
+	f.kinds = append(f.kinds, o.Decision.Kind)
+	f.locals = append(f.locals, o.Local)
+	f.externals = append(f.externals, o.External)
+	f.details = append(f.details, o.Decision.Detail)
+	f.commands = append(f.commands, o.Decision.Command)
+}
+
+// sendFenced runs batch in a transaction whose first statement is a compare-and-set: if it
+// affects no row, nothing is written and the result is reconcile.ErrConcurrentRun.
+func (s *Store) sendFenced(ctx context.Context, batch *pgx.Batch, what string) error {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("pgstore: %s: begin: %w", what, err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
+	br := tx.SendBatch(ctx, batch)
+	tag, err := br.Exec()
+	if err != nil {
+		br.Close()
+		return fmt.Errorf("pgstore: %s: advance: %w", what, err)
+	}
+	if tag.RowsAffected() != 1 {
+		br.Close()
+		return reconcile.ErrConcurrentRun
+	}
+	if err := br.Close(); err != nil {
+		return fmt.Errorf("pgstore: %s: write results: %w", what, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("pgstore: %s: commit transaction: %w", what, err)
+	}
+	return nil
+}

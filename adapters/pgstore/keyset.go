@@ -1,0 +1,88 @@
+package pgstore
+
+import (
+	"fmt"
+	"strings"
+)
+
+// keysetReads are the keyset reads of the host table, of the whole job or of one key range (a
+// pgshard shard): one statement per shape of the range, so that a shard reads exactly what the
+// unsharded job would, within its range.
+type keysetReads struct {
+	sel, order string
+	host       string   // the host table, quoted
+	keys       []string // quoted key columns, h."col"
+	keyTypes   []string
+	where      func(first int, conds ...string) string
+}
+
+// newKeysetReads is called by buildStatements with its pieces: sel and order are the select
+// list and ORDER BY ... LIMIT $2 of every keyset read, keys the quoted key columns, where the
+// WHERE builder that appends the Filter.
+func newKeysetReads(cfg Config, types map[string]string, sel, order string, keys []string,
+	where func(first int, conds ...string) string) *keysetReads {
+	r := &keysetReads{sel: sel, order: order, host: cfg.hostTable(), keys: keys, where: where}
+	for _, k := range cfg.KeyColumns {
+		r.keyTypes = append(r.keyTypes, types[k])
+	}
+	return r
+}
+
+// read returns a keyset read, of the whole job or of one shard. $1 is the grace in seconds and
+// $2 the limit; then come the position (if after), the lower bound (if lower), the upper bound
+// (if upper) and the cycle's high-water mark (if end), each a JSON array, and then the Filter's
+// values. Bounds apply to the first key column: lower inclusive, upper exclusive; the
+// high-water mark is a whole key, inclusive. After a position no lower bound is needed: the
+// position is in the shard. A separate statement per shape, rather than one with
+// "$n IS NULL OR ...", keeps every variant an index range scan under a generic plan.
+func (r *keysetReads) read(after, lower, upper, end bool) string {
+	var conds []string
+	n := 3
+	if after {
+		conds = append(conds, fmt.Sprintf("(%s) > (%s)", strings.Join(r.keys, ", "), r.keyParam(n)))
+		n++
+	}
+	bounds, n := r.rangeConds(n, lower && !after, upper)
+	conds = append(conds, bounds...)
+	if end {
+		conds = append(conds, fmt.Sprintf("(%s) <= (%s)", strings.Join(r.keys, ", "), r.keyParam(n)))
+		n++
+	}
+	return r.sel + r.where(n, conds...) + r.order
+}
+
+// highWater returns the query of the last key within the bounds (lower from $1 if lower, then
+// upper if upper), the Filter's values after them: a cycle's high-water mark.
+func (r *keysetReads) highWater(lower, upper bool) string {
+	conds, n := r.rangeConds(1, lower, upper)
+	desc := make([]string, len(r.keys))
+	for i, k := range r.keys {
+		desc[i] = k + " DESC"
+	}
+	return fmt.Sprintf("SELECT jsonb_build_array(%s)::text FROM %s AS h%s ORDER BY %s LIMIT 1",
+		strings.Join(r.keys, ", "), r.host, r.where(n, conds...), strings.Join(desc, ", "))
+}
+
+// rangeConds returns the conditions of a shard's bounds on the first key column, with their
+// placeholders from $n, and the next placeholder's number.
+func (r *keysetReads) rangeConds(n int, lower, upper bool) ([]string, int) {
+	var conds []string
+	if lower {
+		conds = append(conds, fmt.Sprintf("%s >= (($%d::jsonb) ->> 0)::%s", r.keys[0], n, r.keyTypes[0]))
+		n++
+	}
+	if upper {
+		conds = append(conds, fmt.Sprintf("%s < (($%d::jsonb) ->> 0)::%s", r.keys[0], n, r.keyTypes[0]))
+		n++
+	}
+	return conds, n
+}
+
+// keyParam is a whole key taken from the JSON array in $n, as a row constructor's values.
+func (r *keysetReads) keyParam(n int) string {
+	vals := make([]string, len(r.keys))
+	for i, t := range r.keyTypes {
+		vals[i] = fmt.Sprintf("(($%d::jsonb) ->> %d)::%s", n, i, t)
+	}
+	return strings.Join(vals, ", ")
+}

@@ -1,0 +1,138 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/reconcilekit/reconcile"
+)
+
+// Read returns the rows the Filter selects after the job's cursor, in key order, judging grace
+// by the database clock.
+func (s *Store) Read(ctx context.Context, req reconcile.ReadRequest) (reconcile.Batch[string], error) {
+	var b reconcile.Batch[string]
+	if req.Limit <= 0 {
+		return b, fmt.Errorf("pgstore: limit %d must be positive", req.Limit)
+	}
+	st, err := s.statements(ctx)
+	if err != nil {
+		return b, err
+	}
+	err = s.db.QueryRow(ctx, st.readCursor, req.Job).Scan(&b.Cursor.Position, &b.Cursor.Version, &b.Cursor.End)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+	case err != nil:
+		return b, fmt.Errorf("pgstore: read cursor: %w", err)
+	}
+	for _, p := range []string{b.Cursor.Position, b.Cursor.End} {
+		if p == "" {
+			continue
+		}
+		if err := s.checkPosition(p); err != nil {
+			return b, fmt.Errorf("pgstore: read cursor: %w", err)
+		}
+	}
+	b.Records, err = s.readRange(ctx, st, req, &b.Cursor, "", "")
+	if err != nil {
+		return b, fmt.Errorf("pgstore: %w", err)
+	}
+	return b, nil
+}
+
+// readRange reads the next rows after cur's position within the bounds of a shard (lower and
+// upper, JSON arrays of the first key column; empty is open) and the cycle's high-water mark.
+// At a cycle's start it fixes the mark, in cur.End: the last key present now. An empty range
+// gives no mark and no rows.
+func (s *Store) readRange(ctx context.Context, st *statements, req reconcile.ReadRequest, cur *reconcile.Cursor, lower, upper string) ([]reconcile.Record[string], error) {
+	if cur.End == "" {
+		var bounds []any
+		if lower != "" {
+			bounds = append(bounds, lower)
+		}
+		if upper != "" {
+			bounds = append(bounds, upper)
+		}
+		err := s.db.QueryRow(ctx, st.keyset.highWater(lower != "", upper != ""), append(bounds, st.filterArgs...)...).Scan(&cur.End)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return nil, nil
+		case err != nil:
+			return nil, fmt.Errorf("read the cycle's last key in %s: %w", s.hostTable(), err)
+		}
+	}
+	args := []any{req.Grace.Seconds(), req.Limit}
+	after := cur.Position != ""
+	if after {
+		args = append(args, cur.Position)
+	} else if lower != "" {
+		args = append(args, lower)
+	}
+	if upper != "" {
+		args = append(args, upper)
+	}
+	args = append(append(args, cur.End), st.filterArgs...)
+	return s.readRecords(ctx, st.keyset.read(after, lower != "", upper != "", true), args)
+}
+
+// checkPosition verifies that a cursor position is a JSON array with one value per key column.
+func (s *Store) checkPosition(pos string) error {
+	var vals []json.RawMessage
+	if err := json.Unmarshal([]byte(pos), &vals); err != nil || len(vals) != len(s.cfg.KeyColumns) {
+		return fmt.Errorf("position %q is not a key of %v; was the job's key changed?", pos, s.cfg.KeyColumns)
+	}
+	return nil
+}
+
+// readRecords runs one keyset read and returns its rows as records.
+func (s *Store) readRecords(ctx context.Context, query string, args []any) ([]reconcile.Record[string], error) {
+	rows, err := s.db.Query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", s.hostTable(), err)
+	}
+	defer rows.Close()
+	var out []reconcile.Record[string]
+	var r reconcile.Record[string]
+	var ext, state, invalid *string
+	var created *time.Time
+	for rows.Next() {
+		if err := rows.Scan(&r.Key, &r.ID, &ext, &state, &created, &r.Recent, &invalid); err != nil {
+			return nil, fmt.Errorf("read %s: %w", s.hostTable(), err)
+		}
+		r.ExternalID, r.Local, r.CreatedAt, r.Invalid = deref(ext), deref(state), time.Time{}, deref(invalid)
+		if created != nil {
+			r.CreatedAt = *created
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read %s: %w", s.hostTable(), err)
+	}
+	return out, nil
+}
+
+// nullIfEmpty is s, or NULL for an empty s.
+func nullIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func derefTime(p *time.Time) time.Time {
+	if p == nil {
+		return time.Time{}
+	}
+	return *p
+}
