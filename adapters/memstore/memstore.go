@@ -283,7 +283,7 @@ func (s *Store[K, L]) record(job string, outcomes []reconcile.Outcome, now time.
 			continue // opened once already, and resolved since
 		}
 		f := reconcile.Finding{
-			ID: int64(len(s.findings) + 1), Job: job, RecordID: o.RecordID, Kind: d.Kind,
+			ID: int64(len(s.findings) + 1), Job: job, RecordID: o.RecordID, ExternalID: o.ExternalID, Kind: d.Kind,
 			Local: o.Local, External: o.External, Detail: d.Detail, Command: d.Command, DetectedAt: now,
 		}
 		s.open[fk] = len(s.findings)
@@ -464,7 +464,7 @@ func (s *Store[K, L]) ListFindings(ctx context.Context, q reconcile.FindingQuery
 			!q.DetectedBefore.IsZero() && !f.DetectedAt.Before(q.DetectedBefore):
 			continue
 		}
-		out = append(out, s.withExternalID(f))
+		out = append(out, f)
 	}
 	return out, nil
 }
@@ -482,7 +482,7 @@ func (s *Store[K, L]) Finding(ctx context.Context, id int64) (reconcile.FindingD
 		return reconcile.FindingDetail{}, err
 	}
 	history := append([]reconcile.FindingEvent{{At: f.DetectedAt, Action: reconcile.ActionDetected, Actor: f.Job}}, s.events[id]...)
-	return reconcile.FindingDetail{Finding: s.withExternalID(*f), History: history}, nil
+	return reconcile.FindingDetail{Finding: *f, History: history}, nil
 }
 
 // finding returns finding id, or an error wrapping reconcile.ErrFindingNotFound; the caller
@@ -492,21 +492,6 @@ func (s *Store[K, L]) finding(op string, id int64) (*reconcile.Finding, error) {
 		return nil, fmt.Errorf("memstore: %s %d: %w", op, id, reconcile.ErrFindingNotFound)
 	}
 	return &s.findings[id-1], nil
-}
-
-// withExternalID returns f with its row's external id, if the row exists; the caller holds
-// s.mu.
-func (s *Store[K, L]) withExternalID(f reconcile.Finding) reconcile.Finding {
-	if s.ids[f.RecordID] == 0 {
-		return f
-	}
-	for _, r := range s.rows {
-		if fmt.Sprint(r.Key) == f.RecordID {
-			f.ExternalID = r.ExternalID
-			break
-		}
-	}
-	return f
 }
 
 // ResolveFinding closes an open finding and records the change in its history

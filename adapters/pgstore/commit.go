@@ -80,13 +80,14 @@ func (s *Store) queueResults(batch *pgx.Batch, st *statements, job string, outco
 	}
 	if len(f.ids) > 0 {
 		batch.Queue(st.findings, job, s.cfg.AggregateType, f.ids, f.kinds, f.locals, f.externals, f.details, f.commands,
-			f.once, f.notARow, f.payloads).
+			f.once, f.notARow, f.payloads, f.externalIDs).
 			QueryRow(func(row pgx.Row) error { return row.Scan(&res.Findings, &res.Commands) })
 	}
 }
 
 type findingCols struct {
 	ids, kinds, locals, externals, details, commands []string
+	externalIDs                                      []string
 	once, notARow                                    []bool
 	// payloads are the repair commands as JSON without their finding id; nil where none.
 	payloads []*string
@@ -103,6 +104,7 @@ func (f *findingCols) add(job string, o reconcile.Outcome) {
 	f.once = append(f.once, o.Once)
 	f.notARow = append(f.notARow, o.NotARow)
 	f.ids = append(f.ids, o.RecordID)
+	f.externalIDs = append(f.externalIDs, o.ExternalID)
 	f.kinds = append(f.kinds, o.Decision.Kind)
 	f.locals = append(f.locals, o.Local)
 	f.externals = append(f.externals, o.External)

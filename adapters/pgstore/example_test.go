@@ -205,4 +205,5 @@ func ExampleMigrations() {
 	// 003_lanes.sql
 	// 004_shards.sql
 	// 005_cycle_end.sql
+	// 006_finding_external_id.sql
 }

@@ -112,7 +112,7 @@ func (s *Store) ReopenFindingIn(ctx context.Context, q Querier, id int64, by, no
 // table (its aggregate type; findings recorded before the column existed have none).
 const findingColumns = `f.id, f.job, f.record_id, f.kind, f.local_state, f.external_state, f.detail, f.command,
 	f.detected_at, f.resolved_at, coalesce(f.resolution, ''), coalesce(f.resolved_by, ''), coalesce(f.resolution_note, ''),
-	coalesce(f.aggregate_type = $1, true)`
+	f.external_id, coalesce(f.aggregate_type = $1, true)`
 
 // found is a finding as read, and whether its record is a row of this store's table.
 type found struct {
@@ -124,7 +124,7 @@ func scanFinding(row pgx.CollectableRow) (found, error) {
 	var f found
 	var resolved *time.Time
 	err := row.Scan(&f.ID, &f.Job, &f.RecordID, &f.Kind, &f.Local, &f.External, &f.Detail, &f.Command,
-		&f.DetectedAt, &resolved, &f.Resolution, &f.ResolvedBy, &f.ResolutionNote, &f.ours)
+		&f.DetectedAt, &resolved, &f.Resolution, &f.ResolvedBy, &f.ResolutionNote, &f.ExternalID, &f.ours)
 	if resolved != nil {
 		f.ResolvedAt = *resolved
 	}
@@ -210,15 +210,15 @@ func (s *Store) Finding(ctx context.Context, id int64) (reconcile.FindingDetail,
 	return d, nil
 }
 
-// withExternalIDs returns the findings with the external ids of those about this store's
-// table's rows. A failed look-up is logged, not returned: the findings are worth reviewing
-// without them.
+// withExternalIDs returns the findings, those opened before findings kept their external id
+// (migration 006) given the external ids of their rows if they are about this store's table.
+// A failed look-up is logged, not returned: the findings are worth reviewing without them.
 func (s *Store) withExternalIDs(ctx context.Context, fs []found) []reconcile.Finding {
 	out := make([]reconcile.Finding, len(fs))
 	var ids []string
 	for i, f := range fs {
 		out[i] = f.Finding
-		if f.ours {
+		if f.ours && f.ExternalID == "" {
 			ids = append(ids, f.RecordID)
 		}
 	}
@@ -232,7 +232,7 @@ func (s *Store) withExternalIDs(ctx context.Context, fs []found) []reconcile.Fin
 		return out
 	}
 	for i, f := range fs {
-		if f.ours {
+		if f.ours && f.ExternalID == "" {
 			out[i].ExternalID = ext[f.RecordID]
 		}
 	}

@@ -289,7 +289,7 @@ func TestARepairDoesNotOverruleAPersonWhoResolvedItsFindingFirst(t *testing.T) {
 	}
 }
 
-func TestFindingsCarryTheExternalIDsOfTheirStoresTableOnly(t *testing.T) {
+func TestFindingsCarryTheExternalIDTheyWereOpenedWithWhateverStoreListsThem(t *testing.T) {
 	t.Parallel()
 	f, ctx := reviewWorld(t)
 	fs, err := f.store.ListFindings(ctx, reconcile.FindingQuery{RecordID: "2"})
@@ -299,20 +299,39 @@ func TestFindingsCarryTheExternalIDsOfTheirStoresTableOnly(t *testing.T) {
 	if d, err := f.store.Finding(ctx, fs[0].ID); err != nil || d.ExternalID != extIDOf(2) || len(d.History) == 0 {
 		t.Fatalf("Finding = %+v, %v; want %s and a history", d, err, extIDOf(2))
 	}
-	// A store of another aggregate type lists the same findings, without its table's ids.
+	// A store of another table (another aggregate type) lists the same finding with its
+	// external id too: a console over several tables links every finding.
 	refunds, err := pgstore.New(f.pool, pgstore.Config{Table: "payments", AggregateType: "refund"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fs, err := refunds.ListFindings(ctx, reconcile.FindingQuery{RecordID: "2"}); err != nil || len(fs) != 1 || fs[0].ExternalID != "" {
-		t.Fatalf("ListFindings through another table's store = %+v, %v; want the finding without an external id", fs, err)
+	if fs, err := refunds.ListFindings(ctx, reconcile.FindingQuery{RecordID: "2"}); err != nil || len(fs) != 1 || fs[0].ExternalID != extIDOf(2) {
+		t.Fatalf("ListFindings through another table's store = %+v, %v; want the finding with %s", fs, err, extIDOf(2))
+	}
+	// A finding opened before findings kept their external id (migration 006) gets its row's.
+	if _, err := f.pool.Exec(ctx, `UPDATE reconcile_findings SET external_id = '' WHERE record_id = '3'`); err != nil {
+		t.Fatal(err)
+	}
+	if fs, err := f.store.ListFindings(ctx, reconcile.FindingQuery{RecordID: "3"}); err != nil || len(fs) != 1 || fs[0].ExternalID != extIDOf(3) {
+		t.Fatalf("ListFindings of a finding without a stored external id = %+v, %v; want %s from its row", fs, err, extIDOf(3))
+	}
+	// So does a finding whose row was deleted since.
+	if _, err := f.pool.Exec(ctx, `DELETE FROM payments WHERE id = 2`); err != nil {
+		t.Fatal(err)
+	}
+	if fs, err := f.store.ListFindings(ctx, reconcile.FindingQuery{RecordID: "2"}); err != nil || len(fs) != 1 || fs[0].ExternalID != extIDOf(2) {
+		t.Fatalf("ListFindings after the row was deleted = %+v, %v; want the finding with %s", fs, err, extIDOf(2))
 	}
 }
 
 func TestFindingsAreListedWithoutExternalIDsWhenTheirTableCannotBeRead(t *testing.T) {
 	t.Parallel()
 	f, ctx := reviewWorld(t)
-	// The store names a table that is gone: its external ids cannot be read.
+	// Findings opened before findings kept their external id (migration 006) have none: the
+	// store reads them from its table. Here the store names a table that is gone.
+	if _, err := f.pool.Exec(ctx, `UPDATE reconcile_findings SET external_id = ''`); err != nil {
+		t.Fatal(err)
+	}
 	var logs bytes.Buffer
 	gone, err := pgstore.New(f.pool, pgstore.Config{Table: "payments_archive", AggregateType: f.store.Config().AggregateType,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})

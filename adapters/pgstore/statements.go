@@ -215,11 +215,11 @@ func (p *sqlParts) commitStatements(st *statements) {
 	// marshalled in Go (reconcile.Outcome.RepairCommand), to which the new finding's id is
 	// added.
 	st.findings = `WITH input AS (
-				SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bool[], $10::bool[], $11::text[])
-					AS t(record_id, kind, local_state, external_state, detail, command, once, not_a_row, payload)
+				SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bool[], $10::bool[], $11::text[], $12::text[])
+					AS t(record_id, kind, local_state, external_state, detail, command, once, not_a_row, payload, external_id)
 			), opened AS (
-				INSERT INTO ` + t.table("findings") + ` (job, record_id, kind, local_state, external_state, detail, command, aggregate_type)
-				SELECT $1, record_id, kind, local_state, external_state, detail, command, $2 FROM input
+				INSERT INTO ` + t.table("findings") + ` (job, record_id, kind, local_state, external_state, detail, command, aggregate_type, external_id)
+				SELECT $1, record_id, kind, local_state, external_state, detail, command, $2, external_id FROM input
 				-- Once: a finding (job, record, kind) ever opened is not opened again.
 				WHERE NOT (once AND EXISTS (SELECT 1 FROM ` + t.table("findings") + ` AS f
 					WHERE f.job = $1 AND f.record_id = input.record_id AND f.kind = input.kind))
