@@ -22,7 +22,7 @@ import (
 // was answered 429, which must not hang on a slow database.
 const budgetThrottleTimeout = time.Second
 
-// RateBudget is a token bucket kept in PostgreSQL, shared by every worker of every process that
+// Budget is a token bucket kept in PostgreSQL, shared by every worker of every process that
 // uses the same key: a reconcile.Limiter whose rate is the total of all of them, so that adding
 // workers never exceeds the account's share. It is also a reconcile.Throttler: a rate-limit
 // answer to any worker pauses the bucket for all.
@@ -41,9 +41,9 @@ const budgetThrottleTimeout = time.Second
 // reconcile.ErrAbortBatch, so that the batch fails and commits nothing instead of marking the
 // rows not yet asked Unverifiable and moving the cursor past them.
 //
-// For a single process, reconcile.AdaptiveLimiter is simpler and adapts its rate; RateBudget is
+// For a single process, reconcile.AdaptiveLimiter is simpler and adapts its rate; Budget is
 // for work spread over processes, such as a pgshard.Job's workers.
-type RateBudget struct {
+type Budget struct {
 	db  pgstore.DB
 	cfg Config
 	sql budgetSQL
@@ -66,13 +66,13 @@ type RateBudget struct {
 }
 
 var (
-	_ reconcile.Limiter   = (*RateBudget)(nil)
-	_ reconcile.Throttler = (*RateBudget)(nil)
+	_ reconcile.Limiter   = (*Budget)(nil)
+	_ reconcile.Throttler = (*Budget)(nil)
 )
 
-// NewRateBudget checks cfg and returns a RateBudget. It does not touch the database; the
+// New checks cfg and returns a Budget. It does not touch the database; the
 // bucket is made, empty, on first use.
-func NewRateBudget(db pgstore.DB, cfg Config) (*RateBudget, error) {
+func New(db pgstore.DB, cfg Config) (*Budget, error) {
 	if db == nil {
 		return nil, errors.New("pgbudget: db is nil")
 	}
@@ -106,17 +106,17 @@ func NewRateBudget(db pgstore.DB, cfg Config) (*RateBudget, error) {
 		return nil, fmt.Errorf("pgbudget: config: %w", err)
 	}
 	cfg.Tables.Prefix = prefix
-	return &RateBudget{db: db, cfg: cfg, sql: newBudgetSQL(cfg.Tables)}, nil
+	return &Budget{db: db, cfg: cfg, sql: newBudgetSQL(cfg.Tables)}, nil
 }
 
 // Config returns the budget's configuration with defaults filled in.
-func (b *RateBudget) Config() Config { return b.cfg }
+func (b *Budget) Config() Config { return b.cfg }
 
 // Wait blocks until one call may be made, or ctx is done. It fails at once when the call could
 // not be granted before ctx's deadline; when a pause is the reason (a rate-limit answer to some
 // worker), the error is a *reconcile.RateLimitError saying how long it still lasts. When the
 // database fails, the error wraps reconcile.ErrAbortBatch.
-func (b *RateBudget) Wait(ctx context.Context) error {
+func (b *Budget) Wait(ctx context.Context) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -177,7 +177,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // paused returns how long the pause of the latest rate-limit answer to this process lasts.
-func (b *RateBudget) paused() time.Duration {
+func (b *Budget) paused() time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return time.Until(b.pausedUntil)
@@ -185,7 +185,7 @@ func (b *RateBudget) paused() time.Duration {
 
 // failed wraps an error of the database: unless ctx is done, it is a reconcile.ErrAbortBatch,
 // so that the batch fails rather than take it for a call that cannot be granted in time.
-func (b *RateBudget) failed(ctx context.Context, what string, err error) error {
+func (b *Budget) failed(ctx context.Context, what string, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("pgbudget: %s: %s: %w", b.cfg.Key, what, err)
 	}
@@ -194,7 +194,7 @@ func (b *RateBudget) failed(ctx context.Context, what string, err error) error {
 
 // take hands out the earliest call this process reserved and has not used, dropping those too
 // late to use.
-func (b *RateBudget) take() (time.Time, bool) {
+func (b *Budget) take() (time.Time, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := time.Now()
@@ -210,7 +210,7 @@ func (b *RateBudget) take() (time.Time, bool) {
 }
 
 // giveBack returns a reserved call its taker cannot use, for another caller.
-func (b *RateBudget) giveBack(at time.Time) {
+func (b *Budget) giveBack(at time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.queue = insertSorted(b.queue, at)
@@ -224,7 +224,7 @@ func insertSorted(q []time.Time, at time.Time) []time.Time {
 
 // reserve takes Grant calls from the bucket in one statement and returns the time of the first;
 // the others are queued for other callers.
-func (b *RateBudget) reserve(ctx context.Context) (time.Time, error) {
+func (b *Budget) reserve(ctx context.Context) (time.Time, error) {
 	if err := b.create(ctx); err != nil {
 		return time.Time{}, err
 	}
@@ -274,7 +274,7 @@ func (b *RateBudget) reserve(ctx context.Context) (time.Time, error) {
 }
 
 // create makes the bucket, full, if it does not exist yet.
-func (b *RateBudget) create(ctx context.Context) error {
+func (b *Budget) create(ctx context.Context) error {
 	if b.created.Load() {
 		return nil
 	}
@@ -292,7 +292,7 @@ func (b *RateBudget) create(ctx context.Context) error {
 // before the answer (at most Grant per waiting caller) are still made. If recording fails, this
 // process still pauses, and the next rate-limit answer tries again. Answers that arrive while a
 // recorded pause lasts longer change nothing.
-func (b *RateBudget) Throttle(retryAfter time.Duration) {
+func (b *Budget) Throttle(retryAfter time.Duration) {
 	if retryAfter <= 0 {
 		retryAfter = b.cfg.Pause
 	}
@@ -342,7 +342,7 @@ type State struct {
 }
 
 // State reads the bucket as stored, for monitoring and tests.
-func (b *RateBudget) State(ctx context.Context) (State, error) {
+func (b *Budget) State(ctx context.Context) (State, error) {
 	s := State{Key: b.cfg.Key}
 	var paused *time.Time
 	err := b.db.QueryRow(ctx, b.sql.state, b.cfg.Key).Scan(&s.Tokens, &s.At, &s.Rate, &s.Burst, &s.Granted, &s.Throttles, &paused)
@@ -356,7 +356,7 @@ func (b *RateBudget) State(ctx context.Context) (State, error) {
 }
 
 // now is the clock the statements use: nil means the database's clock_timestamp().
-func (b *RateBudget) now() *time.Time {
+func (b *Budget) now() *time.Time {
 	if b.clock == nil {
 		return nil
 	}

@@ -46,7 +46,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 }
 
 // recordGrants makes b report the database time of every call it is granted into a slice.
-func recordGrants(b *RateBudget, mu *sync.Mutex, into *[]time.Time) {
+func recordGrants(b *Budget, mu *sync.Mutex, into *[]time.Time) {
 	b.observe = func(at time.Time) {
 		mu.Lock()
 		*into = append(*into, at)
@@ -60,7 +60,7 @@ func TestABudgetGrantsItsBurstAtOnceThenOneCallPerIntervalByTheDatabaseClock(t *
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := &fakeClock{now: t0}
-	b, err := NewRateBudget(pool, Config{Key: "acct_1", Rate: 10, Burst: 3})
+	b, err := New(pool, Config{Key: "acct_1", Rate: 10, Burst: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,8 +109,8 @@ func TestARateLimitAnswerPausesTheBudgetForEveryProcessAndEmptiesIt(t *testing.T
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := &fakeClock{now: t0}
-	newBudget := func() *RateBudget {
-		b, err := NewRateBudget(pool, Config{Key: "acct_1", Rate: 10, Burst: 5})
+	newBudget := func() *Budget {
+		b, err := New(pool, Config{Key: "acct_1", Rate: 10, Burst: 5})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,7 +165,7 @@ func TestAWaitThatWouldOutlastItsDeadlineTakesNothing(t *testing.T) {
 	// always half a second away; MaxLate is wide, so that a first Wait woken late (a loaded
 	// machine) does not give its call up and take another.
 	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	b, err := NewRateBudget(pool, Config{Key: "acct_1", Rate: 2, Burst: 1, MaxLate: time.Minute})
+	b, err := New(pool, Config{Key: "acct_1", Rate: 2, Burst: 1, MaxLate: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,9 +231,9 @@ func TestBudgetsOfOneKeyShareOneBucketUnderConcurrency(t *testing.T) {
 			var grants []time.Time
 			var waits atomic.Int64
 			var wg sync.WaitGroup
-			budgets := make([]*RateBudget, 3) // as three processes would have
+			budgets := make([]*Budget, 3) // as three processes would have
 			for i := range budgets {
-				b, err := NewRateBudget(pool, Config{Key: "acct_1", Rate: rate, Burst: burst, Grant: tc.grant, MaxLate: time.Second})
+				b, err := New(pool, Config{Key: "acct_1", Rate: rate, Burst: burst, Grant: tc.grant, MaxLate: time.Second})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -273,7 +273,7 @@ func TestBudgetsOfOneKeyShareOneBucketUnderConcurrency(t *testing.T) {
 
 func TestTakeDropsReservedCallsTooLateToMake(t *testing.T) {
 	t.Parallel()
-	b, err := NewRateBudget(pgtest.Pool(t), Config{Key: "k", MaxLate: 50 * time.Millisecond})
+	b, err := New(pgtest.Pool(t), Config{Key: "k", MaxLate: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,12 +300,12 @@ func TestNewRateBudgetRejectsBadConfig(t *testing.T) {
 		{Key: "k", Burst: 2, Grant: 3},
 		{Key: "k", Tables: pgstore.Tables{Prefix: "bad-"}},
 	} {
-		if _, err := NewRateBudget(pool, cfg); err == nil {
-			t.Errorf("NewRateBudget(%+v) succeeded", cfg)
+		if _, err := New(pool, cfg); err == nil {
+			t.Errorf("New(%+v) succeeded", cfg)
 		}
 	}
-	if _, err := NewRateBudget(nil, Config{Key: "k"}); err == nil {
-		t.Error("NewRateBudget(nil) succeeded")
+	if _, err := New(nil, Config{Key: "k"}); err == nil {
+		t.Error("New(nil) succeeded")
 	}
 }
 
@@ -350,7 +350,7 @@ func (d *faultyDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Ro
 func TestADatabaseFailureInWaitIsAnErrAbortBatchNotARefusal(t *testing.T) {
 	t.Parallel()
 	db := &faultyDB{DB: budgetPool(t)}
-	b, err := NewRateBudget(db, Config{Key: "acct_1", Rate: 100, Burst: 5})
+	b, err := New(db, Config{Key: "acct_1", Rate: 100, Burst: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +382,7 @@ func TestADatabaseFailureInWaitIsAnErrAbortBatchNotARefusal(t *testing.T) {
 func TestARateLimitAnswerTheDatabaseMissedStillPausesThisProcessAndTheNextAnswerRecordsIt(t *testing.T) {
 	t.Parallel()
 	db := &faultyDB{DB: budgetPool(t)}
-	b, err := NewRateBudget(db, Config{Key: "acct_1", Rate: 100, Burst: 5})
+	b, err := New(db, Config{Key: "acct_1", Rate: 100, Burst: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,7 +421,7 @@ func TestARateLimitAnswerTheDatabaseMissedStillPausesThisProcessAndTheNextAnswer
 func TestThrottleGivesUpOnAHangingDatabaseWithinASecond(t *testing.T) {
 	t.Parallel()
 	db := &faultyDB{DB: budgetPool(t)}
-	b, err := NewRateBudget(db, Config{Key: "acct_1"})
+	b, err := New(db, Config{Key: "acct_1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,7 +440,7 @@ func TestReservationsThatArriveOutOfOrderKeepTheQueueInTimeOrder(t *testing.T) {
 	t.Parallel()
 	pool := budgetPool(t)
 	ctx := context.Background()
-	b, err := NewRateBudget(pool, Config{Key: "acct_1", Rate: 10, Burst: 4, Grant: 4})
+	b, err := New(pool, Config{Key: "acct_1", Rate: 10, Burst: 4, Grant: 4})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,16 +14,16 @@ const (
 	DefaultMaxLate = 50 * time.Millisecond
 )
 
-// Config configures a RateBudget. Only Key is required.
+// Config configures a Budget. Only Key is required.
 type Config struct {
 	// Tables names the reconciler's tables, as given to pgstore.Migrate.
 	Tables pgstore.Tables
 	// Key names the budget: one per external account, such as the Stripe account id. Every
-	// RateBudget with the same key over the same tables, in any process, draws from one bucket.
+	// Budget with the same key over the same tables, in any process, draws from one bucket.
 	// Required.
 	Key string
 	// Rate is the budget of all workers together, in calls per second. Zero means
-	// reconcile.DefaultRate. Give every RateBudget of a key the same Rate and Burst: each grant
+	// reconcile.DefaultRate. Give every Budget of a key the same Rate and Burst: each grant
 	// uses its caller's.
 	Rate rate.Limit
 	// Burst is the number of calls that may be made at once after a quiet spell, and the most

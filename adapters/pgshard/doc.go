@@ -10,7 +10,7 @@
 //	// in each worker process, from any scheduler:
 //	tick, err := pgshard.RunTick(ctx, job, reconcile.Config[string, *stripe.PaymentIntent]{
 //		Gateway: gateway, Classifier: stripeadapter.PaymentIntentClassifier(),
-//		ExternalState: stripeadapter.PaymentIntentState, Limiter: budget, // a pgbudget.RateBudget
+//		ExternalState: stripeadapter.PaymentIntentState, Limiter: budget, // a pgbudget.Budget
 //	}, reconcile.TickBudget{})
 //
 // # Leases
@@ -30,5 +30,5 @@
 // ShardStatus and Health report every shard and name the slowest (status.go); Status is the
 // job's reconcile.Status, as the store's.
 //
-// The workers of a Job share one rate through package pgbudget's RateBudget.
+// The workers of a Job share one rate through package pgbudget's Budget.
 package pgshard

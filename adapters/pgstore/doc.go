@@ -145,7 +145,7 @@
 // # Scaling past one process
 //
 // Package pgshard splits a job over this store's table into key ranges that workers in any
-// number of processes lease; package pgbudget's RateBudget is the rate they share.
+// number of processes lease; package pgbudget's Budget is the rate they share.
 //
 // # Monitoring
 //

@@ -25,7 +25,7 @@
 //     most. A dead worker's shard is taken over by another tick once its lease (10 s) expires;
 //     its running River jobs keep their slots until River's rescuer frees them, 45 s after they
 //     started (RescueStuckJobsAfter, just over the ticks' 35 s timeout);
-//   - every worker draws from one pgbudget.RateBudget, so all processes together stay within
+//   - every worker draws from one pgbudget.Budget, so all processes together stay within
 //     -rate calls per second to Stripe; a tick the budget or Stripe pushes back on is snoozed
 //     for the wait asked.
 //

@@ -176,7 +176,7 @@ func runWorker(ctx context.Context, cfg workerConfig) (workerSummary, error) {
 	if err != nil {
 		return workerSummary{}, err
 	}
-	limiter, err := pgbudget.NewRateBudget(pool, pgbudget.Config{Key: "acct_demo", Rate: rate.Limit(cfg.Rate), Burst: 5})
+	limiter, err := pgbudget.New(pool, pgbudget.Config{Key: "acct_demo", Rate: rate.Limit(cfg.Rate), Burst: 5})
 	if err != nil {
 		return workerSummary{}, err
 	}
@@ -255,6 +255,6 @@ func jobFor(pool *pgxpool.Pool, shards int, owner string) (*pgshard.Job, error) 
 }
 
 // budget returns the shared rate budget, to read its state.
-func budget(pool *pgxpool.Pool) (*pgbudget.RateBudget, error) {
-	return pgbudget.NewRateBudget(pool, pgbudget.Config{Key: "acct_demo"})
+func budget(pool *pgxpool.Pool) (*pgbudget.Budget, error) {
+	return pgbudget.New(pool, pgbudget.Config{Key: "acct_demo"})
 }

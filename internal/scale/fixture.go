@@ -7,7 +7,7 @@
 // starts worker processes, re-executions of its own binary told what to do through an
 // environment variable (a binary that may be one calls MaybeRunWorker first thing, in main or
 // TestMain). Each worker leases shards (pgshard.RunTick), asks stripetest over HTTP through
-// the real Stripe gateway (bulk list calls), paced by one pgbudget.RateBudget shared by all, and
+// the real Stripe gateway (bulk list calls), paced by one pgbudget.Budget shared by all, and
 // stops when the job has completed the cycles asked for. A trigger logs every verification the
 // reconciler commits with the job cycle it belongs to, so that Run can check that every row was
 // verified exactly once per cycle; stripetest's request log gives the calls per second.

@@ -114,7 +114,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, log io.Writer) (WorkerRepo
 	if err != nil {
 		return rep, err
 	}
-	budget, err := pgbudget.NewRateBudget(pool, pgbudget.Config{Key: "acct_scale", Rate: rate.Limit(cfg.Rate), Burst: cfg.Burst, MaxLate: cfg.MaxLate})
+	budget, err := pgbudget.New(pool, pgbudget.Config{Key: "acct_scale", Rate: rate.Limit(cfg.Rate), Burst: cfg.Burst, MaxLate: cfg.MaxLate})
 	if err != nil {
 		return rep, err
 	}
