@@ -117,12 +117,10 @@ func Example() {
 	// payment 3: paid_locally_not_externally (paid here, canceled at Stripe)
 }
 
-// Status is what health is judged from: the lag of the least recently verified row, cycles,
-// the last batch, and open findings by kind.
-func ExampleStore_Status() {
-	ctx := context.Background()
+// sweptStore is Example's store after one batch of job "payments", for the examples that
+// look at what it recorded.
+func sweptStore(ctx context.Context) (*pgstore.Store, func()) {
 	pool, drop := exampleDB(ctx)
-	defer drop()
 	store, err := pgstore.New(pool, pgstore.Config{Table: "payments", ExternalIDColumn: "stripe_payment_intent_id"})
 	if err != nil {
 		panic(err)
@@ -134,6 +132,15 @@ func ExampleStore_Status() {
 	if _, err := reconcile.RunBatch(ctx, cfg); err != nil {
 		panic(err)
 	}
+	return store, drop
+}
+
+// Status is what health is judged from: the lag of the least recently verified row, cycles,
+// the last batch, and open findings by kind.
+func ExampleStore_Status() {
+	ctx := context.Background()
+	store, drop := sweptStore(ctx)
+	defer drop()
 	st, err := store.Status(ctx, "payments")
 	if err != nil {
 		panic(err)
@@ -153,19 +160,8 @@ func ExampleStore_Status() {
 // console shows.
 func ExampleStore_ResolveFinding() {
 	ctx := context.Background()
-	pool, drop := exampleDB(ctx)
+	store, drop := sweptStore(ctx)
 	defer drop()
-	store, err := pgstore.New(pool, pgstore.Config{Table: "payments", ExternalIDColumn: "stripe_payment_intent_id"})
-	if err != nil {
-		panic(err)
-	}
-	if err := pgstore.Migrate(ctx, pool, pgstore.Tables{}); err != nil {
-		panic(err)
-	}
-	cfg := reconcile.Config[string, string]{Job: "payments", Source: store, Sink: store, Gateway: stripeSays, Classifier: policy}
-	if _, err := reconcile.RunBatch(ctx, cfg); err != nil {
-		panic(err)
-	}
 	open, err := store.ListFindings(ctx, reconcile.FindingQuery{Job: "payments", Kind: "paid_locally_not_externally"})
 	if err != nil {
 		panic(err)

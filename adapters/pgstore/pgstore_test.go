@@ -11,44 +11,14 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
-	"github.com/reconcilekit/reconcile/internal/pgtest"
+	"github.com/reconcilekit/reconcile/internal/shardtest"
 	"github.com/reconcilekit/reconcile/reconciletest"
 )
 
-const paymentsDDL = `CREATE TABLE payments (
-	id          bigint PRIMARY KEY,
-	external_id text NOT NULL,
-	status      text NOT NULL,
-	created_at  timestamptz NOT NULL DEFAULT now() - interval '1 day',
-	updated_at  timestamptz NOT NULL DEFAULT now()
-)`
+// The host table and store of the tests are the sharded jobs' tests' too.
+const paymentsDDL = shardtest.PaymentsDDL
 
-// newStore gives the test its own schema with a payments table, the reconciler's tables
-// migrated, and a store over them.
-func newStore(t testing.TB, cfg pgstore.Config, ddl ...string) (*pgxpool.Pool, *pgstore.Store) {
-	t.Helper()
-	ctx := context.Background()
-	pool := pgtest.Pool(t)
-	if len(ddl) == 0 {
-		ddl = []string{paymentsDDL}
-	}
-	for _, d := range ddl {
-		if _, err := pool.Exec(ctx, d); err != nil {
-			t.Fatalf("%s: %v", d, err)
-		}
-	}
-	if err := pgstore.Migrate(ctx, pool, cfg.Tables); err != nil {
-		t.Fatal(err)
-	}
-	if cfg.Table == "" {
-		cfg.Table = "payments"
-	}
-	s, err := pgstore.New(pool, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pool, s
-}
+var newStore = shardtest.NewStore
 
 // insertPayments inserts paid rows with the given ids, last changed an hour ago, each with
 // external id pi_<id>.
