@@ -3,6 +3,7 @@ package reconcile
 import (
 	"fmt"
 	"slices"
+	"unicode/utf8"
 )
 
 // Verdict is what the classifier concluded about one pair of local and external state.
@@ -55,7 +56,25 @@ type Decision struct {
 	Command string
 	// Detail is free text stored with the finding for the person who reads it.
 	Detail string
+	// Diffs are the fields on which the two sides differ, stored with the finding (at most
+	// MaxDiffs; longer values are cut to MaxDiffValue bytes). Only findings keep them.
+	Diffs []Diff
 }
+
+// Diff is one field on which the two sides differ: its name and each side's value as a person
+// reads it, such as "JPY 1,000" for an amount (see FormatAmount). Values are stored and shown,
+// so they must hold what the field holds and nothing else: never a whole object or a secret.
+type Diff struct {
+	Field    string `json:"field"`
+	Local    string `json:"local"`
+	External string `json:"external"`
+}
+
+// MaxDiffs and MaxDiffValue bound what a Decision's Diffs may hold.
+const (
+	MaxDiffs     = 16
+	MaxDiffValue = 200
+)
 
 // Validate reports whether the decision can be acted on: a known verdict, a kind for
 // Repairable and NeedsReview, a command for Repairable and for nothing else.
@@ -69,8 +88,47 @@ func (d Decision) Validate() error {
 		return fmt.Errorf("reconcile: repairable decision %q without a repair command", d.Kind)
 	case d.Verdict != Repairable && d.Command != "":
 		return fmt.Errorf("reconcile: %s decision %q carries a repair command; only Repairable ones may", d.Verdict, d.Kind)
+	case len(d.Diffs) > MaxDiffs:
+		return fmt.Errorf("reconcile: decision %q has %d diffs; at most %d are kept", d.Kind, len(d.Diffs), MaxDiffs)
+	}
+	for i, df := range d.Diffs {
+		if df.Field == "" {
+			return fmt.Errorf("reconcile: decision %q: diff %d names no field", d.Kind, i)
+		}
 	}
 	return nil
+}
+
+// clipDiffs returns diffs with every value cut to MaxDiffValue bytes (on a rune boundary),
+// copying only when one is cut.
+func clipDiffs(diffs []Diff) []Diff {
+	var out []Diff
+	for i, df := range diffs {
+		l, e, f := clip(df.Local), clip(df.External), clip(df.Field)
+		if l == df.Local && e == df.External && f == df.Field {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(diffs)
+		}
+		out[i] = Diff{Field: f, Local: l, External: e}
+	}
+	if out == nil {
+		return diffs
+	}
+	return out
+}
+
+// clip cuts s to MaxDiffValue bytes on a rune boundary, marking the cut.
+func clip(s string) string {
+	if len(s) <= MaxDiffValue {
+		return s
+	}
+	n := MaxDiffValue - len("…")
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // Classifier decides what a pair of local and external state means. It must be pure: no I/O,

@@ -1,6 +1,7 @@
 package reconcile_test
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -164,7 +165,7 @@ func TestRuleTableClassify(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := rt.Classify(tt.local, tt.ext)
-			if got != tt.want {
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("Classify(%+v, %+v) = %+v, want %+v", tt.local, tt.ext, got, tt.want)
 			}
 			if err := got.Validate(); err != nil {
@@ -180,7 +181,7 @@ func TestRuleTableWithoutRulesSendsEverythingToReview(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := reconcile.Decision{Verdict: reconcile.NeedsReview, Kind: "unexpected:paid->succeeded"}
-	if got := rt.Classify(payment{"paid", 1}, charge{"succeeded", 1}); got != want {
+	if got := rt.Classify(payment{"paid", 1}, charge{"succeeded", 1}); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Classify = %+v, want %+v", got, want)
 	}
 }
@@ -195,7 +196,7 @@ func TestRuleTableKeepsItsOwnCopyOfTheRules(t *testing.T) {
 	}
 	// Changing the caller's slice after validation must not smuggle in an unchecked decision.
 	rules[0].Decision = reconcile.Decision{}
-	if got := rt.Classify(payment{"paid", 1}, charge{"succeeded", 1}); got != inSync {
+	if got := rt.Classify(payment{"paid", 1}, charge{"succeeded", 1}); !reflect.DeepEqual(got, inSync) {
 		t.Fatalf("Classify after the caller changed its slice = %+v, want %+v", got, inSync)
 	}
 }
@@ -258,7 +259,7 @@ func TestClassifierFuncAdaptsAFunction(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := c.Classify(tt.local, tt.ext); got != tt.want {
+			if got := c.Classify(tt.local, tt.ext); !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("Classify = %+v, want %+v", got, tt.want)
 			}
 			if gotLocal != tt.local || gotExt != tt.ext {
@@ -271,7 +272,7 @@ func TestClassifierFuncAdaptsAFunction(t *testing.T) {
 func TestUnexpectedIsAValidReviewDecision(t *testing.T) {
 	d := reconcile.Unexpected("paid", "requires_action")
 	want := reconcile.Decision{Verdict: reconcile.NeedsReview, Kind: "unexpected:paid->requires_action"}
-	if d != want {
+	if !reflect.DeepEqual(d, want) {
 		t.Fatalf("Unexpected = %+v, want %+v", d, want)
 	}
 	if err := d.Validate(); err != nil {

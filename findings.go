@@ -20,6 +20,8 @@ type Finding struct {
 	Local      string
 	External   string
 	Detail     string
+	// Diffs are the fields that differed when the finding was opened (Decision.Diffs).
+	Diffs []Diff
 	// Command is the repair command queued when the finding was opened; empty for NeedsReview.
 	Command    string
 	DetectedAt time.Time
@@ -51,6 +53,10 @@ type FindingQuery struct {
 	Job, Kind, RecordID string
 	// Jobs, when set, keeps the findings of these jobs only.
 	Jobs []string
+	// Search, when set, keeps the findings whose external id or record id is Search, or whose
+	// row holds Search in one of the store's search columns (such as an order id; see
+	// pgstore.Config.SearchColumns). It matches whole values, not parts.
+	Search string
 	// State is FindingsOpen (the default when empty), FindingsResolved or FindingsAll.
 	State string
 	// DetectedBefore, when set, keeps the findings detected before it: now - 24h lists

@@ -353,7 +353,7 @@ func TestALaneRecordsOnlyTheNamedStateOfStructs(t *testing.T) {
 	if len(c) != 1 || len(c[0].Outcomes) != 1 {
 		t.Fatalf("commits %+v; want one with one outcome", c)
 	}
-	if o := c[0].Outcomes[0]; o.Local != "pending" || o.External != "succeeded" || o.Decision != laneMissed {
+	if o := c[0].Outcomes[0]; o.Local != "pending" || o.External != "succeeded" || !reflect.DeepEqual(o.Decision, laneMissed) {
 		t.Fatalf("outcome %+v; want the rule table's state names and decision", o)
 	}
 }

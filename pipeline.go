@@ -62,6 +62,7 @@ func (p *pipeline[L, E]) judgePair(o *Outcome, local L, ext E, current bool) err
 	if err := d.Validate(); err != nil {
 		return fmt.Errorf("classifier on record %s: %w", o.RecordID, err)
 	}
+	d.Diffs = clipDiffs(d.Diffs)
 	o.Decision, o.External, o.Verified = d, p.externalState(ext), current && d.Verdict != Unverifiable
 	return nil
 }

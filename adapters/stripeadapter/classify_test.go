@@ -1,6 +1,7 @@
 package stripeadapter
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/stripe/stripe-go/v82"
@@ -59,7 +60,7 @@ func TestPaymentIntentClassifierCoversEveryCombination(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.local+" against "+string(tt.external), func(t *testing.T) {
 			got := PaymentIntentClassifier().Classify(tt.local, &stripe.PaymentIntent{Status: tt.external})
-			if got != tt.want {
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("Classify(%q, %q) = %+v, want %+v", tt.local, tt.external, got, tt.want)
 			}
 			if err := got.Validate(); err != nil {

@@ -1,0 +1,66 @@
+package reconcile
+
+import (
+	"math"
+	"testing"
+)
+
+func TestFormatAmount(t *testing.T) {
+	for _, tc := range []struct {
+		minor    int64
+		currency string
+		want     string
+	}{
+		{1000, "usd", "USD 10.00"},
+		{123450, "USD", "USD 1,234.50"},
+		{5, "eur", "EUR 0.05"},
+		{0, "usd", "USD 0.00"},
+		{1000, "jpy", "JPY 1,000"},
+		{1234567, "JPY", "JPY 1,234,567"},
+		{0, "krw", "KRW 0"},
+		{1000, "kwd", "KWD 1.000"},
+		{1, "bhd", "BHD 0.001"},
+		{-250, "usd", "USD -2.50"},
+		{-1000, "jpy", "JPY -1,000"},
+		{999, "xyz", "XYZ 9.99"},
+		{1000, "", "1000"},
+		{math.MinInt64, "usd", "USD -92,233,720,368,547,758.08"},
+		{math.MaxInt64, "jpy", "JPY 9,223,372,036,854,775,807"},
+	} {
+		if got := FormatAmount(tc.minor, tc.currency); got != tc.want {
+			t.Errorf("FormatAmount(%d, %q) = %q, want %q", tc.minor, tc.currency, got, tc.want)
+		}
+	}
+}
+
+func TestCurrencyExponent(t *testing.T) {
+	for c, want := range map[string]int{"usd": 2, "JPY": 0, "jpy": 0, "KWD": 3, "tnd": 3, "": 2, "eur": 2, "vnd": 0} {
+		if got := CurrencyExponent(c); got != want {
+			t.Errorf("CurrencyExponent(%q) = %d, want %d", c, got, want)
+		}
+	}
+}
+
+func TestDecisionDiffs(t *testing.T) {
+	long := make([]byte, 500)
+	for i := range long {
+		long[i] = 'x'
+	}
+	d := Decision{Verdict: NeedsReview, Kind: "amount_mismatch", Diffs: []Diff{{Field: "amount", Local: string(long), External: "é" + string(long)}}}
+	if err := d.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c := clipDiffs(d.Diffs)
+	if len(c[0].Local) > MaxDiffValue || len(c[0].External) > MaxDiffValue {
+		t.Errorf("not clipped: %d, %d bytes", len(c[0].Local), len(c[0].External))
+	}
+	if len(d.Diffs[0].Local) != 500 {
+		t.Error("clipDiffs changed its argument")
+	}
+	if err := (Decision{Verdict: NeedsReview, Kind: "k", Diffs: []Diff{{Local: "1"}}}).Validate(); err == nil {
+		t.Error("a diff without a field passed Validate")
+	}
+	if err := (Decision{Verdict: NeedsReview, Kind: "k", Diffs: make([]Diff, MaxDiffs+1)}).Validate(); err == nil {
+		t.Error("too many diffs passed Validate")
+	}
+}
