@@ -119,9 +119,9 @@ var moneyCases = []moneyCase{
 		want: partialCapture, detail: "Stripe captured USD 6.00 of USD 10.00",
 		whenSucceeded: []reconcile.Diff{diff("amount_received", "USD 10.00", "USD 6.00")}},
 	{name: "a partial capture comes before a refund and a dispute", row: moneyRow{amount: 1000, currency: "jpy"},
-		stripe: stripeSide{amount: 1000, currency: "jpy", received: 600, refunded: 100, dispute: "lost"},
-		want:   partialCapture,
-		diffs:  []reconcile.Diff{diff("amount_refunded", "JPY 0", "JPY 100"), diff("dispute_status", "none", "lost")},
+		stripe:        stripeSide{amount: 1000, currency: "jpy", received: 600, refunded: 100, dispute: "lost"},
+		want:          partialCapture,
+		diffs:         []reconcile.Diff{diff("amount_refunded", "JPY 0", "JPY 100"), diff("dispute_status", "none", "lost")},
 		whenSucceeded: []reconcile.Diff{diff("amount_received", "JPY 1,000", "JPY 600")}},
 
 	{name: "a refund that failed after succeeding", row: moneyRow{amount: 1000, currency: "usd", refunded: 1000},
