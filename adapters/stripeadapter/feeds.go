@@ -27,7 +27,8 @@ const (
 // EventsOptions configures EventsFeed.
 type EventsOptions struct {
 	// Types are the event types to read, "*" matching any run of characters. Empty means
-	// payment_intent.*. At most 20; a pattern with * must be the only one.
+	// payment_intent.* for EventsFeed, PaymentEventTypes for PaymentEventsFeed. At most 20; a
+	// pattern with * must be the only one.
 	Types []string
 	// Settle: events younger than this are left for the next step, so that an event Stripe
 	// lists a little late is not skipped, and a webhook merely on its way is not taken for a
