@@ -35,7 +35,7 @@ type moneyWorld struct {
 	rows                                                             map[string]moneyRow // by intent
 }
 
-func (w *moneyWorld) now() time.Time { return time.Now().Add(time.Duration(w.offset.Load())) }
+func (w *moneyWorld) now() time.Time        { return time.Now().Add(time.Duration(w.offset.Load())) }
 func (w *moneyWorld) later(d time.Duration) { w.offset.Add(int64(d)) }
 
 // newMoneyWorld makes twenty paid rows in USD and JPY, in sync with their intents: one refunded
