@@ -101,6 +101,27 @@ func TestStripeBenchBulkAgreesWithPerObjectAtAHundredthOfTheCalls(t *testing.T) 
 	}
 }
 
+func TestStripeMoneyBenchAgreesInBothModesAndFindsEveryKind(t *testing.T) {
+	t.Parallel()
+	res, err := runStripeMoney(context.Background(), stripeOptions{Rows: 10000, Batch: 1000, Concurrency: 4, Hint: "aligned"})
+	if err != nil {
+		t.Fatal(err) // including bulk and per-object disagreeing
+	}
+	if !res.SameVerdicts || !res.SameFindings || res.CallsPerRow > 0.011 || res.DisputeCalls != 5 {
+		t.Fatalf("same verdicts %t, findings %t; %.4f calls per row, %d disputes calls; want both, at most 0.011, 5",
+			res.SameVerdicts, res.SameFindings, res.CallsPerRow, res.DisputeCalls)
+	}
+	// The first 10,000 rows hold five disputes: two needing a response and one won, which the
+	// rows do not record, and two (one lost, one under review) which they do.
+	for kind, want := range map[string]int{"amount_mismatch": 5, "currency_mismatch": 5, "partial_capture": 8, "refund_failed": 9,
+		"missed_refund": 46, "missed_partial_refund": 45, "dispute_needs_response": 2, "dispute_won": 1,
+		"dispute_lost": 0, "dispute_updated": 0} {
+		if res.Kinds[kind] != want {
+			t.Errorf("%d %s findings, want %d (all: %v)", res.Kinds[kind], kind, want, res.Kinds)
+		}
+	}
+}
+
 func TestDispatchBenchAppliesEveryCommandOnce(t *testing.T) {
 	t.Parallel()
 	pool, schema := pgtest.PoolSchema(t)
