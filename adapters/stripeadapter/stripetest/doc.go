@@ -54,15 +54,18 @@
 // counts as one). A path Stripe would refuse is Stripe's 400: "This property cannot be
 // expanded (...)." for a field that is not expandable (with Stripe's hint to start a list's
 // path with data), and property_expansion_max_depth for more than four levels. stripe-mock
-// accepts such paths, which is why the fake checks them. Expandable fields of objects the fake
-// does not model (customer, balance_transaction, a charge's refunds list, ...) are accepted and
-// stay as they are unexpanded, null, and paths below them are not checked.
+// accepts such paths, which is why the fake checks them. A charge's refunds sub-list, rendered
+// only when expanded, holds its ten newest refunds. Expandable fields of objects the fake does
+// not model (customer, balance_transaction, ...) are accepted and stay as they are unexpanded,
+// null, and paths below them are not checked.
 //
 // # Lists
 //
-// GET /v1/payment_intents, /v1/refunds, /v1/disputes and /v1/events list newest first (by created, then later-added
-// first) and take Stripe's parameters: limit (1 to 100, default 10), starting_after,
-// ending_before, and created as an exact time or with gt, gte, lt and lte. ending_before
+// GET /v1/payment_intents, /v1/refunds, /v1/disputes and /v1/events list newest first (by
+// created, then later-added first) and take Stripe's parameters: limit (1 to 100, default 10),
+// starting_after, ending_before, and created as an exact time or with gt, gte, lt and lte.
+// A filtered list (refunds or disputes by payment_intent or charge) pages the same way, a
+// cursor from outside it positioning the page by its created time. ending_before
 // returns the limit objects just newer than the cursor, still newest first, and has_more tells
 // whether objects remain in the direction of paging. Unknown parameters are refused with
 // Stripe's 400 "Received unknown parameter", so client mistakes show up in tests rather than in

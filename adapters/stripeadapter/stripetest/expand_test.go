@@ -103,6 +103,36 @@ func TestExpandLatestCharge(t *testing.T) {
 	})
 }
 
+func TestExpandChargeRefunds(t *testing.T) {
+	f, now := newClockFixture(t)
+	id := f.charged(t, "", 1000, "usd")
+	chID := f.latestCharge(t, id, "")
+	var newestFirst []string
+	for i := range 11 {
+		*now = t0.Add(time.Duration(i) * time.Second)
+		r, err := f.srv.Refund(id, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		newestFirst = append([]string{r}, newestFirst...)
+	}
+	t.Run("unexpanded, a charge's refunds are null", func(t *testing.T) {
+		if _, body := rawGet(t, f.srv, "/v1/charges/"+chID, f.srv.Key()); !strings.Contains(body, `"refunds":null`) {
+			t.Errorf("body %s", body)
+		}
+	})
+	t.Run("expanded, they are a sub-list of the ten newest", func(t *testing.T) {
+		ch := f.retrieveCharge(t, chID, "", "refunds.data.payment_intent")
+		got := idsOf(ch.Refunds.Data, func(r *stripe.Refund) string { return r.ID })
+		if !slices.Equal(got, newestFirst[:10]) || !ch.Refunds.HasMore || ch.Refunds.URL != "/v1/charges/"+chID+"/refunds" {
+			t.Errorf("refunds %v, has_more %v, url %s", got, ch.Refunds.HasMore, ch.Refunds.URL)
+		}
+		if r := ch.Refunds.Data[0]; r.Amount != 10 || r.PaymentIntent.Amount != 1000 || r.Charge.ID != chID {
+			t.Errorf("first refund %+v", r)
+		}
+	})
+}
+
 func TestExpandErrors(t *testing.T) {
 	f := newFixture(t)
 	paid := f.charged(t, "", 1000, "usd")
@@ -128,7 +158,8 @@ func TestExpandErrors(t *testing.T) {
 		{"five levels on a retrieve", "/v1/charges/" + f.latestCharge(t, paid, ""), []string{"payment_intent.latest_charge.payment_intent.latest_charge.payment_intent"}, tooDeep + "payment_intent.latest_charge.payment_intent.latest_charge.payment_intent"},
 		{"five levels below a field the fake does not model", "/v1/payment_intents/" + paid, []string{"customer.a.b.c.d"}, tooDeep + "customer.a.b.c.d"},
 		{"the first bad path of several is named", "/v1/refunds/" + rid, []string{"charge", "payment_intent.nope", "bad"}, cannot + "payment_intent.nope)."},
-		{"a charge's refunds list is not expanded", "/v1/charges/" + f.latestCharge(t, paid, ""), []string{"refunds"}, ""},
+		{"a charge's refunds list, through its data", "/v1/charges/" + f.latestCharge(t, paid, ""), []string{"refunds.data.payment_intent"}, ""},
+		{"an unknown field of a charge's refunds", "/v1/charges/" + f.latestCharge(t, paid, ""), []string{"refunds.data.foo"}, cannot + "refunds.data.foo)."},
 		{"an event's data can be expanded on a retrieve", "/v1/events/" + f.listEvents(t, nil)[0].ID, []string{"data"}, ""},
 		{"an unknown field of events' items", "/v1/events", []string{"data.object"}, cannot + "data.object)."},
 		{"an unknown field of a dispute", "/v1/disputes", []string{"data.latest_charge"}, cannot + "data.latest_charge)."},
