@@ -1,7 +1,9 @@
 // Package stripetest is a stateful fake of the part of the Stripe API this project reads,
 // PaymentIntents with their charges, refunds and disputes, and their events, served over real
-// HTTP so that stripe-go pointed at it works unchanged. Tests use it to exercise the Stripe adapter end to end: pagination, Connect
-// accounts, rate limits, outages and slow answers, without the network or a Stripe account.
+// HTTP so that stripe-go pointed at it works unchanged. Tests use it to exercise the Stripe
+// adapter end to end: pagination, Connect accounts, rate limits, outages and slow answers,
+// money that changes without the intent's status changing, all without the network or a Stripe
+// account.
 //
 // # Setup
 //
@@ -29,7 +31,7 @@
 //
 // # Money
 //
-// An intent that requires capture or succeeds, when added so or through SetStatus, gets one
+// An intent that requires capture or succeeds, when added so or through SetStatusAt, gets one
 // charge "ch_...", its latest_charge: the intent's amount and currency, amount_captured (what
 // the intent received once captured, 0 before), amount_refunded, refunded (the whole captured
 // amount is), disputed, status succeeded. PaymentIntent.AmountReceived and SetAmountReceived
@@ -64,10 +66,10 @@
 // GET /v1/payment_intents, /v1/refunds, /v1/disputes and /v1/events list newest first (by
 // created, then later-added first) and take Stripe's parameters: limit (1 to 100, default 10),
 // starting_after, ending_before, and created as an exact time or with gt, gte, lt and lte.
-// A filtered list (refunds or disputes by payment_intent or charge) pages the same way, a
-// cursor from outside it positioning the page by its created time. ending_before
-// returns the limit objects just newer than the cursor, still newest first, and has_more tells
-// whether objects remain in the direction of paging. Unknown parameters are refused with
+// ending_before returns the limit objects just newer than the cursor, still newest first, and
+// has_more tells whether objects remain in the direction of paging. A filtered list (refunds
+// or disputes by payment_intent or charge) pages the same way; a cursor from outside it
+// positions the page by the cursor's created time. Unknown parameters are refused with
 // Stripe's 400 "Received unknown parameter", so client mistakes show up in tests rather than in
 // production. Objects are kept sorted per account and pages are found by binary search: a page
 // costs microseconds over 200k objects, so benchmarks measure the client, not the fake.
