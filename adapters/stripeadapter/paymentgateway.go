@@ -58,11 +58,15 @@ func (p *PaymentGateway) FetchBatch(ctx context.Context, lookups []reconcile.Loo
 	out := make(map[string]*Payment, len(pis))
 	stopped := listErr != nil && !errors.Is(listErr, reconcile.ErrUnavailable)
 	var firstErr error
-	for _, l := range lookups { // in the batch's order, so that a rate limit cuts it predictably
+	// In the batch's order, so that a rate limit cuts it predictably; rows may share an
+	// intent, which is read once.
+	done := make(map[string]bool, len(pis))
+	for _, l := range lookups {
 		pi := pis[l.ExternalID]
-		if pi == nil || out[l.ExternalID] != nil {
+		if pi == nil || done[l.ExternalID] {
 			continue
 		}
+		done[l.ExternalID] = true
 		if stopped && p.needsDisputes(pi) {
 			continue // no more calls after a rate limit: Fetch or the next batch reads it
 		}
