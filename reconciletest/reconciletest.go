@@ -118,7 +118,7 @@ func Config(f Fixture, job string, gw reconcile.Gateway[string], batch int) reco
 
 // Cycle runs batches until the cursor wraps and returns each batch's report, the wrapping
 // one last. It fails the test after maxBatches.
-func Cycle(t testing.TB, cfg reconcile.Config[string, string], maxBatches int) []reconcile.Report {
+func Cycle[L, E any](t testing.TB, cfg reconcile.Config[L, E], maxBatches int) []reconcile.Report {
 	t.Helper()
 	r, err := reconcile.New(cfg)
 	if err != nil {

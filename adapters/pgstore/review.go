@@ -247,11 +247,11 @@ func (s *Store[L]) withExternalIDs(ctx context.Context, fs []found) []reconcile.
 }
 
 // searchColumn is the condition of FindingQuery.Search on one of Config.SearchColumns: cond
-// has the searched value's placeholder number as %[1]d; valid matches the values the column
-// can hold (nil: any).
+// has the searched value's placeholder number as %[1]d; valid says which values the column can
+// hold (nil: any).
 type searchColumn struct {
 	cond  string
-	valid *regexp.Regexp
+	valid func(string) bool
 }
 
 // searchCond is the condition of FindingQuery.Search, the searched value's placeholder number
@@ -267,7 +267,7 @@ func (s *Store[L]) searchCond(ctx context.Context, search string) (string, error
 		}
 		var cols []string
 		for _, c := range st.search {
-			if c.valid == nil || c.valid.MatchString(search) {
+			if c.valid == nil || c.valid(search) {
 				cols = append(cols, c.cond)
 			}
 		}
@@ -278,10 +278,7 @@ func (s *Store[L]) searchCond(ctx context.Context, search string) (string, error
 	return "(" + strings.Join(or, " OR ") + ")", nil
 }
 
-var (
-	integerID = regexp.MustCompile(`^-?[0-9]{1,19}$`)
-	uuidID    = regexp.MustCompile(`^(?i)[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$`)
-)
+var uuidID = regexp.MustCompile(`^(?i)[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$`)
 
 // externalIDs reads the external ids of rows of the host table by the ids findings record,
 // compared in the id column's own type so that its index serves.
@@ -294,7 +291,7 @@ func (s *Store[L]) externalIDs(ctx context.Context, ids []string) (map[string]st
 		// A finding's record id came from this column, but one that the type cannot hold
 		// (a finding of another table recorded before aggregate types, say) would fail the
 		// whole cast.
-		ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return !st.externalIDsValid.MatchString(id) })
+		ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return !st.externalIDsValid(id) })
 	}
 	found := map[string]string{}
 	if len(ids) == 0 {

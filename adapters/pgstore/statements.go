@@ -2,7 +2,7 @@ package pgstore
 
 import (
 	"fmt"
-	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,9 +24,9 @@ type statements struct {
 	// match finds rows by external id for a lane (see Store.Match).
 	match string
 	// externalIDs reads rows' external ids by their ids ($1, text), compared as the id
-	// column's type; externalIDsValid matches the ids that type can hold (nil: any).
+	// column's type; externalIDsValid says which ids that type can hold (nil: any).
 	externalIDs      string
-	externalIDsValid *regexp.Regexp
+	externalIDsValid func(string) bool
 	// search are the conditions of FindingQuery.Search on Config.SearchColumns, and
 	// searchRows selects the ids (as text) of the rows that meet them (review.go).
 	search     []searchColumn
@@ -332,9 +332,9 @@ func (p *sqlParts) reviewStatements(st *statements) {
 	id := p.cfg.IDColumn
 	st.externalIDs = fmt.Sprintf("SELECT %s::text, coalesce(%s::text, '') FROM %s AS h WHERE %s = ANY($1::text[]::%s[])",
 		p.q(id), p.q(p.cfg.ExternalIDColumn), p.host, p.q(id), p.types[id])
-	st.externalIDsValid = validFor(p.types[id])
+	st.externalIDsValid = holds(p.types[id])
 	for _, c := range p.cfg.SearchColumns {
-		sc := searchColumn{valid: validFor(p.types[c])}
+		sc := searchColumn{valid: holds(p.types[c])}
 		// Text-like, integer and uuid columns are compared in their own type, so that an
 		// index on the column serves; a value an integer or uuid column cannot hold is not
 		// looked for in it.
@@ -350,14 +350,18 @@ func (p *sqlParts) reviewStatements(st *statements) {
 	st.searchRows = fmt.Sprintf("SELECT %s::text FROM %s AS h WHERE ", p.q(id), p.host)
 }
 
-// validFor matches the text values a column of type typ can hold, for the types whose casts
-// fail on others; nil for types that hold any text.
-func validFor(typ string) *regexp.Regexp {
-	switch typ {
-	case "smallint", "integer", "bigint":
-		return integerID
-	case "uuid":
-		return uuidID
+// holds says which text values a column of type typ can hold, for the types whose casts fail
+// on others (one failed cast fails the whole statement); nil for the types that take any text.
+func holds(typ string) func(string) bool {
+	bits := map[string]int{"smallint": 16, "integer": 32, "bigint": 64}[typ]
+	switch {
+	case bits > 0:
+		return func(v string) bool {
+			_, err := strconv.ParseInt(v, 10, bits)
+			return err == nil
+		}
+	case typ == "uuid":
+		return uuidID.MatchString
 	}
 	return nil
 }
