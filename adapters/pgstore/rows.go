@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -14,7 +13,6 @@ import (
 // rowType is how a Store[L] reads a row's local state L: the text of the state column when L
 // is a string type, or the host columns that a struct L's fields map to.
 type rowType struct {
-	typ reflect.Type
 	// text reports that L is a string type, read from Config.StateColumn as text.
 	text bool
 	// fields are a struct L's mapped fields, in field order.
@@ -29,10 +27,7 @@ type rowField struct {
 	typ    reflect.Type
 }
 
-var (
-	stringType = reflect.TypeFor[string]()
-	timeType   = reflect.TypeFor[time.Time]()
-)
+var naiveType = reflect.TypeFor[pgtype.Timestamp]()
 
 // newRowType maps L to host columns: a string type is the state column; a struct's exported
 // fields are columns named by their db tag, or by their lowercased name when untagged; db:"-"
@@ -41,12 +36,12 @@ func newRowType[L any]() (*rowType, error) {
 	typ := reflect.TypeFor[L]()
 	switch typ.Kind() {
 	case reflect.String:
-		return &rowType{typ: typ, text: true}, nil
+		return &rowType{text: true}, nil
 	case reflect.Struct:
 	default:
 		return nil, fmt.Errorf("pgstore: row type %v is neither a string nor a struct", typ)
 	}
-	rt := &rowType{typ: typ}
+	rt := &rowType{}
 	if err := rt.addFields(typ, nil, ""); err != nil {
 		return nil, err
 	}
@@ -92,19 +87,11 @@ func (rt *rowType) addFields(t reflect.Type, index []int, prefix string) error {
 	return nil
 }
 
-// columns returns the host columns of a struct L.
-func (rt *rowType) columns() []string {
-	cols := make([]string, len(rt.fields))
-	for i, f := range rt.fields {
-		cols[i] = f.column
-	}
-	return cols
-}
-
 // selectList is what the keyset reads and Match select for L, after their own columns: the
-// state column as text, or each mapped column in its own type. A timestamp without time zone
-// read into a time.Time (or *time.Time) is taken to be in cfg.TimeZone, as the store reads
-// every naive time; into other types (pgtype.Timestamp, a string) it comes as stored.
+// state column as text, or each mapped column in its own type. A timestamp without time zone is
+// taken to be in cfg.TimeZone, as the store reads every naive time, and comes as a timestamptz
+// (into a time.Time, *time.Time, sql.NullTime or pgtype.Timestamptz), unless its field keeps
+// it as stored: a pgtype.Timestamp or a string.
 func (rt *rowType) selectList(p *sqlParts) string {
 	if rt.text {
 		return p.q(p.cfg.StateColumn) + "::text"
@@ -112,11 +99,20 @@ func (rt *rowType) selectList(p *sqlParts) string {
 	cols := make([]string, len(rt.fields))
 	for i, f := range rt.fields {
 		cols[i] = p.q(f.column)
-		if t := f.typ; p.types[f.column] == naiveTimestamp && (t == timeType || t.Kind() == reflect.Pointer && t.Elem() == timeType) {
+		if p.types[f.column] == naiveTimestamp && !keepsNaive(f.typ) {
 			cols[i] = p.ts(f.column)
 		}
 	}
 	return strings.Join(cols, ", ")
+}
+
+// keepsNaive reports whether a field of type t takes a timestamp without time zone as stored,
+// its wall clock with no zone: a pgtype.Timestamp or a string, or a pointer to one.
+func keepsNaive(t reflect.Type) bool {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t == naiveType || t.Kind() == reflect.String
 }
 
 // rowScanner reads the local state of each row of one result, whose L columns (selectList)

@@ -36,6 +36,7 @@ CREATE TABLE orders (
 	order_ref      text,
 	captured_at    timestamp without time zone,
 	booked_at      timestamp without time zone,
+	due_at         timestamp without time zone,
 	settled_at     timestamptz,
 	note           text,
 	created_at     timestamptz NOT NULL DEFAULT now() - interval '1 day',
@@ -53,6 +54,7 @@ type order struct {
 	OrderRef sql.NullString   `db:"order_ref"`
 	Captured time.Time        `db:"captured_at"` // naive: in Config.TimeZone
 	Booked   pgtype.Timestamp `db:"booked_at"`   // naive, as stored
+	Due      sql.NullTime     `db:"due_at"`      // naive: in Config.TimeZone
 	Settled  *time.Time       `db:"settled_at"`
 	Note     pgtype.Text
 	Memo     string `db:"-"`
@@ -94,10 +96,10 @@ func TestATypedRowReadsEachColumnIntoItsFieldInItsOwnType(t *testing.T) {
 	ctx := context.Background()
 	pool, s := newOrders(t, orderConfig)
 	if _, err := pool.Exec(ctx, `INSERT INTO orders (id, payment_intent, payment_status, amount_cents, fee, tax, currency,
-			dispute, order_ref, captured_at, booked_at, settled_at, note) VALUES
+			dispute, order_ref, captured_at, booked_at, due_at, settled_at, note) VALUES
 		(1, 'pi_1', 'paid', 123450, 12.345, 99999999999999999999.25, 'JPY', 'needs_response', 'ord-1',
-			'2026-03-01 09:30:00', '2026-03-01 09:30:00', '2026-03-01 09:30:00+00', 'first'),
-		(2, 'pi_2', 'pending', -5, 0, 0, 'KWD', NULL, NULL, '2026-01-01 00:00:00', NULL, NULL, NULL)`); err != nil {
+			'2026-03-01 09:30:00', '2026-03-01 09:30:00', '2026-03-01 09:30:00', '2026-03-01 09:30:00+00', 'first'),
+		(2, 'pi_2', 'pending', -5, 0, 0, 'KWD', NULL, NULL, '2026-01-01 00:00:00', NULL, NULL, NULL, NULL)`); err != nil {
 		t.Fatal(err)
 	}
 	needs := "needs_response"
@@ -108,6 +110,7 @@ func TestATypedRowReadsEachColumnIntoItsFieldInItsOwnType(t *testing.T) {
 			// 09:30 in Tokyo, the store's zone, is 00:30 UTC.
 			Captured: time.Date(2026, 3, 1, 0, 30, 0, 0, time.UTC),
 			Booked:   pgtype.Timestamp{Time: time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC), Valid: true},
+			Due:      sql.NullTime{Time: time.Date(2026, 3, 1, 0, 30, 0, 0, time.UTC), Valid: true},
 			Settled:  &settled, Note: pgtype.Text{String: "first", Valid: true}},
 		"2": {Status: "pending", Amount: -5, Fee: "0", // pgx drops a zero's scale
 			Currency: "KWD", Captured: time.Date(2025, 12, 31, 15, 0, 0, 0, time.UTC)},
@@ -125,9 +128,7 @@ func TestATypedRowReadsEachColumnIntoItsFieldInItsOwnType(t *testing.T) {
 				t.Errorf("%s: row %s: tax %v (%v), want %s", how, r.ID, tax, err, wantTax[r.ID])
 			}
 			got.Tax = pgtype.Numeric{}
-			if got.Captured.Location() != time.UTC && !got.Captured.IsZero() {
-				got.Captured = got.Captured.UTC()
-			}
+			got.Captured, got.Due.Time = got.Captured.UTC(), got.Due.Time.UTC()
 			if got.Settled != nil {
 				utc := got.Settled.UTC()
 				got.Settled = &utc
