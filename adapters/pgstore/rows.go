@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
@@ -31,7 +30,7 @@ var naiveType = reflect.TypeFor[pgtype.Timestamp]()
 
 // newRowType maps L to host columns: a string type is the state column; a struct's exported
 // fields are columns named by their db tag, or by their lowercased name when untagged; db:"-"
-// skips a field, and an untagged embedded struct contributes its own fields.
+// skips a field, and an untagged exported embedded struct contributes its own fields.
 func newRowType[L any]() (*rowType, error) {
 	typ := reflect.TypeFor[L]()
 	switch typ.Kind() {
@@ -42,9 +41,7 @@ func newRowType[L any]() (*rowType, error) {
 		return nil, fmt.Errorf("pgstore: row type %v is neither a string nor a struct", typ)
 	}
 	rt := &rowType{}
-	if err := rt.addFields(typ, nil, ""); err != nil {
-		return nil, err
-	}
+	rt.addFields(typ, nil, "")
 	if len(rt.fields) == 0 {
 		return nil, fmt.Errorf("pgstore: row type %v has no field mapped to a column (exported, not db:\"-\")", typ)
 	}
@@ -61,21 +58,19 @@ func newRowType[L any]() (*rowType, error) {
 	return rt, nil
 }
 
-func (rt *rowType) addFields(t reflect.Type, index []int, prefix string) error {
+// addFields adds the mapped fields of struct type t, found at index under L, their names
+// prefixed. An unexported embedded struct is skipped like any unexported field: reflect cannot
+// set what is reached through it.
+func (rt *rowType) addFields(t reflect.Type, index []int, prefix string) {
 	for i := range t.NumField() {
 		sf := t.Field(i)
 		tag, tagged := sf.Tag.Lookup("db")
-		if tag == "-" || !sf.IsExported() && !sf.Anonymous {
+		if tag == "-" || !sf.IsExported() {
 			continue
 		}
 		idx := append(append([]int(nil), index...), i)
 		if sf.Anonymous && !tagged && sf.Type.Kind() == reflect.Struct {
-			if err := rt.addFields(sf.Type, idx, prefix+sf.Name+"."); err != nil {
-				return err
-			}
-			continue
-		}
-		if !sf.IsExported() {
+			rt.addFields(sf.Type, idx, prefix+sf.Name+".")
 			continue
 		}
 		col, _, _ := strings.Cut(tag, ",")
@@ -84,7 +79,6 @@ func (rt *rowType) addFields(t reflect.Type, index []int, prefix string) error {
 		}
 		rt.fields = append(rt.fields, rowField{name: prefix + sf.Name, column: col, index: idx, typ: sf.Type})
 	}
-	return nil
 }
 
 // selectList is what the keyset reads and Match select for L, after their own columns: the
@@ -125,14 +119,12 @@ type rowScanner[L any] struct {
 	first int
 	state *string // the state column's text, when L is a string type
 	m     *pgtype.Map
-	fds   []pgconn.FieldDescription
 	plans []pgtype.ScanPlan
 }
 
 func newRowScanner[L any](rt *rowType, rows pgx.Rows, first int) *rowScanner[L] {
 	s := &rowScanner[L]{rt: rt, first: first}
 	if rt.text {
-		s.state = new(string)
 		return s
 	}
 	if c := rows.Conn(); c != nil {
@@ -167,10 +159,10 @@ func (s *rowScanner[L]) local(rows pgx.Rows, dst *L) string {
 		return ""
 	}
 	if s.plans == nil {
-		s.fds = rows.FieldDescriptions()[s.first:]
+		fds := rows.FieldDescriptions()[s.first:]
 		s.plans = make([]pgtype.ScanPlan, len(s.rt.fields))
 		for i, f := range s.rt.fields {
-			s.plans[i] = s.m.PlanScan(s.fds[i].DataTypeOID, s.fds[i].Format, reflect.New(f.typ).Interface())
+			s.plans[i] = s.m.PlanScan(fds[i].DataTypeOID, fds[i].Format, reflect.New(f.typ).Interface())
 		}
 	}
 	// Every field is scanned (a NULL sets a pointer field to nil), so nothing of the previous
