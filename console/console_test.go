@@ -103,15 +103,26 @@ func (w *world) idsOf(records ...string) []string {
 	return ids
 }
 
-// rowOf returns the list's row of a finding.
+// rowOf returns the list's row of a finding, with the rows of the tables nested in it.
 func rowOf(t *testing.T, body string, id int64) string {
 	t.Helper()
 	start := strings.Index(body, fmt.Sprintf(`<tr id="finding-%d">`, id))
 	if start < 0 {
 		t.Fatalf("the list has no row for finding %d:\n%s", id, body)
 	}
-	end := strings.Index(body[start:], "</tr>")
-	return body[start : start+end]
+	depth := 0
+	for i := start; i < len(body); i++ {
+		switch {
+		case strings.HasPrefix(body[i:], "<tr"):
+			depth++
+		case strings.HasPrefix(body[i:], "</tr>"):
+			if depth--; depth == 0 {
+				return body[start:i]
+			}
+		}
+	}
+	t.Fatalf("the row of finding %d does not end:\n%s", id, body[start:])
+	return ""
 }
 
 func TestTheListFiltersByJobKindRecordStateAndAge(t *testing.T) {
