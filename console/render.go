@@ -36,6 +36,7 @@ table{border-collapse:collapse;width:100%;background:#fff;margin:.5em 0}
 th,td{border:1px solid #d0d7de;padding:.3em .5em;text-align:left;vertical-align:top}
 th{background:#f0f2f4}
 table.diffs{width:auto;margin:0;font-size:.92em}table.diffs th,table.diffs td{padding:.1em .4em}
+#findings table.diffs td{white-space:nowrap}
 td.text{white-space:pre-wrap;word-break:break-word}
 .ok{color:#116329;font-weight:700}.bad{color:#b3261e;font-weight:700}
 .muted{color:#57606a}

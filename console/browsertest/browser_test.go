@@ -122,16 +122,19 @@ func newSession(t *testing.T, actor string) *session {
 	t.Cleanup(cancelAlloc)
 	bctx, cancelBrowser := chromedp.NewContext(allocCtx, chromedp.WithLogf(t.Logf))
 	t.Cleanup(cancelBrowser)
-	s := &session{t: t, ctx: bctx, artifacts: artifacts}
-	s.do("start the browser", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+	// Started on bctx itself, not under a step's timeout: the browser lives as long as the
+	// context of its first action.
+	if err := chromedp.Do(bctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
 			return err
 		}
 		_, err := chromedp.Call(ctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{
 			Headers: network.Headers{"X-Test-User": actor}})
 		return err
-	}))
-	return s
+	})); err != nil {
+		t.Fatalf("start the browser: %v", err)
+	}
+	return &session{t: t, ctx: bctx, artifacts: artifacts}
 }
 
 // screenshot is an action that saves the page as the next numbered picture.
@@ -148,10 +151,16 @@ func (s *session) screenshot(name string) chromedp.Action[chromedp.Void] {
 	})
 }
 
+// stepTimeout bounds one step, so that a page that never shows what a step waits for fails
+// the test soon, naming the step.
+const stepTimeout = 30 * time.Second
+
 // do runs a step's actions, or fails the test.
 func (s *session) do(step string, actions ...chromedp.Action[chromedp.Void]) {
 	s.t.Helper()
-	if err := chromedp.Do(s.ctx, actions...); err != nil {
+	ctx, cancel := context.WithTimeout(s.ctx, stepTimeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
 		// A picture of where it stopped, if the browser still answers.
 		_ = chromedp.Do(s.ctx, s.screenshot("failed-"+strings.ReplaceAll(step, " ", "-")))
 		s.t.Fatalf("%s: %v", step, err)
