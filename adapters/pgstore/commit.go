@@ -15,7 +15,7 @@ import (
 // Commit writes observations, findings and repair commands and advances the cursor in one
 // transaction, pipelined in one round trip. If the cursor moved since the read it rolls back
 // and returns reconcile.ErrConcurrentRun.
-func (s *Store) Commit(ctx context.Context, c reconcile.Commit) (reconcile.CommitResult, error) {
+func (s *Store[L]) Commit(ctx context.Context, c reconcile.Commit) (reconcile.CommitResult, error) {
 	var res reconcile.CommitResult
 	st, err := s.statements(ctx)
 	if err != nil {
@@ -52,7 +52,7 @@ const forgetNote = "the row no longer exists; closed when the cycle completed"
 
 // queueResults queues the observations, findings and repair commands of outcomes; res receives
 // what the findings statement added.
-func (s *Store) queueResults(batch *pgx.Batch, st *statements, job string, outcomes []reconcile.Outcome, res *reconcile.CommitResult) {
+func (s *Store[L]) queueResults(batch *pgx.Batch, st *statements, job string, outcomes []reconcile.Outcome, res *reconcile.CommitResult) {
 	// In record order, whoever commits: a sweep and a lane writing the same rows at once then
 	// lock them in the same order and cannot deadlock.
 	outcomes = slices.SortedStableFunc(slices.Values(outcomes), func(a, b reconcile.Outcome) int { return strings.Compare(a.RecordID, b.RecordID) })
@@ -80,7 +80,7 @@ func (s *Store) queueResults(batch *pgx.Batch, st *statements, job string, outco
 	}
 	if len(f.ids) > 0 {
 		batch.Queue(st.findings, job, s.cfg.AggregateType, f.ids, f.kinds, f.locals, f.externals, f.details, f.commands,
-			f.once, f.notARow, f.payloads, f.externalIDs).
+			f.once, f.notARow, f.payloads, f.externalIDs, f.diffs).
 			QueryRow(func(row pgx.Row) error { return row.Scan(&res.Findings, &res.Commands) })
 	}
 }
@@ -91,6 +91,8 @@ type findingCols struct {
 	once, notARow                                    []bool
 	// payloads are the repair commands as JSON without their finding id; nil where none.
 	payloads []*string
+	// diffs are the decisions' Diffs as JSON; nil where none.
+	diffs []*string
 }
 
 func (f *findingCols) add(job string, o reconcile.Outcome) {
@@ -101,6 +103,13 @@ func (f *findingCols) add(job string, o reconcile.Outcome) {
 		payload = &p
 	}
 	f.payloads = append(f.payloads, payload)
+	var diffs *string
+	if len(o.Decision.Diffs) > 0 {
+		b, _ := json.Marshal(o.Decision.Diffs) // strings only: it cannot fail
+		d := string(b)
+		diffs = &d
+	}
+	f.diffs = append(f.diffs, diffs)
 	f.once = append(f.once, o.Once)
 	f.notARow = append(f.notARow, o.NotARow)
 	f.ids = append(f.ids, o.RecordID)
@@ -114,7 +123,7 @@ func (f *findingCols) add(job string, o reconcile.Outcome) {
 
 // sendFenced runs batch in a transaction whose first statement is a compare-and-set: if it
 // affects no row, nothing is written and the result is reconcile.ErrConcurrentRun.
-func (s *Store) sendFenced(ctx context.Context, batch *pgx.Batch, what string) error {
+func (s *Store[L]) sendFenced(ctx context.Context, batch *pgx.Batch, what string) error {
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("pgstore: %s: begin: %w", what, err)

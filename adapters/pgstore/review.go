@@ -15,7 +15,7 @@ import (
 	"github.com/reconcilekit/reconcile"
 )
 
-var _ reconcile.Reviewer = (*Store)(nil)
+var _ reconcile.Reviewer = (*Store[string])(nil)
 
 // DefaultStaleAfter is how long a finding may stay open before Status counts it as stale: a
 // repair that never applied (its command dead) shows up there.
@@ -31,7 +31,7 @@ type Querier interface {
 // ResolveFinding closes an open finding and records the change in the finding's history
 // (reconcile.Reviewer). A closed one is left as it is: reconcile.ErrAlreadyResolved. Once
 // resolved, the same drift can be found again.
-func (s *Store) ResolveFinding(ctx context.Context, id int64, r reconcile.Resolution) error {
+func (s *Store[L]) ResolveFinding(ctx context.Context, id int64, r reconcile.Resolution) error {
 	return s.ResolveFindingIn(ctx, s.db, id, r)
 }
 
@@ -39,7 +39,7 @@ func (s *Store) ResolveFinding(ctx context.Context, id int64, r reconcile.Resolu
 // transaction of the business change that fixed the drift, so that both commit or neither
 // does; q stays usable after reconcile.ErrAlreadyResolved (a repair and a webhook, or a
 // person, may both get there).
-func (s *Store) ResolveFindingIn(ctx context.Context, q Querier, id int64, r reconcile.Resolution) error {
+func (s *Store[L]) ResolveFindingIn(ctx context.Context, q Querier, id int64, r reconcile.Resolution) error {
 	if err := r.Validate(); err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func (s *Store) ResolveFindingIn(ctx context.Context, q Querier, id int64, r rec
 // match any table), in any job over it, and returns their ids. It is the
 // webhook's side of the canonical writer: a webhook knows the payment, not the finding, and the
 // drift it fixes may have been found by any tier's job. No kinds means every kind.
-func (s *Store) ResolveRecordFindings(ctx context.Context, q Querier, recordID string, kinds []string, r reconcile.Resolution) ([]int64, error) {
+func (s *Store[L]) ResolveRecordFindings(ctx context.Context, q Querier, recordID string, kinds []string, r reconcile.Resolution) ([]int64, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
@@ -80,13 +80,13 @@ func (s *Store) ResolveRecordFindings(ctx context.Context, q Querier, recordID s
 // ReopenFinding opens a resolved finding again (the fix did not hold, or was recorded by
 // mistake) and records who did it and why (reconcile.Reviewer). If the same drift has been
 // found again since, the newer finding is the open one: reconcile.ErrFoundAgain.
-func (s *Store) ReopenFinding(ctx context.Context, id int64, by, note string) error {
+func (s *Store[L]) ReopenFinding(ctx context.Context, id int64, by, note string) error {
 	return s.ReopenFindingIn(ctx, s.db, id, by, note)
 }
 
 // ReopenFindingIn is ReopenFinding inside q (the host's transaction, perhaps), which stays
 // usable after reconcile.ErrFoundAgain or reconcile.ErrAlreadyOpen.
-func (s *Store) ReopenFindingIn(ctx context.Context, q Querier, id int64, by, note string) error {
+func (s *Store[L]) ReopenFindingIn(ctx context.Context, q Querier, id int64, by, note string) error {
 	if by == "" {
 		return errors.New("pgstore: reopen finding: the actor is empty")
 	}
@@ -112,7 +112,7 @@ func (s *Store) ReopenFindingIn(ctx context.Context, q Querier, id int64, by, no
 // table (its aggregate type; findings recorded before the column existed have none).
 const findingColumns = `f.id, f.job, f.record_id, f.kind, f.local_state, f.external_state, f.detail, f.command,
 	f.detected_at, f.resolved_at, coalesce(f.resolution, ''), coalesce(f.resolved_by, ''), coalesce(f.resolution_note, ''),
-	f.external_id, coalesce(f.aggregate_type = $1, true)`
+	f.external_id, f.diffs, coalesce(f.aggregate_type = $1, true)`
 
 // found is a finding as read, and whether its record is a row of this store's table.
 type found struct {
@@ -124,16 +124,18 @@ func scanFinding(row pgx.CollectableRow) (found, error) {
 	var f found
 	var resolved *time.Time
 	err := row.Scan(&f.ID, &f.Job, &f.RecordID, &f.Kind, &f.Local, &f.External, &f.Detail, &f.Command,
-		&f.DetectedAt, &resolved, &f.Resolution, &f.ResolvedBy, &f.ResolutionNote, &f.ExternalID, &f.ours)
+		&f.DetectedAt, &resolved, &f.Resolution, &f.ResolvedBy, &f.ResolutionNote, &f.ExternalID, &f.Diffs, &f.ours)
 	if resolved != nil {
 		f.ResolvedAt = *resolved
 	}
 	return f, err
 }
 
-// ListFindings returns a page of findings, oldest first by id (reconcile.Reviewer). The
-// findings of this store's table carry their rows' external ids.
-func (s *Store) ListFindings(ctx context.Context, fq reconcile.FindingQuery) ([]reconcile.Finding, error) {
+// ListFindings returns a page of findings, oldest first by id (reconcile.Reviewer), each with
+// its Diffs. The findings of this store's table carry their rows' external ids. A Search
+// matches a finding's external id or record id, or a value of one of Config.SearchColumns in
+// its row, whole.
+func (s *Store[L]) ListFindings(ctx context.Context, fq reconcile.FindingQuery) ([]reconcile.Finding, error) {
 	fq, err := fq.Normalize()
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: list findings: %w", err)
@@ -167,6 +169,13 @@ func (s *Store) ListFindings(ctx context.Context, fq reconcile.FindingQuery) ([]
 	if !fq.DetectedBefore.IsZero() {
 		add("f.detected_at < $%d", fq.DetectedBefore)
 	}
+	if fq.Search != "" {
+		cond, err := s.searchCond(ctx, fq.Search)
+		if err != nil {
+			return nil, err
+		}
+		add(cond, fq.Search)
+	}
 	args = append(args, fq.Limit)
 	rows, err := s.db.Query(ctx, s.own.listFindings+`
 		WHERE `+strings.Join(where, " AND ")+fmt.Sprintf(` ORDER BY f.id LIMIT $%d`, len(args)), args...)
@@ -183,7 +192,7 @@ func (s *Store) ListFindings(ctx context.Context, fq reconcile.FindingQuery) ([]
 // Finding returns one finding with its history (reconcile.Reviewer): detection, resolutions
 // and reopenings from the audit table, and its repair commands' states from the outbox, each
 // with its failures and last error.
-func (s *Store) Finding(ctx context.Context, id int64) (reconcile.FindingDetail, error) {
+func (s *Store[L]) Finding(ctx context.Context, id int64) (reconcile.FindingDetail, error) {
 	rows, err := s.db.Query(ctx, s.own.finding,
 		s.cfg.AggregateType, id)
 	if err != nil {
@@ -213,7 +222,7 @@ func (s *Store) Finding(ctx context.Context, id int64) (reconcile.FindingDetail,
 // withExternalIDs returns the findings, those opened before findings kept their external id
 // (migration 006) given the external ids of their rows if they are about this store's table.
 // A failed look-up is logged, not returned: the findings are worth reviewing without them.
-func (s *Store) withExternalIDs(ctx context.Context, fs []found) []reconcile.Finding {
+func (s *Store[L]) withExternalIDs(ctx context.Context, fs []found) []reconcile.Finding {
 	out := make([]reconcile.Finding, len(fs))
 	var ids []string
 	for i, f := range fs {
@@ -239,14 +248,49 @@ func (s *Store) withExternalIDs(ctx context.Context, fs []found) []reconcile.Fin
 	return out
 }
 
-var (
-	integerID = regexp.MustCompile(`^-?[0-9]{1,19}$`)
-	uuidID    = regexp.MustCompile(`^(?i)[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$`)
-)
+// searchColumn is the condition of FindingQuery.Search on one of Config.SearchColumns: cond
+// has the searched value's placeholder number as %[1]d; valid says which values the column can
+// hold (nil: any).
+type searchColumn struct {
+	cond  string
+	valid func(string) bool
+}
+
+// searchCond is the condition of FindingQuery.Search, with the searched value's placeholder
+// number as %[1]d (for ListFindings' add): the finding's external id or record id is it, or,
+// for a finding of this store's table ($1), its row holds it in one of Config.SearchColumns.
+// Each is a lookup of its own that an index serves, their union the findings' ids: as one OR
+// of conditions on the findings, it would scan them all.
+func (s *Store[L]) searchCond(ctx context.Context, search string) (string, error) {
+	findings := s.cfg.Tables.table("findings")
+	union := []string{
+		"SELECT s.id FROM " + findings + " AS s WHERE s.external_id = $%[1]d",
+		"SELECT s.id FROM " + findings + " AS s WHERE s.record_id = $%[1]d",
+	}
+	if len(s.cfg.SearchColumns) > 0 {
+		st, err := s.statements(ctx)
+		if err != nil {
+			return "", err
+		}
+		var cols []string
+		for _, c := range st.search {
+			if c.valid == nil || c.valid(search) {
+				cols = append(cols, c.cond)
+			}
+		}
+		if len(cols) > 0 {
+			union = append(union, "SELECT s.id FROM "+findings+" AS s WHERE coalesce(s.aggregate_type = $1, true) AND s.record_id IN ("+
+				st.searchRows+strings.Join(cols, " OR ")+")")
+		}
+	}
+	return "f.id IN (" + strings.Join(union, " UNION ALL ") + ")", nil
+}
+
+var uuidID = regexp.MustCompile(`^(?i)[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$`)
 
 // externalIDs reads the external ids of rows of the host table by the ids findings record,
 // compared in the id column's own type so that its index serves.
-func (s *Store) externalIDs(ctx context.Context, ids []string) (map[string]string, error) {
+func (s *Store[L]) externalIDs(ctx context.Context, ids []string) (map[string]string, error) {
 	st, err := s.statements(ctx)
 	if err != nil {
 		return nil, err
@@ -255,7 +299,7 @@ func (s *Store) externalIDs(ctx context.Context, ids []string) (map[string]strin
 		// A finding's record id came from this column, but one that the type cannot hold
 		// (a finding of another table recorded before aggregate types, say) would fail the
 		// whole cast.
-		ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return !st.externalIDsValid.MatchString(id) })
+		ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return !st.externalIDsValid(id) })
 	}
 	found := map[string]string{}
 	if len(ids) == 0 {

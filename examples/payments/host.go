@@ -21,7 +21,7 @@ const job = "payments-sweep"
 
 // newStore returns the store over schema's payments table, with the reconciler's tables next
 // to it.
-func newStore(pool *pgxpool.Pool, schema string) (*pgstore.Store, error) {
+func newStore(pool *pgxpool.Pool, schema string) (*pgstore.Store[string], error) {
 	// pgstore reads each row's created_at (Config.CreatedAtColumn, by default "created_at"),
 	// which the gateway uses to list the PaymentIntents created near a batch's rows.
 	return pgstore.New(pool, pgstore.Config{
@@ -34,7 +34,7 @@ func newStore(pool *pgxpool.Pool, schema string) (*pgstore.Store, error) {
 
 // reconcilerOver returns the reconciler of store's payments through gateway, stripetest's or
 // real Stripe's: the one the run uses either way.
-func reconcilerOver(store *pgstore.Store, gateway *stripeadapter.Gateway, batchSize int, limiter reconcile.Limiter) (*reconcile.Reconciler[string, *stripe.PaymentIntent], error) {
+func reconcilerOver(store *pgstore.Store[string], gateway *stripeadapter.Gateway, batchSize int, limiter reconcile.Limiter) (*reconcile.Reconciler[string, *stripe.PaymentIntent], error) {
 	return reconcile.New(reconcile.Config[string, *stripe.PaymentIntent]{
 		Job:        job,
 		Source:     store,
@@ -60,7 +60,7 @@ var healthPolicy = reconcile.HealthPolicy{MaxLaneLag: 15 * time.Minute}
 
 // jobHealth reads the job's status (the sweep's and the lanes') and judges it by healthPolicy:
 // what a host serves on its health endpoint and alerts on.
-func jobHealth(ctx context.Context, store *pgstore.Store) (reconcile.Status, reconcile.Health, error) {
+func jobHealth(ctx context.Context, store *pgstore.Store[string]) (reconcile.Status, reconcile.Health, error) {
 	st, err := store.Status(ctx, job)
 	if err != nil {
 		return st, reconcile.Health{}, err

@@ -41,7 +41,7 @@ type laneTimes struct {
 // lanesOver returns the lanes of store's payments through gateway, stripetest's or real
 // Stripe's, with the times t. include, if not nil, says which PaymentIntents the reverse scan
 // accounts for (stripeadapter.ReverseOptions.Include).
-func lanesOver(store *pgstore.Store, gateway *stripeadapter.Gateway, t laneTimes, include func(*stripe.PaymentIntent) bool,
+func lanesOver(store *pgstore.Store[string], gateway *stripeadapter.Gateway, t laneTimes, include func(*stripe.PaymentIntent) bool,
 	limiter reconcile.Limiter) (lanes, error) {
 	eventsFeed, err := gateway.EventsFeed(stripeadapter.EventsOptions{Settle: t.settle})
 	if err != nil {

@@ -26,7 +26,7 @@ type repairStats struct {
 // newDispatcher returns a dispatcher over the outbox in schema with a handler for each repair
 // command the Stripe classifier queues. Each handler applies its command through the canonical
 // writer, as the webhook does, as actor "reconciler".
-func newDispatcher(db pgstore.DB, schema string, store *pgstore.Store, stats *repairStats, logger *slog.Logger) (*pgoutbox.Dispatcher, error) {
+func newDispatcher(db pgstore.DB, schema string, store *pgstore.Store[string], stats *repairStats, logger *slog.Logger) (*pgoutbox.Dispatcher, error) {
 	d, err := pgoutbox.NewDispatcher(db, pgoutbox.Config{
 		Tables: pgstore.Tables{Schema: schema},
 		// Each running handler holds a connection, and the dispatcher needs two more: the
@@ -49,7 +49,7 @@ func newDispatcher(db pgstore.DB, schema string, store *pgstore.Store, stats *re
 }
 
 // repairWith returns the handler of a repair command that apply carries out.
-func repairWith(apply writer, store *pgstore.Store, stats *repairStats) func(context.Context, pgx.Tx, reconcile.Command) error {
+func repairWith(apply writer, store *pgstore.Store[string], stats *repairStats) func(context.Context, pgx.Tx, reconcile.Command) error {
 	return func(ctx context.Context, tx pgx.Tx, cmd reconcile.Command) error {
 		id, err := strconv.ParseInt(cmd.RecordID, 10, 64)
 		if err != nil || id <= 0 {

@@ -32,14 +32,14 @@ var errUnknownIntent = errors.New("payments: no payment has this PaymentIntent")
 // is needed.
 type webhookHandler struct {
 	db     pgstore.DB
-	store  *pgstore.Store
+	store  *pgstore.Store[string]
 	secret string // the endpoint's signing secret, whsec_...
 	log    *slog.Logger
 }
 
 // newWebhookHandler returns the handler for the payments in store's table, verifying requests
 // with secret.
-func newWebhookHandler(db pgstore.DB, store *pgstore.Store, secret string, log *slog.Logger) *webhookHandler {
+func newWebhookHandler(db pgstore.DB, store *pgstore.Store[string], secret string, log *slog.Logger) *webhookHandler {
 	return &webhookHandler{db: db, store: store, secret: secret, log: log}
 }
 

@@ -32,7 +32,7 @@ const (
 )
 
 // writer is the signature of applyPaymentSucceeded and applyPaymentCanceled.
-type writer func(ctx context.Context, tx pgx.Tx, store *pgstore.Store, paymentID int64, actor string) (changed bool, err error)
+type writer func(ctx context.Context, tx pgx.Tx, store *pgstore.Store[string], paymentID int64, actor string) (changed bool, err error)
 
 const (
 	// markPaid moves a pending payment to paid and books it in the ledger, in one statement,
@@ -65,7 +65,7 @@ SELECT count(*) FROM failed`
 // applyPaymentSucceeded records that a payment's PaymentIntent succeeded: a pending payment
 // becomes paid with one ledger row, and the open missed_success findings about it are resolved
 // by actor. A payment already paid is left as it is, and its findings resolved all the same.
-func applyPaymentSucceeded(ctx context.Context, tx pgx.Tx, store *pgstore.Store, paymentID int64, actor string) (bool, error) {
+func applyPaymentSucceeded(ctx context.Context, tx pgx.Tx, store *pgstore.Store[string], paymentID int64, actor string) (bool, error) {
 	var n int
 	if err := tx.QueryRow(ctx, inSchema(store.Config().Schema, markPaid), paymentID, actor).Scan(&n); err != nil {
 		return false, fmt.Errorf("payments: mark payment %d paid: %w", paymentID, err)
@@ -76,7 +76,7 @@ func applyPaymentSucceeded(ctx context.Context, tx pgx.Tx, store *pgstore.Store,
 // applyPaymentCanceled records that a payment's PaymentIntent was canceled: a pending payment
 // becomes failed, and the open missed_cancel findings about it are resolved by actor. A
 // payment already failed is left as it is, and its findings resolved all the same.
-func applyPaymentCanceled(ctx context.Context, tx pgx.Tx, store *pgstore.Store, paymentID int64, actor string) (bool, error) {
+func applyPaymentCanceled(ctx context.Context, tx pgx.Tx, store *pgstore.Store[string], paymentID int64, actor string) (bool, error) {
 	var n int
 	if err := tx.QueryRow(ctx, inSchema(store.Config().Schema, markFailed), paymentID).Scan(&n); err != nil {
 		return false, fmt.Errorf("payments: mark payment %d failed: %w", paymentID, err)
@@ -88,7 +88,7 @@ func applyPaymentCanceled(ctx context.Context, tx pgx.Tx, store *pgstore.Store, 
 // nothing, the payment must be in status to already (the other path got there first), or it
 // is a conflict. Then it resolves the open findings of kind about the payment, as repaired by
 // actor.
-func settle(ctx context.Context, tx pgx.Tx, store *pgstore.Store, paymentID int64, changed bool, to, kind, actor string) (bool, error) {
+func settle(ctx context.Context, tx pgx.Tx, store *pgstore.Store[string], paymentID int64, changed bool, to, kind, actor string) (bool, error) {
 	note := "pending -> " + to
 	if !changed {
 		var status string

@@ -48,7 +48,7 @@ func TestEngineFindsTheMixDriftInOneCycle(t *testing.T) {
 			t.Parallel()
 			pool, schema := pgtest.PoolSchema(t)
 			var progress bytes.Buffer
-			res, err := runEngine(context.Background(), pool, schema, engineOptions{Rows: 2000, Batch: tc.batch, Progress: &progress})
+			res, err := runEngine(context.Background(), pool, schema, engineOptions{Rows: 2000, Batch: tc.batch, Progress: &progress, Typed: true, Rounds: 2})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,8 +61,12 @@ func TestEngineFindsTheMixDriftInOneCycle(t *testing.T) {
 			if res.Verdicts["unverifiable"] != 20 || res.Verdicts["in_flight"] != 40 {
 				t.Errorf("verdicts = %v, want 20 unverifiable and 40 in flight", res.Verdicts)
 			}
-			if n := strings.Count(progress.String(), "%"); n != 10 {
-				t.Errorf("progress has %d percentage lines, want 10:\n%s", n, progress.String())
+			// Two rounds of the one-column and the typed row, which agree (runEngine checks).
+			if n := strings.Count(progress.String(), "%"); n != 40 {
+				t.Errorf("progress has %d percentage lines, want 40:\n%s", n, progress.String())
+			}
+			if res.TypedRowsPerS <= 0 || res.TypedRatio != round(res.TypedRowsPerS/res.RowsPerS, 3) {
+				t.Errorf("typed %v rows/s, ratio %v to %v; want the typed row's rate and its ratio to the one-column row's", res.TypedRowsPerS, res.TypedRatio, res.RowsPerS)
 			}
 			if _, err := json.Marshal(res); err != nil {
 				t.Fatal(err)
