@@ -8,7 +8,7 @@
 // New returns a *Console, an http.Handler. Mount it under any path:
 //
 //	c, err := console.New(console.Config{
-//		Store:        hot, // a *pgstore.Store: every job's findings, in the shared tables
+//		Store:        hot, // a *pgstore.Store[L]: every job's findings, in the shared tables
 //		Status:       console.StatusByJob{"payments-hot": hot, "payments-cold": cold},
 //		Authenticate: host.ReviewerOf, // func(*http.Request) (string, error)
 //		Policy:       reconcile.HealthPolicy{LagSLO: 24 * time.Hour},
@@ -39,7 +39,7 @@
 // The console is for its jobs only (Config.Jobs, else those of StatusByJob): the list, the
 // finding pages and the writes see no other job's findings, even when they share the tables.
 //
-// Config.Store is the core's reconcile.Reviewer, which pgstore.Store and memstore.Store
+// Config.Store is the core's reconcile.Reviewer, which pgstore.Store[L] and memstore.Store[K, L]
 // implement: the findings, their history (pgstore's append-only audit table and its repair
 // commands' states), ResolveFinding and ReopenFinding, and each finding's external id (the
 // PaymentIntent), to link to it. Config.Status reads each job's Status, through the store over

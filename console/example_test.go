@@ -14,7 +14,7 @@ import (
 )
 
 // memStore is a read-only reconcile.Reviewer and StatusReader in memory: a host's tests can
-// fake the store this way. A real host gives the console its *pgstore.Store.
+// fake the store this way. A real host gives the console its *pgstore.Store[L].
 type memStore struct{ findings []reconcile.Finding }
 
 func (m *memStore) ListFindings(_ context.Context, q reconcile.FindingQuery) ([]reconcile.Finding, error) {
