@@ -157,6 +157,7 @@ func TestTheListFiltersByJobKindRecordSearchStateAndAge(t *testing.T) {
 		{"a search and a kind", "q=ord-1&kind=paid_locally_not_externally", nil},
 		{"a search by a hostile record id", "q=" + url.QueryEscape(hostileID), w.idsOf(hostileID)},
 		{"a search by a hostile external id", "q=" + url.QueryEscape(hostileExtID), w.idsOf(hostileID)},
+		{"a search that is SQL", "q=" + url.QueryEscape(`3' OR '1'='1`), nil},
 		{"an empty search", "q=", w.idsOf("1", "3", "4", hostileID)},
 	}
 	for _, tt := range tests {
