@@ -7,8 +7,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Check verifies that the host table and every configured column exist, and prepares the
-// store's statements. Read calls it on first use; call it at startup to fail early.
+// Check verifies that the host table and every configured column exist, that a struct row's
+// fields can hold their columns (judged on one row of the table, if it has one), and prepares
+// the store's statements. Read calls it on first use; call it at startup to fail early.
 func (s *Store[L]) Check(ctx context.Context) error {
 	_, err := s.statements(ctx)
 	return err
@@ -39,6 +40,9 @@ func (s *Store[L]) statements(ctx context.Context) (*statements, error) {
 		if err != nil {
 			return nil, fmt.Errorf("pgstore: config: Filter on %s: %w", s.hostTable(), err)
 		}
+	}
+	if err := s.row.checkSample(ctx, s.db, st.parts); err != nil {
+		return nil, err
 	}
 	s.sql = st
 	return s.sql, nil

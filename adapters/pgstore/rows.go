@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"strings"
@@ -177,4 +178,38 @@ func (s *rowScanner[L]) local(rows pgx.Rows, dst *L) string {
 		}
 	}
 	return ""
+}
+
+// checkSample decodes one row of the host table, if it has any, into L's fields, so that a
+// field whose Go type cannot hold its column's type (text into an int64, say) fails Check
+// instead of making every row an invalid_row finding. NULLs are not judged: a NULL that its
+// field cannot take is a fault of that row, found when the row is read.
+func (rt *rowType) checkSample(ctx context.Context, db DB, p *sqlParts) error {
+	if rt.text {
+		return nil
+	}
+	rows, err := db.Query(ctx, "SELECT "+rt.selectList(p)+" FROM "+p.host+" AS h LIMIT 1")
+	if err != nil {
+		return fmt.Errorf("pgstore: read a row of %s: %w", p.host, err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return rows.Err()
+	}
+	m := pgtype.NewMap()
+	if c := rows.Conn(); c != nil {
+		m = c.TypeMap()
+	}
+	fds, raw := rows.FieldDescriptions(), rows.RawValues()
+	for i, f := range rt.fields {
+		if raw[i] == nil {
+			continue
+		}
+		plan := m.PlanScan(fds[i].DataTypeOID, fds[i].Format, reflect.New(f.typ).Interface())
+		if err := plan.Scan(raw[i], reflect.New(f.typ).Interface()); err != nil {
+			return fmt.Errorf("pgstore: struct field %s (%v) cannot hold column %s (%s) of %s: %w",
+				f.name, f.typ, f.column, p.types[f.column], p.host, err)
+		}
+	}
+	return rows.Err()
 }

@@ -385,3 +385,44 @@ func TestCheckNamesTheStructFieldOrColumnTheTableLacks(t *testing.T) {
 		t.Errorf("Check of a struct store over a table without a status column = %v, want nil", err)
 	}
 }
+
+func TestCheckRefusesAFieldThatCannotHoldItsColumn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, _ := newOrders(t, orderConfig)
+	type statusAsNumber struct {
+		Status int64 `db:"payment_status"` // text
+		Amount int64 `db:"amount_cents"`
+	}
+	s, err := pgstore.NewOf[statusAsNumber](pool, orderConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An empty table has nothing to judge by: the mismatch shows only once a row exists.
+	if err := s.Check(ctx); err != nil {
+		t.Fatalf("Check over an empty table = %v, want nil", err)
+	}
+	insertOrders(t, pool, 2)
+	s, err = pgstore.NewOf[statusAsNumber](pool, orderConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Check(ctx)
+	if err == nil || !strings.Contains(err.Error(), "struct field Status (int64) cannot hold column payment_status (text)") {
+		t.Fatalf("Check = %v, want it to name the field that cannot hold its column", err)
+	}
+	// A NULL is a fault of its row, not of the row type.
+	if _, err := pool.Exec(ctx, `UPDATE orders SET amount_cents = NULL`); err != nil {
+		t.Fatal(err)
+	}
+	type amount struct {
+		Amount int64 `db:"amount_cents"`
+	}
+	ok, err := pgstore.NewOf[amount](pool, orderConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ok.Check(ctx); err != nil {
+		t.Fatalf("Check with a NULL its field cannot take = %v, want nil", err)
+	}
+}
