@@ -44,7 +44,7 @@ const (
 // world is a database with one reconciled job and the console over it.
 type world struct {
 	pool    *pgxpool.Pool
-	store   *pgstore.Store
+	store   *pgstore.Store[string]
 	console *console.Console
 	srv     *httptest.Server
 	ids     map[string]int64 // open finding id by record id, after the first cycle

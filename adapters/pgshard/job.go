@@ -128,9 +128,9 @@ type Config struct {
 //
 // Shard bounds hold for a whole cycle, and a batch read before the shard set is remade (by a
 // worker that lost its lease) cannot commit after it, since every shard's cursor version moves.
-type Job struct {
-	store *pgstore.Store
-	h     storehook.Store
+type Job[L any] struct {
+	store *pgstore.Store[L]
+	h     storehook.Store[L]
 
 	rmu   sync.Mutex
 	reads *rangeSQL // built on first use
@@ -142,7 +142,7 @@ type Job struct {
 
 // NewJob checks cfg and returns a sharded job over the store's table. It does not touch
 // the database; the shard set is made on first use (or by Ensure).
-func NewJob(s *pgstore.Store, cfg Config) (*Job, error) {
+func NewJob[L any](s *pgstore.Store[L], cfg Config) (*Job[L], error) {
 	switch {
 	case s == nil:
 		return nil, errors.New("pgshard: nil store")
@@ -175,19 +175,19 @@ func NewJob(s *pgstore.Store, cfg Config) (*Job, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Job{store: s, h: storehook.Of(s), cfg: cfg, sql: newShardSQL(s.Config().Tables)}, nil
+	return &Job[L]{store: s, h: storehook.For[L](s), cfg: cfg, sql: newShardSQL(s.Config().Tables)}, nil
 }
 
 // Job returns the job's name.
-func (j *Job) Job() string { return j.cfg.Job }
+func (j *Job[L]) Job() string { return j.cfg.Job }
 
 // Config returns the job's configuration with defaults filled in.
-func (j *Job) Config() Config { return j.cfg }
+func (j *Job[L]) Config() Config { return j.cfg }
 
 // Ensure makes the job's shard set if it has none, from the keys present now. Acquire calls it
 // on first use; processes starting together make one shard set between them. Running it again
 // is a no-op.
-func (j *Job) Ensure(ctx context.Context) error {
+func (j *Job[L]) Ensure(ctx context.Context) error {
 	if j.ensured.Load() {
 		return nil
 	}
@@ -227,7 +227,7 @@ func (j *Job) Ensure(ctx context.Context) error {
 
 // makeShards makes (or remakes) the shard set for cycle, starting after start, from the keys
 // present now, in tx, with the job's cursor row locked. It returns the number of shards.
-func (j *Job) makeShards(ctx context.Context, tx pgx.Tx, st *rangeSQL, cycle int64, start time.Duration) (int, error) {
+func (j *Job[L]) makeShards(ctx context.Context, tx pgx.Tx, st *rangeSQL, cycle int64, start time.Duration) (int, error) {
 	fractions := make([]float64, j.cfg.Shards-1)
 	for i := range fractions {
 		fractions[i] = float64(i+1) / float64(j.cfg.Shards)
@@ -257,7 +257,7 @@ func (j *Job) makeShards(ctx context.Context, tx pgx.Tx, st *rangeSQL, cycle int
 // completeCycleIfDone completes the job's cycle in tx if every shard has wrapped in it: the
 // job's cursor row counts the cycle and a new shard set starts the next, MinCycleInterval from
 // now. The job's cursor row must be locked. It reports whether it completed the cycle.
-func (j *Job) completeCycleIfDone(ctx context.Context, tx pgx.Tx, st *rangeSQL) (bool, error) {
+func (j *Job[L]) completeCycleIfDone(ctx context.Context, tx pgx.Tx, st *rangeSQL) (bool, error) {
 	var cycles int64
 	var done, exists bool
 	if err := tx.QueryRow(ctx, j.sql.readyToRoll, j.cfg.Job).Scan(&cycles, &done, &exists); err != nil {
@@ -288,12 +288,12 @@ func (j *Job) completeCycleIfDone(ctx context.Context, tx pgx.Tx, st *rangeSQL) 
 // next cycle is not due yet (Config.MinCycleInterval). The lease is renewed in the
 // background until Release, which must be called. The lease is the engine's Source and Sink for
 // batches of that shard.
-func (j *Job) Acquire(ctx context.Context) (*Lease, error) {
+func (j *Job[L]) Acquire(ctx context.Context) (*Lease[L], error) {
 	if err := j.Ensure(ctx); err != nil {
 		return nil, err
 	}
 	for attempt := 0; ; attempt++ {
-		l := &Lease{job: j, lost: make(chan struct{}), stop: make(chan struct{}), renewed: make(chan struct{})}
+		l := &Lease[L]{job: j, lost: make(chan struct{}), stop: make(chan struct{}), renewed: make(chan struct{})}
 		err := j.h.DB().QueryRow(ctx, j.sql.claim, j.cfg.Job, j.cfg.Owner, j.cfg.Lease).Scan(&l.shard, &l.token, &l.takeover, &l.previousOwner)
 		switch {
 		case err == nil:
@@ -319,7 +319,7 @@ func (j *Job) Acquire(ctx context.Context) (*Lease, error) {
 }
 
 // cycleDue returns a *CycleNotDueError if the job's next cycle may not start yet.
-func (j *Job) cycleDue(ctx context.Context) error {
+func (j *Job[L]) cycleDue(ctx context.Context) error {
 	var secs float64
 	err := j.h.DB().QueryRow(ctx, j.sql.nextCycle, j.cfg.Job).Scan(&secs)
 	switch {
@@ -334,7 +334,7 @@ func (j *Job) cycleDue(ctx context.Context) error {
 
 // rollIfDone completes the job's cycle if every shard has wrapped, and makes the shard set
 // again if it is gone.
-func (j *Job) rollIfDone(ctx context.Context) error {
+func (j *Job[L]) rollIfDone(ctx context.Context) error {
 	st, err := j.statements(ctx)
 	if err != nil {
 		return err
@@ -359,7 +359,7 @@ func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Se
 
 // statements returns the job's statements over the host table, built on first use from the
 // store's (which checks the catalog then).
-func (j *Job) statements(ctx context.Context) (*rangeSQL, error) {
+func (j *Job[L]) statements(ctx context.Context) (*rangeSQL, error) {
 	j.rmu.Lock()
 	defer j.rmu.Unlock()
 	if j.reads != nil {

@@ -127,7 +127,7 @@ func TestShardsSplitTheKeysAtQuantilesAndCoverEveryRowOncePerCycle(t *testing.T)
 	insertPayments(t, pool, ids...)
 	logVerifications(t, pool)
 	ctx := context.Background()
-	jobs := []*pgshard.Job{
+	jobs := []*pgshard.Job[string]{
 		shardtest.NewJob(t, s, pgshard.Config{Shards: 4, Owner: "w1"}),
 		shardtest.NewJob(t, s, pgshard.Config{Shards: 4, Owner: "w2"}),
 		shardtest.NewJob(t, s, pgshard.Config{Shards: 4, Owner: "w3"}),
@@ -195,7 +195,7 @@ func TestRowsInsertedBeyondEveryBoundaryAreCoveredInTheSameCycle(t *testing.T) {
 	insertPayments(t, pool, above...)
 	insertPayments(t, pool, below...)
 	gw := succeededFor(ids, above, below)
-	shardtest.RunCycle(t, s, []*pgshard.Job{j}, shardtest.EngineConfig(gw, 7), 1, 200)
+	shardtest.RunCycle(t, s, []*pgshard.Job[string]{j}, shardtest.EngineConfig(gw, 7), 1, 200)
 	askedOnce(t, gw, nil, ids, above, below)
 }
 
@@ -205,7 +205,7 @@ func TestAnEmptyTableHasOneOpenShardAndTheNextCycleSplitsWhatArrived(t *testing.
 	ctx := context.Background()
 	j := shardtest.NewJob(t, s, pgshard.Config{Shards: 4})
 	gw := succeededFor(seq(1, 400))
-	shardtest.RunCycle(t, s, []*pgshard.Job{j}, shardtest.EngineConfig(gw, 50), 1, 10)
+	shardtest.RunCycle(t, s, []*pgshard.Job[string]{j}, shardtest.EngineConfig(gw, 50), 1, 10)
 	st, err := j.ShardStatus(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -215,7 +215,7 @@ func TestAnEmptyTableHasOneOpenShardAndTheNextCycleSplitsWhatArrived(t *testing.
 	}
 	// Rows arrive; the one open shard covers them all in the next cycle.
 	insertPayments(t, pool, seq(1, 400)...)
-	shardtest.RunCycle(t, s, []*pgshard.Job{j}, shardtest.EngineConfig(gw, 50), 2, 100)
+	shardtest.RunCycle(t, s, []*pgshard.Job[string]{j}, shardtest.EngineConfig(gw, 50), 2, 100)
 	askedOnce(t, gw, nil, seq(1, 400))
 	// The cycle after is split again, from the keys present.
 	if st, err = j.ShardStatus(ctx); err != nil {
@@ -225,7 +225,7 @@ func TestAnEmptyTableHasOneOpenShardAndTheNextCycleSplitsWhatArrived(t *testing.
 		t.Fatalf("%d shards after rows arrived, want 4", len(st.Shards))
 	}
 	before := snapshotCalls(gw, seq(1, 400))
-	shardtest.RunCycle(t, s, []*pgshard.Job{j}, shardtest.EngineConfig(gw, 50), 3, 100)
+	shardtest.RunCycle(t, s, []*pgshard.Job[string]{j}, shardtest.EngineConfig(gw, 50), 3, 100)
 	askedOnce(t, gw, before, seq(1, 400))
 }
 
@@ -236,7 +236,7 @@ func TestFewerRowsThanShardsMakeFewerShardsAndCoverEveryRowOnce(t *testing.T) {
 	logVerifications(t, pool)
 	j := shardtest.NewJob(t, s, pgshard.Config{Shards: 8})
 	gw := succeededFor([]int64{5, 9})
-	shardtest.RunCycle(t, s, []*pgshard.Job{j, shardtest.NewJob(t, s, pgshard.Config{Shards: 8})}, shardtest.EngineConfig(gw, 10), 1, 50)
+	shardtest.RunCycle(t, s, []*pgshard.Job[string]{j, shardtest.NewJob(t, s, pgshard.Config{Shards: 8})}, shardtest.EngineConfig(gw, 10), 1, 50)
 	verifiedOnce(t, pool, 0)
 	st, err := j.ShardStatus(context.Background())
 	if err != nil {
@@ -264,7 +264,7 @@ func TestACompositeKeyIsShardedOnItsFirstColumn(t *testing.T) {
 	gw := succeededFor(ids)
 	logVerifications(t, pool)
 	j := shardtest.NewJob(t, s, pgshard.Config{Shards: 4})
-	shardtest.RunCycle(t, s, []*pgshard.Job{j, shardtest.NewJob(t, s, pgshard.Config{Shards: 4})}, shardtest.EngineConfig(gw, 37), 1, 200)
+	shardtest.RunCycle(t, s, []*pgshard.Job[string]{j, shardtest.NewJob(t, s, pgshard.Config{Shards: 4})}, shardtest.EngineConfig(gw, 37), 1, 200)
 	verifiedOnce(t, pool, 0)
 	st, err := j.ShardStatus(ctx)
 	if err != nil {
@@ -539,7 +539,7 @@ func TestShardHealthNamesAStalledShard(t *testing.T) {
 	ctx := context.Background()
 	j := shardtest.NewJob(t, s, pgshard.Config{Shards: 4})
 	gw := succeededFor(seq(1, 100))
-	shardtest.RunCycle(t, s, []*pgshard.Job{j}, shardtest.EngineConfig(gw, 10), 1, 100)
+	shardtest.RunCycle(t, s, []*pgshard.Job[string]{j}, shardtest.EngineConfig(gw, 10), 1, 100)
 	// Shards 0, 1 and 3 progress in the new cycle; shard 2's worker hangs holding its lease.
 	for _, shard := range []int{0, 1, 3} {
 		if _, err := pool.Exec(ctx, `UPDATE reconcile_shards SET last_batch_at = now() WHERE job = 'sweep' AND shard = $1`, shard); err != nil {
@@ -682,7 +682,7 @@ func TestMinCycleIntervalKeepsEveryShardUnleasedUntilItHasPassed(t *testing.T) {
 	ctx := context.Background()
 	const interval = 2 * time.Second
 	cfg := pgshard.Config{Shards: 3, MinCycleInterval: interval}
-	jobs := []*pgshard.Job{shardtest.NewJob(t, s, cfg), shardtest.NewJob(t, s, cfg)}
+	jobs := []*pgshard.Job[string]{shardtest.NewJob(t, s, cfg), shardtest.NewJob(t, s, cfg)}
 	gw := succeededFor(ids)
 	// The first cycle starts at once: there was no cycle before it.
 	shardtest.RunCycle(t, s, jobs, shardtest.EngineConfig(gw, 10), 1, 200)
@@ -733,7 +733,7 @@ func TestMinCycleIntervalKeepsEveryShardUnleasedUntilItHasPassed(t *testing.T) {
 	}
 	// Once it has passed, a shard is leased.
 	time.Sleep(time.Until(completed.Add(tick.Tick.RetryAfter)))
-	var l *pgshard.Lease
+	var l *pgshard.Lease[string]
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if l, err = jobs[0].Acquire(ctx); err == nil {
 			break

@@ -19,8 +19,8 @@ import (
 // by the lease token and the shard's cursor version. It is renewed in the background until
 // Release. Findings, observations and failures are recorded under the job's name, so that they
 // are deduplicated and reported across shards.
-type Lease struct {
-	job           *Job
+type Lease[L any] struct {
+	job           *Job[L]
 	shard         int
 	token         int64
 	takeover      bool
@@ -39,37 +39,37 @@ type Lease struct {
 }
 
 var (
-	_ reconcile.Store[string]   = (*Lease)(nil)
-	_ reconcile.FailureRecorder = (*Lease)(nil)
+	_ reconcile.Store[string]   = (*Lease[string])(nil)
+	_ reconcile.FailureRecorder = (*Lease[string])(nil)
 )
 
 // Shard returns the shard's number, from 0.
-func (l *Lease) Shard() int { return l.shard }
+func (l *Lease[L]) Shard() int { return l.shard }
 
 // Token returns the lease's fencing token: every write under the lease is guarded by it.
-func (l *Lease) Token() int64 { return l.token }
+func (l *Lease[L]) Token() int64 { return l.token }
 
 // TookOver reports that the shard was claimed from a worker whose lease had expired without
 // being released (it crashed or stalled), and names that worker.
-func (l *Lease) TookOver() (bool, string) { return l.takeover, l.previousOwner }
+func (l *Lease[L]) TookOver() (bool, string) { return l.takeover, l.previousOwner }
 
 // CycleCompleted reports that a commit under this lease wrapped the last shard of the job's
 // cycle, completing the cycle.
-func (l *Lease) CycleCompleted() bool { return l.completed.Load() }
+func (l *Lease[L]) CycleCompleted() bool { return l.completed.Load() }
 
 // Lost is closed when the lease is lost (another worker holds the shard) or has been held past
 // Config.MaxHold; work under the lease should stop, as nothing more can commit.
-func (l *Lease) Lost() <-chan struct{} { return l.lost }
+func (l *Lease[L]) Lost() <-chan struct{} { return l.lost }
 
 // LostErr returns why the lease was lost, or nil while it holds.
-func (l *Lease) LostErr() error {
+func (l *Lease[L]) LostErr() error {
 	if p := l.lostWhy.Load(); p != nil {
 		return *p
 	}
 	return nil
 }
 
-func (l *Lease) lose(err error) {
+func (l *Lease[L]) lose(err error) {
 	l.lostOnce.Do(func() {
 		l.lostWhy.Store(&err)
 		close(l.lost)
@@ -78,7 +78,7 @@ func (l *Lease) lose(err error) {
 
 // Context returns a context derived from ctx that is cancelled, with the lease's error as its
 // cause, when the lease is lost. Call the returned cancel function when done.
-func (l *Lease) Context(ctx context.Context) (context.Context, context.CancelFunc) {
+func (l *Lease[L]) Context(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	go func() {
 		select {
@@ -92,7 +92,7 @@ func (l *Lease) Context(ctx context.Context) (context.Context, context.CancelFun
 
 // renew renews the lease every third of its length until Release; it gives up, and reports
 // the lease lost, when a renewal finds the token gone or the lease has been held past MaxHold.
-func (l *Lease) renew() {
+func (l *Lease[L]) renew() {
 	defer close(l.renewed)
 	t := time.NewTicker(l.job.cfg.Lease / 3)
 	defer t.Stop()
@@ -110,7 +110,7 @@ func (l *Lease) renew() {
 
 // renewOnce renews the lease once, or gives it up past MaxHold. It reports whether the lease
 // is still worth renewing.
-func (l *Lease) renewOnce() bool {
+func (l *Lease[L]) renewOnce() bool {
 	j := l.job
 	if time.Since(l.acquired) > j.cfg.MaxHold {
 		// Stop renewing: the lease runs out and another worker takes the shard, even if
@@ -142,7 +142,7 @@ const releaseTimeout = 10 * time.Second
 
 // Release stops renewing the lease and frees the shard for other workers. It runs even if ctx
 // is done, within a few seconds. Releasing twice, or a lease already lost, is harmless.
-func (l *Lease) Release(ctx context.Context) error {
+func (l *Lease[L]) Release(ctx context.Context) error {
 	l.stopOnce.Do(func() { close(l.stop) })
 	<-l.renewed
 	if l.released.Swap(true) {
@@ -159,8 +159,8 @@ func (l *Lease) Release(ctx context.Context) error {
 // Read returns the next rows of the shard after its cursor, in key order: the rows the store's
 // Filter selects within the shard's range. It fails with ErrLeaseLost if the lease no
 // longer holds.
-func (l *Lease) Read(ctx context.Context, req reconcile.ReadRequest) (reconcile.Batch[string], error) {
-	var b reconcile.Batch[string]
+func (l *Lease[L]) Read(ctx context.Context, req reconcile.ReadRequest) (reconcile.Batch[L], error) {
+	var b reconcile.Batch[L]
 	j := l.job
 	switch {
 	case req.Job != j.cfg.Job:
@@ -202,7 +202,7 @@ func (l *Lease) Read(ctx context.Context, req reconcile.ReadRequest) (reconcile.
 // lease was lost or the cursor moved, nothing is written and the result is ErrLeaseLost (a
 // reconcile.ErrConcurrentRun). A wrap that leaves no shard of the cycle unwrapped completes the
 // job's cycle and starts the next in the same transaction.
-func (l *Lease) Commit(ctx context.Context, c reconcile.Commit) (reconcile.CommitResult, error) {
+func (l *Lease[L]) Commit(ctx context.Context, c reconcile.Commit) (reconcile.CommitResult, error) {
 	var res reconcile.CommitResult
 	j := l.job
 	if c.Job != j.cfg.Job {
@@ -273,6 +273,6 @@ func (l *Lease) Commit(ctx context.Context, c reconcile.Commit) (reconcile.Commi
 }
 
 // RecordFailure records a failed batch under the job's name, for Status and health.
-func (l *Lease) RecordFailure(ctx context.Context, job string, cause error) error {
+func (l *Lease[L]) RecordFailure(ctx context.Context, job string, cause error) error {
 	return l.job.store.RecordFailure(ctx, job, fmt.Errorf("shard %d: %w", l.shard, cause))
 }

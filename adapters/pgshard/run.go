@@ -38,7 +38,7 @@ type Tick struct {
 // say so. It is one unit of work for a scheduler: a cron tick, a job of a queue such as River.
 // Bound the tick (budget.MaxTime) well below Config.MaxHold: past it the lease is given up
 // and the batch under way is cancelled.
-func RunTick[E any](ctx context.Context, j *Job, cfg reconcile.Config[string, E], budget reconcile.TickBudget) (Tick, error) {
+func RunTick[L, E any](ctx context.Context, j *Job[L], cfg reconcile.Config[L, E], budget reconcile.TickBudget) (Tick, error) {
 	var t Tick
 	cfg, err := engineConfig(j, cfg)
 	if err != nil {
@@ -78,7 +78,7 @@ func RunTick[E any](ctx context.Context, j *Job, cfg reconcile.Config[string, E]
 
 // engineConfig checks that cfg is for j's job, without Source and Sink (each lease is both),
 // and fills in the job's name.
-func engineConfig[E any](j *Job, cfg reconcile.Config[string, E]) (reconcile.Config[string, E], error) {
+func engineConfig[L, E any](j *Job[L], cfg reconcile.Config[L, E]) (reconcile.Config[L, E], error) {
 	switch {
 	case cfg.Job == "":
 		cfg.Job = j.cfg.Job
@@ -90,7 +90,7 @@ func engineConfig[E any](j *Job, cfg reconcile.Config[string, E]) (reconcile.Con
 	}
 	// Check the rest now rather than at the first lease.
 	probe := cfg
-	probe.Source, probe.Sink = &Lease{}, &Lease{}
+	probe.Source, probe.Sink = &Lease[L]{}, &Lease[L]{}
 	if _, err := reconcile.New(probe); err != nil {
 		return cfg, err
 	}
@@ -98,7 +98,7 @@ func engineConfig[E any](j *Job, cfg reconcile.Config[string, E]) (reconcile.Con
 }
 
 // release releases l, logging a failure: the lease then simply expires.
-func (j *Job) release(ctx context.Context, l *Lease) {
+func (j *Job[L]) release(ctx context.Context, l *Lease[L]) {
 	if err := l.Release(ctx); err != nil {
 		j.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "pgshard: releasing a shard failed; it is free again when its lease expires",
 			slog.String("job", j.cfg.Job), slog.Int("shard", l.shard), slog.String("error", err.Error()))
@@ -119,25 +119,25 @@ func (j *Job) release(ctx context.Context, l *Lease) {
 //
 // Leasing per batch costs two statements a batch; a worker that works through a whole shard at
 // a time uses RunTick instead.
-type Runner[E any] struct {
-	job *Job
-	cfg reconcile.Config[string, E]
+type Runner[L, E any] struct {
+	job *Job[L]
+	cfg reconcile.Config[L, E]
 }
 
-var _ reconcile.BatchRunner = (*Runner[int])(nil)
+var _ reconcile.BatchRunner = (*Runner[string, int])(nil)
 
 // NewRunner checks cfg, the job's engine configuration without Source and Sink, and
 // returns a Runner.
-func NewRunner[E any](j *Job, cfg reconcile.Config[string, E]) (*Runner[E], error) {
+func NewRunner[L, E any](j *Job[L], cfg reconcile.Config[L, E]) (*Runner[L, E], error) {
 	cfg, err := engineConfig(j, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Runner[E]{job: j, cfg: cfg}, nil
+	return &Runner[L, E]{job: j, cfg: cfg}, nil
 }
 
 // RunBatch leases a free shard, runs one batch on it, and releases it.
-func (r *Runner[E]) RunBatch(ctx context.Context) (reconcile.Report, error) {
+func (r *Runner[L, E]) RunBatch(ctx context.Context) (reconcile.Report, error) {
 	l, err := r.job.Acquire(ctx)
 	if nd := (*CycleNotDueError)(nil); errors.As(err, &nd) {
 		return reconcile.Report{Job: r.job.cfg.Job, Verdicts: map[reconcile.Verdict]int{}, Deferred: true, RetryAfter: nd.StartsIn}, nil

@@ -66,7 +66,7 @@ func (s ShardInfo) Progress() time.Time {
 
 // Status reads the job's status as a reconcile.StatusReader: ShardStatus's Status. job must be
 // the sharded job's name.
-func (j *Job) Status(ctx context.Context, job string) (reconcile.Status, error) {
+func (j *Job[L]) Status(ctx context.Context, job string) (reconcile.Status, error) {
 	if job != j.cfg.Job {
 		return reconcile.Status{}, fmt.Errorf("pgshard: job %s asked for the status of job %s", j.cfg.Job, job)
 	}
@@ -74,12 +74,12 @@ func (j *Job) Status(ctx context.Context, job string) (reconcile.Status, error) 
 	return st.Status, err
 }
 
-var _ reconcile.StatusReader = (*Job)(nil)
+var _ reconcile.StatusReader = (*Job[string])(nil)
 
 // ShardStatus reads the job's status and every shard's. Like Store.Status it scans the host
 // table (twice: once for the job, once per shard), so read it every few minutes, not on every
 // scrape.
-func (j *Job) ShardStatus(ctx context.Context) (ShardStatus, error) {
+func (j *Job[L]) ShardStatus(ctx context.Context) (ShardStatus, error) {
 	out := ShardStatus{Slowest: -1}
 	var err error
 	if out.Status, err = j.store.Status(ctx, j.cfg.Job); err != nil {
@@ -159,7 +159,7 @@ func slower(a, b ShardInfo) bool {
 // its cycle) within p.MaxSinceLastBatch (zero means LagSLO/2, with LagSLO's default
 // reconcile.DefaultLagSLO), and its lag must be within the SLO. It names the shard, so that a
 // shard held by a hung worker, or one much larger than the others, is found.
-func (j *Job) Health(ctx context.Context, p reconcile.HealthPolicy) (reconcile.Health, ShardStatus, error) {
+func (j *Job[L]) Health(ctx context.Context, p reconcile.HealthPolicy) (reconcile.Health, ShardStatus, error) {
 	st, err := j.ShardStatus(ctx)
 	if err != nil {
 		return reconcile.Health{}, st, err

@@ -146,7 +146,7 @@ func TestAnInfiniteTimeBecomesAnInvalidRowFindingAndTheCycleGoesOn(t *testing.T)
 
 			// So does a sharded job.
 			j := shardtest.NewJob(t, s, pgshard.Config{Job: "sharded", Shards: 2})
-			shardtest.RunCycle(t, s, []*pgshard.Job{j}, shardtest.EngineConfig(gw, 2), 1, 40)
+			shardtest.RunCycle(t, s, []*pgshard.Job[string]{j}, shardtest.EngineConfig(gw, 2), 1, 40)
 			if _, err := j.ShardStatus(ctx); err != nil {
 				t.Fatalf("ShardStatus: %v", err)
 			}

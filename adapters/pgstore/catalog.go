@@ -9,12 +9,12 @@ import (
 
 // Check verifies that the host table and every configured column exist, and prepares the
 // store's statements. Read calls it on first use; call it at startup to fail early.
-func (s *Store) Check(ctx context.Context) error {
+func (s *Store[L]) Check(ctx context.Context) error {
 	_, err := s.statements(ctx)
 	return err
 }
 
-func (s *Store) statements(ctx context.Context) (*statements, error) {
+func (s *Store[L]) statements(ctx context.Context) (*statements, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.sql != nil {
@@ -27,7 +27,7 @@ func (s *Store) statements(ctx context.Context) (*statements, error) {
 	if err := s.cfg.checkFilter(types); err != nil {
 		return nil, err
 	}
-	st := buildStatements(s.cfg, types)
+	st := buildStatements(s.cfg, types, s.row)
 	// A value the column cannot take (text for a bigint, say) fails here rather than in the
 	// first batch.
 	if where, args := renderFilter(s.cfg, types, 1); where != "" {
@@ -45,7 +45,7 @@ func (s *Store) statements(ctx context.Context) (*statements, error) {
 }
 
 // columnTypes reads the host table's column types from the catalog.
-func (s *Store) columnTypes(ctx context.Context) (map[string]string, error) {
+func (s *Store[L]) columnTypes(ctx context.Context) (map[string]string, error) {
 	rows, err := s.db.Query(ctx, `
 		SELECT a.attname, format_type(a.atttypid, NULL), a.attnotnull
 		FROM pg_attribute a
@@ -71,13 +71,22 @@ func (s *Store) columnTypes(ctx context.Context) (map[string]string, error) {
 	if len(types) == 0 {
 		return nil, fmt.Errorf("pgstore: table %s does not exist (or has no columns) in the search_path", s.hostTable())
 	}
-	need := append([]string{s.cfg.IDColumn, s.cfg.ExternalIDColumn, s.cfg.StateColumn, s.cfg.UpdatedAtColumn, s.cfg.CreatedAtColumn}, s.cfg.KeyColumns...)
+	need := append([]string{s.cfg.IDColumn, s.cfg.ExternalIDColumn, s.cfg.UpdatedAtColumn, s.cfg.CreatedAtColumn}, s.cfg.KeyColumns...)
+	if s.row.text {
+		need = append(need, s.cfg.StateColumn)
+	}
 	if s.cfg.Observations == ObserveInHostColumns {
 		need = append(need, s.cfg.ObservedColumn, s.cfg.VerifiedAtColumn)
 	}
+	need = append(need, s.cfg.SearchColumns...)
 	for _, c := range need {
 		if _, ok := types[c]; !ok {
 			return nil, fmt.Errorf("pgstore: table %s has no column %q", s.hostTable(), c)
+		}
+	}
+	for _, f := range s.row.fields {
+		if _, ok := types[f.column]; !ok {
+			return nil, fmt.Errorf("pgstore: struct field %s (column %s): table %s has no such column", f.name, f.column, s.hostTable())
 		}
 	}
 	// A keyset skips rows whose key is NULL and rows whose key ties across a batch boundary;
@@ -111,7 +120,7 @@ func (s *Store) columnTypes(ctx context.Context) (map[string]string, error) {
 
 // checkUnique verifies that some unique index (or the primary key) covers only columns among
 // cols, so that cols identify a row.
-func (s *Store) checkUnique(ctx context.Context, cols []string, what string) error {
+func (s *Store[L]) checkUnique(ctx context.Context, cols []string, what string) error {
 	var unique bool
 	if err := s.db.QueryRow(ctx, `
 		SELECT EXISTS (

@@ -15,7 +15,7 @@ import (
 // Commit writes observations, findings and repair commands and advances the cursor in one
 // transaction, pipelined in one round trip. If the cursor moved since the read it rolls back
 // and returns reconcile.ErrConcurrentRun.
-func (s *Store) Commit(ctx context.Context, c reconcile.Commit) (reconcile.CommitResult, error) {
+func (s *Store[L]) Commit(ctx context.Context, c reconcile.Commit) (reconcile.CommitResult, error) {
 	var res reconcile.CommitResult
 	st, err := s.statements(ctx)
 	if err != nil {
@@ -52,7 +52,7 @@ const forgetNote = "the row no longer exists; closed when the cycle completed"
 
 // queueResults queues the observations, findings and repair commands of outcomes; res receives
 // what the findings statement added.
-func (s *Store) queueResults(batch *pgx.Batch, st *statements, job string, outcomes []reconcile.Outcome, res *reconcile.CommitResult) {
+func (s *Store[L]) queueResults(batch *pgx.Batch, st *statements, job string, outcomes []reconcile.Outcome, res *reconcile.CommitResult) {
 	// In record order, whoever commits: a sweep and a lane writing the same rows at once then
 	// lock them in the same order and cannot deadlock.
 	outcomes = slices.SortedStableFunc(slices.Values(outcomes), func(a, b reconcile.Outcome) int { return strings.Compare(a.RecordID, b.RecordID) })
@@ -114,7 +114,7 @@ func (f *findingCols) add(job string, o reconcile.Outcome) {
 
 // sendFenced runs batch in a transaction whose first statement is a compare-and-set: if it
 // affects no row, nothing is written and the result is reconcile.ErrConcurrentRun.
-func (s *Store) sendFenced(ctx context.Context, batch *pgx.Batch, what string) error {
+func (s *Store[L]) sendFenced(ctx context.Context, batch *pgx.Batch, what string) error {
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("pgstore: %s: begin: %w", what, err)

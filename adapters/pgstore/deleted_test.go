@@ -29,7 +29,7 @@ func deletingGateway(pool *pgxpool.Pool, del ...string) reconcile.GatewayFunc[st
 	}
 }
 
-func openFindingIDs(t *testing.T, s *pgstore.Store, job string) map[string]reconcile.Finding {
+func openFindingIDs(t *testing.T, s *pgstore.Store[string], job string) map[string]reconcile.Finding {
 	t.Helper()
 	fs, err := s.ListFindings(context.Background(), reconcile.FindingQuery{Job: job})
 	if err != nil {
@@ -104,7 +104,7 @@ func TestFindingsOfADeletedRowAreResolvedWhenTheCycleWraps(t *testing.T) {
 				cycles++
 				if sharded {
 					j := shardtest.NewJob(t, s, pgshard.Config{Job: "sweep", Shards: 2})
-					shardtest.RunCycle(t, s, []*pgshard.Job{j}, shardtest.EngineConfig(gw, 2), cycles, 40)
+					shardtest.RunCycle(t, s, []*pgshard.Job[string]{j}, shardtest.EngineConfig(gw, 2), cycles, 40)
 					return
 				}
 				reconciletest.Cycle(t, reconcile.Config[string, string]{Job: "sweep", Source: s, Sink: s, Gateway: gw,

@@ -119,7 +119,7 @@ func Example() {
 
 // sweptStore is Example's store after one batch of job "payments", for the examples that
 // look at what it recorded.
-func sweptStore(ctx context.Context) (*pgstore.Store, func()) {
+func sweptStore(ctx context.Context) (*pgstore.Store[string], func()) {
 	pool, drop := exampleDB(ctx)
 	store, err := pgstore.New(pool, pgstore.Config{Table: "payments", ExternalIDColumn: "stripe_payment_intent_id"})
 	if err != nil {

@@ -13,14 +13,16 @@ import (
 // What a Store lends the packages built on it (pgshard), through internal/storehook, so that
 // they read and commit exactly as the Store does without widening its API.
 func init() {
-	storehook.Of = func(v any) storehook.Store { return hooks{v.(*Store)} }
+	storehook.Of = func(v any) any { return v.(interface{ hooks() any }).hooks() }
 }
 
-type hooks struct{ s *Store }
+func (s *Store[L]) hooks() any { return hooks[L]{s} }
 
-func (h hooks) DB() storehook.DB { return h.s.db }
+type hooks[L any] struct{ s *Store[L] }
 
-func (h hooks) Statements(ctx context.Context) (*storehook.Statements, error) {
+func (h hooks[L]) DB() storehook.DB { return h.s.db }
+
+func (h hooks[L]) Statements(ctx context.Context) (*storehook.Statements, error) {
 	st, err := h.s.statements(ctx)
 	if err != nil {
 		return nil, err
@@ -34,7 +36,7 @@ func (h hooks) Statements(ctx context.Context) (*storehook.Statements, error) {
 	}, nil
 }
 
-func (h hooks) ReadRange(ctx context.Context, req reconcile.ReadRequest, cur *reconcile.Cursor, lower, upper string) ([]reconcile.Record[string], error) {
+func (h hooks[L]) ReadRange(ctx context.Context, req reconcile.ReadRequest, cur *reconcile.Cursor, lower, upper string) ([]reconcile.Record[L], error) {
 	st, err := h.s.statements(ctx)
 	if err != nil {
 		return nil, err
@@ -42,9 +44,9 @@ func (h hooks) ReadRange(ctx context.Context, req reconcile.ReadRequest, cur *re
 	return h.s.readRange(ctx, st, req, cur, lower, upper)
 }
 
-func (h hooks) CheckPosition(pos string) error { return h.s.checkPosition(pos) }
+func (h hooks[L]) CheckPosition(pos string) error { return h.s.checkPosition(pos) }
 
-func (h hooks) QueueResults(ctx context.Context, b *pgx.Batch, job string, outcomes []reconcile.Outcome, res *reconcile.CommitResult) error {
+func (h hooks[L]) QueueResults(ctx context.Context, b *pgx.Batch, job string, outcomes []reconcile.Outcome, res *reconcile.CommitResult) error {
 	st, err := h.s.statements(ctx)
 	if err != nil {
 		return err
@@ -53,8 +55,8 @@ func (h hooks) QueueResults(ctx context.Context, b *pgx.Batch, job string, outco
 	return nil
 }
 
-func (h hooks) SendFenced(ctx context.Context, b *pgx.Batch, what string) error {
+func (h hooks[L]) SendFenced(ctx context.Context, b *pgx.Batch, what string) error {
 	return h.s.sendFenced(ctx, b, what)
 }
 
-func (h hooks) Lag(seconds float64) time.Duration { return lagOf(seconds) }
+func (h hooks[L]) Lag(seconds float64) time.Duration { return lagOf(seconds) }

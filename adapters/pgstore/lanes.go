@@ -15,8 +15,8 @@ import (
 // A Store is a lane's Matcher and LaneSink too: lanes record under the sweep's job in the same
 // findings, observations and outbox tables, and keep their positions in the lanes table.
 var (
-	_ reconcile.Matcher[string] = (*Store)(nil)
-	_ reconcile.LaneSink        = (*Store)(nil)
+	_ reconcile.Matcher[string] = (*Store[string])(nil)
+	_ reconcile.LaneSink        = (*Store[string])(nil)
 )
 
 // maxLanePosition bounds a stored lane position: a feed's position is a small token.
@@ -27,8 +27,8 @@ const maxLanePosition = 4096
 // their Since time. Ids that only rows outside the Filter have (another tier's) are listed in
 // Elsewhere. Index the external id column: without an index (or with a column that is not
 // text, varchar or char, compared as text) every call scans the table.
-func (s *Store) Match(ctx context.Context, req reconcile.MatchRequest) (reconcile.MatchResult[string], error) {
-	var res reconcile.MatchResult[string]
+func (s *Store[L]) Match(ctx context.Context, req reconcile.MatchRequest) (reconcile.MatchResult[L], error) {
+	var res reconcile.MatchResult[L]
 	if req.Since != nil && len(req.Since) != len(req.ExternalIDs) {
 		return res, fmt.Errorf("pgstore: match: %d Since times for %d external ids", len(req.Since), len(req.ExternalIDs))
 	}
@@ -51,17 +51,22 @@ func (s *Store) Match(ctx context.Context, req reconcile.MatchRequest) (reconcil
 		return res, fmt.Errorf("pgstore: match %s: %w", s.hostTable(), err)
 	}
 	defer rows.Close()
-	var r reconcile.Record[string]
-	var ext, state, invalid *string
+	var r reconcile.Record[L]
+	var ext, invalid *string
 	var created *time.Time
 	var inScope bool
 	inRows := make(map[string]bool)
 	var elsewhere []string
+	local := newRowScanner[L](s.row, rows, 7)
+	dest := append([]any{&r.Key, &r.ID, &ext, &created, &r.Recent, &inScope, &invalid}, local.dest()...)
 	for rows.Next() {
-		if err := rows.Scan(&r.Key, &r.ID, &ext, &state, &created, &r.Recent, &inScope, &invalid); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return res, fmt.Errorf("pgstore: match %s: %w", s.hostTable(), err)
 		}
-		r.ExternalID, r.Local, r.CreatedAt, r.Invalid = deref(ext), deref(state), derefTime(created), deref(invalid)
+		r.ExternalID, r.CreatedAt, r.Invalid = deref(ext), derefTime(created), deref(invalid)
+		if why := local.local(rows, &r.Local); why != "" && r.Invalid == "" {
+			r.Invalid = why
+		}
 		if !inScope {
 			elsewhere = append(elsewhere, r.ExternalID)
 			continue
@@ -81,7 +86,7 @@ func (s *Store) Match(ctx context.Context, req reconcile.MatchRequest) (reconcil
 }
 
 // ReadLane returns the lane's position and version; the zero Cursor if it has not committed.
-func (s *Store) ReadLane(ctx context.Context, job, lane string) (reconcile.Cursor, error) {
+func (s *Store[L]) ReadLane(ctx context.Context, job, lane string) (reconcile.Cursor, error) {
 	var c reconcile.Cursor
 	err := s.db.QueryRow(ctx, s.own.readLane, job, lane).
 		Scan(&c.Position, &c.Version)
@@ -95,7 +100,7 @@ func (s *Store) ReadLane(ctx context.Context, job, lane string) (reconcile.Curso
 // position in one transaction, pipelined in one round trip, compare-and-set on the version read:
 // reconcile.ErrConcurrentRun if another step committed first. A Gap is recorded with the
 // sweep's completed cycles at that moment, so Status can tell when a full cycle has covered it.
-func (s *Store) CommitLane(ctx context.Context, c reconcile.LaneCommit) (reconcile.CommitResult, error) {
+func (s *Store[L]) CommitLane(ctx context.Context, c reconcile.LaneCommit) (reconcile.CommitResult, error) {
 	var res reconcile.CommitResult
 	switch {
 	case c.Job == "" || c.Lane == "":
@@ -122,11 +127,11 @@ func (s *Store) CommitLane(ctx context.Context, c reconcile.LaneCommit) (reconci
 	return res, nil
 }
 
-var _ reconcile.LaneFailureRecorder = (*Store)(nil)
+var _ reconcile.LaneFailureRecorder = (*Store[string])(nil)
 
 // RecordLaneFailure remembers that a step of a lane failed, for Status and health: a
 // reconcile.LaneFailureRecorder, called by Lane.RunBatch. The message is cut to 1,000 bytes.
-func (s *Store) RecordLaneFailure(ctx context.Context, job, lane string, cause error) error {
+func (s *Store[L]) RecordLaneFailure(ctx context.Context, job, lane string, cause error) error {
 	_, err := s.db.Exec(ctx, s.own.laneFailure, job, lane, failureText(cause))
 	if err != nil {
 		return fmt.Errorf("pgstore: record lane failure: %w", err)

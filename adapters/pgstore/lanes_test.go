@@ -45,7 +45,7 @@ func laneWritten(t testing.TB, pool *pgxpool.Pool, job string) (findings, observ
 }
 
 // laneMatch calls Match and returns the records sorted by row id.
-func laneMatch(t testing.TB, s *pgstore.Store, req reconcile.MatchRequest) []reconcile.Record[string] {
+func laneMatch(t testing.TB, s *pgstore.Store[string], req reconcile.MatchRequest) []reconcile.Record[string] {
 	t.Helper()
 	if req.Job == "" {
 		req.Job = "payments"
@@ -68,7 +68,7 @@ func laneIDs(recs []reconcile.Record[string]) []string {
 }
 
 // laneRead returns the lane's cursor, failing the test on an error.
-func laneRead(t testing.TB, s *pgstore.Store, job, lane string) reconcile.Cursor {
+func laneRead(t testing.TB, s *pgstore.Store[string], job, lane string) reconcile.Cursor {
 	t.Helper()
 	c, err := s.ReadLane(context.Background(), job, lane)
 	if err != nil {
@@ -78,7 +78,7 @@ func laneRead(t testing.TB, s *pgstore.Store, job, lane string) reconcile.Cursor
 }
 
 // laneStatusOf returns the status of one lane of job, and false if Status lists no such lane.
-func laneStatusOf(t testing.TB, s *pgstore.Store, job, lane string) (reconcile.LaneStatus, bool) {
+func laneStatusOf(t testing.TB, s *pgstore.Store[string], job, lane string) (reconcile.LaneStatus, bool) {
 	t.Helper()
 	st, err := s.Status(context.Background(), job)
 	if err != nil {
@@ -93,7 +93,7 @@ func laneStatusOf(t testing.TB, s *pgstore.Store, job, lane string) (reconcile.L
 }
 
 // laneWrap completes a cycle of the sweep job, as an empty read does.
-func laneWrap(t testing.TB, s *pgstore.Store, job string) {
+func laneWrap(t testing.TB, s *pgstore.Store[string], job string) {
 	t.Helper()
 	ctx := context.Background()
 	b, err := s.Read(ctx, reconcile.ReadRequest{Job: job, Limit: 1})

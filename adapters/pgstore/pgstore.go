@@ -65,12 +65,18 @@ type Config struct {
 	IDColumn string
 	// ExternalIDColumn holds the external object's id. Empty means "external_id".
 	ExternalIDColumn string
-	// StateColumn holds the local state. Empty means "status".
+	// StateColumn holds the local state of a Store[string] (New); a store of a struct (NewOf)
+	// reads its fields' columns instead. Empty means "status".
 	StateColumn string
 	// UpdatedAtColumn is the row's last change, for the grace period. Empty means "updated_at".
 	UpdatedAtColumn string
 	// CreatedAtColumn is the row's creation time, for lag. Empty means "created_at".
 	CreatedAtColumn string
+
+	// SearchColumns are host columns, such as an order id, that FindingQuery.Search matches
+	// besides the external id and the record id: a finding matches when its row holds the
+	// searched value in one of them, whole. Index them: each is compared in its own type.
+	SearchColumns []string
 
 	// Tables names the reconciler's own tables.
 	Tables Tables
@@ -109,17 +115,19 @@ type Config struct {
 	LagJobs []string
 }
 
-// Store is a reconcile.Store over a host table in PostgreSQL.
-type Store struct {
+// Store is a reconcile.Store[L] over a host table in PostgreSQL: L is a row's local state,
+// the state column's text for a Store[string] (New), or a struct of host columns (NewOf).
+type Store[L any] struct {
 	db  DB
 	cfg Config
 	own tableSQL // statements over the reconciler's own tables
+	row *rowType // how L is read
 
 	mu  sync.Mutex
 	sql *statements // built from the catalog on first use
 }
 
-var _ reconcile.Store[string] = (*Store)(nil)
+var _ reconcile.Store[string] = (*Store[string])(nil)
 
 var (
 	zoneRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_/+-]*$`)
@@ -132,9 +140,30 @@ func checkIdent(field, v string) error {
 	return nil
 }
 
-// New checks cfg and returns a store. It does not touch the database; the host table and its
-// columns are checked against the catalog on first use (or by Check).
-func New(db DB, cfg Config) (*Store, error) {
+// New checks cfg and returns a store whose local state is the text of Config.StateColumn. It
+// does not touch the database; the host table and its columns are checked against the catalog
+// on first use (or by Check).
+func New(db DB, cfg Config) (*Store[string], error) {
+	return NewOf[string](db, cfg)
+}
+
+// NewOf checks cfg and returns a store whose local state is L: a string type, read from
+// Config.StateColumn as New does, or a struct whose fields are host columns. A field's column
+// is named by its db tag (`db:"amount_cents"`), or, untagged, is its name lowercased (Amount
+// is amount, not amount_cents); `db:"-"` and unexported fields are skipped, and an untagged
+// embedded struct contributes its fields. Each column is read in its own type into its field as
+// pgx scans it: int64 for a bigint, string or pgtype.Numeric for a numeric, a string type for
+// text or an enum, a pointer, sql.Null or pgtype type for a nullable column, time.Time for a
+// timestamp (one without time zone taken to be in Config.TimeZone). A value a field cannot take
+// (a NULL into an int64) makes the row Invalid, naming the column; it does not stop the batch.
+// With a struct L, Config.StateColumn is not read and need not exist; a column of the struct
+// may also be the key, id or external id column. Like New, NewOf does not touch the database:
+// every field's column is checked against the catalog on first use (or by Check).
+func NewOf[L any](db DB, cfg Config) (*Store[L], error) {
+	row, err := newRowType[L]()
+	if err != nil {
+		return nil, err
+	}
 	if db == nil {
 		return nil, errors.New("pgstore: nil DB")
 	}
@@ -148,6 +177,7 @@ func New(db DB, cfg Config) (*Store, error) {
 	}
 	cfg.KeyColumns = append([]string(nil), cfg.KeyColumns...)
 	cfg.LagJobs = append([]string(nil), cfg.LagJobs...)
+	cfg.SearchColumns = append([]string(nil), cfg.SearchColumns...)
 	cfg.Filter = cfg.Filter.clone()
 	def(&cfg.IDColumn, cfg.KeyColumns[len(cfg.KeyColumns)-1])
 	def(&cfg.ExternalIDColumn, "external_id")
@@ -177,6 +207,9 @@ func New(db DB, cfg Config) (*Store, error) {
 	}
 	checks = append(checks, [][2]string{{"IDColumn", cfg.IDColumn}, {"ExternalIDColumn", cfg.ExternalIDColumn},
 		{"StateColumn", cfg.StateColumn}, {"UpdatedAtColumn", cfg.UpdatedAtColumn}, {"CreatedAtColumn", cfg.CreatedAtColumn}}...)
+	for i, c := range cfg.SearchColumns {
+		checks = append(checks, [2]string{fmt.Sprintf("SearchColumns[%d]", i), c})
+	}
 	if cfg.Schema != "" {
 		checks = append(checks, [2]string{"Schema", cfg.Schema})
 	}
@@ -215,13 +248,13 @@ func New(db DB, cfg Config) (*Store, error) {
 		}
 		seen[k] = true
 	}
-	return &Store{db: db, cfg: cfg, own: newTableSQL(cfg.Tables)}, nil
+	return &Store[L]{db: db, cfg: cfg, own: newTableSQL(cfg.Tables), row: row}, nil
 }
 
 // Config returns the store's configuration with defaults filled in.
-func (s *Store) Config() Config { return s.cfg }
+func (s *Store[L]) Config() Config { return s.cfg }
 
-func (s *Store) hostTable() string { return s.cfg.hostTable() }
+func (s *Store[L]) hostTable() string { return s.cfg.hostTable() }
 
 // hostTable returns the quoted, possibly schema-qualified name of the host table.
 func (cfg Config) hostTable() string {

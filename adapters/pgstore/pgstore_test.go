@@ -32,7 +32,7 @@ func insertPayments(t testing.TB, pool *pgxpool.Pool, ids ...int64) {
 
 type fixture struct {
 	pool  *pgxpool.Pool
-	store *pgstore.Store
+	store *pgstore.Store[string]
 }
 
 func (f fixture) Store() reconcile.Store[string] { return f.store }

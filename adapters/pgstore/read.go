@@ -14,8 +14,8 @@ import (
 
 // Read returns the rows the Filter selects after the job's cursor, in key order, judging grace
 // by the database clock.
-func (s *Store) Read(ctx context.Context, req reconcile.ReadRequest) (reconcile.Batch[string], error) {
-	var b reconcile.Batch[string]
+func (s *Store[L]) Read(ctx context.Context, req reconcile.ReadRequest) (reconcile.Batch[L], error) {
+	var b reconcile.Batch[L]
 	if req.Limit <= 0 {
 		return b, fmt.Errorf("pgstore: limit %d must be positive", req.Limit)
 	}
@@ -48,7 +48,7 @@ func (s *Store) Read(ctx context.Context, req reconcile.ReadRequest) (reconcile.
 // upper, JSON arrays of the first key column; empty is open) and the cycle's high-water mark.
 // At a cycle's start it fixes the mark, in cur.End: the last key present now. An empty range
 // gives no mark and no rows.
-func (s *Store) readRange(ctx context.Context, st *statements, req reconcile.ReadRequest, cur *reconcile.Cursor, lower, upper string) ([]reconcile.Record[string], error) {
+func (s *Store[L]) readRange(ctx context.Context, st *statements, req reconcile.ReadRequest, cur *reconcile.Cursor, lower, upper string) ([]reconcile.Record[L], error) {
 	if cur.End == "" {
 		var bounds []any
 		if lower != "" {
@@ -80,7 +80,7 @@ func (s *Store) readRange(ctx context.Context, st *statements, req reconcile.Rea
 }
 
 // checkPosition verifies that a cursor position is a JSON array with one value per key column.
-func (s *Store) checkPosition(pos string) error {
+func (s *Store[L]) checkPosition(pos string) error {
 	var vals []json.RawMessage
 	if err := json.Unmarshal([]byte(pos), &vals); err != nil || len(vals) != len(s.cfg.KeyColumns) {
 		return fmt.Errorf("position %q is not a key of %v; was the job's key changed?", pos, s.cfg.KeyColumns)
@@ -89,23 +89,25 @@ func (s *Store) checkPosition(pos string) error {
 }
 
 // readRecords runs one keyset read and returns its rows as records.
-func (s *Store) readRecords(ctx context.Context, query string, args []any) ([]reconcile.Record[string], error) {
+func (s *Store[L]) readRecords(ctx context.Context, query string, args []any) ([]reconcile.Record[L], error) {
 	rows, err := s.db.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", s.hostTable(), err)
 	}
 	defer rows.Close()
-	var out []reconcile.Record[string]
-	var r reconcile.Record[string]
-	var ext, state, invalid *string
+	var out []reconcile.Record[L]
+	var r reconcile.Record[L]
+	var ext, invalid *string
 	var created *time.Time
+	local := newRowScanner[L](s.row, rows, 6)
+	dest := append([]any{&r.Key, &r.ID, &ext, &created, &r.Recent, &invalid}, local.dest()...)
 	for rows.Next() {
-		if err := rows.Scan(&r.Key, &r.ID, &ext, &state, &created, &r.Recent, &invalid); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("read %s: %w", s.hostTable(), err)
 		}
-		r.ExternalID, r.Local, r.CreatedAt, r.Invalid = deref(ext), deref(state), time.Time{}, deref(invalid)
-		if created != nil {
-			r.CreatedAt = *created
+		r.ExternalID, r.CreatedAt, r.Invalid = deref(ext), derefTime(created), deref(invalid)
+		if why := local.local(rows, &r.Local); why != "" && r.Invalid == "" {
+			r.Invalid = why
 		}
 		out = append(out, r)
 	}

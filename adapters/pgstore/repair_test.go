@@ -28,7 +28,7 @@ func applyPaymentSucceeded(ctx context.Context, tx pgx.Tx, paymentID int64) (boo
 
 // applyRepair is what a dispatcher does with one queued command: the transition and the
 // finding's resolution commit together, whether or not the transition changed anything.
-func applyRepair(ctx context.Context, pool *pgxpool.Pool, s *pgstore.Store, cmd reconcile.Command) error {
+func applyRepair(ctx context.Context, pool *pgxpool.Pool, s *pgstore.Store[string], cmd reconcile.Command) error {
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		var id int64
 		if err := tx.QueryRow(ctx, `SELECT $1::bigint`, cmd.RecordID).Scan(&id); err != nil {
@@ -55,7 +55,7 @@ func webhook(ctx context.Context, pool *pgxpool.Pool, paymentID int64) error {
 
 // missedSuccess sets up one payment whose success webhook was lost and runs a cycle, which
 // queues one ApplyPaymentSucceeded command.
-func missedSuccess(t *testing.T) (*pgxpool.Pool, *pgstore.Store, reconcile.Command, reconcile.Config[string, string]) {
+func missedSuccess(t *testing.T) (*pgxpool.Pool, *pgstore.Store[string], reconcile.Command, reconcile.Config[string, string]) {
 	pool, s := newStore(t, pgstore.Config{}, paymentsDDL, `CREATE TABLE ledger (payment_id bigint, entry text)`)
 	f := fixture{pool, s}
 	f.Insert(t, reconciletest.Row{ID: 1, ExternalID: "pi_1", Local: "pending"})
@@ -68,7 +68,7 @@ func missedSuccess(t *testing.T) (*pgxpool.Pool, *pgstore.Store, reconcile.Comma
 	return pool, s, cmds[0], cfg
 }
 
-func checkAppliedOnce(t *testing.T, pool *pgxpool.Pool, s *pgstore.Store) {
+func checkAppliedOnce(t *testing.T, pool *pgxpool.Pool, s *pgstore.Store[string]) {
 	t.Helper()
 	ctx := context.Background()
 	var status string
@@ -90,21 +90,21 @@ func TestRepairAndLateWebhookChangeStateOnce(t *testing.T) {
 	ctx := context.Background()
 	orders := []struct {
 		name string
-		run  func(pool *pgxpool.Pool, s *pgstore.Store, cmd reconcile.Command) error
+		run  func(pool *pgxpool.Pool, s *pgstore.Store[string], cmd reconcile.Command) error
 	}{
-		{"repair first, webhook second", func(pool *pgxpool.Pool, s *pgstore.Store, cmd reconcile.Command) error {
+		{"repair first, webhook second", func(pool *pgxpool.Pool, s *pgstore.Store[string], cmd reconcile.Command) error {
 			if err := applyRepair(ctx, pool, s, cmd); err != nil {
 				return err
 			}
 			return webhook(ctx, pool, 1)
 		}},
-		{"webhook first, repair second", func(pool *pgxpool.Pool, s *pgstore.Store, cmd reconcile.Command) error {
+		{"webhook first, repair second", func(pool *pgxpool.Pool, s *pgstore.Store[string], cmd reconcile.Command) error {
 			if err := webhook(ctx, pool, 1); err != nil {
 				return err
 			}
 			return applyRepair(ctx, pool, s, cmd)
 		}},
-		{"both at once", func(pool *pgxpool.Pool, s *pgstore.Store, cmd reconcile.Command) error {
+		{"both at once", func(pool *pgxpool.Pool, s *pgstore.Store[string], cmd reconcile.Command) error {
 			var wg sync.WaitGroup
 			errs := make([]error, 2)
 			start := make(chan struct{})

@@ -15,7 +15,7 @@ import (
 	"github.com/reconcilekit/reconcile"
 )
 
-var _ reconcile.Reviewer = (*Store)(nil)
+var _ reconcile.Reviewer = (*Store[string])(nil)
 
 // DefaultStaleAfter is how long a finding may stay open before Status counts it as stale: a
 // repair that never applied (its command dead) shows up there.
@@ -31,7 +31,7 @@ type Querier interface {
 // ResolveFinding closes an open finding and records the change in the finding's history
 // (reconcile.Reviewer). A closed one is left as it is: reconcile.ErrAlreadyResolved. Once
 // resolved, the same drift can be found again.
-func (s *Store) ResolveFinding(ctx context.Context, id int64, r reconcile.Resolution) error {
+func (s *Store[L]) ResolveFinding(ctx context.Context, id int64, r reconcile.Resolution) error {
 	return s.ResolveFindingIn(ctx, s.db, id, r)
 }
 
@@ -39,7 +39,7 @@ func (s *Store) ResolveFinding(ctx context.Context, id int64, r reconcile.Resolu
 // transaction of the business change that fixed the drift, so that both commit or neither
 // does; q stays usable after reconcile.ErrAlreadyResolved (a repair and a webhook, or a
 // person, may both get there).
-func (s *Store) ResolveFindingIn(ctx context.Context, q Querier, id int64, r reconcile.Resolution) error {
+func (s *Store[L]) ResolveFindingIn(ctx context.Context, q Querier, id int64, r reconcile.Resolution) error {
 	if err := r.Validate(); err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func (s *Store) ResolveFindingIn(ctx context.Context, q Querier, id int64, r rec
 // match any table), in any job over it, and returns their ids. It is the
 // webhook's side of the canonical writer: a webhook knows the payment, not the finding, and the
 // drift it fixes may have been found by any tier's job. No kinds means every kind.
-func (s *Store) ResolveRecordFindings(ctx context.Context, q Querier, recordID string, kinds []string, r reconcile.Resolution) ([]int64, error) {
+func (s *Store[L]) ResolveRecordFindings(ctx context.Context, q Querier, recordID string, kinds []string, r reconcile.Resolution) ([]int64, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
@@ -80,13 +80,13 @@ func (s *Store) ResolveRecordFindings(ctx context.Context, q Querier, recordID s
 // ReopenFinding opens a resolved finding again (the fix did not hold, or was recorded by
 // mistake) and records who did it and why (reconcile.Reviewer). If the same drift has been
 // found again since, the newer finding is the open one: reconcile.ErrFoundAgain.
-func (s *Store) ReopenFinding(ctx context.Context, id int64, by, note string) error {
+func (s *Store[L]) ReopenFinding(ctx context.Context, id int64, by, note string) error {
 	return s.ReopenFindingIn(ctx, s.db, id, by, note)
 }
 
 // ReopenFindingIn is ReopenFinding inside q (the host's transaction, perhaps), which stays
 // usable after reconcile.ErrFoundAgain or reconcile.ErrAlreadyOpen.
-func (s *Store) ReopenFindingIn(ctx context.Context, q Querier, id int64, by, note string) error {
+func (s *Store[L]) ReopenFindingIn(ctx context.Context, q Querier, id int64, by, note string) error {
 	if by == "" {
 		return errors.New("pgstore: reopen finding: the actor is empty")
 	}
@@ -133,7 +133,7 @@ func scanFinding(row pgx.CollectableRow) (found, error) {
 
 // ListFindings returns a page of findings, oldest first by id (reconcile.Reviewer). The
 // findings of this store's table carry their rows' external ids.
-func (s *Store) ListFindings(ctx context.Context, fq reconcile.FindingQuery) ([]reconcile.Finding, error) {
+func (s *Store[L]) ListFindings(ctx context.Context, fq reconcile.FindingQuery) ([]reconcile.Finding, error) {
 	fq, err := fq.Normalize()
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: list findings: %w", err)
@@ -183,7 +183,7 @@ func (s *Store) ListFindings(ctx context.Context, fq reconcile.FindingQuery) ([]
 // Finding returns one finding with its history (reconcile.Reviewer): detection, resolutions
 // and reopenings from the audit table, and its repair commands' states from the outbox, each
 // with its failures and last error.
-func (s *Store) Finding(ctx context.Context, id int64) (reconcile.FindingDetail, error) {
+func (s *Store[L]) Finding(ctx context.Context, id int64) (reconcile.FindingDetail, error) {
 	rows, err := s.db.Query(ctx, s.own.finding,
 		s.cfg.AggregateType, id)
 	if err != nil {
@@ -213,7 +213,7 @@ func (s *Store) Finding(ctx context.Context, id int64) (reconcile.FindingDetail,
 // withExternalIDs returns the findings, those opened before findings kept their external id
 // (migration 006) given the external ids of their rows if they are about this store's table.
 // A failed look-up is logged, not returned: the findings are worth reviewing without them.
-func (s *Store) withExternalIDs(ctx context.Context, fs []found) []reconcile.Finding {
+func (s *Store[L]) withExternalIDs(ctx context.Context, fs []found) []reconcile.Finding {
 	out := make([]reconcile.Finding, len(fs))
 	var ids []string
 	for i, f := range fs {
@@ -246,7 +246,7 @@ var (
 
 // externalIDs reads the external ids of rows of the host table by the ids findings record,
 // compared in the id column's own type so that its index serves.
-func (s *Store) externalIDs(ctx context.Context, ids []string) (map[string]string, error) {
+func (s *Store[L]) externalIDs(ctx context.Context, ids []string) (map[string]string, error) {
 	st, err := s.statements(ctx)
 	if err != nil {
 		return nil, err

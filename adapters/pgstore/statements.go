@@ -51,6 +51,7 @@ var minPlausibleTime = time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC)
 type sqlParts struct {
 	cfg   Config
 	types map[string]string
+	row   *rowType
 	host  string   // the host table, quoted
 	keys  []string // the key columns, h."col"
 	// invalid says why a row's times cannot be read or judged, NULL if they can: an infinite
@@ -71,8 +72,8 @@ type sqlParts struct {
 	isRowFinding string
 }
 
-func newSQLParts(cfg Config, types map[string]string) *sqlParts {
-	p := &sqlParts{cfg: cfg, types: types, host: cfg.hostTable()}
+func newSQLParts(cfg Config, types map[string]string, row *rowType) *sqlParts {
+	p := &sqlParts{cfg: cfg, types: types, row: row, host: cfg.hostTable()}
 	for _, k := range cfg.KeyColumns {
 		p.keys = append(p.keys, p.q(k))
 	}
@@ -155,8 +156,8 @@ func (p *sqlParts) lagFrom(first int) string {
 
 // buildStatements builds every statement of a store, each group by the function named for
 // what it serves.
-func buildStatements(cfg Config, types map[string]string) *statements {
-	p := newSQLParts(cfg, types)
+func buildStatements(cfg Config, types map[string]string, row *rowType) *statements {
+	p := newSQLParts(cfg, types, row)
 	st := &statements{parts: p}
 	_, st.filterArgs = renderFilter(cfg, types, 1)
 	p.cursorStatements(st)
@@ -200,9 +201,9 @@ func (p *sqlParts) cursorStatements(st *statements) {
 // keysetReads: the keyset reads of the host table, of the whole job and of a key range
 // (keyset.go).
 func (p *sqlParts) keysetReads(st *statements) {
-	sel := fmt.Sprintf("SELECT jsonb_build_array(%s)::text, %s::text, %s::text, %s::text, %s, coalesce(%s, false), %s FROM %s AS h",
-		strings.Join(p.keys, ", "), p.q(p.cfg.IDColumn), p.q(p.cfg.ExternalIDColumn), p.q(p.cfg.StateColumn),
-		p.readableCreated, p.changedWhen(p.withinGrace), p.invalid, p.host)
+	sel := fmt.Sprintf("SELECT jsonb_build_array(%s)::text, %s::text, %s::text, %s, coalesce(%s, false), %s, %s FROM %s AS h",
+		strings.Join(p.keys, ", "), p.q(p.cfg.IDColumn), p.q(p.cfg.ExternalIDColumn),
+		p.readableCreated, p.changedWhen(p.withinGrace), p.invalid, p.row.selectList(p), p.host)
 	order := fmt.Sprintf(" ORDER BY %s LIMIT $2", strings.Join(p.keys, ", "))
 	st.keyset = newKeysetReads(p.cfg, p.types, sel, order, p.keys, p.where)
 }
@@ -317,9 +318,9 @@ func (p *sqlParts) laneStatements(st *statements) {
 	if f, _ := renderFilter(cfg, p.types, 4); f != "" {
 		inScope = "coalesce(" + f + ", false)"
 	}
-	st.match = fmt.Sprintf("SELECT jsonb_build_array(%s)::text, %s::text, %s::text, %s::text, %s, coalesce(%s, false), %s, %s FROM %s AS h JOIN unnest($2::text[], $3::timestamptz[]) AS t(ext, since) ON %s",
-		strings.Join(p.keys, ", "), p.q(cfg.IDColumn), p.q(cfg.ExternalIDColumn), p.q(cfg.StateColumn),
-		p.readableCreated, changed, inScope, p.invalid, p.host, extMatch)
+	st.match = fmt.Sprintf("SELECT jsonb_build_array(%s)::text, %s::text, %s::text, %s, coalesce(%s, false), %s, %s, %s FROM %s AS h JOIN unnest($2::text[], $3::timestamptz[]) AS t(ext, since) ON %s",
+		strings.Join(p.keys, ", "), p.q(cfg.IDColumn), p.q(cfg.ExternalIDColumn),
+		p.readableCreated, changed, inScope, p.invalid, p.row.selectList(p), p.host, extMatch)
 }
 
 // reviewStatements: the external ids the review API shows beside findings.

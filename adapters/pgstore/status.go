@@ -17,7 +17,7 @@ import (
 // cover the rows the store's Filter selects, so each tier reports its own; a row counts as
 // verified when the job or one of LagJobs last verified it. They scan the host table: at
 // millions of rows, read it every few minutes, not on every scrape.
-func (s *Store) Status(ctx context.Context, job string) (reconcile.Status, error) {
+func (s *Store[L]) Status(ctx context.Context, job string) (reconcile.Status, error) {
 	sql, err := s.statements(ctx)
 	if err != nil {
 		return reconcile.Status{}, err
@@ -88,7 +88,7 @@ func lagOf(seconds float64) time.Duration {
 
 // RecordFailure remembers that a batch of job failed, for Status and health: a
 // reconcile.FailureRecorder, called by RunBatch. The message is cut to 1,000 bytes.
-func (s *Store) RecordFailure(ctx context.Context, job string, cause error) error {
+func (s *Store[L]) RecordFailure(ctx context.Context, job string, cause error) error {
 	_, err := s.db.Exec(ctx, s.own.recordFailure, job, failureText(cause))
 	if err != nil {
 		return fmt.Errorf("pgstore: record failure of job %s: %w", job, err)
@@ -96,7 +96,7 @@ func (s *Store) RecordFailure(ctx context.Context, job string, cause error) erro
 	return nil
 }
 
-var _ reconcile.FailureRecorder = (*Store)(nil)
+var _ reconcile.FailureRecorder = (*Store[string])(nil)
 
 // failureText is cause's message cut to 1,000 bytes, on a character boundary.
 func failureText(cause error) string {
@@ -108,7 +108,7 @@ func failureText(cause error) string {
 }
 
 // queueLaneStatus queues the read of the job's lanes for Status; cycles is the sweep's completed cycles.
-func (s *Store) queueLaneStatus(b *pgx.Batch, job string, st *reconcile.Status, cycles *int64) {
+func (s *Store[L]) queueLaneStatus(b *pgx.Batch, job string, st *reconcile.Status, cycles *int64) {
 	b.Queue(s.own.laneStatus, job).Query(func(rows pgx.Rows) error {
 		var l reconcile.LaneStatus
 		var lastRun, lastEnd, gapAt, failedAt *time.Time

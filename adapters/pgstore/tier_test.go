@@ -27,7 +27,7 @@ func hotFilter(not bool) pgstore.Filter {
 
 // tiers returns a hot and a cold store over the test's payments table, the cold one
 // hotFilter's complement.
-func tiers(t *testing.T, pool *pgxpool.Pool, hotLag, coldLag []string) (hot, cold *pgstore.Store) {
+func tiers(t *testing.T, pool *pgxpool.Pool, hotLag, coldLag []string) (hot, cold *pgstore.Store[string]) {
 	t.Helper()
 	var err error
 	if hot, err = pgstore.New(pool, pgstore.Config{Table: "payments", Filter: hotFilter(false), LagJobs: hotLag}); err != nil {
@@ -39,7 +39,7 @@ func tiers(t *testing.T, pool *pgxpool.Pool, hotLag, coldLag []string) (hot, col
 	return hot, cold
 }
 
-func job(name string, s *pgstore.Store, gw reconcile.Gateway[string], batch int) reconcile.Config[string, string] {
+func job(name string, s *pgstore.Store[string], gw reconcile.Gateway[string], batch int) reconcile.Config[string, string] {
 	return reconcile.Config[string, string]{Job: name, Source: s, Sink: s, Gateway: gw, Classifier: reconciletest.Classifier(), BatchSize: batch}
 }
 
@@ -57,7 +57,7 @@ func observed(t *testing.T, pool *pgxpool.Pool, job string) []int64 {
 	return ids
 }
 
-func status(t *testing.T, s *pgstore.Store, job string) reconcile.Status {
+func status(t *testing.T, s *pgstore.Store[string], job string) reconcile.Status {
 	t.Helper()
 	st, err := s.Status(context.Background(), job)
 	if err != nil {

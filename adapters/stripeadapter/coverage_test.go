@@ -22,7 +22,7 @@ type covWorld struct {
 	t     *testing.T
 	srv   *stripetest.Server
 	pool  *pgxpool.Pool
-	store *pgstore.Store
+	store *pgstore.Store[string]
 	gw    *stripeadapter.Gateway
 	base  time.Time // the i-th row added is created at base + i seconds
 	added int64     // rows added by add

@@ -28,7 +28,7 @@ type laneWorld struct {
 	t      *testing.T
 	srv    *stripetest.Server
 	pool   *pgxpool.Pool
-	store  *pgstore.Store
+	store  *pgstore.Store[string]
 	gw     *stripeadapter.Gateway
 	offset atomic.Int64
 	pis    []string // pis[i] is row i+1's PaymentIntent
@@ -395,7 +395,7 @@ func TestLanesAndSweepTogetherRecordEachDriftOnce(t *testing.T) {
 // crashingSink fails a lane commit the way a crash would: before it (nothing written) or after
 // it (written, but the caller never heard).
 type crashingSink struct {
-	*pgstore.Store
+	*pgstore.Store[string]
 	before, after atomic.Int32 // commits left to fail
 }
 

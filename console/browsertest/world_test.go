@@ -30,7 +30,7 @@ const paymentsDDL = `CREATE TABLE payments (
 // console tests' world (console/world_test.go) that the browser test uses.
 type world struct {
 	pool    *pgxpool.Pool
-	store   *pgstore.Store
+	store   *pgstore.Store[string]
 	console *console.Console
 	ids     map[string]int64 // open finding id by record id, after the first cycle
 }

@@ -90,7 +90,7 @@ func anchorEvents(ctx context.Context, out io.Writer, l lanes, reqs stripeLog) (
 
 // runLanes loses webhooks for real, then runs the events lane until it has caught up and the
 // reverse scan for one full pass, printing what each did, and reads back the job's state.
-func runLanes(ctx context.Context, out io.Writer, pool *pgxpool.Pool, schema string, store *pgstore.Store, srv *stripetest.Server,
+func runLanes(ctx context.Context, out io.Writer, pool *pgxpool.Pool, schema string, store *pgstore.Store[string], srv *stripetest.Server,
 	p plan, l lanes, lr *laneResults) error {
 	lost := p.where(func(s *story) bool { return s.later != "" })
 	changedAt, err := loseWebhooks(srv, p)
@@ -132,7 +132,7 @@ func runEventsLane(ctx context.Context, out io.Writer, pool *pgxpool.Pool, schem
 
 // runReverseScan runs the reverse scan for one full pass, prints what it did, and reads back the
 // job's state.
-func runReverseScan(ctx context.Context, out io.Writer, pool *pgxpool.Pool, schema string, store *pgstore.Store, reqs stripeLog,
+func runReverseScan(ctx context.Context, out io.Writer, pool *pgxpool.Pool, schema string, store *pgstore.Store[string], reqs stripeLog,
 	p plan, l lanes, lr *laneResults) error {
 	var err error
 	reqs.ResetLog()
@@ -158,7 +158,7 @@ const lostWebhooksFound = `SELECT count(*) FROM reconcile_demo.payments AS p
 
 // missingLocally reads the open missing_locally findings, whose record id is the PaymentIntent
 // id, and counts those of the planted Stripe-only PaymentIntents and the others.
-func missingLocally(ctx context.Context, store *pgstore.Store, p plan) (planted, other int, err error) {
+func missingLocally(ctx context.Context, store *pgstore.Store[string], p plan) (planted, other int, err error) {
 	want := map[string]bool{}
 	for _, id := range p.orphans() {
 		want[id] = true
@@ -183,7 +183,7 @@ func missingLocally(ctx context.Context, store *pgstore.Store, p plan) (planted,
 }
 
 // collectLanes reads into lr the job's state after both lanes.
-func collectLanes(ctx context.Context, pool *pgxpool.Pool, schema string, store *pgstore.Store, lr *laneResults) error {
+func collectLanes(ctx context.Context, pool *pgxpool.Pool, schema string, store *pgstore.Store[string], lr *laneResults) error {
 	var err error
 	if lr.status, lr.health, err = jobHealth(ctx, store); err != nil {
 		return err

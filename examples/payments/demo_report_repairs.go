@@ -64,7 +64,7 @@ const (
 )
 
 // collectRepairs reads into r what the repairs left in the tables.
-func collectRepairs(ctx context.Context, pool *pgxpool.Pool, schema string, store *pgstore.Store, r *repairResults) error {
+func collectRepairs(ctx context.Context, pool *pgxpool.Pool, schema string, store *pgstore.Store[string], r *repairResults) error {
 	r.payments = map[string]paymentState{}
 	rows, err := pool.Query(ctx, inSchema(schema, paymentStates), r.since)
 	if err != nil {

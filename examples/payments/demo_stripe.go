@@ -216,7 +216,7 @@ func newGateway(srv *stripetest.Server) (*stripeadapter.Gateway, error) {
 
 // newReconciler returns the reconciler of store's payments against srv, through the Stripe
 // gateway. A nil limiter means unpaced.
-func newReconciler(store *pgstore.Store, srv *stripetest.Server, batchSize int, limiter reconcile.Limiter) (*reconcile.Reconciler[string, *stripe.PaymentIntent], error) {
+func newReconciler(store *pgstore.Store[string], srv *stripetest.Server, batchSize int, limiter reconcile.Limiter) (*reconcile.Reconciler[string, *stripe.PaymentIntent], error) {
 	gateway, err := newGateway(srv)
 	if err != nil {
 		return nil, err
@@ -226,7 +226,7 @@ func newReconciler(store *pgstore.Store, srv *stripetest.Server, batchSize int, 
 
 // newLanes returns the lanes of store's payments against srv, through the Stripe gateway, paced
 // by the sweep's limiter (the account has one rate limit). A nil limiter means unpaced.
-func newLanes(store *pgstore.Store, srv *stripetest.Server, limiter reconcile.Limiter) (lanes, error) {
+func newLanes(store *pgstore.Store[string], srv *stripetest.Server, limiter reconcile.Limiter) (lanes, error) {
 	gateway, err := newGateway(srv)
 	if err != nil {
 		return lanes{}, err

@@ -28,7 +28,7 @@ const testSecret = "whsec_test_secret_do_not_log"
 type fixture struct {
 	pool   *pgxpool.Pool
 	schema string
-	store  *pgstore.Store
+	store  *pgstore.Store[string]
 	d      *pgoutbox.Dispatcher
 	stats  *repairStats
 	hook   *webhookHandler

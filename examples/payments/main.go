@@ -177,7 +177,7 @@ func connect(ctx context.Context, out io.Writer, opts options, schema string) (p
 
 // repair delivers the success webhook of one missed success late, through the webhook handler,
 // then applies every queued repair command with a dispatcher, and reads back what they did.
-func repair(ctx context.Context, pool *pgxpool.Pool, schema string, store *pgstore.Store, p plan, logger *slog.Logger) (repairResults, error) {
+func repair(ctx context.Context, pool *pgxpool.Pool, schema string, store *pgstore.Store[string], p plan, logger *slog.Logger) (repairResults, error) {
 	var r repairResults
 	// Rows changed from now on were changed by the repairs.
 	if err := pool.QueryRow(ctx, "SELECT now()").Scan(&r.since); err != nil {

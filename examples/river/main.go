@@ -249,7 +249,7 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 }
 
 // report prints what the run did and checks it.
-func report(ctx context.Context, out io.Writer, pool *pgxpool.Pool, job *pgshard.Job, fx *fixture, opts options, workers []*workerProc) error {
+func report(ctx context.Context, out io.Writer, pool *pgxpool.Pool, job *pgshard.Job[string], fx *fixture, opts options, workers []*workerProc) error {
 	var problems []string
 	fmt.Fprintln(out, "\nTicks per worker process (River jobs completed, from river_job.attempted_by)")
 	rows, err := pool.Query(ctx, `SELECT attempted_by[array_length(attempted_by, 1)], count(*) FROM river_job

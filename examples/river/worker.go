@@ -119,7 +119,7 @@ const stopTimeout = time.Minute
 // shardTickWorker works ShardTickArgs jobs: one pgshard.RunTick each.
 type shardTickWorker struct {
 	river.WorkerDefaults[ShardTickArgs]
-	job    *pgshard.Job
+	job    *pgshard.Job[string]
 	engine reconcile.Config[string, *stripe.PaymentIntent]
 
 	mu  sync.Mutex
@@ -246,7 +246,7 @@ func stopClient(c interface {
 }
 
 // jobFor returns the sharded job over the demo's payments table, for the worker owner.
-func jobFor(pool *pgxpool.Pool, shards int, owner string) (*pgshard.Job, error) {
+func jobFor(pool *pgxpool.Pool, shards int, owner string) (*pgshard.Job[string], error) {
 	store, err := pgstore.New(pool, pgstore.Config{Table: "payments", ExternalIDColumn: "stripe_payment_intent_id"})
 	if err != nil {
 		return nil, err

@@ -126,7 +126,7 @@ func loadPayments(ctx context.Context, pool *pgxpool.Pool, schema string, n int,
 
 // copyPayments migrates the reconciler's tables into schema, creates its payments table, copies
 // rows into cols, analyzes it, and returns the store over it.
-func copyPayments(ctx context.Context, pool *pgxpool.Pool, schema string, cols []string, rows [][]any) (*pgstore.Store, pgstore.Tables, error) {
+func copyPayments(ctx context.Context, pool *pgxpool.Pool, schema string, cols []string, rows [][]any) (*pgstore.Store[string], pgstore.Tables, error) {
 	tables := pgstore.Tables{Prefix: "reconcile_", Schema: schema}
 	if err := pgstore.Migrate(ctx, pool, tables); err != nil {
 		return nil, tables, err

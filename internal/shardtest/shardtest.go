@@ -28,7 +28,7 @@ const PaymentsDDL = `CREATE TABLE payments (
 
 // NewStore gives the test its own schema with a payments table (or the tables ddl makes), the
 // reconciler's tables migrated, and a store over them.
-func NewStore(t testing.TB, cfg pgstore.Config, ddl ...string) (*pgxpool.Pool, *pgstore.Store) {
+func NewStore(t testing.TB, cfg pgstore.Config, ddl ...string) (*pgxpool.Pool, *pgstore.Store[string]) {
 	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
@@ -54,7 +54,7 @@ func NewStore(t testing.TB, cfg pgstore.Config, ddl ...string) (*pgxpool.Pool, *
 }
 
 // NewJob returns a sharded job over s, of job "sweep" unless cfg names one.
-func NewJob(t testing.TB, s *pgstore.Store, cfg pgshard.Config) *pgshard.Job {
+func NewJob(t testing.TB, s *pgstore.Store[string], cfg pgshard.Config) *pgshard.Job[string] {
 	t.Helper()
 	if cfg.Job == "" {
 		cfg.Job = "sweep"
@@ -75,7 +75,7 @@ func EngineConfig(gw reconcile.Gateway[string], batch int) reconcile.Config[stri
 // RunCycle runs workers (each its own pgshard.Job, as separate processes would have) until the
 // job's cycle count reaches cycles, and returns the ticks that leased a shard. It fails the test
 // after maxTicks ticks in all.
-func RunCycle(t testing.TB, s *pgstore.Store, jobs []*pgshard.Job, cfg reconcile.Config[string, string], cycles int64, maxTicks int) []pgshard.Tick {
+func RunCycle(t testing.TB, s *pgstore.Store[string], jobs []*pgshard.Job[string], cfg reconcile.Config[string, string], cycles int64, maxTicks int) []pgshard.Tick {
 	t.Helper()
 	ctx := context.Background()
 	var (

@@ -42,15 +42,15 @@ type Statements struct {
 	ForgetDeleted, ForgetNote string
 }
 
-// Store is what a pgstore.Store lends the packages built on it.
-type Store interface {
+// Store is what a pgstore.Store[L] lends the packages built on it.
+type Store[L any] interface {
 	DB() DB
 	// Statements builds the store's statements on first use (checking the catalog).
 	Statements(ctx context.Context) (*Statements, error)
 	// ReadRange reads the next rows after cur's position within a key range (lower and upper,
 	// JSON arrays of the first key column; empty is open) and the cycle's high-water mark,
 	// which it fixes in cur.End at a cycle's start.
-	ReadRange(ctx context.Context, req reconcile.ReadRequest, cur *reconcile.Cursor, lower, upper string) ([]reconcile.Record[string], error)
+	ReadRange(ctx context.Context, req reconcile.ReadRequest, cur *reconcile.Cursor, lower, upper string) ([]reconcile.Record[L], error)
 	// CheckPosition verifies that a cursor position is a key of the store's key columns.
 	CheckPosition(pos string) error
 	// QueueResults queues the observations, findings and repair commands of outcomes; res
@@ -63,5 +63,9 @@ type Store interface {
 	Lag(seconds float64) time.Duration
 }
 
-// Of returns the Store of a *pgstore.Store; pgstore sets it.
-var Of func(store any) Store
+// Of returns the Store[L] of a *pgstore.Store[L], as an any (a variable cannot be generic);
+// pgstore sets it. For asserts its type.
+var Of func(store any) any
+
+// For returns the Store[L] of a *pgstore.Store[L].
+func For[L any](store any) Store[L] { return Of(store).(Store[L]) }

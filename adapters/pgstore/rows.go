@@ -1,0 +1,191 @@
+package pgstore
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// rowType is how a Store[L] reads a row's local state L: the text of the state column when L
+// is a string type, or the host columns that a struct L's fields map to.
+type rowType struct {
+	typ reflect.Type
+	// text reports that L is a string type, read from Config.StateColumn as text.
+	text bool
+	// fields are a struct L's mapped fields, in field order.
+	fields []rowField
+}
+
+// rowField is one field of a struct L and the host column it is read from.
+type rowField struct {
+	name   string // the field's name, as Go spells it (Embedded.Field for a promoted one)
+	column string
+	index  []int // for reflect.Value.FieldByIndex
+	typ    reflect.Type
+}
+
+var (
+	stringType = reflect.TypeFor[string]()
+	timeType   = reflect.TypeFor[time.Time]()
+)
+
+// newRowType maps L to host columns: a string type is the state column; a struct's exported
+// fields are columns named by their db tag, or by their lowercased name when untagged; db:"-"
+// skips a field, and an untagged embedded struct contributes its own fields.
+func newRowType[L any]() (*rowType, error) {
+	typ := reflect.TypeFor[L]()
+	switch typ.Kind() {
+	case reflect.String:
+		return &rowType{typ: typ, text: true}, nil
+	case reflect.Struct:
+	default:
+		return nil, fmt.Errorf("pgstore: row type %v is neither a string nor a struct", typ)
+	}
+	rt := &rowType{typ: typ}
+	if err := rt.addFields(typ, nil, ""); err != nil {
+		return nil, err
+	}
+	if len(rt.fields) == 0 {
+		return nil, fmt.Errorf("pgstore: row type %v has no field mapped to a column (exported, not db:\"-\")", typ)
+	}
+	seen := map[string]string{}
+	for _, f := range rt.fields {
+		if err := checkIdent("column of struct field "+f.name, f.column); err != nil {
+			return nil, err
+		}
+		if other, ok := seen[f.column]; ok {
+			return nil, fmt.Errorf("pgstore: row type %v: struct fields %s and %s both map to column %q", typ, other, f.name, f.column)
+		}
+		seen[f.column] = f.name
+	}
+	return rt, nil
+}
+
+func (rt *rowType) addFields(t reflect.Type, index []int, prefix string) error {
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		tag, tagged := sf.Tag.Lookup("db")
+		if tag == "-" || !sf.IsExported() && !sf.Anonymous {
+			continue
+		}
+		idx := append(append([]int(nil), index...), i)
+		if sf.Anonymous && !tagged && sf.Type.Kind() == reflect.Struct {
+			if err := rt.addFields(sf.Type, idx, prefix+sf.Name+"."); err != nil {
+				return err
+			}
+			continue
+		}
+		if !sf.IsExported() {
+			continue
+		}
+		col, _, _ := strings.Cut(tag, ",")
+		if col == "" {
+			col = strings.ToLower(sf.Name)
+		}
+		rt.fields = append(rt.fields, rowField{name: prefix + sf.Name, column: col, index: idx, typ: sf.Type})
+	}
+	return nil
+}
+
+// columns returns the host columns of a struct L.
+func (rt *rowType) columns() []string {
+	cols := make([]string, len(rt.fields))
+	for i, f := range rt.fields {
+		cols[i] = f.column
+	}
+	return cols
+}
+
+// selectList is what the keyset reads and Match select for L, after their own columns: the
+// state column as text, or each mapped column in its own type. A timestamp without time zone
+// read into a time.Time (or *time.Time) is taken to be in cfg.TimeZone, as the store reads
+// every naive time; into other types (pgtype.Timestamp, a string) it comes as stored.
+func (rt *rowType) selectList(p *sqlParts) string {
+	if rt.text {
+		return p.q(p.cfg.StateColumn) + "::text"
+	}
+	cols := make([]string, len(rt.fields))
+	for i, f := range rt.fields {
+		cols[i] = p.q(f.column)
+		if t := f.typ; p.types[f.column] == naiveTimestamp && (t == timeType || t.Kind() == reflect.Pointer && t.Elem() == timeType) {
+			cols[i] = p.ts(f.column)
+		}
+	}
+	return strings.Join(cols, ", ")
+}
+
+// rowScanner reads the local state of each row of one result, whose L columns (selectList)
+// start at index first. A struct's fields are decoded one by one from the raw values, with
+// scan plans made once per result as pgx's own Scan does: a value one field cannot take (NULL
+// into an int64, say) makes that row invalid instead of failing the whole result, as
+// rows.Scan would.
+type rowScanner[L any] struct {
+	rt    *rowType
+	first int
+	state *string // the state column's text, when L is a string type
+	m     *pgtype.Map
+	fds   []pgconn.FieldDescription
+	plans []pgtype.ScanPlan
+}
+
+func newRowScanner[L any](rt *rowType, rows pgx.Rows, first int) *rowScanner[L] {
+	s := &rowScanner[L]{rt: rt, first: first}
+	if rt.text {
+		s.state = new(string)
+		return s
+	}
+	if c := rows.Conn(); c != nil {
+		s.m = c.TypeMap()
+	} else {
+		s.m = pgtype.NewMap()
+	}
+	return s
+}
+
+// dest returns the scan destinations of L's columns for rows.Scan: the state's text, or nil
+// for each of a struct's columns (decoded by local from the raw values).
+func (s *rowScanner[L]) dest() []any {
+	if s.rt.text {
+		return []any{&s.state}
+	}
+	return make([]any, len(s.rt.fields))
+}
+
+// local sets *dst to the current row's local state, and returns why it cannot be read, or "".
+func (s *rowScanner[L]) local(rows pgx.Rows, dst *L) string {
+	if s.rt.text {
+		v := ""
+		if s.state != nil {
+			v = *s.state
+		}
+		if p, ok := any(dst).(*string); ok {
+			*p = v
+		} else {
+			reflect.ValueOf(dst).Elem().SetString(v)
+		}
+		return ""
+	}
+	if s.plans == nil {
+		s.fds = rows.FieldDescriptions()[s.first:]
+		s.plans = make([]pgtype.ScanPlan, len(s.rt.fields))
+		for i, f := range s.rt.fields {
+			s.plans[i] = s.m.PlanScan(s.fds[i].DataTypeOID, s.fds[i].Format, reflect.New(f.typ).Interface())
+		}
+	}
+	var zero L
+	*dst = zero
+	v := reflect.ValueOf(dst).Elem()
+	raw := rows.RawValues()[s.first:]
+	for i, f := range s.rt.fields {
+		if err := s.plans[i].Scan(raw[i], v.FieldByIndex(f.index).Addr().Interface()); err != nil {
+			*dst = zero
+			return fmt.Sprintf("column %s (struct field %s): %v", f.column, f.name, err)
+		}
+	}
+	return ""
+}
