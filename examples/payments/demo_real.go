@@ -236,7 +236,7 @@ func runReal(ctx context.Context, out io.Writer, opts options, schema string) er
 		return err
 	}
 
-	rr, err := repair(ctx, pool, schema, store, p, slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	rr, err := repair(ctx, pool, schema, store, gateway.Payments(), p, slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		return err
 	}

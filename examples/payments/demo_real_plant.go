@@ -98,10 +98,10 @@ func realPlan(rows int, seed uint64) (plan, []leftOut, error) {
 // insertPaymentsAt is insertPayments with each row's created_at given ($5), in real mode that
 // of its PaymentIntent at Stripe.
 const insertPaymentsAt = `
-INSERT INTO reconcile_demo.payments (order_id, external_id, status, amount, created_at, updated_at)
-SELECT o, e, s, a, c, now() - make_interval(secs => u)
-FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::timestamptz[], $6::float8[])
-	WITH ORDINALITY AS t(o, e, s, a, c, u, n)
+INSERT INTO reconcile_demo.payments (order_id, external_id, status, amount, created_at, updated_at, currency, amount_refunded)
+SELECT o, e, s, a, c, now() - make_interval(secs => u), cur, r
+FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::timestamptz[], $6::float8[], $7::text[], $8::bigint[])
+	WITH ORDINALITY AS t(o, e, s, a, c, u, cur, r, n)
 ORDER BY n
 RETURNING external_id, created_at`
 

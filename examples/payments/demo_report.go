@@ -45,7 +45,7 @@ const (
 )
 
 // collect reads the cycle's results back.
-func collect(ctx context.Context, pool *pgxpool.Pool, schema string, store *pgstore.Store[string], reqs stripeLog, p plan, c cycle) (results, error) {
+func collect(ctx context.Context, pool *pgxpool.Pool, schema string, store *pgstore.Store[paymentRow], reqs stripeLog, p plan, c cycle) (results, error) {
 	r := results{cycle: c, traffic: readLog(reqs.Log(), p)}
 	var err error
 	if r.status, err = store.Status(ctx, job); err != nil {
@@ -79,7 +79,7 @@ func countCommands(ctx context.Context, pool *pgxpool.Pool, schema string) (map[
 // readReview returns the first reviewShown of each kind of the open findings that no repair
 // command will resolve (the NeedsReview ones: nothing will resolve them but a person), and
 // how many there are.
-func readReview(ctx context.Context, store *pgstore.Store[string]) (map[string][]reconcile.Finding, int, error) {
+func readReview(ctx context.Context, store *pgstore.Store[paymentRow]) (map[string][]reconcile.Finding, int, error) {
 	review, open := map[string][]reconcile.Finding{}, 0
 	// Findings come back a keyset page at a time.
 	for after := int64(0); ; {

@@ -28,7 +28,7 @@ const testSecret = "whsec_test_secret_do_not_log"
 type fixture struct {
 	pool   *pgxpool.Pool
 	schema string
-	store  *pgstore.Store[string]
+	store  *pgstore.Store[paymentRow]
 	d      *pgoutbox.Dispatcher
 	stats  *repairStats
 	hook   *webhookHandler
@@ -62,7 +62,10 @@ func newFixture(t *testing.T, command string, n int) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := newStripe(f.p, createdAt)
+	srv, err := newStripe(f.p, createdAt)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(srv.Close)
 	if f.store, err = newStore(f.pool, f.schema); err != nil {
 		t.Fatal(err)

@@ -26,8 +26,8 @@ type repairStats struct {
 // newDispatcher returns a dispatcher over the outbox in schema with a handler for each repair
 // command the money policy queues. Each handler applies its command through the canonical
 // writer, as the webhook does, as actor "reconciler": a status change as the command says, a
-// refund or a dispute as Stripe holds the payment now, read again through stripe.
-func newDispatcher(db pgstore.DB, schema string, store *pgstore.Store[paymentRow], stripe paymentReader, stats *repairStats, logger *slog.Logger) (*pgoutbox.Dispatcher, error) {
+// refund or a dispute as Stripe holds the payment now, read again through gateway.
+func newDispatcher(db pgstore.DB, schema string, store *pgstore.Store[paymentRow], gateway paymentReader, stats *repairStats, logger *slog.Logger) (*pgoutbox.Dispatcher, error) {
 	d, err := pgoutbox.NewDispatcher(db, pgoutbox.Config{
 		Tables: pgstore.Tables{Schema: schema},
 		// Each running handler holds a connection, and the dispatcher needs two more: the
@@ -54,7 +54,7 @@ func newDispatcher(db pgstore.DB, schema string, store *pgstore.Store[paymentRow
 		stripeadapter.CommandApplyDisputeStatus: applyDispute,
 	} {
 		run := func(ctx context.Context, tx pgx.Tx, id int64) (bool, error) {
-			pay, err := readAtStripe(ctx, tx, schema, stripe, id)
+			pay, err := readAtStripe(ctx, tx, schema, gateway, id)
 			if err != nil {
 				return false, err
 			}
@@ -73,7 +73,7 @@ const intentOf = `SELECT external_id FROM reconcile_demo.payments WHERE id = $1`
 // readAtStripe reads the payment paymentID as Stripe holds it now. The command's transaction
 // is open meanwhile, holding its connection but no lock on the payment: one call, bounded by
 // the gateway's timeout.
-func readAtStripe(ctx context.Context, tx pgx.Tx, schema string, stripe paymentReader, paymentID int64) (*stripeadapter.Payment, error) {
+func readAtStripe(ctx context.Context, tx pgx.Tx, schema string, gateway paymentReader, paymentID int64) (*stripeadapter.Payment, error) {
 	var intentID string
 	err := tx.QueryRow(ctx, inSchema(schema, intentOf), paymentID).Scan(&intentID)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -82,7 +82,7 @@ func readAtStripe(ctx context.Context, tx pgx.Tx, schema string, stripe paymentR
 	if err != nil {
 		return nil, fmt.Errorf("payments: read payment %d: %w", paymentID, err)
 	}
-	pay, err := stripe.Fetch(ctx, intentID)
+	pay, err := gateway.Fetch(ctx, intentID)
 	if err != nil {
 		// Retried with backoff: an outage ends, and a PaymentIntent Stripe does not know is
 		// a missing_externally finding for a person, not this command's to settle.

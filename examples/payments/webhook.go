@@ -38,17 +38,17 @@ type paymentReader = reconcile.Gateway[*stripeadapter.Payment]
 // redelivery is harmless because the writer is idempotent, which is also why no table of
 // processed event ids is needed.
 type webhookHandler struct {
-	db     pgstore.DB
-	store  *pgstore.Store[paymentRow]
-	stripe paymentReader
-	secret string // the endpoint's signing secret, whsec_...
-	log    *slog.Logger
+	db      pgstore.DB
+	store   *pgstore.Store[paymentRow]
+	gateway paymentReader
+	secret  string // the endpoint's signing secret, whsec_...
+	log     *slog.Logger
 }
 
 // newWebhookHandler returns the handler for the payments in store's table, verifying requests
-// with secret and reading refunds and disputes from stripe.
-func newWebhookHandler(db pgstore.DB, store *pgstore.Store[paymentRow], stripe paymentReader, secret string, log *slog.Logger) *webhookHandler {
-	return &webhookHandler{db: db, store: store, stripe: stripe, secret: secret, log: log}
+// with secret and reading refunds and disputes through gateway.
+func newWebhookHandler(db pgstore.DB, store *pgstore.Store[paymentRow], gateway paymentReader, secret string, log *slog.Logger) *webhookHandler {
+	return &webhookHandler{db: db, store: store, gateway: gateway, secret: secret, log: log}
 }
 
 // ServeHTTP handles one delivery of one event.
@@ -134,7 +134,7 @@ func (h *webhookHandler) apply(ctx context.Context, handling handling, intentID 
 	}
 	var pay *stripeadapter.Payment
 	if handling.money != nil {
-		if pay, err = h.stripe.Fetch(ctx, intentID); err != nil {
+		if pay, err = h.gateway.Fetch(ctx, intentID); err != nil {
 			return paymentID, false, fmt.Errorf("payments: read %s at Stripe: %w", intentID, err)
 		}
 	}
