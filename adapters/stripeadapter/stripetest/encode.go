@@ -34,14 +34,40 @@ func appendString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
+// expander renders the expanded fields of an object: x says which, and s holds the objects
+// they refer to (the caller holds s.mu). The zero expander expands nothing and needs no server,
+// as for the snapshots in events.
+type expander struct {
+	s *Server
+	x expansion
+}
+
+// field returns the expander of the named field and whether the field is to be expanded.
+func (e expander) field(name string) (expander, bool) {
+	sub, ok := e.x[name]
+	return expander{e.s, sub}, ok
+}
+
+// appendRef appends a reference to another object: null without an id, the object when the
+// field is expanded, otherwise its id.
+func (e expander) appendRef(b []byte, name, id string, appendObject func([]byte, expander) []byte) []byte {
+	if id == "" {
+		return append(b, "null"...)
+	}
+	if sub, ok := e.field(name); ok {
+		return appendObject(b, sub)
+	}
+	return appendString(b, id)
+}
+
 // appendPaymentIntent appends a PaymentIntent as Stripe renders it, in the fields
 // stripe.PaymentIntent decodes; fields the fake does not model are null, as they are for a
 // fresh intent.
-func appendPaymentIntent(b []byte, st *piState) []byte {
+func appendPaymentIntent(b []byte, st *piState, e expander) []byte {
 	var received, capturable int64
 	switch st.status {
 	case stripe.PaymentIntentStatusSucceeded:
-		received = st.amount
+		received = st.received()
 	case stripe.PaymentIntentStatusRequiresCapture:
 		capturable = st.amount
 	}
@@ -63,11 +89,23 @@ func appendPaymentIntent(b []byte, st *piState) []byte {
 	b = strconv.AppendInt(b, st.created, 10)
 	b = append(b, `,"currency":`...)
 	b = appendString(b, st.currency)
-	b = append(b, `,"customer":null,"description":null,"last_payment_error":null,"latest_charge":null,"livemode":false,"metadata":{`...)
-	if len(st.metadata) > 0 {
-		// Sorted, so that answers are reproducible.
-		keys := make([]string, 0, len(st.metadata))
-		for k := range st.metadata {
+	b = append(b, `,"customer":null,"description":null,"last_payment_error":null,"latest_charge":`...)
+	b = e.appendRef(b, "latest_charge", st.latestCharge, func(b []byte, sub expander) []byte {
+		return appendCharge(b, &e.s.charges[st.latestCharge].chState, sub)
+	})
+	b = append(b, `,"livemode":false,"metadata":`...)
+	b = appendMetadata(b, st.metadata)
+	b = append(b, `,"next_action":null,"payment_method":null,"payment_method_types":["card"],"status":`...)
+	b = appendString(b, string(st.status))
+	return append(b, '}')
+}
+
+// appendMetadata appends a metadata object, its keys sorted so that answers are reproducible.
+func appendMetadata(b []byte, m map[string]string) []byte {
+	b = append(b, '{')
+	if len(m) > 0 {
+		keys := make([]string, 0, len(m))
+		for k := range m {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
@@ -77,11 +115,103 @@ func appendPaymentIntent(b []byte, st *piState) []byte {
 			}
 			b = appendString(b, k)
 			b = append(b, ':')
-			b = appendString(b, st.metadata[k])
+			b = appendString(b, m[k])
 		}
 	}
-	b = append(b, `},"next_action":null,"payment_method":null,"payment_method_types":["card"],"status":`...)
-	b = appendString(b, string(st.status))
+	return append(b, '}')
+}
+
+// appendIntentRef appends the payment_intent field of a charge, refund or dispute.
+func (e expander) appendIntentRef(b []byte, id string) []byte {
+	return e.appendRef(b, "payment_intent", id, func(b []byte, sub expander) []byte {
+		return appendPaymentIntent(b, &e.s.intents[id].piState, sub)
+	})
+}
+
+// appendChargeRef appends the charge field of a refund or dispute.
+func (e expander) appendChargeRef(b []byte, id string) []byte {
+	return e.appendRef(b, "charge", id, func(b []byte, sub expander) []byte {
+		return appendCharge(b, &e.s.charges[id].chState, sub)
+	})
+}
+
+// appendCharge appends a Charge as Stripe renders it, in the fields stripe.Charge decodes. Its
+// refunds sub-list is null, as when it is not expanded (Stripe advises against expanding it;
+// GET /v1/refunds lists them).
+func appendCharge(b []byte, ch *chState, e expander) []byte {
+	b = append(b, `{"id":`...)
+	b = appendString(b, ch.id)
+	b = append(b, `,"object":"charge","amount":`...)
+	b = strconv.AppendInt(b, ch.amount, 10)
+	b = append(b, `,"amount_captured":`...)
+	b = strconv.AppendInt(b, ch.amountCaptured, 10)
+	b = append(b, `,"amount_refunded":`...)
+	b = strconv.AppendInt(b, ch.amountRefunded, 10)
+	b = append(b, `,"application":null,"application_fee":null,"application_fee_amount":null,"balance_transaction":null,"captured":`...)
+	b = strconv.AppendBool(b, ch.captured)
+	b = append(b, `,"created":`...)
+	b = strconv.AppendInt(b, ch.created, 10)
+	b = append(b, `,"currency":`...)
+	b = appendString(b, ch.currency)
+	b = append(b, `,"customer":null,"description":null,"disputed":`...)
+	b = strconv.AppendBool(b, ch.disputed)
+	b = append(b, `,"failure_code":null,"failure_message":null,"livemode":false,"metadata":{},"outcome":null,"paid":true,"payment_intent":`...)
+	b = e.appendIntentRef(b, ch.paymentIntent)
+	b = append(b, `,"payment_method":null,"refunded":`...)
+	b = strconv.AppendBool(b, ch.refunded)
+	b = append(b, `,"refunds":null,"review":null,"status":"succeeded"}`...)
+	return b
+}
+
+// appendRefund appends a Refund as Stripe renders it, in the fields stripe.Refund decodes.
+func appendRefund(b []byte, r *reState, e expander) []byte {
+	b = append(b, `{"id":`...)
+	b = appendString(b, r.id)
+	b = append(b, `,"object":"refund","amount":`...)
+	b = strconv.AppendInt(b, r.amount, 10)
+	b = append(b, `,"balance_transaction":null,"charge":`...)
+	b = e.appendChargeRef(b, r.charge)
+	b = append(b, `,"created":`...)
+	b = strconv.AppendInt(b, r.created, 10)
+	b = append(b, `,"currency":`...)
+	b = appendString(b, r.currency)
+	b = append(b, `,"failure_reason":`...)
+	if r.failureReason != "" {
+		b = appendString(b, r.failureReason)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"metadata":{},"payment_intent":`...)
+	b = e.appendIntentRef(b, r.paymentIntent)
+	b = append(b, `,"reason":null,"receipt_number":null,"status":`...)
+	b = appendString(b, string(r.status))
+	return append(b, '}')
+}
+
+// appendDispute appends a Dispute as Stripe renders it, in the fields stripe.Dispute decodes.
+func appendDispute(b []byte, d *dpState, e expander) []byte {
+	b = append(b, `{"id":`...)
+	b = appendString(b, d.id)
+	b = append(b, `,"object":"dispute","amount":`...)
+	b = strconv.AppendInt(b, d.amount, 10)
+	b = append(b, `,"balance_transactions":[],"charge":`...)
+	b = e.appendChargeRef(b, d.charge)
+	b = append(b, `,"created":`...)
+	b = strconv.AppendInt(b, d.created, 10)
+	b = append(b, `,"currency":`...)
+	b = appendString(b, d.currency)
+	b = append(b, `,"evidence":null,"evidence_details":{"due_by":`...)
+	if d.dueBy != 0 {
+		b = strconv.AppendInt(b, d.dueBy, 10)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"has_evidence":false,"past_due":false,"submission_count":0},"is_charge_refundable":`...)
+	b = strconv.AppendBool(b, isInquiry(d.status))
+	b = append(b, `,"livemode":false,"metadata":{},"payment_intent":`...)
+	b = e.appendIntentRef(b, d.paymentIntent)
+	b = append(b, `,"reason":"fraudulent","status":`...)
+	b = appendString(b, string(d.status))
 	return append(b, '}')
 }
 
@@ -91,21 +221,27 @@ func appendEvent(b []byte, e *event) []byte {
 	b = append(b, `{"id":`...)
 	b = appendString(b, e.id)
 	b = append(b, `,"object":"event"`...)
-	if e.object.account != "" {
+	if e.account != "" {
 		// Stripe names the connected account only on Connect events.
 		b = append(b, `,"account":`...)
-		b = appendString(b, e.object.account)
+		b = appendString(b, e.account)
 	}
 	b = append(b, `,"api_version":`...)
 	b = appendString(b, stripe.APIVersion)
 	b = append(b, `,"created":`...)
 	b = strconv.AppendInt(b, e.created, 10)
 	b = append(b, `,"data":{"object":`...)
-	b = appendPaymentIntent(b, &e.object)
+	b = e.object.appendJSON(b)
 	b = append(b, `},"livemode":false,"pending_webhooks":0,"request":{"id":null,"idempotency_key":null},"type":`...)
 	b = appendString(b, e.typ)
 	return append(b, '}')
 }
+
+// Snapshots render unexpanded, as event payloads are.
+func (st piState) appendJSON(b []byte) []byte { return appendPaymentIntent(b, &st, expander{}) }
+func (ch chState) appendJSON(b []byte) []byte { return appendCharge(b, &ch, expander{}) }
+func (r reState) appendJSON(b []byte) []byte  { return appendRefund(b, &r, expander{}) }
+func (d dpState) appendJSON(b []byte) []byte  { return appendDispute(b, &d, expander{}) }
 
 // appendList appends Stripe's list object around items.
 func appendList[T any](b []byte, url string, items []T, hasMore bool, appendItem func([]byte, T) []byte) []byte {

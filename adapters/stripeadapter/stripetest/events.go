@@ -20,28 +20,34 @@ var eventTypes = map[stripe.PaymentIntentStatus]string{
 }
 
 // event is a stored event; it never changes once recorded. Its object is a snapshot of the
-// intent after the change, rendered only when the event is read, so that bulk loads stay
+// object after the change, rendered only when the event is read, so that bulk loads stay
 // cheap.
 type event struct {
 	id      string
 	typ     string
 	created int64
 	seq     uint64
-	object  piState
+	account string
+	object  snapshot
+}
+
+// snapshot is an object's state as an event recorded it: a piState, chState, reState or
+// dpState value.
+type snapshot interface {
+	// appendJSON appends the object as Stripe renders it in an event, unexpanded.
+	appendJSON(b []byte) []byte
 }
 
 func (e *event) sortKey() sortKey { return sortKey{e.created, e.seq} }
 
-// addEvent records an event for the snapshot's account; the caller holds s.mu.
-func (s *Server) addEvent(typ string, created int64, snapshot piState) {
-	id := randomID("evt_", 24)
-	for s.events[id] != nil {
-		id = randomID("evt_", 24)
-	}
+// addEvent records an event of the account about an object in the state snapshot; the
+// caller holds s.mu.
+func (s *Server) addEvent(typ string, created int64, account string, snapshot snapshot) {
+	id := s.newID("evt_", func(id string) bool { return s.events[id] != nil })
 	s.seq++
-	e := &event{id: id, typ: typ, created: created, seq: s.seq, object: snapshot}
+	e := &event{id: id, typ: typ, created: created, seq: s.seq, account: account, object: snapshot}
 	s.events[id] = e
-	indexOf(s.eventsBy, snapshot.account).add(e)
+	indexOf(s.eventsBy, account).add(e)
 }
 
 // retrieveEvent serves GET /v1/events/{id}, appending the answer to b.
@@ -51,11 +57,14 @@ func (s *Server) retrieveEvent(b []byte, account, id string, q url.Values) ([]by
 			return b, unknownParameter(param)
 		}
 	}
+	if _, f := parseExpand(q, kindEvent, false); f != nil {
+		return b, f
+	}
 	s.mu.Lock()
 	e, ok := s.events[id]
 	s.mu.Unlock()
 	// Events are immutable once recorded, so they can be read outside the lock.
-	if !ok || e.object.account != account {
+	if !ok || e.account != account {
 		return b, noSuch(http.StatusNotFound, "event", id, "id")
 	}
 	return appendEvent(b, e), nil
@@ -73,6 +82,10 @@ func (s *Server) listEvents(b []byte, account string, q url.Values) ([]byte, *fa
 	if f != nil {
 		return b, f
 	}
+	// An event's expandable fields are not modeled, so expand is only checked.
+	if _, f := parseExpand(q, kindEvent, true); f != nil {
+		return b, f
+	}
 	if v := q.Get("delivery_success"); q.Has("delivery_success") && v != "true" && v != "false" {
 		return b, invalidRequest("delivery_success", "Invalid boolean: %s", v)
 	}
@@ -85,7 +98,7 @@ func (s *Server) listEvents(b []byte, account string, q url.Values) ([]byte, *fa
 	cursor := -1
 	if param, id := lq.cursor(); id != "" {
 		e, ok := s.events[id]
-		if !ok || e.object.account != account {
+		if !ok || e.account != account {
 			s.mu.Unlock()
 			return b, noSuch(http.StatusBadRequest, "event", id, param)
 		}

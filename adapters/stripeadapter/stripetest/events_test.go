@@ -33,14 +33,15 @@ func TestStatusChangesRecordEvents(t *testing.T) {
 	for _, tc := range []struct {
 		status stripe.PaymentIntentStatus
 		want   string // "" for no event
+		charge bool   // the change creates the charge, recording charge.succeeded first
 	}{
-		{stripe.PaymentIntentStatusSucceeded, "payment_intent.succeeded"},
-		{stripe.PaymentIntentStatusCanceled, "payment_intent.canceled"},
-		{stripe.PaymentIntentStatusProcessing, "payment_intent.processing"},
-		{stripe.PaymentIntentStatusRequiresAction, "payment_intent.requires_action"},
-		{stripe.PaymentIntentStatusRequiresCapture, "payment_intent.amount_capturable_updated"},
-		{stripe.PaymentIntentStatusRequiresPaymentMethod, "payment_intent.payment_failed"},
-		{stripe.PaymentIntentStatusRequiresConfirmation, ""},
+		{stripe.PaymentIntentStatusSucceeded, "payment_intent.succeeded", true},
+		{stripe.PaymentIntentStatusCanceled, "payment_intent.canceled", false},
+		{stripe.PaymentIntentStatusProcessing, "payment_intent.processing", false},
+		{stripe.PaymentIntentStatusRequiresAction, "payment_intent.requires_action", false},
+		{stripe.PaymentIntentStatusRequiresCapture, "payment_intent.amount_capturable_updated", true},
+		{stripe.PaymentIntentStatusRequiresPaymentMethod, "payment_intent.payment_failed", false},
+		{stripe.PaymentIntentStatusRequiresConfirmation, "", false},
 	} {
 		name := "a change to " + string(tc.status) + " records " + tc.want
 		if tc.want == "" {
@@ -54,10 +55,14 @@ func TestStatusChangesRecordEvents(t *testing.T) {
 			if err := f.srv.SetStatusAt(id, tc.status, at); err != nil {
 				t.Fatal(err)
 			}
-			events := f.listEvents(t, nil)
+			events := f.listEvents(t, &stripe.EventListParams{Type: stripe.String("payment_intent.*")})
 			want := []string{"payment_intent.created"}
 			if tc.want != "" {
 				want = []string{tc.want, "payment_intent.created"}
+			}
+			charges := eventTypesOf(f.listEvents(t, &stripe.EventListParams{Type: stripe.String("charge.*")}))
+			if wantCharges := tc.charge; (len(charges) == 1 && charges[0] == "charge.succeeded") != wantCharges || len(charges) > 1 {
+				t.Errorf("charge events %v, want charge.succeeded: %v", charges, wantCharges)
 			}
 			if got := eventTypesOf(events); !slices.Equal(got, want) {
 				t.Fatalf("events %v, want %v", got, want)
@@ -96,7 +101,7 @@ func TestStatusChangesRecordEvents(t *testing.T) {
 		_ = f.srv.SetStatusAt(id, stripe.PaymentIntentStatusProcessing, t0.Add(-2*time.Minute))
 		_ = f.srv.SetStatusAt(id, stripe.PaymentIntentStatusSucceeded, t0.Add(-time.Minute))
 		var got []any
-		for _, e := range f.listEvents(t, nil) {
+		for _, e := range f.listEvents(t, &stripe.EventListParams{Type: stripe.String("payment_intent.*")}) {
 			got = append(got, e.Data.Object["status"])
 		}
 		if want := []any{"succeeded", "processing", "requires_payment_method"}; !slices.Equal(got, want) {
@@ -121,10 +126,13 @@ func TestListEvents(t *testing.T) {
 	}
 	connected := f.srv.AddPaymentIntent(PaymentIntent{Account: "acct_1", Created: t0})
 	_ = f.srv.SetStatus(connected, stripe.PaymentIntentStatusSucceeded)
+	// Succeeding charges an intent: charge.succeeded is recorded just before
+	// payment_intent.succeeded.
 	all := []string{
-		"payment_intent.canceled", "payment_intent.succeeded", "payment_intent.processing",
+		"payment_intent.canceled", "payment_intent.succeeded", "charge.succeeded", "payment_intent.processing",
 		"payment_intent.created", "payment_intent.created", "payment_intent.created",
 	}
+	intentEvents := slices.DeleteFunc(slices.Clone(all), func(typ string) bool { return typ == "charge.succeeded" })
 	wildcard := stripe.EventListParams{Type: stripe.String("payment_intent.*")}
 
 	for _, tc := range []struct {
@@ -133,15 +141,16 @@ func TestListEvents(t *testing.T) {
 		want   []string
 	}{
 		{"events are listed newest first", stripe.EventListParams{}, all},
-		{"an exact type filters", stripe.EventListParams{Type: stripe.String("payment_intent.created")}, all[3:]},
-		{"a trailing wildcard matches a group", wildcard, all},
+		{"an exact type filters", stripe.EventListParams{Type: stripe.String("payment_intent.created")}, all[4:]},
+		{"a trailing wildcard matches a group", wildcard, intentEvents},
 		{"a wildcard inside a type matches", stripe.EventListParams{Type: stripe.String("payment_intent.*ed")}, []string{"payment_intent.canceled", "payment_intent.succeeded", "payment_intent.created", "payment_intent.created", "payment_intent.created"}},
-		{"a wildcard of another object matches nothing", stripe.EventListParams{Type: stripe.String("charge.*")}, nil},
+		{"a wildcard of another object matches only its events", stripe.EventListParams{Type: stripe.String("charge.*")}, []string{"charge.succeeded"}},
+		{"a wildcard of an object without events matches nothing", stripe.EventListParams{Type: stripe.String("customer.*")}, nil},
 		{"types lists any of several exact types", stripe.EventListParams{Types: []*string{stripe.String("payment_intent.succeeded"), stripe.String("payment_intent.canceled")}}, all[:2]},
-		{"a created range selects by event time", stripe.EventListParams{CreatedRange: &stripe.RangeQueryParams{GreaterThan: t0.Add(-2 * time.Minute).Unix(), LesserThanOrEqual: t0.Add(-40 * time.Second).Unix()}}, []string{"payment_intent.succeeded", "payment_intent.processing", "payment_intent.created"}},
+		{"a created range selects by event time", stripe.EventListParams{CreatedRange: &stripe.RangeQueryParams{GreaterThan: t0.Add(-2 * time.Minute).Unix(), LesserThanOrEqual: t0.Add(-40 * time.Second).Unix()}}, []string{"payment_intent.succeeded", "charge.succeeded", "payment_intent.processing", "payment_intent.created"}},
 		{"delivery_success is accepted", stripe.EventListParams{DeliverySuccess: stripe.Bool(true)}, all},
-		{"a connected account sees its own events", stripe.EventListParams{ListParams: stripe.ListParams{StripeAccount: stripe.String("acct_1")}}, []string{"payment_intent.succeeded", "payment_intent.created"}},
-		{"a small limit pages through a filtered list", stripe.EventListParams{ListParams: stripe.ListParams{Limit: stripe.Int64(1)}, Type: stripe.String("payment_intent.created")}, all[3:]},
+		{"a connected account sees its own events", stripe.EventListParams{ListParams: stripe.ListParams{StripeAccount: stripe.String("acct_1")}}, []string{"payment_intent.succeeded", "charge.succeeded", "payment_intent.created"}},
+		{"a small limit pages through a filtered list", stripe.EventListParams{ListParams: stripe.ListParams{Limit: stripe.Int64(1)}, Type: stripe.String("payment_intent.created")}, all[4:]},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := eventTypesOf(f.listEvents(t, &tc.params)); !slices.Equal(got, tc.want) {

@@ -89,3 +89,18 @@ func (x *index[T]) createdBounds(from, to int64) (lo, hi int) {
 	hi = sort.Search(len(x.items), func(i int) bool { return x.items[i].key.created > to })
 	return lo, max(lo, hi)
 }
+
+// cursorPosition returns the position paginate takes for a cursor object with key k. An
+// object in x is at its position; for one that is not (a cursor from outside a filtered
+// list), the position is chosen so that the page starts at the first item past the key in the
+// direction of paging.
+func (x *index[T]) cursorPosition(k sortKey, backward bool) int {
+	i := x.search(k)
+	if i < len(x.items) && x.items[i].key == k {
+		return i
+	}
+	if backward {
+		return i - 1 // paginate starts backward pages just after the cursor
+	}
+	return i // and forward pages just before it
+}

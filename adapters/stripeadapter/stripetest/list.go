@@ -3,6 +3,7 @@ package stripetest
 import (
 	"maps"
 	"math"
+	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
@@ -147,4 +148,54 @@ func paginate[T keyed](x *index[T], lq listQuery, cursor int, match func(T) bool
 	}
 	slices.Reverse(page)
 	return page, hasMore
+}
+
+// pageOf cuts one page out of x, nil meaning an empty list, following the cursor parameter
+// given: lookup finds the cursor object among the account's objects, and a cursor it does not
+// find is Stripe's 400 "No such <object>". A cursor that is the account's but not in x (a
+// filtered list) still positions the page by its created time. The caller holds s.mu.
+func pageOf[T keyed](x *index[T], lq listQuery, object string, lookup func(id string) (T, bool)) (page []T, hasMore bool, f *failure) {
+	if x == nil {
+		x = &index[T]{} // not stored: a query must not create accounts
+	}
+	cursor := -1
+	if param, id := lq.cursor(); id != "" {
+		v, ok := lookup(id)
+		if !ok {
+			return nil, false, noSuch(http.StatusBadRequest, object, id, param)
+		}
+		x.sort()
+		cursor = x.cursorPosition(v.sortKey(), lq.endingBefore != "")
+	}
+	page, hasMore = paginate(x, lq, cursor, nil)
+	return page, hasMore, nil
+}
+
+// isChargeFilter reports whether param is one of the filters of the lists of a charge's
+// objects, refunds and disputes.
+func isChargeFilter(param string) bool { return param == "payment_intent" || param == "charge" }
+
+// chargeFilter reads the payment_intent and charge filters of a refunds or disputes list:
+// filtered reports whether either is given, and ch is the one charge they select, nil when
+// they select none (an unknown id, another account's, or two that disagree). The caller holds
+// s.mu.
+func (s *Server) chargeFilter(account string, q url.Values) (ch *charge, filtered bool) {
+	if !q.Has("payment_intent") && !q.Has("charge") {
+		return nil, false
+	}
+	if q.Has("payment_intent") {
+		in, ok := s.intents[q.Get("payment_intent")]
+		if !ok || in.account != account {
+			return nil, true
+		}
+		ch = s.charges[in.latestCharge]
+	}
+	if q.Has("charge") {
+		c, ok := s.charges[q.Get("charge")]
+		if !ok || c.account != account || (q.Has("payment_intent") && c != ch) {
+			return nil, true
+		}
+		ch = c
+	}
+	return ch, true
 }

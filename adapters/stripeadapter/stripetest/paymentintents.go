@@ -28,6 +28,9 @@ type PaymentIntent struct {
 	Created time.Time
 	// Amount is in the currency's smallest unit.
 	Amount int64
+	// AmountReceived is what the intent collects when it succeeds, less than Amount after a
+	// partial capture; zero means Amount. It must not exceed Amount.
+	AmountReceived int64
 	// Currency is a lowercase ISO code; empty means "usd".
 	Currency string
 	// Metadata is copied when the intent is added, so the caller may reuse its map.
@@ -38,13 +41,23 @@ type PaymentIntent struct {
 // are copied into events as snapshots; Metadata is never modified after the intent is added,
 // so snapshots can share it.
 type piState struct {
-	id, account string
-	status      stripe.PaymentIntentStatus
-	created     int64
-	amount      int64
-	currency    string
-	metadata    map[string]string
-	canceledAt  int64
+	id, account    string
+	status         stripe.PaymentIntentStatus
+	created        int64
+	amount         int64
+	amountReceived int64 // 0: amount
+	currency       string
+	metadata       map[string]string
+	canceledAt     int64
+	latestCharge   string // the charge's id, "" before the intent first succeeds or requires capture
+}
+
+// received is what the intent collects once it succeeds.
+func (st *piState) received() int64 {
+	if st.amountReceived > 0 {
+		return st.amountReceived
+	}
+	return st.amount
 }
 
 // intent is a stored PaymentIntent.
@@ -96,6 +109,10 @@ func (s *Server) AddPaymentIntents(pis []PaymentIntent) []string {
 			amount:   pi.Amount,
 			currency: pi.Currency,
 		}
+		if pi.AmountReceived < 0 || pi.AmountReceived > pi.Amount {
+			panic(fmt.Sprintf("stripetest: amount received %d is not within the amount %d", pi.AmountReceived, pi.Amount))
+		}
+		st.amountReceived = pi.AmountReceived
 		if !pi.Created.IsZero() {
 			st.created = pi.Created.Unix()
 		}
@@ -112,7 +129,7 @@ func (s *Server) AddPaymentIntents(pis []PaymentIntent) []string {
 			st.metadata = maps.Clone(pi.Metadata)
 		}
 		if st.id == "" {
-			st.id = s.newIntentID()
+			st.id = s.newID("pi_", func(id string) bool { return s.intents[id] != nil })
 		} else if _, dup := s.intents[st.id]; dup {
 			panic("stripetest: duplicate payment intent id " + st.id)
 		}
@@ -120,7 +137,10 @@ func (s *Server) AddPaymentIntents(pis []PaymentIntent) []string {
 		in := &intent{piState: st, seq: s.seq}
 		s.intents[in.id] = in
 		indexOf(s.intentsBy, in.account).add(in)
-		s.addEvent("payment_intent.created", in.created, in.piState)
+		// An intent added as charged gets its charge without charge events: the fixture
+		// stands for its history, as it does for the intent's own status.
+		s.charge(in, in.created)
+		s.addEvent("payment_intent.created", in.created, in.account, in.piState)
 		ids[i] = in.id
 	}
 	return ids
@@ -131,16 +151,6 @@ func grown[V any](m map[string]V, n int) map[string]V {
 	out := make(map[string]V, len(m)+n)
 	maps.Copy(out, m)
 	return out
-}
-
-// newIntentID generates an unused id; the caller holds s.mu.
-func (s *Server) newIntentID() string {
-	for {
-		id := randomID("pi_", 24)
-		if _, used := s.intents[id]; !used {
-			return id
-		}
-	}
 }
 
 // indexOf returns the account's index, creating it on first use.
@@ -164,6 +174,11 @@ func (s *Server) SetStatus(id string, status stripe.PaymentIntentStatus) error {
 // requires_payment_method). requires_confirmation records no event, as in Stripe. A status
 // change to the current status records the event again, so tests control events exactly. A
 // zero at means Options.Now. It fails for an unknown id or status.
+//
+// The first change to succeeded or requires_capture creates the intent's charge, its
+// latest_charge, and records charge.succeeded before the intent's event; a later change from
+// requires_capture to succeeded captures that charge (charge.captured). An intent keeps its
+// one charge whatever its status later becomes.
 func (s *Server) SetStatusAt(id string, status stripe.PaymentIntentStatus, at time.Time) error {
 	if !knownStatuses[status] {
 		return fmt.Errorf("stripetest: unknown payment intent status %q", status)
@@ -181,8 +196,43 @@ func (s *Server) SetStatusAt(id string, status stripe.PaymentIntentStatus, at ti
 	if status == stripe.PaymentIntentStatusCanceled {
 		in.canceledAt = at.Unix()
 	}
+	if ch, event := s.charge(in, at.Unix()); event != "" {
+		s.addEvent(event, at.Unix(), ch.account, ch.chState)
+	}
 	if typ, ok := eventTypes[status]; ok {
-		s.addEvent(typ, at.Unix(), in.piState)
+		s.addEvent(typ, at.Unix(), in.account, in.piState)
+	}
+	return nil
+}
+
+// SetAmountReceived sets what an intent collects, as a partial capture does: amount_received
+// once it succeeds and its charge's amount_captured once captured. Zero means the whole
+// amount. On an intent that requires capture it takes effect when the intent succeeds; on one
+// that already succeeded it takes effect at once, without an event (a fixture's shortcut:
+// Stripe cannot change a captured amount). It fails for an unknown id, an amount outside
+// [0, amount], or one below what the charge has refunded.
+func (s *Server) SetAmountReceived(piID string, amount int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in, ok := s.intents[piID]
+	if !ok {
+		return errors.New("stripetest: no such payment intent: " + piID)
+	}
+	if amount < 0 || amount > in.amount {
+		return fmt.Errorf("stripetest: amount received %d is not within the amount %d of %s", amount, in.amount, piID)
+	}
+	ch := s.charges[in.latestCharge]
+	received := amount
+	if received == 0 {
+		received = in.amount
+	}
+	if ch != nil && ch.captured && received < ch.amountRefunded {
+		return fmt.Errorf("stripetest: amount received %d is below the %d refunded on %s", received, ch.amountRefunded, ch.id)
+	}
+	in.amountReceived = amount
+	if ch != nil && ch.captured {
+		ch.amountCaptured = received
+		ch.settleRefunds()
 	}
 	return nil
 }
@@ -196,13 +246,14 @@ func (s *Server) PaymentIntent(id string) (PaymentIntent, bool) {
 		return PaymentIntent{}, false
 	}
 	return PaymentIntent{
-		ID:       in.id,
-		Account:  in.account,
-		Status:   in.status,
-		Created:  time.Unix(in.created, 0).UTC(),
-		Amount:   in.amount,
-		Currency: in.currency,
-		Metadata: maps.Clone(in.metadata),
+		ID:             in.id,
+		Account:        in.account,
+		Status:         in.status,
+		Created:        time.Unix(in.created, 0).UTC(),
+		Amount:         in.amount,
+		AmountReceived: in.amountReceived,
+		Currency:       in.currency,
+		Metadata:       maps.Clone(in.metadata),
 	}, true
 }
 
@@ -213,13 +264,17 @@ func (s *Server) retrievePaymentIntent(b []byte, account, id string, q url.Value
 			return b, unknownParameter(param)
 		}
 	}
+	x, f := parseExpand(q, kindPaymentIntent, false)
+	if f != nil {
+		return b, f
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	in, ok := s.intents[id]
 	if !ok || in.account != account {
 		return b, noSuch(http.StatusNotFound, "payment_intent", id, "intent")
 	}
-	return appendPaymentIntent(b, &in.piState), nil
+	return appendPaymentIntent(b, &in.piState, expander{s, x}), nil
 }
 
 // listPaymentIntents serves GET /v1/payment_intents, appending the answer to b.
@@ -228,24 +283,21 @@ func (s *Server) listPaymentIntents(b []byte, account string, q url.Values) ([]b
 	if f != nil {
 		return b, f
 	}
+	x, f := parseExpand(q, kindPaymentIntent, true)
+	if f != nil {
+		return b, f
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	x := s.intentsBy[account]
-	if x == nil {
-		x = &index[*intent]{} // not stored: a query must not create accounts
-	}
-	cursor := -1
-	if param, id := lq.cursor(); id != "" {
+	page, hasMore, f := pageOf(s.intentsBy[account], lq, "payment_intent", func(id string) (*intent, bool) {
 		in, ok := s.intents[id]
-		if !ok || in.account != account {
-			return b, noSuch(http.StatusBadRequest, "payment_intent", id, param)
-		}
-		x.sort()
-		cursor = x.position(in)
+		return in, ok && in.account == account
+	})
+	if f != nil {
+		return b, f
 	}
-	page, hasMore := paginate(x, lq, cursor, nil)
 	// Rendered under the lock, as intents change; a page renders in microseconds.
 	return appendList(b, "/v1/payment_intents", page, hasMore, func(b []byte, in *intent) []byte {
-		return appendPaymentIntent(b, &in.piState)
+		return appendPaymentIntent(b, &in.piState, expander{s, x})
 	}), nil
 }

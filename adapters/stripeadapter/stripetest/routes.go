@@ -11,6 +11,11 @@ const (
 	ListPaymentIntents    Route = "payment_intents.list"     // GET /v1/payment_intents
 	ListEvents            Route = "events.list"              // GET /v1/events
 	RetrieveEvent         Route = "events.retrieve"          // GET /v1/events/{id}
+	RetrieveCharge        Route = "charges.retrieve"         // GET /v1/charges/{id}
+	ListRefunds           Route = "refunds.list"             // GET /v1/refunds
+	RetrieveRefund        Route = "refunds.retrieve"         // GET /v1/refunds/{id}
+	ListDisputes          Route = "disputes.list"            // GET /v1/disputes
+	RetrieveDispute       Route = "disputes.retrieve"        // GET /v1/disputes/{id}
 )
 
 // matchRoute maps a request to its route and the object id in its path; route "" means the
@@ -25,6 +30,9 @@ func matchRoute(method, path string) (Route, string) {
 	}{
 		{"/v1/payment_intents", ListPaymentIntents, RetrievePaymentIntent},
 		{"/v1/events", ListEvents, RetrieveEvent},
+		{"/v1/charges", "", RetrieveCharge}, // charges are read one at a time, not listed
+		{"/v1/refunds", ListRefunds, RetrieveRefund},
+		{"/v1/disputes", ListDisputes, RetrieveDispute},
 	} {
 		rest, ok := strings.CutPrefix(path, r.prefix)
 		switch {

@@ -31,12 +31,17 @@ type Server struct {
 	closing chan struct{} // closed by Close, to end requests that wait or hang
 	once    sync.Once
 
-	mu        sync.Mutex // guards the objects below
-	seq       uint64     // insertion order, the tie-break among equal created times
-	intents   map[string]*intent
-	intentsBy map[string]*index[*intent] // by account, sorted by (created, seq)
-	events    map[string]*event
-	eventsBy  map[string]*index[*event]
+	mu         sync.Mutex // guards the objects below
+	seq        uint64     // insertion order, the tie-break among equal created times
+	intents    map[string]*intent
+	intentsBy  map[string]*index[*intent] // by account, sorted by (created, seq)
+	events     map[string]*event
+	eventsBy   map[string]*index[*event]
+	charges    map[string]*charge
+	refunds    map[string]*refund
+	refundsBy  map[string]*index[*refund]
+	disputes   map[string]*dispute
+	disputesBy map[string]*index[*dispute]
 
 	ctl     sync.Mutex // guards faults, latency and the log, kept apart from the objects
 	faults  []*injected
@@ -48,14 +53,19 @@ type Server struct {
 // NewServer starts a Server, like httptest.NewServer; call Close when done.
 func NewServer(opts Options) *Server {
 	s := &Server{
-		key:       opts.Key,
-		now:       opts.Now,
-		closing:   make(chan struct{}),
-		intents:   make(map[string]*intent),
-		intentsBy: make(map[string]*index[*intent]),
-		events:    make(map[string]*event),
-		eventsBy:  make(map[string]*index[*event]),
-		counts:    make(map[Route]int),
+		key:        opts.Key,
+		now:        opts.Now,
+		closing:    make(chan struct{}),
+		intents:    make(map[string]*intent),
+		intentsBy:  make(map[string]*index[*intent]),
+		events:     make(map[string]*event),
+		eventsBy:   make(map[string]*index[*event]),
+		charges:    make(map[string]*charge),
+		refunds:    make(map[string]*refund),
+		refundsBy:  make(map[string]*index[*refund]),
+		disputes:   make(map[string]*dispute),
+		disputesBy: make(map[string]*index[*dispute]),
+		counts:     make(map[Route]int),
 	}
 	if s.key == "" {
 		s.key = DefaultKey
@@ -127,6 +137,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		body, f = s.retrieveEvent(body, account, id, q)
 	case ListEvents:
 		body, f = s.listEvents(body, account, q)
+	case RetrieveCharge:
+		body, f = s.retrieveCharge(body, account, id, q)
+	case RetrieveRefund:
+		body, f = s.retrieveRefund(body, account, id, q)
+	case ListRefunds:
+		body, f = s.listRefunds(body, account, q)
+	case RetrieveDispute:
+		body, f = s.retrieveDispute(body, account, id, q)
+	case ListDisputes:
+		body, f = s.listDisputes(body, account, q)
 	}
 	if f != nil {
 		s.fail(w, rec, f)
