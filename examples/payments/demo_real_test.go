@@ -55,7 +55,7 @@ func TestRealModeAgainstStripeMockSendsOnlyRequestsStripeAccepts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var creates, cancels int
+	var creates, cancels, refunds int
 	for _, pay := range slices.Concat(p.payments, p.stripeOnly) {
 		r, cannot := recipeOf(pay.story)
 		switch {
@@ -67,13 +67,19 @@ func TestRealModeAgainstStripeMockSendsOnlyRequestsStripeAccepts(t *testing.T) {
 			if r.cancel {
 				cancels++
 			}
+			if r.refund && !pay.story.money.afterSweep {
+				refunds++
+			}
 		}
+	}
+	if refunds == 0 {
+		t.Error("the real plan refunds nothing before the sweep")
 	}
 	for _, want := range []string{
 		"Real mode: stripe-mock at " + opts.stripeMock,
 		"with a test-mode secret key from STRIPE_SECRET_KEY; run ",
-		fmt.Sprintf(": %d PaymentIntents, %d API calls (%d creates, %d cancels), each with the metadata\nreconcile_demo=",
-			creates, creates+cancels, creates, cancels),
+		fmt.Sprintf(": %d PaymentIntents, %d API calls (%d creates, %d cancels, %d refunds), each with the metadata\nreconcile_demo=",
+			creates, creates+cancels+refunds, creates, cancels, refunds),
 		`Left out in real mode, their rows planted as "in sync: paid" instead:`,
 		"    in flight: processing at Stripe         2 rows: no test card stays processing\n",
 		"    Stripe unavailable                      1 row: an outage cannot be ordered\n",

@@ -69,3 +69,14 @@ func plural(n int, noun string) string {
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }
+
+// printMoneyAfter lists what happens to the payments' money at Stripe after the sweep.
+func printMoneyAfter(out io.Writer, p plan) {
+	fmt.Fprintf(out, "The money of others changes at Stripe now, its webhooks lost too; Stripe records the refund.*, charge.refunded,\n")
+	fmt.Fprintf(out, "charge.refund.updated and charge.dispute.* events of each:\n")
+	for i, s := range stories {
+		if s.money.afterSweep && p.counts[i] > 0 {
+			fmt.Fprintf(out, "    %-38s %6d\n", s.name, p.counts[i])
+		}
+	}
+}

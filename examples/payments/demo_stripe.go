@@ -283,7 +283,7 @@ func newGateway(srv *stripetest.Server) (*stripeadapter.Gateway, error) {
 
 // newReconciler returns the reconciler of store's payments against srv, through the Stripe
 // gateway. A nil limiter means unpaced.
-func newReconciler(store *pgstore.Store[paymentRow], srv *stripetest.Server, batchSize int, limiter reconcile.Limiter) (*reconcile.Reconciler[string, *stripe.PaymentIntent], error) {
+func newReconciler(store *pgstore.Store[paymentRow], srv *stripetest.Server, batchSize int, limiter reconcile.Limiter) (*reconcile.Reconciler[paymentRow, *stripeadapter.Payment], error) {
 	gateway, err := newGateway(srv)
 	if err != nil {
 		return nil, err
