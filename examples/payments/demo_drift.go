@@ -193,9 +193,9 @@ type payment struct {
 	// Unused when the story is notFound.
 	intentAfter time.Duration
 	story       *story
-	// refundID is the refund of a story whose refund fails, given by the fake Stripe when the
-	// refund is made (newStripe), for it to fail after the sweep.
-	refundID string
+	// refundID and disputeID are the refund and the dispute the fake Stripe made before the
+	// run (newStripe), for a refund to fail after the sweep.
+	refundID, disputeID string
 }
 
 // plan is the table's content: every row and how many rows tell each story, and the

@@ -403,7 +403,12 @@ func TestRouteOfNamesStripetestsRoutes(t *testing.T) {
 		{"GET", "/v1/payment_intents/pi_123/confirm", ""},
 		{"GET", "/v1/payment_intents/", ""},
 		{"GET", "/v1/payment_intentsx", ""},
-		{"GET", "/v1/charges", ""},
+		{"GET", "/v1/charges", ""}, // charges are read one at a time, never listed
+		{"GET", "/v1/charges/ch_1", stripetest.RetrieveCharge},
+		{"GET", "/v1/refunds", stripetest.ListRefunds},
+		{"GET", "/v1/refunds/re_1", stripetest.RetrieveRefund},
+		{"GET", "/v1/disputes", stripetest.ListDisputes},
+		{"GET", "/v1/disputes/dp_1", stripetest.RetrieveDispute},
 	} {
 		if got := routeOf(tc.method, tc.path); got != tc.want {
 			t.Errorf("routeOf(%s %s) = %q, want %q", tc.method, tc.path, got, tc.want)

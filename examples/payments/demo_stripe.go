@@ -76,9 +76,11 @@ func moneyBefore(srv *stripetest.Server, pay *payment, now time.Time) error {
 		pay.refundID = id
 	}
 	if m.dispute != "" && !m.afterSweep {
-		if _, err := srv.Dispute(pay.externalID, pay.intentAmount(), m.dispute, now.Add(-disputeDue)); err != nil {
+		id, err := srv.Dispute(pay.externalID, pay.intentAmount(), m.dispute, now.Add(-disputeDue))
+		if err != nil {
 			return fmt.Errorf("payments: dispute %s: %w", pay.externalID, err)
 		}
+		pay.disputeID = id
 	}
 	return nil
 }
@@ -237,26 +239,38 @@ const demoWebhookSecret = "whsec_reconcile_demo"
 const webhookPath = "/webhooks/stripe"
 
 // signedEvent returns the body and Stripe-Signature header of an event of type t about the
-// PaymentIntent intentID, as Stripe sends it to an endpoint whose signing secret is secret:
-// signed now, with stripe-go's API version.
+// PaymentIntent intentID of amount cents, as Stripe sends it to an endpoint whose signing
+// secret is secret: signed now, with stripe-go's API version. Its object is the PaymentIntent,
+// or the charge, refund or dispute of the event's type, naming the PaymentIntent.
 func signedEvent(secret string, t stripe.EventType, intentID string, amount int64) (body []byte, header string) {
-	status := stripe.PaymentIntentStatusSucceeded
-	if t == stripe.EventTypePaymentIntentCanceled {
-		status = stripe.PaymentIntentStatusCanceled
+	suffix := strings.TrimPrefix(intentID, "pi_")
+	obj := map[string]any{"amount": amount, "currency": "usd", "payment_intent": intentID, "charge": "ch_" + suffix}
+	switch typ := string(t); {
+	case strings.HasPrefix(typ, "payment_intent."):
+		status := stripe.PaymentIntentStatusSucceeded
+		if t == stripe.EventTypePaymentIntentCanceled {
+			status = stripe.PaymentIntentStatusCanceled
+		}
+		obj = map[string]any{"id": intentID, "object": "payment_intent", "status": status, "amount": amount, "currency": "usd"}
+	case strings.HasPrefix(typ, "charge.dispute."):
+		obj["id"], obj["object"] = "dp_"+suffix, "dispute"
+	case strings.HasPrefix(typ, "refund."), t == stripe.EventTypeChargeRefundUpdated:
+		obj["id"], obj["object"] = "re_"+suffix, "refund"
+	default:
+		obj["id"], obj["object"] = "ch_"+suffix, "charge"
+		delete(obj, "charge")
 	}
-	intent, err := json.Marshal(map[string]any{
-		"id": intentID, "object": "payment_intent", "status": status, "amount": amount, "currency": "usd",
-	})
+	raw, err := json.Marshal(obj)
 	if err != nil {
 		panic(err) // a map of strings and numbers always encodes
 	}
 	body, err = json.Marshal(stripe.Event{
-		ID:         "evt_" + strings.TrimPrefix(intentID, "pi_"),
+		ID:         "evt_" + suffix,
 		Object:     "event",
 		APIVersion: stripe.APIVersion,
 		Created:    time.Now().Unix(),
 		Type:       t,
-		Data:       &stripe.EventData{Raw: intent},
+		Data:       &stripe.EventData{Raw: raw},
 	})
 	if err != nil {
 		panic(err)

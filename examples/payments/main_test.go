@@ -288,11 +288,13 @@ func TestCompareReportsEveryCountThatDiffers(t *testing.T) {
 	r.calls++
 	r.aboutGrace = 2
 	r.unavailable--
+	r.disputes-- // a disputed payment judged without its dispute
 	got := compare(p, r)
 	want := []string{
 		"open missed_success findings",
 		"open unexpected:paid->processing findings",
 		"API calls the batches reported, one per request to Stripe",
+		"disputes listed, one per disputed payment",
 		"Stripe requests about rows inside the grace period",
 		"retrieves of rows with Stripe unavailable, answered 503",
 	}
@@ -329,7 +331,7 @@ func TestCompareRepairsReportsEveryCountThatDiffers(t *testing.T) {
 	r.commands[stripeadapter.CommandApplyPaymentCanceled][commandDead] = 1
 	got := compareRepairs(p, r)
 	want := []string{
-		"payments whose ledger rows are not one per payment made paid",
+		"payments whose ledger rows are not one per payment made paid or refunded",
 		"payments changed that nothing should change",
 		"late webhook's finding resolved by the webhook",
 		"repair commands done",
@@ -366,12 +368,10 @@ func perfectRepairs(p plan) repairResults {
 		r.commands[event] = map[string]int{commandDone: k}
 	}
 	for i, pay := range p.payments {
-		st := paymentState{id: strconv.Itoa(i + 1), status: pay.story.local}
-		if to, ok := repairsOf(pay.story); ok {
-			st.status, st.touched = to, true
-			if to == paid {
-				st.ledger, st.bookedBy = 1, actorReconciler
-			}
+		st := pay.repaired()
+		st.id = strconv.Itoa(i + 1)
+		if st.ledger > 0 {
+			st.bookedBy = actorReconciler
 		}
 		if pay.externalID == r.late.externalID {
 			st.bookedBy = actorWebhook
@@ -393,8 +393,8 @@ func perfect(p plan) results {
 	r.findings = sum(e.findings)
 	r.observed = e.answered
 	r.notFound, r.unavailable = e.notFound, e.unavailable
-	r.list, r.retrieve = 3, e.notFound+e.unavailable
-	r.calls = r.list + r.retrieve
+	r.list, r.retrieve, r.disputes = 3, e.notFound+e.unavailable, e.disputed
+	r.calls = r.list + r.retrieve + r.disputes
 	return r
 }
 
@@ -410,6 +410,7 @@ func TestCompareLanesReportsEveryCountThatDiffers(t *testing.T) {
 	l := perfectLanes(p)
 	l.events.findings-- // a lost webhook found by nobody
 	l.missedFound--
+	l.notAsPlanted = 1 // and so a payment without its finding
 	l.otherMissing = 1 // the young PaymentIntent reported
 	l.reverse.commands = 1
 	l.reverseCalls++ // a call the lane did not report
@@ -418,12 +419,13 @@ func TestCompareLanesReportsEveryCountThatDiffers(t *testing.T) {
 	got := compareLanes(p, l)
 	want := []string{
 		"events lane: findings opened",
-		"lost webhooks with one open missed_success and one command",
+		"changes after the sweep found with their finding, and command",
 		"reverse scan: commands queued",
 		"other PaymentIntents reported missing_locally",
 		"reverse scan: API calls reported, one per request to Stripe",
 		"reverse scan: API calls, one per hundred listed",
 		"open missing_locally findings after the lanes",
+		"payments whose open findings are not exactly their story's",
 		"lane health checks failing",
 	}
 	if len(got) != len(want) {
@@ -448,8 +450,9 @@ func perfectLanes(p plan) laneResults {
 		orphansFound: e.orphans,
 		commands:     maps.Clone(e.allCommands),
 	}
-	l.events = cycle{batches: 1, scanned: e.missed, verdicts: map[reconcile.Verdict]int{reconcile.Repairable: e.missed},
-		findings: e.missed, commands: e.missed, calls: 1}
+	l.events = cycle{batches: 1, scanned: e.missed, verdicts: maps.Clone(e.laneVerdicts),
+		findings: e.missed, commands: e.missedCommands, calls: 1}
+	l.asPlanted = len(p.payments)
 	l.reverse = cycle{batches: 5, scanned: 491, findings: e.orphans, calls: 5}
 	l.status.OpenFindings = maps.Clone(e.allFindings)
 	l.status.Lanes = []reconcile.LaneStatus{{Lane: laneEvents, PassesCompleted: 2}, {Lane: laneReverse, PassesCompleted: 1}}
@@ -487,9 +490,11 @@ func TestReadLogCountsWhatTheChecksNeed(t *testing.T) {
 		retrieve(unavailable, 503),
 		retrieve(unavailable, 200),
 		retrieve(inSync, 500),
+		{Route: stripetest.ListDisputes, Path: "/v1/disputes", Status: 200},
+		{Route: stripetest.ListDisputes, Path: "/v1/disputes", Status: 500},
 		{Route: "", Path: "/v1/charges", Status: 404},
 	}, p)
-	want := traffic{list: 4, retrieve: 7, aboutGrace: 2, retrievedAgain: 3, notFound: 1, unavailable: 1, unplanned: 3}
+	want := traffic{list: 4, retrieve: 7, disputes: 2, aboutGrace: 2, retrievedAgain: 3, notFound: 1, unavailable: 1, unplanned: 4}
 	if got != want {
 		t.Errorf("readLog = %+v, want %+v", got, want)
 	}
