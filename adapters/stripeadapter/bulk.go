@@ -165,9 +165,11 @@ type piPage struct {
 }
 
 // listPage makes exactly one list call: PaymentIntents created within window, after the id
-// after. It reports whether more remain.
+// after, their latest charges expanded. It reports whether more remain.
 func (g *Gateway) listPage(ctx context.Context, window *stripe.RangeQueryParams, after string) ([]*stripe.PaymentIntent, bool, error) {
 	params := &stripe.PaymentIntentListParams{CreatedRange: window}
+	// Each intent's charge carries its money (refunds, disputes) in the same call.
+	params.AddExpand("data.latest_charge")
 	if after != "" {
 		params.StartingAfter = stripe.String(after)
 	}

@@ -11,3 +11,23 @@ import (
 func (g *Gateway) ListPage(ctx context.Context, gte, lte int64, after string) ([]*stripe.PaymentIntent, bool, error) {
 	return g.listPage(ctx, &stripe.RangeQueryParams{GreaterThanOrEqual: gte, LesserThanOrEqual: lte}, after)
 }
+
+// ListWithExpand makes the gateway's list call with another expand path, to see how an
+// expansion Stripe refuses surfaces.
+func (g *Gateway) ListWithExpand(ctx context.Context, path string) ([]*stripe.PaymentIntent, error) {
+	params := &stripe.PaymentIntentListParams{}
+	params.AddExpand(path)
+	svc := g.sc.V1PaymentIntents
+	var page piPage
+	err := g.list(ctx, "list payment intents", svc.B, svc.Key, "/v1/payment_intents", &params.ListParams, params, &page)
+	return page.Data, err
+}
+
+// Disputes and Refunds expose the follow-up calls to the wire tests.
+func (g *Gateway) Disputes(ctx context.Context, piID string) ([]*stripe.Dispute, error) {
+	return g.disputes(ctx, piID)
+}
+
+func (g *Gateway) Refunds(ctx context.Context, piID string) ([]*stripe.Refund, error) {
+	return g.refunds(ctx, piID)
+}

@@ -79,6 +79,7 @@ type Gateway struct {
 	skew     time.Duration
 	maxPages int
 	ahead    *lookahead // nil when off
+	payments *PaymentGateway
 }
 
 var (
@@ -116,6 +117,7 @@ func NewGateway(cfg GatewayConfig) (*Gateway, error) {
 	if g.skew == 0 {
 		g.skew = DefaultCreatedSkew
 	}
+	g.payments = &PaymentGateway{g: g, outcomes: newOutcomeCache(DisputeCacheSize)}
 	if cfg.ListCacheTTL >= 0 {
 		g.ahead = newLookahead(cmp.Or(cfg.ListCacheTTL, DefaultListCacheTTL), cmp.Or(cfg.ListCacheSize, DefaultListCacheSize))
 	}
@@ -213,7 +215,7 @@ func (g *Gateway) CheckID(externalID string) error {
 	return nil
 }
 
-// Fetch retrieves one PaymentIntent. An id that cannot be a PaymentIntent's is a ReviewError of
+// Fetch retrieves one PaymentIntent, its latest charge expanded. An id that cannot be a PaymentIntent's is a ReviewError of
 // kind invalid_external_id, found without calling Stripe.
 func (g *Gateway) Fetch(ctx context.Context, externalID string) (*stripe.PaymentIntent, error) {
 	if err := g.CheckID(externalID); err != nil {
@@ -223,6 +225,8 @@ func (g *Gateway) Fetch(ctx context.Context, externalID string) (*stripe.Payment
 	callCtx, cancel := context.WithTimeout(callCtx, g.timeout)
 	defer cancel()
 	params := &stripe.PaymentIntentRetrieveParams{}
+	// The charge carries the money (refunds, disputes) in the same call.
+	params.AddExpand("latest_charge")
 	if g.account != "" {
 		params.SetStripeAccount(g.account)
 	}

@@ -2,6 +2,7 @@ package stripeadapter_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"testing"
 	"time"
@@ -112,4 +113,39 @@ func newMockGateway(t *testing.T, account string) *stripeadapter.Gateway {
 		t.Fatal(err)
 	}
 	return g
+}
+
+func TestWireMoneyCallsMatchStripesSpec(t *testing.T) {
+	// The money's calls: the intent with its charge expanded (list and retrieve), and the
+	// follow-ups by payment_intent. stripe-mock answers each list with one fixture of another
+	// payment, so a follow-up's answer is refused as not about ours; what matters here is that
+	// the request is accepted (an unknown or malformed parameter would be a 400).
+	for _, account := range []string{"", "acct_1Connected"} {
+		g := newMockGateway(t, account)
+		ctx := context.Background()
+		pi, err := g.Fetch(ctx, "pi_3MtwBwLkdIwHu7ix28a3tqPa")
+		if err != nil {
+			t.Fatalf("retrieve with expand[]=latest_charge: %v", err)
+		}
+		if pi.LatestCharge == nil || pi.LatestCharge.Object != "charge" {
+			t.Fatalf("retrieve did not expand the latest charge: %+v", pi.LatestCharge)
+		}
+		items, _, err := g.ListPage(ctx, 1700000000, 1800000000, "")
+		if err != nil {
+			t.Fatalf("list with expand[]=data.latest_charge: %v", err)
+		}
+		if len(items) == 0 || items[0].LatestCharge == nil || items[0].LatestCharge.Object != "charge" {
+			t.Fatalf("list did not expand the latest charge: %+v", items)
+		}
+		for name, call := range map[string]func() error{
+			"disputes": func() error { _, err := g.Disputes(ctx, "pi_3MtwBwLkdIwHu7ix28a3tqPa"); return err },
+			"refunds":  func() error { _, err := g.Refunds(ctx, "pi_3MtwBwLkdIwHu7ix28a3tqPa"); return err },
+		} {
+			err := call()
+			var re *reconcile.ReviewError
+			if errors.As(err, &re) || (err != nil && !errors.Is(err, reconcile.ErrUnavailable)) {
+				t.Fatalf("list %s by payment_intent (account %q): %v", name, account, err)
+			}
+		}
+	}
 }

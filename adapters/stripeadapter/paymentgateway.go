@@ -1,0 +1,171 @@
+package stripeadapter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/reconcilekit/reconcile"
+)
+
+// DisputeCacheSize is how many charges' final dispute outcomes a PaymentGateway keeps.
+const DisputeCacheSize = 10000
+
+// PaymentGateway reads Payments: a reconcile.BatchGateway[*Payment] and IDChecker over its
+// Gateway's calls. A batch costs the Gateway's list calls, whose intents carry their charges,
+// plus one disputes call for each disputed charge whose disputes may still change: a final
+// outcome (won, lost, warning_closed, prevented) is kept, so a closed dispute costs one call
+// per process, not one per cycle. Refunds cost nothing: the charge's amount_refunded and
+// refunded say what the policy compares. It is safe for concurrent use.
+type PaymentGateway struct {
+	g        *Gateway
+	outcomes *outcomeCache
+}
+
+var (
+	_ reconcile.BatchGateway[*Payment] = (*PaymentGateway)(nil)
+	_ reconcile.IDChecker              = (*PaymentGateway)(nil)
+)
+
+// Payments returns the gateway's PaymentGateway, the one for the money policy. Every call
+// returns the same one, so jobs of one gateway share its dispute outcomes.
+func (g *Gateway) Payments() *PaymentGateway { return g.payments }
+
+// CheckID rejects, without a call, an id that cannot be a PaymentIntent's, as Gateway.CheckID.
+func (p *PaymentGateway) CheckID(externalID string) error { return p.g.CheckID(externalID) }
+
+// Fetch retrieves one PaymentIntent, its charge expanded, and the charge's disputes as
+// FetchBatch does: the same answer as in bulk, for the same row. A disputed charge whose
+// outcome is not known yet costs a second call, which the engine counts as part of this one.
+func (p *PaymentGateway) Fetch(ctx context.Context, externalID string) (*Payment, error) {
+	pi, err := p.g.Fetch(ctx, externalID)
+	if err != nil {
+		return nil, err
+	}
+	return p.complete(ctx, pi, nil)
+}
+
+// FetchBatch lists as Gateway.FetchBatch does, then reads the disputes of each disputed charge
+// whose outcome is not known yet, each call paced by wait. A row whose disputes cannot be read
+// is left out, so the engine asks Fetch about it, and it is never judged without them; the
+// first such failure is returned after the others are read, unless it must stop the batch (a
+// rate limit, a rejected key).
+func (p *PaymentGateway) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wait func(context.Context) error) (map[string]*Payment, error) {
+	pis, listErr := p.g.FetchBatch(ctx, lookups, wait)
+	out := make(map[string]*Payment, len(pis))
+	stopped := listErr != nil && !errors.Is(listErr, reconcile.ErrUnavailable)
+	var firstErr error
+	for _, l := range lookups { // in the batch's order, so that a rate limit cuts it predictably
+		pi := pis[l.ExternalID]
+		if pi == nil || out[l.ExternalID] != nil {
+			continue
+		}
+		if stopped && p.needsDisputes(pi) {
+			continue // no more calls after a rate limit: Fetch or the next batch reads it
+		}
+		pay, err := p.complete(ctx, pi, wait)
+		switch {
+		case err == nil:
+			out[l.ExternalID] = pay
+		case ctx.Err() != nil, errors.Is(err, reconcile.ErrRateLimited), errors.Is(err, reconcile.ErrAbortBatch):
+			return out, err
+		case firstErr == nil:
+			firstErr = err
+		}
+	}
+	if listErr != nil {
+		return out, listErr
+	}
+	return out, firstErr
+}
+
+// needsDisputes reports whether pi's Payment takes a disputes call.
+func (p *PaymentGateway) needsDisputes(pi *stripe.PaymentIntent) bool {
+	ch := pi.LatestCharge
+	if !expanded(ch) || !ch.Disputed {
+		return false
+	}
+	_, known := p.outcomes.get(ch.ID)
+	return !known
+}
+
+// complete builds pi's Payment, reading the disputes of a disputed charge unless their outcome
+// is known. wait, if not nil, paces that call.
+func (p *PaymentGateway) complete(ctx context.Context, pi *stripe.PaymentIntent, wait func(context.Context) error) (*Payment, error) {
+	pay := &Payment{Intent: pi}
+	ch := pi.LatestCharge
+	switch {
+	case ch == nil:
+		return pay, nil // no charge yet: no money moved
+	case !expanded(ch):
+		// Asked for and not given: judging the intent alone would miss its refunds and disputes.
+		return nil, fmt.Errorf("stripeadapter: read payment %s: Stripe answered without its latest charge expanded "+
+			"(a proxy or cache in between?): %w", pi.ID, reconcile.ErrUnavailable)
+	case !ch.Disputed:
+		return pay, nil
+	}
+	if ds, ok := p.outcomes.get(ch.ID); ok {
+		pay.Disputes = ds
+		return pay, nil
+	}
+	if wait != nil {
+		if err := wait(ctx); err != nil {
+			return nil, err
+		}
+	}
+	ds, err := p.g.disputes(ctx, pi.ID)
+	if err != nil {
+		return nil, err
+	}
+	if len(ds) == 0 {
+		// Stripe's lists lag a little behind its objects: the charge says disputed, so an
+		// empty list is not "no dispute".
+		return nil, fmt.Errorf("stripeadapter: list disputes of %s: none listed though its charge is disputed: %w", pi.ID, reconcile.ErrUnavailable)
+	}
+	pay.Disputes = ds
+	final := true
+	for _, d := range ds {
+		final = final && finalDispute(d.Status)
+	}
+	if final {
+		p.outcomes.put(ch.ID, ds)
+	}
+	return pay, nil
+}
+
+// outcomeCache keeps the disputes of charges whose disputes are all final, by charge id, at
+// most size of them, the oldest dropped first. It is safe for concurrent use.
+type outcomeCache struct {
+	size  int
+	mu    sync.Mutex
+	byID  map[string][]*stripe.Dispute
+	order []string
+}
+
+func newOutcomeCache(size int) *outcomeCache {
+	return &outcomeCache{size: size, byID: map[string][]*stripe.Dispute{}}
+}
+
+func (c *outcomeCache) get(chargeID string) ([]*stripe.Dispute, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ds, ok := c.byID[chargeID]
+	return ds, ok
+}
+
+func (c *outcomeCache) put(chargeID string, ds []*stripe.Dispute) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.byID[chargeID]; ok {
+		return
+	}
+	c.byID[chargeID] = ds
+	c.order = append(c.order, chargeID)
+	if len(c.order) > c.size {
+		delete(c.byID, c.order[0])
+		c.order = c.order[1:]
+	}
+}
