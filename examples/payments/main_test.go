@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"maps"
 	"net/url"
 	"regexp"
@@ -268,8 +269,17 @@ func TestPlanDealsEveryStoryAndIsRepeatable(t *testing.T) {
 	if _, err := newPlan(rowStories-1, 1); err == nil {
 		t.Error("a plan with fewer rows than stories of rows succeeded")
 	}
-	if _, err := newPlan(rowStories, 1); err != nil {
-		t.Errorf("a plan with a row per story of rows: %v", err)
+	// The fewest rows that plant every story: a row each, and more for the larger shares. The
+	// error of one row fewer says how many.
+	fewest := rowStories
+	for ; fewest < 2*rowStories; fewest++ {
+		if _, err := newPlan(fewest, 1); err == nil {
+			break
+		}
+	}
+	_, err = newPlan(fewest-1, 1)
+	if want := fmt.Sprintf("use at least %d", fewest); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a plan of %d rows, one fewer than the fewest that plant every story: %v, want an error saying %q", fewest-1, err, want)
 	}
 }
 
