@@ -168,7 +168,7 @@ var stories = []story{
 	{name: "JPY here, USD at Stripe", share: 0.002, local: paid, external: stripe.PaymentIntentStatusSucceeded,
 		money:   money{currency: "jpy"},
 		verdict: reconcile.NeedsReview, kind: stripeadapter.KindCurrencyMismatch},
-	{name: "refunded in the Dashboard after the sweep", share: 0.002, local: paid, external: stripe.PaymentIntentStatusSucceeded,
+	{name: "Dashboard refund after the sweep", share: 0.002, local: paid, external: stripe.PaymentIntentStatusSucceeded,
 		money:   money{refunded: 1, afterSweep: true},
 		verdict: reconcile.InSync, kind: stripeadapter.KindMissedRefund, command: stripeadapter.CommandApplyRefund},
 	{name: "refund fails after the sweep", share: 0.002, local: paid, external: stripe.PaymentIntentStatusSucceeded,

@@ -17,14 +17,14 @@ func printRealPlan(out io.Writer, schema string, p plan, left []leftOut, rs *rea
 	fmt.Fprintf(out, "Stripe's clock) and last changed %s ago, and %d PaymentIntents no row refers to, one of them made just before\n",
 		spell(realUpdatedAgo), len(p.stripeOnly))
 	fmt.Fprintf(out, "the reverse scan, with this drift planted:\n")
-	fmt.Fprintf(out, "  %-41s %6s  %-20s %-41s %s\n", "story", "count", "local", "Stripe", "the reconciler must say")
+	fmt.Fprintf(out, "  %-38s %6s  %-20s %-41s %s\n", "story", "count", "local", "Stripe", "the reconciler must say")
 	for i := range stories {
 		s := &stories[i]
 		if p.counts[i] == 0 {
 			continue
 		}
 		local, external, expect := s.columns()
-		fmt.Fprintf(out, "  %-41s %6d  %-20s %-41s %s\n", realName(s), p.counts[i], local, external, expect)
+		fmt.Fprintf(out, "  %-38s %6d  %-20s %-41s %s\n", realName(s), p.counts[i], local, external, expect)
 	}
 	fmt.Fprintf(out, "\n  How each story's PaymentIntents were made, with Stripe's test payment methods:\n")
 	for i := range stories {

@@ -115,11 +115,11 @@ func printPlan(out io.Writer, schema string, p plan) {
 	fmt.Fprintf(out, "Loaded %d payments into %s.payments and their PaymentIntents into stripetest, and %d PaymentIntents\n",
 		len(p.payments), schema, len(p.stripeOnly))
 	fmt.Fprintf(out, "no row refers to, with this drift planted:\n")
-	fmt.Fprintf(out, "  %-41s %6s  %-20s %-41s %s\n", "story", "count", "local", "Stripe", "the reconciler must say")
+	fmt.Fprintf(out, "  %-38s %6s  %-20s %-41s %s\n", "story", "count", "local", "Stripe", "the reconciler must say")
 	for i := range stories {
 		s := &stories[i]
 		local, external, expect := s.columns()
-		fmt.Fprintf(out, "  %-41s %6d  %-20s %-41s %s\n", s.name, p.counts[i], local, external, expect)
+		fmt.Fprintf(out, "  %-38s %6d  %-20s %-41s %s\n", s.name, p.counts[i], local, external, expect)
 	}
 }
 
@@ -162,7 +162,7 @@ func (s *story) columns() (local, external, expect string) {
 	case s.young:
 		expect = laneReverse + ": nothing yet, inside its grace window"
 	case s.finder() == laneEvents:
-		expect = s.verdict.String() + ", then " + laneEvents + ": " + reconcile.Repairable.String()
+		expect = s.verdict.String() + ", then " + laneEvents + ": " + s.laneVerdict().String()
 	case s.finder() == laneReverse:
 		expect = laneReverse + ": " + s.verdict.String()
 	default:
