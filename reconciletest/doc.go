@@ -37,7 +37,9 @@
 //     command after the old finding was resolved.
 //   - Review ([reconcile.Reviewer]): listing by every filter and in keyset pages, a finding's
 //     history of detection, resolution and reopening, and the same sentinel errors for a
-//     missing finding, one resolved or open already, and drift found again.
+//     missing finding, one resolved or open already, and drift found again; a finding keeps
+//     its decision's Diffs (values cut as the engine cuts them) and is found by a Search for
+//     its external id or record id, whole.
 //   - Stopping: a rate limit stops the rest of the batch's calls, the rows before it commit and
 //     the next batch starts with the row rate limited; an abort writes nothing and keeps the
 //     cursor.

@@ -118,7 +118,7 @@ func Config(f Fixture, job string, gw reconcile.Gateway[string], batch int) reco
 
 // Cycle runs batches until the cursor wraps and returns each batch's report, the wrapping
 // one last. It fails the test after maxBatches.
-func Cycle(t testing.TB, cfg reconcile.Config[string, string], maxBatches int) []reconcile.Report {
+func Cycle[L, E any](t testing.TB, cfg reconcile.Config[L, E], maxBatches int) []reconcile.Report {
 	t.Helper()
 	r, err := reconcile.New(cfg)
 	if err != nil {
@@ -191,6 +191,7 @@ func Run(t *testing.T, newFixture func(t *testing.T) Fixture) {
 		{"a cursor moved by a concurrent run fails the commit and writes nothing", testConcurrentRun},
 		{"a resolved finding can be found again with a new command", testFoundAgain},
 		{"findings are listed, read with their history, resolved and reopened the same way by every store", testReview},
+		{"a finding keeps its decision's diffs, and a search finds it by external id or record id, whole", testDiffsAndSearch},
 		{"an object missing externally is a verified missing_externally finding", testNotFound},
 		{"a rate limit stops the rest of the batch's calls; the rows before it commit and the next batch starts with it", testRateLimit},
 		{"an abort error writes nothing and keeps the cursor", testAbort},
@@ -747,5 +748,92 @@ func testReview(t *testing.T, f Fixture) {
 	}
 	if err := r.ReopenFinding(ctx, id, "", ""); err == nil {
 		t.Error("a reopening without its actor was accepted")
+	}
+}
+
+// diffing is the suite's policy with the fields that differ on each finding: the status, and
+// for a missed success an amount whose value is longer than a Diff keeps.
+type diffing struct {
+	reconcile.Classifier[string, string]
+}
+
+func (c diffing) Classify(local, external string) reconcile.Decision {
+	d := c.Classifier.Classify(local, external)
+	if d.Kind != "" {
+		d.Diffs = []reconcile.Diff{{Field: "status", Local: local, External: external}}
+	}
+	if d.Kind == "missed_success" {
+		d.Diffs = append(d.Diffs, reconcile.Diff{Field: "amount", Local: "USD 1,234.50", External: strings.Repeat("9", 300)})
+	}
+	return d
+}
+
+func testDiffsAndSearch(t *testing.T, f Fixture) {
+	ctx := context.Background()
+	r := f.Reviewer()
+	f.Insert(t, Row{ID: 1, ExternalID: "pi_1", Local: "pending"}, Row{ID: 2, ExternalID: "pi_2", Local: "paid"}, paidRow(3))
+	gw := NewGateway(map[string]string{"pi_1": "succeeded", "pi_2": "canceled", "pi_3": "succeeded"})
+	cfg := Config(f, "sweep", gw, 10)
+	cfg.Classifier = diffing{Classifier()}
+	Cycle(t, cfg, 3)
+
+	fs := Findings(t, r, "sweep")
+	if len(fs) != 2 {
+		t.Fatalf("findings %+v, want rows 1 and 2's", fs)
+	}
+	long := strings.Repeat("9", reconcile.MaxDiffValue-len("…")) + "…"
+	want := map[string][]reconcile.Diff{
+		"1": {{Field: "status", Local: "pending", External: "succeeded"}, {Field: "amount", Local: "USD 1,234.50", External: long}},
+		"2": {{Field: "status", Local: "paid", External: "canceled"}},
+	}
+	for _, fd := range fs {
+		if !slices.Equal(fd.Diffs, want[fd.RecordID]) {
+			t.Errorf("listed finding of row %s has diffs %q, want %q", fd.RecordID, fd.Diffs, want[fd.RecordID])
+		}
+		d, err := r.Finding(ctx, fd.ID)
+		if err != nil || !slices.Equal(d.Diffs, want[fd.RecordID]) {
+			t.Errorf("Finding of row %s has diffs %q (%v), want %q", fd.RecordID, d.Diffs, err, want[fd.RecordID])
+		}
+	}
+	// Without diffs a finding has none, not an empty list.
+	f.Insert(t, Row{ID: 4, ExternalID: "pi_4", Local: "paid"})
+	gw.Set("pi_4", "canceled")
+	Cycle(t, Config(f, "plain", gw, 10), 3)
+	for _, fd := range Findings(t, r, "plain") {
+		if fd.Diffs != nil {
+			t.Errorf("finding of row %s by a policy without diffs has diffs %q, want nil", fd.RecordID, fd.Diffs)
+		}
+	}
+
+	byID := map[string]int64{}
+	for _, fd := range fs {
+		byID[fd.RecordID] = fd.ID
+	}
+	for _, tt := range []struct {
+		search string
+		state  string
+		want   []int64
+	}{
+		{"pi_1", "", []int64{byID["1"]}},
+		{"2", "", []int64{byID["2"]}},
+		{"pi_", "", nil},
+		{"pi_3", "", nil},
+		{"pi_2", reconcile.FindingsResolved, nil},
+	} {
+		got, err := r.ListFindings(ctx, reconcile.FindingQuery{Job: "sweep", Search: tt.search, State: tt.state})
+		var ids []int64
+		for _, fd := range got {
+			ids = append(ids, fd.ID)
+		}
+		if err != nil || !slices.Equal(ids, tt.want) {
+			t.Errorf("search %q (%s) = %v, %v; want %v", tt.search, tt.state, ids, err, tt.want)
+		}
+	}
+	if err := r.ResolveFinding(ctx, byID["2"], reconcile.Resolution{As: reconcile.ResolutionAccepted, By: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.ListFindings(ctx, reconcile.FindingQuery{Job: "sweep", Search: "pi_2", State: reconcile.FindingsAll})
+	if err != nil || len(got) != 1 || got[0].ID != byID["2"] {
+		t.Errorf("search pi_2 among all findings = %+v, %v; want the resolved one", got, err)
 	}
 }

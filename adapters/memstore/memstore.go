@@ -284,7 +284,7 @@ func (s *Store[K, L]) record(job string, outcomes []reconcile.Outcome, now time.
 		}
 		f := reconcile.Finding{
 			ID: int64(len(s.findings) + 1), Job: job, RecordID: o.RecordID, ExternalID: o.ExternalID, Kind: d.Kind,
-			Local: o.Local, External: o.External, Detail: d.Detail, Command: d.Command, DetectedAt: now,
+			Local: o.Local, External: o.External, Detail: d.Detail, Diffs: slices.Clone(d.Diffs), Command: d.Command, DetectedAt: now,
 		}
 		s.open[fk] = len(s.findings)
 		s.findings = append(s.findings, f)
@@ -438,7 +438,8 @@ func (s *Store[K, L]) Commands() []QueuedCommand {
 }
 
 // ListFindings returns a page of the findings q selects, by increasing id
-// (reconcile.Reviewer), each with its row's external id while the row exists.
+// (reconcile.Reviewer). A Search matches a finding's external id or record id; the store has no
+// host columns to search besides.
 func (s *Store[K, L]) ListFindings(ctx context.Context, q reconcile.FindingQuery) ([]reconcile.Finding, error) {
 	q, err := q.Normalize()
 	if err != nil {
@@ -461,6 +462,7 @@ func (s *Store[K, L]) ListFindings(ctx context.Context, q reconcile.FindingQuery
 			len(q.Jobs) > 0 && !slices.Contains(q.Jobs, f.Job),
 			q.Kind != "" && f.Kind != q.Kind,
 			q.RecordID != "" && f.RecordID != q.RecordID,
+			q.Search != "" && f.ExternalID != q.Search && f.RecordID != q.Search,
 			!q.DetectedBefore.IsZero() && !f.DetectedAt.Before(q.DetectedBefore):
 			continue
 		}

@@ -80,7 +80,7 @@ func (s *Store[L]) queueResults(batch *pgx.Batch, st *statements, job string, ou
 	}
 	if len(f.ids) > 0 {
 		batch.Queue(st.findings, job, s.cfg.AggregateType, f.ids, f.kinds, f.locals, f.externals, f.details, f.commands,
-			f.once, f.notARow, f.payloads, f.externalIDs).
+			f.once, f.notARow, f.payloads, f.externalIDs, f.diffs).
 			QueryRow(func(row pgx.Row) error { return row.Scan(&res.Findings, &res.Commands) })
 	}
 }
@@ -91,6 +91,8 @@ type findingCols struct {
 	once, notARow                                    []bool
 	// payloads are the repair commands as JSON without their finding id; nil where none.
 	payloads []*string
+	// diffs are the decisions' Diffs as JSON; nil where none.
+	diffs []*string
 }
 
 func (f *findingCols) add(job string, o reconcile.Outcome) {
@@ -101,6 +103,13 @@ func (f *findingCols) add(job string, o reconcile.Outcome) {
 		payload = &p
 	}
 	f.payloads = append(f.payloads, payload)
+	var diffs *string
+	if len(o.Decision.Diffs) > 0 {
+		b, _ := json.Marshal(o.Decision.Diffs) // strings only: it cannot fail
+		d := string(b)
+		diffs = &d
+	}
+	f.diffs = append(f.diffs, diffs)
 	f.once = append(f.once, o.Once)
 	f.notARow = append(f.notARow, o.NotARow)
 	f.ids = append(f.ids, o.RecordID)

@@ -202,4 +202,5 @@ func ExampleMigrations() {
 	// 004_shards.sql
 	// 005_cycle_end.sql
 	// 006_finding_external_id.sql
+	// 007_finding_diffs.sql
 }

@@ -112,7 +112,7 @@ func (s *Store[L]) ReopenFindingIn(ctx context.Context, q Querier, id int64, by,
 // table (its aggregate type; findings recorded before the column existed have none).
 const findingColumns = `f.id, f.job, f.record_id, f.kind, f.local_state, f.external_state, f.detail, f.command,
 	f.detected_at, f.resolved_at, coalesce(f.resolution, ''), coalesce(f.resolved_by, ''), coalesce(f.resolution_note, ''),
-	f.external_id, coalesce(f.aggregate_type = $1, true)`
+	f.external_id, f.diffs, coalesce(f.aggregate_type = $1, true)`
 
 // found is a finding as read, and whether its record is a row of this store's table.
 type found struct {
@@ -124,7 +124,7 @@ func scanFinding(row pgx.CollectableRow) (found, error) {
 	var f found
 	var resolved *time.Time
 	err := row.Scan(&f.ID, &f.Job, &f.RecordID, &f.Kind, &f.Local, &f.External, &f.Detail, &f.Command,
-		&f.DetectedAt, &resolved, &f.Resolution, &f.ResolvedBy, &f.ResolutionNote, &f.ExternalID, &f.ours)
+		&f.DetectedAt, &resolved, &f.Resolution, &f.ResolvedBy, &f.ResolutionNote, &f.ExternalID, &f.Diffs, &f.ours)
 	if resolved != nil {
 		f.ResolvedAt = *resolved
 	}
@@ -166,6 +166,13 @@ func (s *Store[L]) ListFindings(ctx context.Context, fq reconcile.FindingQuery) 
 	}
 	if !fq.DetectedBefore.IsZero() {
 		add("f.detected_at < $%d", fq.DetectedBefore)
+	}
+	if fq.Search != "" {
+		cond, err := s.searchCond(ctx, fq.Search)
+		if err != nil {
+			return nil, err
+		}
+		add(cond, fq.Search)
 	}
 	args = append(args, fq.Limit)
 	rows, err := s.db.Query(ctx, s.own.listFindings+`
@@ -239,10 +246,39 @@ func (s *Store[L]) withExternalIDs(ctx context.Context, fs []found) []reconcile.
 	return out
 }
 
-var (
-	integerID = regexp.MustCompile(`^-?[0-9]{1,19}$`)
-	uuidID    = regexp.MustCompile(`^(?i)[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$`)
-)
+// searchColumn is the condition of FindingQuery.Search on one of Config.SearchColumns: cond
+// has the searched value's placeholder number as %[1]d; valid says which values the column can
+// hold (nil: any).
+type searchColumn struct {
+	cond  string
+	valid func(string) bool
+}
+
+// searchCond is the condition of FindingQuery.Search, the searched value's placeholder number
+// as %[1]d (for ListFindings' add): the finding's
+// external id or record id is it, or, for a finding of this store's table ($1), its row holds
+// it in one of Config.SearchColumns. Each is an equality that an index serves.
+func (s *Store[L]) searchCond(ctx context.Context, search string) (string, error) {
+	or := []string{"f.external_id = $%[1]d", "f.record_id = $%[1]d"}
+	if len(s.cfg.SearchColumns) > 0 {
+		st, err := s.statements(ctx)
+		if err != nil {
+			return "", err
+		}
+		var cols []string
+		for _, c := range st.search {
+			if c.valid == nil || c.valid(search) {
+				cols = append(cols, c.cond)
+			}
+		}
+		if len(cols) > 0 {
+			or = append(or, "(coalesce(f.aggregate_type = $1, true) AND f.record_id IN ("+st.searchRows+strings.Join(cols, " OR ")+"))")
+		}
+	}
+	return "(" + strings.Join(or, " OR ") + ")", nil
+}
+
+var uuidID = regexp.MustCompile(`^(?i)[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$`)
 
 // externalIDs reads the external ids of rows of the host table by the ids findings record,
 // compared in the id column's own type so that its index serves.
@@ -255,7 +291,7 @@ func (s *Store[L]) externalIDs(ctx context.Context, ids []string) (map[string]st
 		// A finding's record id came from this column, but one that the type cannot hold
 		// (a finding of another table recorded before aggregate types, say) would fail the
 		// whole cast.
-		ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return !st.externalIDsValid.MatchString(id) })
+		ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return !st.externalIDsValid(id) })
 	}
 	found := map[string]string{}
 	if len(ids) == 0 {

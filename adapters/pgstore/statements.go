@@ -2,7 +2,7 @@ package pgstore
 
 import (
 	"fmt"
-	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,9 +24,13 @@ type statements struct {
 	// match finds rows by external id for a lane (see Store.Match).
 	match string
 	// externalIDs reads rows' external ids by their ids ($1, text), compared as the id
-	// column's type; externalIDsValid matches the ids that type can hold (nil: any).
+	// column's type; externalIDsValid says which ids that type can hold (nil: any).
 	externalIDs      string
-	externalIDsValid *regexp.Regexp
+	externalIDsValid func(string) bool
+	// search are the conditions of FindingQuery.Search on Config.SearchColumns, and
+	// searchRows selects the ids (as text) of the rows that meet them (review.go).
+	search     []searchColumn
+	searchRows string
 	// parts are the pieces the statements are built from, lent to pgshard (hooks.go).
 	parts *sqlParts
 	// filterArgs are the Filter's values, bound after each statement's own parameters: read
@@ -214,13 +218,13 @@ func (p *sqlParts) commitStatements(st *statements) {
 	cfg, t := p.cfg, p.cfg.Tables
 	// $9 and $10 are the outcomes' Once and NotARow; $11 their repair commands as JSON,
 	// marshalled in Go (reconcile.Outcome.RepairCommand), to which the new finding's id is
-	// added.
+	// added; $12 their external ids; $13 their decisions' Diffs as JSON (NULL for none).
 	st.findings = `WITH input AS (
-				SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bool[], $10::bool[], $11::text[], $12::text[])
-					AS t(record_id, kind, local_state, external_state, detail, command, once, not_a_row, payload, external_id)
+				SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bool[], $10::bool[], $11::text[], $12::text[], $13::text[])
+					AS t(record_id, kind, local_state, external_state, detail, command, once, not_a_row, payload, external_id, diffs)
 			), opened AS (
-				INSERT INTO ` + t.table("findings") + ` (job, record_id, kind, local_state, external_state, detail, command, aggregate_type, external_id)
-				SELECT $1, record_id, kind, local_state, external_state, detail, command, $2, external_id FROM input
+				INSERT INTO ` + t.table("findings") + ` (job, record_id, kind, local_state, external_state, detail, command, aggregate_type, external_id, diffs)
+				SELECT $1, record_id, kind, local_state, external_state, detail, command, $2, external_id, diffs::jsonb FROM input
 				-- Once: a finding (job, record, kind) ever opened is not opened again.
 				WHERE NOT (once AND EXISTS (SELECT 1 FROM ` + t.table("findings") + ` AS f
 					WHERE f.job = $1 AND f.record_id = input.record_id AND f.kind = input.kind))
@@ -328,10 +332,36 @@ func (p *sqlParts) reviewStatements(st *statements) {
 	id := p.cfg.IDColumn
 	st.externalIDs = fmt.Sprintf("SELECT %s::text, coalesce(%s::text, '') FROM %s AS h WHERE %s = ANY($1::text[]::%s[])",
 		p.q(id), p.q(p.cfg.ExternalIDColumn), p.host, p.q(id), p.types[id])
-	switch p.types[id] {
-	case "smallint", "integer", "bigint":
-		st.externalIDsValid = integerID
-	case "uuid":
-		st.externalIDsValid = uuidID
+	st.externalIDsValid = holds(p.types[id])
+	for _, c := range p.cfg.SearchColumns {
+		sc := searchColumn{valid: holds(p.types[c])}
+		// Text-like, integer and uuid columns are compared in their own type, so that an
+		// index on the column serves; a value an integer or uuid column cannot hold is not
+		// looked for in it.
+		switch typ := p.types[c]; {
+		case typ == "text" || typ == "bpchar" || strings.HasPrefix(typ, "character varying") || sc.valid != nil:
+			sc.cond = fmt.Sprintf("%s = $%%[1]d::%s", p.q(c), typ)
+		default:
+			// Compared as text, which no plain index on the column serves.
+			sc.cond = fmt.Sprintf("%s::text = $%%[1]d", p.q(c))
+		}
+		st.search = append(st.search, sc)
 	}
+	st.searchRows = fmt.Sprintf("SELECT %s::text FROM %s AS h WHERE ", p.q(id), p.host)
+}
+
+// holds says which text values a column of type typ can hold, for the types whose casts fail
+// on others (one failed cast fails the whole statement); nil for the types that take any text.
+func holds(typ string) func(string) bool {
+	bits := map[string]int{"smallint": 16, "integer": 32, "bigint": 64}[typ]
+	switch {
+	case bits > 0:
+		return func(v string) bool {
+			_, err := strconv.ParseInt(v, 10, bits)
+			return err == nil
+		}
+	case typ == "uuid":
+		return uuidID.MatchString
+	}
+	return nil
 }

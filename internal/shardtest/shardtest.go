@@ -54,7 +54,7 @@ func NewStore(t testing.TB, cfg pgstore.Config, ddl ...string) (*pgxpool.Pool, *
 }
 
 // NewJob returns a sharded job over s, of job "sweep" unless cfg names one.
-func NewJob(t testing.TB, s *pgstore.Store[string], cfg pgshard.Config) *pgshard.Job[string] {
+func NewJob[L any](t testing.TB, s *pgstore.Store[L], cfg pgshard.Config) *pgshard.Job[L] {
 	t.Helper()
 	if cfg.Job == "" {
 		cfg.Job = "sweep"
@@ -75,7 +75,7 @@ func EngineConfig(gw reconcile.Gateway[string], batch int) reconcile.Config[stri
 // RunCycle runs workers (each its own pgshard.Job, as separate processes would have) until the
 // job's cycle count reaches cycles, and returns the ticks that leased a shard. It fails the test
 // after maxTicks ticks in all.
-func RunCycle(t testing.TB, s *pgstore.Store[string], jobs []*pgshard.Job[string], cfg reconcile.Config[string, string], cycles int64, maxTicks int) []pgshard.Tick {
+func RunCycle[L, E any](t testing.TB, s *pgstore.Store[L], jobs []*pgshard.Job[L], cfg reconcile.Config[L, E], cycles int64, maxTicks int) []pgshard.Tick {
 	t.Helper()
 	ctx := context.Background()
 	var (
