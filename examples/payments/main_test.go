@@ -79,8 +79,9 @@ func TestRunFindsExactlyThePlantedDrift(t *testing.T) {
 
 	// The lanes: the events lane finds each lost webhook with one call, the reverse scan each
 	// PaymentIntent only at Stripe (not the young one) and nothing else, a call per hundred.
-	if e.missed != 2 || e.orphans != 2 {
-		t.Fatalf("the plan has %d lost webhooks and %d orphans; the assertions below expect 2 and 2", e.missed, e.orphans)
+	// 2 lost webhooks, a refund, a refund that fails and a dispute.
+	if e.missed != 5 || e.orphans != 2 {
+		t.Fatalf("the plan has %d changes after the sweep and %d orphans; the assertions below expect 5 and 2", e.missed, e.orphans)
 	}
 	// Every PaymentIntent but those of the rows Stripe never saw or (created long before their
 	// rows) outside the window, and the young one.
@@ -90,14 +91,25 @@ func TestRunFindsExactlyThePlantedDrift(t *testing.T) {
 		got, planted  int
 		plantedColumn bool
 	}{
-		{"events read (PaymentIntents judged)", 2, 2, true},
+		{"payments judged", 5, 5, true},
 		{"API calls  GET /v1/events", 1, 1, true},
-		{"findings opened", 2, 2, true}, // the events lane's: the first of the two such lines
+		{"findings opened", 5, 5, true}, // the events lane's: the first of the two such lines
+		{"repair commands queued", 3, 3, true},
 		{"only at Stripe", 2, 2, true},
 		{"PaymentIntents listed", listed, 0, false},
 		{"API calls  GET /v1/payment_intents", pages(listed), 0, false},
 		{"missing_locally", 2, 2, true},         // open, in the summary
 		{"ApplyPaymentSucceeded", 32, 32, true}, // queued: 30 by the sweep, 2 by the events lane
+		{"ApplyRefund", 2, 2, true},             // queued: the partial refund by the sweep, the whole one by the events lane
+		{"list      GET /v1/disputes", 1, 0, false},
+		// One of each money drift, open after the lanes.
+		{"amount_mismatch", 1, 1, true},
+		{"currency_mismatch", 1, 1, true},
+		{"dispute_lost", 1, 1, true},
+		{"dispute_needs_response", 1, 1, true},
+		{"missed_partial_refund", 1, 1, true},
+		{"missed_refund", 1, 1, true},
+		{"refund_failed", 1, 1, true},
 	} {
 		got, planted := figures(t, out.String(), f.label)
 		if got != f.got || (f.plantedColumn && planted != f.planted) {
@@ -120,6 +132,20 @@ func TestRunFindsExactlyThePlantedDrift(t *testing.T) {
 		}
 	}
 	review := out.String()[strings.Index(out.String(), "Needs review:"):]
+	// The findings say what differs, amounts in their currency.
+	for _, want := range []string{
+		"currency JPY -> USD",
+		"dispute_status none -> lost",
+		"dispute_status none -> needs_response",
+		"amount_refunded USD ",
+	} {
+		if !strings.Contains(review, want) {
+			t.Errorf("the review list lacks %q:\n%s", want, review)
+		}
+	}
+	if !regexp.MustCompile(`amount_mismatch +paid +succeeded +amount USD [\d,]+\.00 -> USD [\d,]+\.00`).MatchString(review) {
+		t.Errorf("the review list lacks the amount mismatch's amounts:\n%s", review)
+	}
 	for _, id := range p.orphans() {
 		if !strings.Contains(review, id+"  missing_locally") {
 			t.Errorf("the review list lacks the orphan %s:\n%s", id, review)
