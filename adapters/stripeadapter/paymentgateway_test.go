@@ -20,11 +20,11 @@ import (
 // moneyFixture is a stripetest server holding one intent of each kind of money: plain,
 // refunded, partly refunded, partly captured, and disputes open and closed.
 type moneyFixture struct {
-	srv                                    *stripetest.Server
-	gw                                     *stripeadapter.Gateway
-	plain, refunded, partial, captured     string
+	srv                                     *stripetest.Server
+	gw                                      *stripeadapter.Gateway
+	plain, refunded, partial, captured      string
 	open, won, lost, pending, jpy, canceled string
-	lookups                                []reconcile.Lookup
+	lookups                                 []reconcile.Lookup
 }
 
 func newMoneyFixture(t *testing.T) *moneyFixture {
