@@ -25,8 +25,9 @@ type expected struct {
 	// each retrieved once: answered 404 for the rows Stripe never saw, 503 for the others.
 	notFound, unavailable int
 	// disputed is the number of rows outside the grace period whose charge is disputed when
-	// the sweep reads it: the disputes of each are listed once.
-	disputed int
+	// the sweep reads it: the disputes of each are listed once. disputes is the number of
+	// disputed payments once the lanes have run.
+	disputed, disputes int
 	// missed is the number of payments changed at Stripe after the sweep, their webhooks lost:
 	// the events lane must find each as one finding, with one command if its story has one
 	// (missedCommands of them), judged as laneVerdicts says. orphans is the number of
@@ -48,6 +49,9 @@ func (p plan) expected() expected {
 		}
 		if s.command != "" {
 			e.allCommands[s.command] += n
+		}
+		if s.money.dispute != "" {
+			e.disputes += n
 		}
 		switch s.finder() {
 		case laneReverse:
@@ -169,17 +173,26 @@ func compareLanes(p plan, l laneResults) []difference {
 			diffs = append(diffs, difference{what, want, got})
 		}
 	}
+	atMost := func(what string, want, got int) {
+		if got > want {
+			diffs = append(diffs, difference{what, want, got})
+		}
+	}
 	pageCheck := add
 	if l.sharedAccount {
 		pageCheck = atLeast
 	}
 	pageCheck("events lane: API calls, one per hundred events", pages(want.missed), l.eventsCalls)
+	// The feed reads each payment an event touches: its PaymentIntent, and its refunds or its
+	// disputes if an event is about them.
+	atMost("events lane: other API calls, at most three per payment judged", 3*want.missed, l.eventsOtherCalls)
 
 	add("reverse scan: findings opened, one per orphan PaymentIntent", want.orphans, l.reverse.findings)
 	add("reverse scan: commands queued", 0, l.reverse.commands)
 	add("PaymentIntents only at Stripe reported missing_locally", want.orphans, l.orphansFound)
 	add("other PaymentIntents reported missing_locally", 0, l.otherMissing)
-	add("reverse scan: API calls reported, one per request to Stripe", l.reverseCalls, l.reverse.calls)
+	add("reverse scan: API calls reported, one per request to Stripe", l.reverseCalls+l.reverseOtherCalls, l.reverse.calls)
+	atMost("reverse scan: disputes listed, at most one per disputed payment", want.disputes, l.reverseOtherCalls)
 	pageCheck("reverse scan: API calls, one per hundred listed", pages(l.reverse.scanned), l.reverseCalls)
 
 	for _, kind := range sortedKeys(want.allFindings, l.status.OpenFindings) {

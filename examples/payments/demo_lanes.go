@@ -50,11 +50,13 @@ type laneResults struct {
 	eventsOtherCalls int
 	missedFound      int
 	detect           time.Duration
-	// reverse is the reverse scan's pass, reverseCalls its requests; orphansFound counts the
+	// reverse is the reverse scan's pass, reverseCalls its list requests and reverseOtherCalls
+	// its others (the disputes of disputed charges); orphansFound counts the
 	// planted Stripe-only PaymentIntents reported missing_locally, otherMissing any other
 	// PaymentIntent reported so (the young one would be).
 	reverse                    cycle
 	reverseCalls               int
+	reverseOtherCalls          int
 	orphansFound, otherMissing int
 
 	// After both lanes: the payments whose open findings are exactly their story's, and the
@@ -149,6 +151,7 @@ func runReverseScan(ctx context.Context, out io.Writer, pool *pgxpool.Pool, sche
 		return err
 	}
 	lr.reverseCalls = reqs.Requests(stripetest.ListPaymentIntents)
+	lr.reverseOtherCalls = len(reqs.Log()) - lr.reverseCalls
 	if lr.orphansFound, lr.otherMissing, err = missingLocally(ctx, store, p); err != nil {
 		return err
 	}

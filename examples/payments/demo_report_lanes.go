@@ -47,10 +47,12 @@ func printReverse(out io.Writer, p plan, l laneResults) {
 	fmt.Fprintf(out, "newest first: %s, %s.\n", plural(r.batches, "step"), r.elapsed.Round(time.Millisecond))
 	fmt.Fprintf(out, "  %-40s %6s %8s\n", "", "", "planted")
 	fmt.Fprintf(out, "    %-38s %6d\n", "API calls  GET /v1/payment_intents", l.reverseCalls)
+	fmt.Fprintf(out, "    %-38s %6d           the disputes of each disputed charge whose outcome this process does not know\n",
+		"API calls  GET /v1/disputes", l.reverseOtherCalls)
 	fmt.Fprintf(out, "    %-38s %6d           matched to our rows in one query per page, and verified\n", "PaymentIntents listed", r.scanned)
 	perObject := 0.0
 	if r.scanned > 0 {
-		perObject = float64(l.reverseCalls) / float64(r.scanned)
+		perObject = float64(l.reverseCalls+l.reverseOtherCalls) / float64(r.scanned)
 	}
 	fmt.Fprintf(out, "    %-38s %6.3f\n", "calls per PaymentIntent", perObject)
 	fmt.Fprintf(out, "    %-38s %6d %8d  %s, needs_review, no command; the one created %s ago is not reported\n",

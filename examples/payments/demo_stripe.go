@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/stripe/stripe-go/v82"
@@ -28,7 +29,10 @@ import (
 // row's intent is answered 503. It gives p's payments (whose array it shares with the caller)
 // the ids of the refunds it makes. The caller closes the server.
 func newStripe(p plan, createdAt map[string]time.Time) (*stripetest.Server, error) {
-	srv := stripetest.NewServer(stripetest.Options{})
+	// The refunds and disputes of before the run were made moneyAgo, by stripetest's clock:
+	// their events are older than the events lane's anchor, so the sweep alone must find them.
+	var lag atomic.Int64
+	srv := stripetest.NewServer(stripetest.Options{Now: func() time.Time { return time.Now().Add(-time.Duration(lag.Load())) }})
 	intents := make([]stripetest.PaymentIntent, 0, len(p.payments)+len(p.stripeOnly))
 	for _, pay := range p.payments {
 		if pay.story.notFound {
@@ -54,8 +58,10 @@ func newStripe(p plan, createdAt map[string]time.Time) (*stripetest.Server, erro
 	for _, pay := range p.where(func(s *story) bool { return s.unavailable }) {
 		srv.Inject(stripetest.RetrievePaymentIntent, stripetest.Fault{Status: http.StatusServiceUnavailable, ID: pay.externalID})
 	}
+	lag.Store(int64(moneyAgo))
+	defer lag.Store(0)
 	for i := range p.payments {
-		if err := moneyBefore(srv, &p.payments[i], now); err != nil {
+		if err := moneyBefore(srv, &p.payments[i], now.Add(-moneyAgo)); err != nil {
 			srv.Close()
 			return nil, err
 		}
@@ -104,6 +110,9 @@ func moneyAfter(srv *stripetest.Server, pay payment, now time.Time) error {
 	}
 	return nil
 }
+
+// moneyAgo is how long before the run the refunds and disputes of before it were made.
+const moneyAgo = time.Hour
 
 // disputeDue is how long a customer's bank gives the merchant to answer a dispute, about a week.
 const disputeDue = 7 * 24 * time.Hour
