@@ -294,7 +294,8 @@ func TestRealPlanLeavesOutWhatNoTestCardMakes(t *testing.T) {
 		leftNames = append(leftNames, l.story.name)
 		leftRows += l.rows
 	}
-	if want := []string{"in flight: processing at Stripe", "Stripe unavailable"}; !slices.Equal(leftNames, want) {
+	if want := []string{"in flight: processing at Stripe", "Stripe unavailable", "dispute lost", "refund fails after the sweep",
+		"disputed after the sweep"}; !slices.Equal(leftNames, want) {
 		t.Errorf("left out %q, want %q", leftNames, want)
 	}
 	for i := range stories {
@@ -322,7 +323,8 @@ func TestRealPlanLeavesOutWhatNoTestCardMakes(t *testing.T) {
 	}
 	// What must be found is what was planted, and some of every kind of drift is.
 	e := p.expected()
-	if e.unavailable != 0 || e.notFound == 0 || e.missed == 0 || e.orphans == 0 || len(e.commands) != 2 {
+	if e.unavailable != 0 || e.notFound == 0 || e.missed == 0 || e.orphans == 0 || len(e.commands) != 3 ||
+		e.commands[stripeadapter.CommandApplyRefund] == 0 || e.findings[stripeadapter.KindCurrencyMismatch] == 0 {
 		t.Errorf("the real plan expects %+v", e)
 	}
 }
