@@ -83,9 +83,12 @@ func readAtStripe(ctx context.Context, tx pgx.Tx, schema string, gateway payment
 		return nil, fmt.Errorf("payments: read payment %d: %w", paymentID, err)
 	}
 	pay, err := gateway.Fetch(ctx, intentID)
-	if err != nil {
-		// Retried with backoff: an outage ends, and a PaymentIntent Stripe does not know is
-		// a missing_externally finding for a person, not this command's to settle.
+	switch {
+	case errors.Is(err, reconcile.ErrNotFound):
+		// No retry can apply the command; the sweep reports the payment as missing_externally.
+		return nil, pgoutbox.Permanent(fmt.Errorf("payments: read %s at Stripe: %w", intentID, err))
+	case err != nil:
+		// Retried with backoff: an outage ends.
 		return nil, fmt.Errorf("payments: read %s at Stripe: %w", intentID, err)
 	}
 	return pay, nil

@@ -103,6 +103,12 @@ func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.log.LogAttrs(r.Context(), slog.LevelInfo, "stripe webhook: no payment for the PaymentIntent; ignored",
 			slog.String("event", ev.ID), slog.String("payment_intent", intentID))
 		fmt.Fprintf(w, "no payment for %s\n", intentID)
+	case errors.Is(err, reconcile.ErrNotFound):
+		// Acknowledged too: a retry would not find it either. The sweep reports the payment
+		// as missing_externally, for a person.
+		h.log.LogAttrs(r.Context(), slog.LevelError, "stripe webhook: Stripe does not have the PaymentIntent; ignored",
+			slog.String("event", ev.ID), slog.String("payment_intent", intentID))
+		fmt.Fprintf(w, "payment %d: Stripe does not have %s\n", paymentID, intentID)
 	case errors.As(err, &conflict):
 		// Acknowledged too: redelivery would meet the same conflict. The payment is left as it
 		// is; the reconciler finds the difference and sends it to a person.

@@ -247,3 +247,27 @@ func TestWebhookAsksStripeToRetryWhenItCannotReadThePayment(t *testing.T) {
 		t.Errorf("after the retry: %+v, want %d refunded", st, pay.refund())
 	}
 }
+
+func TestARefundOfAPaymentIntentStripeDoesNotHaveIsNeitherRetriedNorApplied(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, stripeadapter.CommandApplyRefund, 1)
+	pay := f.p.payments[0]
+	f.srv.Inject(stripetest.RetrievePaymentIntent, stripetest.Fault{Status: http.StatusNotFound, Type: "invalid_request_error",
+		Code: "resource_missing", Message: "No such payment_intent", ID: pay.externalID})
+
+	body, header := signedEvent(testSecret, stripe.EventTypeChargeRefunded, pay.externalID, pay.amount)
+	resp := deliver(t.Context(), f.hook, body, header)
+	if resp.Code != http.StatusOK || !strings.Contains(resp.Body.String(), "Stripe does not have "+pay.externalID) {
+		t.Errorf("refund webhook answered %d %q, want 200: a retry cannot help", resp.Code, resp.Body.String())
+	}
+	if n, err := f.d.Work(t.Context()); n != 1 || err != nil {
+		t.Fatalf("Work = %d, %v; want 1 command claimed", n, err)
+	}
+	st := f.state(t, pay.externalID)
+	if st.refunded != 0 || len(st.ledger) != 0 || !st.findings[0].Open() {
+		t.Errorf("payment %+v, want nothing changed and its finding open", st)
+	}
+	if c := st.commands[0]; c.status != commandDead || c.failures != 1 || !strings.Contains(c.lastError, "read "+pay.externalID+" at Stripe") {
+		t.Errorf("command %+v, want dead at its first attempt", c)
+	}
+}

@@ -153,7 +153,7 @@ func applyRefunds(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRo
 	}
 	refunded, stripeCurrency := refundedAtStripe(pay)
 	switch {
-	case stripeCurrency != currency:
+	case !strings.EqualFold(stripeCurrency, currency):
 		return false, &conflictError{PaymentID: paymentID, Reason: fmt.Sprintf("is in %s, its payment at Stripe in %s",
 			strings.ToUpper(currency), strings.ToUpper(stripeCurrency))}
 	case recorded > refunded:
