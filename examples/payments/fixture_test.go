@@ -51,7 +51,7 @@ func newFixture(t *testing.T, command string, n int) *fixture {
 }
 
 // newFixtureOf returns a fixture of n payments telling story s, which the sweep must find as a
-// finding with a repair command.
+// finding of its kind, with its repair command if it has one.
 func newFixtureOf(t *testing.T, s *story, n int) *fixture {
 	t.Helper()
 	ctx := t.Context()
@@ -101,8 +101,10 @@ func newFixtureOf(t *testing.T, s *story, n int) *fixture {
 
 	for _, pay := range f.p.payments {
 		st := f.state(t, pay.externalID)
-		if len(st.findings) != 1 || !st.findings[0].Open() || len(st.commands) != 1 || st.commands[0].status != "pending" {
-			t.Fatalf("payment %s after the cycle: %+v, want one open finding and one pending command", st.id, st)
+		commands := b2i(s.command != "")
+		if len(st.findings) != 1 || !st.findings[0].Open() || st.findings[0].Kind != s.kind || len(st.commands) != commands ||
+			commands == 1 && st.commands[0].status != "pending" {
+			t.Fatalf("payment %s after the cycle: %+v, want one open %s finding and %d pending command", st.id, st, s.kind, commands)
 		}
 	}
 	return f

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 	"github.com/stripe/stripe-go/v82/webhook"
 
+	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 )
@@ -269,5 +271,25 @@ func TestARefundOfAPaymentIntentStripeDoesNotHaveIsNeitherRetriedNorApplied(t *t
 	}
 	if c := st.commands[0]; c.status != commandDead || c.failures != 1 || !strings.Contains(c.lastError, "read "+pay.externalID+" at Stripe") {
 		t.Errorf("command %+v, want dead at its first attempt", c)
+	}
+}
+
+func TestWebhookLeavesARefundLargerThanThePaymentForAPerson(t *testing.T) {
+	t.Parallel()
+	// The order was cut by 5.00 after checkout and the PaymentIntent was not; then the whole
+	// PaymentIntent was refunded: more than the row charges.
+	f := newFixtureOf(t, &story{name: "amount cut here, refunded whole at Stripe", local: paid, external: stripe.PaymentIntentStatusSucceeded,
+		money:   money{amountOff: -500, refunded: 1},
+		verdict: reconcile.NeedsReview, kind: stripeadapter.KindAmountMismatch}, 1)
+	pay := f.p.payments[0]
+	body, header := signedEvent(testSecret, stripe.EventTypeChargeRefunded, pay.externalID, pay.amount)
+	resp := deliver(t.Context(), f.hook, body, header)
+	want := fmt.Sprintf("charges %s, Stripe refunded %s, not changed: needs review",
+		reconcile.FormatAmount(pay.amount, "usd"), reconcile.FormatAmount(pay.refund(), "usd"))
+	if resp.Code != http.StatusOK || !strings.Contains(resp.Body.String(), want) {
+		t.Errorf("refund webhook answered %d %q, want 200 and %q", resp.Code, resp.Body.String(), want)
+	}
+	if st := f.state(t, pay.externalID); st.refunded != 0 || len(st.ledger) != 0 || !st.findings[0].Open() {
+		t.Errorf("payment %+v, want nothing changed and its finding open", st)
 	}
 }

@@ -75,7 +75,7 @@ SELECT count(*) FROM failed`
 	paymentStatus = `SELECT status FROM reconcile_demo.payments WHERE id = $1`
 	// lockPayment reads what a refund or a dispute changes, and locks the row until the
 	// transaction ends: a concurrent writer of the payment waits, then reads what this one did.
-	lockPayment = `SELECT currency, amount_refunded, coalesce(dispute_status, '')
+	lockPayment = `SELECT amount, currency, amount_refunded, dispute_status
 		FROM reconcile_demo.payments WHERE id = $1 FOR UPDATE`
 	// markRefunded sets a payment's refunded amount ($2) and books the difference ($3, negative).
 	markRefunded = `
@@ -147,15 +147,19 @@ var refundKinds = []string{stripeadapter.KindMissedRefund, stripeadapter.KindMis
 // person's decision.
 func applyRefunds(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], paymentID int64, pay *stripeadapter.Payment, actor string) (bool, error) {
 	schema := store.Config().Schema
-	currency, recorded, _, err := lock(ctx, tx, schema, paymentID)
+	row, err := lock(ctx, tx, schema, paymentID)
 	if err != nil {
 		return false, err
 	}
+	currency, recorded := row.Currency, row.AmountRefunded
 	refunded, stripeCurrency := refundedAtStripe(pay)
 	switch {
 	case !strings.EqualFold(stripeCurrency, currency):
 		return false, &conflictError{PaymentID: paymentID, Reason: fmt.Sprintf("is in %s, its payment at Stripe in %s",
 			strings.ToUpper(currency), strings.ToUpper(stripeCurrency))}
+	case refunded > row.Amount:
+		return false, &conflictError{PaymentID: paymentID, Reason: fmt.Sprintf("charges %s, Stripe refunded %s",
+			reconcile.FormatAmount(row.Amount, currency), reconcile.FormatAmount(refunded, currency))}
 	case recorded > refunded:
 		return false, &conflictError{PaymentID: paymentID, Reason: fmt.Sprintf("has %s refunded, Stripe only %s",
 			reconcile.FormatAmount(recorded, currency), reconcile.FormatAmount(refunded, currency))}
@@ -177,14 +181,14 @@ var disputeKinds = []string{stripeadapter.KindDisputeWon, stripeadapter.KindDisp
 
 // applyDispute records the status of a payment's latest dispute as Stripe holds it in pay, and
 // resolves the open dispute_won and dispute_updated findings about the payment by actor. A
-// payment whose charge has no dispute at Stripe is left as it is.
+// payment that records a dispute Stripe does not have is a conflict, for a person.
 func applyDispute(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], paymentID int64, pay *stripeadapter.Payment, actor string) (bool, error) {
 	schema := store.Config().Schema
-	_, _, recorded, err := lock(ctx, tx, schema, paymentID)
+	row, err := lock(ctx, tx, schema, paymentID)
 	if err != nil {
 		return false, err
 	}
-	status := latestDispute(pay)
+	recorded, status := localPayment(row).DisputeStatus, latestDispute(pay)
 	switch {
 	case status == recorded:
 		note := "dispute already " + cmp.Or(status, "none") + "; nothing to change"
@@ -199,16 +203,18 @@ func applyDispute(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRo
 	return true, resolve(ctx, tx, store, paymentID, disputeKinds, actor, note)
 }
 
-// lock locks a payment's row and reads what applyRefunds and applyDispute change.
-func lock(ctx context.Context, tx pgx.Tx, schema string, paymentID int64) (currency string, refunded int64, dispute string, err error) {
-	err = tx.QueryRow(ctx, inSchema(schema, lockPayment), paymentID).Scan(&currency, &refunded, &dispute)
+// lock locks a payment's row and reads the money of it that applyRefunds and applyDispute
+// change (its Status is not read).
+func lock(ctx context.Context, tx pgx.Tx, schema string, paymentID int64) (paymentRow, error) {
+	var r paymentRow
+	err := tx.QueryRow(ctx, inSchema(schema, lockPayment), paymentID).Scan(&r.Amount, &r.Currency, &r.AmountRefunded, &r.DisputeStatus)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", 0, "", fmt.Errorf("%w: %d", errNoPayment, paymentID)
+		return r, fmt.Errorf("%w: %d", errNoPayment, paymentID)
 	}
 	if err != nil {
-		return "", 0, "", fmt.Errorf("payments: read payment %d: %w", paymentID, err)
+		return r, fmt.Errorf("payments: read payment %d: %w", paymentID, err)
 	}
-	return currency, refunded, dispute, nil
+	return r, nil
 }
 
 // refundedAtStripe returns the amount refunded on pay's charge, failed and canceled refunds
