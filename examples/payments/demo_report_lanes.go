@@ -20,8 +20,8 @@ func printEvents(out io.Writer, p plan, l laneResults) {
 	fmt.Fprintf(out, "    %-38s %6d %8d  the changes since the anchor, each about one of our payments\n",
 		"payments judged", e.scanned, want.missed)
 	fmt.Fprintf(out, "    %-38s %6d %8d  a page holds up to 100 events\n", "API calls  GET /v1/events", l.eventsCalls, pages(want.missed))
-	fmt.Fprintf(out, "    %-38s %6d           the refunds and disputes of the payments whose events name them\n",
-		"API calls  refunds, disputes", l.eventsOtherCalls)
+	fmt.Fprintf(out, "    %-38s %6d           each payment the events name: its PaymentIntent, and its refunds or disputes\n",
+		"API calls  payments read", l.eventsOtherCalls)
 	var kinds, commands []string
 	for _, s := range stories {
 		if s.finder() == laneEvents && !slices.Contains(kinds, s.kind) {

@@ -14,8 +14,6 @@ import (
 	"github.com/stripe/stripe-go/v82"
 	"github.com/stripe/stripe-go/v82/webhook"
 
-	"github.com/reconcilekit/reconcile"
-	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 )
@@ -302,24 +300,4 @@ func deliver(ctx context.Context, h http.Handler, body []byte, header string) *h
 func newGateway(srv *stripetest.Server) (*stripeadapter.Gateway, error) {
 	// A host gives its own key and no BaseURL.
 	return stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL()})
-}
-
-// newReconciler returns the reconciler of store's payments against srv, through the Stripe
-// gateway. A nil limiter means unpaced.
-func newReconciler(store *pgstore.Store[paymentRow], srv *stripetest.Server, batchSize int, limiter reconcile.Limiter) (*reconcile.Reconciler[paymentRow, *stripeadapter.Payment], error) {
-	gateway, err := newGateway(srv)
-	if err != nil {
-		return nil, err
-	}
-	return reconcilerOver(store, gateway, batchSize, limiter)
-}
-
-// newLanes returns the lanes of store's payments against srv, through the Stripe gateway, paced
-// by the sweep's limiter (the account has one rate limit). A nil limiter means unpaced.
-func newLanes(store *pgstore.Store[paymentRow], srv *stripetest.Server, limiter reconcile.Limiter) (lanes, error) {
-	gateway, err := newGateway(srv)
-	if err != nil {
-		return lanes{}, err
-	}
-	return lanesOver(store, gateway, demoTimes, nil, limiter)
 }

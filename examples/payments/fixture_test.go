@@ -81,11 +81,11 @@ func newFixtureOf(t *testing.T, s *story, n int) *fixture {
 	if f.store, err = newStore(f.pool, f.schema); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := newReconciler(f.store, srv, 100, nil)
+	gateway, err := newGateway(srv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gateway, err := newGateway(srv)
+	rec, err := reconcilerOver(f.store, gateway, 100, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,12 +123,17 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 			return fmt.Errorf("payments: -rps %g: %w", opts.RPS, err)
 		}
 	}
-	rec, err := newReconciler(store, srv, opts.BatchSize, limiter)
+	// One gateway for the sweep, the lanes and the repairs, as a host has: they share the
+	// disputes' final outcomes it keeps.
+	gateway, err := newGateway(srv)
 	if err != nil {
 		return err
 	}
-
-	l, err := newLanes(store, srv, limiter)
+	rec, err := reconcilerOver(store, gateway, opts.BatchSize, limiter)
+	if err != nil {
+		return err
+	}
+	l, err := lanesOver(store, gateway, demoTimes, nil, limiter)
 	if err != nil {
 		return err
 	}
@@ -156,10 +161,6 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 		return err
 	}
 
-	gateway, err := newGateway(srv)
-	if err != nil {
-		return err
-	}
 	rr, err := repair(ctx, pool, schema, store, gateway.Payments(), p, slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		return err
