@@ -48,6 +48,17 @@
 // and repair commands record; wrap a RuleTable to record more than the states its rules match,
 // such as the amounts (see the StateNamer example and examples/custom-classifier).
 //
+// # Money
+//
+// A status is not the money: a payment refunded or lost in a dispute keeps its status. Local
+// rows may therefore be typed (a Go struct with the status, amount, currency, refunded amount,
+// ...; pgstore scans it from the host table), and a classifier compares fields. What differs goes
+// in [Decision].Diffs — each field with both sides' values as a person reads them — and is kept
+// with the finding, so a reviewer sees "amount: USD 10.00 ≠ USD 12.00" rather than a status
+// pair. Amounts are integers in the currency's minor unit and are compared as such, never
+// scaled; [FormatAmount] writes one for a person, with the right number of decimals for
+// zero-decimal (JPY) and three-decimal (KWD) currencies ([CurrencyExponent]).
+//
 // The engine decides some rows itself, without the classifier: a row with no external id is
 // NeedsReview [KindInvalidExternalID], an object the external system says does not exist is
 // NeedsReview [KindMissingExternally], and a [ReviewError] from the gateway is NeedsReview of

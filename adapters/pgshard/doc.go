@@ -1,7 +1,10 @@
 // Package pgshard runs one reconcile job over a pgstore.Store's table in shards, so that workers
 // in any number of processes share it: a Job splits the job into shards, ranges of the first key
 // column cut at its quantiles (the first open downward, the last upward, so new rows always
-// belong to one), remade from the keys present at the start of every cycle.
+// belong to one), remade from the keys present at the start of every cycle. A Job[L] and its
+// Leases are generic over the store's local state L, as a pgstore.Store[L] is: the
+// one-status-column store of pgstore.New gives a Job[string], a store of typed rows
+// (pgstore.NewOf) a Job of that struct.
 //
 // # Getting started
 //

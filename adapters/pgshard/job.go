@@ -140,8 +140,9 @@ type Job[L any] struct {
 	ensured atomic.Bool
 }
 
-// NewJob checks cfg and returns a sharded job over the store's table. It does not touch
-// the database; the shard set is made on first use (or by Ensure).
+// NewJob checks cfg and returns a sharded job over the store's table, whose rows it reads as
+// the store does (L is the store's). It does not touch the database; the shard set is made on
+// first use (or by Ensure).
 func NewJob[L any](s *pgstore.Store[L], cfg Config) (*Job[L], error) {
 	switch {
 	case s == nil:

@@ -31,9 +31,50 @@
 //	if err := dispatcher.Start(ctx); err != nil { ... }
 //	defer dispatcher.Stop(context.Background())
 //
-// The local state is the state column's text, so the store is a reconcile.Store[string]. Every
-// query takes a context; pool is a *pgxpool.Pool or anything else that is a DB. Check verifies
-// the table and columns up front, Status reads a job's monitoring figures.
+// The local state is the state column's text, so the store is a reconcile.Store[string]; a
+// host that compares more than a status reads typed rows (below). Every query takes a context;
+// pool is a *pgxpool.Pool or anything else that is a DB. Check verifies the table and columns up
+// front, Status reads a job's monitoring figures.
+//
+// # Typed rows
+//
+// NewOf[L] returns a Store[L] whose local state is a struct of host columns, such as a payment's
+// status, amount in minor units and currency, for a policy that compares money:
+//
+//	type payment struct {
+//		Status   string // untagged: the column status
+//		Amount   int64  `db:"amount_cents"`
+//		Currency string
+//		Refunded *int64             `db:"amount_refunded"` // nullable
+//		Captured pgtype.Timestamptz `db:"captured_at"`
+//		Notes    string             `db:"-"` // not a column
+//	}
+//	store, err := pgstore.NewOf[payment](pool, pgstore.Config{Table: "payments"})
+//
+// A field's column is its db tag, or its name lowercased when untagged (Amount is amount, not
+// amount_cents); db:"-" and unexported fields are skipped, and an untagged embedded struct's
+// fields count as the struct's own. Each column is read in its own type into its field, as pgx
+// scans it: int64 for a bigint, string or pgtype.Numeric for a numeric, a string type for
+// text, char or an enum, a pointer, sql.Null or pgtype type for a nullable column, time.Time
+// for a timestamp. A timestamp without time zone read into a time.Time (or *time.Time) is taken
+// to be in Config.TimeZone, as the store reads every naive time; into pgtype.Timestamp or a
+// string it comes as stored.
+//
+// Fields are decoded one by one, so a value its field cannot take (a NULL into an int64, text
+// into a number) makes only its row Record.Invalid, naming the column and field: that row
+// becomes an invalid_row finding and the cursor moves on, as for a row with impossible times.
+// NewOf refuses a type that is not a string or a struct with a mapped field, two fields on one
+// column, and a column name that is not a plain identifier; Check (or the first read) names a
+// field whose column the table lacks. With a struct the state column is not read and need not
+// exist; a field may also name the key, id or external id column. The sweep, lanes (Match),
+// tiers, pgshard jobs, Status and the review API work alike for every L, and decoding costs
+// what pgx's own Scan does: the engine benchmark's typed row of four columns runs at the
+// one-column row's speed.
+//
+// The classifier sees L; findings and observations record the states it names (LocalState, or
+// a StateNamer classifier's), short and secret-free, and a Decision's Diffs say which fields
+// differ: they are stored with the finding (at most reconcile.MaxDiffs, values cut to
+// reconcile.MaxDiffValue bytes) and returned by ListFindings and Finding.
 //
 // # The host table
 //
@@ -110,7 +151,9 @@
 //
 // Store is a reconcile.Reviewer, the core's review interface, as memstore.Store is:
 // ListFindings pages through findings by job, kind, row, state and age (with the external ids
-// of this store's table's rows); Finding returns one with its history (detection,
+// of this store's table's rows), and searches them: FindingQuery.Search is a finding's external
+// id or record id, or a value of one of Config.SearchColumns (an order id, say) of its row,
+// whole, each compared in its column's type so that an index serves; Finding returns one with its history (detection,
 // resolutions, reopenings and its repair commands' fate, failures and last error).
 // ResolveFinding records the resolution, actor and note; ReopenFinding opens it again; both
 // have an -In form that runs in the host's transaction. Every change is appended to an audit

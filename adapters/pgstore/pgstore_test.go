@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -107,5 +108,61 @@ func TestConformance(t *testing.T) {
 	reconciletest.Run(t, func(t *testing.T) reconciletest.Fixture {
 		pool, s := newStore(t, pgstore.Config{})
 		return fixture{pool, s}
+	})
+}
+
+// statusRow is the conformance table's row read as a typed row: the status and, as a host's
+// struct would, other columns of other types.
+type statusRow struct {
+	Status     string
+	ExternalID string     `db:"external_id"`
+	Updated    time.Time  `db:"updated_at"`
+	Created    *time.Time `db:"created_at"`
+}
+
+// statusStore is a store of statusRows seen as the suite's reconcile.Store[string]: its reads
+// and matches keep each row's status, and everything else is the typed store's own.
+type statusStore struct{ *pgstore.Store[statusRow] }
+
+func statuses(recs []reconcile.Record[statusRow]) []reconcile.Record[string] {
+	out := make([]reconcile.Record[string], len(recs))
+	for i, r := range recs {
+		out[i] = reconcile.Record[string]{Key: r.Key, ID: r.ID, ExternalID: r.ExternalID, Local: r.Local.Status,
+			CreatedAt: r.CreatedAt, Recent: r.Recent, Invalid: r.Invalid}
+		if r.Invalid == "" && (r.Local.ExternalID != r.ExternalID || r.Local.Updated.IsZero() || r.Local.Created == nil) {
+			out[i].Invalid = fmt.Sprintf("statusStore: typed row %+v does not hold its own columns", r.Local)
+		}
+	}
+	return out
+}
+
+func (s statusStore) Read(ctx context.Context, req reconcile.ReadRequest) (reconcile.Batch[string], error) {
+	b, err := s.Store.Read(ctx, req)
+	return reconcile.Batch[string]{Cursor: b.Cursor, Records: statuses(b.Records)}, err
+}
+
+func (s statusStore) Match(ctx context.Context, req reconcile.MatchRequest) (reconcile.MatchResult[string], error) {
+	m, err := s.Store.Match(ctx, req)
+	return reconcile.MatchResult[string]{Rows: statuses(m.Rows), Elsewhere: m.Elsewhere}, err
+}
+
+type typedFixture struct {
+	fixture
+	typed statusStore
+}
+
+func (f typedFixture) Store() reconcile.Store[string] { return f.typed }
+
+// The suite over a typed row: the sweep, lanes, commits and review of a store of a struct
+// behave as those of the one-column store.
+func TestConformanceOfATypedRow(t *testing.T) {
+	t.Parallel()
+	reconciletest.Run(t, func(t *testing.T) reconciletest.Fixture {
+		pool, s := newStore(t, pgstore.Config{})
+		typed, err := pgstore.NewOf[statusRow](pool, s.Config())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return typedFixture{fixture{pool, s}, statusStore{typed}}
 	})
 }

@@ -254,10 +254,10 @@ type searchColumn struct {
 	valid func(string) bool
 }
 
-// searchCond is the condition of FindingQuery.Search, the searched value's placeholder number
-// as %[1]d (for ListFindings' add): the finding's
-// external id or record id is it, or, for a finding of this store's table ($1), its row holds
-// it in one of Config.SearchColumns. Each is an equality that an index serves.
+// searchCond is the condition of FindingQuery.Search, with the searched value's placeholder
+// number as %[1]d (for ListFindings' add): the finding's external id or record id is it, or,
+// for a finding of this store's table ($1), its row holds it in one of Config.SearchColumns.
+// Each is an equality that an index serves.
 func (s *Store[L]) searchCond(ctx context.Context, search string) (string, error) {
 	or := []string{"f.external_id = $%[1]d", "f.record_id = $%[1]d"}
 	if len(s.cfg.SearchColumns) > 0 {

@@ -177,12 +177,13 @@ func (s *rowScanner[L]) local(rows pgx.Rows, dst *L) string {
 			s.plans[i] = s.m.PlanScan(s.fds[i].DataTypeOID, s.fds[i].Format, reflect.New(f.typ).Interface())
 		}
 	}
-	var zero L
-	*dst = zero
+	// Every field is scanned (a NULL sets a pointer field to nil), so nothing of the previous
+	// row stays in *dst unless a field fails; then none of the row does.
 	v := reflect.ValueOf(dst).Elem()
 	raw := rows.RawValues()[s.first:]
 	for i, f := range s.rt.fields {
 		if err := s.plans[i].Scan(raw[i], v.FieldByIndex(f.index).Addr().Interface()); err != nil {
+			var zero L
 			*dst = zero
 			return fmt.Sprintf("column %s (struct field %s): %v", f.column, f.name, err)
 		}

@@ -1,4 +1,5 @@
-// Package stripeadapter connects the reconciler to Stripe PaymentIntents, through stripe-go v82.
+// Package stripeadapter connects the reconciler to Stripe PaymentIntents and their money (charges,
+// refunds, disputes), through stripe-go v82.
 //
 // # Gateway
 //
@@ -76,10 +77,100 @@
 //
 // # Classifier
 //
-// PaymentIntentClassifier is the payment policy as a pure function of a local payment status
+// PaymentIntentClassifier is the status policy as a pure function of a local payment status
 // and a PaymentIntent: Stripe is the truth for a payment's outcome, so a pending payment whose
 // intent succeeded or was canceled is repaired automatically, and anything where money may
 // already have moved (a payment paid locally but not at Stripe) goes to a person.
+//
+// # Money
+//
+// A PaymentIntent's status does not change on a refund or a dispute: a payment refunded in
+// the Dashboard, or whose dispute was lost, stays succeeded. The money is on its latest charge
+// (amount_refunded, refunded, disputed), which the Gateway expands on every list
+// (expand[]=data.latest_charge) and retrieve (expand[]=latest_charge) at no extra call, beside
+// the intent's amount, amount_received and currency. [Gateway.Payments] returns a
+// reconcile.BatchGateway of [Payment]: the intent with its charge, and what the charge cannot
+// say itself. What each read costs:
+//
+//	a batch of rows (bulk)   the Gateway's list calls, about one per hundred rows, plus one
+//	                         GET /v1/disputes?payment_intent= per disputed charge whose
+//	                         disputes are not all final; final outcomes (won, lost,
+//	                         warning_closed, prevented) are kept, at most DisputeCacheSize
+//	                         charges, so a closed dispute costs one call per process
+//	one row (Fetch)          one retrieve, plus the same disputes call
+//	refunds, in the sweep    nothing: the charge's amount_refunded and refunded say it
+//	events lane              one call per hundred events, plus, per payment an event touches
+//	                         (once a step): its retrieve, GET /v1/refunds?payment_intent= when
+//	                         a refund event touched it, and the disputes call
+//	reverse scan             one call per hundred intents, plus the disputes calls
+//
+// A disputes or refunds call that fails leaves its row Unverifiable (or, in a lane, for the
+// next step), never judged without it; its 404 is not the intent's absence. In bulk, every
+// call is paced by the engine; one by one, Fetch's disputes call rides on its retrieve.
+//
+// [PaymentPolicy] judges a payments row, seen as a [LocalPayment] (status, amount and currency
+// in minor units, the amount refunded, the dispute's status), against a Payment. With a host
+// row type of its own (pgstore.NewOf scans one from the table):
+//
+//	rec, err := reconcile.New(reconcile.Config[PaymentRow, *stripeadapter.Payment]{
+//		Job: "payments", Source: store, Sink: store, Gateway: gateway.Payments(),
+//		Classifier: stripeadapter.PaymentPolicy(func(r PaymentRow) stripeadapter.LocalPayment {
+//			return stripeadapter.LocalPayment{Status: r.Status, Amount: r.Amount, Currency: r.Currency,
+//				AmountRefunded: r.Refunded, DisputeStatus: r.DisputeStatus}
+//		}),
+//		Limiter: limiter,
+//	})
+//
+// The first line that matches decides, and the decision's Diffs list every field that differs
+// (amounts written in their currency, as "JPY 1,000" or "KWD 1.000"), whichever line decided:
+//
+//	currency differs (in any case)           NeedsReview currency_mismatch
+//	amount differs (in minor units)          NeedsReview amount_mismatch
+//	a status pair but paid × succeeded       as PaymentIntentClassifier decides it
+//	paid × succeeded, then:
+//	  amount_received < amount               NeedsReview partial_capture
+//	  refunded by the row > by Stripe        NeedsReview refund_failed
+//	  the dispute's status differs:
+//	    lost                                 NeedsReview dispute_lost
+//	    needs_response,
+//	    warning_needs_response               NeedsReview dispute_needs_response
+//	    won                                  Repairable dispute_won (ApplyDisputeStatus)
+//	    any other                            Repairable dispute_updated (ApplyDisputeStatus)
+//	    none at Stripe                       NeedsReview dispute_missing_externally
+//	  refunded by Stripe > by the row        Repairable missed_refund, when the whole captured
+//	                                         amount is refunded, else missed_partial_refund
+//	                                         (ApplyRefund)
+//	  otherwise                              InSync
+//
+// Why each goes where it goes:
+//   - A payment in another currency, or of another amount, is not the payment the order
+//     asked for: a price changed, a bug, or fraud, and whether to ship, charge again or refund
+//     is a business decision. Never auto-apply it. Amounts are compared as integers in minor
+//     units, never scaled: JPY has no decimals and KWD three.
+//   - A partial capture took less money than the row says: ship less, charge the rest or
+//     cancel, a person decides.
+//   - A row that records more refunded than Stripe has (a refund that failed after
+//     succeeding, or one never made) means the customer was told money came back that did
+//     not: someone must refund again or tell them. The events lane names the failed refund and
+//     its failure_reason.
+//   - A dispute lost has taken the money back, and one that needs a response is lost unless
+//     evidence reaches Stripe by its due_by (in the detail, "respond by" and the time in RFC
+//     3339, UTC): both need a person, the second soon.
+//   - A dispute won, or one whose status merely moved on (under review, an inquiry closed),
+//     and a refund made at Stripe (in the Dashboard, by support, by another service) are money
+//     that already moved: catching our side up is safe and needs no one. The repair command's
+//     canonical writer re-reads Stripe before it writes.
+//   - Money is compared only for a payment both sides call paid: before that, the status
+//     policy decides (a pending payment whose intent succeeded is missed_success first; its
+//     refund is found once the row is paid).
+//
+// For a lane, [Gateway.PaymentEventsFeed] reads payment_intent.*, charge.refunded,
+// charge.refund.updated, refund.* and charge.dispute.* events (PaymentEventTypes, 18 types in
+// one list) and yields the current Payment of each intent they touch, read whole: an event
+// says where to look, never what happened, so a dispute's outcome comes from dispute.status
+// and a refund's from the Refund. Run every minute, a Dashboard refund, a failed refund or a
+// dispute is a finding within two minutes. The sweep stays behind it: Stripe documents events
+// that are never sent. [Gateway.PaymentReverseFeed] is ReverseFeed's scan, of Payments.
 //
 // # Testing
 //

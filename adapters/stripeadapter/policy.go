@@ -51,7 +51,7 @@ type LocalPayment struct {
 // refunded and disputed; the first problem found names the decision, and Decision.Diffs lists
 // every field that differs. The package doc has the table, with the reason for each direction.
 //
-// It is pure (no network, no clock) and safe for concurrent use, like view must be. It is a
+// It is pure (no network, no clock) and safe for concurrent use, as view must be too. It is a
 // reconcile.StateNamer: findings record the local Status and the intent's status. It trusts
 // the Payment to be read as PaymentGateway and the payment feeds read it, the latest charge
 // expanded and the disputes of a disputed charge listed.

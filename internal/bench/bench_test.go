@@ -48,7 +48,7 @@ func TestEngineFindsTheMixDriftInOneCycle(t *testing.T) {
 			t.Parallel()
 			pool, schema := pgtest.PoolSchema(t)
 			var progress bytes.Buffer
-			res, err := runEngine(context.Background(), pool, schema, engineOptions{Rows: 2000, Batch: tc.batch, Progress: &progress})
+			res, err := runEngine(context.Background(), pool, schema, engineOptions{Rows: 2000, Batch: tc.batch, Progress: &progress, Typed: true, Rounds: 2})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,8 +61,12 @@ func TestEngineFindsTheMixDriftInOneCycle(t *testing.T) {
 			if res.Verdicts["unverifiable"] != 20 || res.Verdicts["in_flight"] != 40 {
 				t.Errorf("verdicts = %v, want 20 unverifiable and 40 in flight", res.Verdicts)
 			}
-			if n := strings.Count(progress.String(), "%"); n != 10 {
-				t.Errorf("progress has %d percentage lines, want 10:\n%s", n, progress.String())
+			// Two rounds of the one-column and the typed row, which agree (runEngine checks).
+			if n := strings.Count(progress.String(), "%"); n != 40 {
+				t.Errorf("progress has %d percentage lines, want 40:\n%s", n, progress.String())
+			}
+			if res.TypedRowsPerS <= 0 || res.TypedRatio != round(res.TypedRowsPerS/res.RowsPerS, 3) {
+				t.Errorf("typed %v rows/s, ratio %v to %v; want the typed row's rate and its ratio to the one-column row's", res.TypedRowsPerS, res.TypedRatio, res.RowsPerS)
 			}
 			if _, err := json.Marshal(res); err != nil {
 				t.Fatal(err)
@@ -98,6 +102,27 @@ func TestStripeBenchBulkAgreesWithPerObjectAtAHundredthOfTheCalls(t *testing.T) 
 				}
 			}
 		})
+	}
+}
+
+func TestStripeMoneyBenchAgreesInBothModesAndFindsEveryKind(t *testing.T) {
+	t.Parallel()
+	res, err := runStripeMoney(context.Background(), stripeOptions{Rows: 10000, Batch: 1000, Concurrency: 4, Hint: "aligned"})
+	if err != nil {
+		t.Fatal(err) // including bulk and per-object disagreeing
+	}
+	if !res.SameVerdicts || !res.SameFindings || res.CallsPerRow > 0.011 || res.DisputeCalls != 5 {
+		t.Fatalf("same verdicts %t, findings %t; %.4f calls per row, %d disputes calls; want both, at most 0.011, 5",
+			res.SameVerdicts, res.SameFindings, res.CallsPerRow, res.DisputeCalls)
+	}
+	// The first 10,000 rows hold five disputes: two needing a response and one won, which the
+	// rows do not record, and two (one lost, one under review) which they do.
+	for kind, want := range map[string]int{"amount_mismatch": 5, "currency_mismatch": 5, "partial_capture": 8, "refund_failed": 9,
+		"missed_refund": 46, "missed_partial_refund": 45, "dispute_needs_response": 2, "dispute_won": 1,
+		"dispute_lost": 0, "dispute_updated": 0} {
+		if res.Kinds[kind] != want {
+			t.Errorf("%d %s findings, want %d (all: %v)", res.Kinds[kind], kind, want, res.Kinds)
+		}
 	}
 }
 

@@ -9,7 +9,8 @@
 //	engine   load a seed-shaped payments table and time one full cycle of the engine over it
 //	dispatch queue repair commands in the outbox and time dispatchers applying them all
 //	stripe   one full cycle through the Stripe gateway over HTTP to stripetest, bulk or per-object,
-//	         counting API calls (calls per row, cycle hours at 5 requests/s)
+//	         counting API calls (calls per row, cycle hours at 5 requests/s); with -money, the
+//	         money policy over refunds and disputes in both modes, compared
 //	scale    one cycle of a sharded job per worker count (-workers 1,2,4), each worker a process
 //	         of its own drawing from one rate budget in PostgreSQL; rows/s and calls per second
 //	lanes    the events catch-up lane finding missed webhooks (detect_seconds, api_calls) and one

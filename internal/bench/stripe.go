@@ -56,6 +56,19 @@ type stripeResult struct {
 	Commands         int64          `json:"commands"`
 	Verdicts         map[string]int `json:"verdicts"`
 	GoVersion        string         `json:"go_version"`
+
+	// With -money (see stripemoney.go): the mix, the disputes calls among api_calls, the
+	// calls per row of the other mode and of a second bulk cycle (closed disputes kept), the
+	// findings by kind, and whether both modes agree (the run fails when they do not).
+	Money               bool           `json:"money,omitempty"`
+	Mix                 string         `json:"mix,omitempty"`
+	DisputeCalls        int            `json:"dispute_calls,omitempty"`
+	ComparedMode        string         `json:"compared_mode,omitempty"`
+	ComparedCallsPerRow float64        `json:"compared_calls_per_row,omitempty"`
+	WarmCallsPerRow     float64        `json:"second_cycle_calls_per_row,omitempty"`
+	SameVerdicts        bool           `json:"same_verdicts,omitempty"`
+	SameFindings        bool           `json:"same_findings,omitempty"`
+	Kinds               map[string]int `json:"kinds,omitempty"`
 }
 
 // stripeCommand is the stripe subcommand: it recreates its schema, runs runStripe in it and
@@ -70,10 +83,12 @@ func stripeCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	latency := fs.Duration("latency", 0, "latency stripetest adds to every request")
 	burst := fs.Bool("burst", false, "create all rows and PaymentIntents within one second (a backfill, an import)")
 	schema := fs.String("schema", "bench_stripe", "schema to drop, recreate and work in")
+	money := fs.Bool("money", false, "the money policy over intents with charges, refunds and disputes, rows in memory; runs both modes and compares them")
 	if err := parseFlags(fs, args, stderr,
 		"usage: go run ./internal/bench stripe [flags]",
 		"One full cycle of the engine with pgstore and the Stripe gateway over HTTP to stripetest,",
 		"-burst: every row and PaymentIntent created within one second (a backfill, an import);",
+		"-money: the money policy (refunds, disputes, amounts) in both modes, rows in memory;",
 		"no rate limit; counts the API calls. Database: $DATABASE_URL.",
 	); err != nil {
 		return err
@@ -86,14 +101,22 @@ func stripeCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	case *mode != "bulk" && *mode != "per-object":
 		return fmt.Errorf("bench: stripe: -mode must be bulk or per-object, not %q", *mode)
 	}
+	opts := stripeOptions{Rows: *rows, Batch: *batch, Concurrency: *conc, Hint: *hint,
+		PerObject: *mode == "per-object", Burst: *burst, Latency: *latency, Progress: stderr}
+	if *money {
+		res, err := runStripeMoney(ctx, opts)
+		if err != nil {
+			return err
+		}
+		return emit(stdout, res)
+	}
 	pool, drop, err := benchSchema(ctx, *schema, stderr)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
 	defer drop()
-	res, err := runStripe(ctx, pool, *schema, stripeOptions{Rows: *rows, Batch: *batch, Concurrency: *conc, Hint: *hint,
-		PerObject: *mode == "per-object", Burst: *burst, Latency: *latency, Progress: stderr})
+	res, err := runStripe(ctx, pool, *schema, opts)
 	if err != nil {
 		return err
 	}

@@ -30,11 +30,11 @@ type charge struct {
 	disputes index[*dispute]
 }
 
-// charge gives in the charge its status calls for, at the time at: a new one, uncaptured,
+// chargeFor gives in the charge its status calls for, at the time at: a new one, uncaptured,
 // when the intent requires capture; a new or newly captured one when it succeeded. It returns
 // the charge and the event the change records (charge.succeeded for a new charge,
 // charge.captured for a capture), "" when nothing changed. The caller holds s.mu.
-func (s *Server) charge(in *intent, at int64) (*charge, string) {
+func (s *Server) chargeFor(in *intent, at int64) (*charge, string) {
 	capture := in.status == stripe.PaymentIntentStatusSucceeded
 	if !capture && in.status != stripe.PaymentIntentStatusRequiresCapture {
 		return nil, ""

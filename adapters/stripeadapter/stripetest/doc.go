@@ -1,7 +1,9 @@
 // Package stripetest is a stateful fake of the part of the Stripe API this project reads,
-// PaymentIntents and their events, served over real HTTP so that stripe-go pointed at it works
-// unchanged. Tests use it to exercise the Stripe adapter end to end: pagination, Connect
-// accounts, rate limits, outages and slow answers, without the network or a Stripe account.
+// PaymentIntents with their charges, refunds and disputes, and their events, served over real
+// HTTP so that stripe-go pointed at it works unchanged. Tests use it to exercise the Stripe
+// adapter end to end: pagination, Connect accounts, rate limits, outages and slow answers,
+// money that changes without the intent's status changing, all without the network or a Stripe
+// account.
 //
 // # Setup
 //
@@ -24,15 +26,50 @@
 // PaymentIntent reads one back. An intent belongs to the platform or to a Connect account: a
 // request with a Stripe-Account header sees only that account's objects, one without it only
 // the platform's, and anything else is "No such payment_intent" (404). Times are kept in whole
-// seconds, like Stripe's. Options.Now is the clock for defaults and status-change events.
+// seconds, like Stripe's. Options.Now is the clock for defaults and for the time of changes
+// and their events.
+//
+// # Money
+//
+// An intent that requires capture or succeeds, when added so or through SetStatusAt, gets one
+// charge "ch_...", its latest_charge: the intent's amount and currency, amount_captured (what
+// the intent received once captured, 0 before), amount_refunded, refunded (the whole captured
+// amount is), disputed, status succeeded. PaymentIntent.AmountReceived and SetAmountReceived
+// model a partial capture. GET /v1/charges/{id} reads a charge.
+//
+// Refund refunds a charge as the Dashboard would (a succeeded refund "re_..."), and
+// SetRefundStatus moves a refund through pending, requires_action, succeeded, failed (with its
+// failure_reason) and canceled. The fake's model of the charge: pending, requires_action and
+// succeeded refunds count in its amount_refunded, failed and canceled ones do not, so a refund
+// that fails after succeeding gives its amount back (Stripe documents that the amount returns
+// to the balance). Dispute opens a dispute "dp_..." with its evidence_details.due_by, and
+// SetDisputeStatus moves it through every status Stripe documents; the charge stays disputed.
+// GET /v1/refunds and GET /v1/disputes list them, filtered by payment_intent, charge and
+// created; GET /v1/refunds/{id} and /v1/disputes/{id} read one. They belong to their intent's
+// account.
+//
+// # Expand
+//
+// expand[]=latest_charge on a retrieve and expand[]=data.latest_charge on a list render the
+// charge in place of its id; likewise payment_intent on a charge, and charge and
+// payment_intent on a refund or a dispute, nested up to Stripe's four levels (a list's data
+// counts as one). A path Stripe would refuse is Stripe's 400: "This property cannot be
+// expanded (...)." for a field that is not expandable (with Stripe's hint to start a list's
+// path with data), and property_expansion_max_depth for more than four levels. stripe-mock
+// accepts such paths, which is why the fake checks them. A charge's refunds sub-list, rendered
+// only when expanded, holds its ten newest refunds. Expandable fields of objects the fake does
+// not model (customer, balance_transaction, ...) are accepted and stay as they are unexpanded,
+// null, and paths below them are not checked.
 //
 // # Lists
 //
-// GET /v1/payment_intents and GET /v1/events list newest first (by created, then later-added
-// first) and take Stripe's parameters: limit (1 to 100, default 10), starting_after,
-// ending_before, and created as an exact time or with gt, gte, lt and lte. ending_before
-// returns the limit objects just newer than the cursor, still newest first, and has_more tells
-// whether objects remain in the direction of paging. Unknown parameters are refused with
+// GET /v1/payment_intents, /v1/refunds, /v1/disputes and /v1/events list newest first (by
+// created, then later-added first) and take Stripe's parameters: limit (1 to 100, default 10),
+// starting_after, ending_before, and created as an exact time or with gt, gte, lt and lte.
+// ending_before returns the limit objects just newer than the cursor, still newest first, and
+// has_more tells whether objects remain in the direction of paging. A filtered list (refunds
+// or disputes by payment_intent or charge) pages the same way; a cursor from outside it
+// positions the page by the cursor's created time. Unknown parameters are refused with
 // Stripe's 400 "Received unknown parameter", so client mistakes show up in tests rather than in
 // production. Objects are kept sorted per account and pages are found by binary search: a page
 // costs microseconds over 200k objects, so benchmarks measure the client, not the fake.
@@ -42,10 +79,16 @@
 // Adding an intent records payment_intent.created at its created time; a status change records
 // the event Stripe sends for it (payment_intent.succeeded, .canceled, .processing,
 // .requires_action, .amount_capturable_updated for requires_capture, .payment_failed for a
-// return to requires_payment_method; none for requires_confirmation), with a snapshot of the
-// intent after the change. Events belong to the intent's account. GET /v1/events filters by
-// type (with * as a wildcard, as in payment_intent.*), types (several exact types) and
-// created; GET /v1/events/{id} retrieves one.
+// return to requires_payment_method; none for requires_confirmation), preceded by
+// charge.succeeded when it creates the charge and charge.captured when it captures it. A
+// refund records refund.created and charge.refunded; a refund's status change refund.updated,
+// refund.failed when it failed, and charge.refund.updated (whose object is the refund). A
+// dispute records charge.dispute.created, and charge.dispute.funds_withdrawn for a chargeback;
+// its status changes charge.dispute.updated, or charge.dispute.closed for won, lost,
+// warning_closed and prevented, and charge.dispute.funds_reinstated for a chargeback won. Each
+// event holds a snapshot of its object after the change and belongs to the object's account.
+// GET /v1/events filters by type (with * as a wildcard, as in payment_intent.*), types (up to
+// 20 exact types) and created; GET /v1/events/{id} retrieves one.
 //
 // # Faults
 //
@@ -62,7 +105,9 @@
 //
 // # Not modeled
 //
-// Writes (creating, confirming or capturing intents through the API), webhooks, idempotency
-// keys, search, expansion (expand is accepted and ignored, as is customer), and the 30-day
-// window of events. Unsupported paths and methods answer 404 "Unrecognized request URL".
+// Writes (creating, confirming or capturing intents, refunding or answering disputes through
+// the API), webhooks, idempotency keys, search, the charges list, more than one charge per
+// intent (an intent keeps its first charge, and canceling it releases nothing), balance
+// transactions, the customer filter (accepted and ignored), and the 30-day window of events.
+// Unsupported paths and methods answer 404 "Unrecognized request URL".
 package stripetest

@@ -136,8 +136,7 @@ func (e expander) appendChargeRef(b []byte, id string) []byte {
 }
 
 // appendCharge appends a Charge as Stripe renders it, in the fields stripe.Charge decodes. Its
-// refunds sub-list is null, as when it is not expanded (Stripe advises against expanding it;
-// GET /v1/refunds lists them).
+// refunds sub-list is null unless expanded.
 func appendCharge(b []byte, ch *chState, e expander) []byte {
 	b = append(b, `{"id":`...)
 	b = appendString(b, ch.id)
@@ -159,8 +158,33 @@ func appendCharge(b []byte, ch *chState, e expander) []byte {
 	b = e.appendIntentRef(b, ch.paymentIntent)
 	b = append(b, `,"payment_method":null,"refunded":`...)
 	b = strconv.AppendBool(b, ch.refunded)
-	b = append(b, `,"refunds":null,"review":null,"status":"succeeded"}`...)
+	b = append(b, `,"refunds":`...)
+	if sub, ok := e.field("refunds"); ok {
+		b = appendChargeRefunds(b, ch.id, sub)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"review":null,"status":"succeeded"}`...)
 	return b
+}
+
+// maxSubList is how many items Stripe embeds in an expanded sub-list; has_more tells of the
+// rest, which the sub-list's own endpoint pages through.
+const maxSubList = 10
+
+// appendChargeRefunds appends a charge's expanded refunds sub-list, newest first.
+func appendChargeRefunds(b []byte, chargeID string, e expander) []byte {
+	x := &e.s.charges[chargeID].refunds
+	x.sort()
+	refunds := x.items
+	page := make([]*refund, 0, min(len(refunds), maxSubList))
+	for i := len(refunds) - 1; i >= 0 && len(page) < maxSubList; i-- {
+		page = append(page, refunds[i].v)
+	}
+	items, _ := e.field("data")
+	return appendList(b, "/v1/charges/"+chargeID+"/refunds", page, len(refunds) > maxSubList, func(b []byte, r *refund) []byte {
+		return appendRefund(b, &r.reState, items)
+	})
 }
 
 // appendRefund appends a Refund as Stripe renders it, in the fields stripe.Refund decodes.

@@ -243,3 +243,55 @@ func TestWildcardMatch(t *testing.T) {
 		})
 	}
 }
+
+// moneyEventTypes are the event types a money reconciler reads besides payment_intent.*: 18
+// exact types, within the 20 that one request may name.
+var moneyEventTypes = []string{
+	"payment_intent.succeeded", "payment_intent.canceled", "payment_intent.processing",
+	"payment_intent.payment_failed", "payment_intent.amount_capturable_updated", "payment_intent.requires_action",
+	"charge.succeeded", "charge.captured", "charge.refunded", "charge.refund.updated",
+	"refund.created", "refund.updated", "refund.failed",
+	"charge.dispute.created", "charge.dispute.updated", "charge.dispute.closed",
+	"charge.dispute.funds_withdrawn", "charge.dispute.funds_reinstated",
+}
+
+func TestMoneyEventTypes(t *testing.T) {
+	f, now := newClockFixture(t)
+	id := f.srv.AddPaymentIntent(PaymentIntent{Amount: 1000, Status: stripe.PaymentIntentStatusRequiresCapture})
+	step := func() { *now = now.Add(time.Second) }
+	step()
+	_ = f.srv.SetStatus(id, stripe.PaymentIntentStatusSucceeded)
+	step()
+	rid, _ := f.srv.Refund(id, 100)
+	step()
+	_ = f.srv.SetRefundStatus(rid, stripe.RefundStatusFailed, "")
+	step()
+	did, _ := f.srv.Dispute(id, 0, stripe.DisputeStatusNeedsResponse, time.Time{})
+	step()
+	_ = f.srv.SetDisputeStatus(did, stripe.DisputeStatusUnderReview)
+	step()
+	_ = f.srv.SetDisputeStatus(did, stripe.DisputeStatusWon)
+
+	want := []string{
+		"charge.dispute.funds_reinstated", "charge.dispute.closed", "charge.dispute.updated",
+		"charge.dispute.funds_withdrawn", "charge.dispute.created",
+		"charge.refund.updated", "refund.failed", "refund.updated",
+		"charge.refunded", "refund.created",
+		"payment_intent.succeeded", "charge.captured",
+	}
+	types := make([]*string, len(moneyEventTypes))
+	for i, typ := range moneyEventTypes {
+		types[i] = stripe.String(typ)
+	}
+	t.Run("types names every money event and lists them newest first", func(t *testing.T) {
+		if got := eventTypesOf(f.listEvents(t, &stripe.EventListParams{Types: types})); !slices.Equal(got, want) {
+			t.Errorf("got %v\nwant %v", got, want)
+		}
+	})
+	t.Run("more than 20 types are refused", func(t *testing.T) {
+		p := &stripe.EventListParams{Types: append(slices.Clone(types), stripe.String("a"), stripe.String("b"), stripe.String("c"))}
+		if se := stripeError(t, f.call("/v1/events", p, "", &stripe.EventList{}), http.StatusBadRequest); se.Param != "types" {
+			t.Errorf("got %+v", se)
+		}
+	})
+}

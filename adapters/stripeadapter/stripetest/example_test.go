@@ -62,3 +62,72 @@ func Example() {
 	// event: payment_intent.created 12:00PM
 	// retrieve requests: 2
 }
+
+// Example_money plants what a money reconciler looks for, a refund that fails after
+// succeeding and a dispute, and reads it back as the reconciler would: the intent with its
+// charge expanded, the refunds by intent, and the events.
+func Example_money() {
+	srv := stripetest.NewServer(stripetest.Options{
+		Now: func() time.Time { return time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC) },
+	})
+	defer srv.Close()
+
+	id := srv.AddPaymentIntent(stripetest.PaymentIntent{Amount: 5000, Currency: "jpy", Status: stripe.PaymentIntentStatusSucceeded})
+	refund, err := srv.Refund(id, 2000)
+	if err != nil {
+		panic(err)
+	}
+	if err := srv.SetRefundStatus(refund, stripe.RefundStatusFailed, "expired_or_canceled_card"); err != nil {
+		panic(err)
+	}
+	due := time.Date(2025, 6, 8, 12, 0, 0, 0, time.UTC)
+	if _, err := srv.Dispute(id, 0, stripe.DisputeStatusNeedsResponse, due); err != nil {
+		panic(err)
+	}
+
+	sc := stripe.NewClient(srv.Key(), stripe.WithBackends(stripe.NewBackendsWithConfig(&stripe.BackendConfig{
+		URL:               stripe.String(srv.URL()),
+		MaxNetworkRetries: stripe.Int64(0),
+		LeveledLogger:     &stripe.LeveledLogger{Level: stripe.LevelNull},
+	})))
+	ctx := context.Background()
+
+	params := &stripe.PaymentIntentRetrieveParams{}
+	params.AddExpand("latest_charge")
+	pi, err := sc.V1PaymentIntents.Retrieve(ctx, id, params)
+	if err != nil {
+		panic(err)
+	}
+	ch := pi.LatestCharge
+	fmt.Println("charge:", ch.Amount, ch.Currency, "captured", ch.AmountCaptured, "refunded", ch.AmountRefunded, "disputed", ch.Disputed)
+	for r, err := range sc.V1Refunds.List(ctx, &stripe.RefundListParams{PaymentIntent: stripe.String(id)}) {
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println("refund:", r.Amount, r.Status, r.FailureReason)
+	}
+	for d, err := range sc.V1Disputes.List(ctx, &stripe.DisputeListParams{PaymentIntent: stripe.String(id)}) {
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println("dispute:", d.Amount, d.Status, "due", time.Unix(d.EvidenceDetails.DueBy, 0).UTC().Format(time.DateOnly))
+	}
+	for e, err := range sc.V1Events.List(ctx, nil) {
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println("event:", e.Type)
+	}
+	// Output:
+	// charge: 5000 jpy captured 5000 refunded 0 disputed true
+	// refund: 2000 failed expired_or_canceled_card
+	// dispute: 5000 needs_response due 2025-06-08
+	// event: charge.dispute.funds_withdrawn
+	// event: charge.dispute.created
+	// event: charge.refund.updated
+	// event: refund.failed
+	// event: refund.updated
+	// event: charge.refunded
+	// event: refund.created
+	// event: payment_intent.created
+}

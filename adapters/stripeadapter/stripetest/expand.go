@@ -20,6 +20,8 @@ const (
 	kindRefund        = "refund"
 	kindDispute       = "dispute"
 	kindEvent         = "event"
+	// kindRefundList is a charge's refunds sub-list; its data holds refunds.
+	kindRefundList = "list of refunds"
 )
 
 // maxExpandDepth is how many levels a path may have, the "data" of a list included, as Stripe
@@ -45,9 +47,10 @@ var expandable = map[string]map[string]string{
 		"application":    "", "application_fee": "", "balance_transaction": "", "billing_details": "",
 		"customer": "", "failure_balance_transaction": "", "fraud_details": "", "on_behalf_of": "",
 		"outcome": "", "payment_method_details": "", "presentment_details": "", "radar_options": "",
-		"refunds": "", "review": "", "shipping": "", "source_transfer": "", "transfer": "",
+		"refunds": kindRefundList, "review": "", "shipping": "", "source_transfer": "", "transfer": "",
 		"transfer_data": "",
 	},
+	kindRefundList: {"data": kindRefund},
 	kindRefund: {
 		"charge": kindCharge, "payment_intent": kindPaymentIntent,
 		"balance_transaction": "", "customer": "", "destination_details": "",

@@ -173,3 +173,48 @@ func TestFaults(t *testing.T) {
 		f.srv.SetLatency(0)
 	})
 }
+
+func TestFaultsOnMoneyRoutes(t *testing.T) {
+	f := newFixture(t)
+	id := f.charged(t, "", 1000, "usd")
+	rid, _ := f.srv.Refund(id, 10)
+	did, _ := f.srv.Dispute(id, 0, stripe.DisputeStatusNeedsResponse, time.Time{})
+	chID := f.latestCharge(t, id, "")
+	for _, tc := range []struct {
+		route Route
+		path  string
+		id    string // the object of a retrieve, for an ID-scoped fault
+	}{
+		{RetrieveCharge, "/v1/charges/" + chID, chID},
+		{ListRefunds, "/v1/refunds?payment_intent=" + id, ""},
+		{RetrieveRefund, "/v1/refunds/" + rid, rid},
+		{ListDisputes, "/v1/disputes?payment_intent=" + id, ""},
+		{RetrieveDispute, "/v1/disputes/" + did, did},
+	} {
+		t.Run("a fault on "+string(tc.route)+" fails it and only it", func(t *testing.T) {
+			f.srv.Inject(tc.route, Fault{Status: http.StatusServiceUnavailable, ID: tc.id, Times: 1})
+			before := f.srv.Requests(tc.route)
+			if res, body := rawGet(t, f.srv, "/v1/payment_intents/"+id, f.srv.Key()); res.StatusCode != 200 {
+				t.Fatalf("another route failed: %d %s", res.StatusCode, body)
+			}
+			if res, body := rawGet(t, f.srv, tc.path, f.srv.Key()); res.StatusCode != 503 || !strings.Contains(body, `"type":"api_error"`) {
+				t.Errorf("got %d %s", res.StatusCode, body)
+			}
+			if res, body := rawGet(t, f.srv, tc.path, f.srv.Key()); res.StatusCode != 200 {
+				t.Errorf("after the fault: %d %s", res.StatusCode, body)
+			}
+			if n := f.srv.Requests(tc.route) - before; n != 2 {
+				t.Errorf("Requests(%s) grew by %d, want 2", tc.route, n)
+			}
+		})
+	}
+	t.Run("an ID-scoped fault spares the route's other objects", func(t *testing.T) {
+		other, _ := f.srv.Refund(id, 10)
+		f.srv.Inject(RetrieveRefund, Fault{Status: http.StatusTooManyRequests, ID: rid})
+		defer f.srv.ClearFaults()
+		stripeError(t, f.call("/v1/refunds/"+rid, nil, "", &stripe.Refund{}), http.StatusTooManyRequests)
+		if err := f.call("/v1/refunds/"+other, nil, "", &stripe.Refund{}); err != nil {
+			t.Error(err)
+		}
+	})
+}

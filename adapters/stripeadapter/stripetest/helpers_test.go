@@ -25,10 +25,19 @@ type fixture struct {
 // newFixture starts a server with a fixed clock and a stripe-go client without retries.
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	srv := NewServer(Options{Now: func() time.Time { return t0 }})
+	f, _ := newClockFixture(t)
+	return f
+}
+
+// newClockFixture is newFixture with a clock the test moves; it starts at t0. The test sets it
+// between requests, never during one.
+func newClockFixture(t testing.TB) (*fixture, *time.Time) {
+	t.Helper()
+	now := t0
+	srv := NewServer(Options{Now: func() time.Time { return now }})
 	t.Cleanup(srv.Close)
 	sc, b := newClient(srv, srv.Key(), nil)
-	return &fixture{srv: srv, sc: sc, backend: b}
+	return &fixture{srv: srv, sc: sc, backend: b}, &now
 }
 
 // newClient returns stripe-go configured for srv with key; hc may be nil.
@@ -116,4 +125,63 @@ func reversed(s []string) []string {
 	s = slices.Clone(s)
 	slices.Reverse(s)
 	return s
+}
+
+// call sends a GET to path with params encoded as stripe-go does and decodes the answer into
+// out, for pages whose has_more stripe-go's iterators hide and for raw shapes. account, if not
+// empty, is the Stripe-Account header.
+func (f *fixture) call(path string, params any, account string, out stripe.LastResponseSetter) error {
+	values := &form.Values{}
+	if params != nil {
+		form.AppendTo(values, params)
+	}
+	p := &stripe.Params{Context: context.Background()}
+	if account != "" {
+		p.StripeAccount = stripe.String(account)
+	}
+	return f.backend.CallRaw(http.MethodGet, path, f.srv.Key(), []byte(values.Encode()), p, out)
+}
+
+// charged adds an intent of amount in currency that succeeded at t0-1h, and so has a captured
+// charge, and returns its id.
+func (f *fixture) charged(t testing.TB, account string, amount int64, currency string) string {
+	t.Helper()
+	return f.srv.AddPaymentIntent(PaymentIntent{
+		Account: account, Status: stripe.PaymentIntentStatusSucceeded, Created: t0.Add(-time.Hour),
+		Amount: amount, Currency: currency,
+	})
+}
+
+// latestCharge returns the id of an intent's charge, read back over HTTP.
+func (f *fixture) latestCharge(t testing.TB, piID, account string) string {
+	t.Helper()
+	pi := &stripe.PaymentIntent{}
+	if err := f.call("/v1/payment_intents/"+piID, nil, account, pi); err != nil {
+		t.Fatal(err)
+	}
+	if pi.LatestCharge == nil {
+		t.Fatalf("%s has no latest_charge", piID)
+	}
+	return pi.LatestCharge.ID
+}
+
+// retrieveCharge reads a charge over HTTP, with its payment intent expanded when asked.
+func (f *fixture) retrieveCharge(t testing.TB, id, account string, expand ...string) *stripe.Charge {
+	t.Helper()
+	p := &stripe.ChargeRetrieveParams{}
+	for _, e := range expand {
+		p.AddExpand(e)
+	}
+	ch := &stripe.Charge{}
+	if err := f.call("/v1/charges/"+id, p, account, ch); err != nil {
+		t.Fatalf("retrieving charge %s: %v", id, err)
+	}
+	return ch
+}
+
+// eventsOf lists the events whose type matches the pattern (with * as a wildcard), newest
+// first.
+func (f *fixture) eventsOf(t testing.TB, pattern string) []*stripe.Event {
+	t.Helper()
+	return f.listEvents(t, &stripe.EventListParams{Type: stripe.String(pattern)})
 }

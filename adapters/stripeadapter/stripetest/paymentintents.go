@@ -139,7 +139,7 @@ func (s *Server) AddPaymentIntents(pis []PaymentIntent) []string {
 		indexOf(s.intentsBy, in.account).add(in)
 		// An intent added as charged gets its charge without charge events: the fixture
 		// stands for its history, as it does for the intent's own status.
-		s.charge(in, in.created)
+		s.chargeFor(in, in.created)
 		s.addEvent("payment_intent.created", in.created, in.account, in.piState)
 		ids[i] = in.id
 	}
@@ -196,7 +196,7 @@ func (s *Server) SetStatusAt(id string, status stripe.PaymentIntentStatus, at ti
 	if status == stripe.PaymentIntentStatusCanceled {
 		in.canceledAt = at.Unix()
 	}
-	if ch, event := s.charge(in, at.Unix()); event != "" {
+	if ch, event := s.chargeFor(in, at.Unix()); event != "" {
 		s.addEvent(event, at.Unix(), ch.account, ch.chState)
 	}
 	if typ, ok := eventTypes[status]; ok {

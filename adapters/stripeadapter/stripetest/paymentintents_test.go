@@ -72,7 +72,7 @@ func TestRetrievePaymentIntent(t *testing.T) {
 			t.Fatalf("got %+v, %v", pi, err)
 		}
 	})
-	t.Run("expand is accepted and ignored", func(t *testing.T) {
+	t.Run("expand is accepted for a field that can be expanded", func(t *testing.T) {
 		p := &stripe.PaymentIntentRetrieveParams{}
 		p.AddExpand("latest_charge")
 		if _, err := f.sc.V1PaymentIntents.Retrieve(ctx, "pi_full", p); err != nil {
@@ -151,7 +151,7 @@ func TestListPaymentIntentsOrderAndFilters(t *testing.T) {
 		{"an empty created range lists nothing", stripe.PaymentIntentListParams{CreatedRange: &stripe.RangeQueryParams{GreaterThan: at(30)}}, nil},
 		{"a connected account sees only its own intents", stripe.PaymentIntentListParams{ListParams: stripe.ListParams{StripeAccount: stripe.String("acct_1")}}, []string{"pi_other"}},
 		{"an account without intents sees none", stripe.PaymentIntentListParams{ListParams: stripe.ListParams{StripeAccount: stripe.String("acct_2")}}, nil},
-		{"customer and expand are accepted and ignored", stripe.PaymentIntentListParams{Customer: stripe.String("cus_1"), Expand: []*string{stripe.String("data.latest_charge")}}, []string{"pi_e", "pi_c", "pi_b", "pi_a", "pi_d"}},
+		{"customer is accepted and ignored, and expand does not filter", stripe.PaymentIntentListParams{Customer: stripe.String("cus_1"), Expand: []*string{stripe.String("data.latest_charge")}}, []string{"pi_e", "pi_c", "pi_b", "pi_a", "pi_d"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := f.listIntentIDs(t, &tc.params)

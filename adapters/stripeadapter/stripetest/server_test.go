@@ -267,3 +267,69 @@ func TestConcurrentUse(t *testing.T) {
 		t.Errorf("%d intents listed, want %d", got, 5+8*4)
 	}
 }
+
+func TestConcurrentMoney(t *testing.T) {
+	f := newFixture(t)
+	ids := make([]string, 4)
+	for i := range ids {
+		ids[i] = f.charged(t, "", 1_000_000, "usd")
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			ctx := context.Background()
+			id := ids[g%len(ids)]
+			for i := range 20 {
+				switch i % 4 {
+				case 0:
+					rid, err := f.srv.Refund(id, 1)
+					if err != nil {
+						t.Error(err)
+						continue
+					}
+					_ = f.srv.SetRefundStatus(rid, stripe.RefundStatusFailed, "")
+				case 1:
+					did, err := f.srv.Dispute(id, 1, stripe.DisputeStatusNeedsResponse, t0)
+					if err != nil {
+						t.Error(err)
+						continue
+					}
+					_ = f.srv.SetDisputeStatus(did, stripe.DisputeStatusLost)
+				case 2:
+					p := &stripe.PaymentIntentListParams{}
+					p.AddExpand("data.latest_charge.refunds.data")
+					for _, err := range f.sc.V1PaymentIntents.List(ctx, p) {
+						if err != nil {
+							t.Error(err)
+							break
+						}
+					}
+				case 3:
+					for _, err := range f.sc.V1Refunds.List(ctx, &stripe.RefundListParams{PaymentIntent: stripe.String(id)}) {
+						if err != nil {
+							t.Error(err)
+							break
+						}
+					}
+					for _, err := range f.sc.V1Events.List(ctx, &stripe.EventListParams{Type: stripe.String("charge.*")}) {
+						if err != nil {
+							t.Error(err)
+							break
+						}
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var refunds, disputes int
+	for range f.sc.V1Refunds.List(context.Background(), nil) {
+		refunds++
+	}
+	for range f.sc.V1Disputes.List(context.Background(), nil) {
+		disputes++
+	}
+	if refunds != 8*5 || disputes != 8*5 {
+		t.Errorf("%d refunds and %d disputes, want 40 of each", refunds, disputes)
+	}
+}
