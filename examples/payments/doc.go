@@ -34,7 +34,8 @@
 //     runs batch by batch until the cursor wraps, printing a line per batch, the Stripe API
 //     calls it made (a list call per hundred rows, each PaymentIntent with its latest charge,
 //     so its refunds and whether it is disputed; a retrieve for each row the lists did not
-//     show; and a list of the disputes of each disputed charge) and its verdicts.
+//     show; and a list of the disputes of each disputed charge whose outcome it does not know
+//     yet) and its verdicts.
 //   - Then some payments the sweep found in sync, awaiting payment, succeed at Stripe and their
 //     webhooks are lost; and at Stripe, their webhooks lost too, a payment is refunded in the
 //     Dashboard, a refund the row recorded fails, and a customer disputes a payment. The
