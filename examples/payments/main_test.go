@@ -366,11 +366,16 @@ func TestCompareRepairsReportsEveryCountThatDiffers(t *testing.T) {
 	st = r.payments[success.externalID]
 	st.ledger = 2 // booked twice
 	r.payments[success.externalID] = st
+	refund := p.where(func(s *story) bool { return s.command == stripeadapter.CommandApplyRefund })[0]
+	st = r.payments[refund.externalID]
+	st.refunded = 0 // a refund the repairs did not record
+	r.payments[refund.externalID] = st
 	r.lateResolvedBy = actorReconciler
 	r.commands[stripeadapter.CommandApplyPaymentCanceled][commandDone]--
 	r.commands[stripeadapter.CommandApplyPaymentCanceled][commandDead] = 1
 	got := compareRepairs(p, r)
 	want := []string{
+		"repairable payments not in Stripe's state now",
 		"payments whose ledger rows are not one per payment made paid or refunded",
 		"payments changed that nothing should change",
 		"late webhook's finding resolved by the webhook",
