@@ -15,6 +15,7 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 )
 
 // reviewShown is how many of the findings a person must review are listed, of each kind.
@@ -279,9 +280,16 @@ func printSummary(out io.Writer, p plan, r results, l laneResults) {
 			// A missing_locally finding has no row: its record is the PaymentIntent.
 			fmt.Fprintf(out, "    %-28s %-30s %-8s %-26s %s\n", f.RecordID, f.Kind, cmp.Or(f.Local, "-"), cmp.Or(f.External, "-"),
 				cmp.Or(differs(f.Diffs), "-"))
+			if slices.Contains(detailed, f.Kind) {
+				fmt.Fprintf(out, "    %-28s %s\n", "", f.Detail)
+			}
 		}
 	}
 }
+
+// detailed are the kinds whose findings' detail the review list shows: it names the refund or
+// the dispute, why the refund failed, and by when a dispute must be answered.
+var detailed = []string{stripeadapter.KindRefundFailed, stripeadapter.KindDisputeNeedsResponse, stripeadapter.KindDisputeLost}
 
 // differs writes the fields that differ, as a finding records them.
 func differs(diffs []reconcile.Diff) string {

@@ -51,7 +51,8 @@
 // The run prints what a host would look at: open findings by kind, the repair commands queued
 // in the outbox, the monitoring figures and the health checks (the lanes' among them), and the
 // findings a person must review, with the fields that differ ("amount USD 12.00 -> USD 11.00",
-// "currency JPY -> USD"). It checks that every payment has exactly its story's finding, once,
+// "currency JPY -> USD") and, for a failed refund or a dispute, the finding's detail: which
+// refund and why it failed, which dispute and by when to answer it. It checks that every payment has exactly its story's finding, once,
 // whichever lane found it, and no other.
 //
 // Then the repairs. One of the missed success webhooks arrives after all, late: a signed

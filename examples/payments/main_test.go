@@ -142,6 +142,9 @@ func TestRunFindsExactlyThePlantedDrift(t *testing.T) {
 		"dispute_status none -> lost",
 		"dispute_status none -> needs_response",
 		"amount_refunded USD ",
+		"failed: expired_or_canceled_card", // the refund's failure reason
+		") needs a response: respond by ",  // the dispute's due date
+		") was lost",
 	} {
 		if !strings.Contains(review, want) {
 			t.Errorf("the review list lacks %q:\n%s", want, review)
