@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stripe/stripe-go/v82"
 
@@ -334,7 +335,11 @@ func TestRequestLogCountsWhatStripetestCounts(t *testing.T) {
 	// must agree on every request.
 	srv := stripetest.NewServer(stripetest.Options{})
 	t.Cleanup(srv.Close)
-	srv.AddPaymentIntent(stripetest.PaymentIntent{ID: "pi_known", Status: stripe.PaymentIntentStatusSucceeded})
+	srv.AddPaymentIntent(stripetest.PaymentIntent{ID: "pi_known", Status: stripe.PaymentIntentStatusSucceeded, Amount: 1000,
+		Created: time.Now().Add(-time.Hour)}) // past the reverse scan's grace
+	if _, err := srv.Dispute("pi_known", 1000, stripe.DisputeStatusNeedsResponse, time.Now().Add(disputeDue)); err != nil {
+		t.Fatal(err)
+	}
 	reqs := newRequestLog(nil)
 	g, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL(),
 		HTTPClient: &http.Client{Transport: reqs}})
@@ -342,16 +347,19 @@ func TestRequestLogCountsWhatStripetestCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	_, _ = g.Fetch(ctx, "pi_known")
-	_, _ = g.Fetch(ctx, "pi_unknown")
-	feed, err := g.ReverseFeed(stripeadapter.ReverseOptions{})
+	// The calls the run makes: a payment whose charge is disputed, read with its disputes; one
+	// Stripe does not have; a reverse scan's page, the disputed charge's disputes again (its
+	// outcome is not final); the events lane's anchor.
+	_, _ = g.Payments().Fetch(ctx, "pi_known")
+	_, _ = g.Payments().Fetch(ctx, "pi_unknown")
+	feed, err := g.PaymentReverseFeed(stripeadapter.ReverseOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := feed.Next(ctx, "", func(context.Context) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	events, err := g.EventsFeed(stripeadapter.EventsOptions{})
+	events, err := g.PaymentEventsFeed(stripeadapter.EventsOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,17 +381,17 @@ func TestRequestLogCountsWhatStripetestCounts(t *testing.T) {
 		return out
 	}
 	client, server := simplify(reqs.Log()), simplify(srv.Log())
-	if !slices.Equal(client, server) || len(client) != 4 {
+	if !slices.Equal(client, server) || len(client) != 6 {
 		t.Errorf("the client logged\n%+v\nstripetest logged\n%+v", client, server)
 	}
 	for route, want := range map[stripetest.Route]int{
-		stripetest.RetrievePaymentIntent: 2, stripetest.ListPaymentIntents: 1, stripetest.ListEvents: 1,
+		stripetest.RetrievePaymentIntent: 2, stripetest.ListDisputes: 2, stripetest.ListPaymentIntents: 1, stripetest.ListEvents: 1,
 	} {
 		if got := reqs.Requests(route); got != want {
 			t.Errorf("Requests(%s) = %d, want %d", route, got, want)
 		}
 	}
-	if statuses := strconv.Itoa(client[0].status) + "," + strconv.Itoa(client[1].status); statuses != "200,404" {
+	if statuses := strconv.Itoa(client[0].status) + "," + strconv.Itoa(client[2].status); statuses != "200,404" {
 		t.Errorf("retrieves answered %s, want 200,404", statuses)
 	}
 	reqs.ResetLog()
