@@ -185,6 +185,10 @@ func TestRealModePlantsWithRequestsStripeAccepts(t *testing.T) {
 	if rs.confirms.Load() != int64(len(p.where(func(s *story) bool { return s.later != "" }))) {
 		t.Errorf("%d confirmations, want one per lost webhook", rs.confirms.Load())
 	}
+	refunded := p.where(func(s *story) bool { r, _ := recipeOf(s); return r.refund })
+	if len(refunded) == 0 || rs.refunds.Load() != int64(len(refunded)) {
+		t.Errorf("%d refunds, want one per payment of a refunded story (%d)", rs.refunds.Load(), len(refunded))
+	}
 }
 
 // unlimited is a limiter that never waits.
