@@ -32,7 +32,8 @@
 //
 // Store is a [reconcile.Reviewer], as pgstore.Store is, with the same semantics:
 // [Store.ListFindings] (keyset pages by job, kind, record, state and age, in the order they
-// were opened), [Store.Finding] (one with its history of resolutions and reopenings),
+// were opened, and a Search for a finding's external id or record id; there are no host
+// columns to search besides), each finding with its decision's Diffs, [Store.Finding] (one with its history of resolutions and reopenings),
 // [Store.ResolveFinding] (after which the same drift can be found again with a new finding and
 // a new command) and [Store.ReopenFinding]. What a PostgreSQL store keeps in its other tables,
 // this one exposes as methods: [Store.Commands] (the outbox, in order, each a

@@ -52,13 +52,13 @@
 //	store, err := pgstore.NewOf[payment](pool, pgstore.Config{Table: "payments"})
 //
 // A field's column is its db tag, or its name lowercased when untagged (Amount is amount, not
-// amount_cents); db:"-" and unexported fields are skipped, and an untagged embedded struct's
-// fields count as the struct's own. Each column is read in its own type into its field, as pgx
-// scans it: int64 for a bigint, string or pgtype.Numeric for a numeric, a string type for
-// text, char or an enum, a pointer, sql.Null or pgtype type for a nullable column, time.Time
-// for a timestamp. A timestamp without time zone read into a time.Time (or *time.Time) is taken
-// to be in Config.TimeZone, as the store reads every naive time; into pgtype.Timestamp or a
-// string it comes as stored.
+// amount_cents); db:"-" and unexported fields are skipped, and an untagged exported embedded
+// struct's fields count as the struct's own. Each column is read in its own type into its field,
+// as pgx scans it: int64 for a bigint, string or pgtype.Numeric for a numeric, a string type for
+// text, char or an enum, a pointer, sql.Null or pgtype type for a nullable column, time.Time for a
+// timestamp. A timestamp without time zone is taken to be in Config.TimeZone, as the store reads
+// every naive time, when read into a time.Time (or a pointer, sql.NullTime, pgtype.Timestamptz);
+// into a pgtype.Timestamp or a string it comes as stored.
 //
 // Fields are decoded one by one, so a value its field cannot take (a NULL into an int64, text
 // into a number) makes only its row Record.Invalid, naming the column and field: that row

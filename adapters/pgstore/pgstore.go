@@ -148,17 +148,17 @@ func New(db DB, cfg Config) (*Store[string], error) {
 }
 
 // NewOf checks cfg and returns a store whose local state is L: a string type, read from
-// Config.StateColumn as New does, or a struct whose fields are host columns. A field's column
-// is named by its db tag (`db:"amount_cents"`), or, untagged, is its name lowercased (Amount
-// is amount, not amount_cents); `db:"-"` and unexported fields are skipped, and an untagged
+// Config.StateColumn as New does, or a struct whose fields are host columns. A field's column is
+// named by its db tag (`db:"amount_cents"`), or, untagged, is its name lowercased (Amount is
+// amount, not amount_cents); `db:"-"` and unexported fields are skipped, and an untagged exported
 // embedded struct contributes its fields. Each column is read in its own type into its field as
-// pgx scans it: int64 for a bigint, string or pgtype.Numeric for a numeric, a string type for
-// text or an enum, a pointer, sql.Null or pgtype type for a nullable column, time.Time for a
-// timestamp (one without time zone taken to be in Config.TimeZone). A value a field cannot take
-// (a NULL into an int64) makes the row Invalid, naming the column; it does not stop the batch.
-// With a struct L, Config.StateColumn is not read and need not exist; a column of the struct
-// may also be the key, id or external id column. Like New, NewOf does not touch the database:
-// every field's column is checked against the catalog on first use (or by Check).
+// pgx scans it: int64 for a bigint, string or pgtype.Numeric for a numeric, a string type for text
+// or an enum, a pointer, sql.Null or pgtype type for a nullable column, time.Time for a timestamp
+// (one without time zone taken to be in Config.TimeZone). A value a field cannot take (a NULL into
+// an int64) makes the row Invalid, naming the column; it does not stop the batch. With a struct L,
+// Config.StateColumn is not read and need not exist; a column of the struct may also be the key,
+// id or external id column. Like New, NewOf does not touch the database: every field's column is
+// checked against the catalog on first use (or by Check).
 func NewOf[L any](db DB, cfg Config) (*Store[L], error) {
 	row, err := newRowType[L]()
 	if err != nil {

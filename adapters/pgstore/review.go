@@ -257,9 +257,14 @@ type searchColumn struct {
 // searchCond is the condition of FindingQuery.Search, with the searched value's placeholder
 // number as %[1]d (for ListFindings' add): the finding's external id or record id is it, or,
 // for a finding of this store's table ($1), its row holds it in one of Config.SearchColumns.
-// Each is an equality that an index serves.
+// Each is a lookup of its own that an index serves, their union the findings' ids: as one OR
+// of conditions on the findings, it would scan them all.
 func (s *Store[L]) searchCond(ctx context.Context, search string) (string, error) {
-	or := []string{"f.external_id = $%[1]d", "f.record_id = $%[1]d"}
+	findings := s.cfg.Tables.table("findings")
+	union := []string{
+		"SELECT s.id FROM " + findings + " AS s WHERE s.external_id = $%[1]d",
+		"SELECT s.id FROM " + findings + " AS s WHERE s.record_id = $%[1]d",
+	}
 	if len(s.cfg.SearchColumns) > 0 {
 		st, err := s.statements(ctx)
 		if err != nil {
@@ -272,10 +277,11 @@ func (s *Store[L]) searchCond(ctx context.Context, search string) (string, error
 			}
 		}
 		if len(cols) > 0 {
-			or = append(or, "(coalesce(f.aggregate_type = $1, true) AND f.record_id IN ("+st.searchRows+strings.Join(cols, " OR ")+"))")
+			union = append(union, "SELECT s.id FROM "+findings+" AS s WHERE coalesce(s.aggregate_type = $1, true) AND s.record_id IN ("+
+				st.searchRows+strings.Join(cols, " OR ")+")")
 		}
 	}
-	return "(" + strings.Join(or, " OR ") + ")", nil
+	return "f.id IN (" + strings.Join(union, " UNION ALL ") + ")", nil
 }
 
 var uuidID = regexp.MustCompile(`^(?i)[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$`)

@@ -4,17 +4,14 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // rowType is how a Store[L] reads a row's local state L: the text of the state column when L
 // is a string type, or the host columns that a struct L's fields map to.
 type rowType struct {
-	typ reflect.Type
 	// text reports that L is a string type, read from Config.StateColumn as text.
 	text bool
 	// fields are a struct L's mapped fields, in field order.
@@ -29,27 +26,22 @@ type rowField struct {
 	typ    reflect.Type
 }
 
-var (
-	stringType = reflect.TypeFor[string]()
-	timeType   = reflect.TypeFor[time.Time]()
-)
+var naiveType = reflect.TypeFor[pgtype.Timestamp]()
 
 // newRowType maps L to host columns: a string type is the state column; a struct's exported
 // fields are columns named by their db tag, or by their lowercased name when untagged; db:"-"
-// skips a field, and an untagged embedded struct contributes its own fields.
+// skips a field, and an untagged exported embedded struct contributes its own fields.
 func newRowType[L any]() (*rowType, error) {
 	typ := reflect.TypeFor[L]()
 	switch typ.Kind() {
 	case reflect.String:
-		return &rowType{typ: typ, text: true}, nil
+		return &rowType{text: true}, nil
 	case reflect.Struct:
 	default:
 		return nil, fmt.Errorf("pgstore: row type %v is neither a string nor a struct", typ)
 	}
-	rt := &rowType{typ: typ}
-	if err := rt.addFields(typ, nil, ""); err != nil {
-		return nil, err
-	}
+	rt := &rowType{}
+	rt.addFields(typ, nil, "")
 	if len(rt.fields) == 0 {
 		return nil, fmt.Errorf("pgstore: row type %v has no field mapped to a column (exported, not db:\"-\")", typ)
 	}
@@ -66,21 +58,19 @@ func newRowType[L any]() (*rowType, error) {
 	return rt, nil
 }
 
-func (rt *rowType) addFields(t reflect.Type, index []int, prefix string) error {
+// addFields adds the mapped fields of struct type t, found at index under L, their names
+// prefixed. An unexported embedded struct is skipped like any unexported field: reflect cannot
+// set what is reached through it.
+func (rt *rowType) addFields(t reflect.Type, index []int, prefix string) {
 	for i := range t.NumField() {
 		sf := t.Field(i)
 		tag, tagged := sf.Tag.Lookup("db")
-		if tag == "-" || !sf.IsExported() && !sf.Anonymous {
+		if tag == "-" || !sf.IsExported() {
 			continue
 		}
 		idx := append(append([]int(nil), index...), i)
 		if sf.Anonymous && !tagged && sf.Type.Kind() == reflect.Struct {
-			if err := rt.addFields(sf.Type, idx, prefix+sf.Name+"."); err != nil {
-				return err
-			}
-			continue
-		}
-		if !sf.IsExported() {
+			rt.addFields(sf.Type, idx, prefix+sf.Name+".")
 			continue
 		}
 		col, _, _ := strings.Cut(tag, ",")
@@ -89,22 +79,13 @@ func (rt *rowType) addFields(t reflect.Type, index []int, prefix string) error {
 		}
 		rt.fields = append(rt.fields, rowField{name: prefix + sf.Name, column: col, index: idx, typ: sf.Type})
 	}
-	return nil
-}
-
-// columns returns the host columns of a struct L.
-func (rt *rowType) columns() []string {
-	cols := make([]string, len(rt.fields))
-	for i, f := range rt.fields {
-		cols[i] = f.column
-	}
-	return cols
 }
 
 // selectList is what the keyset reads and Match select for L, after their own columns: the
-// state column as text, or each mapped column in its own type. A timestamp without time zone
-// read into a time.Time (or *time.Time) is taken to be in cfg.TimeZone, as the store reads
-// every naive time; into other types (pgtype.Timestamp, a string) it comes as stored.
+// state column as text, or each mapped column in its own type. A timestamp without time zone is
+// taken to be in cfg.TimeZone, as the store reads every naive time, and comes as a timestamptz
+// (into a time.Time, *time.Time, sql.NullTime or pgtype.Timestamptz), unless its field keeps
+// it as stored: a pgtype.Timestamp or a string.
 func (rt *rowType) selectList(p *sqlParts) string {
 	if rt.text {
 		return p.q(p.cfg.StateColumn) + "::text"
@@ -112,11 +93,20 @@ func (rt *rowType) selectList(p *sqlParts) string {
 	cols := make([]string, len(rt.fields))
 	for i, f := range rt.fields {
 		cols[i] = p.q(f.column)
-		if t := f.typ; p.types[f.column] == naiveTimestamp && (t == timeType || t.Kind() == reflect.Pointer && t.Elem() == timeType) {
+		if p.types[f.column] == naiveTimestamp && !keepsNaive(f.typ) {
 			cols[i] = p.ts(f.column)
 		}
 	}
 	return strings.Join(cols, ", ")
+}
+
+// keepsNaive reports whether a field of type t takes a timestamp without time zone as stored,
+// its wall clock with no zone: a pgtype.Timestamp or a string, or a pointer to one.
+func keepsNaive(t reflect.Type) bool {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t == naiveType || t.Kind() == reflect.String
 }
 
 // rowScanner reads the local state of each row of one result, whose L columns (selectList)
@@ -129,14 +119,12 @@ type rowScanner[L any] struct {
 	first int
 	state *string // the state column's text, when L is a string type
 	m     *pgtype.Map
-	fds   []pgconn.FieldDescription
 	plans []pgtype.ScanPlan
 }
 
 func newRowScanner[L any](rt *rowType, rows pgx.Rows, first int) *rowScanner[L] {
 	s := &rowScanner[L]{rt: rt, first: first}
 	if rt.text {
-		s.state = new(string)
 		return s
 	}
 	if c := rows.Conn(); c != nil {
@@ -171,10 +159,10 @@ func (s *rowScanner[L]) local(rows pgx.Rows, dst *L) string {
 		return ""
 	}
 	if s.plans == nil {
-		s.fds = rows.FieldDescriptions()[s.first:]
+		fds := rows.FieldDescriptions()[s.first:]
 		s.plans = make([]pgtype.ScanPlan, len(s.rt.fields))
 		for i, f := range s.rt.fields {
-			s.plans[i] = s.m.PlanScan(s.fds[i].DataTypeOID, s.fds[i].Format, reflect.New(f.typ).Interface())
+			s.plans[i] = s.m.PlanScan(fds[i].DataTypeOID, fds[i].Format, reflect.New(f.typ).Interface())
 		}
 	}
 	// Every field is scanned (a NULL sets a pointer field to nil), so nothing of the previous

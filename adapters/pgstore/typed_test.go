@@ -36,6 +36,7 @@ CREATE TABLE orders (
 	order_ref      text,
 	captured_at    timestamp without time zone,
 	booked_at      timestamp without time zone,
+	due_at         timestamp without time zone,
 	settled_at     timestamptz,
 	note           text,
 	created_at     timestamptz NOT NULL DEFAULT now() - interval '1 day',
@@ -45,18 +46,24 @@ CREATE TABLE orders (
 // order is a typed row of orders: each field reads a column in its own type.
 type order struct {
 	Status   string `db:"payment_status"`
-	Amount   int64  `db:"amount_cents"`
+	Money           // amount_cents and currency
 	Fee      string // numeric as text, untagged: column fee
 	Tax      pgtype.Numeric
-	Currency string
 	Dispute  *string          // an enum, nullable
 	OrderRef sql.NullString   `db:"order_ref"`
 	Captured time.Time        `db:"captured_at"` // naive: in Config.TimeZone
 	Booked   pgtype.Timestamp `db:"booked_at"`   // naive, as stored
+	Due      sql.NullTime     `db:"due_at"`      // naive: in Config.TimeZone
 	Settled  *time.Time       `db:"settled_at"`
 	Note     pgtype.Text
 	Memo     string `db:"-"`
 	hidden   int    //nolint:unused // unexported: not a column
+}
+
+// Money is embedded in rows of the tests: its fields are the row's own.
+type Money struct {
+	Amount   int64 `db:"amount_cents"`
+	Currency string
 }
 
 var orderConfig = pgstore.Config{Table: "orders", ExternalIDColumn: "payment_intent", TimeZone: "Asia/Tokyo"}
@@ -94,23 +101,24 @@ func TestATypedRowReadsEachColumnIntoItsFieldInItsOwnType(t *testing.T) {
 	ctx := context.Background()
 	pool, s := newOrders(t, orderConfig)
 	if _, err := pool.Exec(ctx, `INSERT INTO orders (id, payment_intent, payment_status, amount_cents, fee, tax, currency,
-			dispute, order_ref, captured_at, booked_at, settled_at, note) VALUES
+			dispute, order_ref, captured_at, booked_at, due_at, settled_at, note) VALUES
 		(1, 'pi_1', 'paid', 123450, 12.345, 99999999999999999999.25, 'JPY', 'needs_response', 'ord-1',
-			'2026-03-01 09:30:00', '2026-03-01 09:30:00', '2026-03-01 09:30:00+00', 'first'),
-		(2, 'pi_2', 'pending', -5, 0, 0, 'KWD', NULL, NULL, '2026-01-01 00:00:00', NULL, NULL, NULL)`); err != nil {
+			'2026-03-01 09:30:00', '2026-03-01 09:30:00', '2026-03-01 09:30:00', '2026-03-01 09:30:00+00', 'first'),
+		(2, 'pi_2', 'pending', -5, 0, 0, 'KWD', NULL, NULL, '2026-01-01 00:00:00', NULL, NULL, NULL, NULL)`); err != nil {
 		t.Fatal(err)
 	}
 	needs := "needs_response"
 	settled := time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC)
 	want := map[string]order{
-		"1": {Status: "paid", Amount: 123450, Fee: "12.345", Currency: "JPY", Dispute: &needs,
+		"1": {Status: "paid", Money: Money{Amount: 123450, Currency: "JPY"}, Fee: "12.345", Dispute: &needs,
 			OrderRef: sql.NullString{String: "ord-1", Valid: true},
 			// 09:30 in Tokyo, the store's zone, is 00:30 UTC.
 			Captured: time.Date(2026, 3, 1, 0, 30, 0, 0, time.UTC),
 			Booked:   pgtype.Timestamp{Time: time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC), Valid: true},
+			Due:      sql.NullTime{Time: time.Date(2026, 3, 1, 0, 30, 0, 0, time.UTC), Valid: true},
 			Settled:  &settled, Note: pgtype.Text{String: "first", Valid: true}},
-		"2": {Status: "pending", Amount: -5, Fee: "0", // pgx drops a zero's scale
-			Currency: "KWD", Captured: time.Date(2025, 12, 31, 15, 0, 0, 0, time.UTC)},
+		"2": {Status: "pending", Money: Money{Amount: -5, Currency: "KWD"}, Fee: "0", // pgx drops a zero's scale
+			Captured: time.Date(2025, 12, 31, 15, 0, 0, 0, time.UTC)},
 	}
 	wantTax := map[string]string{"1": "99999999999999999999.25", "2": "0"}
 	check := func(how string, recs []reconcile.Record[order]) {
@@ -125,9 +133,7 @@ func TestATypedRowReadsEachColumnIntoItsFieldInItsOwnType(t *testing.T) {
 				t.Errorf("%s: row %s: tax %v (%v), want %s", how, r.ID, tax, err, wantTax[r.ID])
 			}
 			got.Tax = pgtype.Numeric{}
-			if got.Captured.Location() != time.UTC && !got.Captured.IsZero() {
-				got.Captured = got.Captured.UTC()
-			}
+			got.Captured, got.Due.Time = got.Captured.UTC(), got.Due.Time.UTC()
 			if got.Settled != nil {
 				utc := got.Settled.UTC()
 				got.Settled = &utc
@@ -173,7 +179,7 @@ func TestAValueItsFieldCannotHoldMakesOnlyItsRowInvalid(t *testing.T) {
 		}
 	}
 	if len(b.Records) != 3 || len(invalid) != 1 ||
-		!strings.HasPrefix(invalid[0], "2: column amount_cents (struct field Amount): ") || !strings.Contains(invalid[0], "NULL") {
+		!strings.HasPrefix(invalid[0], "2: column amount_cents (struct field Money.Amount): ") || !strings.Contains(invalid[0], "NULL") {
 		t.Fatalf("%d records, invalid %q; want 3, row 2's naming its column and the NULL", len(b.Records), invalid)
 	}
 
@@ -272,9 +278,6 @@ func TestNewOfRefusesARowTypeItCannotMap(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.Pool(t)
 	cfg := pgstore.Config{Table: "orders"}
-	type embedded struct {
-		Amount int64 `db:"amount"`
-	}
 	for _, tt := range []struct {
 		name string
 		newf func() error
@@ -299,11 +302,11 @@ func TestNewOfRefusesARowTypeItCannotMap(t *testing.T) {
 		}, `struct fields Amount and Cents both map to column "amount"`},
 		{"an embedded struct's field on a column taken", func() error {
 			_, err := pgstore.NewOf[struct {
-				embedded
-				Total int64 `db:"amount"`
+				Money
+				Total int64 `db:"amount_cents"`
 			}](pool, cfg)
 			return err
-		}, `struct fields embedded.Amount and Total both map to column "amount"`},
+		}, `struct fields Money.Amount and Total both map to column "amount_cents"`},
 		{"a tag that is no identifier", func() error {
 			_, err := pgstore.NewOf[struct {
 				Amount int64 `db:"amount cents"`

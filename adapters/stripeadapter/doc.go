@@ -126,7 +126,7 @@
 //
 //	currency differs (in any case)           NeedsReview currency_mismatch
 //	amount differs (in minor units)          NeedsReview amount_mismatch
-//	a status pair but paid × succeeded       as PaymentIntentClassifier decides it
+//	any status pair but paid × succeeded     as PaymentIntentClassifier decides it
 //	paid × succeeded, then:
 //	  amount_received < amount               NeedsReview partial_capture
 //	  refunded by the row > by Stripe        NeedsReview refund_failed
@@ -156,6 +156,8 @@
 //   - A dispute lost has taken the money back, and one that needs a response is lost unless
 //     evidence reaches Stripe by its due_by (in the detail, "respond by" and the time in RFC
 //     3339, UTC): both need a person, the second soon.
+//   - A dispute the row records and Stripe does not have is a mistake on one side, which only
+//     a person can tell.
 //   - A dispute won, or one whose status merely moved on (under review, an inquiry closed),
 //     and a refund made at Stripe (in the Dashboard, by support, by another service) are money
 //     that already moved: catching our side up is safe and needs no one. The repair command's

@@ -49,35 +49,38 @@ func (p *PaymentGateway) Fetch(ctx context.Context, externalID string) (*Payment
 }
 
 // FetchBatch lists as Gateway.FetchBatch does, then reads the disputes of each disputed charge
-// whose outcome is not known yet, each call paced by wait. A row whose disputes cannot be read
-// is left out, so the engine asks Fetch about it, and it is never judged without them; the
-// first such failure is returned after the others are read, unless it must stop the batch (a
-// rate limit, a rejected key).
+// whose outcome is not known yet, in the batch's order, each call paced by wait. A row whose
+// disputes cannot be read is left out, so the engine asks Fetch about it, and it is never
+// judged without them; the first such failure is returned after the others are read. After a
+// rate limit (the list's, a follow-up's or wait's) no call is made, and the rows that need none
+// are still returned with the error.
 func (p *PaymentGateway) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wait func(context.Context) error) (map[string]*Payment, error) {
-	pis, listErr := p.g.FetchBatch(ctx, lookups, wait)
+	pis, err := p.g.FetchBatch(ctx, lookups, wait)
+	// After a rate limit no call is made, but payments that need none are still returned.
+	stopped := err != nil && !errors.Is(err, reconcile.ErrUnavailable)
 	out := make(map[string]*Payment, len(pis))
-	stopped := listErr != nil && !errors.Is(listErr, reconcile.ErrUnavailable)
+	done := make(map[string]bool, len(pis)) // rows may share an intent: read it once
 	var firstErr error
-	for _, l := range lookups { // in the batch's order, so that a rate limit cuts it predictably
+	for _, l := range lookups {
 		pi := pis[l.ExternalID]
-		if pi == nil || out[l.ExternalID] != nil {
+		if pi == nil || done[l.ExternalID] || stopped && p.needsDisputes(pi) {
 			continue
 		}
-		if stopped && p.needsDisputes(pi) {
-			continue // no more calls after a rate limit: Fetch or the next batch reads it
-		}
-		pay, err := p.complete(ctx, pi, wait)
+		done[l.ExternalID] = true
+		pay, ferr := p.complete(ctx, pi, wait)
 		switch {
-		case err == nil:
+		case ferr == nil:
 			out[l.ExternalID] = pay
-		case ctx.Err() != nil, errors.Is(err, reconcile.ErrRateLimited), errors.Is(err, reconcile.ErrAbortBatch):
-			return out, err
+		case ctx.Err() != nil, errors.Is(ferr, reconcile.ErrAbortBatch):
+			return out, ferr
+		case errors.Is(ferr, reconcile.ErrRateLimited):
+			stopped, err = true, ferr
 		case firstErr == nil:
-			firstErr = err
+			firstErr = ferr
 		}
 	}
-	if listErr != nil {
-		return out, listErr
+	if err != nil {
+		return out, err
 	}
 	return out, firstErr
 }

@@ -254,3 +254,33 @@ func newGatewayFor(t *testing.T, srv *stripetest.Server) *stripeadapter.Gateway 
 	}
 	return gw
 }
+
+func TestPaymentsStopAskingWhenWaitRefuses(t *testing.T) {
+	f := newMoneyFixture(t)
+	calls := 0
+	refusal := &reconcile.RateLimitError{RetryAfter: time.Second}
+	wait := func(context.Context) error { // the list call, then no more
+		if calls++; calls > 1 {
+			return refusal
+		}
+		return nil
+	}
+	got, err := f.gw.Payments().FetchBatch(context.Background(), f.lookups, wait)
+	if !errors.Is(err, reconcile.ErrRateLimited) {
+		t.Fatalf("FetchBatch error %v, want the limiter's refusal", err)
+	}
+	if n := f.srv.Requests(stripetest.ListDisputes); n != 0 {
+		t.Errorf("%d disputes calls after the refusal", n)
+	}
+	for _, id := range []string{f.open, f.won, f.lost} {
+		if got[id] != nil {
+			t.Errorf("%s was returned without its disputes", id)
+		}
+	}
+	// Those that need no call are found all the same.
+	for _, id := range []string{f.plain, f.refunded, f.partial, f.captured, f.pending, f.jpy, f.canceled} {
+		if got[id] == nil {
+			t.Errorf("%s, which needs no follow-up, was not returned", id)
+		}
+	}
+}
