@@ -131,8 +131,10 @@ func scanFinding(row pgx.CollectableRow) (found, error) {
 	return f, err
 }
 
-// ListFindings returns a page of findings, oldest first by id (reconcile.Reviewer). The
-// findings of this store's table carry their rows' external ids.
+// ListFindings returns a page of findings, oldest first by id (reconcile.Reviewer), each with
+// its Diffs. The findings of this store's table carry their rows' external ids. A Search
+// matches a finding's external id or record id, or a value of one of Config.SearchColumns in
+// its row, whole.
 func (s *Store[L]) ListFindings(ctx context.Context, fq reconcile.FindingQuery) ([]reconcile.Finding, error) {
 	fq, err := fq.Normalize()
 	if err != nil {

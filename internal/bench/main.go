@@ -6,7 +6,8 @@
 //
 // Subcommands:
 //
-//	engine   load a seed-shaped payments table and time one full cycle of the engine over it
+//	engine   load a seed-shaped payments table and time full cycles of the engine over it, its rows
+//	         read as one status column and as a typed row of four columns (typed_ratio)
 //	dispatch queue repair commands in the outbox and time dispatchers applying them all
 //	stripe   one full cycle through the Stripe gateway over HTTP to stripetest, bulk or per-object,
 //	         counting API calls (calls per row, cycle hours at 5 requests/s); with -money, the
