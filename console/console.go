@@ -33,7 +33,7 @@ var DefaultResolutions = []string{reconcile.ResolutionFixed, reconcile.Resolutio
 // Config configures a Console. Store and Authenticate are required; every other field's zero
 // value works.
 type Config struct {
-	// Store lists, reads, resolves and reopens findings: a *pgstore.Store (any of those over
+	// Store lists, reads, resolves and reopens findings: a *pgstore.Store[L] (any of those over
 	// the shared reconciler tables: it reads every job's findings, and the external ids of
 	// its own table's), or the host's wrapper (to resolve through its own canonical writer,
 	// say). The console tells a missing finding (404) and a change that changed nothing (409)
@@ -42,7 +42,7 @@ type Config struct {
 	Store reconcile.Reviewer
 	// Status reads each job's monitoring figures for the overview: StatusByJob gives each job
 	// its own store (tiers over one table each see their own rows). Nil means Store, which
-	// must then be a reconcile.StatusReader (pgstore.Store is).
+	// must then be a reconcile.StatusReader (pgstore.Store[L] is).
 	Status reconcile.StatusReader
 	// Authenticate returns the actor making the request (a login, recorded as the author of
 	// resolutions and reopenings), or an error to refuse it. Every request goes through it,

@@ -103,18 +103,29 @@ func (w *world) idsOf(records ...string) []string {
 	return ids
 }
 
-// rowOf returns the list's row of a finding.
+// rowOf returns the list's row of a finding, with the rows of the tables nested in it.
 func rowOf(t *testing.T, body string, id int64) string {
 	t.Helper()
 	start := strings.Index(body, fmt.Sprintf(`<tr id="finding-%d">`, id))
 	if start < 0 {
 		t.Fatalf("the list has no row for finding %d:\n%s", id, body)
 	}
-	end := strings.Index(body[start:], "</tr>")
-	return body[start : start+end]
+	depth := 0
+	for i := start; i < len(body); i++ {
+		switch {
+		case strings.HasPrefix(body[i:], "<tr"):
+			depth++
+		case strings.HasPrefix(body[i:], "</tr>"):
+			if depth--; depth == 0 {
+				return body[start:i]
+			}
+		}
+	}
+	t.Fatalf("the row of finding %d does not end:\n%s", id, body[start:])
+	return ""
 }
 
-func TestTheListFiltersByJobKindRecordStateAndAge(t *testing.T) {
+func TestTheListFiltersByJobKindRecordSearchStateAndAge(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, true, nil)
 	if err := w.store.ResolveFinding(context.Background(), w.ids["2"], reconcile.Resolution{As: "fixed", By: "bob"}); err != nil {
@@ -138,6 +149,16 @@ func TestTheListFiltersByJobKindRecordStateAndAge(t *testing.T) {
 		{"all findings", "state=all&job=sweep", w.idsOf("1", "2", "3", "4")},
 		{"findings older than a day", "age=24h", w.idsOf("4")},
 		{"any age, spelled out", "age=", w.idsOf("1", "3", "4", hostileID)},
+		{"a search by external id", "q=pi_1TestCanceled03", w.idsOf("3")},
+		{"a search by record id", "q=4", w.idsOf("4")},
+		{"a search by a host column", "q=ord-1", w.idsOf("1")},
+		{"a search by a host column, every state", "q=ord-2&state=all", w.idsOf("2")},
+		{"a search for part of an id", "q=pi_1TestCanceled", nil},
+		{"a search and a kind", "q=ord-1&kind=paid_locally_not_externally", nil},
+		{"a search by a hostile record id", "q=" + url.QueryEscape(hostileID), w.idsOf(hostileID)},
+		{"a search by a hostile external id", "q=" + url.QueryEscape(hostileExtID), w.idsOf(hostileID)},
+		{"a search that is SQL", "q=" + url.QueryEscape(`3' OR '1'='1`), nil},
+		{"an empty search", "q=", w.idsOf("1", "3", "4", hostileID)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -543,6 +564,8 @@ func TestHostileFindingDataIsRenderedHarmlessly(t *testing.T) {
 			`&#34;&gt;&lt;img src=x onerror=alert(&#39;local&#39;)&gt;`, // local state
 			`&lt;/td&gt;&lt;script&gt;alert(&#39;external&#39;)&lt;/script&gt;`,
 			`href="#ZgotmplZ"`, // the javascript: URL, replaced
+			// The diff, stored as JSON and read back.
+			`<th scope="row">&lt;script&gt;alert(&#34;field&#34;)&lt;/script&gt;</th><td class="text">&lt;/td&gt;&lt;/tr&gt;&lt;script&gt;alert(&#39;diff&#39;)&lt;/script&gt;</td><td class="text">JPY 1,000</td>`,
 		} {
 			if !strings.Contains(body, escaped) {
 				t.Errorf("the %s page lacks the escaped %q", name, escaped)

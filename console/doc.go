@@ -8,7 +8,7 @@
 // New returns a *Console, an http.Handler. Mount it under any path:
 //
 //	c, err := console.New(console.Config{
-//		Store:        hot, // a *pgstore.Store: every job's findings, in the shared tables
+//		Store:        hot, // a *pgstore.Store[L]: every job's findings, in the shared tables
 //		Status:       console.StatusByJob{"payments-hot": hot, "payments-cold": cold},
 //		Authenticate: host.ReviewerOf, // func(*http.Request) (string, error)
 //		Policy:       reconcile.HealthPolicy{LagSLO: 24 * time.Hour},
@@ -23,7 +23,7 @@
 // host stripped, read from the path the request came with. The routes, under the prefix:
 //
 //	GET  /                       overview
-//	GET  /findings               findings list: ?job= &kind= &record= &state=open|resolved|all &age=24h &after=<id>
+//	GET  /findings               findings list: ?q= &job= &kind= &record= &state=open|resolved|all &age=24h &after=<id>
 //	GET  /findings/{id}          one finding with its history
 //	POST /findings/{id}/resolve  resolution, note
 //	POST /findings/{id}/reopen   note
@@ -39,7 +39,7 @@
 // The console is for its jobs only (Config.Jobs, else those of StatusByJob): the list, the
 // finding pages and the writes see no other job's findings, even when they share the tables.
 //
-// Config.Store is the core's reconcile.Reviewer, which pgstore.Store and memstore.Store
+// Config.Store is the core's reconcile.Reviewer, which pgstore.Store[L] and memstore.Store[K, L]
 // implement: the findings, their history (pgstore's append-only audit table and its repair
 // commands' states), ResolveFinding and ReopenFinding, and each finding's external id (the
 // PaymentIntent), to link to it. Config.Status reads each job's Status, through the store over
@@ -108,13 +108,27 @@
 // Config.ExternalURL; the default, StripeDashboardURL(false), links PaymentIntents (pi_...) to
 // the Stripe dashboard and gives other findings no link.
 //
+// The search box (?q=) sets reconcile.FindingQuery.Search: it finds the findings whose external
+// id (pi_...) or record id is the term, or whose row holds it in one of the store's search
+// columns, such as an order id (pgstore's Config.SearchColumns); whole values, not parts. The
+// term is trimmed, at most 200 bytes of text without control characters, refused when it looks
+// like a secret key, shown back escaped, and kept by the pages' links along with the other
+// filters; the store binds it as a query parameter. A finding's page links to every finding of
+// its external object, a search by its id.
+//
+// A finding that records the fields that differ (reconcile.Finding.Diffs: an amount, a
+// currency, a refunded amount) shows them in a small table of the field, the local value and
+// the external one, on its page and in the list, as the classifier formatted them (amounts by
+// reconcile.FormatAmount, "JPY 1,000" and "KWD 1.500" in their own decimals); the console
+// formats no amount itself.
+//
 // A finding's page shows everything the finding records, its history oldest first (detection,
 // resolutions and reopenings with who, when and why, and its repair command's fate: its status
 // and failed attempts, never its last error, which may name hosts or hold SQL), and a
 // form: resolve, with one of Config.Resolutions (fixed, accepted, false_positive by default)
 // and a note, while it is open; reopen, with a note, once it is resolved.
 //
-// Everything from the database (record ids, states, details, notes, actors) is escaped by
+// Everything from the database (record ids, states, diffs, details, notes, actors) is escaped by
 // html/template, and anything in it that looks like a Stripe key (sk_live_..., sk_test_...,
 // rk_..., whsec_...) is replaced by "[redacted key]": a finding's detail is a gateway's text,
 // meant to be free of secrets, and the console does not rely on it. URLs with unsafe schemes

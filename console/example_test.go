@@ -14,7 +14,7 @@ import (
 )
 
 // memStore is a read-only reconcile.Reviewer and StatusReader in memory: a host's tests can
-// fake the store this way. A real host gives the console its *pgstore.Store.
+// fake the store this way. A real host gives the console its *pgstore.Store[L].
 type memStore struct{ findings []reconcile.Finding }
 
 func (m *memStore) ListFindings(_ context.Context, q reconcile.FindingQuery) ([]reconcile.Finding, error) {
@@ -52,6 +52,8 @@ func Example() {
 	store := &memStore{findings: []reconcile.Finding{{
 		ID: 7, Job: "payments", RecordID: "42", ExternalID: "pi_3PExample000042", Kind: "paid_locally_not_externally",
 		Local: "paid", External: "canceled", DetectedAt: time.Now().Add(-time.Hour),
+		// What the classifier saw differ, its amounts formatted in their own decimals.
+		Diffs: []reconcile.Diff{{Field: "amount", Local: reconcile.FormatAmount(1000, "jpy"), External: reconcile.FormatAmount(1200, "jpy")}},
 	}}}
 	c, err := console.New(console.Config{
 		Store: store,
@@ -88,12 +90,15 @@ func Example() {
 	list := get("/review/findings", "alice")
 	fmt.Println("alice:", list.Code)
 	fmt.Println("links to Stripe:", strings.Contains(list.Body.String(), "https://dashboard.stripe.com/payments/pi_3PExample000042"))
-	fmt.Println("finding page:", get("/review/findings/7", "alice").Code)
+	page := get("/review/findings/7", "alice")
+	fmt.Println("finding page:", page.Code)
+	fmt.Println("shows what differs:", strings.Contains(page.Body.String(), "<td class=\"text\">JPY 1,000</td><td class=\"text\">JPY 1,200</td>"))
 	fmt.Println("unknown finding:", get("/review/findings/8", "alice").Code)
 	// Output:
 	// anonymous: 403
 	// alice: 200
 	// links to Stripe: true
 	// finding page: 200
+	// shows what differs: true
 	// unknown finding: 404
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -126,4 +127,68 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// memReviewer is a Reviewer and StatusReader over findings in memory that answers
+// FindingQuery as the real stores do, Search included: a finding matches when the term is its
+// external id or record id, or one of its row's search column values (columns, by record id,
+// such as the order id pgstore's Config.SearchColumns would name). It keeps the last query.
+type memReviewer struct {
+	fakeStore
+	findings []reconcile.Finding
+	columns  map[string][]string
+
+	mu   sync.Mutex
+	last reconcile.FindingQuery
+}
+
+func (m *memReviewer) ListFindings(_ context.Context, q reconcile.FindingQuery) ([]reconcile.Finding, error) {
+	q, err := q.Normalize()
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	m.last = q
+	m.mu.Unlock()
+	var out []reconcile.Finding
+	for _, f := range m.findings {
+		if m.matches(f, q) {
+			out = append(out, f)
+		}
+		if len(out) == q.Limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+func (m *memReviewer) matches(f reconcile.Finding, q reconcile.FindingQuery) bool {
+	switch {
+	case f.ID <= q.AfterID,
+		q.Job != "" && f.Job != q.Job,
+		len(q.Jobs) > 0 && !slices.Contains(q.Jobs, f.Job),
+		q.Kind != "" && f.Kind != q.Kind,
+		q.RecordID != "" && f.RecordID != q.RecordID,
+		q.State == reconcile.FindingsOpen && !f.Open(),
+		q.State == reconcile.FindingsResolved && f.Open(),
+		!q.DetectedBefore.IsZero() && !f.DetectedAt.Before(q.DetectedBefore):
+		return false
+	}
+	return q.Search == "" || q.Search == f.ExternalID || q.Search == f.RecordID || slices.Contains(m.columns[f.RecordID], q.Search)
+}
+
+func (m *memReviewer) Finding(_ context.Context, id int64) (reconcile.FindingDetail, error) {
+	for _, f := range m.findings {
+		if f.ID == id {
+			return reconcile.FindingDetail{Finding: f, History: []reconcile.FindingEvent{{At: f.DetectedAt, Action: reconcile.ActionDetected, Actor: f.Job}}}, nil
+		}
+	}
+	return reconcile.FindingDetail{}, reconcile.ErrFindingNotFound
+}
+
+// lastQuery is the query of the last ListFindings.
+func (m *memReviewer) lastQuery() reconcile.FindingQuery {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.last
 }

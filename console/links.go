@@ -59,6 +59,7 @@ func listURL(root string, f filter, after int64) string {
 	set("job", f.Job)
 	set("kind", f.Kind)
 	set("record", f.Record)
+	set("q", f.Search)
 	if f.State != reconcile.FindingsOpen {
 		set("state", f.State)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/reconcilekit/reconcile"
 )
 
-// maxField bounds every free-text parameter: job, kind, record id, resolution.
+// maxField bounds every free-text parameter: job, kind, record id, search, resolution.
 const maxField = 200
 
 // userError is a message for the person at the browser: it says what was wrong with the
@@ -117,8 +117,11 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 // filter is the findings list's query string, as given (validated).
 type filter struct {
 	Job, Kind, Record, State, Age string
-	age                           time.Duration
-	after                         int64
+	// Search is the search box (q): an external id, a record id or a value of one of the
+	// store's search columns, such as an order id (FindingQuery.Search).
+	Search string
+	age    time.Duration
+	after  int64
 }
 
 // ages are the age filter's choices; any other positive duration is accepted too.
@@ -131,11 +134,17 @@ type option struct{ Value, Label string }
 
 // parseFilter reads and checks the list's query string; the error is for people.
 func parseFilter(q url.Values) (filter, error) {
-	f := filter{Job: q.Get("job"), Kind: q.Get("kind"), Record: q.Get("record"), State: q.Get("state"), Age: q.Get("age")}
-	for name, v := range map[string]string{"job": f.Job, "kind": f.Kind, "record": f.Record} {
+	f := filter{Job: q.Get("job"), Kind: q.Get("kind"), Record: q.Get("record"), State: q.Get("state"), Age: q.Get("age"),
+		// An id pasted from elsewhere often brings a space along; the store matches whole values.
+		Search: strings.TrimSpace(q.Get("q"))}
+	for name, v := range map[string]string{"job": f.Job, "kind": f.Kind, "record": f.Record, "search": f.Search} {
 		if len(v) > maxField || !plainText(v, false) {
 			return f, userError(fmt.Sprintf("The %s filter must be valid text of at most %d bytes, without control characters.", name, maxField))
 		}
+	}
+	if redactSecrets(f.Search) != f.Search {
+		// The term is shown on the page and carried in its links: no key goes there.
+		return f, userError("The search looks like a secret API key. Search by a payment's id, a record id or an order id; never paste a key.")
 	}
 	switch f.State {
 	case "":
@@ -170,7 +179,11 @@ type listPage struct {
 	Rows     []rowView
 	NextURL  string
 	FirstURL string
-	Action   string
+	// ClearURL is the list with the same filters and no search, when there is one.
+	ClearURL string
+	// Diffs is set when a row has fields that differ: the list then has their column.
+	Diffs  bool
+	Action string
 }
 
 type rowView struct {
@@ -188,17 +201,23 @@ type rowView struct {
 	Open        bool
 	Resolution  string
 	ResolvedBy  string
+	Diffs       []reconcile.Diff
 }
 
 func (c *Console) view(root string, f reconcile.Finding, now time.Time) rowView {
 	// Every stored text is redacted (redactSecrets); the link is made from the finding as it is.
 	x := redactSecrets
-	return rowView{
+	v := rowView{
 		ID: f.ID, URL: findingURL(root, f.ID), Job: x(f.Job), RecordID: x(f.RecordID), Kind: x(f.Kind),
 		Local: x(f.Local), External: x(f.External), Detected: formatTime(f.DetectedAt), Age: formatDuration(now.Sub(f.DetectedAt)),
 		ExternalID: x(f.ExternalID), ExternalURL: c.externalURL(f),
 		Open: f.Open(), Resolution: x(f.Resolution), ResolvedBy: x(f.ResolvedBy),
 	}
+	for _, d := range f.Diffs {
+		// The values are the classifier's, formatted already ("JPY 1,000"): shown as they are.
+		v.Diffs = append(v.Diffs, reconcile.Diff{Field: x(d.Field), Local: x(d.Local), External: x(d.External)})
+	}
+	return v
 }
 
 func (c *Console) list(w http.ResponseWriter, r *http.Request) {
@@ -212,7 +231,7 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := time.Now()
-	q := reconcile.FindingQuery{Job: f.Job, Kind: f.Kind, RecordID: f.Record, State: f.State, AfterID: f.after, Limit: c.pageSize + 1}
+	q := reconcile.FindingQuery{Job: f.Job, Kind: f.Kind, RecordID: f.Record, Search: f.Search, State: f.State, AfterID: f.after, Limit: c.pageSize + 1}
 	if f.Job == "" && len(c.jobs) > 0 {
 		q.Jobs = slices.Clone(c.jobs)
 	}
@@ -237,11 +256,17 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request) {
 	if f.after > 0 {
 		data.FirstURL = listURL(root, f, 0)
 	}
+	if f.Search != "" {
+		unsearched := f
+		unsearched.Search = ""
+		data.ClearURL = listURL(root, unsearched, 0)
+	}
 	for _, fd := range found {
 		// The store was asked for the console's jobs only; a store that ignores Query.Jobs
 		// still shows nothing else (its pages may then be short).
 		if c.forJob(fd.Job) {
 			data.Rows = append(data.Rows, c.view(root, fd, now))
+			data.Diffs = data.Diffs || len(fd.Diffs) > 0
 		}
 	}
 	c.render(w, r, http.StatusOK, "list", "Findings", data)
@@ -263,7 +288,10 @@ type detailPage struct {
 	ResolveURL     string
 	ReopenURL      string
 	ListURL        string
-	MaxNote        int
+	// SearchURL lists every finding of the same external object, open or resolved: a search
+	// by its id. Empty when the finding has none the search box would take.
+	SearchURL string
+	MaxNote   int
 }
 
 type eventView struct {
@@ -320,6 +348,9 @@ func (c *Console) detail(w http.ResponseWriter, r *http.Request) {
 	}
 	if !d.Open() {
 		data.Resolved = formatTime(d.ResolvedAt)
+	}
+	if id := d.ExternalID; id != "" && id == strings.TrimSpace(id) && len(id) <= maxField && plainText(id, false) && redactSecrets(id) == id {
+		data.SearchURL = listURL(root, filter{Search: id, State: reconcile.FindingsAll}, 0)
 	}
 	for _, e := range d.History {
 		x := redactSecrets

@@ -15,11 +15,12 @@ import (
 //go:embed templates/*.html
 var templateFiles embed.FS
 
-// pages are the parsed templates, one per page, each with the layout.
+// pages are the parsed templates, one per page, each with the layout and the parts pages
+// share (diffs.html: a finding's fields that differ).
 var pages = func() map[string]*template.Template {
 	m := map[string]*template.Template{}
 	for _, name := range []string{"overview", "list", "detail", "error"} {
-		m[name] = template.Must(template.ParseFS(templateFiles, "templates/layout.html", "templates/"+name+".html"))
+		m[name] = template.Must(template.ParseFS(templateFiles, "templates/layout.html", "templates/diffs.html", "templates/"+name+".html"))
 	}
 	return m
 }()
@@ -34,6 +35,8 @@ h1{font-size:1.4em}h2{font-size:1.15em}h3{font-size:1em}
 table{border-collapse:collapse;width:100%;background:#fff;margin:.5em 0}
 th,td{border:1px solid #d0d7de;padding:.3em .5em;text-align:left;vertical-align:top}
 th{background:#f0f2f4}
+table.diffs{width:auto;margin:0;font-size:.92em}table.diffs th,table.diffs td{padding:.1em .4em}
+#findings table.diffs td{white-space:nowrap}
 td.text{white-space:pre-wrap;word-break:break-word}
 .ok{color:#116329;font-weight:700}.bad{color:#b3261e;font-weight:700}
 .muted{color:#57606a}

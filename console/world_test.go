@@ -27,6 +27,7 @@ const paymentsDDL = `CREATE TABLE payments (
 	id          text PRIMARY KEY,
 	external_id text NOT NULL,
 	status      text NOT NULL,
+	order_ref   text GENERATED ALWAYS AS ('ord-' || id) STORED, -- a search column
 	created_at  timestamptz NOT NULL DEFAULT now() - interval '1 day',
 	updated_at  timestamptz NOT NULL DEFAULT now() - interval '1 hour'
 )`
@@ -39,6 +40,8 @@ const (
 	hostileDetail   = `<script>alert('detail')</script> & "quoted" 'too'`
 	hostileExtID    = `javascript:alert('extid')`
 	hostileNote     = `<script>alert('note')</script>"'`
+	hostileField    = `<script>alert("field")</script>`
+	hostileDiff     = `</td></tr><script>alert('diff')</script>`
 )
 
 // world is a database with one reconciled job and the console over it.
@@ -75,7 +78,7 @@ func newWorld(t *testing.T, hostile bool, mod func(*console.Config)) *world {
 		t.Fatal(err)
 	}
 	var err error
-	if w.store, err = pgstore.New(w.pool, pgstore.Config{Table: "payments", AggregateType: "payment"}); err != nil {
+	if w.store, err = pgstore.New(w.pool, pgstore.Config{Table: "payments", AggregateType: "payment", SearchColumns: []string{"order_ref"}}); err != nil {
 		t.Fatal(err)
 	}
 	ext := map[string]string{}
@@ -138,7 +141,8 @@ func (w *world) commitHostile(t *testing.T) {
 	}
 	_, err = w.store.Commit(ctx, reconcile.Commit{Job: "hostile", Cursor: b.Cursor, Next: `["9"]`, Outcomes: []reconcile.Outcome{{
 		RecordID: hostileID, ExternalID: hostileExtID, Local: hostileLocal, External: hostileExternal, Verified: true,
-		Decision: reconcile.Decision{Verdict: reconcile.NeedsReview, Kind: "paid_locally_not_externally", Detail: hostileDetail},
+		Decision: reconcile.Decision{Verdict: reconcile.NeedsReview, Kind: "paid_locally_not_externally", Detail: hostileDetail,
+			Diffs: []reconcile.Diff{{Field: hostileField, Local: hostileDiff, External: "JPY 1,000"}}},
 	}}})
 	if err != nil {
 		t.Fatal(err)

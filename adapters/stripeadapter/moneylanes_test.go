@@ -10,29 +10,50 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/reconcilekit/reconcile"
-	"github.com/reconcilekit/reconcile/adapters/memstore"
+	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
+	"github.com/reconcilekit/reconcile/internal/pgtest"
 )
 
-// moneyWorld is a payments table (in memory) whose rows are paid and agree with their
+// paymentRow is a payments table's row as pgstore.NewOf scans it: the money in minor units,
+// and a dispute status that is NULL while there is none.
+type paymentRow struct {
+	Status   string  `db:"status"`
+	Amount   int64   `db:"amount_minor"`
+	Currency string  `db:"currency"`
+	Refunded int64   `db:"amount_refunded"`
+	Dispute  *string `db:"dispute_status"`
+}
+
+func paymentView(r paymentRow) stripeadapter.LocalPayment {
+	lp := stripeadapter.LocalPayment{Status: r.Status, Amount: r.Amount, Currency: r.Currency, AmountRefunded: r.Refunded}
+	if r.Dispute != nil {
+		lp.DisputeStatus = *r.Dispute
+	}
+	return lp
+}
+
+// moneyWorld is a payments table in PostgreSQL whose rows are paid and agree with their
 // PaymentIntents in a stripetest server, some of them refunded or disputed already, and the
 // money policy's sweep and events lane over them. Its clock is shared by the fake Stripe
 // (event times) and the feed (settle), and moved by the test.
 type moneyWorld struct {
 	t      *testing.T
 	srv    *stripetest.Server
-	store  *memstore.Store[int64, moneyRow]
+	pool   *pgxpool.Pool
+	store  *pgstore.Store[paymentRow]
 	gw     *stripeadapter.Gateway
 	offset atomic.Int64
 	// The intents, by the money event planted on each, and the plain ones around them.
 	dashboardRefund, partialRefund, failedRefund, respond, lost, won string
 	failingRefundID, lostID, wonID                                   string
 	dueBy                                                            time.Time
-	rows                                                             map[string]moneyRow // by intent
+	rows                                                             map[string]paymentRow // by intent
 }
 
 func (w *moneyWorld) now() time.Time        { return time.Now().Add(time.Duration(w.offset.Load())) }
@@ -45,17 +66,16 @@ func newMoneyWorld(t *testing.T) *moneyWorld {
 	w := &moneyWorld{t: t}
 	w.srv = stripetest.NewServer(stripetest.Options{Now: w.now})
 	t.Cleanup(w.srv.Close)
-	w.store = memstore.New[int64, moneyRow](memstore.Options{Now: w.now})
-	rows := make([]moneyRow, 20)
+	rows := make([]paymentRow, 20)
 	pis := make([]stripetest.PaymentIntent, len(rows))
-	created := w.now().Add(-2 * time.Hour)
+	created := w.now().Add(-2 * time.Hour).Truncate(time.Second)
 	for i := range pis {
-		rows[i] = moneyRow{status: "paid", amount: 1000, currency: "usd"}
+		rows[i] = paymentRow{Status: "paid", Amount: 1000, Currency: "usd"}
 		if i%3 == 0 {
-			rows[i] = moneyRow{status: "paid", amount: 5000, currency: "jpy"}
+			rows[i] = paymentRow{Status: "paid", Amount: 5000, Currency: "jpy"}
 		}
-		pis[i] = stripetest.PaymentIntent{Status: stripe.PaymentIntentStatusSucceeded, Amount: rows[i].amount,
-			Currency: rows[i].currency, Created: created.Add(time.Duration(i) * time.Second)}
+		pis[i] = stripetest.PaymentIntent{Status: stripe.PaymentIntentStatusSucceeded, Amount: rows[i].Amount,
+			Currency: rows[i].Currency, Created: created.Add(time.Duration(i) * time.Second)}
 	}
 	ids := w.srv.AddPaymentIntents(pis)
 	w.dashboardRefund, w.partialRefund, w.failedRefund, w.respond, w.lost, w.won = ids[1], ids[3], ids[5], ids[7], ids[9], ids[11]
@@ -63,19 +83,37 @@ func newMoneyWorld(t *testing.T) *moneyWorld {
 	if w.failingRefundID, err = w.srv.Refund(w.failedRefund, 300); err != nil {
 		t.Fatal(err)
 	}
-	rows[5].refunded = 300
+	rows[5].Refunded = 300
 	if w.lostID, err = w.srv.Dispute(w.lost, 0, stripe.DisputeStatusUnderReview, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	if w.wonID, err = w.srv.Dispute(w.won, 0, stripe.DisputeStatusUnderReview, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
-	rows[9].dispute, rows[11].dispute = "under_review", "under_review"
-	w.rows = make(map[string]moneyRow, len(rows))
+	review := "under_review"
+	rows[9].Dispute, rows[11].Dispute = &review, &review
+
+	ctx := context.Background()
+	w.pool, _ = pgtest.PoolSchema(t)
+	if _, err := w.pool.Exec(ctx, `CREATE TABLE payments (
+		id bigint PRIMARY KEY, external_id text NOT NULL, status text NOT NULL,
+		amount_minor bigint NOT NULL, currency text NOT NULL, amount_refunded bigint NOT NULL DEFAULT 0, dispute_status text,
+		created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := pgstore.Migrate(ctx, w.pool, pgstore.Tables{}); err != nil {
+		t.Fatal(err)
+	}
+	w.rows = make(map[string]paymentRow, len(rows))
 	for i, r := range rows {
 		w.rows[ids[i]] = r
-		w.store.Put(memstore.Row[int64, moneyRow]{Key: int64(i + 1), ExternalID: ids[i], Local: r,
-			CreatedAt: pis[i].Created, UpdatedAt: w.now().Add(-time.Hour)})
+		if _, err := w.pool.Exec(ctx, `INSERT INTO payments VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			i+1, ids[i], r.Status, r.Amount, r.Currency, r.Refunded, r.Dispute, pis[i].Created, w.now().Add(-time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w.store, err = pgstore.NewOf[paymentRow](w.pool, pgstore.Config{Table: "payments"}); err != nil {
+		t.Fatal(err)
 	}
 	w.gw = newGatewayFor(t, w.srv)
 	w.later(2 * time.Minute) // the setup's events are settled: the lane starts after them
@@ -102,24 +140,26 @@ func (w *moneyWorld) plant() {
 
 func second(_ string, err error) error { return err }
 
-// want is what the planted changes must be found as: kind and detail by intent.
-func (w *moneyWorld) want(withRefundObjects bool) map[string][2]string {
+// want is what the planted changes must be found as, by intent: the kind, a part of the
+// detail, and the field that differs.
+func (w *moneyWorld) want(withRefundObjects bool) map[string][3]string {
 	failed := "the row records USD 3.00 refunded, Stripe USD 0.00"
 	if withRefundObjects {
 		failed += "; refund " + w.failingRefundID + " failed: expired_or_canceled_card"
 	}
-	return map[string][2]string{
-		w.dashboardRefund: {"missed_refund", "Stripe refunded USD 10.00, the row records USD 0.00"},
-		w.partialRefund:   {"missed_partial_refund", "Stripe refunded JPY 200, the row records JPY 0"},
-		w.failedRefund:    {"refund_failed", failed},
-		w.respond:         {"dispute_needs_response", "respond by " + w.dueBy.UTC().Format(time.RFC3339)},
-		w.lost:            {"dispute_lost", "was lost"},
-		w.won:             {"dispute_won", "was won"},
+	return map[string][3]string{
+		w.dashboardRefund: {"missed_refund", "Stripe refunded USD 10.00, the row records USD 0.00", "amount_refunded: USD 0.00 / USD 10.00"},
+		w.partialRefund:   {"missed_partial_refund", "Stripe refunded JPY 200, the row records JPY 0", "amount_refunded: JPY 0 / JPY 200"},
+		w.failedRefund:    {"refund_failed", failed, "amount_refunded: USD 3.00 / USD 0.00"},
+		w.respond:         {"dispute_needs_response", "respond by " + w.dueBy.UTC().Format(time.RFC3339), "dispute_status: none / needs_response"},
+		w.lost:            {"dispute_lost", "was lost", "dispute_status: under_review / lost"},
+		w.won:             {"dispute_won", "was won", "dispute_status: under_review / won"},
 	}
 }
 
-// check asserts that the open findings are exactly want's, one per intent.
-func (w *moneyWorld) check(want map[string][2]string) {
+// check asserts that the open findings are exactly want's, one per intent, each with the
+// field that differs.
+func (w *moneyWorld) check(want map[string][3]string) {
 	w.t.Helper()
 	fs, err := w.store.ListFindings(context.Background(), reconcile.FindingQuery{Job: laneJob, Limit: 100})
 	if err != nil {
@@ -134,11 +174,17 @@ func (w *moneyWorld) check(want map[string][2]string) {
 	}
 	for id, kd := range want {
 		f, ok := got[id]
+		var diffs []string
+		for _, d := range f.Diffs {
+			diffs = append(diffs, d.Field+": "+d.Local+" / "+d.External)
+		}
 		switch {
 		case !ok:
 			w.t.Errorf("%s: not found; want %s", id, kd[0])
 		case f.Kind != kd[0] || !strings.Contains(f.Detail, kd[1]):
 			w.t.Errorf("%s: found %s (%q), want %s (%q)", id, f.Kind, f.Detail, kd[0], kd[1])
+		case !slices.Contains(diffs, kd[2]):
+			w.t.Errorf("%s: %s differs in %q, want %q among them", id, f.Kind, diffs, kd[2])
 		}
 	}
 	for id, f := range got {
@@ -150,9 +196,9 @@ func (w *moneyWorld) check(want map[string][2]string) {
 
 func (w *moneyWorld) sweep(gw reconcile.Gateway[*stripeadapter.Payment]) {
 	w.t.Helper()
-	r, err := reconcile.New(reconcile.Config[moneyRow, *stripeadapter.Payment]{
+	r, err := reconcile.New(reconcile.Config[paymentRow, *stripeadapter.Payment]{
 		Job: laneJob, Source: w.store, Sink: w.store, Gateway: gw,
-		Classifier: stripeadapter.PaymentPolicy(moneyView), BatchSize: 8,
+		Classifier: stripeadapter.PaymentPolicy(paymentView), BatchSize: 8,
 	})
 	if err != nil {
 		w.t.Fatal(err)
@@ -171,15 +217,15 @@ func (w *moneyWorld) sweep(gw reconcile.Gateway[*stripeadapter.Payment]) {
 	}
 }
 
-func (w *moneyWorld) eventsLane() *reconcile.Lane[moneyRow, *stripeadapter.Payment] {
+func (w *moneyWorld) eventsLane() *reconcile.Lane[paymentRow, *stripeadapter.Payment] {
 	w.t.Helper()
 	feed, err := w.gw.PaymentEventsFeed(stripeadapter.EventsOptions{Now: w.now})
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	l, err := reconcile.NewLane(reconcile.LaneConfig[moneyRow, *stripeadapter.Payment]{
+	l, err := reconcile.NewLane(reconcile.LaneConfig[paymentRow, *stripeadapter.Payment]{
 		Job: laneJob, Lane: "events", Feed: feed, Matcher: w.store, Sink: w.store,
-		Classifier: stripeadapter.PaymentPolicy(moneyView),
+		Classifier: stripeadapter.PaymentPolicy(paymentView),
 	})
 	if err != nil {
 		w.t.Fatal(err)
@@ -187,7 +233,7 @@ func (w *moneyWorld) eventsLane() *reconcile.Lane[moneyRow, *stripeadapter.Payme
 	return l
 }
 
-func (w *moneyWorld) step(l *reconcile.Lane[moneyRow, *stripeadapter.Payment]) reconcile.Report {
+func (w *moneyWorld) step(l *reconcile.Lane[paymentRow, *stripeadapter.Payment]) reconcile.Report {
 	w.t.Helper()
 	rep, err := l.RunBatch(context.Background())
 	if err != nil {
@@ -305,7 +351,7 @@ func TestThePaymentReverseFeedReadsDisputes(t *testing.T) {
 	if len(page.Objects) != 20 || !page.End {
 		t.Fatalf("a pass of %d payments (end %t), want 20 and the end", len(page.Objects), page.End)
 	}
-	policy := stripeadapter.PaymentPolicy(moneyView)
+	policy := stripeadapter.PaymentPolicy(paymentView)
 	var kinds []string
 	for _, o := range page.Objects {
 		if o.Object.Intent.LatestCharge == nil || o.Object.Intent.LatestCharge.Object != "charge" {

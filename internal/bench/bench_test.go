@@ -107,7 +107,8 @@ func TestStripeBenchBulkAgreesWithPerObjectAtAHundredthOfTheCalls(t *testing.T) 
 
 func TestStripeMoneyBenchAgreesInBothModesAndFindsEveryKind(t *testing.T) {
 	t.Parallel()
-	res, err := runStripeMoney(context.Background(), stripeOptions{Rows: 10000, Batch: 1000, Concurrency: 4, Hint: "aligned"})
+	pool, schema := pgtest.PoolSchema(t)
+	res, err := runStripeMoney(context.Background(), pool, schema, stripeOptions{Rows: 10000, Batch: 1000, Concurrency: 4, Hint: "aligned"})
 	if err != nil {
 		t.Fatal(err) // including bulk and per-object disagreeing
 	}

@@ -83,12 +83,12 @@ func stripeCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	latency := fs.Duration("latency", 0, "latency stripetest adds to every request")
 	burst := fs.Bool("burst", false, "create all rows and PaymentIntents within one second (a backfill, an import)")
 	schema := fs.String("schema", "bench_stripe", "schema to drop, recreate and work in")
-	money := fs.Bool("money", false, "the money policy over intents with charges, refunds and disputes, rows in memory; runs both modes and compares them")
+	money := fs.Bool("money", false, "the money policy over intents with charges, refunds and disputes, a typed row; runs both modes and compares them")
 	if err := parseFlags(fs, args, stderr,
 		"usage: go run ./internal/bench stripe [flags]",
 		"One full cycle of the engine with pgstore and the Stripe gateway over HTTP to stripetest,",
 		"-burst: every row and PaymentIntent created within one second (a backfill, an import);",
-		"-money: the money policy (refunds, disputes, amounts) in both modes, rows in memory;",
+		"-money: the money policy (refunds, disputes, amounts) over a typed row, in both modes;",
 		"no rate limit; counts the API calls. Database: $DATABASE_URL.",
 	); err != nil {
 		return err
@@ -103,19 +103,19 @@ func stripeCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	opts := stripeOptions{Rows: *rows, Batch: *batch, Concurrency: *conc, Hint: *hint,
 		PerObject: *mode == "per-object", Burst: *burst, Latency: *latency, Progress: stderr}
-	if *money {
-		res, err := runStripeMoney(ctx, opts)
-		if err != nil {
-			return err
-		}
-		return emit(stdout, res)
-	}
 	pool, drop, err := benchSchema(ctx, *schema, stderr)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
 	defer drop()
+	if *money {
+		res, err := runStripeMoney(ctx, pool, *schema, opts)
+		if err != nil {
+			return err
+		}
+		return emit(stdout, res)
+	}
 	res, err := runStripe(ctx, pool, *schema, opts)
 	if err != nil {
 		return err

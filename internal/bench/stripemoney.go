@@ -11,24 +11,58 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/reconcilekit/reconcile"
-	"github.com/reconcilekit/reconcile/adapters/memstore"
+	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 )
 
 // The stripe subcommand with -money: the money policy over intents whose charges carry
-// refunds and disputes, run in bulk and one by one over the same Stripe account, which must
-// agree on every verdict and finding. Rows live in memory (memstore): what is measured is the
-// gateway's calls, not the database.
+// refunds and disputes, run in bulk and one by one over the same Stripe account and the same
+// payments table, a typed row in PostgreSQL, which must agree on every verdict and finding.
 
 // moneyMix describes the mix moneyScenario makes, for the JSON line.
 const moneyMix = "statuses as the stripe bench's (90% paid×succeeded, 4% pending×succeeded, 3% paid×canceled, 2% pending×processing, 1% paid×succeeded); " +
 	"currencies 88% USD, 10% JPY, 2% KWD; of captured payments: 2.5% partly and 2% fully refunded as the row records, 0.5% partly and 0.5% fully " +
 	"refunded in the Dashboard, 0.1% a refund that failed after succeeding, 0.1% captured in part, 0.05% disputed (every status once per 20,000, 4 in 10 still open; half recorded by the row); " +
 	"of all: 0.05% amount and 0.05% currency mismatches"
+
+// moneyTable is the -money bench's payments table: the seed's, with the money.
+const moneyTable = "money_payments"
+
+const moneyDDL = `CREATE TABLE %s (
+	id                       bigint PRIMARY KEY,
+	order_id                 text NOT NULL,
+	stripe_payment_intent_id text NOT NULL UNIQUE,
+	status                   text NOT NULL CHECK (status IN ('pending', 'paid', 'failed')),
+	amount_minor             bigint NOT NULL,
+	currency                 text NOT NULL,
+	amount_refunded          bigint NOT NULL DEFAULT 0,
+	dispute_status           text,
+	created_at               timestamptz NOT NULL,
+	updated_at               timestamptz NOT NULL
+)`
+
+// moneyPayment is the table's row as the store reads it; a NULL dispute status is no dispute.
+type moneyPayment struct {
+	Status   string  `db:"status"`
+	Amount   int64   `db:"amount_minor"`
+	Currency string  `db:"currency"`
+	Refunded int64   `db:"amount_refunded"`
+	Dispute  *string `db:"dispute_status"`
+}
+
+func (p moneyPayment) view() stripeadapter.LocalPayment {
+	lp := stripeadapter.LocalPayment{Status: p.Status, Amount: p.Amount, Currency: p.Currency, AmountRefunded: p.Refunded}
+	if p.Dispute != nil {
+		lp.DisputeStatus = *p.Dispute
+	}
+	return lp
+}
 
 // moneyRow is one bench row's money, on both sides.
 type moneyRow struct {
@@ -101,10 +135,11 @@ type moneyRun struct {
 	seconds                                               float64
 }
 
-// runStripeMoney loads opts.Rows intents with their money into a stripetest server, then runs
-// one cycle in bulk and one one by one, each with a gateway and store of its own, and a second
-// bulk cycle that shows what the kept dispute outcomes save.
-func runStripeMoney(ctx context.Context, opts stripeOptions) (stripeResult, error) {
+// runStripeMoney loads opts.Rows intents with their money into a stripetest server and as many
+// rows into schema, then runs one cycle in bulk and one one by one, each with a gateway and
+// reconciler tables of its own, and two bulk cycles whose second shows what the kept dispute
+// outcomes save.
+func runStripeMoney(ctx context.Context, pool *pgxpool.Pool, schema string, opts stripeOptions) (stripeResult, error) {
 	res := stripeResult{Rows: opts.Rows, Batch: opts.Batch, Hint: opts.Hint, Burst: opts.Burst, Mode: "bulk", Concurrency: opts.Concurrency,
 		LatencyMS: float64(opts.Latency.Microseconds()) / 1000, Verdicts: map[string]int{}, GoVersion: runtime.Version(), Money: true, Mix: moneyMix}
 	if opts.PerObject {
@@ -153,6 +188,27 @@ func runStripeMoney(ctx context.Context, opts stripeOptions) (stripeResult, erro
 			}
 		}
 	}
+	rows := make([][]any, opts.Rows)
+	for i, sc := range scen {
+		created := stripeRowCreated(i+1, opts)
+		var dispute *string
+		if sc.local.DisputeStatus != "" {
+			dispute = &sc.local.DisputeStatus
+		}
+		rows[i] = []any{i + 1, fmt.Sprintf("o_%d", i+1), ids[i], sc.local.Status, sc.local.Amount, sc.local.Currency,
+			sc.local.AmountRefunded, dispute, created, created}
+	}
+	table := pgx.Identifier{schema, moneyTable}
+	if _, err := pool.Exec(ctx, fmt.Sprintf(moneyDDL, table.Sanitize())); err != nil {
+		return res, fmt.Errorf("bench: create %s: %w", table.Sanitize(), err)
+	}
+	if _, err := pool.CopyFrom(ctx, table, []string{"id", "order_id", "stripe_payment_intent_id", "status", "amount_minor", "currency",
+		"amount_refunded", "dispute_status", "created_at", "updated_at"}, pgx.CopyFromRows(rows)); err != nil {
+		return res, fmt.Errorf("bench: copy into %s: %w", table.Sanitize(), err)
+	}
+	if _, err := pool.Exec(ctx, "ANALYZE "+table.Sanitize()); err != nil {
+		return res, err
+	}
 	fmt.Fprintf(progress, "stripe: loaded %d rows and PaymentIntents with their money; one cycle in bulk, one per object, batch %d\n", opts.Rows, opts.Batch)
 	srv.SetLatency(opts.Latency)
 
@@ -167,15 +223,18 @@ func runStripeMoney(ctx context.Context, opts stripeOptions) (stripeResult, erro
 		if perObject {
 			gateway = reconcile.PerObject(gateway)
 		}
-		store := memstore.New[int64, stripeadapter.LocalPayment](memstore.Options{})
-		for i, s := range scen {
-			created := stripeRowCreated(i+1, opts)
-			store.Put(memstore.Row[int64, stripeadapter.LocalPayment]{Key: int64(i + 1), ExternalID: ids[i], Local: s.local,
-				CreatedAt: created, UpdatedAt: created})
+		tables := pgstore.Tables{Prefix: fmt.Sprintf("reconcile_%s_%d_", map[bool]string{false: "bulk", true: "one"}[perObject], cycles), Schema: schema}
+		if err := pgstore.Migrate(ctx, pool, tables); err != nil {
+			return run, err
 		}
-		rec, err := reconcile.New(reconcile.Config[stripeadapter.LocalPayment, *stripeadapter.Payment]{
+		store, err := pgstore.NewOf[moneyPayment](pool, pgstore.Config{Table: moneyTable, Schema: schema,
+			ExternalIDColumn: "stripe_payment_intent_id", Tables: tables})
+		if err != nil {
+			return run, err
+		}
+		rec, err := reconcile.New(reconcile.Config[moneyPayment, *stripeadapter.Payment]{
 			Job: "bench", Source: store, Sink: store, Gateway: gateway,
-			Classifier: stripeadapter.PaymentPolicy(func(l stripeadapter.LocalPayment) stripeadapter.LocalPayment { return l }),
+			Classifier: stripeadapter.PaymentPolicy(moneyPayment.view),
 			BatchSize:  opts.Batch, Concurrency: opts.Concurrency,
 		})
 		if err != nil {
@@ -207,14 +266,18 @@ func runStripeMoney(ctx context.Context, opts stripeOptions) (stripeResult, erro
 		run.lists, run.retrieves = srv.Requests(stripetest.ListPaymentIntents), srv.Requests(stripetest.RetrievePaymentIntent)
 		run.disputes = srv.Requests(stripetest.ListDisputes)
 		run.calls = run.lists + run.retrieves + run.disputes + srv.Requests(stripetest.ListRefunds)
-		run.commands = len(store.Commands())
+		_, commands, err := countFindings(ctx, pool, tables)
+		if err != nil {
+			return run, err
+		}
+		run.commands = int(commands)
 		for after := int64(0); ; {
 			fs, err := store.ListFindings(ctx, reconcile.FindingQuery{Job: "bench", AfterID: after, Limit: 1000})
 			if err != nil {
 				return run, err
 			}
 			for _, f := range fs {
-				run.findings[f.RecordID] = f.Kind + ": " + f.Detail
+				run.findings[f.RecordID] = fmt.Sprintf("%s: %s %v", f.Kind, f.Detail, f.Diffs)
 				run.kinds[f.Kind]++
 				after = f.ID
 			}
