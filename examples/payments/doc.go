@@ -105,7 +105,9 @@
 //	-seed N      seed for the table's content; the same seed gives the same table (default 1)
 //	-schema S    the schema to drop and create (default reconcile_demo)
 //	-console A   after the run, serve the review console on address A, such as
-//	             127.0.0.1:8080, until interrupted (see demo_console.go; default: none)
+//	             127.0.0.1:8080, until interrupted; its search box finds a payment's
+//	             findings by its PaymentIntent, its id or its order id (see
+//	             demo_console.go; default: none)
 //
 // With STRIPE_SECRET_KEY set, the run talks to Stripe's test mode instead of stripetest
 // (demo_real.go):
