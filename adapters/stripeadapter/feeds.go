@@ -47,7 +47,8 @@ type EventsOptions struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Logger receives a warning for each step that skipped events because their object cannot
-	// be read or has no id or status. Nil means no logging.
+	// be read or has no id or status, and, from PaymentEventsFeed, for each step it ended
+	// before an event whose payment could not be read. Nil means no logging.
 	Logger *slog.Logger
 }
 

@@ -402,3 +402,32 @@ func TestAPaymentThatCannotBeReadEndsTheStepBeforeItsEvent(t *testing.T) {
 		})
 	}
 }
+
+func TestARowWhoseDisputesCannotBeReadIsUnverifiable(t *testing.T) {
+	for _, mode := range []string{"bulk", "per-object"} {
+		t.Run(mode, func(t *testing.T) {
+			w := newMoneyWorld(t)
+			w.plant()
+			w.srv.Inject(stripetest.ListDisputes, stripetest.Fault{Status: http.StatusInternalServerError})
+			var gw reconcile.Gateway[*stripeadapter.Payment] = w.gw.Payments()
+			if mode == "per-object" {
+				gw = reconcile.PerObject(gw)
+			}
+			r, err := reconcile.New(reconcile.Config[paymentRow, *stripeadapter.Payment]{
+				Job: laneJob, Source: w.store, Sink: w.store, Gateway: gw,
+				Classifier: stripeadapter.PaymentPolicy(paymentView), BatchSize: 100,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := r.RunBatch(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The three disputed payments are not judged; the refunds are found all the same.
+			if rep.Verdicts[reconcile.Unverifiable] != 3 || rep.Verdicts[reconcile.InSync] != 14 || rep.NewFindings != 3 {
+				t.Fatalf("verdicts %v, %d findings; want 3 unverifiable, 14 in sync and the 3 refunds found", rep.Verdicts, rep.NewFindings)
+			}
+		})
+	}
+}
