@@ -24,10 +24,16 @@ type expected struct {
 	// notFound and unavailable are the rows outside the grace period that no list can show,
 	// each retrieved once: answered 404 for the rows Stripe never saw, 503 for the others.
 	notFound, unavailable int
-	// missed is the number of webhooks lost after the sweep: the events lane must find each as
-	// one finding with one command. orphans is the number of PaymentIntents only at Stripe
-	// that the reverse scan must report (the young one excepted).
-	missed, orphans int
+	// disputed is the number of rows outside the grace period whose charge is disputed when
+	// the sweep reads it: the disputes of each are listed once. disputes is the number of
+	// disputed payments once the lanes have run.
+	disputed, disputes int
+	// missed is the number of payments changed at Stripe after the sweep, their webhooks lost:
+	// the events lane must find each as one finding, with one command if its story has one
+	// (missedCommands of them), judged as laneVerdicts says. orphans is the number of
+	// PaymentIntents only at Stripe that the reverse scan must report (the young one excepted).
+	missed, missedCommands, orphans int
+	laneVerdicts                    map[reconcile.Verdict]int
 	// allFindings and allCommands are the open findings by kind and the repair commands by
 	// event type once the sweep and both lanes have run.
 	allFindings, allCommands map[string]int
@@ -35,7 +41,7 @@ type expected struct {
 
 func (p plan) expected() expected {
 	e := expected{verdicts: map[reconcile.Verdict]int{}, findings: map[string]int{}, commands: map[string]int{},
-		allFindings: map[string]int{}, allCommands: map[string]int{}}
+		allFindings: map[string]int{}, allCommands: map[string]int{}, laneVerdicts: map[reconcile.Verdict]int{}}
 	for i, s := range stories {
 		n := p.counts[i]
 		if s.kind != "" {
@@ -43,6 +49,9 @@ func (p plan) expected() expected {
 		}
 		if s.command != "" {
 			e.allCommands[s.command] += n
+		}
+		if s.money.dispute != "" {
+			e.disputes += n
 		}
 		switch s.finder() {
 		case laneReverse:
@@ -52,6 +61,10 @@ func (p plan) expected() expected {
 			continue // no row: nothing for the sweep
 		case laneEvents:
 			e.missed += n
+			e.laneVerdicts[s.laneVerdict()] += n
+			if s.command != "" {
+				e.missedCommands += n
+			}
 		default:
 			if s.kind != "" {
 				e.findings[s.kind] += n
@@ -71,6 +84,9 @@ func (p plan) expected() expected {
 			}
 			if s.unavailable {
 				e.unavailable += n
+			}
+			if s.money.dispute != "" && !s.money.afterSweep {
+				e.disputed += n
 			}
 		}
 	}
@@ -105,7 +121,8 @@ func compare(p plan, r results) []difference {
 	add("commands in the outbox, one per repairable row", r.verdicts[reconcile.Repairable], total)
 	add("commands reported queued by the batches", total, r.cycle.commands)
 	add("findings reported opened by the batches", sum(want.findings), r.findings)
-	add("API calls the batches reported, one per request to Stripe", r.list+r.retrieve, r.calls)
+	add("API calls the batches reported, one per request to Stripe", r.list+r.retrieve+r.disputes, r.calls)
+	add("disputes listed, one per disputed payment", want.disputed, r.disputes)
 	add("Stripe requests about rows inside the grace period", 0, r.aboutGrace)
 	add("PaymentIntents retrieved more than once", 0, r.retrievedAgain)
 	add("retrieves of rows unknown to Stripe, answered 404", want.notFound, r.notFound)
@@ -126,10 +143,11 @@ func sum(m map[string]int) int {
 }
 
 // compareLanes lists every count of l that differs from what the lanes must find: the events
-// lane each lost webhook, once, with one command, in one run of a call per hundred events;
+// lane each change after the sweep (a lost webhook, a refund, a failed refund, a dispute),
+// once, with its command if it has one, in one run of a call per hundred events;
 // the reverse scan each PaymentIntent only at Stripe and nothing else, in a call per hundred
-// PaymentIntents listed; and then every finding and command planted open or queued, and each
-// lane healthy.
+// PaymentIntents listed; and then every finding and command planted open or queued, each
+// payment with exactly its story's finding, and each lane healthy.
 func compareLanes(p plan, l laneResults) []difference {
 	want := p.expected()
 	var diffs []difference
@@ -140,16 +158,23 @@ func compareLanes(p plan, l laneResults) []difference {
 	}
 	add("events lane: anchor steps, judging nothing", 1, l.anchor.batches)
 	add("events lane: anchor API calls", 1, l.anchorCalls)
-	add("events lane: PaymentIntents judged, one per lost webhook", want.missed, l.events.scanned)
-	add("events lane: rows judged repairable", want.missed, l.events.verdicts[reconcile.Repairable])
+	add("events lane: payments judged, one per change after the sweep", want.missed, l.events.scanned)
+	for _, v := range reconcile.Verdicts {
+		add(fmt.Sprintf("events lane: payments judged %s", v), want.laneVerdicts[v], l.events.verdicts[v])
+	}
 	add("events lane: findings opened", want.missed, l.events.findings)
-	add("events lane: commands queued", want.missed, l.events.commands)
-	add("lost webhooks with one open missed_success and one command", want.missed, l.missedFound)
-	add("events lane: API calls reported, one per request to Stripe", l.eventsCalls, l.events.calls)
+	add("events lane: commands queued", want.missedCommands, l.events.commands)
+	add("changes after the sweep found with their finding, and command", want.missed, l.missedFound)
+	add("events lane: API calls reported, one per request to Stripe", l.eventsCalls+l.eventsOtherCalls, l.events.calls)
 	// An account that holds more than the run's objects has more events and PaymentIntents to
 	// page through than were planted: the planted ones only bound the calls below.
 	atLeast := func(what string, want, got int) {
 		if got < want {
+			diffs = append(diffs, difference{what, want, got})
+		}
+	}
+	atMost := func(what string, want, got int) {
+		if got > want {
 			diffs = append(diffs, difference{what, want, got})
 		}
 	}
@@ -158,12 +183,16 @@ func compareLanes(p plan, l laneResults) []difference {
 		pageCheck = atLeast
 	}
 	pageCheck("events lane: API calls, one per hundred events", pages(want.missed), l.eventsCalls)
+	// The feed reads each payment an event touches: its PaymentIntent, and its refunds or its
+	// disputes if an event is about them.
+	atMost("events lane: other API calls, at most three per payment judged", 3*want.missed, l.eventsOtherCalls)
 
 	add("reverse scan: findings opened, one per orphan PaymentIntent", want.orphans, l.reverse.findings)
 	add("reverse scan: commands queued", 0, l.reverse.commands)
 	add("PaymentIntents only at Stripe reported missing_locally", want.orphans, l.orphansFound)
 	add("other PaymentIntents reported missing_locally", 0, l.otherMissing)
-	add("reverse scan: API calls reported, one per request to Stripe", l.reverseCalls, l.reverse.calls)
+	add("reverse scan: API calls reported, one per request to Stripe", l.reverseCalls+l.reverseOtherCalls, l.reverse.calls)
+	atMost("reverse scan: disputes listed, at most one per disputed payment", want.disputes, l.reverseOtherCalls)
 	pageCheck("reverse scan: API calls, one per hundred listed", pages(l.reverse.scanned), l.reverseCalls)
 
 	for _, kind := range sortedKeys(want.allFindings, l.status.OpenFindings) {
@@ -172,6 +201,9 @@ func compareLanes(p plan, l laneResults) []difference {
 	for _, event := range sortedKeys(want.allCommands, l.commands) {
 		add(fmt.Sprintf("%s commands in the outbox after the lanes", event), want.allCommands[event], l.commands[event])
 	}
+	// Each drift found once, by whichever lane, and nothing else: no payment has a finding its
+	// story does not plant, or two.
+	add("payments whose open findings are not exactly their story's", 0, l.notAsPlanted)
 	passes := map[string]int64{}
 	for _, ls := range l.status.Lanes {
 		passes[ls.Lane] = ls.PassesCompleted
@@ -221,32 +253,28 @@ func compareRepairs(p plan, r repairResults) []difference {
 			diffs = append(diffs, difference{what, want, got})
 		}
 	}
-	var wrongStatus, wrongLedger, otherChanged int
+	var wrongState, wrongLedger, otherChanged int
 	for _, pay := range p.payments {
 		st, ok := r.payments[pay.externalID]
 		if !ok {
-			wrongStatus++
+			wrongState++
 			continue
 		}
-		to, repaired := repairsOf(pay.story)
-		wantLedger := 0
-		if to == stripeadapter.LocalPaid {
-			wantLedger = 1
-		}
+		want := pay.repaired()
 		switch {
-		case !repaired:
-			if st.status != pay.story.local || st.touched {
+		case !want.touched:
+			if st.status != want.status || st.refunded != want.refunded || st.touched {
 				otherChanged++
 			}
-		case st.status != to:
-			wrongStatus++
+		case st.status != want.status || st.refunded != want.refunded:
+			wrongState++
 		}
-		if st.ledger != wantLedger {
+		if st.ledger != want.ledger {
 			wrongLedger++
 		}
 	}
-	add("repairable payments not in Stripe's state now", 0, wrongStatus)
-	add("payments whose ledger rows are not one per payment made paid", 0, wrongLedger)
+	add("repairable payments not in Stripe's state now", 0, wrongState)
+	add("payments whose ledger rows are not one per payment made paid or refunded", 0, wrongLedger)
 	add("payments changed that nothing should change", 0, otherChanged)
 
 	add("late webhook answered 200", http.StatusOK, r.webhookStatus)
@@ -302,13 +330,17 @@ func b2i(b bool) int {
 	return 0
 }
 
-// repairsOf reports whether s is a story whose payment a repair command changes, and to what.
-func repairsOf(s *story) (to string, ok bool) {
-	switch s.command {
+// repaired returns what pay must be once the repairs are done: its status and refunded
+// amount, touched if a repair changes it, and its ledger rows, one per change that moves money.
+func (pay payment) repaired() paymentState {
+	st := paymentState{status: pay.story.local, refunded: pay.refundedHere()}
+	switch pay.story.command {
 	case stripeadapter.CommandApplyPaymentSucceeded:
-		return stripeadapter.LocalPaid, true
+		st.status, st.touched, st.ledger = stripeadapter.LocalPaid, true, 1
 	case stripeadapter.CommandApplyPaymentCanceled:
-		return stripeadapter.LocalFailed, true
+		st.status, st.touched = stripeadapter.LocalFailed, true
+	case stripeadapter.CommandApplyRefund:
+		st.refunded, st.touched, st.ledger = pay.refund(), true, 1
 	}
-	return "", false
+	return st
 }

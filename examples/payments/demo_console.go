@@ -149,7 +149,7 @@ func serveConsoleTo(ctx context.Context, out, errOut io.Writer, addr string, opt
 // newConsole returns the console over the example's store, for people holding token: the
 // store lists, resolves and reopens the findings (reconcile.Reviewer) and reads the job's
 // status.
-func newConsole(store *pgstore.Store[string], token string, logger *slog.Logger) (http.Handler, error) {
+func newConsole(store *pgstore.Store[paymentRow], token string, logger *slog.Logger) (http.Handler, error) {
 	if token == "" {
 		return nil, errors.New("payments: console: the token is empty")
 	}

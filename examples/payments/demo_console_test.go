@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 	"github.com/reconcilekit/reconcile/internal/pgtest"
 )
@@ -74,6 +75,34 @@ func TestTheConsoleShowsTheRunsFindingsToTokenHolders(t *testing.T) {
 	}
 	if n := strings.Count(body, "<td>missed_success</td>"); n != 3 {
 		t.Errorf("the list shows %d missed successes, want 3", n)
+	}
+}
+
+func TestTheConsoleFindsAPaymentsFindingsByItsOrderID(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, stripeadapter.CommandApplyRefund, 3)
+	h, err := newConsole(f.store, "s3cret-token", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := f.p.payments[1]
+	req := httptest.NewRequest(http.MethodGet, "/findings?q="+want.orderID, nil)
+	req.SetBasicAuth("alice", "s3cret-token")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	body := rec.Body.String()
+	if rec.Code != http.StatusOK {
+		t.Fatalf("search by order id: %d\n%s", rec.Code, body)
+	}
+	for _, p := range f.p.payments {
+		if got := strings.Contains(body, p.externalID); got != (p == want) {
+			t.Errorf("searching %s, the list shows %s's PaymentIntent %s: %v, want %v", want.orderID, p.orderID, p.externalID, got, p == want)
+		}
+	}
+	// The finding says what differs, in the payment's currency.
+	refunded := reconcile.FormatAmount(want.refund(), "usd")
+	if !strings.Contains(body, "amount_refunded") || !strings.Contains(body, refunded) {
+		t.Errorf("the list lacks the refunded amount that differs (%s):\n%s", refunded, body)
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -42,6 +43,9 @@ type story struct {
 	// checkout under way whose row may not be committed yet. It is inside the scan's grace
 	// window, so the scan must not report it.
 	young bool
+	// money is what differs in the payment's money, here or at Stripe, from a payment that
+	// agrees on amount and currency and was never refunded or disputed.
+	money money
 
 	// verdict is the sweep's on the row; for a stripeOnly story, the reverse scan's on the
 	// PaymentIntent (none for a young one, which the scan does not list).
@@ -50,15 +54,48 @@ type story struct {
 	command string // the repair command it must queue; "" for none
 }
 
+// money is how a story's payment differs in its money, here or at Stripe.
+type money struct {
+	// currency is the row's currency, if not its PaymentIntent's, usd.
+	currency string
+	// amountOff is how much more the row's amount is than its PaymentIntent's, in minor units.
+	amountOff int64
+	// refunded is the share of the amount refunded at Stripe (1: all of it), in the Dashboard
+	// or by another service: no webhook reached us, so the row records none.
+	refunded float64
+	// refundFails: the whole amount was refunded and the row recorded it; then the refund
+	// fails at Stripe (the card was closed, say), after the sweep.
+	refundFails bool
+	// dispute is the status of a dispute on the payment's charge, of which the row knows
+	// nothing.
+	dispute stripe.DisputeStatus
+	// afterSweep: the refund, its failure or the dispute happens at Stripe after the sweep,
+	// its webhook lost: the sweep finds the payment in sync, and the events lane must find
+	// the change. Without it, the change is there before the run begins, for the sweep.
+	afterSweep bool
+}
+
 // finder returns the lane that must find the story's drift.
 func (s *story) finder() string {
 	switch {
 	case s.stripeOnly:
 		return laneReverse
-	case s.later != "":
+	case s.later != "" || s.money.afterSweep:
 		return laneEvents
 	}
 	return laneSweep
+}
+
+// laneVerdict is the verdict of the lane that finds the story's drift; for a story the events
+// lane finds, the sweep's verdict (in the verdict field) is InSync.
+func (s *story) laneVerdict() reconcile.Verdict {
+	switch {
+	case s.finder() != laneEvents:
+		return s.verdict
+	case s.command != "":
+		return reconcile.Repairable
+	}
+	return reconcile.NeedsReview
 }
 
 const (
@@ -111,6 +148,35 @@ var stories = []story{
 	// Share 0: exactly one.
 	{name: "only at Stripe, created 2 minutes ago", external: stripe.PaymentIntentStatusRequiresPaymentMethod,
 		stripeOnly: true, young: true},
+
+	// The money: a status says nothing of it. A refunded payment, or one whose dispute was
+	// lost, stays succeeded; each of these is InSync by status alone. A refund made at Stripe
+	// is caught up here; everything else is a person's, who may have to charge again, refund,
+	// answer the dispute or correct the order.
+	{name: "partly refunded in the Dashboard", share: 0.002, local: paid, external: stripe.PaymentIntentStatusSucceeded,
+		money:   money{refunded: 0.5},
+		verdict: reconcile.Repairable, kind: stripeadapter.KindMissedPartialRefund, command: stripeadapter.CommandApplyRefund},
+	{name: "dispute lost", share: 0.002, local: paid, external: stripe.PaymentIntentStatusSucceeded,
+		money:   money{dispute: stripe.DisputeStatusLost},
+		verdict: reconcile.NeedsReview, kind: stripeadapter.KindDisputeLost},
+	// The order was changed after checkout and the PaymentIntent was not updated.
+	{name: "amount differs from Stripe's", share: 0.002, local: paid, external: stripe.PaymentIntentStatusSucceeded,
+		money:   money{amountOff: 100},
+		verdict: reconcile.NeedsReview, kind: stripeadapter.KindAmountMismatch},
+	// The same number of minor units, in yen here and in cents at Stripe: the amounts agree and
+	// the money does not. JPY has no minor unit, so 1000 is ¥1,000 and $10.00.
+	{name: "JPY here, USD at Stripe", share: 0.002, local: paid, external: stripe.PaymentIntentStatusSucceeded,
+		money:   money{currency: "jpy"},
+		verdict: reconcile.NeedsReview, kind: stripeadapter.KindCurrencyMismatch},
+	{name: "Dashboard refund after the sweep", share: 0.002, local: paid, external: stripe.PaymentIntentStatusSucceeded,
+		money:   money{refunded: 1, afterSweep: true},
+		verdict: reconcile.InSync, kind: stripeadapter.KindMissedRefund, command: stripeadapter.CommandApplyRefund},
+	{name: "refund fails after the sweep", share: 0.002, local: paid, external: stripe.PaymentIntentStatusSucceeded,
+		money:   money{refunded: 1, refundFails: true, afterSweep: true},
+		verdict: reconcile.InSync, kind: stripeadapter.KindRefundFailed},
+	{name: "disputed after the sweep", share: 0.002, local: paid, external: stripe.PaymentIntentStatusSucceeded,
+		money:   money{dispute: stripe.DisputeStatusNeedsResponse, afterSweep: true},
+		verdict: reconcile.InSync, kind: stripeadapter.KindDisputeNeedsResponse},
 }
 
 // payment is one row to load, with the story it tells; in plan.stripeOnly, a PaymentIntent
@@ -118,7 +184,7 @@ var stories = []story{
 type payment struct {
 	orderID    string
 	externalID string // the PaymentIntent id
-	amount     int64  // in cents
+	amount     int64  // the row's, in the currency's minor unit
 	// createdAgo and updatedAgo are measured back from the database's now(). createdAgo
 	// decreases with the row's position: rows are created in id order, as in a real table, so
 	// a batch of rows read in id order covers one stretch of time.
@@ -127,6 +193,9 @@ type payment struct {
 	// Unused when the story is notFound.
 	intentAfter time.Duration
 	story       *story
+	// refundID and disputeID are the refund and the dispute the fake Stripe made before the
+	// run (newStripe), for a refund to fail after the sweep.
+	refundID, disputeID string
 }
 
 // plan is the table's content: every row and how many rows tell each story, and the
@@ -247,6 +316,29 @@ func paymentIntentID(rng *rand.Rand) string {
 		b = append(b, alphabet[rng.IntN(len(alphabet))])
 	}
 	return string(b)
+}
+
+// currency is the row's currency.
+func (pay payment) currency() string {
+	return cmp.Or(pay.story.money.currency, string(stripe.CurrencyUSD))
+}
+
+// intentAmount is the amount of the row's PaymentIntent.
+func (pay payment) intentAmount() int64 {
+	return pay.amount - pay.story.money.amountOff
+}
+
+// refund is the amount refunded at Stripe, in its PaymentIntent's currency: a share of its amount.
+func (pay payment) refund() int64 {
+	return int64(math.Round(pay.story.money.refunded * float64(pay.intentAmount())))
+}
+
+// refundedHere is the amount the row records as refunded when it is loaded.
+func (pay payment) refundedHere() int64 {
+	if pay.story.money.refundFails {
+		return pay.refund()
+	}
+	return 0
 }
 
 // where returns the payments (rows) whose story satisfies pred.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/reconcilekit/reconcile"
@@ -39,28 +40,34 @@ type laneResults struct {
 	// anchor is the events lane's first run, before the sweep, and anchorCalls its requests.
 	anchor      cycle
 	anchorCalls int
-	// events is the events lane's run after the webhooks were lost, eventsCalls its requests;
-	// missedFound counts the payments whose webhook was lost that have exactly one open
-	// missed_success finding with one repair command; detect is the time from the last status
-	// change at Stripe to the run's end, its findings committed.
-	events      cycle
-	eventsCalls int
-	missedFound int
-	detect      time.Duration
-	// reverse is the reverse scan's pass, reverseCalls its requests; orphansFound counts the
+	// events is the events lane's run after the webhooks were lost, eventsCalls its event
+	// list requests and eventsOtherCalls its others (the refunds and disputes it reads);
+	// missedFound counts the payments changed at Stripe after the sweep that have exactly their
+	// story's open finding, with its repair command if it has one; detect is the time from the
+	// last change at Stripe to the run's end, its findings committed.
+	events           cycle
+	eventsCalls      int
+	eventsOtherCalls int
+	missedFound      int
+	detect           time.Duration
+	// reverse is the reverse scan's pass, reverseCalls its list requests and reverseOtherCalls
+	// its others (the disputes of disputed charges); orphansFound counts the
 	// planted Stripe-only PaymentIntents reported missing_locally, otherMissing any other
 	// PaymentIntent reported so (the young one would be).
 	reverse                    cycle
 	reverseCalls               int
+	reverseOtherCalls          int
 	orphansFound, otherMissing int
 
-	// After both lanes: the job's status and its health, the repair commands by event type,
-	// and the open findings only a person can resolve, up to reviewShown of each kind.
-	status     reconcile.Status
-	health     reconcile.Health
-	commands   map[string]int
-	review     map[string][]reconcile.Finding
-	reviewOpen int
+	// After both lanes: the payments whose open findings are exactly their story's, and the
+	// others; the job's status and its health, the repair commands by event type, and the open
+	// findings only a person can resolve, up to reviewShown of each kind.
+	asPlanted, notAsPlanted int
+	status                  reconcile.Status
+	health                  reconcile.Health
+	commands                map[string]int
+	review                  map[string][]reconcile.Finding
+	reviewOpen              int
 }
 
 // stripeLog is a log of the requests made to Stripe: stripetest's own, or in real mode the one
@@ -90,7 +97,7 @@ func anchorEvents(ctx context.Context, out io.Writer, l lanes, reqs stripeLog) (
 
 // runLanes loses webhooks for real, then runs the events lane until it has caught up and the
 // reverse scan for one full pass, printing what each did, and reads back the job's state.
-func runLanes(ctx context.Context, out io.Writer, pool *pgxpool.Pool, schema string, store *pgstore.Store[string], srv *stripetest.Server,
+func runLanes(ctx context.Context, out io.Writer, pool *pgxpool.Pool, schema string, store *pgstore.Store[paymentRow], srv *stripetest.Server,
 	p plan, l lanes, lr *laneResults) error {
 	lost := p.where(func(s *story) bool { return s.later != "" })
 	changedAt, err := loseWebhooks(srv, p)
@@ -99,6 +106,7 @@ func runLanes(ctx context.Context, out io.Writer, pool *pgxpool.Pool, schema str
 	}
 	fmt.Fprintf(out, "\nLost webhooks: %d payments the sweep found in sync, awaiting payment, succeed at stripetest now;\n", len(lost))
 	fmt.Fprintf(out, "Stripe records payment_intent.succeeded for each, the webhooks never arrive, and the rows stay pending.\n")
+	printMoneyAfter(out, p)
 	if err := runEventsLane(ctx, out, pool, schema, srv, p, l, lr, changedAt, demoSettle); err != nil {
 		return err
 	}
@@ -110,7 +118,7 @@ func runLanes(ctx context.Context, out io.Writer, pool *pgxpool.Pool, schema str
 // until it has caught up, and prints what it did.
 func runEventsLane(ctx context.Context, out io.Writer, pool *pgxpool.Pool, schema string, reqs stripeLog,
 	p plan, l lanes, lr *laneResults, changedAt time.Time, wait time.Duration) error {
-	lost := p.where(func(s *story) bool { return s.later != "" })
+	changed := p.where(func(s *story) bool { return s.finder() == laneEvents })
 	var err error
 	select {
 	case <-ctx.Done():
@@ -123,16 +131,19 @@ func runEventsLane(ctx context.Context, out io.Writer, pool *pgxpool.Pool, schem
 	}
 	lr.detect = time.Since(changedAt)
 	lr.eventsCalls = reqs.Requests(stripetest.ListEvents)
-	if err := pool.QueryRow(ctx, inSchema(schema, lostWebhooksFound), job, externalIDs(lost)).Scan(&lr.missedFound); err != nil {
-		return fmt.Errorf("payments: count the lost webhooks' findings: %w", err)
+	lr.eventsOtherCalls = len(reqs.Log()) - lr.eventsCalls
+	found, err := openFindings(ctx, pool, schema, externalIDs(changed))
+	if err != nil {
+		return err
 	}
+	lr.missedFound, _ = asPlanted(changed, found)
 	printEvents(out, p, *lr)
 	return nil
 }
 
 // runReverseScan runs the reverse scan for one full pass, prints what it did, and reads back the
 // job's state.
-func runReverseScan(ctx context.Context, out io.Writer, pool *pgxpool.Pool, schema string, store *pgstore.Store[string], reqs stripeLog,
+func runReverseScan(ctx context.Context, out io.Writer, pool *pgxpool.Pool, schema string, store *pgstore.Store[paymentRow], reqs stripeLog,
 	p plan, l lanes, lr *laneResults) error {
 	var err error
 	reqs.ResetLog()
@@ -140,25 +151,65 @@ func runReverseScan(ctx context.Context, out io.Writer, pool *pgxpool.Pool, sche
 		return err
 	}
 	lr.reverseCalls = reqs.Requests(stripetest.ListPaymentIntents)
+	lr.reverseOtherCalls = len(reqs.Log()) - lr.reverseCalls
 	if lr.orphansFound, lr.otherMissing, err = missingLocally(ctx, store, p); err != nil {
 		return err
 	}
 	printReverse(out, p, *lr)
-	return collectLanes(ctx, pool, schema, store, lr)
+	return collectLanes(ctx, pool, schema, store, p, lr)
 }
 
-// lostWebhooksFound counts the payments, among the PaymentIntents $2, that have exactly one
-// open missed_success finding and one repair command for it.
-const lostWebhooksFound = `SELECT count(*) FROM reconcile_demo.payments AS p
-	WHERE p.external_id = ANY($2) AND (
-		SELECT count(*) FROM reconcile_demo.reconcile_findings AS f
-		JOIN reconcile_demo.reconcile_outbox AS o ON o.finding_id = f.id
-		WHERE f.job = $1 AND f.record_id = p.id::text AND f.kind = 'missed_success' AND f.resolved_at IS NULL
-			AND o.event_type = 'ApplyPaymentSucceeded') = 1`
+// findingsOf reads the open findings of the job about the payments of the PaymentIntents $2,
+// with the number of repair commands each queued.
+const findingsOf = `SELECT p.external_id, f.kind,
+		(SELECT count(*) FROM reconcile_demo.reconcile_outbox AS o WHERE o.finding_id = f.id)
+	FROM reconcile_demo.payments AS p
+	JOIN reconcile_demo.reconcile_findings AS f ON f.job = $1 AND f.record_id = p.id::text AND f.resolved_at IS NULL
+	WHERE p.external_id = ANY($2)`
+
+// openFinding is an open finding about a payment, and the repair commands it queued.
+type openFinding struct {
+	kind     string
+	commands int
+}
+
+// openFindings reads the open findings of the job about the payments of the PaymentIntents ids,
+// by PaymentIntent.
+func openFindings(ctx context.Context, pool *pgxpool.Pool, schema string, ids []string) (map[string][]openFinding, error) {
+	rows, err := pool.Query(ctx, inSchema(schema, findingsOf), job, ids)
+	if err != nil {
+		return nil, fmt.Errorf("payments: read the payments' findings: %w", err)
+	}
+	found := map[string][]openFinding{}
+	var id string
+	var f openFinding
+	if _, err := pgx.ForEachRow(rows, []any{&id, &f.kind, &f.commands}, func() error {
+		found[id] = append(found[id], f)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("payments: read the payments' findings: %w", err)
+	}
+	return found, nil
+}
+
+// asPlanted counts the payments among pays whose open findings in found are exactly their
+// story's: one of its kind with one repair command if it queues one, or none; and the others.
+func asPlanted(pays []payment, found map[string][]openFinding) (planted, other int) {
+	for _, pay := range pays {
+		fs, s := found[pay.externalID], pay.story
+		want := s.kind != ""
+		if !want && len(fs) == 0 || want && len(fs) == 1 && fs[0].kind == s.kind && fs[0].commands == b2i(s.command != "") {
+			planted++
+		} else {
+			other++
+		}
+	}
+	return planted, other
+}
 
 // missingLocally reads the open missing_locally findings, whose record id is the PaymentIntent
 // id, and counts those of the planted Stripe-only PaymentIntents and the others.
-func missingLocally(ctx context.Context, store *pgstore.Store[string], p plan) (planted, other int, err error) {
+func missingLocally(ctx context.Context, store *pgstore.Store[paymentRow], p plan) (planted, other int, err error) {
 	want := map[string]bool{}
 	for _, id := range p.orphans() {
 		want[id] = true
@@ -183,8 +234,12 @@ func missingLocally(ctx context.Context, store *pgstore.Store[string], p plan) (
 }
 
 // collectLanes reads into lr the job's state after both lanes.
-func collectLanes(ctx context.Context, pool *pgxpool.Pool, schema string, store *pgstore.Store[string], lr *laneResults) error {
-	var err error
+func collectLanes(ctx context.Context, pool *pgxpool.Pool, schema string, store *pgstore.Store[paymentRow], p plan, lr *laneResults) error {
+	found, err := openFindings(ctx, pool, schema, externalIDs(p.payments))
+	if err != nil {
+		return err
+	}
+	lr.asPlanted, lr.notAsPlanted = asPlanted(p.payments, found)
 	if lr.status, lr.health, err = jobHealth(ctx, store); err != nil {
 		return err
 	}

@@ -14,10 +14,10 @@ import (
 // insertPayments loads every row in one statement and returns each row's created_at. Times are
 // computed from the database's clock, the one the reconciler judges the grace period by.
 const insertPayments = `
-INSERT INTO reconcile_demo.payments (order_id, external_id, status, amount, created_at, updated_at)
-SELECT o, e, s, a, now() - make_interval(secs => c), now() - make_interval(secs => u)
-FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::float8[], $6::float8[])
-	WITH ORDINALITY AS t(o, e, s, a, c, u, n)
+INSERT INTO reconcile_demo.payments (order_id, external_id, status, amount, created_at, updated_at, currency, amount_refunded)
+SELECT o, e, s, a, now() - make_interval(secs => c), now() - make_interval(secs => u), cur, r
+FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::float8[], $6::float8[], $7::text[], $8::bigint[])
+	WITH ORDINALITY AS t(o, e, s, a, c, u, cur, r, n)
 ORDER BY n
 RETURNING external_id, created_at`
 
@@ -33,7 +33,7 @@ func setUp(ctx context.Context, pool *pgxpool.Pool, schema string, p plan) (map[
 }
 
 // load (re)creates schema and loads p's rows with insert, whose fifth parameter is created (in
-// the rows' order) and the others those of insertPayments; then it creates the reconciler's
+// the rows' order) and the others those of insertPayments; no row knows of a dispute; then it creates the reconciler's
 // tables. It returns every row's created_at as stored, by PaymentIntent id.
 func load(ctx context.Context, pool *pgxpool.Pool, schema string, p plan, insert string, created any) (map[string]time.Time, error) {
 	if !schemaRE.MatchString(schema) {
@@ -43,15 +43,15 @@ func load(ctx context.Context, pool *pgxpool.Pool, schema string, p plan, insert
 		return nil, fmt.Errorf("payments: create schema %s: %w", schema, err)
 	}
 	n := len(p.payments)
-	orders, ids, statuses := make([]string, n), make([]string, n), make([]string, n)
-	amounts := make([]int64, n)
+	orders, ids, statuses, currencies := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	amounts, refunded := make([]int64, n), make([]int64, n)
 	updated := make([]float64, n)
 	for i, pay := range p.payments {
-		orders[i], ids[i], statuses[i] = pay.orderID, pay.externalID, pay.story.local
-		amounts[i] = pay.amount
+		orders[i], ids[i], statuses[i], currencies[i] = pay.orderID, pay.externalID, pay.story.local, pay.currency()
+		amounts[i], refunded[i] = pay.amount, pay.refundedHere()
 		updated[i] = pay.updatedAgo.Seconds()
 	}
-	rows, err := pool.Query(ctx, inSchema(schema, insert), orders, ids, statuses, amounts, created, updated)
+	rows, err := pool.Query(ctx, inSchema(schema, insert), orders, ids, statuses, amounts, created, updated, currencies, refunded)
 	if err != nil {
 		return nil, fmt.Errorf("payments: load payments: %w", err)
 	}

@@ -211,6 +211,7 @@ func runReal(ctx context.Context, out io.Writer, opts options, schema string) er
 	fmt.Fprintf(out, "\nLost webhooks: %d payments the sweep found in sync, awaiting payment, are confirmed at Stripe now with %s;\n",
 		len(lost), pmVisa)
 	fmt.Fprintf(out, "Stripe records payment_intent.succeeded for each, no webhook reaches this run, and the rows stay pending.\n")
+	printMoneyAfter(out, p)
 	fmt.Fprintf(out, "Waiting %s for the events to settle.\n", max(wait, 0).Round(time.Second))
 	if err := runEventsLane(ctx, out, pool, schema, rs.log, p, l, &lr, changedAt, wait); err != nil {
 		return err
@@ -236,7 +237,7 @@ func runReal(ctx context.Context, out io.Writer, opts options, schema string) er
 		return err
 	}
 
-	rr, err := repair(ctx, pool, schema, store, p, slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	rr, err := repair(ctx, pool, schema, store, gateway.Payments(), p, slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		return err
 	}

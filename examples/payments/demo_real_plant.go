@@ -20,8 +20,10 @@ type recipe struct {
 	// paymentMethod, if set, is the test payment method the intent is confirmed with when it
 	// is created; without one it stays requires_payment_method.
 	paymentMethod string
-	cancel        bool   // canceled once created
-	made          string // how, in words
+	cancel        bool // canceled once created
+	// refund: refunded (a share of it, as the story says) once created, or after the sweep.
+	refund bool
+	made   string // how, in words
 }
 
 // recipeOf returns how s's PaymentIntent is made in test mode, or why it cannot be.
@@ -37,6 +39,17 @@ func recipeOf(s *story) (r recipe, cannot string) {
 		return recipe{made: "created, not confirmed; confirmed with " + pmVisa + " after the sweep"}, ""
 	case s.later != "":
 		return recipe{}, fmt.Sprintf("no recipe moves a PaymentIntent from %s to %s", s.external, s.later)
+	case s.money.dispute != "":
+		// pm_card_createDispute would, a moment after the charge, and evidence decides its fate later.
+		return recipe{}, "Stripe opens a test dispute on its own time, not when the run needs it"
+	case s.money.refundFails:
+		// pm_card_refundFail's refunds fail a while after they succeed.
+		return recipe{}, "a test refund fails on Stripe's own time, not when the run needs it"
+	case s.money.refunded > 0 && s.money.afterSweep:
+		return recipe{paymentMethod: pmVisa, refund: true, made: "created with " + pmVisa + ", confirm=true; refunded after the sweep"}, ""
+	case s.money.refunded > 0:
+		return recipe{paymentMethod: pmVisa, refund: true,
+			made: fmt.Sprintf("created with %s, confirm=true, %.0f%% refunded", pmVisa, 100*s.money.refunded)}, ""
 	}
 	switch s.external {
 	case stripe.PaymentIntentStatusSucceeded:
@@ -98,10 +111,10 @@ func realPlan(rows int, seed uint64) (plan, []leftOut, error) {
 // insertPaymentsAt is insertPayments with each row's created_at given ($5), in real mode that
 // of its PaymentIntent at Stripe.
 const insertPaymentsAt = `
-INSERT INTO reconcile_demo.payments (order_id, external_id, status, amount, created_at, updated_at)
-SELECT o, e, s, a, c, now() - make_interval(secs => u)
-FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::timestamptz[], $6::float8[])
-	WITH ORDINALITY AS t(o, e, s, a, c, u, n)
+INSERT INTO reconcile_demo.payments (order_id, external_id, status, amount, created_at, updated_at, currency, amount_refunded)
+SELECT o, e, s, a, c, now() - make_interval(secs => u), cur, r
+FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::timestamptz[], $6::float8[], $7::text[], $8::bigint[])
+	WITH ORDINALITY AS t(o, e, s, a, c, u, cur, r, n)
 ORDER BY n
 RETURNING external_id, created_at`
 
@@ -201,7 +214,7 @@ func (rs *realStripe) create(ctx context.Context, pay *payment) (made, error) {
 		return made{}, fmt.Errorf("payments: real mode cannot plant %q: %s", pay.story.name, cannot)
 	}
 	params := &stripe.PaymentIntentCreateParams{
-		Amount:             stripe.Int64(pay.amount),
+		Amount:             stripe.Int64(pay.intentAmount()),
 		Currency:           stripe.String(string(stripe.CurrencyUSD)),
 		PaymentMethodTypes: stripe.StringSlice([]string{"card"}),
 	}
@@ -235,8 +248,27 @@ func (rs *realStripe) create(ctx context.Context, pay *payment) (made, error) {
 			return made{}, rs.failed(ctx, "cancel "+id, err)
 		}
 	}
+	if r.refund && !pay.story.money.afterSweep {
+		if err := rs.refund(ctx, pi.ID, pay.refund()); err != nil {
+			return made{}, err
+		}
+	}
 	m := made{id: pi.ID, created: time.Unix(pi.Created, 0), status: pi.Status}
 	return m, rs.checkStatus(pay.story, m.id, m.status, pay.story.external)
+}
+
+// refund refunds amount of the PaymentIntent id, as a person would in the Dashboard.
+func (rs *realStripe) refund(ctx context.Context, id string, amount int64) error {
+	params := &stripe.RefundCreateParams{PaymentIntent: stripe.String(id), Amount: stripe.Int64(amount)}
+	params.SetIdempotencyKey(rs.idempotencyKey(id, "refund"))
+	if err := rs.limiter.Wait(ctx); err != nil {
+		return err
+	}
+	rs.refunds.Add(1)
+	if _, err := rs.sc.V1Refunds.Create(ctx, params); err != nil {
+		return rs.failed(ctx, "refund "+id, err)
+	}
+	return nil
 }
 
 // checkStatus returns an error if Stripe made the PaymentIntent id of story s got rather than
@@ -256,9 +288,15 @@ func (rs *realStripe) idempotencyKey(id, step string) string {
 }
 
 // loseWebhooks confirms with pm_card_visa the PaymentIntents of the stories with a later status:
-// they succeed at Stripe, which records payment_intent.succeeded for each; no webhook reaches
-// the run, so the rows stay as they are. It returns when the last confirmation returned.
+// they succeed at Stripe, which records payment_intent.succeeded for each; and refunds those
+// of the stories refunded after the sweep. No webhook reaches the run, so the rows stay as they
+// are. It returns when the last call returned.
 func (rs *realStripe) loseWebhooks(ctx context.Context, p plan) (time.Time, error) {
+	for _, pay := range p.where(func(s *story) bool { return s.money.afterSweep && s.money.refunded > 0 }) {
+		if err := rs.refund(ctx, pay.externalID, pay.refund()); err != nil {
+			return time.Time{}, err
+		}
+	}
 	for _, pay := range p.where(func(s *story) bool { return s.later != "" }) {
 		params := &stripe.PaymentIntentConfirmParams{PaymentMethod: stripe.String(pmVisa)}
 		params.SetIdempotencyKey(rs.idempotencyKey(pay.externalID, "confirm"))

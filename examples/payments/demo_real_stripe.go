@@ -31,7 +31,7 @@ type realStripe struct {
 	limiter reconcile.Limiter
 	log     *requestLog // the gateway's requests
 
-	creates, confirms, cancels atomic.Int64 // the planter's calls
+	creates, confirms, cancels, refunds atomic.Int64 // the planter's calls
 	// plantedAt is when the planting's last call returned; newestOrphan is the created time,
 	// by Stripe, of the newest PaymentIntent only at Stripe that the reverse scan must report.
 	plantedAt, newestOrphan time.Time
@@ -128,7 +128,7 @@ func (rs *realStripe) failed(ctx context.Context, op string, err error) error {
 		return fmt.Errorf("payments: %s: Stripe rejected STRIPE_SECRET_KEY: it is wrong, expired or revoked", op)
 	case http.StatusForbidden:
 		return fmt.Errorf("payments: %s: STRIPE_SECRET_KEY may not do this (%s); a restricted key needs "+
-			"PaymentIntents: write and Events: read", op, rs.redact(se.Msg))
+			"PaymentIntents: write, Refunds: write, Disputes: read, Charges: read and Events: read", op, rs.redact(se.Msg))
 	case http.StatusTooManyRequests:
 		return fmt.Errorf("payments: %s: Stripe answered 429, too many requests: lower -rps (test mode allows 25 a second) (%s)",
 			op, rs.redact(se.Msg))

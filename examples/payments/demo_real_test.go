@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stripe/stripe-go/v82"
 
@@ -55,7 +56,7 @@ func TestRealModeAgainstStripeMockSendsOnlyRequestsStripeAccepts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var creates, cancels int
+	var creates, cancels, refunds int
 	for _, pay := range slices.Concat(p.payments, p.stripeOnly) {
 		r, cannot := recipeOf(pay.story)
 		switch {
@@ -67,13 +68,19 @@ func TestRealModeAgainstStripeMockSendsOnlyRequestsStripeAccepts(t *testing.T) {
 			if r.cancel {
 				cancels++
 			}
+			if r.refund && !pay.story.money.afterSweep {
+				refunds++
+			}
 		}
+	}
+	if refunds == 0 {
+		t.Error("the real plan refunds nothing before the sweep")
 	}
 	for _, want := range []string{
 		"Real mode: stripe-mock at " + opts.stripeMock,
 		"with a test-mode secret key from STRIPE_SECRET_KEY; run ",
-		fmt.Sprintf(": %d PaymentIntents, %d API calls (%d creates, %d cancels), each with the metadata\nreconcile_demo=",
-			creates, creates+cancels, creates, cancels),
+		fmt.Sprintf(": %d PaymentIntents, %d API calls (%d creates, %d cancels, %d refunds), each with the metadata\nreconcile_demo=",
+			creates, creates+cancels+refunds, creates, cancels, refunds),
 		`Left out in real mode, their rows planted as "in sync: paid" instead:`,
 		"    in flight: processing at Stripe         2 rows: no test card stays processing\n",
 		"    Stripe unavailable                      1 row: an outage cannot be ordered\n",
@@ -177,6 +184,10 @@ func TestRealModePlantsWithRequestsStripeAccepts(t *testing.T) {
 	}
 	if rs.confirms.Load() != int64(len(p.where(func(s *story) bool { return s.later != "" }))) {
 		t.Errorf("%d confirmations, want one per lost webhook", rs.confirms.Load())
+	}
+	refunded := p.where(func(s *story) bool { r, _ := recipeOf(s); return r.refund })
+	if len(refunded) == 0 || rs.refunds.Load() != int64(len(refunded)) {
+		t.Errorf("%d refunds, want one per payment of a refunded story (%d)", rs.refunds.Load(), len(refunded))
 	}
 }
 
@@ -288,7 +299,8 @@ func TestRealPlanLeavesOutWhatNoTestCardMakes(t *testing.T) {
 		leftNames = append(leftNames, l.story.name)
 		leftRows += l.rows
 	}
-	if want := []string{"in flight: processing at Stripe", "Stripe unavailable"}; !slices.Equal(leftNames, want) {
+	if want := []string{"in flight: processing at Stripe", "Stripe unavailable", "dispute lost", "refund fails after the sweep",
+		"disputed after the sweep"}; !slices.Equal(leftNames, want) {
 		t.Errorf("left out %q, want %q", leftNames, want)
 	}
 	for i := range stories {
@@ -316,7 +328,8 @@ func TestRealPlanLeavesOutWhatNoTestCardMakes(t *testing.T) {
 	}
 	// What must be found is what was planted, and some of every kind of drift is.
 	e := p.expected()
-	if e.unavailable != 0 || e.notFound == 0 || e.missed == 0 || e.orphans == 0 || len(e.commands) != 2 {
+	if e.unavailable != 0 || e.notFound == 0 || e.missed == 0 || e.orphans == 0 || len(e.commands) != 3 ||
+		e.commands[stripeadapter.CommandApplyRefund] == 0 || e.findings[stripeadapter.KindCurrencyMismatch] == 0 {
 		t.Errorf("the real plan expects %+v", e)
 	}
 }
@@ -326,7 +339,11 @@ func TestRequestLogCountsWhatStripetestCounts(t *testing.T) {
 	// must agree on every request.
 	srv := stripetest.NewServer(stripetest.Options{})
 	t.Cleanup(srv.Close)
-	srv.AddPaymentIntent(stripetest.PaymentIntent{ID: "pi_known", Status: stripe.PaymentIntentStatusSucceeded})
+	srv.AddPaymentIntent(stripetest.PaymentIntent{ID: "pi_known", Status: stripe.PaymentIntentStatusSucceeded, Amount: 1000,
+		Created: time.Now().Add(-time.Hour)}) // past the reverse scan's grace
+	if _, err := srv.Dispute("pi_known", 1000, stripe.DisputeStatusNeedsResponse, time.Now().Add(disputeDue)); err != nil {
+		t.Fatal(err)
+	}
 	reqs := newRequestLog(nil)
 	g, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL(),
 		HTTPClient: &http.Client{Transport: reqs}})
@@ -334,16 +351,19 @@ func TestRequestLogCountsWhatStripetestCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	_, _ = g.Fetch(ctx, "pi_known")
-	_, _ = g.Fetch(ctx, "pi_unknown")
-	feed, err := g.ReverseFeed(stripeadapter.ReverseOptions{})
+	// The calls the run makes: a payment whose charge is disputed, read with its disputes; one
+	// Stripe does not have; a reverse scan's page, the disputed charge's disputes again (its
+	// outcome is not final); the events lane's anchor.
+	_, _ = g.Payments().Fetch(ctx, "pi_known")
+	_, _ = g.Payments().Fetch(ctx, "pi_unknown")
+	feed, err := g.PaymentReverseFeed(stripeadapter.ReverseOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := feed.Next(ctx, "", func(context.Context) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	events, err := g.EventsFeed(stripeadapter.EventsOptions{})
+	events, err := g.PaymentEventsFeed(stripeadapter.EventsOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,17 +385,17 @@ func TestRequestLogCountsWhatStripetestCounts(t *testing.T) {
 		return out
 	}
 	client, server := simplify(reqs.Log()), simplify(srv.Log())
-	if !slices.Equal(client, server) || len(client) != 4 {
+	if !slices.Equal(client, server) || len(client) != 6 {
 		t.Errorf("the client logged\n%+v\nstripetest logged\n%+v", client, server)
 	}
 	for route, want := range map[stripetest.Route]int{
-		stripetest.RetrievePaymentIntent: 2, stripetest.ListPaymentIntents: 1, stripetest.ListEvents: 1,
+		stripetest.RetrievePaymentIntent: 2, stripetest.ListDisputes: 2, stripetest.ListPaymentIntents: 1, stripetest.ListEvents: 1,
 	} {
 		if got := reqs.Requests(route); got != want {
 			t.Errorf("Requests(%s) = %d, want %d", route, got, want)
 		}
 	}
-	if statuses := strconv.Itoa(client[0].status) + "," + strconv.Itoa(client[1].status); statuses != "200,404" {
+	if statuses := strconv.Itoa(client[0].status) + "," + strconv.Itoa(client[2].status); statuses != "200,404" {
 		t.Errorf("retrieves answered %s, want 200,404", statuses)
 	}
 	reqs.ResetLog()
@@ -397,7 +417,12 @@ func TestRouteOfNamesStripetestsRoutes(t *testing.T) {
 		{"GET", "/v1/payment_intents/pi_123/confirm", ""},
 		{"GET", "/v1/payment_intents/", ""},
 		{"GET", "/v1/payment_intentsx", ""},
-		{"GET", "/v1/charges", ""},
+		{"GET", "/v1/charges", ""}, // charges are read one at a time, never listed
+		{"GET", "/v1/charges/ch_1", stripetest.RetrieveCharge},
+		{"GET", "/v1/refunds", stripetest.ListRefunds},
+		{"GET", "/v1/refunds/re_1", stripetest.RetrieveRefund},
+		{"GET", "/v1/disputes", stripetest.ListDisputes},
+		{"GET", "/v1/disputes/dp_1", stripetest.RetrieveDispute},
 	} {
 		if got := routeOf(tc.method, tc.path); got != tc.want {
 			t.Errorf("routeOf(%s %s) = %q, want %q", tc.method, tc.path, got, tc.want)

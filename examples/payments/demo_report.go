@@ -15,6 +15,7 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 )
 
 // reviewShown is how many of the findings a person must review are listed, of each kind.
@@ -45,7 +46,7 @@ const (
 )
 
 // collect reads the cycle's results back.
-func collect(ctx context.Context, pool *pgxpool.Pool, schema string, store *pgstore.Store[string], reqs stripeLog, p plan, c cycle) (results, error) {
+func collect(ctx context.Context, pool *pgxpool.Pool, schema string, store *pgstore.Store[paymentRow], reqs stripeLog, p plan, c cycle) (results, error) {
 	r := results{cycle: c, traffic: readLog(reqs.Log(), p)}
 	var err error
 	if r.status, err = store.Status(ctx, job); err != nil {
@@ -79,7 +80,7 @@ func countCommands(ctx context.Context, pool *pgxpool.Pool, schema string) (map[
 // readReview returns the first reviewShown of each kind of the open findings that no repair
 // command will resolve (the NeedsReview ones: nothing will resolve them but a person), and
 // how many there are.
-func readReview(ctx context.Context, store *pgstore.Store[string]) (map[string][]reconcile.Finding, int, error) {
+func readReview(ctx context.Context, store *pgstore.Store[paymentRow]) (map[string][]reconcile.Finding, int, error) {
 	review, open := map[string][]reconcile.Finding{}, 0
 	// Findings come back a keyset page at a time.
 	for after := int64(0); ; {
@@ -115,11 +116,11 @@ func printPlan(out io.Writer, schema string, p plan) {
 	fmt.Fprintf(out, "Loaded %d payments into %s.payments and their PaymentIntents into stripetest, and %d PaymentIntents\n",
 		len(p.payments), schema, len(p.stripeOnly))
 	fmt.Fprintf(out, "no row refers to, with this drift planted:\n")
-	fmt.Fprintf(out, "  %-38s %6s  %-8s %-26s %s\n", "story", "count", "local", "Stripe", "the reconciler must say")
+	fmt.Fprintf(out, "  %-38s %6s  %-20s %-41s %s\n", "story", "count", "local", "Stripe", "the reconciler must say")
 	for i := range stories {
 		s := &stories[i]
 		local, external, expect := s.columns()
-		fmt.Fprintf(out, "  %-38s %6d  %-8s %-26s %s\n", s.name, p.counts[i], local, external, expect)
+		fmt.Fprintf(out, "  %-38s %6d  %-20s %-41s %s\n", s.name, p.counts[i], local, external, expect)
 	}
 }
 
@@ -127,6 +128,24 @@ func printPlan(out io.Writer, schema string, p plan) {
 // reconciler must say.
 func (s *story) columns() (local, external, expect string) {
 	local, external = s.local, string(s.external)
+	switch m := s.money; {
+	case m.currency != "":
+		local += ", " + strings.ToUpper(m.currency)
+		external += ", USD"
+	case m.amountOff != 0:
+		local += ", " + reconcile.FormatAmount(m.amountOff, "usd") + " more"
+	case m.refundFails:
+		local += ", refunded"
+		external += ", refund fails after the sweep"
+	case m.refunded == 1 && m.afterSweep:
+		external += ", refunded after the sweep"
+	case m.refunded > 0:
+		external += fmt.Sprintf(", %.0f%% refunded", 100*m.refunded)
+	case m.dispute != "" && m.afterSweep:
+		external += ", disputed after the sweep"
+	case m.dispute != "":
+		external += ", dispute " + string(m.dispute)
+	}
 	switch {
 	case s.notFound:
 		external = "404 (never saw it)"
@@ -144,7 +163,7 @@ func (s *story) columns() (local, external, expect string) {
 	case s.young:
 		expect = laneReverse + ": nothing yet, inside its grace window"
 	case s.finder() == laneEvents:
-		expect = s.verdict.String() + ", then " + laneEvents + ": " + reconcile.Repairable.String()
+		expect = s.verdict.String() + ", then " + laneEvents + ": " + s.laneVerdict().String()
 	case s.finder() == laneReverse:
 		expect = laneReverse + ": " + s.verdict.String()
 	default:
@@ -189,9 +208,11 @@ func printCycle(out io.Writer, p plan, r results) {
 		fmt.Fprintf(out, ", %d others", others)
 	}
 	fmt.Fprintln(out)
+	fmt.Fprintf(out, "    %-38s %6d  one per disputed charge: its disputes' status is not on the charge\n",
+		"list      GET /v1/disputes", r.disputes)
 	perRow := 0.0
 	if r.scanned > 0 {
-		perRow = float64(r.list+r.retrieve) / float64(r.scanned)
+		perRow = float64(r.list+r.retrieve+r.disputes) / float64(r.scanned)
 	}
 	fmt.Fprintf(out, "    %-38s %6.3f  one retrieve per row outside the grace period would be %d calls\n", "calls per row", perRow, want.asked)
 
@@ -253,13 +274,30 @@ func printSummary(out io.Writer, p plan, r results, l laneResults) {
 	}
 
 	fmt.Fprintf(out, "\n  Needs review: %d open findings a person must resolve (at most %d of each kind)\n", l.reviewOpen, reviewShown)
-	fmt.Fprintf(out, "    %-28s %-30s %-8s %s\n", "record", "kind", "local", "Stripe")
+	fmt.Fprintf(out, "    %-28s %-30s %-8s %-26s %s\n", "record", "kind", "local", "Stripe", "what differs: here -> at Stripe")
 	for _, kind := range slices.Sorted(maps.Keys(l.review)) {
 		for _, f := range l.review[kind] {
 			// A missing_locally finding has no row: its record is the PaymentIntent.
-			fmt.Fprintf(out, "    %-28s %-30s %-8s %s\n", f.RecordID, f.Kind, cmp.Or(f.Local, "-"), cmp.Or(f.External, "-"))
+			fmt.Fprintf(out, "    %-28s %-30s %-8s %-26s %s\n", f.RecordID, f.Kind, cmp.Or(f.Local, "-"), cmp.Or(f.External, "-"),
+				cmp.Or(differs(f.Diffs), "-"))
+			if slices.Contains(detailed, f.Kind) {
+				fmt.Fprintf(out, "    %-28s %s\n", "", f.Detail)
+			}
 		}
 	}
+}
+
+// detailed are the kinds whose findings' detail the review list shows: it names the refund or
+// the dispute, why the refund failed, and by when a dispute must be answered.
+var detailed = []string{stripeadapter.KindRefundFailed, stripeadapter.KindDisputeNeedsResponse, stripeadapter.KindDisputeLost}
+
+// differs writes the fields that differ, as a finding records them.
+func differs(diffs []reconcile.Diff) string {
+	parts := make([]string, len(diffs))
+	for i, d := range diffs {
+		parts[i] = fmt.Sprintf("%s %s -> %s", d.Field, d.Local, d.External)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // sortedKeys returns the keys of both maps, sorted.

@@ -43,17 +43,18 @@ type repairResults struct {
 
 // paymentState is a payment after the repairs.
 type paymentState struct {
-	id      string
-	status  string
-	touched bool // updated since the repairs began
-	ledger  int  // its ledger rows
+	id       string
+	status   string
+	refunded int64 // amount_refunded
+	touched  bool  // updated since the repairs began
+	ledger   int   // its ledger rows
 	// bookedBy is the actor of its ledger rows (the first one's, if there are several).
 	bookedBy string
 }
 
 const (
 	// paymentStates reads every payment with its ledger rows.
-	paymentStates = `SELECT p.id::text, p.external_id, p.status, p.updated_at >= $1, count(l.id),
+	paymentStates = `SELECT p.id::text, p.external_id, p.status, p.amount_refunded, p.updated_at >= $1, count(l.id),
 			coalesce(min(l.applied_by), '')
 		FROM reconcile_demo.payments AS p
 		LEFT JOIN reconcile_demo.ledger AS l ON l.payment_id = p.id
@@ -64,7 +65,7 @@ const (
 )
 
 // collectRepairs reads into r what the repairs left in the tables.
-func collectRepairs(ctx context.Context, pool *pgxpool.Pool, schema string, store *pgstore.Store[string], r *repairResults) error {
+func collectRepairs(ctx context.Context, pool *pgxpool.Pool, schema string, store *pgstore.Store[paymentRow], r *repairResults) error {
 	r.payments = map[string]paymentState{}
 	rows, err := pool.Query(ctx, inSchema(schema, paymentStates), r.since)
 	if err != nil {
@@ -72,7 +73,7 @@ func collectRepairs(ctx context.Context, pool *pgxpool.Pool, schema string, stor
 	}
 	var st paymentState
 	var intent string
-	_, err = pgx.ForEachRow(rows, []any{&st.id, &intent, &st.status, &st.touched, &st.ledger, &st.bookedBy}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&st.id, &intent, &st.status, &st.refunded, &st.touched, &st.ledger, &st.bookedBy}, func() error {
 		r.payments[intent] = st
 		return nil
 	})
@@ -150,8 +151,12 @@ func printRepairs(out io.Writer, p plan, r repairResults) {
 
 	changed := map[string]int{} // "pending -> paid" and the like
 	for _, pay := range p.payments {
-		if st := r.payments[pay.externalID]; st.status != pay.story.local {
+		st := r.payments[pay.externalID]
+		if st.status != pay.story.local {
 			changed[pay.story.local+" -> "+st.status]++
+		}
+		if st.refunded != pay.refundedHere() {
+			changed["refunds recorded"]++
 		}
 	}
 	var byTransition []string

@@ -61,11 +61,14 @@ func routeOf(method, path string) stripetest.Route {
 	}{
 		{"/v1/payment_intents", stripetest.ListPaymentIntents, stripetest.RetrievePaymentIntent},
 		{"/v1/events", stripetest.ListEvents, stripetest.RetrieveEvent},
+		{"/v1/charges", "", stripetest.RetrieveCharge},
+		{"/v1/refunds", stripetest.ListRefunds, stripetest.RetrieveRefund},
+		{"/v1/disputes", stripetest.ListDisputes, stripetest.RetrieveDispute},
 	} {
 		rest, ok := strings.CutPrefix(path, r.prefix)
 		switch {
 		case !ok:
-		case rest == "":
+		case rest == "" && r.list != "":
 			return r.list
 		case len(rest) > 1 && rest[0] == '/' && !strings.Contains(rest[1:], "/"):
 			return r.retrieve

@@ -8,25 +8,29 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/stripe/stripe-go/v82"
 	"github.com/stripe/stripe-go/v82/webhook"
 
-	"github.com/reconcilekit/reconcile"
-	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 )
 
 // newStripe starts stripetest, the fake Stripe API over HTTP, in-process, holding the
 // PaymentIntent of every planted payment Stripe knows: with the id in the row, the story's
-// status, and created intentAfter the row's created_at as the database stored it (createdAt,
-// by PaymentIntent id). It holds the Stripe-only PaymentIntents too, but the young one, which
+// status, amount and currency, and created intentAfter the row's created_at as the database
+// stored it (createdAt, by PaymentIntent id), and the refunds and disputes the stories have
+// before the run. It holds the Stripe-only PaymentIntents too, but the young one, which
 // addCheckoutUnderWay adds just before the reverse scan. Every retrieve of an unavailable
-// row's intent is answered 503. The caller closes the server.
-func newStripe(p plan, createdAt map[string]time.Time) *stripetest.Server {
-	srv := stripetest.NewServer(stripetest.Options{})
+// row's intent is answered 503. It gives p's payments (whose array it shares with the caller)
+// the ids of the refunds it makes. The caller closes the server.
+func newStripe(p plan, createdAt map[string]time.Time) (*stripetest.Server, error) {
+	// The refunds and disputes of before the run were made moneyAgo, by stripetest's clock:
+	// their events are older than the events lane's anchor, so the sweep alone must find them.
+	var lag atomic.Int64
+	srv := stripetest.NewServer(stripetest.Options{Now: func() time.Time { return time.Now().Add(-time.Duration(lag.Load())) }})
 	intents := make([]stripetest.PaymentIntent, 0, len(p.payments)+len(p.stripeOnly))
 	for _, pay := range p.payments {
 		if pay.story.notFound {
@@ -36,7 +40,8 @@ func newStripe(p plan, createdAt map[string]time.Time) *stripetest.Server {
 			ID:       pay.externalID,
 			Status:   pay.story.external,
 			Created:  createdAt[pay.externalID].Add(pay.intentAfter),
-			Amount:   pay.amount,
+			Amount:   pay.intentAmount(),
+			Currency: string(stripe.CurrencyUSD),
 			Metadata: map[string]string{"order_id": pay.orderID},
 		})
 	}
@@ -51,8 +56,64 @@ func newStripe(p plan, createdAt map[string]time.Time) *stripetest.Server {
 	for _, pay := range p.where(func(s *story) bool { return s.unavailable }) {
 		srv.Inject(stripetest.RetrievePaymentIntent, stripetest.Fault{Status: http.StatusServiceUnavailable, ID: pay.externalID})
 	}
-	return srv
+	lag.Store(int64(moneyAgo))
+	defer lag.Store(0)
+	for i := range p.payments {
+		if err := moneyBefore(srv, &p.payments[i], now.Add(-moneyAgo)); err != nil {
+			srv.Close()
+			return nil, err
+		}
+	}
+	return srv, nil
 }
+
+// moneyBefore makes at srv the refund or dispute pay's story has before the run: a refund not
+// made after the sweep, or made and recorded before it fails; a dispute not opened after the
+// sweep, past its response's due date.
+func moneyBefore(srv *stripetest.Server, pay *payment, now time.Time) error {
+	m := pay.story.money
+	if m.refunded > 0 && (!m.afterSweep || m.refundFails) {
+		id, err := srv.Refund(pay.externalID, pay.refund())
+		if err != nil {
+			return fmt.Errorf("payments: refund %s: %w", pay.externalID, err)
+		}
+		pay.refundID = id
+	}
+	if m.dispute != "" && !m.afterSweep {
+		id, err := srv.Dispute(pay.externalID, pay.intentAmount(), m.dispute, now.Add(-disputeDue))
+		if err != nil {
+			return fmt.Errorf("payments: dispute %s: %w", pay.externalID, err)
+		}
+		pay.disputeID = id
+	}
+	return nil
+}
+
+// moneyAfter makes at srv what happens to pay's money after the sweep: a refund in the
+// Dashboard, a refund that fails, a dispute opened, whose response is due in disputeDue.
+func moneyAfter(srv *stripetest.Server, pay payment, now time.Time) error {
+	m := pay.story.money
+	var err error
+	switch {
+	case !m.afterSweep:
+	case m.refundFails:
+		err = srv.SetRefundStatus(pay.refundID, stripe.RefundStatusFailed, string(stripe.RefundFailureReasonExpiredOrCanceledCard))
+	case m.refunded > 0:
+		_, err = srv.Refund(pay.externalID, pay.refund())
+	case m.dispute != "":
+		_, err = srv.Dispute(pay.externalID, pay.intentAmount(), m.dispute, now.Add(disputeDue))
+	}
+	if err != nil {
+		return fmt.Errorf("payments: %s: %w", pay.externalID, err)
+	}
+	return nil
+}
+
+// moneyAgo is how long before the run the refunds and disputes of before it were made.
+const moneyAgo = time.Hour
+
+// disputeDue is how long a customer's bank gives the merchant to answer a dispute, about a week.
+const disputeDue = 7 * 24 * time.Hour
 
 // stripeOnlyIntent is the PaymentIntent of a Stripe-only payment, created createdAgo before now.
 func stripeOnlyIntent(pay payment, now time.Time) stripetest.PaymentIntent {
@@ -73,12 +134,19 @@ func addCheckoutUnderWay(srv *stripetest.Server, p plan) {
 }
 
 // loseWebhooks changes the PaymentIntents of the stories with a later status to it at
-// stripetest, which records the event Stripe would send, and sends no webhook: the rows stay
-// as they are, as when a webhook is lost. It returns when the last change was made.
+// stripetest, and makes the refunds and disputes that happen after the sweep. stripetest
+// records the events Stripe would send, and sends no webhook: the rows stay as they are, as
+// when a webhook is lost. It returns when the last change was made.
 func loseWebhooks(srv *stripetest.Server, p plan) (time.Time, error) {
-	for _, pay := range p.where(func(s *story) bool { return s.later != "" }) {
-		if err := srv.SetStatus(pay.externalID, pay.story.later); err != nil {
-			return time.Time{}, fmt.Errorf("payments: %w", err)
+	now := time.Now()
+	for _, pay := range p.where(func(s *story) bool { return s.finder() == laneEvents }) {
+		if pay.story.later != "" {
+			if err := srv.SetStatus(pay.externalID, pay.story.later); err != nil {
+				return time.Time{}, fmt.Errorf("payments: %w", err)
+			}
+		}
+		if err := moneyAfter(srv, pay, now); err != nil {
+			return time.Time{}, err
 		}
 	}
 	return time.Now(), nil
@@ -90,6 +158,9 @@ const retrievePrefix = "/v1/payment_intents/"
 // traffic is what stripetest's request log says about the calls of a cycle.
 type traffic struct {
 	list, retrieve int // requests received
+	// disputes counts the lists of a disputed charge's disputes, whose status the charge
+	// does not carry.
+	disputes int
 	// aboutGrace counts the requests that named a row inside the grace period: a retrieve of
 	// its PaymentIntent, or its id in a list parameter. A list's paging cursor (starting_after)
 	// is not counted: it is the last intent of the previous page, whichever row that is, and
@@ -155,6 +226,11 @@ func readLog(log []stripetest.Request, p plan) traffic {
 			case req.Status != http.StatusOK:
 				t.unplanned++
 			}
+		case stripetest.ListDisputes:
+			t.disputes++
+			if req.Status != http.StatusOK {
+				t.unplanned++
+			}
 		default:
 			t.unplanned++
 		}
@@ -170,26 +246,38 @@ const demoWebhookSecret = "whsec_reconcile_demo"
 const webhookPath = "/webhooks/stripe"
 
 // signedEvent returns the body and Stripe-Signature header of an event of type t about the
-// PaymentIntent intentID, as Stripe sends it to an endpoint whose signing secret is secret:
-// signed now, with stripe-go's API version.
+// PaymentIntent intentID of amount cents, as Stripe sends it to an endpoint whose signing
+// secret is secret: signed now, with stripe-go's API version. Its object is the PaymentIntent,
+// or the charge, refund or dispute of the event's type, naming the PaymentIntent.
 func signedEvent(secret string, t stripe.EventType, intentID string, amount int64) (body []byte, header string) {
-	status := stripe.PaymentIntentStatusSucceeded
-	if t == stripe.EventTypePaymentIntentCanceled {
-		status = stripe.PaymentIntentStatusCanceled
+	suffix := strings.TrimPrefix(intentID, "pi_")
+	obj := map[string]any{"amount": amount, "currency": "usd", "payment_intent": intentID, "charge": "ch_" + suffix}
+	switch typ := string(t); {
+	case strings.HasPrefix(typ, "payment_intent."):
+		status := stripe.PaymentIntentStatusSucceeded
+		if t == stripe.EventTypePaymentIntentCanceled {
+			status = stripe.PaymentIntentStatusCanceled
+		}
+		obj = map[string]any{"id": intentID, "object": "payment_intent", "status": status, "amount": amount, "currency": "usd"}
+	case strings.HasPrefix(typ, "charge.dispute."):
+		obj["id"], obj["object"] = "dp_"+suffix, "dispute"
+	case strings.HasPrefix(typ, "refund."), t == stripe.EventTypeChargeRefundUpdated:
+		obj["id"], obj["object"] = "re_"+suffix, "refund"
+	default:
+		obj["id"], obj["object"] = "ch_"+suffix, "charge"
+		delete(obj, "charge")
 	}
-	intent, err := json.Marshal(map[string]any{
-		"id": intentID, "object": "payment_intent", "status": status, "amount": amount, "currency": "usd",
-	})
+	raw, err := json.Marshal(obj)
 	if err != nil {
 		panic(err) // a map of strings and numbers always encodes
 	}
 	body, err = json.Marshal(stripe.Event{
-		ID:         "evt_" + strings.TrimPrefix(intentID, "pi_"),
+		ID:         "evt_" + suffix,
 		Object:     "event",
 		APIVersion: stripe.APIVersion,
 		Created:    time.Now().Unix(),
 		Type:       t,
-		Data:       &stripe.EventData{Raw: intent},
+		Data:       &stripe.EventData{Raw: raw},
 	})
 	if err != nil {
 		panic(err)
@@ -212,24 +300,4 @@ func deliver(ctx context.Context, h http.Handler, body []byte, header string) *h
 func newGateway(srv *stripetest.Server) (*stripeadapter.Gateway, error) {
 	// A host gives its own key and no BaseURL.
 	return stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL()})
-}
-
-// newReconciler returns the reconciler of store's payments against srv, through the Stripe
-// gateway. A nil limiter means unpaced.
-func newReconciler(store *pgstore.Store[string], srv *stripetest.Server, batchSize int, limiter reconcile.Limiter) (*reconcile.Reconciler[string, *stripe.PaymentIntent], error) {
-	gateway, err := newGateway(srv)
-	if err != nil {
-		return nil, err
-	}
-	return reconcilerOver(store, gateway, batchSize, limiter)
-}
-
-// newLanes returns the lanes of store's payments against srv, through the Stripe gateway, paced
-// by the sweep's limiter (the account has one rate limit). A nil limiter means unpaced.
-func newLanes(store *pgstore.Store[string], srv *stripetest.Server, limiter reconcile.Limiter) (lanes, error) {
-	gateway, err := newGateway(srv)
-	if err != nil {
-		return lanes{}, err
-	}
-	return lanesOver(store, gateway, demoTimes, nil, limiter)
 }

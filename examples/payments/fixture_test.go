@@ -16,6 +16,8 @@ import (
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgoutbox"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 	"github.com/reconcilekit/reconcile/internal/pgtest"
 )
 
@@ -28,24 +30,33 @@ const testSecret = "whsec_test_secret_do_not_log"
 type fixture struct {
 	pool   *pgxpool.Pool
 	schema string
-	store  *pgstore.Store[string]
+	store  *pgstore.Store[paymentRow]
 	d      *pgoutbox.Dispatcher
 	stats  *repairStats
 	hook   *webhookHandler
-	p      plan
+	srv    *stripetest.Server
+	// gateway reads payments at srv, as the webhook handler and the dispatcher do.
+	gateway paymentReader
+	p       plan
 }
 
-// newFixture returns a fixture of n payments telling the story that queues command.
+// newFixture returns a fixture of n payments telling the first story that queues command.
 func newFixture(t *testing.T, command string, n int) *fixture {
 	t.Helper()
-	ctx := t.Context()
 	i := slices.IndexFunc(stories, func(s story) bool { return s.command == command })
 	if i < 0 {
 		t.Fatalf("no story queues %s", command)
 	}
-	f := &fixture{stats: &repairStats{}, p: plan{counts: make([]int, len(stories))}}
-	f.p.counts[i] = n
-	rng := rand.New(rand.NewPCG(uint64(n), uint64(i)))
+	return newFixtureOf(t, &stories[i], n)
+}
+
+// newFixtureOf returns a fixture of n payments telling story s, which the sweep must find as a
+// finding of its kind, with its repair command if it has one.
+func newFixtureOf(t *testing.T, s *story, n int) *fixture {
+	t.Helper()
+	ctx := t.Context()
+	f := &fixture{stats: &repairStats{}}
+	rng := rand.New(rand.NewPCG(uint64(n), uint64(len(s.name))))
 	for k := range n {
 		f.p.payments = append(f.p.payments, payment{
 			orderID:    fmt.Sprintf("ord_%06d", k+1),
@@ -53,7 +64,7 @@ func newFixture(t *testing.T, command string, n int) *fixture {
 			amount:     1000 + 100*int64(k),
 			createdAgo: 2*time.Hour - time.Duration(k)*time.Second,
 			updatedAgo: time.Hour, // outside the grace period
-			story:      &stories[i],
+			story:      s,
 		})
 	}
 
@@ -62,28 +73,38 @@ func newFixture(t *testing.T, command string, n int) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := newStripe(f.p, createdAt)
+	srv, err := newStripe(f.p, createdAt)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(srv.Close)
 	if f.store, err = newStore(f.pool, f.schema); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := newReconciler(f.store, srv, 100, nil)
+	gateway, err := newGateway(srv)
 	if err != nil {
 		t.Fatal(err)
 	}
+	rec, err := reconcilerOver(f.store, gateway, 100, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.srv, f.gateway = srv, gateway.Payments()
 	if _, err := runCycle(ctx, io.Discard, rec); err != nil {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(t.Output(), nil))
-	if f.d, err = newDispatcher(f.pool, f.schema, f.store, f.stats, logger); err != nil {
+	if f.d, err = newDispatcher(f.pool, f.schema, f.store, f.gateway, f.stats, logger); err != nil {
 		t.Fatal(err)
 	}
-	f.hook = newWebhookHandler(f.pool, f.store, testSecret, logger)
+	f.hook = newWebhookHandler(f.pool, f.store, f.gateway, testSecret, logger)
 
 	for _, pay := range f.p.payments {
 		st := f.state(t, pay.externalID)
-		if len(st.findings) != 1 || !st.findings[0].Open() || len(st.commands) != 1 || st.commands[0].status != "pending" {
-			t.Fatalf("payment %s after the cycle: %+v, want one open finding and one pending command", st.id, st)
+		commands := b2i(s.command != "")
+		if len(st.findings) != 1 || !st.findings[0].Open() || st.findings[0].Kind != s.kind || len(st.commands) != commands ||
+			commands == 1 && st.commands[0].status != "pending" {
+			t.Fatalf("payment %s after the cycle: %+v, want one open %s finding and %d pending command", st.id, st, s.kind, commands)
 		}
 	}
 	return f
@@ -93,7 +114,9 @@ func newFixture(t *testing.T, command string, n int) *fixture {
 type rowState struct {
 	id       string
 	status   string
-	ledger   []string // the actor of each ledger row
+	refunded int64    // amount_refunded
+	dispute  string   // dispute_status, "" for NULL
+	ledger   []string // the entry, amount and actor of each ledger row: "refund -500 reconciler"
 	findings []reconcile.Finding
 	commands []commandState
 }
@@ -111,13 +134,14 @@ func (f *fixture) state(t *testing.T, intentID string) rowState {
 	ctx := t.Context()
 	var st rowState
 	var id int64
-	err := f.pool.QueryRow(ctx, inSchema(f.schema, `SELECT id, status FROM reconcile_demo.payments WHERE external_id = $1`),
-		intentID).Scan(&id, &st.status)
+	err := f.pool.QueryRow(ctx, inSchema(f.schema, `SELECT id, status, amount_refunded, coalesce(dispute_status, '')
+		FROM reconcile_demo.payments WHERE external_id = $1`), intentID).Scan(&id, &st.status, &st.refunded, &st.dispute)
 	if err != nil {
 		t.Fatalf("read payment %s: %v", intentID, err)
 	}
 	st.id = strconv.FormatInt(id, 10)
-	rows, _ := f.pool.Query(ctx, inSchema(f.schema, `SELECT applied_by FROM reconcile_demo.ledger WHERE payment_id = $1 ORDER BY id`), id)
+	rows, _ := f.pool.Query(ctx, inSchema(f.schema, `SELECT entry || ' ' || amount || ' ' || applied_by
+		FROM reconcile_demo.ledger WHERE payment_id = $1 ORDER BY id`), id)
 	if st.ledger, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
 		t.Fatalf("read ledger: %v", err)
 	}
@@ -137,20 +161,26 @@ func (f *fixture) state(t *testing.T, intentID string) rowState {
 	return st
 }
 
-// assertAppliedOnce checks that a payment moved to status to exactly once, booked in the
-// ledger if it became paid, with its one finding resolved as repaired by actor, and its one
-// repair command done at its first attempt.
-func assertAppliedOnce(t *testing.T, st rowState, to, actor string) {
+// assertAppliedOnce checks that the repair of pay was applied exactly once: its status and
+// refunds as pay.repaired says, its dispute dispute, one ledger row by actor if the repair
+// moves money, its one finding resolved as repaired by actor, and its one repair command done
+// at its first attempt.
+func assertAppliedOnce(t *testing.T, pay payment, st rowState, dispute, actor string) {
 	t.Helper()
-	if st.status != to {
-		t.Errorf("payment %s is %s, want %s", st.id, st.status, to)
+	want := pay.repaired()
+	if st.status != want.status || st.refunded != want.refunded || st.dispute != dispute {
+		t.Errorf("payment %s is %s, refunded %d, dispute %q; want %s, refunded %d, dispute %q",
+			st.id, st.status, st.refunded, st.dispute, want.status, want.refunded, dispute)
 	}
 	var wantLedger []string
-	if to == paid {
-		wantLedger = []string{actor}
+	switch pay.story.command {
+	case stripeadapter.CommandApplyPaymentSucceeded:
+		wantLedger = []string{fmt.Sprintf("payment_succeeded %d %s", pay.amount, actor)}
+	case stripeadapter.CommandApplyRefund:
+		wantLedger = []string{fmt.Sprintf("refund %d %s", pay.refundedHere()-pay.refund(), actor)}
 	}
 	if !slices.Equal(st.ledger, wantLedger) {
-		t.Errorf("payment %s has ledger rows by %q, want %q", st.id, st.ledger, wantLedger)
+		t.Errorf("payment %s has ledger rows %q, want %q", st.id, st.ledger, wantLedger)
 	}
 	if len(st.findings) != 1 {
 		t.Fatalf("payment %s has %d findings, want 1: %+v", st.id, len(st.findings), st.findings)
@@ -159,8 +189,8 @@ func assertAppliedOnce(t *testing.T, st rowState, to, actor string) {
 		t.Errorf("payment %s: finding open %v, resolved as %q by %q, want resolved as %q by %q",
 			st.id, f.Open(), f.Resolution, f.ResolvedBy, reconcile.ResolutionRepaired, actor)
 	}
-	want := []commandState{{status: commandDone, attempt: 1}}
-	if !slices.Equal(st.commands, want) {
-		t.Errorf("payment %s: commands %+v, want %+v", st.id, st.commands, want)
+	wantCommands := []commandState{{status: commandDone, attempt: 1}}
+	if !slices.Equal(st.commands, wantCommands) {
+		t.Errorf("payment %s: commands %+v, want %+v", st.id, st.commands, wantCommands)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/stripe/stripe-go/v82"
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
@@ -19,34 +18,60 @@ import (
 // job names the sweep; its cursor, observations and findings are kept under this name.
 const job = "payments-sweep"
 
+// paymentRow is a payments row as the reconciler reads it: the columns the money policy
+// compares, scanned by name (pgstore.NewOf). The store reads the key, the PaymentIntent id and
+// the times from the columns its Config names.
+type paymentRow struct {
+	Status         string  `db:"status"`
+	Amount         int64   `db:"amount"` // in the currency's minor unit
+	Currency       string  `db:"currency"`
+	AmountRefunded int64   `db:"amount_refunded"`
+	DisputeStatus  *string `db:"dispute_status"` // nil: never disputed
+}
+
+// localPayment is the money policy's view of a row.
+func localPayment(r paymentRow) stripeadapter.LocalPayment {
+	p := stripeadapter.LocalPayment{Status: r.Status, Amount: r.Amount, Currency: r.Currency, AmountRefunded: r.AmountRefunded}
+	if r.DisputeStatus != nil {
+		p.DisputeStatus = *r.DisputeStatus
+	}
+	return p
+}
+
+// moneyPolicy judges a row against its payment at Stripe: the status, and then the amount, the
+// currency, the refunds and the disputes (the table is in stripeadapter's package doc).
+var moneyPolicy = stripeadapter.PaymentPolicy(localPayment)
+
 // newStore returns the store over schema's payments table, with the reconciler's tables next
 // to it.
-func newStore(pool *pgxpool.Pool, schema string) (*pgstore.Store[string], error) {
+func newStore(pool *pgxpool.Pool, schema string) (*pgstore.Store[paymentRow], error) {
 	// pgstore reads each row's created_at (Config.CreatedAtColumn, by default "created_at"),
 	// which the gateway uses to list the PaymentIntents created near a batch's rows.
-	return pgstore.New(pool, pgstore.Config{
+	return pgstore.NewOf[paymentRow](pool, pgstore.Config{
 		Table:         "payments",
 		Schema:        schema,
 		Tables:        pgstore.Tables{Schema: schema},
 		AggregateType: "payment",
+		// The review API and the console find a payment's findings by its order id too.
+		SearchColumns: []string{"order_id"},
 	})
 }
 
 // reconcilerOver returns the reconciler of store's payments through gateway, stripetest's or
-// real Stripe's: the one the run uses either way.
-func reconcilerOver(store *pgstore.Store[string], gateway *stripeadapter.Gateway, batchSize int, limiter reconcile.Limiter) (*reconcile.Reconciler[string, *stripe.PaymentIntent], error) {
-	return reconcile.New(reconcile.Config[string, *stripe.PaymentIntent]{
+// real Stripe's: the one the run uses either way. It reads each PaymentIntent with its latest
+// charge (amount refunded, disputed) in the same list call, and a disputed charge's disputes.
+func reconcilerOver(store *pgstore.Store[paymentRow], gateway *stripeadapter.Gateway, batchSize int, limiter reconcile.Limiter) (*reconcile.Reconciler[paymentRow, *stripeadapter.Payment], error) {
+	return reconcile.New(reconcile.Config[paymentRow, *stripeadapter.Payment]{
 		Job:        job,
 		Source:     store,
 		Sink:       store,
-		Gateway:    gateway,
-		Classifier: stripeadapter.PaymentIntentClassifier(),
+		Gateway:    gateway.Payments(),
+		Classifier: moneyPolicy,
 		BatchSize:  batchSize,
 		Limiter:    limiter,
 		// Real Stripe calls take a few hundred milliseconds; several in flight keep a batch short
 		// while the limiter sets the pace.
-		Concurrency:   8,
-		ExternalState: stripeadapter.PaymentIntentState,
+		Concurrency: 8,
 	})
 }
 
@@ -60,7 +85,7 @@ var healthPolicy = reconcile.HealthPolicy{MaxLaneLag: 15 * time.Minute}
 
 // jobHealth reads the job's status (the sweep's and the lanes') and judges it by healthPolicy:
 // what a host serves on its health endpoint and alerts on.
-func jobHealth(ctx context.Context, store *pgstore.Store[string]) (reconcile.Status, reconcile.Health, error) {
+func jobHealth(ctx context.Context, store *pgstore.Store[paymentRow]) (reconcile.Status, reconcile.Health, error) {
 	st, err := store.Status(ctx, job)
 	if err != nil {
 		return st, reconcile.Health{}, err

@@ -14,9 +14,12 @@ import (
 // it finds a lost webhook only when its cycle comes round to the row, hours or days later. Two
 // lanes start from Stripe instead:
 //
-//   - the events lane reads Stripe's event log (payment_intent.*) after a checkpoint, a call per
-//     hundred events, and judges the newest state the events carry against our rows: a lost
-//     webhook becomes a finding with its repair command within a minute or two;
+//   - the events lane reads Stripe's event log after a checkpoint, a call per hundred events:
+//     the PaymentIntents' (payment_intent.*), the refunds' (charge.refunded, charge.refund.updated,
+//     refund.*) and the disputes' (charge.dispute.*). It reads a refund's state from the Refund
+//     and a dispute's outcome from the Dispute, never from an event's type, and judges the
+//     payment against our row: a lost webhook, a refund made in the Dashboard or a dispute
+//     becomes a finding, with its repair command if it has one, within a minute or two;
 //   - the reverse scan lists the PaymentIntents created in the last week, a page of a hundred
 //     per step, and reports those no row refers to as missing_locally, for a person.
 //
@@ -27,7 +30,7 @@ import (
 
 // lanes are the job's events lane and reverse scan, and the times they run by.
 type lanes struct {
-	events, reverse *reconcile.Lane[string, *stripe.PaymentIntent]
+	events, reverse *reconcile.Lane[paymentRow, *stripeadapter.Payment]
 	times           laneTimes
 }
 
@@ -41,31 +44,30 @@ type laneTimes struct {
 // lanesOver returns the lanes of store's payments through gateway, stripetest's or real
 // Stripe's, with the times t. include, if not nil, says which PaymentIntents the reverse scan
 // accounts for (stripeadapter.ReverseOptions.Include).
-func lanesOver(store *pgstore.Store[string], gateway *stripeadapter.Gateway, t laneTimes, include func(*stripe.PaymentIntent) bool,
+func lanesOver(store *pgstore.Store[paymentRow], gateway *stripeadapter.Gateway, t laneTimes, include func(*stripe.PaymentIntent) bool,
 	limiter reconcile.Limiter) (lanes, error) {
-	eventsFeed, err := gateway.EventsFeed(stripeadapter.EventsOptions{Settle: t.settle})
+	eventsFeed, err := gateway.PaymentEventsFeed(stripeadapter.EventsOptions{Settle: t.settle})
 	if err != nil {
 		return lanes{}, err
 	}
-	reverseFeed, err := gateway.ReverseFeed(stripeadapter.ReverseOptions{Window: t.window, Grace: t.grace, Include: include})
+	reverseFeed, err := gateway.PaymentReverseFeed(stripeadapter.ReverseOptions{Window: t.window, Grace: t.grace, Include: include})
 	if err != nil {
 		return lanes{}, err
 	}
-	cfg := reconcile.LaneConfig[string, *stripe.PaymentIntent]{
-		Job:           job, // the sweep's: one finding per drift, whoever finds it
-		Lane:          laneEvents,
-		Feed:          eventsFeed,
-		Matcher:       store,
-		Sink:          store,
-		Classifier:    stripeadapter.PaymentIntentClassifier(),
-		Limiter:       limiter,
-		ExternalState: stripeadapter.PaymentIntentState,
+	cfg := reconcile.LaneConfig[paymentRow, *stripeadapter.Payment]{
+		Job:        job, // the sweep's: one finding per drift, whoever finds it
+		Lane:       laneEvents,
+		Feed:       eventsFeed,
+		Matcher:    store,
+		Sink:       store,
+		Classifier: moneyPolicy,
+		Limiter:    limiter,
 	}
 	l := lanes{times: t}
 	// A row changed after its event's state (by something else than the lost webhook) is
 	// judged against the intent's present state, one retrieve each, rather than left to the
 	// sweep.
-	cfg.Current = gateway
+	cfg.Current = gateway.Payments()
 	if l.events, err = reconcile.NewLane(cfg); err != nil {
 		return lanes{}, err
 	}

@@ -104,7 +104,10 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 	if err != nil {
 		return err
 	}
-	srv := newStripe(p, createdAt)
+	srv, err := newStripe(p, createdAt)
+	if err != nil {
+		return err
+	}
 	defer srv.Close()
 	printPlan(out, schema, p)
 
@@ -120,12 +123,17 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 			return fmt.Errorf("payments: -rps %g: %w", opts.RPS, err)
 		}
 	}
-	rec, err := newReconciler(store, srv, opts.BatchSize, limiter)
+	// One gateway for the sweep, the lanes and the repairs, as a host has: they share the
+	// disputes' final outcomes it keeps.
+	gateway, err := newGateway(srv)
 	if err != nil {
 		return err
 	}
-
-	l, err := newLanes(store, srv, limiter)
+	rec, err := reconcilerOver(store, gateway, opts.BatchSize, limiter)
+	if err != nil {
+		return err
+	}
+	l, err := lanesOver(store, gateway, demoTimes, nil, limiter)
 	if err != nil {
 		return err
 	}
@@ -153,7 +161,7 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 		return err
 	}
 
-	rr, err := repair(ctx, pool, schema, store, p, slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	rr, err := repair(ctx, pool, schema, store, gateway.Payments(), p, slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		return err
 	}
@@ -177,7 +185,8 @@ func connect(ctx context.Context, out io.Writer, opts options, schema string) (p
 
 // repair delivers the success webhook of one missed success late, through the webhook handler,
 // then applies every queued repair command with a dispatcher, and reads back what they did.
-func repair(ctx context.Context, pool *pgxpool.Pool, schema string, store *pgstore.Store[string], p plan, logger *slog.Logger) (repairResults, error) {
+// Both read refunds and disputes from Stripe through gateway.
+func repair(ctx context.Context, pool *pgxpool.Pool, schema string, store *pgstore.Store[paymentRow], gateway paymentReader, p plan, logger *slog.Logger) (repairResults, error) {
 	var r repairResults
 	// Rows changed from now on were changed by the repairs.
 	if err := pool.QueryRow(ctx, "SELECT now()").Scan(&r.since); err != nil {
@@ -185,11 +194,11 @@ func repair(ctx context.Context, pool *pgxpool.Pool, schema string, store *pgsto
 	}
 	r.late = p.lateWebhook()
 	body, header := signedEvent(demoWebhookSecret, stripe.EventTypePaymentIntentSucceeded, r.late.externalID, r.late.amount)
-	resp := deliver(ctx, newWebhookHandler(pool, store, demoWebhookSecret, logger), body, header)
+	resp := deliver(ctx, newWebhookHandler(pool, store, gateway, demoWebhookSecret, logger), body, header)
 	r.webhookStatus, r.webhookBody = resp.Code, strings.TrimSpace(resp.Body.String())
 
 	var stats repairStats
-	d, err := newDispatcher(pool, schema, store, &stats, logger)
+	d, err := newDispatcher(pool, schema, store, gateway, &stats, logger)
 	if err != nil {
 		return r, err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"maps"
 	"net/url"
 	"regexp"
@@ -78,8 +79,9 @@ func TestRunFindsExactlyThePlantedDrift(t *testing.T) {
 
 	// The lanes: the events lane finds each lost webhook with one call, the reverse scan each
 	// PaymentIntent only at Stripe (not the young one) and nothing else, a call per hundred.
-	if e.missed != 2 || e.orphans != 2 {
-		t.Fatalf("the plan has %d lost webhooks and %d orphans; the assertions below expect 2 and 2", e.missed, e.orphans)
+	// 2 lost webhooks, a refund, a refund that fails and a dispute.
+	if e.missed != 5 || e.orphans != 2 {
+		t.Fatalf("the plan has %d changes after the sweep and %d orphans; the assertions below expect 5 and 2", e.missed, e.orphans)
 	}
 	// Every PaymentIntent but those of the rows Stripe never saw or (created long before their
 	// rows) outside the window, and the young one.
@@ -89,14 +91,25 @@ func TestRunFindsExactlyThePlantedDrift(t *testing.T) {
 		got, planted  int
 		plantedColumn bool
 	}{
-		{"events read (PaymentIntents judged)", 2, 2, true},
+		{"payments judged", 5, 5, true},
 		{"API calls  GET /v1/events", 1, 1, true},
-		{"findings opened", 2, 2, true}, // the events lane's: the first of the two such lines
+		{"findings opened", 5, 5, true}, // the events lane's: the first of the two such lines
+		{"repair commands queued", 3, 3, true},
 		{"only at Stripe", 2, 2, true},
 		{"PaymentIntents listed", listed, 0, false},
 		{"API calls  GET /v1/payment_intents", pages(listed), 0, false},
 		{"missing_locally", 2, 2, true},         // open, in the summary
 		{"ApplyPaymentSucceeded", 32, 32, true}, // queued: 30 by the sweep, 2 by the events lane
+		{"ApplyRefund", 2, 2, true},             // queued: the partial refund by the sweep, the whole one by the events lane
+		{"list      GET /v1/disputes", 1, 0, false},
+		// One of each money drift, open after the lanes.
+		{"amount_mismatch", 1, 1, true},
+		{"currency_mismatch", 1, 1, true},
+		{"dispute_lost", 1, 1, true},
+		{"dispute_needs_response", 1, 1, true},
+		{"missed_partial_refund", 1, 1, true},
+		{"missed_refund", 1, 1, true},
+		{"refund_failed", 1, 1, true},
 	} {
 		got, planted := figures(t, out.String(), f.label)
 		if got != f.got || (f.plantedColumn && planted != f.planted) {
@@ -107,7 +120,11 @@ func TestRunFindsExactlyThePlantedDrift(t *testing.T) {
 	for _, want := range []string{
 		"    findings opened                             2        2  nothing new for the drifts",
 		"    repair commands queued                      0        0",
-		"calls per PaymentIntent                 0.010",
+		// A list call per hundred, and a call for the disputes of the charge disputed after
+		// the sweep: the lost dispute's outcome is final, and the sweep's gateway, the lanes'
+		// too, keeps it.
+		"API calls  GET /v1/disputes                 1",
+		"calls per PaymentIntent                 0.012",
 	} {
 		if !strings.Contains(reverse, want) {
 			t.Errorf("the reverse scan's section lacks %q:\n%s", want, out.String())
@@ -119,6 +136,23 @@ func TestRunFindsExactlyThePlantedDrift(t *testing.T) {
 		}
 	}
 	review := out.String()[strings.Index(out.String(), "Needs review:"):]
+	// The findings say what differs, amounts in their currency.
+	for _, want := range []string{
+		"currency JPY -> USD",
+		"dispute_status none -> lost",
+		"dispute_status none -> needs_response",
+		"amount_refunded USD ",
+		"failed: expired_or_canceled_card", // the refund's failure reason
+		") needs a response: respond by ",  // the dispute's due date
+		") was lost",
+	} {
+		if !strings.Contains(review, want) {
+			t.Errorf("the review list lacks %q:\n%s", want, review)
+		}
+	}
+	if !regexp.MustCompile(`amount_mismatch +paid +succeeded +amount USD [\d,]+\.00 -> USD [\d,]+\.00`).MatchString(review) {
+		t.Errorf("the review list lacks the amount mismatch's amounts:\n%s", review)
+	}
 	for _, id := range p.orphans() {
 		if !strings.Contains(review, id+"  missing_locally") {
 			t.Errorf("the review list lacks the orphan %s:\n%s", id, review)
@@ -268,8 +302,17 @@ func TestPlanDealsEveryStoryAndIsRepeatable(t *testing.T) {
 	if _, err := newPlan(rowStories-1, 1); err == nil {
 		t.Error("a plan with fewer rows than stories of rows succeeded")
 	}
-	if _, err := newPlan(rowStories, 1); err != nil {
-		t.Errorf("a plan with a row per story of rows: %v", err)
+	// The fewest rows that plant every story: a row each, and more for the larger shares. The
+	// error of one row fewer says how many.
+	fewest := rowStories
+	for ; fewest < 2*rowStories; fewest++ {
+		if _, err := newPlan(fewest, 1); err == nil {
+			break
+		}
+	}
+	_, err = newPlan(fewest-1, 1)
+	if want := fmt.Sprintf("use at least %d", fewest); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a plan of %d rows, one fewer than the fewest that plant every story: %v, want an error saying %q", fewest-1, err, want)
 	}
 }
 
@@ -288,11 +331,13 @@ func TestCompareReportsEveryCountThatDiffers(t *testing.T) {
 	r.calls++
 	r.aboutGrace = 2
 	r.unavailable--
+	r.disputes-- // a disputed payment judged without its dispute
 	got := compare(p, r)
 	want := []string{
 		"open missed_success findings",
 		"open unexpected:paid->processing findings",
 		"API calls the batches reported, one per request to Stripe",
+		"disputes listed, one per disputed payment",
 		"Stripe requests about rows inside the grace period",
 		"retrieves of rows with Stripe unavailable, answered 503",
 	}
@@ -324,12 +369,17 @@ func TestCompareRepairsReportsEveryCountThatDiffers(t *testing.T) {
 	st = r.payments[success.externalID]
 	st.ledger = 2 // booked twice
 	r.payments[success.externalID] = st
+	refund := p.where(func(s *story) bool { return s.command == stripeadapter.CommandApplyRefund })[0]
+	st = r.payments[refund.externalID]
+	st.refunded = 0 // a refund the repairs did not record
+	r.payments[refund.externalID] = st
 	r.lateResolvedBy = actorReconciler
 	r.commands[stripeadapter.CommandApplyPaymentCanceled][commandDone]--
 	r.commands[stripeadapter.CommandApplyPaymentCanceled][commandDead] = 1
 	got := compareRepairs(p, r)
 	want := []string{
-		"payments whose ledger rows are not one per payment made paid",
+		"repairable payments not in Stripe's state now",
+		"payments whose ledger rows are not one per payment made paid or refunded",
 		"payments changed that nothing should change",
 		"late webhook's finding resolved by the webhook",
 		"repair commands done",
@@ -366,12 +416,10 @@ func perfectRepairs(p plan) repairResults {
 		r.commands[event] = map[string]int{commandDone: k}
 	}
 	for i, pay := range p.payments {
-		st := paymentState{id: strconv.Itoa(i + 1), status: pay.story.local}
-		if to, ok := repairsOf(pay.story); ok {
-			st.status, st.touched = to, true
-			if to == paid {
-				st.ledger, st.bookedBy = 1, actorReconciler
-			}
+		st := pay.repaired()
+		st.id = strconv.Itoa(i + 1)
+		if st.ledger > 0 {
+			st.bookedBy = actorReconciler
 		}
 		if pay.externalID == r.late.externalID {
 			st.bookedBy = actorWebhook
@@ -393,8 +441,8 @@ func perfect(p plan) results {
 	r.findings = sum(e.findings)
 	r.observed = e.answered
 	r.notFound, r.unavailable = e.notFound, e.unavailable
-	r.list, r.retrieve = 3, e.notFound+e.unavailable
-	r.calls = r.list + r.retrieve
+	r.list, r.retrieve, r.disputes = 3, e.notFound+e.unavailable, e.disputed
+	r.calls = r.list + r.retrieve + r.disputes
 	return r
 }
 
@@ -410,6 +458,7 @@ func TestCompareLanesReportsEveryCountThatDiffers(t *testing.T) {
 	l := perfectLanes(p)
 	l.events.findings-- // a lost webhook found by nobody
 	l.missedFound--
+	l.notAsPlanted = 1 // and so a payment without its finding
 	l.otherMissing = 1 // the young PaymentIntent reported
 	l.reverse.commands = 1
 	l.reverseCalls++ // a call the lane did not report
@@ -418,12 +467,13 @@ func TestCompareLanesReportsEveryCountThatDiffers(t *testing.T) {
 	got := compareLanes(p, l)
 	want := []string{
 		"events lane: findings opened",
-		"lost webhooks with one open missed_success and one command",
+		"changes after the sweep found with their finding, and command",
 		"reverse scan: commands queued",
 		"other PaymentIntents reported missing_locally",
 		"reverse scan: API calls reported, one per request to Stripe",
 		"reverse scan: API calls, one per hundred listed",
 		"open missing_locally findings after the lanes",
+		"payments whose open findings are not exactly their story's",
 		"lane health checks failing",
 	}
 	if len(got) != len(want) {
@@ -448,8 +498,9 @@ func perfectLanes(p plan) laneResults {
 		orphansFound: e.orphans,
 		commands:     maps.Clone(e.allCommands),
 	}
-	l.events = cycle{batches: 1, scanned: e.missed, verdicts: map[reconcile.Verdict]int{reconcile.Repairable: e.missed},
-		findings: e.missed, commands: e.missed, calls: 1}
+	l.events = cycle{batches: 1, scanned: e.missed, verdicts: maps.Clone(e.laneVerdicts),
+		findings: e.missed, commands: e.missedCommands, calls: 1}
+	l.asPlanted = len(p.payments)
 	l.reverse = cycle{batches: 5, scanned: 491, findings: e.orphans, calls: 5}
 	l.status.OpenFindings = maps.Clone(e.allFindings)
 	l.status.Lanes = []reconcile.LaneStatus{{Lane: laneEvents, PassesCompleted: 2}, {Lane: laneReverse, PassesCompleted: 1}}
@@ -487,9 +538,11 @@ func TestReadLogCountsWhatTheChecksNeed(t *testing.T) {
 		retrieve(unavailable, 503),
 		retrieve(unavailable, 200),
 		retrieve(inSync, 500),
+		{Route: stripetest.ListDisputes, Path: "/v1/disputes", Status: 200},
+		{Route: stripetest.ListDisputes, Path: "/v1/disputes", Status: 500},
 		{Route: "", Path: "/v1/charges", Status: 404},
 	}, p)
-	want := traffic{list: 4, retrieve: 7, aboutGrace: 2, retrievedAgain: 3, notFound: 1, unavailable: 1, unplanned: 3}
+	want := traffic{list: 4, retrieve: 7, disputes: 2, aboutGrace: 2, retrievedAgain: 3, notFound: 1, unavailable: 1, unplanned: 4}
 	if got != want {
 		t.Errorf("readLog = %+v, want %+v", got, want)
 	}

@@ -24,9 +24,10 @@ type repairStats struct {
 }
 
 // newDispatcher returns a dispatcher over the outbox in schema with a handler for each repair
-// command the Stripe classifier queues. Each handler applies its command through the canonical
-// writer, as the webhook does, as actor "reconciler".
-func newDispatcher(db pgstore.DB, schema string, store *pgstore.Store[string], stats *repairStats, logger *slog.Logger) (*pgoutbox.Dispatcher, error) {
+// command the money policy queues. Each handler applies its command through the canonical
+// writer, as the webhook does, as actor "reconciler": a status change as the command says, a
+// refund or a dispute as Stripe holds the payment now, read again through gateway.
+func newDispatcher(db pgstore.DB, schema string, store *pgstore.Store[paymentRow], gateway paymentReader, stats *repairStats, logger *slog.Logger) (*pgoutbox.Dispatcher, error) {
 	d, err := pgoutbox.NewDispatcher(db, pgoutbox.Config{
 		Tables: pgstore.Tables{Schema: schema},
 		// Each running handler holds a connection, and the dispatcher needs two more: the
@@ -41,21 +42,67 @@ func newDispatcher(db pgstore.DB, schema string, store *pgstore.Store[string], s
 		stripeadapter.CommandApplyPaymentSucceeded: applyPaymentSucceeded,
 		stripeadapter.CommandApplyPaymentCanceled:  applyPaymentCanceled,
 	} {
-		if err := pgoutbox.HandleCommand(d, name, repairWith(apply, store, stats)); err != nil {
+		run := func(ctx context.Context, tx pgx.Tx, id int64) (bool, error) {
+			return apply(ctx, tx, store, id, actorReconciler)
+		}
+		if err := pgoutbox.HandleCommand(d, name, repairWith(run, stats)); err != nil {
+			return nil, err
+		}
+	}
+	for name, apply := range map[string]moneyWriter{
+		stripeadapter.CommandApplyRefund:        applyRefunds,
+		stripeadapter.CommandApplyDisputeStatus: applyDispute,
+	} {
+		run := func(ctx context.Context, tx pgx.Tx, id int64) (bool, error) {
+			pay, err := readAtStripe(ctx, tx, schema, gateway, id)
+			if err != nil {
+				return false, err
+			}
+			return apply(ctx, tx, store, id, pay, actorReconciler)
+		}
+		if err := pgoutbox.HandleCommand(d, name, repairWith(run, stats)); err != nil {
 			return nil, err
 		}
 	}
 	return d, nil
 }
 
-// repairWith returns the handler of a repair command that apply carries out.
-func repairWith(apply writer, store *pgstore.Store[string], stats *repairStats) func(context.Context, pgx.Tx, reconcile.Command) error {
+// intentOf reads the PaymentIntent of a payment.
+const intentOf = `SELECT external_id FROM reconcile_demo.payments WHERE id = $1`
+
+// readAtStripe reads the payment paymentID as Stripe holds it now. The command's transaction
+// is open meanwhile, holding its connection but no lock on the payment: one call, bounded by
+// the gateway's timeout.
+func readAtStripe(ctx context.Context, tx pgx.Tx, schema string, gateway paymentReader, paymentID int64) (*stripeadapter.Payment, error) {
+	var intentID string
+	err := tx.QueryRow(ctx, inSchema(schema, intentOf), paymentID).Scan(&intentID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %d", errNoPayment, paymentID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("payments: read payment %d: %w", paymentID, err)
+	}
+	pay, err := gateway.Fetch(ctx, intentID)
+	switch {
+	case errors.Is(err, reconcile.ErrNotFound):
+		// No retry can apply the command; the sweep reports the payment as missing_externally.
+		return nil, pgoutbox.Permanent(fmt.Errorf("payments: read %s at Stripe: %w", intentID, err))
+	case err != nil:
+		// Retried with backoff: an outage ends.
+		return nil, fmt.Errorf("payments: read %s at Stripe: %w", intentID, err)
+	}
+	return pay, nil
+}
+
+// repairWith returns the handler of a repair command that run carries out on the payment the
+// command names.
+func repairWith(run func(ctx context.Context, tx pgx.Tx, paymentID int64) (bool, error), stats *repairStats) func(context.Context, pgx.Tx, reconcile.Command) error {
 	return func(ctx context.Context, tx pgx.Tx, cmd reconcile.Command) error {
 		id, err := strconv.ParseInt(cmd.RecordID, 10, 64)
 		if err != nil || id <= 0 {
 			return pgoutbox.Permanent(fmt.Errorf("payments: %s: record id %q is not a payment id", cmd.Name, cmd.RecordID))
 		}
-		changed, err := apply(ctx, tx, store, id, actorReconciler)
+		changed, err := run(ctx, tx, id)
 		var conflict *conflictError
 		switch {
 		case errors.Is(err, errNoPayment), errors.As(err, &conflict):

@@ -31,22 +31,28 @@ const createSchema = `
 DROP SCHEMA IF EXISTS reconcile_demo CASCADE;
 CREATE SCHEMA reconcile_demo;
 CREATE TABLE reconcile_demo.payments (
-	id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-	order_id    text NOT NULL,
-	external_id text NOT NULL UNIQUE, -- the Stripe PaymentIntent, pi_...
-	status      text NOT NULL CHECK (status IN ('pending', 'paid', 'failed')),
-	amount      bigint NOT NULL CHECK (amount > 0), -- in cents
-	created_at  timestamptz NOT NULL DEFAULT now(), -- the Stripe gateway lists intents created near it
-	updated_at  timestamptz NOT NULL DEFAULT now()
+	id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	order_id        text NOT NULL UNIQUE, -- ours: what support searches by
+	external_id     text NOT NULL UNIQUE, -- the Stripe PaymentIntent, pi_...
+	status          text NOT NULL CHECK (status IN ('pending', 'paid', 'failed')),
+	-- Money in the currency's minor unit, as Stripe counts it: cents, but whole yen (JPY has
+	-- no minor unit) and thousandths of a dinar (KWD has three).
+	amount          bigint NOT NULL CHECK (amount > 0),
+	currency        text NOT NULL CHECK (currency ~ '^[a-z]{3}$'), -- ISO 4217, lower case as Stripe writes it
+	amount_refunded bigint NOT NULL DEFAULT 0 CHECK (amount_refunded BETWEEN 0 AND amount),
+	dispute_status  text, -- the payment's latest dispute's status, as Stripe names it; NULL: never disputed
+	created_at      timestamptz NOT NULL DEFAULT now(), -- the Stripe gateway lists intents created near it
+	updated_at      timestamptz NOT NULL DEFAULT now()
 );
--- One row per state change that moves money: a payment becoming paid. Only the canonical writer
--- inserts here, and its guarded update is what keeps it to one row per payment (there is no
--- unique constraint to hide a second one: the tests count them).
+-- One row per state change that moves money: a payment becoming paid (positive), refunds
+-- (negative). Only the canonical writer inserts here, and its guarded updates are what keep it
+-- to one row per change (there is no unique constraint to hide a second one: the tests count
+-- them).
 CREATE TABLE reconcile_demo.ledger (
 	id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	payment_id bigint NOT NULL REFERENCES reconcile_demo.payments,
-	entry      text NOT NULL, -- payment_succeeded
-	amount     bigint NOT NULL, -- in cents, the payment's
+	entry      text NOT NULL, -- payment_succeeded, refund
+	amount     bigint NOT NULL, -- in the payment's currency's minor unit; a refund's is negative
 	applied_by text NOT NULL, -- the writer's actor: stripe-webhook, reconciler, or a person
 	created_at timestamptz NOT NULL DEFAULT now()
 );

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 	"github.com/stripe/stripe-go/v82/webhook"
 
+	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 )
@@ -25,22 +27,28 @@ const paymentByIntent = `SELECT id FROM reconcile_demo.payments WHERE external_i
 // errUnknownIntent means no payment has the PaymentIntent an event is about.
 var errUnknownIntent = errors.New("payments: no payment has this PaymentIntent")
 
-// webhookHandler receives Stripe's webhooks and applies the PaymentIntent outcomes through the
-// canonical writer, as actor "stripe-webhook". It answers 2xx only once the change is committed
-// (or there is nothing to change), so Stripe redelivers anything that failed; redelivery is
-// harmless because the writer is idempotent, which is also why no table of processed event ids
-// is needed.
+// paymentReader reads a payment as Stripe holds it now (stripeadapter's (*Gateway).Payments()).
+type paymentReader = reconcile.Gateway[*stripeadapter.Payment]
+
+// webhookHandler receives Stripe's webhooks and applies them through the canonical writer, as
+// actor "stripe-webhook": a PaymentIntent's outcome as the event says it, and a refund or a
+// dispute as Stripe holds the payment when the event is handled, read again, so that events
+// delivered late or out of order record the present. It answers 2xx only once the change is
+// committed (or there is nothing to change), so Stripe redelivers anything that failed;
+// redelivery is harmless because the writer is idempotent, which is also why no table of
+// processed event ids is needed.
 type webhookHandler struct {
-	db     pgstore.DB
-	store  *pgstore.Store[string]
-	secret string // the endpoint's signing secret, whsec_...
-	log    *slog.Logger
+	db      pgstore.DB
+	store   *pgstore.Store[paymentRow]
+	gateway paymentReader
+	secret  string // the endpoint's signing secret, whsec_...
+	log     *slog.Logger
 }
 
 // newWebhookHandler returns the handler for the payments in store's table, verifying requests
-// with secret.
-func newWebhookHandler(db pgstore.DB, store *pgstore.Store[string], secret string, log *slog.Logger) *webhookHandler {
-	return &webhookHandler{db: db, store: store, secret: secret, log: log}
+// with secret and reading refunds and disputes through gateway.
+func newWebhookHandler(db pgstore.DB, store *pgstore.Store[paymentRow], gateway paymentReader, secret string, log *slog.Logger) *webhookHandler {
+	return &webhookHandler{db: db, store: store, gateway: gateway, secret: secret, log: log}
 }
 
 // ServeHTTP handles one delivery of one event.
@@ -72,32 +80,20 @@ func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	outcome, ok := outcomes[ev.Type]
+	handling, ok := handled[ev.Type]
 	if !ok {
 		// Acknowledged so that Stripe does not retry an event this endpoint has no use for.
 		fmt.Fprintf(w, "ignored %s\n", ev.Type)
 		return
 	}
-	var pi stripe.PaymentIntent
-	if ev.Data == nil || json.Unmarshal(ev.Data.Raw, &pi) != nil || pi.ID == "" {
+	intentID := eventIntent(ev)
+	if intentID == "" {
 		h.log.LogAttrs(r.Context(), slog.LevelWarn, "stripe webhook: event without a PaymentIntent", slog.String("event", ev.ID))
 		http.Error(w, "event without a PaymentIntent", http.StatusBadRequest)
 		return
 	}
 
-	var paymentID int64
-	var changed bool
-	err = pgx.BeginFunc(r.Context(), h.db, func(tx pgx.Tx) error {
-		err := tx.QueryRow(r.Context(), inSchema(h.store.Config().Schema, paymentByIntent), pi.ID).Scan(&paymentID)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errUnknownIntent
-		}
-		if err != nil {
-			return fmt.Errorf("payments: find the payment of %s: %w", pi.ID, err)
-		}
-		changed, err = outcome.apply(r.Context(), tx, h.store, paymentID, actorWebhook)
-		return err
-	})
+	paymentID, changed, err := h.apply(r.Context(), handling, intentID)
 	var conflict *conflictError
 	switch {
 	case errors.Is(err, errUnknownIntent):
@@ -105,31 +101,113 @@ func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// PaymentIntents this table does not hold, and a retry would never find one. The
 		// reconciler's reverse scan is where Stripe-only objects are looked for.
 		h.log.LogAttrs(r.Context(), slog.LevelInfo, "stripe webhook: no payment for the PaymentIntent; ignored",
-			slog.String("event", ev.ID), slog.String("payment_intent", pi.ID))
-		fmt.Fprintf(w, "no payment for %s\n", pi.ID)
+			slog.String("event", ev.ID), slog.String("payment_intent", intentID))
+		fmt.Fprintf(w, "no payment for %s\n", intentID)
+	case errors.Is(err, reconcile.ErrNotFound):
+		// Acknowledged too: a retry would not find it either. The sweep reports the payment
+		// as missing_externally, for a person.
+		h.log.LogAttrs(r.Context(), slog.LevelError, "stripe webhook: Stripe does not have the PaymentIntent; ignored",
+			slog.String("event", ev.ID), slog.String("payment_intent", intentID))
+		fmt.Fprintf(w, "payment %d: Stripe does not have %s\n", paymentID, intentID)
 	case errors.As(err, &conflict):
 		// Acknowledged too: redelivery would meet the same conflict. The payment is left as it
 		// is; the reconciler finds the difference and sends it to a person.
 		h.log.LogAttrs(r.Context(), slog.LevelError, "stripe webhook: needs review",
 			slog.String("event", ev.ID), slog.String("error", err.Error()))
-		fmt.Fprintf(w, "payment %d: %s, not changed: needs review\n", paymentID, conflict.Status)
+		fmt.Fprintf(w, "payment %d %s, not changed: needs review\n", paymentID, conflict.Reason)
 	case err != nil:
 		// 500: Stripe retries with backoff for three days; the reconciler catches up after that.
 		h.log.LogAttrs(r.Context(), slog.LevelError, "stripe webhook: not applied; Stripe will retry",
 			slog.String("event", ev.ID), slog.String("error", err.Error()))
 		http.Error(w, "not applied", http.StatusInternalServerError)
 	case changed:
-		fmt.Fprintf(w, "payment %d: pending -> %s\n", paymentID, outcome.to)
+		fmt.Fprintf(w, "payment %d: %s\n", paymentID, handling.changed)
 	default:
-		fmt.Fprintf(w, "payment %d: already %s\n", paymentID, outcome.to)
+		fmt.Fprintf(w, "payment %d: %s\n", paymentID, handling.unchanged)
 	}
 }
 
-// outcomes are the events the handler applies: the writer of each, and the status it leads to.
-var outcomes = map[stripe.EventType]struct {
-	apply writer
-	to    string
-}{
-	stripe.EventTypePaymentIntentSucceeded: {applyPaymentSucceeded, stripeadapter.LocalPaid},
-	stripe.EventTypePaymentIntentCanceled:  {applyPaymentCanceled, stripeadapter.LocalFailed},
+// apply finds the payment of the PaymentIntent intentID and applies handling to it in a
+// transaction of its own. A refund or a dispute is read from Stripe first, outside the
+// transaction, so that no row stays locked during the call.
+func (h *webhookHandler) apply(ctx context.Context, handling handling, intentID string) (paymentID int64, changed bool, err error) {
+	err = h.db.QueryRow(ctx, inSchema(h.store.Config().Schema, paymentByIntent), intentID).Scan(&paymentID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, errUnknownIntent
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("payments: find the payment of %s: %w", intentID, err)
+	}
+	var pay *stripeadapter.Payment
+	if handling.money != nil {
+		if pay, err = h.gateway.Fetch(ctx, intentID); err != nil {
+			return paymentID, false, fmt.Errorf("payments: read %s at Stripe: %w", intentID, err)
+		}
+	}
+	err = pgx.BeginFunc(ctx, h.db, func(tx pgx.Tx) error {
+		if handling.money != nil {
+			changed, err = handling.money(ctx, tx, h.store, paymentID, pay, actorWebhook)
+		} else {
+			changed, err = handling.status(ctx, tx, h.store, paymentID, actorWebhook)
+		}
+		return err
+	})
+	if errors.Is(err, errNoPayment) {
+		err = errUnknownIntent // deleted since it was found
+	}
+	return paymentID, changed, err
 }
+
+// eventIntent returns the id of the PaymentIntent ev is about: its object's, or the one its
+// charge, refund or dispute belongs to; "" if it names none.
+func eventIntent(ev stripe.Event) string {
+	var obj struct {
+		ID            string                `json:"id"`
+		Object        string                `json:"object"`
+		PaymentIntent *stripe.PaymentIntent `json:"payment_intent"` // an id, or the object if expanded
+	}
+	if ev.Data == nil || json.Unmarshal(ev.Data.Raw, &obj) != nil {
+		return ""
+	}
+	if obj.Object == "payment_intent" {
+		return obj.ID
+	}
+	if obj.PaymentIntent == nil {
+		return ""
+	}
+	return obj.PaymentIntent.ID
+}
+
+// handling is how the handler applies an event: with a status writer, for an outcome the event
+// states, or with a money writer, for refunds and disputes read from Stripe; and what it
+// answers when the payment changed, or not.
+type handling struct {
+	status             writer
+	money              moneyWriter
+	changed, unchanged string
+}
+
+// handled are the events the handler applies. Both families of refund events are here: until
+// API version 2024-10-28, Stripe sent refund.* only for refunds without a charge. The
+// handler never reads an outcome from a refund or dispute event's type: "closed" says nothing
+// of who won.
+var handled = func() map[stripe.EventType]handling {
+	refunds := handling{money: applyRefunds, changed: "refunds recorded as at Stripe", unchanged: "refunds already as at Stripe"}
+	dispute := handling{money: applyDispute, changed: "dispute recorded as at Stripe", unchanged: "dispute already as at Stripe"}
+	return map[stripe.EventType]handling{
+		stripe.EventTypePaymentIntentSucceeded: {status: applyPaymentSucceeded,
+			changed: "pending -> " + stripeadapter.LocalPaid, unchanged: "already " + stripeadapter.LocalPaid},
+		stripe.EventTypePaymentIntentCanceled: {status: applyPaymentCanceled,
+			changed: "pending -> " + stripeadapter.LocalFailed, unchanged: "already " + stripeadapter.LocalFailed},
+		stripe.EventTypeChargeRefunded:               refunds,
+		stripe.EventTypeChargeRefundUpdated:          refunds,
+		stripe.EventTypeRefundCreated:                refunds,
+		stripe.EventTypeRefundUpdated:                refunds,
+		stripe.EventTypeRefundFailed:                 refunds,
+		stripe.EventTypeChargeDisputeCreated:         dispute,
+		stripe.EventTypeChargeDisputeUpdated:         dispute,
+		stripe.EventTypeChargeDisputeClosed:          dispute,
+		stripe.EventTypeChargeDisputeFundsWithdrawn:  dispute,
+		stripe.EventTypeChargeDisputeFundsReinstated: dispute,
+	}
+}()

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +14,9 @@ import (
 	"github.com/stripe/stripe-go/v82"
 	"github.com/stripe/stripe-go/v82/webhook"
 
+	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 )
 
 // send makes a request to h as Stripe would, with any method.
@@ -31,7 +35,7 @@ func TestWebhookChangesNothingForARequestItCannotTrustOrUse(t *testing.T) {
 	f := newFixture(t, stripeadapter.CommandApplyPaymentSucceeded, 1)
 	pay := f.p.payments[0]
 	var logs bytes.Buffer
-	h := newWebhookHandler(f.pool, f.store, testSecret, slog.New(slog.NewTextHandler(&logs, nil)))
+	h := newWebhookHandler(f.pool, f.store, f.gateway, testSecret, slog.New(slog.NewTextHandler(&logs, nil)))
 
 	body, header := signedEvent(testSecret, stripe.EventTypePaymentIntentSucceeded, pay.externalID, pay.amount)
 	sign := func(body []byte, secret string, at time.Time) string {
@@ -40,6 +44,9 @@ func TestWebhookChangesNothingForARequestItCannotTrustOrUse(t *testing.T) {
 	tampered := bytes.Replace(body, []byte(`"amount":`), []byte(`"amount":9`), 1)
 	unknown, unknownHeader := signedEvent(testSecret, stripe.EventTypePaymentIntentSucceeded, "pi_NotAPaymentOfThisTable0", 500)
 	other, otherHeader := signedEvent(testSecret, stripe.EventTypePaymentIntentCreated, pay.externalID, pay.amount)
+	unknownRefund, unknownRefundHeader := signedEvent(testSecret, stripe.EventTypeChargeRefunded, "pi_NotAPaymentOfThisTable0", 500)
+	orphan := []byte(`{"id": "evt_1", "object": "event", "type": "charge.dispute.created",
+		"data": {"object": {"id": "dp_1", "object": "dispute", "charge": "ch_1"}}}`)
 	huge := append(bytes.Clone(body[:len(body)-1]), []byte(`,"padding":"`+strings.Repeat("x", maxWebhookBody)+`"}`)...)
 
 	for _, tc := range []struct {
@@ -68,6 +75,10 @@ func TestWebhookChangesNothingForARequestItCannotTrustOrUse(t *testing.T) {
 			http.StatusOK, "no payment for pi_NotAPaymentOfThisTable0"},
 		{"an event of a type the handler does not apply is acknowledged with 200", http.MethodPost, other, otherHeader,
 			http.StatusOK, "ignored payment_intent.created"},
+		{"a refund of a PaymentIntent no payment has is acknowledged with 200", http.MethodPost, unknownRefund, unknownRefundHeader,
+			http.StatusOK, "no payment for pi_NotAPaymentOfThisTable0"},
+		{"a dispute that names no PaymentIntent is refused with 400", http.MethodPost, orphan, sign(orphan, testSecret, time.Now()),
+			http.StatusBadRequest, "event without a PaymentIntent"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp := send(h, tc.method, tc.body, tc.header)
@@ -166,5 +177,119 @@ func TestRepairWithARecordIDThatIsNotAPaymentIDGoesDead(t *testing.T) {
 		t.Errorf("dead commands %+v, want the one with a bad record id, dead at its first attempt", dead)
 	}
 	// The genuine command beside it applied.
-	assertAppliedOnce(t, f.state(t, f.p.payments[0].externalID), paid, actorReconciler)
+	assertAppliedOnce(t, f.p.payments[0], f.state(t, f.p.payments[0].externalID), "", actorReconciler)
+}
+
+func TestWebhookLeavesARefundThatFailedAtStripeForAPerson(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, stripeadapter.CommandApplyRefund, 1)
+	pay := f.p.payments[0]
+	body, header := signedEvent(testSecret, stripe.EventTypeChargeRefunded, pay.externalID, pay.amount)
+	if resp := deliver(t.Context(), f.hook, body, header); resp.Code != http.StatusOK {
+		t.Fatalf("refund webhook answered %d %q", resp.Code, resp.Body.String())
+	}
+	before := f.state(t, pay.externalID)
+	if before.refunded != pay.refund() || len(before.ledger) != 1 {
+		t.Fatalf("after the refund: %+v, want %d refunded with one ledger row", before, pay.refund())
+	}
+
+	// The refund fails at Stripe: the money went back to the customer's closed card, and
+	// Stripe took it back. Recording less refunded than the row does is not the writer's call.
+	if err := f.srv.SetRefundStatus(pay.refundID, stripe.RefundStatusFailed, string(stripe.RefundFailureReasonExpiredOrCanceledCard)); err != nil {
+		t.Fatal(err)
+	}
+	for _, event := range []stripe.EventType{stripe.EventTypeRefundFailed, stripe.EventTypeChargeRefundUpdated} {
+		body, header = signedEvent(testSecret, event, pay.externalID, pay.amount)
+		resp := deliver(t.Context(), f.hook, body, header)
+		if resp.Code != http.StatusOK || !strings.Contains(resp.Body.String(), "refunded, Stripe only USD 0.00, not changed: needs review") {
+			t.Errorf("%s webhook answered %d %q, want 200 and needs review", event, resp.Code, resp.Body.String())
+		}
+	}
+	if st := f.state(t, pay.externalID); st.refunded != before.refunded || !slices.Equal(st.ledger, before.ledger) {
+		t.Errorf("after the failed refund: %+v, want it as it was: %+v", st, before)
+	}
+}
+
+func TestWebhookReadsADisputesOutcomeFromStripeNotFromTheEventType(t *testing.T) {
+	t.Parallel()
+	f := newFixtureOf(t, &disputeUnderReview, 1)
+	pay := f.p.payments[0]
+	if err := f.srv.SetDisputeStatus(pay.disputeID, stripe.DisputeStatusLost); err != nil {
+		t.Fatal(err)
+	}
+	// charge.dispute.closed says neither won nor lost; Stripe's dispute says lost.
+	body, header := signedEvent(testSecret, stripe.EventTypeChargeDisputeClosed, pay.externalID, pay.amount)
+	if resp := deliver(t.Context(), f.hook, body, header); resp.Code != http.StatusOK || !strings.Contains(resp.Body.String(), "dispute recorded") {
+		t.Fatalf("dispute webhook answered %d %q, want 200 and the dispute recorded", resp.Code, resp.Body.String())
+	}
+	if st := f.state(t, pay.externalID); st.dispute != string(stripe.DisputeStatusLost) || len(st.ledger) != 0 {
+		t.Errorf("after the dispute closed: %+v, want dispute lost and no ledger row", st)
+	}
+}
+
+func TestWebhookAsksStripeToRetryWhenItCannotReadThePayment(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, stripeadapter.CommandApplyRefund, 1)
+	pay := f.p.payments[0]
+	f.srv.Inject(stripetest.RetrievePaymentIntent, stripetest.Fault{Status: http.StatusServiceUnavailable, ID: pay.externalID})
+	body, header := signedEvent(testSecret, stripe.EventTypeChargeRefunded, pay.externalID, pay.amount)
+	if resp := deliver(t.Context(), f.hook, body, header); resp.Code != http.StatusInternalServerError {
+		t.Errorf("refund webhook with Stripe unavailable answered %d %q, want 500 for Stripe to retry", resp.Code, resp.Body.String())
+	}
+	if st := f.state(t, pay.externalID); st.refunded != 0 || len(st.ledger) != 0 || !st.findings[0].Open() {
+		t.Errorf("after the failed read: %+v, want nothing changed", st)
+	}
+
+	// Stripe's retry, once it can be read, applies the refund.
+	f.srv.ClearFaults()
+	if resp := deliver(t.Context(), f.hook, body, header); resp.Code != http.StatusOK {
+		t.Errorf("the retry answered %d %q, want 200", resp.Code, resp.Body.String())
+	}
+	if st := f.state(t, pay.externalID); st.refunded != pay.refund() {
+		t.Errorf("after the retry: %+v, want %d refunded", st, pay.refund())
+	}
+}
+
+func TestARefundOfAPaymentIntentStripeDoesNotHaveIsNeitherRetriedNorApplied(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, stripeadapter.CommandApplyRefund, 1)
+	pay := f.p.payments[0]
+	f.srv.Inject(stripetest.RetrievePaymentIntent, stripetest.Fault{Status: http.StatusNotFound, Type: "invalid_request_error",
+		Code: "resource_missing", Message: "No such payment_intent", ID: pay.externalID})
+
+	body, header := signedEvent(testSecret, stripe.EventTypeChargeRefunded, pay.externalID, pay.amount)
+	resp := deliver(t.Context(), f.hook, body, header)
+	if resp.Code != http.StatusOK || !strings.Contains(resp.Body.String(), "Stripe does not have "+pay.externalID) {
+		t.Errorf("refund webhook answered %d %q, want 200: a retry cannot help", resp.Code, resp.Body.String())
+	}
+	if n, err := f.d.Work(t.Context()); n != 1 || err != nil {
+		t.Fatalf("Work = %d, %v; want 1 command claimed", n, err)
+	}
+	st := f.state(t, pay.externalID)
+	if st.refunded != 0 || len(st.ledger) != 0 || !st.findings[0].Open() {
+		t.Errorf("payment %+v, want nothing changed and its finding open", st)
+	}
+	if c := st.commands[0]; c.status != commandDead || c.failures != 1 || !strings.Contains(c.lastError, "read "+pay.externalID+" at Stripe") {
+		t.Errorf("command %+v, want dead at its first attempt", c)
+	}
+}
+
+func TestWebhookLeavesARefundLargerThanThePaymentForAPerson(t *testing.T) {
+	t.Parallel()
+	// The order was cut by 5.00 after checkout and the PaymentIntent was not; then the whole
+	// PaymentIntent was refunded: more than the row charges.
+	f := newFixtureOf(t, &story{name: "amount cut here, refunded whole at Stripe", local: paid, external: stripe.PaymentIntentStatusSucceeded,
+		money:   money{amountOff: -500, refunded: 1},
+		verdict: reconcile.NeedsReview, kind: stripeadapter.KindAmountMismatch}, 1)
+	pay := f.p.payments[0]
+	body, header := signedEvent(testSecret, stripe.EventTypeChargeRefunded, pay.externalID, pay.amount)
+	resp := deliver(t.Context(), f.hook, body, header)
+	want := fmt.Sprintf("charges %s, Stripe refunded %s, not changed: needs review",
+		reconcile.FormatAmount(pay.amount, "usd"), reconcile.FormatAmount(pay.refund(), "usd"))
+	if resp.Code != http.StatusOK || !strings.Contains(resp.Body.String(), want) {
+		t.Errorf("refund webhook answered %d %q, want 200 and %q", resp.Code, resp.Body.String(), want)
+	}
+	if st := f.state(t, pay.externalID); st.refunded != 0 || len(st.ledger) != 0 || !st.findings[0].Open() {
+		t.Errorf("payment %+v, want nothing changed and its finding open", st)
+	}
 }

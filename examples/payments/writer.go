@@ -1,29 +1,38 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/stripe/stripe-go/v82"
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 )
 
-// The canonical writer: the one place a payment's status changes.
+// The canonical writer: the one place a payment's status, refunds and dispute change.
 //
 // The Stripe webhook handler (webhook.go) and the reconciler's repair commands (repair.go) both
 // call it, and often for the same payment: a webhook that arrives after the reconciler found
-// its drift, or a repair and Stripe's retry of that webhook at the same moment. Each transition
-// is a guarded update (WHERE status = 'pending'), so whichever comes second changes nothing:
-// one status change and one ledger row, however many times and by whichever path it is
-// applied. Then, changed or not, the open findings about the payment are resolved in the same
-// transaction, so a finding closes exactly when its fix commits, by the path that got there,
-// and the other path's call is a no-op. Everything happens in the caller's transaction: the
-// webhook's own, or the dispatcher's, which marks the command done in it.
+// its drift, or a repair and Stripe's retry of that webhook at the same moment. Each change is
+// guarded (a status moves only from pending; a refunded amount only grows to Stripe's), so
+// whichever comes second changes nothing: one change and one ledger row, however many times
+// and by whichever path it is applied. Then, changed or not, the open findings about the
+// payment that the change repairs are resolved in the same transaction, so a finding closes
+// exactly when its fix commits, by the path that got there, and the other path's call is a
+// no-op. Everything happens in the caller's transaction: the webhook's own, or the
+// dispatcher's, which marks the command done in it.
+//
+// A status change follows from what happened (payment_intent.succeeded means paid). Refunds
+// and disputes are recorded as Stripe holds them when the writer runs, read again by the
+// caller: the amount refunded on the payment's charge, the status of its latest dispute.
+// Events and commands arrive late and out of order; the state Stripe holds now does not.
 
 // Actors, as recorded on ledger rows and finding resolutions.
 const (
@@ -32,7 +41,11 @@ const (
 )
 
 // writer is the signature of applyPaymentSucceeded and applyPaymentCanceled.
-type writer func(ctx context.Context, tx pgx.Tx, store *pgstore.Store[string], paymentID int64, actor string) (changed bool, err error)
+type writer func(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], paymentID int64, actor string) (changed bool, err error)
+
+// moneyWriter is the signature of applyRefunds and applyDispute: they record what pay, the
+// payment as Stripe holds it now, says.
+type moneyWriter func(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], paymentID int64, pay *stripeadapter.Payment, actor string) (changed bool, err error)
 
 const (
 	// markPaid moves a pending payment to paid and books it in the ledger, in one statement,
@@ -60,12 +73,27 @@ SELECT count(*) FROM failed`
 	// taken after the update waited for a concurrent writer of the row to commit, so it sees
 	// what that writer did.
 	paymentStatus = `SELECT status FROM reconcile_demo.payments WHERE id = $1`
+	// lockPayment reads what a refund or a dispute changes, and locks the row until the
+	// transaction ends: a concurrent writer of the payment waits, then reads what this one did.
+	lockPayment = `SELECT amount, currency, amount_refunded, dispute_status
+		FROM reconcile_demo.payments WHERE id = $1 FOR UPDATE`
+	// markRefunded sets a payment's refunded amount ($2) and books the difference ($3, negative).
+	markRefunded = `
+WITH refunded AS (
+	UPDATE reconcile_demo.payments SET amount_refunded = $2, updated_at = now()
+	WHERE id = $1
+	RETURNING id
+)
+INSERT INTO reconcile_demo.ledger (payment_id, entry, amount, applied_by)
+SELECT id, 'refund', $3, $4 FROM refunded`
+	// markDisputed sets a payment's dispute status.
+	markDisputed = `UPDATE reconcile_demo.payments SET dispute_status = $2, updated_at = now() WHERE id = $1`
 )
 
 // applyPaymentSucceeded records that a payment's PaymentIntent succeeded: a pending payment
 // becomes paid with one ledger row, and the open missed_success findings about it are resolved
 // by actor. A payment already paid is left as it is, and its findings resolved all the same.
-func applyPaymentSucceeded(ctx context.Context, tx pgx.Tx, store *pgstore.Store[string], paymentID int64, actor string) (bool, error) {
+func applyPaymentSucceeded(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], paymentID int64, actor string) (bool, error) {
 	var n int
 	if err := tx.QueryRow(ctx, inSchema(store.Config().Schema, markPaid), paymentID, actor).Scan(&n); err != nil {
 		return false, fmt.Errorf("payments: mark payment %d paid: %w", paymentID, err)
@@ -76,7 +104,7 @@ func applyPaymentSucceeded(ctx context.Context, tx pgx.Tx, store *pgstore.Store[
 // applyPaymentCanceled records that a payment's PaymentIntent was canceled: a pending payment
 // becomes failed, and the open missed_cancel findings about it are resolved by actor. A
 // payment already failed is left as it is, and its findings resolved all the same.
-func applyPaymentCanceled(ctx context.Context, tx pgx.Tx, store *pgstore.Store[string], paymentID int64, actor string) (bool, error) {
+func applyPaymentCanceled(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], paymentID int64, actor string) (bool, error) {
 	var n int
 	if err := tx.QueryRow(ctx, inSchema(store.Config().Schema, markFailed), paymentID).Scan(&n); err != nil {
 		return false, fmt.Errorf("payments: mark payment %d failed: %w", paymentID, err)
@@ -88,7 +116,7 @@ func applyPaymentCanceled(ctx context.Context, tx pgx.Tx, store *pgstore.Store[s
 // nothing, the payment must be in status to already (the other path got there first), or it
 // is a conflict. Then it resolves the open findings of kind about the payment, as repaired by
 // actor.
-func settle(ctx context.Context, tx pgx.Tx, store *pgstore.Store[string], paymentID int64, changed bool, to, kind, actor string) (bool, error) {
+func settle(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], paymentID int64, changed bool, to, kind, actor string) (bool, error) {
 	note := "pending -> " + to
 	if !changed {
 		var status string
@@ -100,30 +128,140 @@ func settle(ctx context.Context, tx pgx.Tx, store *pgstore.Store[string], paymen
 			return false, fmt.Errorf("payments: read payment %d: %w", paymentID, err)
 		}
 		if status != to {
-			return false, &conflictError{PaymentID: paymentID, Status: status, Want: to}
+			return false, &conflictError{PaymentID: paymentID, Reason: fmt.Sprintf("is %s, not pending or %s", status, to)}
 		}
 		note = "already " + to + "; nothing to change"
 	}
-	_, err := store.ResolveRecordFindings(ctx, tx, strconv.FormatInt(paymentID, 10), []string{kind},
-		reconcile.Resolution{As: reconcile.ResolutionRepaired, By: actor, Note: note})
-	if err != nil {
-		return false, fmt.Errorf("payments: payment %d: %w", paymentID, err)
-	}
-	return changed, nil
+	return changed, resolve(ctx, tx, store, paymentID, []string{kind}, actor, note)
 }
 
-// errNoPayment means the payment a command names does not exist.
+// refundKinds are the findings applyRefunds repairs.
+var refundKinds = []string{stripeadapter.KindMissedRefund, stripeadapter.KindMissedPartialRefund}
+
+// applyRefunds records the refunds of a payment as Stripe holds them in pay: a payment that has
+// recorded less than its charge's amount_refunded catches up, with a ledger row for the
+// difference, and its open missed_refund and missed_partial_refund findings are resolved by
+// actor. A payment that has recorded as much is left as it is, its findings resolved all the
+// same. One that has recorded more (a refund that failed after it succeeded) or in another
+// currency is a conflict: whether to charge the customer again, or to refund once more, is a
+// person's decision.
+func applyRefunds(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], paymentID int64, pay *stripeadapter.Payment, actor string) (bool, error) {
+	schema := store.Config().Schema
+	row, err := lock(ctx, tx, schema, paymentID)
+	if err != nil {
+		return false, err
+	}
+	currency, recorded := row.Currency, row.AmountRefunded
+	refunded, stripeCurrency := refundedAtStripe(pay)
+	switch {
+	case !strings.EqualFold(stripeCurrency, currency):
+		return false, &conflictError{PaymentID: paymentID, Reason: fmt.Sprintf("is in %s, its payment at Stripe in %s",
+			strings.ToUpper(currency), strings.ToUpper(stripeCurrency))}
+	case refunded > row.Amount:
+		return false, &conflictError{PaymentID: paymentID, Reason: fmt.Sprintf("charges %s, Stripe refunded %s",
+			reconcile.FormatAmount(row.Amount, currency), reconcile.FormatAmount(refunded, currency))}
+	case recorded > refunded:
+		return false, &conflictError{PaymentID: paymentID, Reason: fmt.Sprintf("has %s refunded, Stripe only %s",
+			reconcile.FormatAmount(recorded, currency), reconcile.FormatAmount(refunded, currency))}
+	case recorded == refunded:
+		note := "already refunded " + reconcile.FormatAmount(refunded, currency) + "; nothing to change"
+		return false, resolve(ctx, tx, store, paymentID, refundKinds, actor, note)
+	}
+	if _, err := tx.Exec(ctx, inSchema(schema, markRefunded), paymentID, refunded, recorded-refunded, actor); err != nil {
+		return false, fmt.Errorf("payments: record the refunds of payment %d: %w", paymentID, err)
+	}
+	note := fmt.Sprintf("refunded %s -> %s", reconcile.FormatAmount(recorded, currency), reconcile.FormatAmount(refunded, currency))
+	return true, resolve(ctx, tx, store, paymentID, refundKinds, actor, note)
+}
+
+// disputeKinds are the findings applyDispute repairs: a dispute's outcome or progress, which
+// asks nothing of anyone. A dispute that needs a response, or one lost, stays with a person
+// whatever the row records.
+var disputeKinds = []string{stripeadapter.KindDisputeWon, stripeadapter.KindDisputeUpdated}
+
+// applyDispute records the status of a payment's latest dispute as Stripe holds it in pay, and
+// resolves the open dispute_won and dispute_updated findings about the payment by actor. A
+// payment that records a dispute Stripe does not have is a conflict, for a person.
+func applyDispute(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], paymentID int64, pay *stripeadapter.Payment, actor string) (bool, error) {
+	schema := store.Config().Schema
+	row, err := lock(ctx, tx, schema, paymentID)
+	if err != nil {
+		return false, err
+	}
+	recorded, status := localPayment(row).DisputeStatus, latestDispute(pay)
+	switch {
+	case status == recorded:
+		note := "dispute already " + cmp.Or(status, "none") + "; nothing to change"
+		return false, resolve(ctx, tx, store, paymentID, disputeKinds, actor, note)
+	case status == "":
+		return false, &conflictError{PaymentID: paymentID, Reason: fmt.Sprintf("records dispute %s, Stripe none", recorded)}
+	}
+	if _, err := tx.Exec(ctx, inSchema(schema, markDisputed), paymentID, status); err != nil {
+		return false, fmt.Errorf("payments: record the dispute of payment %d: %w", paymentID, err)
+	}
+	note := "dispute " + cmp.Or(recorded, "none") + " -> " + status
+	return true, resolve(ctx, tx, store, paymentID, disputeKinds, actor, note)
+}
+
+// lock locks a payment's row and reads the money of it that applyRefunds and applyDispute
+// change (its Status is not read).
+func lock(ctx context.Context, tx pgx.Tx, schema string, paymentID int64) (paymentRow, error) {
+	var r paymentRow
+	err := tx.QueryRow(ctx, inSchema(schema, lockPayment), paymentID).Scan(&r.Amount, &r.Currency, &r.AmountRefunded, &r.DisputeStatus)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, fmt.Errorf("%w: %d", errNoPayment, paymentID)
+	}
+	if err != nil {
+		return r, fmt.Errorf("payments: read payment %d: %w", paymentID, err)
+	}
+	return r, nil
+}
+
+// refundedAtStripe returns the amount refunded on pay's charge, failed and canceled refunds
+// not counted, and the payment's currency.
+func refundedAtStripe(pay *stripeadapter.Payment) (refunded int64, currency string) {
+	if pay.Intent.LatestCharge != nil {
+		refunded = pay.Intent.LatestCharge.AmountRefunded
+	}
+	return refunded, string(pay.Intent.Currency)
+}
+
+// latestDispute returns the status of pay's newest dispute, "" if it has none.
+func latestDispute(pay *stripeadapter.Payment) string {
+	var latest *stripe.Dispute
+	for _, d := range pay.Disputes {
+		if latest == nil || d.Created > latest.Created {
+			latest = d
+		}
+	}
+	if latest == nil {
+		return ""
+	}
+	return string(latest.Status)
+}
+
+// resolve resolves the open findings of kinds about a payment, as repaired by actor.
+func resolve(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], paymentID int64, kinds []string, actor, note string) error {
+	_, err := store.ResolveRecordFindings(ctx, tx, strconv.FormatInt(paymentID, 10), kinds,
+		reconcile.Resolution{As: reconcile.ResolutionRepaired, By: actor, Note: note})
+	if err != nil {
+		return fmt.Errorf("payments: payment %d: %w", paymentID, err)
+	}
+	return nil
+}
+
+// errNoPayment means the payment a command or an event names does not exist.
 var errNoPayment = errors.New("payments: no such payment")
 
-// conflictError means a payment is neither in the state a transition starts from nor in the one
-// it leads to: a success for a payment that failed here, a cancel for one already paid. Money
-// may have been taken for an order we gave up on, or the other way round; only a person can
-// decide, so the writer changes nothing and leaves the findings open.
+// conflictError means a payment is in no state the change can start from or lead to: a success
+// for a payment that failed here, a cancel for one already paid, fewer refunds at Stripe than
+// recorded here. Money may have been taken for an order we gave up on, or the other way round;
+// only a person can decide, so the writer changes nothing and leaves the findings open.
 type conflictError struct {
-	PaymentID    int64
-	Status, Want string
+	PaymentID int64
+	Reason    string // what is wrong, such as "is failed, not pending or paid"
 }
 
 func (e *conflictError) Error() string {
-	return fmt.Sprintf("payments: payment %d is %s, not pending or %s: a person must review it", e.PaymentID, e.Status, e.Want)
+	return fmt.Sprintf("payments: payment %d %s: a person must review it", e.PaymentID, e.Reason)
 }

@@ -11,18 +11,45 @@ import (
 
 	"github.com/stripe/stripe-go/v82"
 
+	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 )
 
-// transitions are the outcomes both the webhook and the repairs apply.
+// disputeUnderReview is a story no run plants: a dispute under review at Stripe that the row
+// does not know of. Its progress is recorded through the writer.
+var disputeUnderReview = story{name: "dispute under review, unknown here", local: paid, external: stripe.PaymentIntentStatusSucceeded,
+	money:   money{dispute: stripe.DisputeStatusUnderReview},
+	verdict: reconcile.Repairable, kind: stripeadapter.KindDisputeUpdated, command: stripeadapter.CommandApplyDisputeStatus}
+
+// queuing returns the first planted story that queues command, nil if none does.
+func queuing(command string) *story {
+	for i := range stories {
+		if stories[i].command == command {
+			return &stories[i]
+		}
+	}
+	return nil
+}
+
+// transitions are the changes both the webhook and the repairs apply: the story whose repair
+// command applies it, an event that makes the webhook apply it, the webhook's answers when it
+// changes the payment and when it finds it changed, and the dispute status the row then has.
 var transitions = []struct {
-	name    string
-	command string
-	event   stripe.EventType
-	to      string
+	name               string
+	story              *story
+	event              stripe.EventType
+	changed, unchanged string
+	dispute            string
 }{
-	{"a missed success", stripeadapter.CommandApplyPaymentSucceeded, stripe.EventTypePaymentIntentSucceeded, paid},
-	{"a missed cancel", stripeadapter.CommandApplyPaymentCanceled, stripe.EventTypePaymentIntentCanceled, failed},
+	{"a missed success", queuing(stripeadapter.CommandApplyPaymentSucceeded), stripe.EventTypePaymentIntentSucceeded,
+		"pending -> paid", "already paid", ""},
+	{"a missed cancel", queuing(stripeadapter.CommandApplyPaymentCanceled), stripe.EventTypePaymentIntentCanceled,
+		"pending -> failed", "already failed", ""},
+	{"a missed partial refund", queuing(stripeadapter.CommandApplyRefund), stripe.EventTypeChargeRefunded,
+		"refunds recorded as at Stripe", "refunds already as at Stripe", ""},
+	// The event's type says nothing of the outcome: "updated" is applied as Stripe holds it.
+	{"a dispute's progress", &disputeUnderReview, stripe.EventTypeChargeDisputeUpdated,
+		"dispute recorded as at Stripe", "dispute already as at Stripe", string(stripe.DisputeStatusUnderReview)},
 }
 
 func TestWebhookThenRepairAppliesOnceByTheWebhook(t *testing.T) {
@@ -30,12 +57,12 @@ func TestWebhookThenRepairAppliesOnceByTheWebhook(t *testing.T) {
 	for _, tr := range transitions {
 		t.Run(tr.name, func(t *testing.T) {
 			t.Parallel()
-			f := newFixture(t, tr.command, 1)
+			f := newFixtureOf(t, tr.story, 1)
 			pay := f.p.payments[0]
 			body, header := signedEvent(testSecret, tr.event, pay.externalID, pay.amount)
 
 			resp := deliver(t.Context(), f.hook, body, header)
-			if resp.Code != http.StatusOK || !strings.Contains(resp.Body.String(), "pending -> "+tr.to) {
+			if resp.Code != http.StatusOK || !strings.Contains(resp.Body.String(), tr.changed) {
 				t.Fatalf("webhook answered %d %q, want 200 and the change", resp.Code, resp.Body.String())
 			}
 			if st := f.state(t, pay.externalID); st.findings[0].Open() || st.commands[0].status != "pending" {
@@ -50,7 +77,7 @@ func TestWebhookThenRepairAppliesOnceByTheWebhook(t *testing.T) {
 			if c, u := f.stats.changed.Load(), f.stats.unchanged.Load(); c != 0 || u != 0 {
 				t.Errorf("the repair ran the writer (changed %d, unchanged %d); want it skipped, its finding resolved", c, u)
 			}
-			assertAppliedOnce(t, f.state(t, pay.externalID), tr.to, actorWebhook)
+			assertAppliedOnce(t, pay, f.state(t, pay.externalID), tr.dispute, actorWebhook)
 		})
 	}
 }
@@ -60,7 +87,7 @@ func TestRepairThenWebhookAppliesOnceByTheRepair(t *testing.T) {
 	for _, tr := range transitions {
 		t.Run(tr.name, func(t *testing.T) {
 			t.Parallel()
-			f := newFixture(t, tr.command, 1)
+			f := newFixtureOf(t, tr.story, 1)
 			pay := f.p.payments[0]
 
 			if n, err := f.d.Work(t.Context()); n != 1 || err != nil {
@@ -74,76 +101,96 @@ func TestRepairThenWebhookAppliesOnceByTheRepair(t *testing.T) {
 			for range 2 {
 				body, header := signedEvent(testSecret, tr.event, pay.externalID, pay.amount)
 				resp := deliver(t.Context(), f.hook, body, header)
-				if resp.Code != http.StatusOK || !strings.Contains(resp.Body.String(), "already "+tr.to) {
+				if resp.Code != http.StatusOK || !strings.Contains(resp.Body.String(), tr.unchanged) {
 					t.Errorf("webhook answered %d %q, want 200 and nothing changed", resp.Code, resp.Body.String())
 				}
 			}
-			assertAppliedOnce(t, f.state(t, pay.externalID), tr.to, actorReconciler)
+			assertAppliedOnce(t, pay, f.state(t, pay.externalID), tr.dispute, actorReconciler)
 		})
 	}
 }
 
 // Both paths start together behind a barrier, on a fresh payment each round: whichever takes
-// the row lock first changes the payment; the other's guarded update waits for it to commit,
-// then matches no row.
+// the row lock first changes the payment; the other's guarded update (or, for refunds and
+// disputes, its lock) waits for it to commit, then finds nothing to change.
 func TestWebhookAndRepairAtOnceApplyOnce(t *testing.T) {
 	t.Parallel()
-	const rounds = 20
-	var webhookWon, repairWon atomic.Int64
-	t.Run("rounds", func(t *testing.T) {
-		for i := range rounds {
-			t.Run(fmt.Sprintf("round %d", i+1), func(t *testing.T) {
-				t.Parallel()
-				ctx := t.Context()
-				f := newFixture(t, stripeadapter.CommandApplyPaymentSucceeded, 1)
-				pay := f.p.payments[0]
-				body, header := signedEvent(testSecret, stripe.EventTypePaymentIntentSucceeded, pay.externalID, pay.amount)
-
-				start := make(chan struct{})
-				var wg sync.WaitGroup
-				var resp *httptest.ResponseRecorder
-				var claimed int
-				var workErr error
-				wg.Go(func() {
-					<-start
-					resp = deliver(ctx, f.hook, body, header)
-				})
-				wg.Go(func() {
-					<-start
-					claimed, workErr = f.d.Work(ctx)
-				})
-				close(start)
-				wg.Wait()
-
-				if claimed != 1 || workErr != nil {
-					t.Fatalf("Work = %d, %v; want 1 command claimed", claimed, workErr)
-				}
-				if resp.Code != http.StatusOK {
-					t.Fatalf("webhook answered %d %q, want 200", resp.Code, resp.Body.String())
-				}
-				webhookChanged := strings.Contains(resp.Body.String(), "pending -> paid")
-				repairChanged := f.stats.changed.Load() == 1
-				// The repair either ran the writer (changing the payment, or finding it changed
-				// by the webhook a moment before) or was skipped because the webhook had
-				// already resolved its finding; either way exactly one path changed it.
-				if webhookChanged == repairChanged || f.stats.changed.Load()+f.stats.unchanged.Load() > 1 {
-					t.Fatalf("webhook %q, repair changed %d and unchanged %d: want exactly one of them to change the payment",
-						resp.Body.String(), f.stats.changed.Load(), f.stats.unchanged.Load())
-				}
-				winner := actorReconciler
-				if webhookChanged {
-					winner = actorWebhook
-					webhookWon.Add(1)
-				} else {
-					repairWon.Add(1)
-				}
-				assertAppliedOnce(t, f.state(t, pay.externalID), paid, winner)
-				// Nothing is left to retry.
-				if n, err := f.d.Work(ctx); n != 0 || err != nil {
-					t.Errorf("Work after the race = %d, %v; want nothing to claim", n, err)
+	const rounds = 8
+	for _, tr := range transitions {
+		var webhookWon, repairWon atomic.Int64
+		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel()
+			t.Run("rounds", func(t *testing.T) {
+				for i := range rounds {
+					t.Run(fmt.Sprintf("round %d", i+1), func(t *testing.T) {
+						t.Parallel()
+						winner := race(t, tr.story, tr.event, tr.changed)
+						if winner == actorWebhook {
+							webhookWon.Add(1)
+						} else {
+							repairWon.Add(1)
+						}
+					})
 				}
 			})
-		}
+			t.Logf("of %d rounds, the webhook changed the payment in %d, the repair in %d", rounds, webhookWon.Load(), repairWon.Load())
+		})
+	}
+}
+
+// race delivers event and runs the repair command of a payment of story s at once, checks that
+// exactly one of them changed the payment, once, and returns which: actorWebhook if the
+// webhook's answer held changed.
+func race(t *testing.T, s *story, event stripe.EventType, changed string) (winner string) {
+	t.Helper()
+	ctx := t.Context()
+	f := newFixtureOf(t, s, 1)
+	pay := f.p.payments[0]
+	body, header := signedEvent(testSecret, event, pay.externalID, pay.amount)
+
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	var resp *httptest.ResponseRecorder
+	var claimed int
+	var workErr error
+	wg.Go(func() {
+		<-start
+		resp = deliver(ctx, f.hook, body, header)
 	})
-	t.Logf("of %d rounds, the webhook changed the payment in %d, the repair in %d", rounds, webhookWon.Load(), repairWon.Load())
+	wg.Go(func() {
+		<-start
+		claimed, workErr = f.d.Work(ctx)
+	})
+	close(start)
+	wg.Wait()
+
+	if claimed != 1 || workErr != nil {
+		t.Fatalf("Work = %d, %v; want 1 command claimed", claimed, workErr)
+	}
+	if resp.Code != http.StatusOK {
+		t.Fatalf("webhook answered %d %q, want 200", resp.Code, resp.Body.String())
+	}
+	webhookChanged := strings.Contains(resp.Body.String(), changed)
+	repairChanged := f.stats.changed.Load() == 1
+	// The repair either ran the writer (changing the payment, or finding it changed by the
+	// webhook a moment before) or was skipped because the webhook had already resolved its
+	// finding; either way exactly one path changed it.
+	if webhookChanged == repairChanged || f.stats.changed.Load()+f.stats.unchanged.Load() > 1 {
+		t.Fatalf("webhook %q, repair changed %d and unchanged %d: want exactly one of them to change the payment",
+			resp.Body.String(), f.stats.changed.Load(), f.stats.unchanged.Load())
+	}
+	winner = actorReconciler
+	if webhookChanged {
+		winner = actorWebhook
+	}
+	dispute := ""
+	if s.money.dispute != "" {
+		dispute = string(s.money.dispute)
+	}
+	assertAppliedOnce(t, pay, f.state(t, pay.externalID), dispute, winner)
+	// Nothing is left to retry.
+	if n, err := f.d.Work(ctx); n != 0 || err != nil {
+		t.Errorf("Work after the race = %d, %v; want nothing to claim", n, err)
+	}
+	return winner
 }
