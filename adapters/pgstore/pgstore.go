@@ -75,7 +75,9 @@ type Config struct {
 
 	// SearchColumns are host columns, such as an order id, that FindingQuery.Search matches
 	// besides the external id and the record id: a finding matches when its row holds the
-	// searched value in one of them, whole. Index them: each is compared in its own type.
+	// searched value in one of them, whole. Index them: a text, varchar, char, integer or uuid
+	// column is compared in its own type, so that its index serves; any other (numeric, an
+	// enum, citext, ...) is compared as text, which no plain index on it serves.
 	SearchColumns []string
 
 	// Tables names the reconciler's own tables.

@@ -97,6 +97,8 @@
 //	                         disputes are not all final; final outcomes (won, lost,
 //	                         warning_closed, prevented) are kept, at most DisputeCacheSize
 //	                         charges, so a closed dispute costs one call per process
+//	                         (the events lane reads a disputed charge's disputes anew, and
+//	                         refreshes what is kept: a chargeback may follow a closed inquiry)
 //	one row (Fetch)          one retrieve, plus the same disputes call
 //	refunds, in the sweep    nothing: the charge's amount_refunded and refunded say it
 //	events lane              one call per hundred events, plus, per payment an event touches

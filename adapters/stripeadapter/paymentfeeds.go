@@ -142,7 +142,7 @@ func (f *PaymentEventsFeed) payment(ctx context.Context, id string, withRefunds 
 	if err != nil {
 		return nil, err
 	}
-	p, err := f.p.complete(ctx, pi, wait)
+	p, err := f.p.complete(ctx, pi, wait, true)
 	if err != nil || !withRefunds {
 		return p, err
 	}
@@ -239,7 +239,7 @@ func (f *PaymentReverseFeed) Next(ctx context.Context, pos string, wait func(con
 	skipped := 0
 	var firstErr error
 	for _, o := range page.Objects {
-		p, err := f.p.complete(ctx, o.Object, wait)
+		p, err := f.p.complete(ctx, o.Object, wait, false)
 		switch {
 		case err == nil:
 			out.Objects = append(out.Objects, reconcile.FeedObject[*Payment]{ExternalID: o.ExternalID, Object: p, CreatedAt: o.CreatedAt})

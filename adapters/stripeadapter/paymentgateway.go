@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/stripe/stripe-go/v82"
@@ -45,7 +46,7 @@ func (p *PaymentGateway) Fetch(ctx context.Context, externalID string) (*Payment
 	if err != nil {
 		return nil, err
 	}
-	return p.complete(ctx, pi, nil)
+	return p.complete(ctx, pi, nil, false)
 }
 
 // FetchBatch lists as Gateway.FetchBatch does, then reads the disputes of each disputed charge
@@ -67,7 +68,7 @@ func (p *PaymentGateway) FetchBatch(ctx context.Context, lookups []reconcile.Loo
 			continue
 		}
 		done[l.ExternalID] = true
-		pay, ferr := p.complete(ctx, pi, wait)
+		pay, ferr := p.complete(ctx, pi, wait, false)
 		switch {
 		case ferr == nil:
 			out[l.ExternalID] = pay
@@ -96,8 +97,10 @@ func (p *PaymentGateway) needsDisputes(pi *stripe.PaymentIntent) bool {
 }
 
 // complete builds pi's Payment, reading the disputes of a disputed charge unless their outcome
-// is known. wait, if not nil, paces that call.
-func (p *PaymentGateway) complete(ctx context.Context, pi *stripe.PaymentIntent, wait func(context.Context) error) (*Payment, error) {
+// is known and fresh is false. wait, if not nil, paces that call. The events lane asks fresh:
+// an event about the payment may be a new dispute on a charge whose earlier ones are all
+// final (an inquiry closed, then a chargeback), which the kept outcome cannot show.
+func (p *PaymentGateway) complete(ctx context.Context, pi *stripe.PaymentIntent, wait func(context.Context) error, fresh bool) (*Payment, error) {
 	pay := &Payment{Intent: pi}
 	ch := pi.LatestCharge
 	switch {
@@ -110,7 +113,7 @@ func (p *PaymentGateway) complete(ctx context.Context, pi *stripe.PaymentIntent,
 	case !ch.Disputed:
 		return pay, nil
 	}
-	if ds, ok := p.outcomes.get(ch.ID); ok {
+	if ds, ok := p.outcomes.get(ch.ID); ok && !fresh {
 		pay.Disputes = ds
 		return pay, nil
 	}
@@ -135,6 +138,8 @@ func (p *PaymentGateway) complete(ctx context.Context, pi *stripe.PaymentIntent,
 	}
 	if final {
 		p.outcomes.put(ch.ID, ds)
+	} else {
+		p.outcomes.drop(ch.ID) // a dispute opened since the outcome was kept
 	}
 	return pay, nil
 }
@@ -163,6 +168,7 @@ func (c *outcomeCache) put(chargeID string, ds []*stripe.Dispute) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.byID[chargeID]; ok {
+		c.byID[chargeID] = ds // read again: the newer list
 		return
 	}
 	c.byID[chargeID] = ds
@@ -171,4 +177,15 @@ func (c *outcomeCache) put(chargeID string, ds []*stripe.Dispute) {
 		delete(c.byID, c.order[0])
 		c.order = c.order[1:]
 	}
+}
+
+// drop forgets the disputes kept for chargeID, if any: they are no longer all final.
+func (c *outcomeCache) drop(chargeID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.byID[chargeID]; !ok {
+		return
+	}
+	delete(c.byID, chargeID)
+	c.order = slices.DeleteFunc(c.order, func(id string) bool { return id == chargeID })
 }
