@@ -3,6 +3,7 @@ package reconcile
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -56,8 +57,8 @@ type Decision struct {
 	Command string
 	// Detail is free text stored with the finding for the person who reads it.
 	Detail string
-	// Diffs are the fields on which the two sides differ, stored with the finding (at most
-	// MaxDiffs; longer values are cut to MaxDiffValue bytes). Only findings keep them.
+	// Diffs are the fields on which the two sides differ, stored with the finding: the first
+	// MaxDiffs of them, each value cut to MaxDiffValue bytes. Only findings keep them.
 	Diffs []Diff
 }
 
@@ -77,7 +78,8 @@ const (
 )
 
 // Validate reports whether the decision can be acted on: a known verdict, a kind for
-// Repairable and NeedsReview, a command for Repairable and for nothing else.
+// Repairable and NeedsReview, a command for Repairable and for nothing else, and a field name
+// on every diff.
 func (d Decision) Validate() error {
 	switch {
 	case !d.Verdict.valid():
@@ -88,8 +90,6 @@ func (d Decision) Validate() error {
 		return fmt.Errorf("reconcile: repairable decision %q without a repair command", d.Kind)
 	case d.Verdict != Repairable && d.Command != "":
 		return fmt.Errorf("reconcile: %s decision %q carries a repair command; only Repairable ones may", d.Verdict, d.Kind)
-	case len(d.Diffs) > MaxDiffs:
-		return fmt.Errorf("reconcile: decision %q has %d diffs; at most %d are kept", d.Kind, len(d.Diffs), MaxDiffs)
 	}
 	for i, df := range d.Diffs {
 		if df.Field == "" {
@@ -99,13 +99,17 @@ func (d Decision) Validate() error {
 	return nil
 }
 
-// clipDiffs returns diffs with every value cut to MaxDiffValue bytes (on a rune boundary),
-// copying only when one is cut.
-func clipDiffs(diffs []Diff) []Diff {
+// storableDiffs returns diffs as a store can keep them: at most MaxDiffs, every value cut to
+// MaxDiffValue bytes and storable (see storable). It copies only when something changes, so a
+// classifier's shared Diffs are never modified.
+func storableDiffs(diffs []Diff) []Diff {
 	var out []Diff
-	for i, df := range diffs {
-		l, e, f := clip(df.Local), clip(df.External), clip(df.Field)
-		if l == df.Local && e == df.External && f == df.Field {
+	if len(diffs) > MaxDiffs {
+		out = slices.Clone(diffs[:MaxDiffs])
+	}
+	for i, df := range diffs[:min(len(diffs), MaxDiffs)] {
+		f, l, e := storable(df.Field, MaxDiffValue), storable(df.Local, MaxDiffValue), storable(df.External, MaxDiffValue)
+		if f == df.Field && l == df.Local && e == df.External {
 			continue
 		}
 		if out == nil {
@@ -119,12 +123,20 @@ func clipDiffs(diffs []Diff) []Diff {
 	return out
 }
 
-// clip cuts s to MaxDiffValue bytes on a rune boundary, marking the cut.
-func clip(s string) string {
-	if len(s) <= MaxDiffValue {
+// storable returns s as PostgreSQL's text and jsonb can hold it: valid UTF-8 without NUL
+// characters (either would fail the whole commit), cut to max bytes on a rune boundary with
+// the cut marked (max 0: no limit).
+func storable(s string, max int) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	}
+	if max == 0 || len(s) <= max {
 		return s
 	}
-	n := MaxDiffValue - len("…")
+	n := max - len("…")
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}

@@ -266,6 +266,7 @@ func (l *Lane[L, E]) step(ctx context.Context) (Report, error) {
 		l.p.logger.LogAttrs(ctx, slog.LevelWarn, "reconcile lane restarted without replay; the sweep covers the gap",
 			slog.String("job", cfg.Job), slog.String("lane", cfg.Lane), slog.String("reason", page.Gap))
 	}
+	storableOutcomes(c.Outcomes)
 	res, err := cfg.Sink.CommitLane(ctx, c)
 	if err != nil {
 		return rep, err

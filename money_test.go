@@ -2,7 +2,9 @@ package reconcile
 
 import (
 	"math"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestFormatAmount(t *testing.T) {
@@ -41,26 +43,27 @@ func TestCurrencyExponent(t *testing.T) {
 	}
 }
 
-func TestDecisionDiffs(t *testing.T) {
-	long := make([]byte, 500)
-	for i := range long {
-		long[i] = 'x'
+func TestStorableDiffs(t *testing.T) {
+	long := strings.Repeat("x", 500)
+	diffs := []Diff{{Field: "amount", Local: long, External: "é" + long}, {Field: "ok", Local: "1", External: "2"}}
+	got := storableDiffs(diffs)
+	if len(got[0].Local) > MaxDiffValue || len(got[0].External) > MaxDiffValue || !utf8.ValidString(got[0].External) {
+		t.Errorf("not cut on a rune boundary within %d bytes: %d, %d bytes", MaxDiffValue, len(got[0].Local), len(got[0].External))
 	}
-	d := Decision{Verdict: NeedsReview, Kind: "amount_mismatch", Diffs: []Diff{{Field: "amount", Local: string(long), External: "é" + string(long)}}}
-	if err := d.Validate(); err != nil {
-		t.Fatal(err)
+	if got[1] != diffs[1] {
+		t.Errorf("a short diff changed: %+v", got[1])
 	}
-	c := clipDiffs(d.Diffs)
-	if len(c[0].Local) > MaxDiffValue || len(c[0].External) > MaxDiffValue {
-		t.Errorf("not clipped: %d, %d bytes", len(c[0].Local), len(c[0].External))
+	if len(diffs[0].Local) != 500 {
+		t.Error("storableDiffs changed its argument")
 	}
-	if len(d.Diffs[0].Local) != 500 {
-		t.Error("clipDiffs changed its argument")
+	same := []Diff{{Field: "a", Local: "1", External: "2"}}
+	if got := storableDiffs(same); &got[0] != &same[0] {
+		t.Error("storableDiffs copied diffs it did not change")
+	}
+	if got := storableDiffs(make([]Diff, MaxDiffs+3)); len(got) != MaxDiffs {
+		t.Errorf("%d diffs kept, want %d", len(got), MaxDiffs)
 	}
 	if err := (Decision{Verdict: NeedsReview, Kind: "k", Diffs: []Diff{{Local: "1"}}}).Validate(); err == nil {
 		t.Error("a diff without a field passed Validate")
-	}
-	if err := (Decision{Verdict: NeedsReview, Kind: "k", Diffs: make([]Diff, MaxDiffs+1)}).Validate(); err == nil {
-		t.Error("too many diffs passed Validate")
 	}
 }

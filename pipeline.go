@@ -62,9 +62,20 @@ func (p *pipeline[L, E]) judgePair(o *Outcome, local L, ext E, current bool) err
 	if err := d.Validate(); err != nil {
 		return fmt.Errorf("classifier on record %s: %w", o.RecordID, err)
 	}
-	d.Diffs = clipDiffs(d.Diffs)
 	o.Decision, o.External, o.Verified = d, p.externalState(ext), current && d.Verdict != Unverifiable
 	return nil
+}
+
+// storableOutcomes makes what outcomes record storable in place: states, detail and diffs valid
+// UTF-8 without NUL characters, diffs bounded (storableDiffs). A classifier's or a server's
+// text must not fail a whole commit, and with it every later run of the job.
+func storableOutcomes(outcomes []Outcome) {
+	for i := range outcomes {
+		o := &outcomes[i]
+		o.Local, o.External = storable(o.Local, 0), storable(o.External, 0)
+		o.Decision.Detail = storable(o.Decision.Detail, 0)
+		o.Decision.Diffs = storableDiffs(o.Decision.Diffs)
+	}
 }
 
 // fetch makes one call of gw about id, after the pacer's wait: timed for the Observer, and a

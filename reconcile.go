@@ -323,6 +323,7 @@ func (r *Reconciler[L, E]) runBatch(ctx context.Context) (Report, error) {
 		rep.Verdicts[o.Decision.Verdict]++
 	}
 	rep.Scanned = len(commit.Outcomes)
+	storableOutcomes(commit.Outcomes)
 	res, err := cfg.Sink.Commit(ctx, commit)
 	if err != nil {
 		return rep, err

@@ -192,6 +192,7 @@ func Run(t *testing.T, newFixture func(t *testing.T) Fixture) {
 		{"a resolved finding can be found again with a new command", testFoundAgain},
 		{"findings are listed, read with their history, resolved and reopened the same way by every store", testReview},
 		{"a finding keeps its decision's diffs, and a search finds it by external id or record id, whole", testDiffsAndSearch},
+		{"text no store can keep (NUL, invalid UTF-8) and too many diffs cost their finding nothing but the excess", testUnstorable},
 		{"an object missing externally is a verified missing_externally finding", testNotFound},
 		{"a rate limit stops the rest of the batch's calls; the rows before it commit and the next batch starts with it", testRateLimit},
 		{"an abort error writes nothing and keeps the cursor", testAbort},
@@ -766,6 +767,44 @@ func (c diffing) Classify(local, external string) reconcile.Decision {
 		d.Diffs = append(d.Diffs, reconcile.Diff{Field: "amount", Local: "USD 1,234.50", External: strings.Repeat("9", 300)})
 	}
 	return d
+}
+
+// unstorable is the suite's policy with text a database cannot keep as it is in every finding:
+// a NUL and invalid UTF-8 in its detail and diffs, and more diffs than a finding keeps.
+type unstorable struct {
+	reconcile.Classifier[string, string]
+}
+
+func (c unstorable) Classify(local, external string) reconcile.Decision {
+	d := c.Classifier.Classify(local, external)
+	if d.Kind != "" {
+		d.Detail = "a\x00b\xffc"
+		for i := range reconcile.MaxDiffs + 4 {
+			d.Diffs = append(d.Diffs, reconcile.Diff{Field: fmt.Sprintf("f%d\x00", i), Local: "x\x00", External: "\xfe"})
+		}
+	}
+	return d
+}
+
+func testUnstorable(t *testing.T, f Fixture) {
+	f.Insert(t, Row{ID: 1, ExternalID: "pi_1", Local: "pending"}, paidRow(2))
+	gw := NewGateway(map[string]string{"pi_1": "succeeded", "pi_2": "succeeded"})
+	cfg := Config(f, "sweep", gw, 10)
+	cfg.Classifier = unstorable{Classifier()}
+	Cycle(t, cfg, 3)
+	fs := Findings(t, f.Reviewer(), "sweep")
+	if len(fs) != 1 || fs[0].RecordID != "1" {
+		t.Fatalf("findings %+v, want row 1's", fs)
+	}
+	if got := fs[0].Detail; got != "a\uFFFDb\uFFFDc" {
+		t.Errorf("detail %q, want the NUL and the invalid byte replaced", got)
+	}
+	if len(fs[0].Diffs) != reconcile.MaxDiffs {
+		t.Fatalf("%d diffs kept, want the first %d", len(fs[0].Diffs), reconcile.MaxDiffs)
+	}
+	if d := fs[0].Diffs[reconcile.MaxDiffs-1]; d != (reconcile.Diff{Field: fmt.Sprintf("f%d\uFFFD", reconcile.MaxDiffs-1), Local: "x\uFFFD", External: "\uFFFD"}) {
+		t.Errorf("last diff kept %q, want the %dth with its text made storable", d, reconcile.MaxDiffs)
+	}
 }
 
 func testDiffsAndSearch(t *testing.T, f Fixture) {
