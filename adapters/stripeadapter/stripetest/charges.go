@@ -16,7 +16,7 @@ type chState struct {
 	created        int64
 	amount         int64
 	amountCaptured int64 // 0 until captured
-	amountRefunded int64 // the refunds that count, see countsAsRefunded
+	amountRefunded int64 // the refunds that count, see countsAsRefunded, and released()
 	captured       bool
 	refunded       bool // the whole captured amount is refunded
 	disputed       bool
@@ -58,6 +58,7 @@ func (s *Server) chargeFor(in *intent, at int64) (*charge, string) {
 	}}
 	if capture {
 		ch.amountCaptured = in.received()
+		ch.settleRefunds()
 	}
 	s.charges[ch.id] = ch
 	in.latestCharge = ch.id
@@ -74,27 +75,45 @@ func (s *Server) newID(prefix string, used func(string) bool) string {
 	}
 }
 
-// settleRefunds recomputes what the charge has refunded from its refunds. Pending, requires_action
-// and succeeded refunds count; failed and canceled ones do not, so a refund that fails after
-// succeeding gives its amount back to the charge. This is the fake's model of Stripe's
-// documented behaviour, where a failed refund's amount returns to the account balance.
+// settleRefunds recomputes what the charge has refunded: the authorised amount a partial
+// capture released, then its refunds. Pending, requires_action and succeeded refunds count;
+// failed and canceled ones do not, so a refund that fails after succeeding gives its amount back
+// to the charge. This is the fake's model of Stripe's documented behaviour, where a failed
+// refund's amount returns to the account balance. The released amount in amount_refunded is
+// Stripe's observed behaviour, not its documented one (see the package doc). The charge is
+// refunded once its refunds reach what it captured.
 func (ch *charge) settleRefunds() {
+	sum := ch.refundedByRefunds()
+	ch.amountRefunded = ch.released() + sum
+	ch.refunded = ch.captured && ch.amountCaptured > 0 && sum >= ch.amountCaptured
+}
+
+// refundedByRefunds is what the charge's refunds that count return to the customer.
+func (ch *charge) refundedByRefunds() int64 {
 	var sum int64
 	for _, e := range ch.refunds.items {
 		if countsAsRefunded(e.v.status) {
 			sum += e.v.amount
 		}
 	}
-	ch.amountRefunded = sum
-	ch.refunded = ch.captured && ch.amountCaptured > 0 && sum >= ch.amountCaptured
+	return sum
 }
 
-// refundable is what is left to refund on the charge.
+// released is the authorised amount a partial capture let go: amount − amount_captured once the
+// charge is captured, 0 before.
+func (ch *charge) released() int64 {
+	if !ch.captured {
+		return 0
+	}
+	return ch.amount - ch.amountCaptured
+}
+
+// refundable is what is left to refund on the charge: what it captured, less its refunds.
 func (ch *charge) refundable() int64 {
 	if !ch.captured {
 		return 0
 	}
-	return ch.amountCaptured - ch.amountRefunded
+	return ch.amountCaptured - ch.refundedByRefunds()
 }
 
 // retrieveCharge serves GET /v1/charges/{id}, appending the answer to b.

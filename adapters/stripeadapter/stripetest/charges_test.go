@@ -29,6 +29,7 @@ func TestIntentsGetCharges(t *testing.T) {
 		intentReceived, capturable int64
 		captured                   bool
 		amountCaptured             int64
+		amountRefunded             int64 // what a partial capture released
 		chargeCreated              time.Time
 		events                     []string // charge events, newest first
 	}{
@@ -37,7 +38,8 @@ func TestIntentsGetCharges(t *testing.T) {
 		{name: "an intent added as requiring capture has an uncaptured charge",
 			added: capture, capturable: 1000, chargeCreated: t0.Add(-time.Hour)},
 		{name: "an intent added with a partial amount received has captured that much",
-			added: done, received: 600, intentReceived: 600, captured: true, amountCaptured: 600, chargeCreated: t0.Add(-time.Hour)},
+			added: done, received: 600, intentReceived: 600, captured: true, amountCaptured: 600, amountRefunded: 400,
+			chargeCreated: t0.Add(-time.Hour)},
 		{name: "succeeding records charge.succeeded for a new captured charge",
 			added: pm, changes: []stripe.PaymentIntentStatus{done}, intentReceived: 1000, captured: true, amountCaptured: 1000,
 			chargeCreated: at, events: []string{"charge.succeeded"}},
@@ -49,7 +51,7 @@ func TestIntentsGetCharges(t *testing.T) {
 			chargeCreated: at, events: []string{"charge.captured", "charge.succeeded"}},
 		{name: "a partial capture captures the amount received",
 			added: capture, received: 250, changes: []stripe.PaymentIntentStatus{done}, intentReceived: 250, captured: true,
-			amountCaptured: 250, chargeCreated: t0.Add(-time.Hour), events: []string{"charge.captured"}},
+			amountCaptured: 250, amountRefunded: 750, chargeCreated: t0.Add(-time.Hour), events: []string{"charge.captured"}},
 		{name: "a canceled intent keeps the charge it had",
 			added: capture, changes: []stripe.PaymentIntentStatus{cancel}, chargeCreated: t0.Add(-time.Hour)},
 	} {
@@ -74,7 +76,7 @@ func TestIntentsGetCharges(t *testing.T) {
 			ch := f.retrieveCharge(t, pi.LatestCharge.ID, "")
 			if !strings.HasPrefix(ch.ID, "ch_") || len(ch.ID) != 27 || ch.Object != "charge" || ch.Amount != 1000 ||
 				ch.Currency != "eur" || ch.Captured != tc.captured || ch.AmountCaptured != tc.amountCaptured ||
-				ch.AmountRefunded != 0 || ch.Refunded || ch.Disputed || ch.Status != stripe.ChargeStatusSucceeded ||
+				ch.AmountRefunded != tc.amountRefunded || ch.Refunded || ch.Disputed || ch.Status != stripe.ChargeStatusSucceeded ||
 				!ch.Paid || ch.Created != tc.chargeCreated.Unix() || ch.PaymentIntent == nil || ch.PaymentIntent.ID != id {
 				t.Errorf("charge %+v", ch)
 			}
@@ -126,8 +128,9 @@ func TestSetAmountReceived(t *testing.T) {
 		_ = f.srv.SetStatus(waiting, stripe.PaymentIntentStatusSucceeded)
 		pi, _ := f.sc.V1PaymentIntents.Retrieve(context.Background(), waiting, nil)
 		ch := f.retrieveCharge(t, pi.LatestCharge.ID, "")
-		if pi.AmountReceived != 400 || pi.Amount != 1000 || ch.AmountCaptured != 400 || ch.Amount != 1000 {
-			t.Errorf("intent received %d of %d, charge captured %d of %d", pi.AmountReceived, pi.Amount, ch.AmountCaptured, ch.Amount)
+		if pi.AmountReceived != 400 || pi.Amount != 1000 || ch.AmountCaptured != 400 || ch.Amount != 1000 || ch.AmountRefunded != 600 {
+			t.Errorf("intent received %d of %d, charge captured %d of %d, refunded %d (the released 600)",
+				pi.AmountReceived, pi.Amount, ch.AmountCaptured, ch.Amount, ch.AmountRefunded)
 		}
 		if got, _ := f.srv.PaymentIntent(waiting); got.AmountReceived != 400 {
 			t.Errorf("PaymentIntent().AmountReceived = %d", got.AmountReceived)
@@ -138,8 +141,8 @@ func TestSetAmountReceived(t *testing.T) {
 		if err := f.srv.SetAmountReceived(succeeded, 700); err != nil {
 			t.Fatal(err)
 		}
-		if ch := f.retrieveCharge(t, f.latestCharge(t, succeeded, ""), ""); ch.AmountCaptured != 700 {
-			t.Errorf("captured %d", ch.AmountCaptured)
+		if ch := f.retrieveCharge(t, f.latestCharge(t, succeeded, ""), ""); ch.AmountCaptured != 700 || ch.AmountRefunded != 300 {
+			t.Errorf("captured %d, refunded %d (the released 300)", ch.AmountCaptured, ch.AmountRefunded)
 		}
 		if after := len(f.listEvents(t, nil)); after != before {
 			t.Errorf("%d events recorded", after-before)
@@ -148,8 +151,8 @@ func TestSetAmountReceived(t *testing.T) {
 	t.Run("zero means the whole amount", func(t *testing.T) {
 		_ = f.srv.SetAmountReceived(succeeded, 0)
 		pi, _ := f.sc.V1PaymentIntents.Retrieve(context.Background(), succeeded, nil)
-		if pi.AmountReceived != 1000 {
-			t.Errorf("received %d", pi.AmountReceived)
+		if pi.AmountReceived != 1000 || pi.LatestCharge.AmountRefunded != 0 {
+			t.Errorf("received %d, refunded %d", pi.AmountReceived, pi.LatestCharge.AmountRefunded)
 		}
 	})
 	t.Run("it fails for an unknown intent, an amount out of range, or one below what was refunded", func(t *testing.T) {

@@ -35,7 +35,11 @@
 // charge "ch_...", its latest_charge: the intent's amount and currency, amount_captured (what
 // the intent received once captured, 0 before), amount_refunded, refunded (the whole captured
 // amount is), disputed, status succeeded. PaymentIntent.AmountReceived and SetAmountReceived
-// model a partial capture. GET /v1/charges/{id} reads a charge.
+// model a partial capture: the charge's amount_captured is what was received, and its
+// amount_refunded counts the released remainder, amount − amount_captured, as Stripe's charges
+// have been seen to (not documented; see the stripeadapter package doc), so a refund of the
+// whole captured amount brings amount_refunded to amount. Refunds are limited to what was
+// captured less what the refunds returned. GET /v1/charges/{id} reads a charge.
 //
 // Refund refunds a charge as the Dashboard would (a succeeded refund "re_..."), and
 // SetRefundStatus moves a refund through pending, requires_action, succeeded, failed (with its

@@ -206,11 +206,12 @@ func (s *Server) SetStatusAt(id string, status stripe.PaymentIntentStatus, at ti
 }
 
 // SetAmountReceived sets what an intent collects, as a partial capture does: amount_received
-// once it succeeds and its charge's amount_captured once captured. Zero means the whole
-// amount. On an intent that requires capture it takes effect when the intent succeeds; on one
+// once it succeeds and its charge's amount_captured once captured, the released remainder
+// (amount − amount_captured) counted in the charge's amount_refunded as Stripe does. Zero means
+// the whole amount. On an intent that requires capture it takes effect when the intent succeeds; on one
 // that already succeeded it takes effect at once, without an event (a fixture's shortcut:
 // Stripe cannot change a captured amount). It fails for an unknown id, an amount outside
-// [0, amount], or one below what the charge has refunded.
+// [0, amount], or one below what the charge's refunds have refunded.
 func (s *Server) SetAmountReceived(piID string, amount int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -226,8 +227,8 @@ func (s *Server) SetAmountReceived(piID string, amount int64) error {
 	if received == 0 {
 		received = in.amount
 	}
-	if ch != nil && ch.captured && received < ch.amountRefunded {
-		return fmt.Errorf("stripetest: amount received %d is below the %d refunded on %s", received, ch.amountRefunded, ch.id)
+	if ch != nil && ch.captured && received < ch.refundedByRefunds() {
+		return fmt.Errorf("stripetest: amount received %d is below the %d refunded on %s", received, ch.refundedByRefunds(), ch.id)
 	}
 	in.amountReceived = amount
 	if ch != nil && ch.captured {

@@ -50,7 +50,7 @@ func countsAsRefunded(status stripe.RefundStatus) bool {
 // amount_refunded (the charge is refunded once the whole captured amount is). Zero means all
 // that is left. It records refund.created and then charge.refunded, and returns the refund's
 // id. It fails for an unknown intent, one without a captured charge, or an amount above what
-// is left to refund.
+// is left to refund: what the charge captured less what its refunds returned.
 func (s *Server) Refund(piID string, amount int64) (refundID string, err error) {
 	at := s.now().Unix()
 	s.mu.Lock()

@@ -79,11 +79,21 @@ func TestRefund(t *testing.T) {
 		if _, err := f.srv.Refund(id, 401); err == nil {
 			t.Error("refunded more than was captured")
 		}
+		if _, err := f.srv.Refund(id, 300); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.srv.Refund(id, 101); err == nil {
+			t.Error("refunded more than was captured, the released amount counted as a refund")
+		}
+		// amount_refunded counts the released 600 as well as the refunds, as Stripe's does.
+		if ch := f.retrieveCharge(t, f.latestCharge(t, id, ""), ""); ch.AmountRefunded != 900 || ch.Refunded {
+			t.Errorf("after refunding 300: amount_refunded %d, refunded %v; want 900, false", ch.AmountRefunded, ch.Refunded)
+		}
 		if _, err := f.srv.Refund(id, 0); err != nil {
 			t.Fatal(err)
 		}
-		if ch := f.retrieveCharge(t, f.latestCharge(t, id, ""), ""); ch.AmountRefunded != 400 || !ch.Refunded {
-			t.Errorf("refunded %d, %v", ch.AmountRefunded, ch.Refunded)
+		if ch := f.retrieveCharge(t, f.latestCharge(t, id, ""), ""); ch.AmountRefunded != 1000 || !ch.Refunded {
+			t.Errorf("after refunding the rest: amount_refunded %d, refunded %v; want 1000, true", ch.AmountRefunded, ch.Refunded)
 		}
 	})
 	t.Run("it fails without a captured charge or with a bad amount", func(t *testing.T) {
