@@ -110,8 +110,22 @@
 // next step), never judged without it; its 404 is not the intent's absence. In bulk, every
 // call is paced by the engine; one by one, Fetch's disputes call rides on its retrieve.
 //
+// A partly captured charge shows the authorised amount it released, amount − amount_captured,
+// in its amount_refunded, though no money went back to the customer: after a partial capture
+// of 20300 of 20675, the charge read amount_refunded 375 with no refund made
+// (woocommerce/woocommerce-gateway-stripe#1073), and Solidus's integration describes a partial
+// capture as "creating a refund for the remaining amount" (solidus_stripe#268). Stripe's API
+// reference does not say so, and stripe-mock cannot show it. We rely on it: what Stripe
+// refunded to the customer is amount_refunded − (amount − amount_captured), floored at 0
+// ([Payment.AmountRefunded]), and the whole captured amount is refunded once that reaches
+// amount_captured. Should Stripe not count the release, a partly captured charge would read
+// less refunded than it is: a refund the row records in full would be a refund_failed finding
+// for a person, and one caught up through ApplyRefund would be recorded short. Without the
+// subtraction, every partly captured charge would read as refunded by what it released.
+//
 // [PaymentPolicy] judges a payments row, seen as a [LocalPayment] (status, amount and currency
-// in minor units, the amount refunded, the dispute's status), against a Payment. With a host
+// in minor units, the amount captured if not the whole, the amount refunded, the dispute's
+// status), against a Payment. With a host
 // row type of its own (pgstore.NewOf scans one from the table):
 //
 //	rec, err := reconcile.New(reconcile.Config[PaymentRow, *stripeadapter.Payment]{
@@ -124,13 +138,16 @@
 //	})
 //
 // The first line that matches decides, and the decision's Diffs list every field that differs
-// (amounts written in their currency, as "JPY 1,000" or "KWD 1.000"), whichever line decided:
+// (amounts written in their currency, as "JPY 1,000" or "KWD 1.000"), whichever line decided.
+// "Refunded by Stripe" is [Payment.AmountRefunded], what went back to the customer:
 //
 //	currency differs (in any case)           NeedsReview currency_mismatch
 //	amount differs (in minor units)          NeedsReview amount_mismatch
 //	any status pair but paid × succeeded     as PaymentIntentClassifier decides it
 //	paid × succeeded, then:
-//	  amount_received < amount               NeedsReview partial_capture
+//	  amount_received ≠ the row's captured
+//	  amount (its amount unless it records
+//	  AmountCaptured)                        NeedsReview partial_capture
 //	  refunded by the row > by Stripe        NeedsReview refund_failed
 //	  the dispute's status differs:
 //	    lost                                 NeedsReview dispute_lost
@@ -149,8 +166,11 @@
 //     asked for: a price changed, a bug, or fraud, and whether to ship, charge again or refund
 //     is a business decision. Never auto-apply it. Amounts are compared as integers in minor
 //     units, never scaled: JPY has no decimals and KWD three.
-//   - A partial capture took less money than the row says: ship less, charge the rest or
-//     cancel, a person decides.
+//   - A capture other than the row records took other money than the row says: ship less,
+//     charge the rest or cancel, a person decides, and records the captured amount through the
+//     host's own writer (no repair command does: it is a decision, not a catch-up). From then
+//     on the row is InSync and its refunds and disputes are judged as any payment's; a finding
+//     per payment and kind would otherwise hide them behind the capture.
 //   - A row that records more refunded than Stripe has (a refund that failed after
 //     succeeding, or one never made) means the customer was told money came back that did
 //     not: someone must refund again or tell them. The events lane names the failed refund and

@@ -36,6 +36,19 @@ func (p *Payment) charge() *stripe.Charge {
 	return p.Intent.LatestCharge
 }
 
+// AmountRefunded returns what Stripe refunded to the customer on the payment's charge, in minor
+// units, 0 without a charge: the charge's amount_refunded less the authorised amount a partial
+// capture released, amount − amount_captured, which Stripe counts in amount_refunded though no
+// money went back (see the package doc). Failed and canceled refunds are not in it. A canonical
+// writer that records refunds should record this, as the money policy compares it.
+func (p *Payment) AmountRefunded() int64 {
+	ch := p.charge()
+	if ch == nil {
+		return 0
+	}
+	return max(0, ch.AmountRefunded-(ch.Amount-ch.AmountCaptured))
+}
+
 // expanded reports whether ch is a whole charge, not only the id stripe-go decodes from an
 // unexpanded latest_charge.
 func expanded(ch *stripe.Charge) bool { return ch != nil && ch.Object == "charge" }

@@ -103,8 +103,8 @@ func TestPaymentsReadTheMoneyFromTheChargeAndTheDisputes(t *testing.T) {
 		if ch == nil || ch.Object != "charge" {
 			t.Fatalf("%s: latest charge not expanded: %+v", id, ch)
 		}
-		if p.Intent.AmountReceived != received || ch.AmountRefunded != refunded || ch.Refunded != fully {
-			t.Errorf("%s: received %d, refunded %d (whole: %t); want %d, %d (%t)", id, p.Intent.AmountReceived, ch.AmountRefunded, ch.Refunded, received, refunded, fully)
+		if p.Intent.AmountReceived != received || p.AmountRefunded() != refunded || ch.Refunded != fully {
+			t.Errorf("%s: received %d, refunded %d (whole: %t); want %d, %d (%t)", id, p.Intent.AmountReceived, p.AmountRefunded(), ch.Refunded, received, refunded, fully)
 		}
 		var status stripe.DisputeStatus
 		if len(p.Disputes) > 0 {
@@ -121,6 +121,9 @@ func TestPaymentsReadTheMoneyFromTheChargeAndTheDisputes(t *testing.T) {
 	check(f.refunded, 1000, 1000, true, "")
 	check(f.partial, 1000, 300, false, "")
 	check(f.captured, 600, 0, false, "")
+	if ch := got[f.captured].Intent.LatestCharge; ch.AmountRefunded != 400 {
+		t.Errorf("the partly captured charge's amount_refunded is %d, want the released 400", ch.AmountRefunded)
+	}
 	check(f.open, 1000, 0, false, stripe.DisputeStatusNeedsResponse)
 	check(f.won, 1000, 0, false, stripe.DisputeStatusWon)
 	check(f.lost, 1000, 0, false, stripe.DisputeStatusLost)

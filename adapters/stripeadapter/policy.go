@@ -38,6 +38,10 @@ type LocalPayment struct {
 	Amount int64
 	// Currency is the ISO 4217 code, in any case.
 	Currency string
+	// AmountCaptured is what the row records as captured, in minor units; 0 means the whole
+	// Amount. A host that never captures part of a payment leaves it 0. A partial capture is
+	// recorded by a person, through the host's own writer, after the partial_capture finding.
+	AmountCaptured int64
 	// AmountRefunded is what the row records as refunded, in minor units.
 	AmountRefunded int64
 	// DisputeStatus is the status of the charge's dispute as the row records it, one of
@@ -97,8 +101,10 @@ type moneyFacts struct {
 	// bothPaid: the row is paid and the intent succeeded, the only pair whose money is
 	// compared beyond amount and currency.
 	bothPaid bool
-	// refunded is Stripe's amount_refunded (the charge's; 0 without a charge); fully, whether
-	// it is the whole captured amount.
+	// captured is what the row records as captured (its Amount unless it says otherwise).
+	captured int64
+	// refunded is what Stripe refunded to the customer (Payment.AmountRefunded); fully,
+	// whether it is the whole captured amount.
 	refunded int64
 	fully    bool
 	// dispute is the newest dispute, nil if none; disputeStatus its status, "" if none.
@@ -109,12 +115,15 @@ type moneyFacts struct {
 }
 
 func newMoneyFacts(lp LocalPayment, p *Payment) moneyFacts {
-	f := moneyFacts{local: lp, pi: p.Intent, dispute: p.dispute(), failedRefund: p.failedRefund()}
+	f := moneyFacts{local: lp, pi: p.Intent, captured: lp.AmountCaptured, dispute: p.dispute(), failedRefund: p.failedRefund()}
+	if f.captured == 0 {
+		f.captured = lp.Amount
+	}
 	f.status = paymentIntentClassifier.Classify(lp.Status, p.Intent)
 	f.bothPaid = lp.Status == LocalPaid && p.Intent.Status == stripe.PaymentIntentStatusSucceeded
 	if ch := p.charge(); ch != nil {
-		f.refunded = ch.AmountRefunded
-		f.fully = ch.Refunded || (f.refunded > 0 && f.refunded >= p.Intent.AmountReceived)
+		f.refunded = p.AmountRefunded()
+		f.fully = ch.Refunded || (f.refunded > 0 && f.refunded >= ch.AmountCaptured)
 	}
 	if f.dispute != nil {
 		f.disputeStatus = string(f.dispute.Status)
@@ -129,9 +138,9 @@ type moneyRule struct {
 }
 
 // moneyRules is the money policy, first match wins; the package doc gives each direction's
-// reason. Money a person must act on (taken in another currency or amount, captured short,
-// refunded in our books but not at Stripe, a dispute lost or awaiting evidence) goes to review;
-// money that already moved at Stripe and only needs recording (a refund, a dispute's progress
+// reason. Money a person must act on (taken in another currency or amount, captured other
+// than our books say, refunded in our books but not at Stripe, a dispute lost or awaiting
+// evidence) goes to review; money that already moved at Stripe and only needs recording (a refund, a dispute's progress
 // or a win) is caught up through a command, whose canonical writer re-reads Stripe.
 var moneyRules = []moneyRule{
 	{func(f *moneyFacts) bool { return !strings.EqualFold(f.local.Currency, string(f.pi.Currency)) },
@@ -143,9 +152,10 @@ var moneyRules = []moneyRule{
 			return fmt.Sprintf("the row charges %s, the PaymentIntent %s", f.localAmount(f.local.Amount), f.stripeAmount(f.pi.Amount))
 		})},
 	{func(f *moneyFacts) bool { return !f.bothPaid }, func(f *moneyFacts) reconcile.Decision { return f.status }},
-	{func(f *moneyFacts) bool { return f.pi.AmountReceived < f.pi.Amount },
+	{func(f *moneyFacts) bool { return f.pi.AmountReceived != f.captured },
 		review(KindPartialCapture, func(f *moneyFacts) string {
-			return fmt.Sprintf("Stripe captured %s of %s", f.stripeAmount(f.pi.AmountReceived), f.stripeAmount(f.pi.Amount))
+			return fmt.Sprintf("Stripe captured %s of %s, the row records %s captured",
+				f.stripeAmount(f.pi.AmountReceived), f.stripeAmount(f.pi.Amount), f.localAmount(f.captured))
 		})},
 	{func(f *moneyFacts) bool { return f.local.AmountRefunded > f.refunded }, review(KindRefundFailed, refundFailedDetail)},
 	{func(f *moneyFacts) bool { return f.local.DisputeStatus != f.disputeStatus }, disputeDecision},
@@ -218,9 +228,11 @@ func (f *moneyFacts) diffs() []reconcile.Diff {
 	if v := f.status.Verdict; v == reconcile.Repairable || v == reconcile.NeedsReview {
 		add("status", f.local.Status, PaymentIntentState(f.pi))
 	}
-	if f.pi.Status == stripe.PaymentIntentStatusSucceeded && f.pi.AmountReceived < f.pi.Amount {
-		// The row has no received amount of its own: it counts on the whole of its amount.
-		add("amount_received", f.localAmount(f.local.Amount), f.stripeAmount(f.pi.AmountReceived))
+	// A row that records no capture of its own counts on the whole of its amount: that differs
+	// whenever the amounts do, which the amount diff already shows.
+	wholeAtStripe := f.local.AmountCaptured == 0 && f.pi.AmountReceived == f.pi.Amount
+	if f.pi.Status == stripe.PaymentIntentStatusSucceeded && f.pi.AmountReceived != f.captured && !wholeAtStripe {
+		add("amount_captured", f.localAmount(f.captured), f.stripeAmount(f.pi.AmountReceived))
 	}
 	if f.local.AmountRefunded != f.refunded {
 		add("amount_refunded", f.localAmount(f.local.AmountRefunded), f.stripeAmount(f.refunded))

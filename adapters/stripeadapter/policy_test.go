@@ -16,13 +16,14 @@ import (
 
 // moneyRow is a host's own row type, seen by the policy through its view.
 type moneyRow struct {
-	status, currency string
-	amount, refunded int64
-	dispute          string
+	status, currency           string
+	amount, captured, refunded int64
+	dispute                    string
 }
 
 func moneyView(r moneyRow) stripeadapter.LocalPayment {
-	return stripeadapter.LocalPayment{Status: r.status, Amount: r.amount, Currency: r.currency, AmountRefunded: r.refunded, DisputeStatus: r.dispute}
+	return stripeadapter.LocalPayment{Status: r.status, Amount: r.amount, Currency: r.currency, AmountCaptured: r.captured,
+		AmountRefunded: r.refunded, DisputeStatus: r.dispute}
 }
 
 // stripeSide describes a Payment's money; payment builds it with a given intent status.
@@ -30,8 +31,8 @@ type stripeSide struct {
 	amount   int64
 	currency string
 	received int64 // 0: the whole amount when the intent succeeded
-	refunded int64
-	fully    bool // charge.refunded
+	refunded int64 // refunded to the customer; the charge's amount_refunded adds what a partial capture released
+	fully    bool  // charge.refunded
 	dispute  stripe.DisputeStatus
 	dueBy    int64
 	refunds  []*stripe.Refund
@@ -42,8 +43,15 @@ func (s stripeSide) payment(status stripe.PaymentIntentStatus) *stripeadapter.Pa
 	if status == stripe.PaymentIntentStatusSucceeded && s.received == 0 {
 		pi.AmountReceived = s.amount
 	}
-	pi.LatestCharge = &stripe.Charge{ID: "ch_1", Object: "charge", Amount: s.amount, AmountCaptured: pi.AmountReceived,
-		AmountRefunded: s.refunded, Refunded: s.fully, Disputed: s.dispute != "", Currency: stripe.Currency(s.currency)}
+	// The charge is captured whatever the intent's status, so that a case's refunds read the same
+	// under every status. Stripe counts the authorised amount a partial capture released in the
+	// charge's amount_refunded.
+	captured := s.received
+	if captured == 0 {
+		captured = s.amount
+	}
+	pi.LatestCharge = &stripe.Charge{ID: "ch_1", Object: "charge", Amount: s.amount, Captured: true, AmountCaptured: captured,
+		AmountRefunded: s.refunded + s.amount - captured, Refunded: s.fully, Disputed: s.dispute != "", Currency: stripe.Currency(s.currency)}
 	p := &stripeadapter.Payment{Intent: pi, Refunds: s.refunds}
 	if s.dispute != "" {
 		p.Disputes = []*stripe.Dispute{{ID: "dp_1", Status: s.dispute, Amount: s.amount, Currency: stripe.Currency(s.currency),
@@ -116,13 +124,41 @@ var moneyCases = []moneyCase{
 		first: true, want: amountMismatch, diffs: []reconcile.Diff{diff("amount", "USD 10.00", "USD 20.00"), diff("amount_refunded", "USD 0.00", "USD 5.00")}},
 
 	{name: "a partial capture", row: moneyRow{amount: 1000, currency: "usd"}, stripe: stripeSide{amount: 1000, currency: "usd", received: 600},
-		want: partialCapture, detail: "Stripe captured USD 6.00 of USD 10.00",
-		whenSucceeded: []reconcile.Diff{diff("amount_received", "USD 10.00", "USD 6.00")}},
+		want: partialCapture, detail: "Stripe captured USD 6.00 of USD 10.00, the row records USD 10.00 captured",
+		whenSucceeded: []reconcile.Diff{diff("amount_captured", "USD 10.00", "USD 6.00")}},
 	{name: "a partial capture comes before a refund and a dispute", row: moneyRow{amount: 1000, currency: "jpy"},
 		stripe:        stripeSide{amount: 1000, currency: "jpy", received: 600, refunded: 100, dispute: "lost"},
 		want:          partialCapture,
 		diffs:         []reconcile.Diff{diff("amount_refunded", "JPY 0", "JPY 100"), diff("dispute_status", "none", "lost")},
-		whenSucceeded: []reconcile.Diff{diff("amount_received", "JPY 1,000", "JPY 600")}},
+		whenSucceeded: []reconcile.Diff{diff("amount_captured", "JPY 1,000", "JPY 600")}},
+	{name: "a partial capture the row records", row: moneyRow{amount: 1000, currency: "usd", captured: 600},
+		stripe: stripeSide{amount: 1000, currency: "usd", received: 600}, want: inSync},
+	{name: "a whole capture the row records as partial", row: moneyRow{amount: 1000, currency: "usd", captured: 600},
+		stripe: stripeSide{amount: 1000, currency: "usd"},
+		want:   partialCapture, detail: "Stripe captured USD 10.00 of USD 10.00, the row records USD 6.00 captured",
+		whenSucceeded: []reconcile.Diff{diff("amount_captured", "USD 6.00", "USD 10.00")}},
+	{name: "a capture other than the row records", row: moneyRow{amount: 1000, currency: "usd", captured: 600},
+		stripe: stripeSide{amount: 1000, currency: "usd", received: 500},
+		want:   partialCapture, whenSucceeded: []reconcile.Diff{diff("amount_captured", "USD 6.00", "USD 5.00")}},
+	{name: "a lost dispute on a recorded partial capture", row: moneyRow{amount: 1000, currency: "usd", captured: 600},
+		stripe: stripeSide{amount: 1000, currency: "usd", received: 600, dispute: "lost"},
+		want:   disputeLost, diffs: []reconcile.Diff{diff("dispute_status", "none", "lost")}},
+	{name: "a refund of a recorded partial capture", row: moneyRow{amount: 1000, currency: "usd", captured: 600},
+		stripe: stripeSide{amount: 1000, currency: "usd", received: 600, refunded: 600, fully: true},
+		want:   missedRefund, detail: "Stripe refunded USD 6.00, the row records USD 0.00",
+		diffs: []reconcile.Diff{diff("amount_refunded", "USD 0.00", "USD 6.00")}},
+	{name: "a refund of a recorded partial capture, charge.refunded unset", row: moneyRow{amount: 1000, currency: "usd", captured: 600},
+		stripe: stripeSide{amount: 1000, currency: "usd", received: 600, refunded: 600},
+		want:   missedRefund, diffs: []reconcile.Diff{diff("amount_refunded", "USD 0.00", "USD 6.00")}},
+	{name: "a partial refund of a recorded partial capture", row: moneyRow{amount: 1000, currency: "jpy", captured: 600, refunded: 100},
+		stripe: stripeSide{amount: 1000, currency: "jpy", received: 600, refunded: 300},
+		want:   missedPartial, diffs: []reconcile.Diff{diff("amount_refunded", "JPY 100", "JPY 300")}},
+	{name: "a failed refund of a recorded partial capture", row: moneyRow{amount: 1000, currency: "usd", captured: 600, refunded: 600},
+		stripe: stripeSide{amount: 1000, currency: "usd", received: 600},
+		want:   refundFailed, detail: "the row records USD 6.00 refunded, Stripe USD 0.00",
+		diffs: []reconcile.Diff{diff("amount_refunded", "USD 6.00", "USD 0.00")}},
+	{name: "refunds of a recorded partial capture the row records as Stripe does", row: moneyRow{amount: 1000, currency: "kwd", captured: 600, refunded: 250},
+		stripe: stripeSide{amount: 1000, currency: "kwd", received: 600, refunded: 250}, want: inSync},
 
 	{name: "a refund that failed after succeeding", row: moneyRow{amount: 1000, currency: "usd", refunded: 1000},
 		stripe: stripeSide{amount: 1000, currency: "usd", refunds: []*stripe.Refund{

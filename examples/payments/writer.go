@@ -217,13 +217,11 @@ func lock(ctx context.Context, tx pgx.Tx, schema string, paymentID int64) (payme
 	return r, nil
 }
 
-// refundedAtStripe returns the amount refunded on pay's charge, failed and canceled refunds
-// not counted, and the payment's currency.
+// refundedAtStripe returns what pay's charge refunded to the customer, as the money policy
+// reads it (failed and canceled refunds not counted, nor what a partial capture released), and
+// the payment's currency.
 func refundedAtStripe(pay *stripeadapter.Payment) (refunded int64, currency string) {
-	if pay.Intent.LatestCharge != nil {
-		refunded = pay.Intent.LatestCharge.AmountRefunded
-	}
-	return refunded, string(pay.Intent.Currency)
+	return pay.AmountRefunded(), string(pay.Intent.Currency)
 }
 
 // latestDispute returns the status of pay's newest dispute, "" if it has none.
