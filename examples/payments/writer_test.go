@@ -194,3 +194,24 @@ func race(t *testing.T, s *story, event stripe.EventType, changed string) (winne
 	}
 	return winner
 }
+
+func TestRefundedAtStripeLeavesOutWhatAPartialCaptureReleased(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name                     string
+		captured, amountRefunded int64 // the charge's, of an amount of 1000
+		want                     int64
+	}{
+		{"captured whole, nothing refunded", 1000, 0, 0},
+		{"captured whole, part refunded", 1000, 300, 300},
+		{"captured 600, nothing refunded: the released 400 is no refund", 600, 400, 0},
+		{"captured 600, 200 refunded", 600, 600, 200},
+		{"captured 600, all refunded", 600, 1000, 600},
+	} {
+		pay := &stripeadapter.Payment{Intent: &stripe.PaymentIntent{ID: "pi_1", Amount: 1000, Currency: "usd", AmountReceived: tc.captured,
+			LatestCharge: &stripe.Charge{ID: "ch_1", Object: "charge", Amount: 1000, Captured: true, AmountCaptured: tc.captured, AmountRefunded: tc.amountRefunded}}}
+		if got, currency := refundedAtStripe(pay); got != tc.want || currency != "usd" {
+			t.Errorf("%s: refundedAtStripe = %d %s, want %d usd", tc.name, got, currency, tc.want)
+		}
+	}
+}
