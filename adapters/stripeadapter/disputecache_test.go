@@ -78,3 +78,69 @@ func TestADisputeEventIsNotAnsweredFromTheKeptOutcomes(t *testing.T) {
 		t.Errorf("the sweep, after the lane saw a new dispute, read %q; want needs_response", got)
 	}
 }
+
+// The sweep reads a closed dispute's charge again once the kept outcome is DisputeCacheTTL old,
+// so that a chargeback after a closed inquiry is found though the lane missed its event.
+func TestKeptDisputeOutcomesExpire(t *testing.T) {
+	ctx := context.Background()
+	const (
+		closed = stripe.DisputeStatusWarningClosed
+		opened = stripe.DisputeStatusNeedsResponse
+	)
+	for _, tc := range []struct {
+		name string
+		ttl  time.Duration
+		// What each read sees (the disputes calls so far, the newest dispute's status): the
+		// first, then after a chargeback, at once, a second before the TTL, and at the TTL.
+		calls [4]int
+		seen  [4]stripe.DisputeStatus
+	}{
+		{"the default, a day", 0, [4]int{1, 1, 1, 2}, [4]stripe.DisputeStatus{closed, closed, closed, opened}},
+		{"an hour", time.Hour, [4]int{1, 1, 1, 2}, [4]stripe.DisputeStatus{closed, closed, closed, opened}},
+		{"negative: nothing kept", -1, [4]int{1, 2, 3, 4}, [4]stripe.DisputeStatus{closed, opened, opened, opened}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := time.Now().Add(-48 * time.Hour).Truncate(time.Second)
+			srv := stripetest.NewServer(stripetest.Options{Now: func() time.Time { return clock }})
+			t.Cleanup(srv.Close)
+			pi := srv.AddPaymentIntent(stripetest.PaymentIntent{Status: stripe.PaymentIntentStatusSucceeded, Amount: 1000, Created: clock})
+			if _, err := srv.Dispute(pi, 0, closed, time.Time{}); err != nil {
+				t.Fatal(err)
+			}
+			gw, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL(), DisputeCacheTTL: tc.ttl})
+			if err != nil {
+				t.Fatal(err)
+			}
+			start, now := clock, clock
+			gw.SetDisputeClock(func() time.Time { return now })
+			ttl := tc.ttl
+			if ttl <= 0 {
+				ttl = stripeadapter.DefaultDisputeCacheTTL
+			}
+			read := func(step string, i int) {
+				t.Helper()
+				p, err := gw.Payments().Fetch(ctx, pi)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := srv.Requests(stripetest.ListDisputes); got != tc.calls[i] {
+					t.Errorf("%s: %d disputes calls, want %d", step, got, tc.calls[i])
+				}
+				if got := newestDispute(p); got != tc.seen[i] {
+					t.Errorf("%s: read %q, want %q", step, got, tc.seen[i])
+				}
+			}
+			read("the first read", 0)
+			// A chargeback on the same charge, a minute later, whose event no lane sees.
+			clock = clock.Add(time.Minute)
+			if _, err := srv.Dispute(pi, 0, opened, clock.Add(7*24*time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			read("at once", 1)
+			now = start.Add(ttl - time.Second)
+			read("a second before the TTL", 2)
+			now = start.Add(ttl)
+			read("at the TTL", 3)
+		})
+	}
+}

@@ -95,8 +95,9 @@
 //	a batch of rows (bulk)   the Gateway's list calls, about one per hundred rows, plus one
 //	                         GET /v1/disputes?payment_intent= per disputed charge whose
 //	                         disputes are not all final; final outcomes (won, lost,
-//	                         warning_closed, prevented) are kept, at most DisputeCacheSize
-//	                         charges, so a closed dispute costs one call per process
+//	                         warning_closed, prevented) are kept for DisputeCacheTTL (24 h),
+//	                         at most DisputeCacheSize charges, so a closed dispute costs one
+//	                         call a day
 //	                         (the events lane reads a disputed charge's disputes anew, and
 //	                         refreshes what is kept: a chargeback may follow a closed inquiry)
 //	one row (Fetch)          one retrieve, plus the same disputes call

@@ -2,6 +2,7 @@ package stripeadapter
 
 import (
 	"context"
+	"time"
 
 	"github.com/stripe/stripe-go/v82"
 )
@@ -30,4 +31,12 @@ func (g *Gateway) Disputes(ctx context.Context, piID string) ([]*stripe.Dispute,
 
 func (g *Gateway) Refunds(ctx context.Context, piID string) ([]*stripe.Refund, error) {
 	return g.refunds(ctx, piID)
+}
+
+// SetDisputeClock replaces the clock by which the PaymentGateway ages the dispute outcomes it
+// keeps. Call it before the gateway is used.
+func (g *Gateway) SetDisputeClock(now func() time.Time) {
+	if g.payments.outcomes != nil {
+		g.payments.outcomes.now = now
+	}
 }

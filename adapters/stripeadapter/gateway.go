@@ -66,6 +66,13 @@ type GatewayConfig struct {
 	// expanded charges); the oldest are dropped first. Zero means DefaultListCacheSize (20,000,
 	// a burst of two hundred pages).
 	ListCacheSize int
+	// DisputeCacheTTL bounds how long the PaymentGateway keeps a charge's final dispute
+	// outcomes (at most DisputeCacheSize charges) before the sweep reads them again: a charge
+	// may be disputed anew after its disputes closed (a chargeback after an inquiry), and the
+	// events lane, which reads it anew on the event, may miss the event. Zero means
+	// DefaultDisputeCacheTTL (24 h); negative turns keeping off, a disputes call per disputed
+	// charge per read.
+	DisputeCacheTTL time.Duration
 }
 
 // Gateway reads PaymentIntents. It is a reconcile.BatchGateway: for a batch of rows it lists the
@@ -117,7 +124,7 @@ func NewGateway(cfg GatewayConfig) (*Gateway, error) {
 	if g.skew == 0 {
 		g.skew = DefaultCreatedSkew
 	}
-	g.payments = &PaymentGateway{g: g, outcomes: newOutcomeCache(DisputeCacheSize)}
+	g.payments = &PaymentGateway{g: g, outcomes: newOutcomeCache(DisputeCacheSize, cmp.Or(cfg.DisputeCacheTTL, DefaultDisputeCacheTTL))}
 	if cfg.ListCacheTTL >= 0 {
 		g.ahead = newLookahead(cmp.Or(cfg.ListCacheTTL, DefaultListCacheTTL), cmp.Or(cfg.ListCacheSize, DefaultListCacheSize))
 	}
@@ -171,8 +178,8 @@ func (c GatewayConfig) String() string {
 	if c.Key != "" {
 		key = "[redacted]"
 	}
-	return fmt.Sprintf("stripeadapter.GatewayConfig{Key: %q, BaseURL: %q, StripeAccount: %q, Timeout: %v, CreatedSkew: %v, MaxListPages: %d, ListCacheTTL: %v, ListCacheSize: %d, Client set: %t}",
-		key, c.BaseURL, c.StripeAccount, c.Timeout, c.CreatedSkew, c.MaxListPages, c.ListCacheTTL, c.ListCacheSize, c.Client != nil)
+	return fmt.Sprintf("stripeadapter.GatewayConfig{Key: %q, BaseURL: %q, StripeAccount: %q, Timeout: %v, CreatedSkew: %v, MaxListPages: %d, ListCacheTTL: %v, ListCacheSize: %d, DisputeCacheTTL: %v, Client set: %t}",
+		key, c.BaseURL, c.StripeAccount, c.Timeout, c.CreatedSkew, c.MaxListPages, c.ListCacheTTL, c.ListCacheSize, c.DisputeCacheTTL, c.Client != nil)
 }
 
 // GoString is String, also for %#v.
@@ -185,17 +192,18 @@ func (c GatewayConfig) LogValue() slog.Value { return slog.StringValue(c.String(
 // Client and HTTPClient, which may hold it: a config dumped as JSON leaks nothing.
 func (c GatewayConfig) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
-		KeySet        bool   `json:"key_set"`
-		ClientSet     bool   `json:"client_set"`
-		BaseURL       string `json:"base_url,omitempty"`
-		StripeAccount string `json:"stripe_account,omitempty"`
-		Timeout       string `json:"timeout,omitempty"`
-		CreatedSkew   string `json:"created_skew,omitempty"`
-		MaxListPages  int    `json:"max_list_pages,omitempty"`
-		ListCacheTTL  string `json:"list_cache_ttl,omitempty"`
-		ListCacheSize int    `json:"list_cache_size,omitempty"`
+		KeySet          bool   `json:"key_set"`
+		ClientSet       bool   `json:"client_set"`
+		BaseURL         string `json:"base_url,omitempty"`
+		StripeAccount   string `json:"stripe_account,omitempty"`
+		Timeout         string `json:"timeout,omitempty"`
+		CreatedSkew     string `json:"created_skew,omitempty"`
+		MaxListPages    int    `json:"max_list_pages,omitempty"`
+		ListCacheTTL    string `json:"list_cache_ttl,omitempty"`
+		ListCacheSize   int    `json:"list_cache_size,omitempty"`
+		DisputeCacheTTL string `json:"dispute_cache_ttl,omitempty"`
 	}{c.Key != "", c.Client != nil, c.BaseURL, c.StripeAccount, durationString(c.Timeout), durationString(c.CreatedSkew), c.MaxListPages,
-		durationString(c.ListCacheTTL), c.ListCacheSize})
+		durationString(c.ListCacheTTL), c.ListCacheSize, durationString(c.DisputeCacheTTL)})
 }
 
 // durationString is d's String, empty for zero.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/stripe/stripe-go/v82"
 
@@ -15,11 +16,17 @@ import (
 // DisputeCacheSize is how many charges' final dispute outcomes a PaymentGateway keeps.
 const DisputeCacheSize = 10000
 
+// DefaultDisputeCacheTTL is GatewayConfig.DisputeCacheTTL's default: the sweep reads a disputed
+// charge's disputes at least daily.
+const DefaultDisputeCacheTTL = 24 * time.Hour
+
 // PaymentGateway reads Payments: a reconcile.BatchGateway[*Payment] and IDChecker over its
 // Gateway's calls. A batch costs the Gateway's list calls, whose intents carry their charges,
 // plus one disputes call for each disputed charge whose disputes may still change: a final
-// outcome (won, lost, warning_closed, prevented) is kept, so a closed dispute costs one call
-// per process, not one per cycle. Refunds cost nothing: the charge's amount_refunded and
+// outcome (won, lost, warning_closed, prevented) is kept for GatewayConfig.DisputeCacheTTL (a
+// day), so a closed dispute costs one call a day, not one per cycle. It is kept no longer
+// because a charge may be disputed again (a chargeback after a closed inquiry) and the events
+// lane, which reads such a charge anew, may miss the event. Refunds cost nothing: the charge's amount_refunded and
 // refunded say what the policy compares. It is safe for concurrent use.
 type PaymentGateway struct {
 	g        *Gateway
@@ -144,34 +151,60 @@ func (p *PaymentGateway) complete(ctx context.Context, pi *stripe.PaymentIntent,
 	return pay, nil
 }
 
-// outcomeCache keeps the disputes of charges whose disputes are all final, by charge id, at
-// most size of them, the oldest dropped first. It is safe for concurrent use.
+// outcomeCache keeps the disputes of charges whose disputes are all final, by charge id, each
+// for ttl from when it was read, at most size of them, the oldest dropped first. A nil
+// outcomeCache keeps nothing. It is safe for concurrent use.
 type outcomeCache struct {
 	size  int
+	ttl   time.Duration
+	now   func() time.Time
 	mu    sync.Mutex
-	byID  map[string][]*stripe.Dispute
-	order []string
+	byID  map[string]outcome
+	order []string // by when first kept; an id is in it once
 }
 
-func newOutcomeCache(size int) *outcomeCache {
-	return &outcomeCache{size: size, byID: map[string][]*stripe.Dispute{}}
+// outcome is a charge's kept disputes and when they were read.
+type outcome struct {
+	disputes []*stripe.Dispute
+	read     time.Time
 }
 
+// newOutcomeCache returns a cache of size charges for ttl each; nil, keeping nothing, when ttl
+// is negative.
+func newOutcomeCache(size int, ttl time.Duration) *outcomeCache {
+	if ttl < 0 {
+		return nil
+	}
+	return &outcomeCache{size: size, ttl: ttl, now: time.Now, byID: map[string]outcome{}}
+}
+
+// get returns the disputes kept for chargeID, if they were read less than ttl ago.
 func (c *outcomeCache) get(chargeID string) ([]*stripe.Dispute, bool) {
+	if c == nil {
+		return nil, false
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ds, ok := c.byID[chargeID]
-	return ds, ok
+	o, ok := c.byID[chargeID]
+	if ok && c.now().Sub(o.read) >= c.ttl {
+		c.dropLocked(chargeID)
+		return nil, false
+	}
+	return o.disputes, ok
 }
 
 func (c *outcomeCache) put(chargeID string, ds []*stripe.Dispute) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.byID[chargeID]; ok {
-		c.byID[chargeID] = ds // read again: the newer list
+	if c == nil {
 		return
 	}
-	c.byID[chargeID] = ds
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o := outcome{disputes: ds, read: c.now()}
+	if _, ok := c.byID[chargeID]; ok {
+		c.byID[chargeID] = o // read again: the newer list, for another ttl
+		return
+	}
+	c.byID[chargeID] = o
 	c.order = append(c.order, chargeID)
 	if len(c.order) > c.size {
 		delete(c.byID, c.order[0])
@@ -181,8 +214,15 @@ func (c *outcomeCache) put(chargeID string, ds []*stripe.Dispute) {
 
 // drop forgets the disputes kept for chargeID, if any: they are no longer all final.
 func (c *outcomeCache) drop(chargeID string) {
+	if c == nil {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.dropLocked(chargeID)
+}
+
+func (c *outcomeCache) dropLocked(chargeID string) {
 	if _, ok := c.byID[chargeID]; !ok {
 		return
 	}
