@@ -130,9 +130,23 @@ func moneyScenario(n int) moneyRow {
 type moneyRun struct {
 	calls, lists, retrieves, disputes, reported, commands int
 	verdicts                                              map[string]int
-	findings                                              map[string]string // record id → kind: detail
+	findings                                              map[findingKey]string // detail and diffs
 	kinds                                                 map[string]int
 	seconds                                               float64
+}
+
+// findingKey names a finding as the store dedupes it within a job: one row may hold several,
+// of different kinds.
+type findingKey struct{ record, kind string }
+
+func newMoneyRun() moneyRun {
+	return moneyRun{verdicts: map[string]int{}, findings: map[findingKey]string{}, kinds: map[string]int{}}
+}
+
+// record counts a finding the cycle left.
+func (r *moneyRun) record(f reconcile.Finding) {
+	r.findings[findingKey{f.RecordID, f.Kind}] = fmt.Sprintf("%s %v", f.Detail, f.Diffs)
+	r.kinds[f.Kind]++
 }
 
 // runStripeMoney loads opts.Rows intents with their money into a stripetest server and as many
@@ -213,7 +227,7 @@ func runStripeMoney(ctx context.Context, pool *pgxpool.Pool, schema string, opts
 	srv.SetLatency(opts.Latency)
 
 	cycle := func(perObject bool, cycles int) (moneyRun, error) {
-		run := moneyRun{verdicts: map[string]int{}, findings: map[string]string{}, kinds: map[string]int{}}
+		run := newMoneyRun()
 		hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: opts.Concurrency + 2}}
 		gw, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL(), HTTPClient: hc})
 		if err != nil {
@@ -277,8 +291,7 @@ func runStripeMoney(ctx context.Context, pool *pgxpool.Pool, schema string, opts
 				return run, err
 			}
 			for _, f := range fs {
-				run.findings[f.RecordID] = fmt.Sprintf("%s: %s %v", f.Kind, f.Detail, f.Diffs)
-				run.kinds[f.Kind]++
+				run.record(f)
 				after = f.ID
 			}
 			if len(fs) < 1000 {
