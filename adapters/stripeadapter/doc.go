@@ -126,8 +126,8 @@
 //
 // [PaymentPolicy] judges a payments row, seen as a [LocalPayment] (status, amount and currency
 // in minor units, the amount captured if not the whole, the amount refunded, the dispute's
-// status), against a Payment. With a host
-// row type of its own (pgstore.NewOf scans one from the table):
+// status), against a Payment. With a host row type of its own (pgstore.NewOf scans one from
+// the table):
 //
 //	rec, err := reconcile.New(reconcile.Config[PaymentRow, *stripeadapter.Payment]{
 //		Job: "payments", Source: store, Sink: store, Gateway: gateway.Payments(),
