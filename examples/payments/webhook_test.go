@@ -214,16 +214,52 @@ func TestWebhookReadsADisputesOutcomeFromStripeNotFromTheEventType(t *testing.T)
 	t.Parallel()
 	f := newFixtureOf(t, &disputeUnderReview, 1)
 	pay := f.p.payments[0]
-	if err := f.srv.SetDisputeStatus(pay.disputeID, stripe.DisputeStatusLost); err != nil {
+	if err := f.srv.SetDisputeStatus(pay.disputeID, stripe.DisputeStatusWon); err != nil {
 		t.Fatal(err)
 	}
-	// charge.dispute.closed says neither won nor lost; Stripe's dispute says lost.
+	// charge.dispute.closed says neither won nor lost; Stripe's dispute says won.
 	body, header := signedEvent(testSecret, stripe.EventTypeChargeDisputeClosed, pay.externalID, pay.amount)
 	if resp := deliver(t.Context(), f.hook, body, header); resp.Code != http.StatusOK || !strings.Contains(resp.Body.String(), "dispute recorded") {
 		t.Fatalf("dispute webhook answered %d %q, want 200 and the dispute recorded", resp.Code, resp.Body.String())
 	}
-	if st := f.state(t, pay.externalID); st.dispute != string(stripe.DisputeStatusLost) || len(st.ledger) != 0 {
-		t.Errorf("after the dispute closed: %+v, want dispute lost and no ledger row", st)
+	if st := f.state(t, pay.externalID); st.dispute != string(stripe.DisputeStatusWon) || len(st.ledger) != 0 {
+		t.Errorf("after the dispute closed: %+v, want dispute won and no ledger row", st)
+	}
+}
+
+// A dispute lost, or one that needs a response by its due_by, is a person's: were the writer
+// to record it, the row would agree with Stripe and no finding would ever ask anyone.
+func TestWebhookLeavesADisputeLostOrNeedingAResponseForAPerson(t *testing.T) {
+	t.Parallel()
+	for _, status := range []stripe.DisputeStatus{stripe.DisputeStatusLost, stripe.DisputeStatusNeedsResponse, stripe.DisputeStatusWarningNeedsResponse} {
+		t.Run(string(status), func(t *testing.T) {
+			t.Parallel()
+			f := newFixtureOf(t, &disputeUnderReview, 1)
+			pay := f.p.payments[0]
+			if err := f.srv.SetDisputeStatus(pay.disputeID, status); err != nil {
+				t.Fatal(err)
+			}
+			for _, event := range []stripe.EventType{stripe.EventTypeChargeDisputeUpdated, stripe.EventTypeChargeDisputeClosed} {
+				body, header := signedEvent(testSecret, event, pay.externalID, pay.amount)
+				resp := deliver(t.Context(), f.hook, body, header)
+				if resp.Code != http.StatusOK || !strings.Contains(resp.Body.String(), "has a dispute "+string(status)+" at Stripe, not changed: needs review") {
+					t.Errorf("%s webhook answered %d %q, want 200 and needs review", event, resp.Code, resp.Body.String())
+				}
+			}
+			st := f.state(t, pay.externalID)
+			if st.dispute != "" || len(st.ledger) != 0 {
+				t.Errorf("after the webhooks: %+v, want no dispute recorded and no ledger row", st)
+			}
+			// And so the policy still sends it to a person.
+			at, err := f.gateway.Fetch(t.Context(), pay.externalID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			row := paymentRow{Status: st.status, Amount: pay.amount, Currency: "usd", AmountRefunded: st.refunded}
+			if d := moneyPolicy.Classify(row, at); d.Verdict != reconcile.NeedsReview {
+				t.Errorf("the row after the webhooks is judged %v %s, want NeedsReview", d.Verdict, d.Kind)
+			}
+		})
 	}
 }
 

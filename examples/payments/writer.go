@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -179,9 +180,18 @@ func applyRefunds(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRo
 // whatever the row records.
 var disputeKinds = []string{stripeadapter.KindDisputeWon, stripeadapter.KindDisputeUpdated}
 
+// disputeForAPerson are the dispute statuses the money policy sends to a person
+// (dispute_lost, dispute_needs_response). The writer never records one: the row would then
+// agree with Stripe, and the sweep and the lanes would find nothing to show anyone, however
+// near the dispute's due_by. The person records it, once decided.
+var disputeForAPerson = []string{
+	string(stripe.DisputeStatusLost), string(stripe.DisputeStatusNeedsResponse), string(stripe.DisputeStatusWarningNeedsResponse),
+}
+
 // applyDispute records the status of a payment's latest dispute as Stripe holds it in pay, and
 // resolves the open dispute_won and dispute_updated findings about the payment by actor. A
-// payment that records a dispute Stripe does not have is a conflict, for a person.
+// payment that records a dispute Stripe does not have, or whose dispute at Stripe was lost or
+// needs a response, is a conflict, for a person.
 func applyDispute(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], paymentID int64, pay *stripeadapter.Payment, actor string) (bool, error) {
 	schema := store.Config().Schema
 	row, err := lock(ctx, tx, schema, paymentID)
@@ -195,6 +205,8 @@ func applyDispute(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRo
 		return false, resolve(ctx, tx, store, paymentID, disputeKinds, actor, note)
 	case status == "":
 		return false, &conflictError{PaymentID: paymentID, Reason: fmt.Sprintf("records dispute %s, Stripe none", recorded)}
+	case slices.Contains(disputeForAPerson, status):
+		return false, &conflictError{PaymentID: paymentID, Reason: fmt.Sprintf("has a dispute %s at Stripe", status)}
 	}
 	if _, err := tx.Exec(ctx, inSchema(schema, markDisputed), paymentID, status); err != nil {
 		return false, fmt.Errorf("payments: record the dispute of payment %d: %w", paymentID, err)
