@@ -88,8 +88,12 @@ func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	intentID := eventIntent(ev)
 	if intentID == "" {
-		h.log.LogAttrs(r.Context(), slog.LevelWarn, "stripe webhook: event without a PaymentIntent", slog.String("event", ev.ID))
-		http.Error(w, "event without a PaymentIntent", http.StatusBadRequest)
+		// Acknowledged: a charge, refund or dispute without a PaymentIntent (the Charges API,
+		// another integration of the account) is no payment of this table, and a retry would
+		// carry the same payload. A 4xx would have Stripe redeliver it for three days.
+		h.log.LogAttrs(r.Context(), slog.LevelWarn, "stripe webhook: event without a PaymentIntent; ignored",
+			slog.String("event", ev.ID), slog.String("type", string(ev.Type)))
+		fmt.Fprintf(w, "ignored %s: no PaymentIntent\n", ev.Type)
 		return
 	}
 
