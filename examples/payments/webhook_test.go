@@ -264,6 +264,26 @@ func TestWebhookLeavesADisputeLostOrNeedingAResponseForAPerson(t *testing.T) {
 	}
 }
 
+// A payment that failed here and succeeded at Stripe is a person's (money taken for an order
+// we gave up on); a refund at Stripe does not make it a payment of our books.
+func TestWebhookLeavesARefundOfAPaymentThatFailedHereForAPerson(t *testing.T) {
+	t.Parallel()
+	i := slices.IndexFunc(stories, func(s story) bool { return s.local == failed && s.external == stripe.PaymentIntentStatusSucceeded })
+	f := newFixtureOf(t, &stories[i], 1)
+	pay := f.p.payments[0]
+	if _, err := f.srv.Refund(pay.externalID, 500); err != nil {
+		t.Fatal(err)
+	}
+	body, header := signedEvent(testSecret, stripe.EventTypeChargeRefunded, pay.externalID, pay.amount)
+	resp := deliver(t.Context(), f.hook, body, header)
+	if resp.Code != http.StatusOK || !strings.Contains(resp.Body.String(), "is failed, Stripe refunded USD 5.00 of it, not changed: needs review") {
+		t.Errorf("refund webhook answered %d %q, want 200 and needs review", resp.Code, resp.Body.String())
+	}
+	if st := f.state(t, pay.externalID); st.status != failed || st.refunded != 0 || len(st.ledger) != 0 {
+		t.Errorf("after the refund webhook: %+v, want failed, nothing refunded, no ledger row", st)
+	}
+}
+
 func TestWebhookAsksStripeToRetryWhenItCannotReadThePayment(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, stripeadapter.CommandApplyRefund, 1)

@@ -76,7 +76,7 @@ SELECT count(*) FROM failed`
 	paymentStatus = `SELECT status FROM reconcile_demo.payments WHERE id = $1`
 	// lockPayment reads what a refund or a dispute changes, and locks the row until the
 	// transaction ends: a concurrent writer of the payment waits, then reads what this one did.
-	lockPayment = `SELECT amount, currency, amount_refunded, dispute_status
+	lockPayment = `SELECT status, amount, currency, amount_refunded, dispute_status
 		FROM reconcile_demo.payments WHERE id = $1 FOR UPDATE`
 	// markRefunded sets a payment's refunded amount ($2) and books the difference ($3, negative).
 	markRefunded = `
@@ -145,7 +145,8 @@ var refundKinds = []string{stripeadapter.KindMissedRefund, stripeadapter.KindMis
 // actor. A payment that has recorded as much is left as it is, its findings resolved all the
 // same. One that has recorded more (a refund that failed after it succeeded) or in another
 // currency is a conflict: whether to charge the customer again, or to refund once more, is a
-// person's decision.
+// person's decision. So is one that failed here: its ledger never booked the money, and a
+// refund row would book money going back that, for our books, never came.
 func applyRefunds(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], paymentID int64, pay *stripeadapter.Payment, actor string) (bool, error) {
 	schema := store.Config().Schema
 	row, err := lock(ctx, tx, schema, paymentID)
@@ -155,6 +156,9 @@ func applyRefunds(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRo
 	currency, recorded := row.Currency, row.AmountRefunded
 	refunded, stripeCurrency := refundedAtStripe(pay)
 	switch {
+	case row.Status == stripeadapter.LocalFailed:
+		return false, &conflictError{PaymentID: paymentID, Reason: fmt.Sprintf("is %s, Stripe refunded %s of it",
+			row.Status, reconcile.FormatAmount(refunded, stripeCurrency))}
 	case !strings.EqualFold(stripeCurrency, currency):
 		return false, &conflictError{PaymentID: paymentID, Reason: fmt.Sprintf("is in %s, its payment at Stripe in %s",
 			strings.ToUpper(currency), strings.ToUpper(stripeCurrency))}
@@ -215,11 +219,11 @@ func applyDispute(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRo
 	return true, resolve(ctx, tx, store, paymentID, disputeKinds, actor, note)
 }
 
-// lock locks a payment's row and reads the money of it that applyRefunds and applyDispute
-// change (its Status is not read).
+// lock locks a payment's row and reads its status and the money of it that applyRefunds and
+// applyDispute change.
 func lock(ctx context.Context, tx pgx.Tx, schema string, paymentID int64) (paymentRow, error) {
 	var r paymentRow
-	err := tx.QueryRow(ctx, inSchema(schema, lockPayment), paymentID).Scan(&r.Amount, &r.Currency, &r.AmountRefunded, &r.DisputeStatus)
+	err := tx.QueryRow(ctx, inSchema(schema, lockPayment), paymentID).Scan(&r.Status, &r.Amount, &r.Currency, &r.AmountRefunded, &r.DisputeStatus)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, fmt.Errorf("%w: %d", errNoPayment, paymentID)
 	}
