@@ -259,6 +259,9 @@ func signedEvent(secret string, t stripe.EventType, intentID string, amount int6
 			status = stripe.PaymentIntentStatusCanceled
 		}
 		obj = map[string]any{"id": intentID, "object": "payment_intent", "status": status, "amount": amount, "currency": "usd"}
+		if status == stripe.PaymentIntentStatusSucceeded {
+			obj["amount_received"] = amount
+		}
 	case strings.HasPrefix(typ, "charge.dispute."):
 		obj["id"], obj["object"] = "dp_"+suffix, "dispute"
 	case strings.HasPrefix(typ, "refund."), t == stripe.EventTypeChargeRefundUpdated:
@@ -267,12 +270,18 @@ func signedEvent(secret string, t stripe.EventType, intentID string, amount int6
 		obj["id"], obj["object"] = "ch_"+suffix, "charge"
 		delete(obj, "charge")
 	}
+	return signedObject(secret, t, "evt_"+suffix, obj)
+}
+
+// signedObject returns the body and Stripe-Signature header of event id of type t about obj,
+// signed with secret.
+func signedObject(secret string, t stripe.EventType, id string, obj map[string]any) (body []byte, header string) {
 	raw, err := json.Marshal(obj)
 	if err != nil {
 		panic(err) // a map of strings and numbers always encodes
 	}
 	body, err = json.Marshal(stripe.Event{
-		ID:         "evt_" + suffix,
+		ID:         id,
 		Object:     "event",
 		APIVersion: stripe.APIVersion,
 		Created:    time.Now().Unix(),

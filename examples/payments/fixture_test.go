@@ -194,3 +194,11 @@ func assertAppliedOnce(t *testing.T, pay payment, st rowState, dispute, actor st
 		t.Errorf("payment %s: commands %+v, want %+v", st.id, st.commands, wantCommands)
 	}
 }
+
+// exec runs a statement on the fixture's schema, as a person or another service would.
+func (f *fixture) exec(t *testing.T, sql string, args ...any) {
+	t.Helper()
+	if _, err := f.pool.Exec(t.Context(), inSchema(f.schema, sql), args...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}

@@ -25,8 +25,8 @@ type repairStats struct {
 
 // newDispatcher returns a dispatcher over the outbox in schema with a handler for each repair
 // command the money policy queues. Each handler applies its command through the canonical
-// writer, as the webhook does, as actor "reconciler": a status change as the command says, a
-// refund or a dispute as Stripe holds the payment now, read again through gateway.
+// writer, as the webhook does, as actor "reconciler": a cancel as the command says, a success,
+// a refund or a dispute as Stripe holds the payment now, read again through gateway.
 func newDispatcher(db pgstore.DB, schema string, store *pgstore.Store[paymentRow], gateway paymentReader, stats *repairStats, logger *slog.Logger) (*pgoutbox.Dispatcher, error) {
 	d, err := pgoutbox.NewDispatcher(db, pgoutbox.Config{
 		Tables: pgstore.Tables{Schema: schema},
@@ -38,20 +38,16 @@ func newDispatcher(db pgstore.DB, schema string, store *pgstore.Store[paymentRow
 	if err != nil {
 		return nil, err
 	}
-	for name, apply := range map[string]writer{
-		stripeadapter.CommandApplyPaymentSucceeded: applyPaymentSucceeded,
-		stripeadapter.CommandApplyPaymentCanceled:  applyPaymentCanceled,
-	} {
-		run := func(ctx context.Context, tx pgx.Tx, id int64) (bool, error) {
-			return apply(ctx, tx, store, id, actorReconciler)
-		}
-		if err := pgoutbox.HandleCommand(d, name, repairWith(run, stats)); err != nil {
-			return nil, err
-		}
+	cancel := func(ctx context.Context, tx pgx.Tx, id int64) (bool, error) {
+		return applyPaymentCanceled(ctx, tx, store, id, actorReconciler)
+	}
+	if err := pgoutbox.HandleCommand(d, stripeadapter.CommandApplyPaymentCanceled, repairWith(cancel, stats)); err != nil {
+		return nil, err
 	}
 	for name, apply := range map[string]moneyWriter{
-		stripeadapter.CommandApplyRefund:        applyRefunds,
-		stripeadapter.CommandApplyDisputeStatus: applyDispute,
+		stripeadapter.CommandApplyPaymentSucceeded: applyPaymentSucceeded,
+		stripeadapter.CommandApplyRefund:           applyRefunds,
+		stripeadapter.CommandApplyDisputeStatus:    applyDispute,
 	} {
 		run := func(ctx context.Context, tx pgx.Tx, id int64) (bool, error) {
 			pay, err := readAtStripe(ctx, tx, schema, gateway, id)

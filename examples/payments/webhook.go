@@ -31,9 +31,9 @@ var errUnknownIntent = errors.New("payments: no payment has this PaymentIntent")
 type paymentReader = reconcile.Gateway[*stripeadapter.Payment]
 
 // webhookHandler receives Stripe's webhooks and applies them through the canonical writer, as
-// actor "stripe-webhook": a PaymentIntent's outcome as the event says it, and a refund or a
-// dispute as Stripe holds the payment when the event is handled, read again, so that events
-// delivered late or out of order record the present. It answers 2xx only once the change is
+// actor "stripe-webhook": a PaymentIntent's outcome as the event's PaymentIntent says it, and
+// a refund or a dispute as Stripe holds the payment when the event is handled, read again, so
+// that events delivered late or out of order record the present. It answers 2xx only once the change is
 // committed (or there is nothing to change), so Stripe redelivers anything that failed;
 // redelivery is harmless because the writer is idempotent, which is also why no table of
 // processed event ids is needed.
@@ -97,7 +97,7 @@ func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	paymentID, changed, err := h.apply(r.Context(), handling, intentID)
+	paymentID, changed, err := h.apply(r.Context(), handling, ev, intentID)
 	var conflict *conflictError
 	switch {
 	case errors.Is(err, errUnknownIntent):
@@ -131,10 +131,10 @@ func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// apply finds the payment of the PaymentIntent intentID and applies handling to it in a
-// transaction of its own. A refund or a dispute is read from Stripe first, outside the
-// transaction, so that no row stays locked during the call.
-func (h *webhookHandler) apply(ctx context.Context, handling handling, intentID string) (paymentID int64, changed bool, err error) {
+// apply finds the payment of the PaymentIntent intentID, which ev is about, and applies
+// handling to it in a transaction of its own. A refund or a dispute is read from Stripe first,
+// outside the transaction, so that no row stays locked during the call.
+func (h *webhookHandler) apply(ctx context.Context, handling handling, ev stripe.Event, intentID string) (paymentID int64, changed bool, err error) {
 	err = h.db.QueryRow(ctx, inSchema(h.store.Config().Schema, paymentByIntent), intentID).Scan(&paymentID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, false, errUnknownIntent
@@ -143,7 +143,15 @@ func (h *webhookHandler) apply(ctx context.Context, handling handling, intentID 
 		return 0, false, fmt.Errorf("payments: find the payment of %s: %w", intentID, err)
 	}
 	var pay *stripeadapter.Payment
-	if handling.money != nil {
+	switch {
+	case handling.fromEvent:
+		// A succeeded PaymentIntent's amounts are final: the event's copy is Stripe's.
+		var pi stripe.PaymentIntent
+		if err := json.Unmarshal(ev.Data.Raw, &pi); err != nil {
+			return paymentID, false, fmt.Errorf("payments: read %s from event %s: %w", intentID, ev.ID, err)
+		}
+		pay = &stripeadapter.Payment{Intent: &pi}
+	case handling.money != nil:
 		if pay, err = h.gateway.Fetch(ctx, intentID); err != nil {
 			return paymentID, false, fmt.Errorf("payments: read %s at Stripe: %w", intentID, err)
 		}
@@ -183,11 +191,12 @@ func eventIntent(ev stripe.Event) string {
 }
 
 // handling is how the handler applies an event: with a status writer, for an outcome the event
-// states, or with a money writer, for refunds and disputes read from Stripe; and what it
-// answers when the payment changed, or not.
+// states, or with a money writer, for the PaymentIntent the event carries (fromEvent) or a
+// refund or dispute read from Stripe; and what it answers when the payment changed, or not.
 type handling struct {
 	status             writer
 	money              moneyWriter
+	fromEvent          bool
 	changed, unchanged string
 }
 
@@ -199,7 +208,7 @@ var handled = func() map[stripe.EventType]handling {
 	refunds := handling{money: applyRefunds, changed: "refunds recorded as at Stripe", unchanged: "refunds already as at Stripe"}
 	dispute := handling{money: applyDispute, changed: "dispute recorded as at Stripe", unchanged: "dispute already as at Stripe"}
 	return map[stripe.EventType]handling{
-		stripe.EventTypePaymentIntentSucceeded: {status: applyPaymentSucceeded,
+		stripe.EventTypePaymentIntentSucceeded: {money: applyPaymentSucceeded, fromEvent: true,
 			changed: "pending -> " + stripeadapter.LocalPaid, unchanged: "already " + stripeadapter.LocalPaid},
 		stripe.EventTypePaymentIntentCanceled: {status: applyPaymentCanceled,
 			changed: "pending -> " + stripeadapter.LocalFailed, unchanged: "already " + stripeadapter.LocalFailed},

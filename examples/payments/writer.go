@@ -30,10 +30,12 @@ import (
 // no-op. Everything happens in the caller's transaction: the webhook's own, or the
 // dispatcher's, which marks the command done in it.
 //
-// A status change follows from what happened (payment_intent.succeeded means paid). Refunds
-// and disputes are recorded as Stripe holds them when the writer runs, read again by the
-// caller: the amount refunded on the payment's charge, the status of its latest dispute.
-// Events and commands arrive late and out of order; the state Stripe holds now does not.
+// Every change is recorded as Stripe holds the payment, which the caller passes in: the
+// PaymentIntent a payment_intent.succeeded event carries, or the payment read again from
+// Stripe (outside any lock) for a refund, a dispute or a repair command: the amount received,
+// the amount refunded on the payment's charge, the status of its latest dispute. Events and
+// commands arrive late and out of order; the state Stripe holds now does not. A cancel alone
+// follows from what happened: payment_intent.canceled moves no money.
 
 // Actors, as recorded on ledger rows and finding resolutions.
 const (
@@ -41,26 +43,24 @@ const (
 	actorReconciler = "reconciler"
 )
 
-// writer is the signature of applyPaymentSucceeded and applyPaymentCanceled.
+// writer is the signature of applyPaymentCanceled.
 type writer func(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], paymentID int64, actor string) (changed bool, err error)
 
-// moneyWriter is the signature of applyRefunds and applyDispute: they record what pay, the
-// payment as Stripe holds it now, says.
+// moneyWriter is the signature of applyPaymentSucceeded, applyRefunds and applyDispute: they
+// record what pay, the payment as Stripe holds it, says.
 type moneyWriter func(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], paymentID int64, pay *stripeadapter.Payment, actor string) (changed bool, err error)
 
 const (
-	// markPaid moves a pending payment to paid and books it in the ledger, in one statement,
-	// returning the number of payments changed: 0 or 1.
+	// markPaid moves a locked pending payment to paid and books what Stripe received ($3) in
+	// the ledger.
 	markPaid = `
 WITH paid AS (
 	UPDATE reconcile_demo.payments SET status = 'paid', updated_at = now()
 	WHERE id = $1 AND status = 'pending'
-	RETURNING id, amount
-), booked AS (
-	INSERT INTO reconcile_demo.ledger (payment_id, entry, amount, applied_by)
-	SELECT id, 'payment_succeeded', amount, $2 FROM paid
+	RETURNING id
 )
-SELECT count(*) FROM paid`
+INSERT INTO reconcile_demo.ledger (payment_id, entry, amount, applied_by)
+SELECT id, 'payment_succeeded', $3, $2 FROM paid`
 	// markFailed moves a pending payment to failed; nothing moves money.
 	markFailed = `
 WITH failed AS (
@@ -74,8 +74,8 @@ SELECT count(*) FROM failed`
 	// taken after the update waited for a concurrent writer of the row to commit, so it sees
 	// what that writer did.
 	paymentStatus = `SELECT status FROM reconcile_demo.payments WHERE id = $1`
-	// lockPayment reads what a refund or a dispute changes, and locks the row until the
-	// transaction ends: a concurrent writer of the payment waits, then reads what this one did.
+	// lockPayment reads what a success, a refund or a dispute changes, and locks the row until
+	// the transaction ends: a concurrent writer of the payment waits, then reads what this one did.
 	lockPayment = `SELECT status, amount, currency, amount_refunded, dispute_status
 		FROM reconcile_demo.payments WHERE id = $1 FOR UPDATE`
 	// markRefunded sets a payment's refunded amount ($2) and books the difference ($3, negative).
@@ -91,15 +91,43 @@ SELECT id, 'refund', $3, $4 FROM refunded`
 	markDisputed = `UPDATE reconcile_demo.payments SET dispute_status = $2, updated_at = now() WHERE id = $1`
 )
 
-// applyPaymentSucceeded records that a payment's PaymentIntent succeeded: a pending payment
-// becomes paid with one ledger row, and the open missed_success findings about it are resolved
-// by actor. A payment already paid is left as it is, and its findings resolved all the same.
-func applyPaymentSucceeded(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], paymentID int64, actor string) (bool, error) {
-	var n int
-	if err := tx.QueryRow(ctx, inSchema(store.Config().Schema, markPaid), paymentID, actor).Scan(&n); err != nil {
+// applyPaymentSucceeded records that a payment's PaymentIntent succeeded, as pay holds it: a
+// pending payment becomes paid with one ledger row for what Stripe received, and the open
+// missed_success findings about it are resolved by actor. A payment already paid is left as
+// it is, and its findings resolved all the same. An intent in another currency or amount than
+// the row's, or captured in part, is a conflict: the customer paid other than our books say,
+// and whether to ship, charge again or refund is a person's decision (currency_mismatch,
+// amount_mismatch, partial_capture). A host that captures in part records the capture here,
+// and compares amount_received with it instead.
+func applyPaymentSucceeded(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], paymentID int64, pay *stripeadapter.Payment, actor string) (bool, error) {
+	schema := store.Config().Schema
+	row, err := lock(ctx, tx, schema, paymentID)
+	if err != nil {
+		return false, err
+	}
+	pi := pay.Intent
+	switch {
+	case pi.Status != stripe.PaymentIntentStatusSucceeded:
+		return false, &conflictError{PaymentID: paymentID, Reason: fmt.Sprintf("is %s, its PaymentIntent %s, not succeeded", row.Status, pi.Status)}
+	case !strings.EqualFold(string(pi.Currency), row.Currency):
+		return false, &conflictError{PaymentID: paymentID, Reason: fmt.Sprintf("is in %s, its payment at Stripe in %s",
+			strings.ToUpper(row.Currency), strings.ToUpper(string(pi.Currency)))}
+	case pi.Amount != row.Amount:
+		return false, &conflictError{PaymentID: paymentID, Reason: fmt.Sprintf("charges %s, its PaymentIntent %s",
+			reconcile.FormatAmount(row.Amount, row.Currency), reconcile.FormatAmount(pi.Amount, row.Currency))}
+	case pi.AmountReceived != pi.Amount:
+		return false, &conflictError{PaymentID: paymentID, Reason: fmt.Sprintf("charges %s, Stripe captured %s",
+			reconcile.FormatAmount(row.Amount, row.Currency), reconcile.FormatAmount(pi.AmountReceived, row.Currency))}
+	case row.Status == stripeadapter.LocalPaid:
+		return false, resolve(ctx, tx, store, paymentID, []string{stripeadapter.KindMissedSuccess}, actor, "already paid; nothing to change")
+	case row.Status != stripeadapter.LocalPending:
+		return false, &conflictError{PaymentID: paymentID, Reason: fmt.Sprintf("is %s, not pending or paid", row.Status)}
+	}
+	if _, err := tx.Exec(ctx, inSchema(schema, markPaid), paymentID, actor, pi.AmountReceived); err != nil {
 		return false, fmt.Errorf("payments: mark payment %d paid: %w", paymentID, err)
 	}
-	return settle(ctx, tx, store, paymentID, n == 1, stripeadapter.LocalPaid, stripeadapter.KindMissedSuccess, actor)
+	note := "pending -> paid, " + reconcile.FormatAmount(pi.AmountReceived, row.Currency) + " received"
+	return true, resolve(ctx, tx, store, paymentID, []string{stripeadapter.KindMissedSuccess}, actor, note)
 }
 
 // applyPaymentCanceled records that a payment's PaymentIntent was canceled: a pending payment

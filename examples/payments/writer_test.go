@@ -215,3 +215,82 @@ func TestRefundedAtStripeLeavesOutWhatAPartialCaptureReleased(t *testing.T) {
 		}
 	}
 }
+
+// moneyThatDiffers are PaymentIntents that succeeded other than the row says: marking the row
+// paid would book money that never came, or miss money that did. Each edits the PaymentIntent
+// of a row charging amount (in usd), as the event and the fake Stripe carry it.
+var moneyThatDiffers = []struct {
+	name   string
+	edit   func(pi map[string]any, amount int64)
+	reason string // in the conflict
+}{
+	{"another currency", func(pi map[string]any, _ int64) { pi["currency"] = "eur" }, "is in USD, its payment at Stripe in EUR"},
+	{"another amount", func(pi map[string]any, amount int64) { pi["amount"], pi["amount_received"] = amount+100, amount+100 },
+		"its PaymentIntent USD"},
+	{"a partial capture", func(pi map[string]any, amount int64) { pi["amount_received"] = amount / 2 }, "Stripe captured USD"},
+}
+
+func TestWebhookLeavesASuccessInOtherMoneyForAPerson(t *testing.T) {
+	t.Parallel()
+	for _, tc := range moneyThatDiffers {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, stripeadapter.CommandApplyPaymentSucceeded, 1)
+			pay := f.p.payments[0]
+			pi := map[string]any{"id": pay.externalID, "object": "payment_intent", "status": stripe.PaymentIntentStatusSucceeded,
+				"amount": pay.amount, "amount_received": pay.amount, "currency": "usd"}
+			tc.edit(pi, pay.amount)
+			body, header := signedObject(testSecret, stripe.EventTypePaymentIntentSucceeded, "evt_differs", pi)
+
+			resp := deliver(t.Context(), f.hook, body, header)
+			if resp.Code != http.StatusOK || !strings.Contains(resp.Body.String(), "needs review") || !strings.Contains(resp.Body.String(), tc.reason) {
+				t.Errorf("webhook answered %d %q, want 200 and needs review: %s", resp.Code, resp.Body.String(), tc.reason)
+			}
+			st := f.state(t, pay.externalID)
+			if st.status != "pending" || len(st.ledger) != 0 || !st.findings[0].Open() {
+				t.Errorf("after the webhook: %+v, want still pending, no ledger row, the finding open", st)
+			}
+		})
+	}
+}
+
+func TestRepairOfASuccessInOtherMoneyGoesDead(t *testing.T) {
+	t.Parallel()
+	// The sweep found each payment pending and its PaymentIntent succeeded for the row's money;
+	// by the repair, Stripe says otherwise, or the row does.
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, f *fixture, pay payment)
+		reason string
+	}{
+		{"a partial capture at Stripe", func(t *testing.T, f *fixture, pay payment) {
+			if err := f.srv.SetAmountReceived(pay.externalID, pay.amount/2); err != nil {
+				t.Fatal(err)
+			}
+		}, "Stripe captured USD"},
+		{"the row's amount changed", func(t *testing.T, f *fixture, pay payment) {
+			f.exec(t, `UPDATE reconcile_demo.payments SET amount = amount + 100 WHERE external_id = $1`, pay.externalID)
+		}, "its PaymentIntent USD"},
+		{"the row's currency changed", func(t *testing.T, f *fixture, pay payment) {
+			f.exec(t, `UPDATE reconcile_demo.payments SET currency = 'eur' WHERE external_id = $1`, pay.externalID)
+		}, "is in EUR, its payment at Stripe in USD"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, stripeadapter.CommandApplyPaymentSucceeded, 1)
+			pay := f.p.payments[0]
+			tc.change(t, f, pay)
+
+			if n, err := f.d.Work(t.Context()); n != 1 || err != nil {
+				t.Fatalf("Work = %d, %v; want 1 command claimed", n, err)
+			}
+			st := f.state(t, pay.externalID)
+			if st.status != "pending" || len(st.ledger) != 0 || !st.findings[0].Open() {
+				t.Errorf("after the repair: %+v, want still pending, no ledger row, the finding open", st)
+			}
+			if c := st.commands[0]; c.status != commandDead || !strings.Contains(c.lastError, tc.reason) {
+				t.Errorf("command %+v, want dead with the conflict %q", c, tc.reason)
+			}
+		})
+	}
+}
