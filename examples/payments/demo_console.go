@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -20,9 +19,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/reconcilekit/reconcile/adapters/pgstore"
+	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/console"
-	"github.com/reconcilekit/reconcile/internal/pgenv"
 )
 
 // With -console ADDR (such as :8080 or 127.0.0.1:8080), the run ends by serving the review
@@ -35,9 +33,9 @@ import (
 // CONSOLE_TOKEN a random token is made and printed to standard error (only: standard output
 // is often kept in logs).
 //
-// The console needs the run's database to still be there: with no DATABASE_URL and no server
-// at the default URL, the run's testcontainers database is removed when the run ends, and
-// -console then fails to connect. Give a DATABASE_URL to use both.
+// The console is served within the run, once its checks pass, over the run's database and
+// its Stripe (stripetest's, still up, or real Stripe's): it resolves findings through the
+// host's reviewer (reviewer.go), which reads a dispute at Stripe when a person decides one.
 //
 // The console speaks plain HTTP, so a port alone (":8080") listens on 127.0.0.1 only. A host
 // given explicitly is used as it is; one that is not a loopback address gets a warning on
@@ -55,16 +53,16 @@ const consoleRealm = `Basic realm="reconcile review console (password: the conso
 // shutdownGrace is how long requests in flight may take to finish when the console stops.
 const shutdownGrace = 10 * time.Second
 
-// serveConsole serves the console on addr over the tables the run left, until ctx is done or
-// the process gets SIGINT or SIGTERM, then shuts down gracefully. An empty addr does nothing.
-// A generated token and warnings go to the process's standard error.
-func serveConsole(ctx context.Context, out io.Writer, addr string, opts options) error {
-	return serveConsoleTo(ctx, out, os.Stderr, addr, opts)
+// serveConsole serves the console on addr over the run's findings, resolving them through rv,
+// until ctx is done or the process gets SIGINT or SIGTERM, then shuts down gracefully. An
+// empty addr does nothing. A generated token and warnings go to the process's standard error.
+func serveConsole(ctx context.Context, out io.Writer, addr string, rv *reviewer) error {
+	return serveConsoleTo(ctx, out, os.Stderr, addr, rv)
 }
 
 // serveConsoleTo is serveConsole writing where the console is to out, and a generated token
 // and warnings to errOut only.
-func serveConsoleTo(ctx context.Context, out, errOut io.Writer, addr string, opts options) error {
+func serveConsoleTo(ctx context.Context, out, errOut io.Writer, addr string, rv *reviewer) error {
 	if addr == "" {
 		return nil
 	}
@@ -75,16 +73,6 @@ func serveConsoleTo(ctx context.Context, out, errOut io.Writer, addr string, opt
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	schema := cmp.Or(opts.Schema, defaultSchema)
-	pool, err := pgenv.Connect(ctx, opts.DatabaseURL, cmp.Or(opts.DatabaseSource, "options.DatabaseURL"))
-	if err != nil {
-		return fmt.Errorf("payments: console: %w", err)
-	}
-	defer pool.Close()
-	store, err := newStore(pool, schema)
-	if err != nil {
-		return err
-	}
 	token, generated := os.Getenv("CONSOLE_TOKEN"), false
 	if token == "" {
 		if token, err = randomToken(); err != nil {
@@ -92,7 +80,7 @@ func serveConsoleTo(ctx context.Context, out, errOut io.Writer, addr string, opt
 		}
 		generated = true
 	}
-	h, err := newConsole(store, token, slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	h, err := newConsole(rv, token, slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		return err
 	}
@@ -116,7 +104,7 @@ func serveConsoleTo(ctx context.Context, out, errOut io.Writer, addr string, opt
 	go func() { served <- srv.Serve(ln) }()
 
 	url := consoleURL(ln.Addr())
-	fmt.Fprintf(out, "\nReview console at %s (job %s, schema %s)\n", url, job, schema)
+	fmt.Fprintf(out, "\nReview console at %s (job %s, schema %s)\n", url, job, rv.Config().Schema)
 	fmt.Fprintf(out, "  sign in with your name and the console token as the password (the name is recorded\n")
 	fmt.Fprintf(out, "  as the reviewer but not verified: anyone with the token may use any name),\n")
 	shown := "$CONSOLE_TOKEN"
@@ -146,10 +134,13 @@ func serveConsoleTo(ctx context.Context, out, errOut io.Writer, addr string, opt
 	return nil
 }
 
-// newConsole returns the console over the example's store, for people holding token: the
-// store lists, resolves and reopens the findings (reconcile.Reviewer) and reads the job's
-// status.
-func newConsole(store *pgstore.Store[paymentRow], token string, logger *slog.Logger) (http.Handler, error) {
+// newConsole returns the console over the example's findings, for people holding token: store
+// lists, resolves and reopens them (the host's reviewer, or the store itself) and reads the
+// job's status.
+func newConsole(store interface {
+	reconcile.Reviewer
+	reconcile.StatusReader
+}, token string, logger *slog.Logger) (http.Handler, error) {
 	if token == "" {
 		return nil, errors.New("payments: console: the token is empty")
 	}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
-	"github.com/reconcilekit/reconcile/internal/pgtest"
 )
 
 func TestTheConsoleTokenIsTheConsolesAuthentication(t *testing.T) {
@@ -127,7 +126,7 @@ func (s *syncBuffer) String() string {
 func TestServeConsoleServesUntilCanceledThenShutsDown(t *testing.T) {
 	t.Setenv("CONSOLE_TOKEN", "") // a token of its own, printed
 	f := newFixture(t, stripeadapter.CommandApplyPaymentCanceled, 2)
-	if err := serveConsole(t.Context(), io.Discard, "", options{}); err != nil {
+	if err := serveConsole(t.Context(), io.Discard, "", nil); err != nil {
 		t.Fatalf("no -console: %v", err)
 	}
 
@@ -137,7 +136,7 @@ func TestServeConsoleServesUntilCanceledThenShutsDown(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		// A port alone: the console listens on the loopback interface only.
-		done <- serveConsoleTo(ctx, &out, &errOut, ":0", options{DatabaseURL: pgtest.URL(t), DatabaseSource: "test", Schema: f.schema})
+		done <- serveConsoleTo(ctx, &out, &errOut, ":0", newReviewer(f.pool, f.store, f.gateway))
 	}()
 	at := regexp.MustCompile(`Review console at (http://127\.0\.0\.1:\d+/)`)
 	token := regexp.MustCompile(`this run's console token is ([0-9a-f]{32})\n`)

@@ -242,7 +242,10 @@ func runReal(ctx context.Context, out io.Writer, opts options, schema string) er
 		return err
 	}
 	printRepairs(out, p, rr)
-	return rs.enforce(out, checkRepairs(out, p, rr))
+	if err := rs.enforce(out, checkRepairs(out, p, rr)); err != nil {
+		return err
+	}
+	return serveConsole(ctx, out, opts.Console, newReviewer(pool, store, gateway.Payments()))
 }
 
 // keyKind says what kind of key k is, without showing it.

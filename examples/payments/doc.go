@@ -61,8 +61,11 @@
 // events lane's. Both go through the canonical writer (writer.go), the one place a payment's
 // status, refunds and dispute change: a guarded update, a ledger row for a payment that
 // becomes paid or is refunded, and the findings about the payment resolved in the same
-// transaction. A refund or a dispute is recorded as Stripe holds it when the writer runs, read
-// again, never as an event or a command said it earlier. The late webhook's payment is
+// transaction. A success is recorded as the PaymentIntent holds it (the event's, or read again
+// for a command): one in another currency or amount than the row's, or captured in part, is
+// left for a person, and a payment becomes paid with what Stripe received in its ledger row.
+// A refund or a dispute is recorded as Stripe holds it when the writer runs, read again, never
+// as an event or a command said it earlier. The late webhook's payment is
 // therefore repaired once: its repair command finds its finding resolved, is skipped, and is
 // done. The run prints what the repairs did and the findings left for a person.
 //
@@ -73,7 +76,7 @@
 //
 // # Reading it
 //
-// What a host would copy is in six files; start with them:
+// What a host would copy is in seven files; start with them:
 //
 //   - schema.go: the host's own payments and ledger tables.
 //   - host.go: the row type (paymentRow) and the typed store over the payments table, searchable
@@ -85,6 +88,8 @@
 //   - webhook.go: the Stripe webhook handler, which calls the writer: PaymentIntent outcomes,
 //     refunds and disputes.
 //   - repair.go: the dispatcher that applies the queued repair commands through the writer.
+//   - reviewer.go: the review console's store, which records a person's decision on a lost
+//     dispute, or one that needs a response, through the writer as the finding is resolved.
 //
 // The rest is demo machinery, in files named demo_*.go, and main.go, which drives the run:
 // planting drift in the fake Stripe (demo_drift.go, demo_stripe.go, demo_load.go), running and
@@ -104,10 +109,10 @@
 //	             differences.
 //	-seed N      seed for the table's content; the same seed gives the same table (default 1)
 //	-schema S    the schema to drop and create (default reconcile_demo)
-//	-console A   after the run, serve the review console on address A, such as
-//	             127.0.0.1:8080, until interrupted; its search box finds a payment's
-//	             findings by its PaymentIntent, its id or its order id (see
-//	             demo_console.go; default: none)
+//	-console A   once the run's checks pass, serve the review console on address A,
+//	             such as 127.0.0.1:8080, until interrupted; its search box finds a
+//	             payment's findings by its PaymentIntent, its id or its order id, and it
+//	             resolves them through reviewer.go (see demo_console.go; default: none)
 //
 // With STRIPE_SECRET_KEY set, the run talks to Stripe's test mode instead of stripetest
 // (demo_real.go):

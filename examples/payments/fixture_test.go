@@ -37,7 +37,9 @@ type fixture struct {
 	srv    *stripetest.Server
 	// gateway reads payments at srv, as the webhook handler and the dispatcher do.
 	gateway paymentReader
-	p       plan
+	// rec is the sweep that found the story's drift, to sweep again.
+	rec *reconcile.Reconciler[paymentRow, *stripeadapter.Payment]
+	p   plan
 }
 
 // newFixture returns a fixture of n payments telling the first story that queues command.
@@ -85,12 +87,11 @@ func newFixtureOf(t *testing.T, s *story, n int) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := reconcilerOver(f.store, gateway, 100, nil)
-	if err != nil {
+	if f.rec, err = reconcilerOver(f.store, gateway, 100, nil); err != nil {
 		t.Fatal(err)
 	}
 	f.srv, f.gateway = srv, gateway.Payments()
-	if _, err := runCycle(ctx, io.Discard, rec); err != nil {
+	if _, err := runCycle(ctx, io.Discard, f.rec); err != nil {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(t.Output(), nil))

@@ -12,8 +12,9 @@ import (
 )
 
 // The host's wiring of the sweep: what a service taking payments would copy. The lanes are in
-// lanes.go, the canonical writer in writer.go, the webhook handler in webhook.go and the
-// dispatcher in repair.go; the demo_*.go files are the demo's own machinery.
+// lanes.go, the canonical writer in writer.go, the webhook handler in webhook.go, the
+// dispatcher in repair.go and the review console's store in reviewer.go; the demo_*.go files
+// are the demo's own machinery.
 
 // job names the sweep; its cursor, observations and findings are kept under this name.
 const job = "payments-sweep"

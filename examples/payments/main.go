@@ -36,6 +36,9 @@ type options struct {
 	RPS            float64 // Stripe calls per second; 0 means unpaced
 	Seed           uint64
 	Schema         string // empty means defaultSchema
+	// Console, from -console, is where the run ends by serving the review console once its
+	// checks pass (demo_console.go); empty means it does not.
+	Console string
 	// StripeKey, from $STRIPE_SECRET_KEY, selects real mode (demo_real.go): a Stripe test-mode key.
 	// Its type prints as [redacted].
 	StripeKey secretKey
@@ -55,17 +58,13 @@ func main() {
 	flag.StringVar(&opts.Schema, "schema", defaultSchema, "the schema to drop and create")
 	consoleAddr := flag.String("console", "", "after the run, serve the review console on this address, such as 127.0.0.1:8080, until interrupted (see demo_console.go)")
 	flag.Parse()
+	opts.Console = *consoleAddr
 	opts.StripeKey = secretKey(strings.TrimSpace(os.Getenv("STRIPE_SECRET_KEY")))
 	setRealDefaults(&opts, flag.CommandLine)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := run(ctx, os.Stdout, opts); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		stop()
-		os.Exit(1)
-	}
-	if err := serveConsole(ctx, os.Stdout, *consoleAddr, opts); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		stop()
 		os.Exit(1)
@@ -166,7 +165,10 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 		return err
 	}
 	printRepairs(out, p, rr)
-	return checkRepairs(out, p, rr)
+	if err := checkRepairs(out, p, rr); err != nil {
+		return err
+	}
+	return serveConsole(ctx, out, opts.Console, newReviewer(pool, store, gateway.Payments()))
 }
 
 // connect returns a pool over the run's database. With nothing configured and no server at the

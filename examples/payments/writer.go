@@ -28,7 +28,8 @@ import (
 // payment that the change repairs are resolved in the same transaction, so a finding closes
 // exactly when its fix commits, by the path that got there, and the other path's call is a
 // no-op. Everything happens in the caller's transaction: the webhook's own, or the
-// dispatcher's, which marks the command done in it.
+// dispatcher's, which marks the command done in it. A person's decision on a dispute comes
+// through the review console's reviewer (reviewer.go), which resolves the finding in it.
 //
 // Every change is recorded as Stripe holds the payment, which the caller passes in: the
 // PaymentIntent a payment_intent.succeeded event carries, or the payment read again from
@@ -213,9 +214,9 @@ func applyRefunds(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRo
 var disputeKinds = []string{stripeadapter.KindDisputeWon, stripeadapter.KindDisputeUpdated}
 
 // disputeForAPerson are the dispute statuses the money policy sends to a person
-// (dispute_lost, dispute_needs_response). The writer never records one: the row would then
+// (dispute_lost, dispute_needs_response). applyDispute never records one: the row would then
 // agree with Stripe, and the sweep and the lanes would find nothing to show anyone, however
-// near the dispute's due_by. The person records it, once decided.
+// near the dispute's due_by. The person records it, once decided (applyDisputeDecided).
 var disputeForAPerson = []string{
 	string(stripe.DisputeStatusLost), string(stripe.DisputeStatusNeedsResponse), string(stripe.DisputeStatusWarningNeedsResponse),
 }
@@ -225,26 +226,42 @@ var disputeForAPerson = []string{
 // payment that records a dispute Stripe does not have, or whose dispute at Stripe was lost or
 // needs a response, is a conflict, for a person.
 func applyDispute(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], paymentID int64, pay *stripeadapter.Payment, actor string) (bool, error) {
-	schema := store.Config().Schema
-	row, err := lock(ctx, tx, schema, paymentID)
+	changed, note, err := recordDispute(ctx, tx, store.Config().Schema, paymentID, pay, disputeForAPerson)
 	if err != nil {
 		return false, err
+	}
+	return changed, resolve(ctx, tx, store, paymentID, disputeKinds, actor, note)
+}
+
+// applyDisputeDecided records the status of a payment's latest dispute as Stripe holds it in
+// pay, whatever it is: a person decided the dispute_lost or dispute_needs_response finding
+// about it, and resolves that finding in tx (reviewer.go). A payment that records a dispute
+// Stripe does not have is a conflict still.
+func applyDisputeDecided(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], paymentID int64, pay *stripeadapter.Payment) (bool, error) {
+	changed, _, err := recordDispute(ctx, tx, store.Config().Schema, paymentID, pay, nil)
+	return changed, err
+}
+
+// recordDispute sets a payment's dispute status to that of its latest dispute in pay, unless
+// that is one of refused, and returns what it did, for the resolution's note.
+func recordDispute(ctx context.Context, tx pgx.Tx, schema string, paymentID int64, pay *stripeadapter.Payment, refused []string) (changed bool, note string, err error) {
+	row, err := lock(ctx, tx, schema, paymentID)
+	if err != nil {
+		return false, "", err
 	}
 	recorded, status := localPayment(row).DisputeStatus, latestDispute(pay)
 	switch {
 	case status == recorded:
-		note := "dispute already " + cmp.Or(status, "none") + "; nothing to change"
-		return false, resolve(ctx, tx, store, paymentID, disputeKinds, actor, note)
+		return false, "dispute already " + cmp.Or(status, "none") + "; nothing to change", nil
 	case status == "":
-		return false, &conflictError{PaymentID: paymentID, Reason: fmt.Sprintf("records dispute %s, Stripe none", recorded)}
-	case slices.Contains(disputeForAPerson, status):
-		return false, &conflictError{PaymentID: paymentID, Reason: fmt.Sprintf("has a dispute %s at Stripe", status)}
+		return false, "", &conflictError{PaymentID: paymentID, Reason: fmt.Sprintf("records dispute %s, Stripe none", recorded)}
+	case slices.Contains(refused, status):
+		return false, "", &conflictError{PaymentID: paymentID, Reason: fmt.Sprintf("has a dispute %s at Stripe", status)}
 	}
 	if _, err := tx.Exec(ctx, inSchema(schema, markDisputed), paymentID, status); err != nil {
-		return false, fmt.Errorf("payments: record the dispute of payment %d: %w", paymentID, err)
+		return false, "", fmt.Errorf("payments: record the dispute of payment %d: %w", paymentID, err)
 	}
-	note := "dispute " + cmp.Or(recorded, "none") + " -> " + status
-	return true, resolve(ctx, tx, store, paymentID, disputeKinds, actor, note)
+	return true, "dispute " + cmp.Or(recorded, "none") + " -> " + status, nil
 }
 
 // lock locks a payment's row and reads its status and the money of it that applyRefunds and
