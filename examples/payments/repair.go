@@ -50,11 +50,13 @@ func newDispatcher(db pgstore.DB, schema string, store *pgstore.Store[paymentRow
 		stripeadapter.CommandApplyDisputeStatus:    applyDispute,
 	} {
 		run := func(ctx context.Context, tx pgx.Tx, id int64) (bool, error) {
-			pay, err := readAtStripe(ctx, tx, schema, gateway, id)
-			if err != nil {
-				return false, err
+			read := func(ctx context.Context) (*stripeadapter.Payment, error) {
+				return readAtStripe(ctx, tx, schema, gateway, id)
 			}
-			return apply(ctx, tx, store, id, pay, actorReconciler)
+			// In a savepoint, whose rollback releases the row's lock before a second read.
+			return applyFresh(ctx, tx, read, func(ctx context.Context, sp pgx.Tx, pay *stripeadapter.Payment) (bool, error) {
+				return apply(ctx, sp, store, id, pay, actorReconciler)
+			})
 		}
 		if err := pgoutbox.HandleCommand(d, name, repairWith(run, stats)); err != nil {
 			return nil, err

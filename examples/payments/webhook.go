@@ -133,7 +133,8 @@ func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // apply finds the payment of the PaymentIntent intentID, which ev is about, and applies
 // handling to it in a transaction of its own. A refund or a dispute is read from Stripe first,
-// outside the transaction, so that no row stays locked during the call.
+// outside the transaction, so that no row stays locked during the call, and read again if
+// another writer recorded more refunded than the read says (applyFresh).
 func (h *webhookHandler) apply(ctx context.Context, handling handling, ev stripe.Event, intentID string) (paymentID int64, changed bool, err error) {
 	err = h.db.QueryRow(ctx, inSchema(h.store.Config().Schema, paymentByIntent), intentID).Scan(&paymentID)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -142,32 +143,41 @@ func (h *webhookHandler) apply(ctx context.Context, handling handling, ev stripe
 	if err != nil {
 		return 0, false, fmt.Errorf("payments: find the payment of %s: %w", intentID, err)
 	}
-	var pay *stripeadapter.Payment
-	switch {
-	case handling.fromEvent:
-		// A succeeded PaymentIntent's amounts are final: the event's copy is Stripe's.
-		var pi stripe.PaymentIntent
-		if err := json.Unmarshal(ev.Data.Raw, &pi); err != nil {
-			return paymentID, false, fmt.Errorf("payments: read %s from event %s: %w", intentID, ev.ID, err)
-		}
-		pay = &stripeadapter.Payment{Intent: &pi}
-	case handling.money != nil:
-		if pay, err = h.gateway.Fetch(ctx, intentID); err != nil {
-			return paymentID, false, fmt.Errorf("payments: read %s at Stripe: %w", intentID, err)
-		}
-	}
-	err = pgx.BeginFunc(ctx, h.db, func(tx pgx.Tx) error {
-		if handling.money != nil {
-			changed, err = handling.money(ctx, tx, h.store, paymentID, pay, actorWebhook)
-		} else {
+	if handling.status != nil {
+		err = pgx.BeginFunc(ctx, h.db, func(tx pgx.Tx) error {
 			changed, err = handling.status(ctx, tx, h.store, paymentID, actorWebhook)
+			return err
+		})
+	} else {
+		read := func(ctx context.Context) (*stripeadapter.Payment, error) {
+			return h.read(ctx, handling, ev, intentID)
 		}
-		return err
-	})
+		changed, err = applyFresh(ctx, h.db, read, func(ctx context.Context, tx pgx.Tx, pay *stripeadapter.Payment) (bool, error) {
+			return handling.money(ctx, tx, h.store, paymentID, pay, actorWebhook)
+		})
+	}
 	if errors.Is(err, errNoPayment) {
 		err = errUnknownIntent // deleted since it was found
 	}
 	return paymentID, changed, err
+}
+
+// read returns the payment as Stripe holds it, for a money writer: the PaymentIntent ev
+// carries, or the payment read at Stripe.
+func (h *webhookHandler) read(ctx context.Context, handling handling, ev stripe.Event, intentID string) (*stripeadapter.Payment, error) {
+	if handling.fromEvent {
+		// A succeeded PaymentIntent's amounts are final: the event's copy is Stripe's.
+		var pi stripe.PaymentIntent
+		if err := json.Unmarshal(ev.Data.Raw, &pi); err != nil {
+			return nil, fmt.Errorf("payments: read %s from event %s: %w", intentID, ev.ID, err)
+		}
+		return &stripeadapter.Payment{Intent: &pi}, nil
+	}
+	pay, err := h.gateway.Fetch(ctx, intentID)
+	if err != nil {
+		return nil, fmt.Errorf("payments: read %s at Stripe: %w", intentID, err)
+	}
+	return pay, nil
 }
 
 // eventIntent returns the id of the PaymentIntent ev is about: its object's, or the one its

@@ -172,8 +172,8 @@ var refundKinds = []string{stripeadapter.KindMissedRefund, stripeadapter.KindMis
 // recorded less than its charge's amount_refunded catches up, with a ledger row for the
 // difference, and its open missed_refund and missed_partial_refund findings are resolved by
 // actor. A payment that has recorded as much is left as it is, its findings resolved all the
-// same. One that has recorded more (a refund that failed after it succeeded) or in another
-// currency is a conflict: whether to charge the customer again, or to refund once more, is a
+// same. One that has recorded more (a refund that failed after it succeeded, once a second
+// read of Stripe agrees: applyFresh) or in another currency is a conflict: whether to charge the customer again, or to refund once more, is a
 // person's decision. So is one that failed here: its ledger never booked the money, and a
 // refund row would book money going back that, for our books, never came.
 func applyRefunds(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], paymentID int64, pay *stripeadapter.Payment, actor string) (bool, error) {
@@ -195,7 +195,7 @@ func applyRefunds(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRo
 		return false, &conflictError{PaymentID: paymentID, Reason: fmt.Sprintf("charges %s, Stripe refunded %s",
 			reconcile.FormatAmount(row.Amount, currency), reconcile.FormatAmount(refunded, currency))}
 	case recorded > refunded:
-		return false, &conflictError{PaymentID: paymentID, Reason: fmt.Sprintf("has %s refunded, Stripe only %s",
+		return false, &conflictError{PaymentID: paymentID, stale: true, Reason: fmt.Sprintf("has %s refunded, Stripe only %s",
 			reconcile.FormatAmount(recorded, currency), reconcile.FormatAmount(refunded, currency))}
 	case recorded == refunded:
 		note := "already refunded " + reconcile.FormatAmount(refunded, currency) + "; nothing to change"
@@ -309,6 +309,32 @@ func resolve(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], p
 	return nil
 }
 
+// applyFresh reads the payment with read and applies apply to it in a transaction begun on db
+// (a pool, or the dispatcher's transaction: a savepoint). If the row records more than the
+// read says, it reads once more and applies again, since another writer may have read Stripe
+// later and got there first; only then is the difference a conflict. The read happens with
+// no transaction of db's open, so that no row stays locked during the call.
+func applyFresh(ctx context.Context, db interface {
+	Begin(context.Context) (pgx.Tx, error)
+}, read func(context.Context) (*stripeadapter.Payment, error), apply func(context.Context, pgx.Tx, *stripeadapter.Payment) (bool, error)) (bool, error) {
+	for again := false; ; again = true {
+		pay, err := read(ctx)
+		if err != nil {
+			return false, err
+		}
+		var changed bool
+		err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+			changed, err = apply(ctx, tx, pay)
+			return err
+		})
+		var conflict *conflictError
+		if !again && errors.As(err, &conflict) && conflict.stale {
+			continue
+		}
+		return changed, err
+	}
+}
+
 // errNoPayment means the payment a command or an event names does not exist.
 var errNoPayment = errors.New("payments: no such payment")
 
@@ -319,6 +345,9 @@ var errNoPayment = errors.New("payments: no such payment")
 type conflictError struct {
 	PaymentID int64
 	Reason    string // what is wrong, such as "is failed, not pending or paid"
+	// stale is set when the row records more than the caller's read of Stripe says: another
+	// writer may have read Stripe later and committed first, and a new read may agree.
+	stale bool
 }
 
 func (e *conflictError) Error() string {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -290,6 +292,74 @@ func TestRepairOfASuccessInOtherMoneyGoesDead(t *testing.T) {
 			}
 			if c := st.commands[0]; c.status != commandDead || !strings.Contains(c.lastError, tc.reason) {
 				t.Errorf("command %+v, want dead with the conflict %q", c, tc.reason)
+			}
+		})
+	}
+}
+
+// staleOnce reads payments through its paymentReader, except that its first read returns
+// stale: the payment as another writer's slower read of Stripe would have it.
+type staleOnce struct {
+	paymentReader
+	stale *stripeadapter.Payment
+	reads atomic.Int32
+}
+
+func (s *staleOnce) Fetch(ctx context.Context, id string) (*stripeadapter.Payment, error) {
+	if s.reads.Add(1) == 1 {
+		return s.stale, nil
+	}
+	return s.paymentReader.Fetch(ctx, id)
+}
+
+// A writer that read Stripe before a second refund finds the row recording more than its read
+// says, recorded by a writer that read Stripe after: it reads again, and finds nothing to change.
+func TestAWriterWithAStaleReadOfARefundReadsAgain(t *testing.T) {
+	t.Parallel()
+	for _, path := range []string{"webhook", "repair"} {
+		t.Run(path, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, stripeadapter.CommandApplyRefund, 1)
+			pay := f.p.payments[0]
+			ctx := t.Context()
+			before, err := f.gateway.Fetch(ctx, pay.externalID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.srv.Refund(pay.externalID, 100); err != nil {
+				t.Fatal(err)
+			}
+			// The other writer: the host's own refund flow, which records what Stripe confirmed.
+			refunded := before.AmountRefunded() + 100
+			f.exec(t, `UPDATE reconcile_demo.payments SET amount_refunded = $2 WHERE external_id = $1`, pay.externalID, refunded)
+			reader := &staleOnce{paymentReader: f.gateway, stale: before}
+			logger := slog.New(slog.NewTextHandler(t.Output(), nil))
+
+			switch path {
+			case "webhook":
+				body, header := signedEvent(testSecret, stripe.EventTypeChargeRefunded, pay.externalID, pay.amount)
+				resp := deliver(ctx, newWebhookHandler(f.pool, f.store, reader, testSecret, logger), body, header)
+				if resp.Code != http.StatusOK || !strings.Contains(resp.Body.String(), "refunds already as at Stripe") {
+					t.Errorf("webhook answered %d %q, want 200 and nothing to change", resp.Code, resp.Body.String())
+				}
+			case "repair":
+				d, err := newDispatcher(f.pool, f.schema, f.store, reader, f.stats, logger)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n, err := d.Work(ctx); n != 1 || err != nil {
+					t.Fatalf("Work = %d, %v; want 1 command claimed", n, err)
+				}
+				if c := f.state(t, pay.externalID).commands[0]; c.status != commandDone {
+					t.Errorf("command %+v, want done", c)
+				}
+			}
+			if n := reader.reads.Load(); n != 2 {
+				t.Errorf("Stripe was read %d times, want twice", n)
+			}
+			st := f.state(t, pay.externalID)
+			if st.refunded != refunded || len(st.ledger) != 0 || st.findings[0].Open() {
+				t.Errorf("after the %s: %+v, want refunded %d as recorded, no ledger row, the finding resolved", path, st, refunded)
 			}
 		})
 	}
