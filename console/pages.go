@@ -142,9 +142,11 @@ func parseFilter(q url.Values) (filter, error) {
 			return f, userError(fmt.Sprintf("The %s filter must be valid text of at most %d bytes, without control characters.", name, maxField))
 		}
 	}
-	if redactSecrets(f.Search) != f.Search {
-		// The term is shown on the page and carried in its links: no key goes there.
-		return f, userError("The search looks like a secret API key. Search by a payment's id, a record id or an order id; never paste a key.")
+	for name, v := range map[string]string{"job": f.Job, "kind": f.Kind, "record": f.Record, "search": f.Search} {
+		if redactSecrets(v) != v {
+			// Filters are shown on the page and carried in its links: no key goes there.
+			return f, userError(fmt.Sprintf("The %s filter looks like a secret API key. Search by a payment's id, a record id or an order id; never paste a key.", name))
+		}
 	}
 	switch f.State {
 	case "":

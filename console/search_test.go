@@ -190,6 +190,13 @@ func TestABadSearchIsA400ThatDoesNotShowIt(t *testing.T) {
 			t.Errorf("GET /findings?q=%s shows the search:\n%s", q, body)
 		}
 	}
+	// The other filters are shown and linked the same way: no key among them either.
+	for _, name := range []string{"record", "kind", "job"} {
+		r := serve(c, http.MethodGet, "/findings?"+name+"="+url.QueryEscape(leakedKey), "alice")
+		if r.Code != http.StatusBadRequest || strings.Contains(r.Body.String(), "FakeKey") {
+			t.Errorf("GET /findings?%s=<a key> = %d, want 400 without the key:\n%s", name, r.Code, r.Body.String())
+		}
+	}
 	// At the limit, it is searched for.
 	if r := serve(c, http.MethodGet, "/findings?q="+strings.Repeat("q", 200), "alice"); r.Code != http.StatusOK {
 		t.Errorf("a search of 200 bytes = %d, want 200", r.Code)

@@ -109,6 +109,17 @@ func (ch *charge) released() int64 {
 }
 
 // refundable is what is left to refund on the charge: what it captured, less its refunds.
+// chargedBack reports whether a chargeback is open on the charge: a dispute that is neither
+// an inquiry nor closed. The caller holds s.mu.
+func (ch *charge) chargedBack() bool {
+	for _, e := range ch.disputes.items {
+		if d := e.v; !isInquiry(d.status) && !closedDisputes[d.status] {
+			return true
+		}
+	}
+	return false
+}
+
 func (ch *charge) refundable() int64 {
 	if !ch.captured {
 		return 0

@@ -121,7 +121,8 @@ func (s *Server) Dispute(piID string, amount int64, status stripe.DisputeStatus,
 
 // SetDisputeStatus moves a dispute to a status at Options.Now. It records
 // charge.dispute.closed for the statuses that end a dispute (won, lost, warning_closed,
-// prevented) and charge.dispute.updated for the others; a chargeback that is won also records
+// prevented) and charge.dispute.updated for the others; an inquiry escalating to a chargeback
+// also records charge.dispute.funds_withdrawn, and a chargeback that is won
 // charge.dispute.funds_reinstated. A change to the current status records its event again. It
 // fails for an unknown dispute or status.
 func (s *Server) SetDisputeStatus(disputeID string, status stripe.DisputeStatus) error {
@@ -138,6 +139,11 @@ func (s *Server) SetDisputeStatus(disputeID string, status stripe.DisputeStatus)
 	d.status = status
 	if !closedDisputes[status] {
 		s.addEvent("charge.dispute.updated", at, d.account, d.dpState)
+		// An inquiry that escalates becomes a chargeback: its funds leave the balance now.
+		if !d.withdrawn && withdraws(status) {
+			d.withdrawn = true
+			s.addEvent("charge.dispute.funds_withdrawn", at, d.account, d.dpState)
+		}
 		return nil
 	}
 	s.addEvent("charge.dispute.closed", at, d.account, d.dpState)

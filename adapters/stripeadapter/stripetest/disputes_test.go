@@ -109,8 +109,13 @@ func TestSetDisputeStatus(t *testing.T) {
 				want = "charge.dispute.closed"
 			}
 			wantEvents := []string{want}
-			if to == stripe.DisputeStatusWon && from == stripe.DisputeStatusNeedsResponse {
+			switch {
+			case to == stripe.DisputeStatusWon && from == stripe.DisputeStatusNeedsResponse:
 				wantEvents = []string{"charge.dispute.funds_reinstated", want}
+			case from == stripe.DisputeStatusWarningNeedsResponse && want == "charge.dispute.updated" &&
+				to != stripe.DisputeStatusWarningNeedsResponse && to != stripe.DisputeStatusWarningUnderReview:
+				// The inquiry escalated to a chargeback: its funds leave now (newest first).
+				wantEvents = []string{"charge.dispute.funds_withdrawn", want}
 			}
 			t.Run("a dispute from "+string(from)+" to "+string(to)+" records "+strings.Join(wantEvents, " and "), func(t *testing.T) {
 				f, now := newClockFixture(t)
@@ -252,4 +257,35 @@ func TestListDisputes(t *testing.T) {
 			t.Errorf("the platform sees %d dispute.created events, want 3", got)
 		}
 	})
+}
+
+func TestAnEscalatedInquiryWithdrawsAndAWonChargebackReinstates(t *testing.T) {
+	f, _ := newClockFixture(t)
+	id := f.charged(t, "", 1000, "usd")
+	did, _ := f.srv.Dispute(id, 0, stripe.DisputeStatusWarningNeedsResponse, time.Time{})
+	if _, err := f.srv.Refund(id, 100); err != nil {
+		t.Fatalf("a refund during an inquiry = %v, want it made, as Stripe allows", err)
+	}
+	for _, to := range []stripe.DisputeStatus{stripe.DisputeStatusNeedsResponse, stripe.DisputeStatusUnderReview} {
+		if err := f.srv.SetDisputeStatus(did, to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.srv.Refund(id, 100); err == nil || !strings.Contains(err.Error(), "charged back") {
+		t.Fatalf("a refund under a chargeback = %v, want it refused as Stripe refuses it (charge_disputed)", err)
+	}
+	if err := f.srv.SetDisputeStatus(did, stripe.DisputeStatusWon); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.srv.Refund(id, 100); err != nil {
+		t.Fatalf("a refund after the chargeback was won = %v, want it made", err)
+	}
+	var withdrawn, reinstated int
+	for _, e := range eventTypesOf(f.listEvents(t, &stripe.EventListParams{})) {
+		withdrawn += map[bool]int{true: 1}[e == "charge.dispute.funds_withdrawn"]
+		reinstated += map[bool]int{true: 1}[e == "charge.dispute.funds_reinstated"]
+	}
+	if withdrawn != 1 || reinstated != 1 {
+		t.Errorf("funds_withdrawn %d, funds_reinstated %d; want one each: the inquiry escalated once, the chargeback was won", withdrawn, reinstated)
+	}
 }

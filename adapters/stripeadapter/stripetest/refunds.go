@@ -50,7 +50,8 @@ func countsAsRefunded(status stripe.RefundStatus) bool {
 // amount_refunded (the charge is refunded once the whole captured amount is). Zero means all
 // that is left. It records refund.created and then charge.refunded, and returns the refund's
 // id. It fails for an unknown intent, one without a captured charge, or an amount above what
-// is left to refund: what the charge captured less what its refunds returned.
+// is left to refund: what the charge captured less what its refunds returned; and, as Stripe
+// does, for a charge under a chargeback (a dispute that is not an inquiry and not closed).
 func (s *Server) Refund(piID string, amount int64) (refundID string, err error) {
 	at := s.now().Unix()
 	s.mu.Lock()
@@ -62,6 +63,11 @@ func (s *Server) Refund(piID string, amount int64) (refundID string, err error) 
 	ch := s.charges[in.latestCharge]
 	if ch == nil || !ch.captured {
 		return "", errors.New("stripetest: payment intent " + piID + " has no captured charge to refund")
+	}
+	if ch.chargedBack() {
+		// Stripe refuses it (charge_disputed): the money is the dispute's now. An inquiry
+		// does not stop a refund.
+		return "", errors.New("stripetest: charge " + ch.id + " has been charged back; cannot issue a refund")
 	}
 	left := ch.refundable()
 	if amount == 0 {
