@@ -3,8 +3,6 @@ package stripetest
 import (
 	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -151,56 +149,4 @@ func (s *Server) SetDisputeStatus(disputeID string, status stripe.DisputeStatus)
 		s.addEvent("charge.dispute.funds_reinstated", at, d.account, d.dpState)
 	}
 	return nil
-}
-
-// retrieveDispute serves GET /v1/disputes/{id}, appending the answer to b.
-func (s *Server) retrieveDispute(b []byte, account, id string, q url.Values) ([]byte, *failure) {
-	for param := range q {
-		if !isArrayParam(param, "expand") {
-			return b, unknownParameter(param)
-		}
-	}
-	x, f := parseExpand(q, kindDispute, false)
-	if f != nil {
-		return b, f
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d, ok := s.disputes[id]
-	if !ok || d.account != account {
-		return b, noSuch(http.StatusNotFound, "dispute", id, "dispute")
-	}
-	return appendDispute(b, &d.dpState, expander{s, x}), nil
-}
-
-// listDisputes serves GET /v1/disputes, appending the answer to b.
-func (s *Server) listDisputes(b []byte, account string, q url.Values) ([]byte, *failure) {
-	lq, f := parseList(q, isChargeFilter)
-	if f != nil {
-		return b, f
-	}
-	x, f := parseExpand(q, kindDispute, true)
-	if f != nil {
-		return b, f
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ch, filtered := s.chargeFilter(account, q)
-	var idx *index[*dispute]
-	switch {
-	case !filtered:
-		idx = s.disputesBy[account]
-	case ch != nil:
-		idx = &ch.disputes
-	}
-	page, hasMore, f := pageOf(idx, lq, "dispute", func(id string) (*dispute, bool) {
-		d, ok := s.disputes[id]
-		return d, ok && d.account == account
-	})
-	if f != nil {
-		return b, f
-	}
-	return appendList(b, "/v1/disputes", page, hasMore, func(b []byte, d *dispute) []byte {
-		return appendDispute(b, &d.dpState, expander{s, x})
-	}), nil
 }

@@ -3,8 +3,6 @@ package stripetest
 import (
 	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
 
 	"github.com/stripe/stripe-go/v82"
 )
@@ -132,56 +130,4 @@ func (s *Server) SetRefundStatus(refundID string, status stripe.RefundStatus, fa
 	}
 	s.addEvent("charge.refund.updated", at, r.account, r.reState)
 	return nil
-}
-
-// retrieveRefund serves GET /v1/refunds/{id}, appending the answer to b.
-func (s *Server) retrieveRefund(b []byte, account, id string, q url.Values) ([]byte, *failure) {
-	for param := range q {
-		if !isArrayParam(param, "expand") {
-			return b, unknownParameter(param)
-		}
-	}
-	x, f := parseExpand(q, kindRefund, false)
-	if f != nil {
-		return b, f
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, ok := s.refunds[id]
-	if !ok || r.account != account {
-		return b, noSuch(http.StatusNotFound, "refund", id, "refund")
-	}
-	return appendRefund(b, &r.reState, expander{s, x}), nil
-}
-
-// listRefunds serves GET /v1/refunds, appending the answer to b.
-func (s *Server) listRefunds(b []byte, account string, q url.Values) ([]byte, *failure) {
-	lq, f := parseList(q, isChargeFilter)
-	if f != nil {
-		return b, f
-	}
-	x, f := parseExpand(q, kindRefund, true)
-	if f != nil {
-		return b, f
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ch, filtered := s.chargeFilter(account, q)
-	var idx *index[*refund]
-	switch {
-	case !filtered:
-		idx = s.refundsBy[account]
-	case ch != nil:
-		idx = &ch.refunds
-	}
-	page, hasMore, f := pageOf(idx, lq, "refund", func(id string) (*refund, bool) {
-		r, ok := s.refunds[id]
-		return r, ok && r.account == account
-	})
-	if f != nil {
-		return b, f
-	}
-	return appendList(b, "/v1/refunds", page, hasMore, func(b []byte, r *refund) []byte {
-		return appendRefund(b, &r.reState, expander{s, x})
-	}), nil
 }

@@ -140,13 +140,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case RetrieveCharge:
 		body, f = s.retrieveCharge(body, account, id, q)
 	case RetrieveRefund:
-		body, f = s.retrieveRefund(body, account, id, q)
+		body, f = refundObjects.retrieve(s, body, account, id, q)
 	case ListRefunds:
-		body, f = s.listRefunds(body, account, q)
+		body, f = refundObjects.list(s, body, account, q)
 	case RetrieveDispute:
-		body, f = s.retrieveDispute(body, account, id, q)
+		body, f = disputeObjects.retrieve(s, body, account, id, q)
 	case ListDisputes:
-		body, f = s.listDisputes(body, account, q)
+		body, f = disputeObjects.list(s, body, account, q)
 	}
 	if f != nil {
 		s.fail(w, rec, f)
