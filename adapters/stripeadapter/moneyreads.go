@@ -14,59 +14,49 @@ import (
 	"github.com/reconcilekit/reconcile"
 )
 
-// disputePage and refundPage are one page of the disputes and refunds lists.
-type disputePage struct {
+// followUpPage is one page of the disputes or refunds list.
+type followUpPage[T any] struct {
 	stripe.APIResource
 	stripe.ListMeta
-	Object string            `json:"object"`
-	Data   []*stripe.Dispute `json:"data"`
-}
-
-type refundPage struct {
-	stripe.APIResource
-	stripe.ListMeta
-	Object string           `json:"object"`
-	Data   []*stripe.Refund `json:"data"`
+	Object string `json:"object"`
+	Data   []T    `json:"data"`
 }
 
 // disputes lists the disputes of the intent piID's charge, in one call.
 func (g *Gateway) disputes(ctx context.Context, piID string) ([]*stripe.Dispute, error) {
-	op := "list disputes of " + piID
 	params := &stripe.DisputeListParams{PaymentIntent: stripe.String(piID)}
-	svc := g.sc.V1Disputes
-	var page disputePage
-	if err := g.list(ctx, op, svc.B, svc.Key, "/v1/disputes", &params.ListParams, params, &page); err != nil {
-		return nil, followUpError(err)
-	}
-	if page.Object != "list" {
-		return nil, notAList(op)
-	}
-	for _, d := range page.Data {
-		if d == nil || d.ID == "" || d.Status == "" || (d.PaymentIntent != nil && d.PaymentIntent.ID != piID) {
-			return nil, fmt.Errorf("stripeadapter: %s: Stripe listed a dispute without an id or a status, or of another payment "+
-				"(a proxy or cache in between?): %w", op, reconcile.ErrUnavailable)
-		}
-	}
-	return page.Data, nil
+	return followUp(ctx, g, "dispute", "/v1/disputes", g.sc.V1Disputes.B, g.sc.V1Disputes.Key, &params.ListParams, params, piID,
+		func(d *stripe.Dispute) bool {
+			return d != nil && d.ID != "" && d.Status != "" && (d.PaymentIntent == nil || d.PaymentIntent.ID == piID)
+		})
 }
 
 // refunds lists the refunds of the intent piID, newest first, in one call (a payment has far
 // fewer than a hundred).
 func (g *Gateway) refunds(ctx context.Context, piID string) ([]*stripe.Refund, error) {
-	op := "list refunds of " + piID
 	params := &stripe.RefundListParams{PaymentIntent: stripe.String(piID)}
-	svc := g.sc.V1Refunds
-	var page refundPage
-	if err := g.list(ctx, op, svc.B, svc.Key, "/v1/refunds", &params.ListParams, params, &page); err != nil {
+	return followUp(ctx, g, "refund", "/v1/refunds", g.sc.V1Refunds.B, g.sc.V1Refunds.Key, &params.ListParams, params, piID,
+		func(r *stripe.Refund) bool {
+			return r != nil && r.ID != "" && r.Status != "" && (r.PaymentIntent == nil || r.PaymentIntent.ID == piID)
+		})
+}
+
+// followUp makes one follow-up list call for the intent piID's objects of a kind (what, as in
+// "refund"). An object without an id or a status, or of another payment, is not an answer.
+func followUp[T any](ctx context.Context, g *Gateway, what, path string, b stripe.Backend, key string,
+	lp *stripe.ListParams, params any, piID string, valid func(T) bool) ([]T, error) {
+	op := "list " + what + "s of " + piID
+	var page followUpPage[T]
+	if err := g.list(ctx, op, b, key, path, lp, params, &page); err != nil {
 		return nil, followUpError(err)
 	}
 	if page.Object != "list" {
 		return nil, notAList(op)
 	}
-	for _, r := range page.Data {
-		if r == nil || r.ID == "" || r.Status == "" || (r.PaymentIntent != nil && r.PaymentIntent.ID != piID) {
-			return nil, fmt.Errorf("stripeadapter: %s: Stripe listed a refund without an id or a status, or of another payment "+
-				"(a proxy or cache in between?): %w", op, reconcile.ErrUnavailable)
+	for _, v := range page.Data {
+		if !valid(v) {
+			return nil, fmt.Errorf("stripeadapter: %s: Stripe listed a %s without an id or a status, or of another payment "+
+				"(a proxy or cache in between?): %w", op, what, reconcile.ErrUnavailable)
 		}
 	}
 	return page.Data, nil
