@@ -152,7 +152,7 @@ type subscriptionFacts struct {
 	// end is SubscriptionPeriodEnd; ahead and behind compare the row's PaidThrough with it.
 	end           time.Time
 	ahead, behind bool
-	// cancelDiffers: both record cancel_at_period_end and differ, Stripe's subscription not ended.
+	// cancelDiffers: cancel_at_period_end differs, and Stripe's subscription has not ended.
 	cancelDiffers bool
 }
 
