@@ -5,8 +5,12 @@ import (
 	"strings"
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/reconcilekit/reconcile/internal/pgtest"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestTheRunFindsAndRepairsWhatItPlanted(t *testing.T) {
 	t.Parallel()
