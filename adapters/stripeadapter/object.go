@@ -271,13 +271,13 @@ func ValidCheckoutSessionID(id string) bool {
 // the reverse scan.
 func Accounts() Object[*stripe.Account] {
 	return Object[*stripe.Account]{
-		Name:       "account",
-		Path:       "/v1/accounts",
-		IDPrefix:   "acct_",
-		ID:         func(a *stripe.Account) string { return a.ID },
-		Created:    func(a *stripe.Account) int64 { return a.Created },
-		State:      AccountState,
-		Platform:   true,
+		Name:     "account",
+		Path:     "/v1/accounts",
+		IDPrefix: "acct_",
+		ID:       func(a *stripe.Account) string { return a.ID },
+		Created:  func(a *stripe.Account) int64 { return a.Created },
+		State:    AccountState,
+		Platform: true,
 	}
 }
 
