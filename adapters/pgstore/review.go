@@ -180,11 +180,11 @@ func (s *Store[L]) ListFindings(ctx context.Context, fq reconcile.FindingQuery) 
 	rows, err := s.db.Query(ctx, s.own.listFindings+`
 		WHERE `+strings.Join(where, " AND ")+fmt.Sprintf(` ORDER BY f.id LIMIT $%d`, len(args)), args...)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: list findings: %w", err)
+		return nil, s.cfg.Tables.wrap("list findings", err)
 	}
 	fs, err := pgx.CollectRows(rows, scanFinding)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: list findings: %w", err)
+		return nil, s.cfg.Tables.wrap("list findings", err)
 	}
 	return s.withExternalIDs(ctx, fs), nil
 }
