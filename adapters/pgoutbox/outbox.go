@@ -57,7 +57,7 @@ func (o Outbox) Stats(ctx context.Context) (OutboxStats, error) {
 	st := OutboxStats{Dead: map[string]int64{}}
 	var oldest *time.Time
 	b := &pgx.Batch{}
-	b.Queue(`SELECT now(), count(*), min(created_at) FROM `+outbox+`
+	b.Queue(`SELECT now(), count(*), min(created_at) FROM ` + outbox + `
 		WHERE status IN ('pending', 'running') AND processed_at IS NULL`).QueryRow(func(r pgx.Row) error {
 		return r.Scan(&st.Now, &st.Queued, &oldest)
 	})
