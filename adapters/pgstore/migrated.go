@@ -25,8 +25,9 @@ type MigrationError struct {
 	// Missing names the migration files not applied, such as "007_finding_diffs.sql"; every
 	// file when the tables do not exist. Empty when Err revealed the problem.
 	Missing []string
-	// Err is the database error that revealed it (a statement on a table that does not exist),
-	// or nil when Check found it.
+	// Op and Err are the operation that failed and the database error that revealed it (a
+	// statement on a table that does not exist); empty and nil when Check found it.
+	Op  string
 	Err error
 }
 
@@ -47,8 +48,12 @@ func (e *MigrationError) Error() string {
 	default:
 		what = "lack migration " + strings.Join(e.Missing, ", ")
 	}
-	msg := fmt.Sprintf("pgstore: the reconciler's tables %s %s: run pgstore.Migrate(ctx, db, store.Tables()) at startup, "+
-		"or apply pgstore.Migrations(store.Tables()) with your migration tool", where, what)
+	op := ""
+	if e.Op != "" {
+		op = e.Op + ": "
+	}
+	msg := fmt.Sprintf("pgstore: %sthe reconciler's tables %s %s: run pgstore.Migrate(ctx, db, store.Tables()) at startup, "+
+		"or apply pgstore.Migrations(store.Tables()) with your migration tool", op, where, what)
 	if e.Err != nil {
 		msg += ": " + e.Err.Error()
 	}
@@ -114,7 +119,7 @@ func checkMigrated(ctx context.Context, db DB, t Tables) error {
 func (t Tables) wrap(op string, err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "42P01" && strings.Contains(pe.Message, t.Prefix) {
-		return &MigrationError{Tables: t, Err: err}
+		return &MigrationError{Tables: t, Op: op, Err: err}
 	}
 	return fmt.Errorf("pgstore: %s: %w", op, err)
 }
