@@ -145,5 +145,6 @@ func (s *Store[L]) sendFenced(ctx context.Context, batch *pgx.Batch, what string
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("pgstore: %s: commit transaction: %w", what, err)
 	}
+	noteWrite()
 	return nil
 }

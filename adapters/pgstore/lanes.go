@@ -136,5 +136,6 @@ func (s *Store[L]) RecordLaneFailure(ctx context.Context, job, lane string, caus
 	if err != nil {
 		return s.cfg.Tables.wrap("record lane failure", err)
 	}
+	noteWrite()
 	return nil
 }

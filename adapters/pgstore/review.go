@@ -54,6 +54,7 @@ func (s *Store[L]) ResolveFindingIn(ctx context.Context, q Querier, id int64, r 
 	case !open:
 		return fmt.Errorf("pgstore: resolve finding %d: %w", id, reconcile.ErrAlreadyResolved)
 	}
+	noteWrite()
 	return nil
 }
 
@@ -74,6 +75,7 @@ func (s *Store[L]) ResolveRecordFindings(ctx context.Context, q Querier, recordI
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: resolve findings of record %s: %w", recordID, err)
 	}
+	noteWrite()
 	return ids, nil
 }
 
@@ -105,6 +107,7 @@ func (s *Store[L]) ReopenFindingIn(ctx context.Context, q Querier, id int64, by,
 	case !reopened:
 		return fmt.Errorf("pgstore: reopen finding %d: %w", id, reconcile.ErrAlreadyOpen)
 	}
+	noteWrite()
 	return nil
 }
 

@@ -92,6 +92,7 @@ func (s *Store[L]) RecordFailure(ctx context.Context, job string, cause error) e
 	if err != nil {
 		return s.cfg.Tables.wrap("record failure of job "+job, err)
 	}
+	noteWrite()
 	return nil
 }
 
