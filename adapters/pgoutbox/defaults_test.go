@@ -2,12 +2,14 @@ package pgoutbox_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/reconcilekit/reconcile/adapters/pgoutbox"
+	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/internal/pgtest"
 )
 
@@ -121,3 +123,23 @@ func TestStopBeforeStartAndAfterStopDoesNothing(t *testing.T) {
 type chanObserver chan pgoutbox.Attempt
 
 func (c chanObserver) CommandAttempted(a pgoutbox.Attempt) { c <- a }
+
+// A dispatcher given other tables than the store's (the schema forgotten in Config.Tables)
+// refuses to start instead of logging a failed claim every second.
+func TestStartRefusesTablesWithoutAnOutbox(t *testing.T) {
+	pool := outboxWorld(t)
+	d, err := pgoutbox.NewDispatcher(pool, pgoutbox.Config{Tables: pgstore.Tables{Prefix: "other_"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Handle("Apply", recordEffect); err != nil {
+		t.Fatal(err)
+	}
+	err = d.Start(context.Background())
+	if !errors.Is(err, pgstore.ErrNotMigrated) || !strings.Contains(err.Error(), `outbox table "other_outbox" does not exist`) {
+		t.Fatalf("Start = %v; want ErrNotMigrated naming the table", err)
+	}
+	if err := d.Stop(context.Background()); err != nil {
+		t.Fatalf("Stop after a failed Start = %v", err)
+	}
+}

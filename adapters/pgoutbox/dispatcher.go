@@ -155,6 +155,15 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	if len(d.handlers) == 0 {
 		return errors.New("pgoutbox: no handlers registered")
 	}
+	// Tables that name no outbox would make every claim fail, each only logged.
+	var exists bool
+	if err := d.db.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", d.sql.outbox).Scan(&exists); err != nil {
+		return fmt.Errorf("pgoutbox: start: %w", err)
+	}
+	if !exists {
+		return fmt.Errorf("pgoutbox: start: the outbox table %s does not exist: give Config.Tables the store's Tables() and run pgstore.Migrate with them: %w",
+			d.sql.outbox, pgstore.ErrNotMigrated)
+	}
 	d.started, d.frozen = true, true
 	handlerCtx, kill := context.WithCancelCause(ctx)
 	claimCtx, stop := context.WithCancel(handlerCtx)
