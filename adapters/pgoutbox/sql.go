@@ -9,7 +9,7 @@ import (
 // changes a claimed row is guarded by id AND attempt AND status = 'running': a dispatcher whose
 // lease was taken over changes nothing.
 type dispatchSQL struct {
-	outbox string // the table's quoted name
+	outbox                                               string // the table's quoted name
 	claim, complete, renew, release, snooze, retry, bury string
 	// findingResolved reads whether finding $1 is resolved (HandleCommand).
 	findingResolved string
