@@ -1,5 +1,6 @@
 // Package stripeadapter connects the reconciler to Stripe PaymentIntents and their money (charges,
-// refunds, disputes), through stripe-go v82.
+// refunds, disputes), and through its object kit to Subscriptions, Invoices, Checkout Sessions,
+// connected accounts or any Stripe object a host describes, through stripe-go v82.
 //
 // # Gateway
 //
@@ -74,6 +75,54 @@
 // with ReportMissing finds the intents no row refers to; ReverseOptions.Include leaves out
 // intents the table does not account for (Invoices, Checkout, other services). Neither uses
 // the Search API, which can lag by an hour.
+//
+// # Object kit
+//
+// Everything above except the money is the object kit's, for any Stripe object type: an
+// [Object] describes the type (its "object" name, collection path, id prefix, list parameters
+// sent on every list, expand paths, event types, and how to read an object's id, creation
+// time and state), and [NewObjectGateway] builds from it an [ObjectGateway] with the same error
+// mapping, client defaults, id check, bulk list by created window with per-object fallback and
+// look-ahead, events feed ([ObjectEventsFeed]) and reverse feed ([ObjectReverseFeed]). The
+// Gateway above is the kit's gateway of [PaymentIntents] with the money on top. Shipped:
+//
+//	descriptor          path                    id prefix  list parameters  state              events
+//	PaymentIntents()    /v1/payment_intents     pi_        -                status             payment_intent.*
+//	Subscriptions()     /v1/subscriptions       sub_       status=all       status             customer.subscription.*
+//	Invoices()          /v1/invoices            in_        -                status             invoice.*
+//	CheckoutSessions()  /v1/checkout/sessions   cs_        -                status             checkout.session.*
+//	Accounts()          /v1/accounts            acct_      -                see AccountState   none (platform only)
+//
+// Subscriptions send status=all because Stripe's subscription list leaves canceled ones out
+// otherwise: a sweep would then retrieve each canceled subscription one by one, and a
+// hand-written list would take it for missing. Every list endpoint above filters by created;
+// for one that does not, set NoCreatedFilter and the bulk fetch leaves every row to Fetch.
+// Each descriptor function returns a fresh value, and NewObjectGateway copies what it is
+// given, so a host's later change reaches no gateway. A Checkout Session id is cs_, cs_test_
+// or cs_live_ and letters and digits ([ValidCheckoutSessionID]).
+//
+// [ObjectGateway.ForAccount] returns the gateway for a connected account, over the same
+// client: its calls carry Stripe-Account, and it keeps its own look-ahead, so that no account
+// is answered with another's objects. Accounts are the platform's objects: their calls never
+// carry Stripe-Account, and a connected account's account.updated events are in that
+// account's event log, not the platform's, so Accounts name no event types.
+//
+// To reconcile an object the project does not ship, describe it (see the Object example, a
+// refunds table against Stripe Refunds):
+//
+//	refunds := stripeadapter.Object[*stripe.Refund]{
+//		Name: "refund", Path: "/v1/refunds", IDPrefix: "re_",
+//		EventTypes: []string{"refund.created", "refund.updated", "refund.failed"},
+//		ID:         func(r *stripe.Refund) string { return r.ID },
+//		Created:    func(r *stripe.Refund) int64 { return r.Created },
+//		State:      func(r *stripe.Refund) string { return string(r.Status) },
+//	}
+//	gateway, err := stripeadapter.NewObjectGateway(cfg, refunds)
+//
+// T may be a stripe-go type or the host's own struct with Stripe's JSON names: the kit decodes
+// each answer with encoding/json. An object without a valid id or with an empty State is not
+// an answer (an empty or foreign body from a proxy): it verifies nothing and its row is
+// Unverifiable.
 //
 // # Classifier
 //
