@@ -31,18 +31,8 @@ func judge[L, T any](t *testing.T, gateway *stripeadapter.ObjectGateway[T], poli
 	return d
 }
 
-func objectGateway[T any](t *testing.T, srv *stripetest.Server, obj stripeadapter.Object[T]) *stripeadapter.ObjectGateway[T] {
-	t.Helper()
-	g, err := stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL()}, obj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
-}
-
 func TestTheSubscriptionPolicyJudgesSubscriptionsReadOverHTTP(t *testing.T) {
-	srv := stripetest.NewServer(stripetest.Options{})
-	defer srv.Close()
+	srv := newFakeStripe(t)
 	end := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	id := srv.AddSubscription(stripetest.Subscription{CurrentPeriodStart: end.AddDate(0, -1, 0), CurrentPeriodEnd: end})
 	gateway, policy := objectGateway(t, srv, stripeadapter.Subscriptions()), stripeadapter.SubscriptionPolicy(subView)
@@ -69,8 +59,7 @@ func TestTheSubscriptionPolicyJudgesSubscriptionsReadOverHTTP(t *testing.T) {
 }
 
 func TestTheInvoicePolicyJudgesInvoicesReadOverHTTP(t *testing.T) {
-	srv := stripetest.NewServer(stripetest.Options{})
-	defer srv.Close()
+	srv := newFakeStripe(t)
 	id := srv.AddInvoice(stripetest.Invoice{Status: stripe.InvoiceStatusOpen, Currency: "jpy", AmountDue: 1000})
 	gateway, policy := objectGateway(t, srv, stripeadapter.Invoices()), stripeadapter.InvoicePolicy(invoiceView)
 
@@ -97,8 +86,7 @@ func TestTheInvoicePolicyJudgesInvoicesReadOverHTTP(t *testing.T) {
 }
 
 func TestTheCheckoutPolicyFulfilsOnPaymentStatusReadOverHTTP(t *testing.T) {
-	srv := stripetest.NewServer(stripetest.Options{})
-	defer srv.Close()
+	srv := newFakeStripe(t)
 	id := srv.AddCheckoutSession(stripetest.CheckoutSession{AmountTotal: 2500})
 	gateway, policy := objectGateway(t, srv, stripeadapter.CheckoutSessions()), stripeadapter.CheckoutPolicy(checkoutView)
 
