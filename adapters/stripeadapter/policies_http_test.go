@@ -31,15 +31,6 @@ func judge[L, T any](t *testing.T, gateway *stripeadapter.ObjectGateway[T], poli
 	return d
 }
 
-func objectGateway[T any](t *testing.T, srv *stripetest.Server, obj stripeadapter.Object[T]) *stripeadapter.ObjectGateway[T] {
-	t.Helper()
-	g, err := stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL()}, obj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
-}
-
 func TestTheSubscriptionPolicyJudgesSubscriptionsReadOverHTTP(t *testing.T) {
 	srv := stripetest.NewServer(stripetest.Options{})
 	defer srv.Close()
