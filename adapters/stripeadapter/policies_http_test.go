@@ -32,7 +32,8 @@ func judge[L, T any](t *testing.T, gateway *stripeadapter.ObjectGateway[T], poli
 }
 
 func TestTheSubscriptionPolicyJudgesSubscriptionsReadOverHTTP(t *testing.T) {
-	srv := newFakeStripe(t)
+	srv := stripetest.NewServer(stripetest.Options{})
+	defer srv.Close()
 	end := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	id := srv.AddSubscription(stripetest.Subscription{CurrentPeriodStart: end.AddDate(0, -1, 0), CurrentPeriodEnd: end})
 	gateway, policy := objectGateway(t, srv, stripeadapter.Subscriptions()), stripeadapter.SubscriptionPolicy(subView)
@@ -59,7 +60,8 @@ func TestTheSubscriptionPolicyJudgesSubscriptionsReadOverHTTP(t *testing.T) {
 }
 
 func TestTheInvoicePolicyJudgesInvoicesReadOverHTTP(t *testing.T) {
-	srv := newFakeStripe(t)
+	srv := stripetest.NewServer(stripetest.Options{})
+	defer srv.Close()
 	id := srv.AddInvoice(stripetest.Invoice{Status: stripe.InvoiceStatusOpen, Currency: "jpy", AmountDue: 1000})
 	gateway, policy := objectGateway(t, srv, stripeadapter.Invoices()), stripeadapter.InvoicePolicy(invoiceView)
 
@@ -86,7 +88,8 @@ func TestTheInvoicePolicyJudgesInvoicesReadOverHTTP(t *testing.T) {
 }
 
 func TestTheCheckoutPolicyFulfilsOnPaymentStatusReadOverHTTP(t *testing.T) {
-	srv := newFakeStripe(t)
+	srv := stripetest.NewServer(stripetest.Options{})
+	defer srv.Close()
 	id := srv.AddCheckoutSession(stripetest.CheckoutSession{AmountTotal: 2500})
 	gateway, policy := objectGateway(t, srv, stripeadapter.CheckoutSessions()), stripeadapter.CheckoutPolicy(checkoutView)
 
