@@ -125,7 +125,9 @@ func Example_health() {
 // outboxSays is an OutboxReader over fixed stats; pgoutbox.Outbox is the real one.
 type outboxSays pgoutbox.OutboxStats
 
-func (o outboxSays) Stats(context.Context) (pgoutbox.OutboxStats, error) { return pgoutbox.OutboxStats(o), nil }
+func (o outboxSays) Stats(context.Context) (pgoutbox.OutboxStats, error) {
+	return pgoutbox.OutboxStats(o), nil
+}
 
 // The repair side: the dispatcher's attempts (Metrics is its Observer) and the outbox, read at
 // scrape time: a backlog waiting an hour and a command that went dead.
