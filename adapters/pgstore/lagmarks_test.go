@@ -152,3 +152,51 @@ func TestStatusFromLagMarksEqualsTheScan(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusLagBoundWhenTheOldestBatchesLostTheirRows checks the documented bound: when every
+// row of the two batches holding the oldest verifications is gone, Status reports the second
+// one's commit time as the oldest — a lag too large, never too small — and is exact again once
+// the sweep has moved past them.
+func TestStatusLagBoundWhenTheOldestBatchesLostTheirRows(t *testing.T) {
+	t.Parallel()
+	pool, s := newStore(t, pgstore.Config{}, paymentsDDL, `CREATE INDEX ON payments (created_at)`)
+	w := sweeper{t: t, pool: pool, store: s, job: "sweep", batch: 5}
+	insertPayments(t, pool, ids(1, 30)...)
+	all := func(string) bool { return true }
+	for !w.step(all) {
+	}
+	w.step(all) // rows 1-5 again: the cursor is at 5
+	w.agree("after a cycle and a batch")
+
+	w.exec(`DELETE FROM payments WHERE id BETWEEN 6 AND 10`)
+	w.agree("the oldest batch's rows deleted")
+
+	w.exec(`DELETE FROM payments WHERE id BETWEEN 11 AND 15`)
+	ctx := context.Background()
+	st, err := s.Status(ctx, "sweep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldest, _, err := pgstore.ScanOldest(ctx, s, "sweep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var floor time.Time
+	if err := pool.QueryRow(ctx, `SELECT floor FROM reconcile_lag_marks WHERE job = 'sweep' AND cycle = 0 AND hi = '[15]'`).Scan(&floor); err != nil {
+		t.Fatal(err)
+	}
+	if want := st.Now.Sub(floor); st.Lag != want || st.Lag <= st.Now.Sub(*oldest) {
+		t.Fatalf("Status lag %v; want %v (since the commit of rows 11-15), more than the true %v", st.Lag, want, st.Now.Sub(*oldest))
+	}
+
+	w.step(all) // rows 16-20
+	w.agree("past the deleted rows")
+}
+
+func ids(from, to int64) []int64 {
+	var out []int64
+	for i := from; i <= to; i++ {
+		out = append(out, i)
+	}
+	return out
+}
