@@ -32,8 +32,12 @@ import (
 // (an index range scan on created_at). When exact(m1) <= floor(m2) — the oldest batch still has
 // its rows, the usual case — the result is exact; otherwise (every row of m1's range deleted, or
 // verified again by a lane or a LagJobs job since) it is floor(m2), a lower bound of the oldest
-// time: Status then reports a lag too large, never too small, by at most the time between m2's
-// commit and the next verification of its rows. See Store.Status for when the scan is kept.
+// time, attained unless m2's rows are gone too: Status then reports a lag too large, never too
+// small, until the sweep reads past those keys (TestStatusLagBoundWhenTheOldestBatchesLostTheirRows).
+// Two assumptions: a row is inserted no earlier than its created_at says (a backfilled row
+// with an older created_at, inserted behind the cursor, counts from its next read), and the
+// cycle's rows lie in its key ranges (keys are not updated). See Store.Status for when the
+// scan is kept.
 type lagMarkSQL struct {
 	// insert records a commit's mark: $1 job, $2 wrap, $3 lo, $4 hi (JSON arrays or NULL),
 	// $5 the ids of the rows read but not verified, $6 the rows read, $7 the lag jobs.
@@ -78,6 +82,13 @@ func (p *sqlParts) createdAt(op, expr string) string {
 	return fmt.Sprintf("%s %s %s", p.q(p.cfg.CreatedAtColumn), op, expr)
 }
 
+// markRows is how many rows a mark covers at most (unless one batch has more): at 10 million
+// rows, about 2,500 marks a cycle and an exact read of at most 4,096 rows.
+const markRows = 2048
+
+// exactMarks is how many of the covering marks with the lowest floors Status reads exactly.
+const exactMarks = 3
+
 func (p *sqlParts) lagMarkStatements(st *statements) {
 	cfg, t := p.cfg, p.cfg.Tables
 	marks, cursors := t.table("lag_marks"), t.table("cursors")
@@ -85,29 +96,52 @@ func (p *sqlParts) lagMarkStatements(st *statements) {
 	keys := "(" + strings.Join(p.keys, ", ") + ")"
 	valid := p.invalid + " IS NULL"
 	m := &st.lagMarks
-	m.insert = fmt.Sprintf(`INSERT INTO %[1]s (job, cycle, version, lo, hi, at, floor, rows, started)
-		SELECT $1, c.cycles_completed - CASE WHEN $2 THEN 1 ELSE 0 END, c.version, $3::jsonb, $4::jsonb, now(),
-			least(now(), (SELECT min(%[3]s) FROM %[4]s AS h WHERE %[5]s = ANY($5::text[]::%[6]s[]) AND %[7]s)), $6,
+	// A batch extends the cycle's last mark while that covers fewer than markRows rows, else
+	// starts a new one: Status reads at most a cycle's marks and one mark's rows. Its frontier
+	// walks the previous cycle's marks from the last mark's frontier on, in version order:
+	// amortized, a mark or two per commit.
+	m.insert = fmt.Sprintf(`WITH c AS (SELECT * FROM %[2]s WHERE job = $1),
+		new AS (SELECT c.cycles_completed - CASE WHEN $2 THEN 1 ELSE 0 END AS cycle, c.version,
+			least(now(), (SELECT min(%[3]s) FROM %[4]s AS h WHERE %[5]s = ANY($5::text[]::%[6]s[]) AND %[7]s)) AS floor,
 			CASE WHEN $2 THEN coalesce((SELECT min(m.started) FROM %[1]s AS m WHERE m.job = $1 AND m.cycle = c.cycles_completed - 1), '-infinity')
-				ELSE c.cycle_started_at END
-		FROM %[2]s AS c WHERE c.job = $1
+				ELSE c.cycle_started_at END AS started,
+			CASE WHEN NOT $2 THEN coalesce(
+				(SELECT p.version FROM %[1]s AS p WHERE p.job = $1 AND p.cycle = c.cycles_completed - 1
+					AND p.version >= coalesce((SELECT l.frontier FROM %[1]s AS l WHERE l.job = $1 AND l.cycle = c.cycles_completed
+						ORDER BY l.version DESC LIMIT 1), 0)
+					AND (p.hi IS NULL OR %[8]s > %[9]s) ORDER BY p.version LIMIT 1),
+				(SELECT max(p.version) + 1 FROM %[1]s AS p WHERE p.job = $1 AND p.cycle = c.cycles_completed - 1), 0) END AS frontier
+			FROM c),
+		last AS (SELECT l.version FROM %[1]s AS l, new WHERE l.job = $1 AND l.cycle = new.cycle AND l.hi IS NOT DISTINCT FROM $3::jsonb
+			AND l.rows + $6 <= %[10]d ORDER BY l.version DESC LIMIT 1),
+		extended AS (UPDATE %[1]s AS m SET hi = $4::jsonb, at = now(), floor = least(m.floor, new.floor), rows = m.rows + $6,
+				frontier = new.frontier
+			FROM new, last WHERE m.job = $1 AND m.cycle = new.cycle AND m.version = last.version RETURNING 1)
+		INSERT INTO %[1]s (job, cycle, version, lo, hi, at, floor, rows, started, frontier)
+		SELECT $1, new.cycle, new.version, $3::jsonb, $4::jsonb, now(), new.floor, $6, new.started, new.frontier
+		FROM new WHERE NOT EXISTS (SELECT 1 FROM extended)
 		ON CONFLICT (job, cycle, version) DO UPDATE SET lo = EXCLUDED.lo, hi = EXCLUDED.hi, at = EXCLUDED.at,
-			floor = EXCLUDED.floor, rows = EXCLUDED.rows, started = EXCLUDED.started`,
-		marks, cursors, p.rowTime(7), p.host, p.q(cfg.IDColumn), p.types[cfg.IDColumn], valid)
+			floor = EXCLUDED.floor, rows = EXCLUDED.rows, started = EXCLUDED.started, frontier = EXCLUDED.frontier`,
+		marks, cursors, p.rowTime(7), p.host, p.q(cfg.IDColumn), p.types[cfg.IDColumn], valid,
+		p.keyOf("p.hi", keyTypes), p.keyOf("$4::jsonb", keyTypes), markRows)
 	m.prune = fmt.Sprintf(`DELETE FROM %s AS m USING %s AS c WHERE m.job = $1 AND c.job = $1
 		AND (m.cycle < c.cycles_completed - 1 OR m.cycle > c.cycles_completed)`, marks, cursors)
-	// The covering marks: the current cycle's, and the previous cycle's past the cursor. The
-	// previous cycle covers every row only if its marks start at the cycle's start.
+	// The covering marks: the current cycle's, and the previous cycle's from the current
+	// cycle's last frontier on (all of them at a cycle's start). The previous cycle covers every
+	// row only if its marks start at the cycle's start.
 	m.summary = fmt.Sprintf(`WITH c AS (SELECT cycles_completed AS cyc, position AS pos FROM %[2]s WHERE job = $1),
-		m AS (SELECT mk.* FROM %[1]s AS mk, c WHERE mk.job = $1 AND (mk.cycle = c.cyc
-			OR (mk.cycle = c.cyc - 1 AND (c.pos IS NULL OR mk.hi IS NULL OR %[3]s > %[4]s))))
-		SELECT EXISTS (SELECT 1 FROM %[1]s AS mk, c WHERE mk.job = $1 AND mk.cycle = c.cyc - 1 AND mk.lo IS NULL),
+		f AS (SELECT CASE WHEN c.pos IS NULL THEN 0 ELSE (SELECT l.frontier FROM %[1]s AS l WHERE l.job = $1 AND l.cycle = c.cyc
+			ORDER BY l.version DESC LIMIT 1) END AS v FROM c),
+		m AS MATERIALIZED (SELECT mk.floor, mk.rows, mk.lo, mk.hi FROM %[1]s AS mk, c, f WHERE mk.job = $1 AND (mk.cycle = c.cyc
+			OR (mk.cycle = c.cyc - 1 AND mk.version >= f.v)))
+		SELECT EXISTS (SELECT 1 FROM %[1]s AS mk, c WHERE mk.job = $1 AND mk.cycle = c.cyc - 1 AND mk.lo IS NULL)
+				AND (SELECT v FROM f) IS NOT NULL,
 			coalesce((SELECT sum(rows) FROM m), 0)::bigint,
 			(SELECT min(mk.started) FROM %[1]s AS mk, c WHERE mk.job = $1 AND mk.cycle = c.cyc - 1),
-			m1.floor, m1.lo::text, m1.hi::text,
-			(SELECT floor FROM m ORDER BY floor OFFSET 1 LIMIT 1)
-		FROM (SELECT 1) AS one LEFT JOIN (SELECT floor, lo, hi FROM m ORDER BY floor LIMIT 1) AS m1 ON true`,
-		marks, cursors, p.keyOf("mk.hi", keyTypes), p.keyOf("c.pos", keyTypes))
+			coalesce(array_agg(k.floor ORDER BY k.floor), '{}'), coalesce(array_agg(k.lo::text ORDER BY k.floor), '{}'),
+			coalesce(array_agg(k.hi::text ORDER BY k.floor), '{}')
+		FROM (SELECT 1) AS one LEFT JOIN (SELECT floor, lo, hi FROM m ORDER BY floor LIMIT %[3]d) AS k ON true`,
+		marks, cursors, exactMarks+1)
 	exact := func(conds ...string) string {
 		return fmt.Sprintf("SELECT min(%s) FROM %s AS h WHERE %s", p.rowTime(1), p.host, strings.Join(append(conds, valid), " AND "))
 	}
@@ -153,49 +187,73 @@ func (s *Store[L]) lagJobs(job string) []string { return append([]string{job}, s
 
 // lagSummary is what the marks say of a job.
 type lagSummary struct {
-	ready          bool               // the marks cover every row but those created since start
-	rows           int64              // rows read by the covering marks
-	start          pgtype.Timestamptz // the previous cycle's start, -infinity if unknown
-	floor1         *time.Time         // the lowest floor, of the mark whose range is lo1..hi1
-	lo1, hi1       *string
-	floor2         *time.Time // the second lowest floor
+	ready bool               // the marks cover every row but those created since start
+	rows  int64              // rows read by the covering marks
+	start pgtype.Timestamptz // the previous cycle's start, -infinity if unknown
+	// floors, los and his are the exactMarks+1 covering marks with the lowest floors, lowest
+	// first: their floors and key ranges.
+	floors         []time.Time
+	los, his       []*string
 	newRowsPerHour int64
 }
 
 // queueLagSummary queues the read of the marks of job.
 func (s *Store[L]) queueLagSummary(b *pgx.Batch, st *statements, job string, sum *lagSummary) {
 	b.Queue(st.lagMarks.summary, job).QueryRow(func(r pgx.Row) error {
-		return r.Scan(&sum.ready, &sum.rows, &sum.start, &sum.floor1, &sum.lo1, &sum.hi1, &sum.floor2)
+		return r.Scan(&sum.ready, &sum.rows, &sum.start, &sum.floors, &sum.los, &sum.his)
 	})
 	b.Queue(st.lagMarks.newRows).QueryRow(func(r pgx.Row) error { return r.Scan(&sum.newRowsPerHour) })
 }
 
 // oldestFromMarks returns the oldest coalesce(last verified, created_at) of the job's rows
-// (see lagMarkSQL), nil if no row has one.
+// (see lagMarkSQL), nil if no row has one. It reads the marks with the lowest floors exactly,
+// lowest first, until the next floor is no earlier than the oldest time found (up to
+// exactMarks of them, the next floor then standing in), and then the rows created since the
+// previous cycle started and before that time.
 func (s *Store[L]) oldestFromMarks(ctx context.Context, st *statements, job string, sum lagSummary) (*time.Time, error) {
 	jobs := s.lagJobs(job)
-	b := &pgx.Batch{}
-	var exact, created *time.Time
-	if sum.floor1 != nil && sum.hi1 != nil {
-		q, args := st.lagMarks.exactFrom, []any{jobs, *sum.hi1}
-		if sum.lo1 != nil {
-			q, args = st.lagMarks.exactAfter, []any{jobs, *sum.lo1, *sum.hi1}
+	var oldest *time.Time
+	read := func(q string, args ...any) (*time.Time, error) {
+		var t *time.Time
+		if err := s.db.QueryRow(ctx, q, args...).Scan(&t); err != nil {
+			return nil, s.cfg.Tables.wrap("status of job "+job, err)
 		}
-		b.Queue(q, args...).QueryRow(func(r pgx.Row) error { return r.Scan(&exact) })
-	} else {
-		// A mark with no high-water mark (a Source without one): its floor stands.
-		exact = sum.floor1
+		return t, nil
 	}
-	// Rows created before floor2 may be older than every mark but the lowest.
+	for i, floor := range sum.floors {
+		if oldest != nil && !floor.Before(*oldest) {
+			break // every other row is at least floor old
+		}
+		if i == exactMarks {
+			oldest = &sum.floors[i] // the bound: a lag too large, never too small
+			break
+		}
+		var t *time.Time
+		var err error
+		switch {
+		case sum.his[i] == nil:
+			// A mark with no high-water mark (a Source without one): its floor stands.
+			t = &sum.floors[i]
+		case sum.los[i] == nil:
+			t, err = read(st.lagMarks.exactFrom, jobs, *sum.his[i])
+		default:
+			t, err = read(st.lagMarks.exactAfter, jobs, *sum.los[i], *sum.his[i])
+		}
+		if err != nil {
+			return nil, err
+		}
+		oldest = earliest(oldest, t)
+	}
+	// Rows created since the previous cycle started may be older; a row created later than
+	// the oldest time found cannot be.
 	upper := pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true}
-	if sum.floor2 != nil {
-		upper = pgtype.Timestamptz{Time: *sum.floor2, Valid: true}
+	if oldest != nil {
+		upper = pgtype.Timestamptz{Time: *oldest, Valid: true}
 	}
-	b.Queue(st.lagMarks.created, jobs, sum.start, upper).QueryRow(func(r pgx.Row) error { return r.Scan(&created) })
-	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
-		return nil, s.cfg.Tables.wrap("status of job "+job, err)
+	created, err := read(st.lagMarks.created, jobs, sum.start, upper)
+	if err != nil {
+		return nil, err
 	}
-	oldest := earliest(exact, sum.floor2)
 	return earliest(oldest, created), nil
 }
 

@@ -154,24 +154,26 @@ func TestStatusFromLagMarksEqualsTheScan(t *testing.T) {
 }
 
 // TestStatusLagBoundWhenTheOldestBatchesLostTheirRows checks the documented bound: when every
-// row of the two batches holding the oldest verifications is gone, Status reports the second
-// one's commit time as the oldest — a lag too large, never too small — and is exact again once
-// the sweep has moved past them.
+// row of the marks holding the oldest verifications is gone (the three Status reads exactly
+// and the next), Status reports the next one's floor as the oldest time — a lag too large,
+// never too small — and is exact again once the sweep has moved past them. A batch of 2,048
+// rows makes a mark of its own.
 func TestStatusLagBoundWhenTheOldestBatchesLostTheirRows(t *testing.T) {
 	t.Parallel()
 	pool, s := newStore(t, pgstore.Config{}, paymentsDDL, `CREATE INDEX ON payments (created_at)`)
-	w := sweeper{t: t, pool: pool, store: s, job: "sweep", batch: 5}
-	insertPayments(t, pool, ids(1, 30)...)
+	const batch = 2048
+	w := sweeper{t: t, pool: pool, store: s, job: "sweep", batch: batch}
+	insertPayments(t, pool, ids(1, 6*batch+10)...)
 	all := func(string) bool { return true }
 	for !w.step(all) {
 	}
-	w.step(all) // rows 1-5 again: the cursor is at 5
+	w.step(all) // rows 1-2048 again
 	w.agree("after a cycle and a batch")
 
-	w.exec(`DELETE FROM payments WHERE id BETWEEN 6 AND 10`)
-	w.agree("the oldest batch's rows deleted")
+	w.exec(`DELETE FROM payments WHERE id BETWEEN $1 AND $2`, batch+1, 3*batch)
+	w.agree("the two oldest marks' rows deleted")
 
-	w.exec(`DELETE FROM payments WHERE id BETWEEN 11 AND 15`)
+	w.exec(`DELETE FROM payments WHERE id BETWEEN $1 AND $2`, 3*batch+1, 5*batch)
 	ctx := context.Background()
 	st, err := s.Status(ctx, "sweep")
 	if err != nil {
@@ -182,14 +184,15 @@ func TestStatusLagBoundWhenTheOldestBatchesLostTheirRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	var floor time.Time
-	if err := pool.QueryRow(ctx, `SELECT floor FROM reconcile_lag_marks WHERE job = 'sweep' AND cycle = 0 AND hi = '[15]'`).Scan(&floor); err != nil {
+	if err := pool.QueryRow(ctx, `SELECT floor FROM reconcile_lag_marks WHERE job = 'sweep' AND cycle = 0 AND hi = $1`,
+		"["+strconv.Itoa(5*batch)+"]").Scan(&floor); err != nil {
 		t.Fatal(err)
 	}
 	if want := st.Now.Sub(floor); st.Lag != want || st.Lag <= st.Now.Sub(*oldest) {
-		t.Fatalf("Status lag %v; want %v (since the commit of rows 11-15), more than the true %v", st.Lag, want, st.Now.Sub(*oldest))
+		t.Fatalf("Status lag %v; want %v (since the commit of the fourth oldest mark), more than the true %v", st.Lag, want, st.Now.Sub(*oldest))
 	}
 
-	w.step(all) // rows 16-20
+	w.step(all) // rows past the deleted ones
 	w.agree("past the deleted rows")
 }
 

@@ -23,8 +23,9 @@ import (
 // cost does not grow with the table (tens of milliseconds at 10 million rows; README,
 // Performance). The host table needs an index on CreatedAtColumn for that. Lag is then exact,
 // unless every row of the batch holding the oldest verification has since been deleted or
-// verified again by a lane: then it is at most one batch's worth of time too large, never too
-// small (the next oldest batch's commit time stands in). A row is taken to be inserted no
+// verified again out of turn (by a lane, or a LagJobs job), and so have the next oldest
+// batch's: then that batch's time stands in, and Lag is too large, never too small, until the
+// sweep reads past those keys. A row is taken to be inserted no
 // earlier than its created_at: a row inserted with an older created_at (a backfill) counts from
 // the next time the sweep reads it. Rows is the number of rows the sweep read over the last
 // cycle's worth of batches, not a count(*): the planner's input, exact as of each batch's read.

@@ -43,7 +43,8 @@ func statusCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	rows := fs.Int("rows", 10_000_000, "payments rows of the largest table (also measured at 1,000,000 when larger)")
 	batch := fs.Int("batch", 200, "the sweep's batch size: rows per lag mark")
 	runs := fs.Int("runs", 7, "Status calls timed per size (the median is reported)")
-	schema := fs.String("schema", "bench_status", "schema to drop, recreate and work in (dropped at the end)")
+	schema := fs.String("schema", "bench_status", "schema to drop, recreate and work in")
+	keep := fs.Bool("keep", false, "keep the schema, with the largest table, after the run")
 	if err := parseFlags(fs, args, stderr,
 		"usage: go run ./internal/bench status [flags]",
 		"Builds a payments table (UNLOGGED, one INSERT ... SELECT generate_series) as a sweep leaves it",
@@ -62,7 +63,9 @@ func statusCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	defer pool.Close()
-	defer drop()
+	if !*keep {
+		defer drop()
+	}
 
 	res := statusResult{Rows: *rows, Batch: *batch, Runs: *runs, StatusMS1M: -1, FullScanMS1M: -1, Agree: true}
 	sizes := []int{*rows}
@@ -175,7 +178,10 @@ func buildStatusState(ctx context.Context, pool *pgxpool.Pool, schema string, n,
 	fresh := 1000
 	end := n - fresh // the first cycle's high-water mark
 	batches := (end + batch - 1) / batch
-	pos := (batches / 2) * batch // the second cycle's cursor
+	// A mark covers the batches of up to 2,048 rows (pgstore's markRows).
+	seg := max(1, 2048/batch) * batch
+	marks := (end + seg - 1) / seg
+	pos := (marks / 2) * seg // the second cycle's cursor
 	// dt is the time between two batches: a cycle takes 24 hours.
 	steps := []string{
 		// Observations are written once here: the bench does not measure their churn.
@@ -202,16 +208,20 @@ func buildStatusState(ctx context.Context, pool *pgxpool.Pool, schema string, n,
 			VALUES ('sweep', jsonb_build_array({pos}), {batches} + {pos} / {batch} + 1, now() - interval '24 hours', now() - interval '24 hours', 1,
 				now() - interval '12 hours', {batch}, jsonb_build_array({end}))`,
 		// The marks: cycle 0 whole (its last batch a wrap up to its high-water mark), cycle 1 up
-		// to the cursor. A batch's floor is its commit time, or an unverifiable row's older one.
-		`INSERT INTO {s}.reconcile_lag_marks (job, cycle, version, lo, hi, at, floor, rows, started)
-			SELECT 'sweep', c, c * {batches} + k + 1, CASE WHEN k > 0 THEN jsonb_build_array(k * {batch}) END,
-				jsonb_build_array(least((k + 1) * {batch}, {end})), at,
-				CASE WHEN c = 1 AND EXISTS (SELECT 1 FROM generate_series(k * {batch} + 1, (k + 1) * {batch}) i WHERE i % 99991 = 0)
-					THEN at - interval '24 hours' ELSE at END,
-				least((k + 1) * {batch}, {end}) - k * {batch}, now() - interval '48 hours' + c * interval '24 hours'
-			FROM generate_series(0, 1) c, generate_series(0, {batches} - 1) k,
-				LATERAL (SELECT now() - interval '48 hours' + c * interval '24 hours' + (k + 1) * (interval '24 hours' / {batches}) AS at) t
-			WHERE c = 0 OR (k + 1) * {batch} <= {pos}`,
+		// to the cursor, each of the batches of seg rows. A mark's floor is its first batch's commit
+		// time, or an unverifiable row's older one; the second cycle's mark k reached into the first
+		// cycle's mark k+1 (version k+2).
+		`INSERT INTO {s}.reconcile_lag_marks (job, cycle, version, lo, hi, at, floor, rows, started, frontier)
+			SELECT 'sweep', c, c * {marks} + k + 1, CASE WHEN k > 0 THEN jsonb_build_array(k * {seg}) END,
+				jsonb_build_array(least((k + 1) * {seg}, {end})), at,
+				CASE WHEN c = 1 AND EXISTS (SELECT 1 FROM generate_series(k * {seg} + 1, (k + 1) * {seg}) i WHERE i % 99991 = 0)
+					THEN first - interval '24 hours' ELSE first END,
+				least((k + 1) * {seg}, {end}) - k * {seg}, now() - interval '48 hours' + c * interval '24 hours',
+				CASE WHEN c = 1 THEN k + 2 WHEN k < {marks} - 1 THEN 0 END
+			FROM generate_series(0, 1) c, generate_series(0, {marks} - 1) k,
+				LATERAL (SELECT now() - interval '48 hours' + c * interval '24 hours' + (k * {seg} / {batch} + 1) * (interval '24 hours' / {batches}) AS first,
+					now() - interval '48 hours' + c * interval '24 hours' + least((k + 1) * {seg} / {batch}, {batches}) * (interval '24 hours' / {batches}) AS at) t
+			WHERE c = 0 OR (k + 1) * {seg} <= {pos}`,
 		`ANALYZE {s}.payments`,
 		`ANALYZE {s}.reconcile_observations`,
 		`ANALYZE {s}.reconcile_lag_marks`,
@@ -219,6 +229,7 @@ func buildStatusState(ctx context.Context, pool *pgxpool.Pool, schema string, n,
 	for _, q := range steps {
 		q = strings.ReplaceAll(q, "now()", "'{t0}'::timestamptz")
 		q = expand(q, map[string]any{"s": s, "n": n, "end": end, "pos": pos, "batch": batch, "batches": batches,
+			"seg": seg, "marks": marks,
 			"t0": t0.UTC().Format("2006-01-02 15:04:05.999999Z07:00")})
 		began := time.Now()
 		if _, err := pool.Exec(ctx, q); err != nil {

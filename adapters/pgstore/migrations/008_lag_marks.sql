@@ -13,5 +13,9 @@ CREATE TABLE {{table "lag_marks"}} (
     floor   timestamptz NOT NULL,     -- min over the batch's rows of coalesce(last verified, created)
     rows    integer NOT NULL,         -- rows read
     started timestamptz NOT NULL,     -- when the cycle started (-infinity if unknown)
+    -- The version of the previous cycle's first mark whose range reaches past hi (past the
+    -- last such mark's version if none): Status reads the previous cycle's marks from there
+    -- on, without comparing keys. NULL for a cycle's last batch.
+    frontier bigint,
     PRIMARY KEY (job, cycle, version)
 );
