@@ -1,0 +1,559 @@
+package reconcile
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// A fan-out covers many accounts (tenants, Stripe connected accounts) with one BatchRunner.
+// Every account has jobs of its own, built by the host (a sweep and its lanes, each under a
+// job name of its own such as "payments@acct_123"), so each keeps its own cursor and lane
+// positions, and the fan-out takes turns among the accounts:
+//
+//   - A round is the fan-out's cycle. It starts with the accounts the host lists, and it ends
+//     when every account in it has completed a cycle: each of its runners reported Wrapped
+//     once during the round (a sweep's cycle, a reverse lane's pass, an events lane's
+//     catch-up). The batch that ends the round reports Wrapped.
+//   - Within a round, accounts take turns in the order of their ids, one batch per turn (an
+//     account with several runners runs the next of them not yet wrapped this round). An
+//     account that has completed its cycle sits the rest of the round out, so a huge account
+//     cannot starve small ones (they get one batch for each of its batches) and small ones do
+//     not spin (they wait for the next round, not re-verify rows every few seconds).
+//   - An account added during a round joins it; an account removed during a round leaves it at
+//     once (a batch of it already running finishes, and what it reports is ignored).
+//   - An account whose batch fails, or finds the external system unavailable, sits out for a
+//     backoff that doubles with each consecutive failure; one that is rate limited sits out
+//     for the wait the answer asked for. The others go on meanwhile: the fan-out's batch
+//     reports no error and no pushback for them. The runners of all accounts should share one
+//     Limiter: a rate-limit answer then slows every account (an AdaptiveLimiter halves its
+//     rate and pauses for Retry-After), since the budget is shared. Only when every account
+//     still in the round sits out does a batch report Deferred, with the wait until the first
+//     may go again.
+//
+// The fan-out starts no goroutine: its batches run in the caller's (a Runner's or RunTick's),
+// so stopping the caller stops it, and a removed account leaves nothing running.
+
+// DefaultFanOutRefresh and DefaultFanOutBackoff are the values a zero FanOutConfig gets.
+const (
+	DefaultFanOutRefresh = time.Minute
+	DefaultFanOutBackoff = time.Minute
+)
+
+// FanOutJob is one runner of an account: its sweep or one of its lanes.
+type FanOutJob struct {
+	// Job is the job the runner records under (Config.Job, or LaneConfig.Job for a lane,
+	// which is its sweep's): FanOut.Health reads its Status. It must be the account's own:
+	// two accounts sharing a job would share a cursor.
+	Job string
+	// Batches runs the job's batches: a *Reconciler or a *Lane.
+	Batches BatchRunner
+}
+
+// FanOutConfig describes a fan-out.
+type FanOutConfig struct {
+	// Name names the fan-out in reports, health and logs, such as "payments@connect". Required.
+	Name string
+	// Accounts lists the accounts to cover, such as the ids in the host's accounts table. It
+	// is called at the start of every round and every RefreshEvery during one, so accounts
+	// added to and removed from the table are followed. Required.
+	Accounts func(ctx context.Context) ([]string, error)
+	// Build returns the runners of one account, when it first appears. It should do no I/O.
+	// An account it fails for takes no turn, is tried again at the next refresh, and fails
+	// the fan-out's health meanwhile. Required.
+	Build func(account string) ([]FanOutJob, error)
+	// RefreshEvery is how often Accounts is called again during a round. Zero means
+	// DefaultFanOutRefresh.
+	RefreshEvery time.Duration
+	// Backoff is how long an account sits out after a failed or Unavailable batch, doubled
+	// per consecutive one up to 32 times. Zero means DefaultFanOutBackoff.
+	Backoff time.Duration
+	// Logger receives a line per failed batch and per account added or removed. Nil means no
+	// logging. Each batch logs through its own job's Logger.
+	Logger *slog.Logger
+	// Now is the clock of sit-out times; nil means time.Now.
+	Now func() time.Time
+}
+
+// FanOut runs the jobs of many accounts as one BatchRunner, a turn at a time (see the
+// comment at the top of fanout.go, or the package documentation). It is safe for concurrent
+// use: concurrent RunBatch calls run batches of different accounts.
+type FanOut struct {
+	cfg FanOutConfig
+
+	refreshMu sync.Mutex // one refresh at a time; held while Accounts and Build run
+
+	mu        sync.Mutex
+	accounts  map[string]*fanAccount
+	listed    bool // Accounts has answered at least once
+	listedAt  time.Time
+	inRound   bool
+	last      string // the account whose turn came last
+	rounds    int64
+	listError error // the last refresh's failure, nil after a success
+}
+
+// fanAccount is one account's state.
+type fanAccount struct {
+	id        string
+	jobs      []FanOutJob
+	buildErr  error
+	wrapped   []bool // per runner: reported Wrapped during this round
+	next      int    // the runner whose turn is next
+	busy      bool   // a batch of it is running
+	notBefore time.Time
+	failures  int
+	limited   bool // the last sit-out was a rate limit, not a failure
+}
+
+// done reports that the account has nothing more to do this round: it completed its cycle,
+// or it cannot run at all.
+func (a *fanAccount) done() bool {
+	return a.buildErr != nil || !slices.Contains(a.wrapped, false)
+}
+
+// NewFanOut checks cfg and returns a FanOut. It lists no account yet: the first batch does.
+func NewFanOut(cfg FanOutConfig) (*FanOut, error) {
+	switch {
+	case cfg.Name == "":
+		return nil, errors.New("reconcile: fan-out config: Name is empty")
+	case cfg.Accounts == nil:
+		return nil, errors.New("reconcile: fan-out config: Accounts is nil")
+	case cfg.Build == nil:
+		return nil, errors.New("reconcile: fan-out config: Build is nil")
+	case cfg.RefreshEvery < 0 || cfg.Backoff < 0:
+		return nil, errors.New("reconcile: fan-out config: RefreshEvery and Backoff must not be negative")
+	}
+	cfg.RefreshEvery = cmp.Or(cfg.RefreshEvery, DefaultFanOutRefresh)
+	cfg.Backoff = cmp.Or(cfg.Backoff, DefaultFanOutBackoff)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &FanOut{cfg: cfg, accounts: map[string]*fanAccount{}}, nil
+}
+
+// Refresh calls Accounts and follows the list: it builds the runners of new accounts (and
+// retries those whose build failed) and drops removed ones. RunBatch calls it at the start of
+// every round and every RefreshEvery; call it yourself to follow a change at once.
+func (f *FanOut) Refresh(ctx context.Context) error {
+	f.refreshMu.Lock()
+	defer f.refreshMu.Unlock()
+	ids, err := f.cfg.Accounts(ctx)
+	if err == nil {
+		ids, err = cleanAccounts(ids)
+	}
+	if err != nil {
+		err = fmt.Errorf("reconcile: fan-out %s: list accounts: %w", f.cfg.Name, err)
+		f.mu.Lock()
+		f.listError = err
+		f.mu.Unlock()
+		return err
+	}
+	f.mu.Lock()
+	var build []string
+	for _, id := range ids {
+		if a, ok := f.accounts[id]; !ok || a.buildErr != nil {
+			build = append(build, id)
+		}
+	}
+	f.mu.Unlock()
+
+	// Build runs without f.mu, so batches and health go on meanwhile.
+	built := make(map[string]*fanAccount, len(build))
+	for _, id := range build {
+		built[id] = f.build(id)
+	}
+
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	keep := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		keep[id] = true
+	}
+	for id := range f.accounts {
+		if !keep[id] {
+			delete(f.accounts, id)
+			f.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "reconcile fan-out: account removed",
+				slog.String("fanout", f.cfg.Name), slog.String("account", id))
+		}
+	}
+	owner := map[string]string{} // job -> account, to refuse a job two accounts share
+	for id, a := range f.accounts {
+		for _, j := range a.jobs {
+			owner[j.Job] = id
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(built)) {
+		a := built[id]
+		if a.buildErr == nil {
+			for _, j := range a.jobs {
+				if other, ok := owner[j.Job]; ok && other != id {
+					a = &fanAccount{id: id, buildErr: fmt.Errorf("job %q is also account %s's", j.Job, other)}
+					break
+				}
+			}
+		}
+		if old, ok := f.accounts[id]; !ok || old.buildErr != nil {
+			f.accounts[id] = a
+			for _, j := range a.jobs {
+				owner[j.Job] = id
+			}
+			if a.buildErr != nil {
+				f.cfg.Logger.LogAttrs(ctx, slog.LevelError, "reconcile fan-out: cannot build the account's jobs; it is skipped",
+					slog.String("fanout", f.cfg.Name), slog.String("account", id), slog.String("error", a.buildErr.Error()))
+			} else if !ok {
+				f.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "reconcile fan-out: account added",
+					slog.String("fanout", f.cfg.Name), slog.String("account", id))
+			}
+		}
+	}
+	f.listed, f.listedAt, f.listError = true, f.cfg.Now(), nil
+	return nil
+}
+
+// cleanAccounts sorts and deduplicates ids and refuses an empty one.
+func cleanAccounts(ids []string) ([]string, error) {
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	if len(ids) > 0 && ids[0] == "" {
+		return nil, errors.New("the list has an empty account id")
+	}
+	return ids, nil
+}
+
+// build calls Build for one account, turning a panic or a bad answer into the account's
+// build error.
+func (f *FanOut) build(id string) (a *fanAccount) {
+	a = &fanAccount{id: id}
+	defer func() {
+		if v := recover(); v != nil {
+			a.jobs, a.buildErr = nil, fmt.Errorf("build: panic: %v", v)
+		}
+	}()
+	jobs, err := f.cfg.Build(id)
+	switch {
+	case err != nil:
+		a.buildErr = err
+	case len(jobs) == 0:
+		a.buildErr = errors.New("build returned no jobs")
+	}
+	for i, j := range jobs {
+		if a.buildErr == nil && (j.Job == "" || j.Batches == nil || isNilPointer(j.Batches)) {
+			a.buildErr = fmt.Errorf("build: job %d has no Job name or no Batches", i)
+		}
+	}
+	if a.buildErr == nil {
+		a.jobs, a.wrapped = jobs, make([]bool, len(jobs))
+	}
+	return a
+}
+
+// RunBatch runs one turn: one batch of the next account due in the round (see FanOut). The
+// report counts that batch's rows, verdicts, calls and findings under the fan-out's Name;
+// Wrapped reports that the round is complete. A failed account batch is logged and makes the
+// account sit out; it is not RunBatch's error, which is kept for the account list failing
+// and ctx ending.
+func (f *FanOut) RunBatch(ctx context.Context) (Report, error) {
+	rep := Report{Job: f.cfg.Name, Verdicts: map[Verdict]int{}}
+	f.mu.Lock()
+	due := !f.inRound || f.cfg.Now().Sub(f.listedAt) >= f.cfg.RefreshEvery
+	f.mu.Unlock()
+	if due {
+		if err := f.Refresh(ctx); err != nil {
+			return rep, err
+		}
+	}
+
+	f.mu.Lock()
+	if !f.inRound {
+		f.startRoundLocked()
+	}
+	a, j, stalled := f.pickLocked()
+	if a == nil {
+		if stalled == nil {
+			f.endRoundLocked()
+			rep.Wrapped = true
+		} else {
+			rep = *stalled
+		}
+		f.mu.Unlock()
+		return rep, nil
+	}
+	a.busy = true
+	f.last = a.id
+	f.mu.Unlock()
+
+	inner, err := f.runOne(ctx, a.jobs[j].Batches)
+
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a.busy = false
+	if ctx.Err() != nil && err != nil {
+		return rep, err // the caller is stopping: nothing to hold against the account
+	}
+	if f.accounts[a.id] == a {
+		f.settleLocked(ctx, a, j, inner, err)
+	} // else removed while the batch ran: its report is ignored
+	if err == nil && f.accounts[a.id] == a {
+		rep.Scanned, rep.Verdicts, rep.GatewayCalls = inner.Scanned, inner.Verdicts, inner.GatewayCalls
+		rep.NewFindings, rep.NewCommands, rep.Duration = inner.NewFindings, inner.NewCommands, inner.Duration
+		if rep.Verdicts == nil {
+			rep.Verdicts = map[Verdict]int{}
+		}
+	}
+	if f.roundDoneLocked() {
+		f.endRoundLocked()
+		rep.Wrapped = true
+	}
+	return rep, nil
+}
+
+// runOne runs one batch, turning a panic into an error so that one account cannot take the
+// fan-out down.
+func (f *FanOut) runOne(ctx context.Context, b BatchRunner) (rep Report, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("panic: %v", v)
+		}
+	}()
+	return b.RunBatch(ctx)
+}
+
+// settleLocked records what one batch of account a's runner j did.
+func (f *FanOut) settleLocked(ctx context.Context, a *fanAccount, j int, rep Report, err error) {
+	now := f.cfg.Now()
+	a.next = (j + 1) % len(a.jobs)
+	sitOut := func(d time.Duration, limited bool) { a.notBefore, a.limited = now.Add(d), limited }
+	switch {
+	case errors.Is(err, ErrConcurrentRun):
+		// Another process runs this job: routine, try again after a while.
+		sitOut(f.cfg.Backoff, false)
+		f.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "reconcile fan-out: another reconciler moved the account's cursor; it sits out",
+			slog.String("fanout", f.cfg.Name), slog.String("account", a.id), slog.String("job", a.jobs[j].Job))
+	case err != nil:
+		a.failures++
+		sitOut(backoff(f.cfg.Backoff, a.failures), false)
+		f.cfg.Logger.LogAttrs(ctx, slog.LevelError, "reconcile fan-out: the account's batch failed; it sits out",
+			slog.String("fanout", f.cfg.Name), slog.String("account", a.id), slog.String("job", a.jobs[j].Job),
+			slog.Int("consecutive_failures", a.failures), slog.Time("until", a.notBefore), slog.String("error", err.Error()))
+	case rep.Unavailable:
+		a.failures++
+		sitOut(backoff(f.cfg.Backoff, a.failures), false)
+		f.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile fan-out: the external system is unavailable for the account; it sits out",
+			slog.String("fanout", f.cfg.Name), slog.String("account", a.id), slog.String("job", a.jobs[j].Job),
+			slog.Int("consecutive_failures", a.failures), slog.Time("until", a.notBefore))
+	default:
+		a.failures = 0
+		if rep.RateLimited || rep.Deferred {
+			sitOut(rep.RetryAfter, true)
+		}
+		if rep.Wrapped {
+			a.wrapped[j] = true
+		}
+	}
+}
+
+// startRoundLocked starts a round over the accounts known now.
+func (f *FanOut) startRoundLocked() {
+	for _, a := range f.accounts {
+		if a.buildErr == nil {
+			clear(a.wrapped)
+			a.next = 0
+		}
+	}
+	f.inRound, f.last = true, ""
+}
+
+// endRoundLocked ends the round; the next batch lists the accounts again and starts another.
+func (f *FanOut) endRoundLocked() {
+	f.inRound = false
+	f.rounds++
+}
+
+// roundDoneLocked reports that no account has anything left to do this round.
+func (f *FanOut) roundDoneLocked() bool {
+	for _, a := range f.accounts {
+		if !a.done() {
+			return false
+		}
+	}
+	return true
+}
+
+// pickLocked returns the account whose turn it is and the runner to run: the first account
+// after the last one served, in id order, that is not done this round, not busy and not
+// sitting out. With none, it returns a nil account, and a Deferred report if some are still to
+// run this round (nil if the round is complete).
+func (f *FanOut) pickLocked() (*fanAccount, int, *Report) {
+	now := f.cfg.Now()
+	ids := slices.Sorted(maps.Keys(f.accounts))
+	start, _ := slices.BinarySearch(ids, f.last)
+	if start < len(ids) && ids[start] == f.last {
+		start++
+	}
+	var (
+		pending, busy bool
+		limited       bool
+		wait          time.Duration
+	)
+	for k := range ids {
+		a := f.accounts[ids[(start+k)%len(ids)]]
+		if a.done() {
+			continue
+		}
+		pending = true
+		switch {
+		case a.busy:
+			busy = true
+		case a.notBefore.After(now):
+			d := a.notBefore.Sub(now)
+			if wait == 0 || d < wait {
+				wait, limited = d, a.limited
+			}
+		default:
+			j := a.next
+			for a.wrapped[j] {
+				j = (j + 1) % len(a.jobs)
+			}
+			return a, j, nil
+		}
+	}
+	if !pending {
+		return nil, 0, nil
+	}
+	// Every account left in the round is sitting out (or running in another call).
+	rep := Report{Job: f.cfg.Name, Verdicts: map[Verdict]int{}, Deferred: true, RetryAfter: wait}
+	if limited || busy && wait == 0 {
+		rep.RateLimited = true
+	} else {
+		rep.Unavailable = true
+	}
+	return nil, 0, &rep
+}
+
+// Rounds is the number of rounds completed since the fan-out was made.
+func (f *FanOut) Rounds() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.rounds
+}
+
+// Accounts returns the ids of the accounts the fan-out covers now, sorted: those the last
+// refresh listed.
+func (f *FanOut) Accounts() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Sorted(maps.Keys(f.accounts))
+}
+
+// Health judges every account: it reads the Status of each account's jobs through sr and
+// evaluates it with p. The result is the fan-out's, under its Name: its Status sums the
+// accounts' rows and findings and carries the largest lag, and it has one check per account
+// job, named "account:" and the account's id (and ":" and the job's name when the account has
+// more than one job), whose Value is that job's lag and whose Reason, when it fails, names the
+// account and says which of its checks failed. An account whose jobs cannot be built, or whose
+// status cannot be read, fails its check; so does the account list, as check "accounts", when
+// it cannot be read. A fan-out that has not listed its accounts yet lists them first.
+func (f *FanOut) Health(ctx context.Context, sr StatusReader, p HealthPolicy) Health {
+	f.mu.Lock()
+	listed := f.listed
+	f.mu.Unlock()
+	if !listed {
+		_ = f.Refresh(ctx) // its failure is in listError, reported below
+	}
+	type target struct {
+		account string
+		jobs    []string
+		err     error
+	}
+	f.mu.Lock()
+	targets := make([]target, 0, len(f.accounts))
+	for _, id := range slices.Sorted(maps.Keys(f.accounts)) {
+		a := f.accounts[id]
+		t := target{account: id, err: a.buildErr}
+		for _, j := range a.jobs {
+			if !slices.Contains(t.jobs, j.Job) {
+				t.jobs = append(t.jobs, j.Job)
+			}
+		}
+		targets = append(targets, t)
+	}
+	listErr := f.listError
+	f.mu.Unlock()
+
+	pd := p.withDefaults()
+	round := func(d time.Duration) string { return d.Round(time.Second).String() }
+	h := Health{Job: f.cfg.Name, OK: true, Status: Status{Job: f.cfg.Name, OpenFindings: map[string]int{}}}
+	add := func(c Check) {
+		if c.OK {
+			c.Reason = ""
+		}
+		h.Checks = append(h.Checks, c)
+		h.OK = h.OK && c.OK
+	}
+	if listErr != nil {
+		add(Check{Name: "accounts", OK: false, Value: "cannot be listed", Limit: "listed",
+			Reason: "accounts: " + listErr.Error()})
+	}
+	for _, t := range targets {
+		name := "account:" + t.account
+		if t.err != nil {
+			add(Check{Name: name, OK: false, Value: "not built", Limit: round(pd.LagSLO),
+				Reason: fmt.Sprintf("account %s: its jobs cannot be built: %v", t.account, t.err)})
+			continue
+		}
+		for _, job := range t.jobs {
+			c := Check{Name: name, Limit: round(pd.LagSLO)}
+			if len(t.jobs) > 1 {
+				c.Name += ":" + job
+			}
+			st, err := sr.Status(ctx, job)
+			if err != nil {
+				c.Value = "status unreadable"
+				c.Reason = fmt.Sprintf("account %s (job %s): status cannot be read: %v", t.account, job, err)
+				add(c)
+				continue
+			}
+			jh := EvaluateHealth(st, p)
+			c.OK, c.Value = jh.OK, round(st.Lag)
+			c.Reason = fmt.Sprintf("account %s (job %s): %s", t.account, job, strings.Join(jh.Reasons(), "; "))
+			add(c)
+			mergeStatus(&h.Status, st)
+		}
+	}
+	return h
+}
+
+// mergeStatus adds one account job's status to the fan-out's: the largest lag, the latest
+// clock, sums of rows and findings.
+func mergeStatus(dst *Status, st Status) {
+	if st.Now.After(dst.Now) {
+		dst.Now = st.Now
+	}
+	dst.Lag = max(dst.Lag, st.Lag)
+	dst.Rows += st.Rows
+	switch {
+	case st.NewRowsPerHour < 0 || dst.NewRowsPerHour < 0:
+		dst.NewRowsPerHour = -1
+	default:
+		dst.NewRowsPerHour += st.NewRowsPerHour
+	}
+	for k, n := range st.OpenFindings {
+		dst.OpenFindings[k] += n
+	}
+	dst.StaleFindings += st.StaleFindings
+	if !st.OldestOpenFinding.IsZero() && (dst.OldestOpenFinding.IsZero() || st.OldestOpenFinding.Before(dst.OldestOpenFinding)) {
+		dst.OldestOpenFinding = st.OldestOpenFinding
+	}
+}
