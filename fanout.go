@@ -55,6 +55,10 @@ type FanOutJob struct {
 	Job string
 	// Batches runs the job's batches: a *Reconciler or a *Lane.
 	Batches BatchRunner
+	// Status reads the job's Status for FanOut.Health: usually the account's store (a
+	// pgstore.Store whose Filter selects the account's rows). Of several runners of one job
+	// (a sweep and its lanes), one having it is enough; a job none has it for fails health.
+	Status StatusReader
 }
 
 // FanOutConfig describes a fan-out.
@@ -457,15 +461,15 @@ func (f *FanOut) Accounts() []string {
 	return slices.Sorted(maps.Keys(f.accounts))
 }
 
-// Health judges every account: it reads the Status of each account's jobs through sr and
-// evaluates it with p. The result is the fan-out's, under its Name: its Status sums the
+// Health judges every account: it reads the Status of each account's jobs (FanOutJob.Status)
+// and evaluates it with p. The result is the fan-out's, under its Name: its Status sums the
 // accounts' rows and findings and carries the largest lag, and it has one check per account
 // job, named "account:" and the account's id (and ":" and the job's name when the account has
 // more than one job), whose Value is that job's lag and whose Reason, when it fails, names the
 // account and says which of its checks failed. An account whose jobs cannot be built, or whose
 // status cannot be read, fails its check; so does the account list, as check "accounts", when
 // it cannot be read. A fan-out that has not listed its accounts yet lists them first.
-func (f *FanOut) Health(ctx context.Context, sr StatusReader, p HealthPolicy) Health {
+func (f *FanOut) Health(ctx context.Context, p HealthPolicy) Health {
 	f.mu.Lock()
 	listed := f.listed
 	f.mu.Unlock()
@@ -473,21 +477,31 @@ func (f *FanOut) Health(ctx context.Context, sr StatusReader, p HealthPolicy) He
 		_ = f.Refresh(ctx) // its failure is in listError, reported below
 	}
 	type target struct {
-		account string
-		jobs    []string
-		err     error
+		account, job string
+		sr           StatusReader
+		err          error
+		several      bool // the account has more than one job
 	}
 	f.mu.Lock()
-	targets := make([]target, 0, len(f.accounts))
+	var targets []target
 	for _, id := range slices.Sorted(maps.Keys(f.accounts)) {
 		a := f.accounts[id]
-		t := target{account: id, err: a.buildErr}
+		if a.buildErr != nil {
+			targets = append(targets, target{account: id, err: a.buildErr})
+			continue
+		}
+		first := len(targets)
 		for _, j := range a.jobs {
-			if !slices.Contains(t.jobs, j.Job) {
-				t.jobs = append(t.jobs, j.Job)
+			k := slices.IndexFunc(targets[first:], func(t target) bool { return t.job == j.Job })
+			if k < 0 {
+				targets = append(targets, target{account: id, job: j.Job, sr: j.Status})
+			} else if targets[first+k].sr == nil {
+				targets[first+k].sr = j.Status
 			}
 		}
-		targets = append(targets, t)
+		for k := first; k < len(targets); k++ {
+			targets[k].several = len(targets)-first > 1
+		}
 	}
 	listErr := f.listError
 	f.mu.Unlock()
@@ -507,30 +521,34 @@ func (f *FanOut) Health(ctx context.Context, sr StatusReader, p HealthPolicy) He
 			Reason: "accounts: " + listErr.Error()})
 	}
 	for _, t := range targets {
-		name := "account:" + t.account
+		c := Check{Name: "account:" + t.account, Limit: round(pd.LagSLO)}
+		if t.several {
+			c.Name += ":" + t.job
+		}
 		if t.err != nil {
-			add(Check{Name: name, OK: false, Value: "not built", Limit: round(pd.LagSLO),
-				Reason: fmt.Sprintf("account %s: its jobs cannot be built: %v", t.account, t.err)})
+			c.Value = "not built"
+			c.Reason = fmt.Sprintf("account %s: its jobs cannot be built: %v", t.account, t.err)
+			add(c)
 			continue
 		}
-		for _, job := range t.jobs {
-			c := Check{Name: name, Limit: round(pd.LagSLO)}
-			if len(t.jobs) > 1 {
-				c.Name += ":" + job
-			}
-			st, err := sr.Status(ctx, job)
-			if err != nil {
-				c.Value = "status unreadable"
-				c.Reason = fmt.Sprintf("account %s (job %s): status cannot be read: %v", t.account, job, err)
-				add(c)
-				continue
-			}
-			jh := EvaluateHealth(st, p)
-			c.OK, c.Value = jh.OK, round(st.Lag)
-			c.Reason = fmt.Sprintf("account %s (job %s): %s", t.account, job, strings.Join(jh.Reasons(), "; "))
+		if t.sr == nil {
+			c.Value = "not monitored"
+			c.Reason = fmt.Sprintf("account %s (job %s): no runner of the job has a Status reader", t.account, t.job)
 			add(c)
-			mergeStatus(&h.Status, st)
+			continue
 		}
+		st, err := t.sr.Status(ctx, t.job)
+		if err != nil {
+			c.Value = "status unreadable"
+			c.Reason = fmt.Sprintf("account %s (job %s): status cannot be read: %v", t.account, t.job, err)
+			add(c)
+			continue
+		}
+		jh := EvaluateHealth(st, p)
+		c.OK, c.Value = jh.OK, round(st.Lag)
+		c.Reason = fmt.Sprintf("account %s (job %s): %s", t.account, t.job, strings.Join(jh.Reasons(), "; "))
+		add(c)
+		mergeStatus(&h.Status, st)
 	}
 	return h
 }

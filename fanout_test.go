@@ -29,6 +29,7 @@ type fanWorld struct {
 	builds   map[string]int
 	log      []string
 	during   func(account string) // called inside every batch
+	statuses statuses             // what the jobs' Status readers answer
 	position map[string]int       // "account/runner" -> batches run in its current cycle
 }
 
@@ -58,6 +59,14 @@ func (w *fanWorld) build(account string) ([]reconcile.FanOutJob, error) {
 	jobs := make([]reconcile.FanOutJob, len(cycles))
 	for i := range cycles {
 		jobs[i] = reconcile.FanOutJob{Job: "payments@" + account, Batches: &fanRunner{w: w, account: account, runner: i}}
+		if i == len(cycles)-1 { // one runner of the job reads its status, as a lane would not
+			jobs[i].Status = statusFunc(func(ctx context.Context, job string) (reconcile.Status, error) {
+				w.mu.Lock()
+				sr := w.statuses
+				w.mu.Unlock()
+				return sr.Status(ctx, job)
+			})
+		}
 	}
 	return jobs, nil
 }
@@ -408,8 +417,9 @@ func TestFanOutAccountThatCannotBeBuiltIsSkippedAndRetried(t *testing.T) {
 	if got, want := strings.Join(w.round(f, 10), " "), "a/0"; got != want {
 		t.Errorf("turns %s, want %s", got, want)
 	}
-	h := f.Health(ctx, statuses{"payments@a": {Job: "payments@a", Now: w.clock.Now(), CycleStartedAt: w.clock.Now(),
-		LastBatchAt: w.clock.Now(), NewRowsPerHour: -1}}, reconcile.HealthPolicy{})
+	w.statuses = statuses{"payments@a": {Job: "payments@a", Now: w.clock.Now(), CycleStartedAt: w.clock.Now(),
+		LastBatchAt: w.clock.Now(), NewRowsPerHour: -1}}
+	h := f.Health(ctx, reconcile.HealthPolicy{})
 	if h.OK || len(h.Reasons()) != 1 || !strings.Contains(h.Reasons()[0], "account b: its jobs cannot be built: no such account b") {
 		t.Errorf("health: %s", h)
 	}
@@ -435,7 +445,7 @@ func TestFanOutRefusesAJobTwoAccountsShare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := f.Health(context.Background(), statuses{}, reconcile.HealthPolicy{})
+	h := f.Health(context.Background(), reconcile.HealthPolicy{})
 	if h.OK || !strings.Contains(strings.Join(h.Reasons(), "\n"), `account b: its jobs cannot be built: job "payments" is also account a's`) {
 		t.Errorf("health: %s", h)
 	}
@@ -473,6 +483,13 @@ func TestFanOutStopsWhenItsContextEnds(t *testing.T) {
 	}
 }
 
+// statusFunc is a StatusReader function.
+type statusFunc func(ctx context.Context, job string) (reconcile.Status, error)
+
+func (f statusFunc) Status(ctx context.Context, job string) (reconcile.Status, error) {
+	return f(ctx, job)
+}
+
 // statuses is a StatusReader over fixed statuses.
 type statuses map[string]reconcile.Status
 
@@ -492,12 +509,11 @@ func TestFanOutHealthNamesTheAccountThatLags(t *testing.T) {
 			OpenFindings: map[string]int{"missed_success": 1}}
 	}
 	w := newFanWorld(t, map[string][]int{"acct_big": {1}, "acct_small": {1}, "acct_gone": {1}})
-	f := w.fanOut()
-	sr := statuses{
+	w.statuses = statuses{
 		"payments@acct_big":   healthy("payments@acct_big", 80*time.Hour, 1000),
 		"payments@acct_small": healthy("payments@acct_small", time.Hour, 10),
 	}
-	h := f.Health(context.Background(), sr, reconcile.HealthPolicy{})
+	h := w.fanOut().Health(context.Background(), reconcile.HealthPolicy{})
 	if h.OK || h.Job != "connect" {
 		t.Fatalf("health %s: want failing", h)
 	}
@@ -525,7 +541,7 @@ func TestFanOutHealthNamesTheAccountThatLags(t *testing.T) {
 func TestFanOutHealthReportsAnAccountListThatCannotBeRead(t *testing.T) {
 	w := newFanWorld(t, map[string][]int{"a": {1}})
 	w.listErr = errors.New("relation \"accounts\" does not exist")
-	h := w.fanOut().Health(context.Background(), statuses{}, reconcile.HealthPolicy{})
+	h := w.fanOut().Health(context.Background(), reconcile.HealthPolicy{})
 	if h.OK || len(h.Checks) != 1 || h.Checks[0].Name != "accounts" || !strings.Contains(h.Checks[0].Reason, `relation "accounts" does not exist`) {
 		t.Errorf("health %s, checks %+v", h, h.Checks)
 	}
