@@ -131,7 +131,7 @@ func TestFanOutOverPgstoreKeepsACursorPerAccount(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	w := newPgFanWorld(t)
-	w.addAccount("acct_big", 1, 9)    // 5 batches of 2 (the last one short)
+	w.addAccount("acct_big", 1, 9)     // 5 batches of 2 (the last one short)
 	w.addAccount("acct_small", 100, 1) // 1 batch
 	f, err := reconcile.NewFanOut(reconcile.FanOutConfig{Name: "payments@connect", Accounts: w.listAccounts, Build: w.build})
 	if err != nil {
