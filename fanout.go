@@ -31,8 +31,8 @@ import (
 //     once (a batch of it already running finishes, and what it reports is ignored).
 //   - An account whose batch fails, or finds the external system unavailable, sits out for a
 //     backoff that doubles with each consecutive failure; one that is rate limited sits out
-//     for the wait the answer asked for. The others go on meanwhile: the fan-out's batch
-//     reports no error and no pushback for them. The runners of all accounts should share one
+//     for the wait the answer asked for, at least the backoff, not doubled. The others go on
+//     meanwhile: the fan-out's batch reports no error and no pushback for them. The runners of all accounts should share one
 //     Limiter: a rate-limit answer then slows every account (an AdaptiveLimiter halves its
 //     rate and pauses for Retry-After), since the budget is shared. Only when every account
 //     still in the round sits out does a batch report Deferred, with the wait until the first
@@ -77,7 +77,8 @@ type FanOutConfig struct {
 	// DefaultFanOutRefresh.
 	RefreshEvery time.Duration
 	// Backoff is how long an account sits out after a failed or Unavailable batch, doubled
-	// per consecutive one up to 32 times. Zero means DefaultFanOutBackoff.
+	// per consecutive one up to 32 times, and at least how long after a rate-limited one (the
+	// answer's Retry-After if longer). Zero means DefaultFanOutBackoff.
 	Backoff time.Duration
 	// Logger receives a line per failed batch and per account added or removed. Nil means no
 	// logging. Each batch logs through its own job's Logger.
@@ -360,7 +361,9 @@ func (f *FanOut) settleLocked(ctx context.Context, a *fanAccount, j int, rep Rep
 	default:
 		a.failures = 0
 		if rep.RateLimited || rep.Deferred {
-			sitOut(rep.RetryAfter, true)
+			// Not doubled: the shared limiter slows everyone already. But at least Backoff,
+			// or an account whose answers name no wait would take turn after turn.
+			sitOut(max(rep.RetryAfter, f.cfg.Backoff), true)
 		}
 		if rep.Wrapped {
 			a.wrapped[j] = true

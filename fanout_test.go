@@ -224,11 +224,14 @@ func TestFanOutAccountThatFailsSitsOutAndTheOthersGoOn(t *testing.T) {
 		{"an unavailable external system: backoff, doubling", func(w *fanWorld) {
 			w.report["b"] = func() reconcile.Report { return reconcile.Report{Unavailable: true, Scanned: 1} }
 		}, [2]time.Duration{time.Minute, 2 * time.Minute}, false},
-		{"a rate limit: the wait it asked for", func(w *fanWorld) {
+		{"a rate limit: the wait it asked for, not doubled", func(w *fanWorld) {
 			w.report["b"] = func() reconcile.Report {
-				return reconcile.Report{RateLimited: true, Deferred: true, RetryAfter: 30 * time.Second}
+				return reconcile.Report{RateLimited: true, Deferred: true, RetryAfter: 90 * time.Second}
 			}
-		}, [2]time.Duration{30 * time.Second, 30 * time.Second}, true},
+		}, [2]time.Duration{90 * time.Second, 90 * time.Second}, true},
+		{"a rate limit that names no wait: the backoff, not doubled", func(w *fanWorld) {
+			w.report["b"] = func() reconcile.Report { return reconcile.Report{RateLimited: true, Scanned: 3} }
+		}, [2]time.Duration{time.Minute, time.Minute}, true},
 		{"another reconciler holds the cursor: the backoff, not doubled", func(w *fanWorld) {
 			w.answer["b"] = func() error { return reconcile.ErrConcurrentRun }
 		}, [2]time.Duration{time.Minute, time.Minute}, false},
