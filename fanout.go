@@ -13,34 +13,6 @@ import (
 	"time"
 )
 
-// A fan-out covers many accounts (tenants, Stripe connected accounts) with one BatchRunner.
-// Every account has jobs of its own, built by the host (a sweep and its lanes, each under a
-// job name of its own such as "payments@acct_123"), so each keeps its own cursor and lane
-// positions, and the fan-out takes turns among the accounts:
-//
-//   - A round is the fan-out's cycle. It starts with the accounts the host lists, and it ends
-//     when every account in it has completed a cycle: each of its runners reported Wrapped
-//     once during the round (a sweep's cycle, a reverse lane's pass, an events lane's
-//     catch-up). The batch that ends the round reports Wrapped.
-//   - Within a round, accounts take turns in the order of their ids, one batch per turn (an
-//     account with several runners runs the next of them not yet wrapped this round). An
-//     account that has completed its cycle sits the rest of the round out, so a huge account
-//     cannot starve small ones (they get one batch for each of its batches) and small ones do
-//     not spin (they wait for the next round, not re-verify rows every few seconds).
-//   - An account added during a round joins it; an account removed during a round leaves it at
-//     once (a batch of it already running finishes, and what it reports is ignored).
-//   - An account whose batch fails, or finds the external system unavailable, sits out for a
-//     backoff that doubles with each consecutive failure; one that is rate limited sits out
-//     for the wait the answer asked for, at least the backoff, not doubled. The others go on
-//     meanwhile: the fan-out's batch reports no error and no pushback for them. The runners of all accounts should share one
-//     Limiter: a rate-limit answer then slows every account (an AdaptiveLimiter halves its
-//     rate and pauses for Retry-After), since the budget is shared. Only when every account
-//     still in the round sits out does a batch report Deferred, with the wait until the first
-//     may go again.
-//
-// The fan-out starts no goroutine: its batches run in the caller's (a Runner's or RunTick's),
-// so stopping the caller stops it, and a removed account leaves nothing running.
-
 // DefaultFanOutRefresh and DefaultFanOutBackoff are the values a zero FanOutConfig gets.
 const (
 	DefaultFanOutRefresh = time.Minute
@@ -87,9 +59,38 @@ type FanOutConfig struct {
 	Now func() time.Time
 }
 
-// FanOut runs the jobs of many accounts as one BatchRunner, a turn at a time (see the
-// comment at the top of fanout.go, or the package documentation). It is safe for concurrent
-// use: concurrent RunBatch calls run batches of different accounts.
+// FanOut covers many accounts (tenants, Stripe connected accounts) with one BatchRunner. Each
+// account has jobs of its own, built by the host (a sweep and its lanes, each under a job name
+// of its own such as "payments@acct_123"), so each keeps its own cursor and lane positions; the
+// fan-out takes turns among them:
+//
+//   - A round is the fan-out's cycle. It starts with the accounts the host lists, and it ends
+//     when every account in it has completed a cycle: each of its runners reported Wrapped
+//     once during the round (a sweep's cycle, a reverse lane's pass, an events lane's
+//     catch-up). The batch that ends the round reports Wrapped.
+//   - Within a round, accounts take turns in the order of their ids, one batch per turn; an
+//     account with several runners runs the next of them not yet wrapped this round. An
+//     account that has completed its cycle sits the rest of the round out, so a huge account
+//     cannot starve small ones (they get one batch for each of its batches) and small ones do
+//     not spin (they wait for the next round instead of verifying their rows again and again).
+//   - An account added during a round joins it. An account removed during a round leaves it
+//     at once; a batch of it already running finishes, and what it reports is ignored.
+//   - An account whose batch fails, or finds the external system unavailable, sits out for
+//     Backoff, doubled with each consecutive failure; one that is rate limited sits out for
+//     the wait the answer asked for, at least Backoff, not doubled. The others go on
+//     meanwhile: the fan-out's batch reports neither an error nor pushback for one account.
+//     Only when every account left in the round sits out does a batch report Deferred, with
+//     the wait until the first may go again.
+//   - Give every account's runners the same Limiter: the budget is the platform's (see the
+//     Stripe adapter's Connect section for how Stripe counts), and a rate-limit answer for one
+//     account then slows them all (an AdaptiveLimiter halves its rate and pauses for
+//     Retry-After).
+//
+// A round over N accounts therefore takes the sum of their cycles' calls at the shared rate,
+// and every account completes a cycle within it. The fan-out starts no goroutine: batches run
+// in the caller's (a Runner's or RunTick's), so stopping the caller stops it, and a removed
+// account leaves nothing running. It is safe for concurrent use; concurrent RunBatch calls
+// run batches of different accounts.
 type FanOut struct {
 	cfg FanOutConfig
 
