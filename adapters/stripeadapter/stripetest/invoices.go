@@ -103,6 +103,9 @@ func (s *Server) AddInvoices(invs []Invoice) []string {
 	if len(invs) > len(s.invoices) {
 		s.invoices = grown(s.invoices, len(invs))
 	}
+	if len(invs) > len(s.events) {
+		s.events = grown(s.events, len(invs))
+	}
 	for i, inv := range invs {
 		st := invState{
 			id:           inv.ID,
@@ -215,7 +218,7 @@ func (s *Server) SetInvoiceStatus(id string, status stripe.InvoiceStatus) error 
 		return fmt.Errorf("stripetest: unknown invoice status %q", status)
 	}
 	at := s.now().Unix()
-	return s.changeInvoice(id, func(in *invoice) ([]string, error) {
+	return s.changeInvoice(id, at, func(in *invoice) ([]string, error) {
 		switch {
 		case in.status == stripe.InvoiceStatusPaid || in.status == stripe.InvoiceStatusVoid:
 			return nil, fmt.Errorf("stripetest: invoice %s is %s, which is final", in.id, in.status)
@@ -245,7 +248,7 @@ func (s *Server) SetInvoiceStatus(id string, status stripe.InvoiceStatus) error 
 // attempt_count grows, attempted becomes true, and invoice.payment_failed is recorded; the
 // invoice stays open. It fails for an unknown invoice or one that is not open.
 func (s *Server) FailInvoicePayment(id string) error {
-	return s.changeInvoice(id, func(in *invoice) ([]string, error) {
+	return s.changeInvoice(id, s.now().Unix(), func(in *invoice) ([]string, error) {
 		if in.status != stripe.InvoiceStatusOpen {
 			return nil, fmt.Errorf("stripetest: invoice %s is %s, not open", in.id, in.status)
 		}
@@ -258,7 +261,7 @@ func (s *Server) FailInvoicePayment(id string) error {
 // outside Stripe would, and records invoice.updated. It fails for an unknown invoice, an
 // amount outside [0, amount_due], or a change to a paid or void invoice.
 func (s *Server) SetInvoiceAmountPaid(id string, paid int64) error {
-	return s.changeInvoice(id, func(in *invoice) ([]string, error) {
+	return s.changeInvoice(id, s.now().Unix(), func(in *invoice) ([]string, error) {
 		if in.status == stripe.InvoiceStatusPaid || in.status == stripe.InvoiceStatusVoid {
 			return nil, fmt.Errorf("stripetest: invoice %s is %s, which is final", in.id, in.status)
 		}
@@ -270,10 +273,9 @@ func (s *Server) SetInvoiceAmountPaid(id string, paid int64) error {
 	})
 }
 
-// changeInvoice applies change to an invoice under the lock and records the events it names,
-// at Options.Now, each with a snapshot after the change.
-func (s *Server) changeInvoice(id string, change func(*invoice) ([]string, error)) error {
-	at := s.now().Unix()
+// changeInvoice applies change to an invoice under the lock and records the events it names
+// at the time at, each with a snapshot after the change.
+func (s *Server) changeInvoice(id string, at int64, change func(*invoice) ([]string, error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	in, ok := s.invoices[id]

@@ -107,6 +107,9 @@ func (s *Server) AddSubscriptions(subs []Subscription) []string {
 	if len(subs) > len(s.subs) {
 		s.subs = grown(s.subs, len(subs))
 	}
+	if len(subs) > len(s.events) {
+		s.events = grown(s.events, len(subs))
+	}
 	for i, sub := range subs {
 		st := subState{
 			id:                sub.ID,
@@ -214,7 +217,7 @@ func (s *Server) SetSubscriptionStatus(id string, status stripe.SubscriptionStat
 		return fmt.Errorf("stripetest: unknown subscription status %q", status)
 	}
 	at := s.now().Unix()
-	return s.changeSubscription(id, func(sb *subscription) ([]string, error) {
+	return s.changeSubscription(id, at, func(sb *subscription) ([]string, error) {
 		if ended(sb.status) && sb.status != status {
 			return nil, fmt.Errorf("stripetest: subscription %s has ended (%s) and cannot become %s", sb.id, sb.status, status)
 		}
@@ -246,7 +249,7 @@ func (s *Server) SetSubscriptionStatus(id string, status stripe.SubscriptionStat
 // customer.subscription.updated, and fails for an unknown or ended subscription.
 func (s *Server) SetCancelAtPeriodEnd(id string, cancel bool) error {
 	at := s.now().Unix()
-	return s.changeSubscription(id, func(sb *subscription) ([]string, error) {
+	return s.changeSubscription(id, at, func(sb *subscription) ([]string, error) {
 		if ended(sb.status) {
 			return nil, fmt.Errorf("stripetest: subscription %s has ended (%s)", sb.id, sb.status)
 		}
@@ -266,7 +269,7 @@ func (s *Server) SetSubscriptionPeriod(id string, start, end time.Time) error {
 	if end.Before(start) {
 		return fmt.Errorf("stripetest: subscription period ends (%s) before it starts (%s)", end, start)
 	}
-	return s.changeSubscription(id, func(sb *subscription) ([]string, error) {
+	return s.changeSubscription(id, s.now().Unix(), func(sb *subscription) ([]string, error) {
 		if ended(sb.status) {
 			return nil, fmt.Errorf("stripetest: subscription %s has ended (%s)", sb.id, sb.status)
 		}
@@ -276,9 +279,8 @@ func (s *Server) SetSubscriptionPeriod(id string, start, end time.Time) error {
 }
 
 // changeSubscription applies change to a subscription under the lock and records the events
-// it names, at Options.Now, each with a snapshot after the change.
-func (s *Server) changeSubscription(id string, change func(*subscription) ([]string, error)) error {
-	at := s.now().Unix()
+// it names at the time at, each with a snapshot after the change.
+func (s *Server) changeSubscription(id string, at int64, change func(*subscription) ([]string, error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sb, ok := s.subs[id]
