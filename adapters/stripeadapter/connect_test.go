@@ -2,6 +2,7 @@ package stripeadapter_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -27,7 +28,8 @@ type connectWorld struct {
 	srv     *stripetest.Server
 	pool    *pgxpool.Pool
 	limiter *reconcile.AdaptiveLimiter
-	next    int64 // the next row id
+	base    *stripeadapter.ObjectGateway[*stripe.PaymentIntent] // the platform's; ForAccount per account
+	next    int64                                               // the next row id
 
 	mu  sync.Mutex
 	now time.Time // the fan-out's clock, for sit-outs
@@ -53,6 +55,10 @@ func newConnectWorld(t *testing.T) *connectWorld {
 	}
 	var err error
 	if w.limiter, err = reconcile.NewAdaptiveLimiter(reconcile.AdaptiveOptions{Rate: 1000, Burst: 10}); err != nil {
+		t.Fatal(err)
+	}
+	w.base, err = stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Key: w.srv.Key(), BaseURL: w.srv.URL()}, stripeadapter.PaymentIntents())
+	if err != nil {
 		t.Fatal(err)
 	}
 	return w
@@ -123,13 +129,13 @@ func (w *connectWorld) build(acct string) ([]reconcile.FanOutJob, error) {
 	if err != nil {
 		return nil, err
 	}
-	gw, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: w.srv.Key(), BaseURL: w.srv.URL(), StripeAccount: acct})
+	gw, err := w.base.ForAccount(acct) // the same client and key; every request carries Stripe-Account
 	if err != nil {
 		return nil, err
 	}
 	job := "payments@" + acct
 	r, err := reconcile.New(reconcile.Config[string, *stripe.PaymentIntent]{Job: job, Source: store, Sink: store, Gateway: gw,
-		Classifier: stripeadapter.PaymentIntentClassifier(), BatchSize: 3, Limiter: w.limiter})
+		Classifier: stripeadapter.PaymentIntentClassifier(), ExternalState: stripeadapter.PaymentIntentState, BatchSize: 3, Limiter: w.limiter})
 	if err != nil {
 		return nil, err
 	}
@@ -287,5 +293,131 @@ func TestConnectFanOutOneFailingAccountDoesNotStallTheOthers(t *testing.T) {
 				t.Errorf("health %s: %v", h, names)
 			}
 		})
+	}
+}
+
+// The accounts check finds, both ways, where the accounts table and the platform's connected
+// accounts disagree: an account Stripe connects that no row names (missing_locally), a row
+// naming an account Stripe never had, and one naming an account since disconnected
+// (missing_externally).
+func TestAccountsCheckFindsMissingAccountsBothWays(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := stripetest.NewServer(stripetest.Options{})
+	t.Cleanup(srv.Close)
+	pool := pgtest.Pool(t)
+	if _, err := pool.Exec(ctx, `CREATE TABLE connected_accounts (id bigint PRIMARY KEY, stripe_account_id text NOT NULL,
+		status text NOT NULL, created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := pgstore.Migrate(ctx, pool, pgstore.Tables{}); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-24 * time.Hour)
+	known := []string{}
+	for i := range 3 {
+		known = append(known, srv.AddAccount(stripetest.Account{Created: old.Add(time.Duration(i) * time.Minute),
+			ChargesEnabled: true, PayoutsEnabled: true, DetailsSubmitted: true}))
+	}
+	unknownLocally := srv.AddAccount(stripetest.Account{Created: old})
+	disconnected := srv.AddAccount(stripetest.Account{Created: old})
+	if err := srv.DisconnectAccount(disconnected); err != nil {
+		t.Fatal(err)
+	}
+	neverExisted := "acct_1NeverExisted0000"
+	for i, id := range append(known, disconnected, neverExisted) {
+		if _, err := pool.Exec(ctx, `INSERT INTO connected_accounts VALUES ($1, $2, 'active', $3, $3)`, i+1, id, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store, err := pgstore.New(pool, pgstore.Config{Table: "connected_accounts", ExternalIDColumn: "stripe_account_id"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL()}, stripeadapter.Accounts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	check, err := stripeadapter.NewAccountsCheck(stripeadapter.AccountsCheckConfig[string]{Gateway: gw, Store: store, BatchSize: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := reconcile.RunTick(ctx, check, reconcile.TickBudget{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tr.Wrapped {
+		t.Fatalf("tick %+v: want both directions checked", tr)
+	}
+	findings, err := store.ListFindings(ctx, reconcile.FindingQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, f := range findings {
+		if f.Job != stripeadapter.DefaultAccountsJob {
+			t.Errorf("finding under job %q", f.Job)
+		}
+		got[f.ExternalID] = f.Kind
+	}
+	want := map[string]string{
+		unknownLocally: reconcile.KindMissingLocally,
+		disconnected:   reconcile.KindMissingExternally,
+		neverExisted:   reconcile.KindMissingExternally,
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("findings %v, want %v", got, want)
+	}
+	// Accounts are the platform's: no request acts for a connected account.
+	for _, r := range srv.Log() {
+		if r.StripeAccount != "" {
+			t.Errorf("%s %s sent Stripe-Account %s", r.Method, r.Path, r.StripeAccount)
+		}
+	}
+	// The sweep lists accounts by its rows' created window and retrieves only the two the list
+	// did not show (their 403 is the missing_externally).
+	if srv.Requests(stripetest.ListAccounts) == 0 || srv.Requests(stripetest.RetrieveAccount) != 2 {
+		t.Errorf("%d list and %d retrieve calls; want the list read and the 2 rows it did not show retrieved",
+			srv.Requests(stripetest.ListAccounts), srv.Requests(stripetest.RetrieveAccount))
+	}
+	// A second run finds nothing new: the findings are open already.
+	tr, err = reconcile.RunTick(ctx, check, reconcile.TickBudget{})
+	if err != nil || !tr.Wrapped || tr.NewFindings != 0 {
+		t.Errorf("second check: %+v, %v; want it complete with no new findings", tr, err)
+	}
+}
+
+// Stripe's 403 account_invalid means "no such account" for a platform request naming the
+// account in its path, and "this account is gone" for a request acting for it: the first is a
+// missing account, the second fails the batch (the fan-out sits the account out, and the
+// accounts check reports it).
+func TestAccountInvalidIsNotFoundOnlyForThePlatform(t *testing.T) {
+	t.Parallel()
+	srv := stripetest.NewServer(stripetest.Options{})
+	t.Cleanup(srv.Close)
+	gone := srv.AddAccount(stripetest.Account{})
+	pi := srv.AddPaymentIntent(stripetest.PaymentIntent{Account: gone, Status: stripe.PaymentIntentStatusSucceeded})
+	if err := srv.DisconnectAccount(gone); err != nil {
+		t.Fatal(err)
+	}
+	cfg := stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL()}
+	accounts, err := stripeadapter.NewObjectGateway(cfg, stripeadapter.Accounts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := accounts.Fetch(context.Background(), gone); !errors.Is(err, reconcile.ErrNotFound) {
+		t.Errorf("retrieve of a disconnected account: %v, want ErrNotFound", err)
+	}
+	intents, err := stripeadapter.NewObjectGateway(cfg, stripeadapter.PaymentIntents())
+	if err != nil {
+		t.Fatal(err)
+	}
+	forGone, err := intents.ForAccount(gone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = forGone.Fetch(context.Background(), pi)
+	if !errors.Is(err, reconcile.ErrAbortBatch) || errors.Is(err, reconcile.ErrNotFound) {
+		t.Errorf("retrieve for a disconnected account: %v, want ErrAbortBatch", err)
 	}
 }
