@@ -47,6 +47,10 @@ type connectResult struct {
 	Calls            int     `json:"calls"`
 	PredictedSeconds float64 `json:"predicted_seconds"`
 	MeasuredSeconds  float64 `json:"measured_seconds"`
+	// Batches is the round's batches; OverheadMSPerBatch is (measured − predicted) / batches:
+	// the local work (read, commit) the budget does not account for.
+	Batches            int     `json:"batches"`
+	OverheadMSPerBatch float64 `json:"overhead_ms_per_batch"`
 	// SmallDone is when the last small account completed its cycle: with turns, after the
 	// huge account's first batch and every small account's one, not after the huge account.
 	SmallDonePredictedSeconds float64 `json:"small_accounts_done_predicted_seconds"`
@@ -199,6 +203,11 @@ func runConnect(ctx context.Context, pool *pgxpool.Pool, schema string, o connec
 		return res, err
 	}
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	platform, err := stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL(), HTTPClient: hc},
+		stripeadapter.PaymentIntents())
+	if err != nil {
+		return res, err
+	}
 	var (
 		mu     sync.Mutex
 		start  time.Time
@@ -211,7 +220,7 @@ func runConnect(ctx context.Context, pool *pgxpool.Pool, schema string, o connec
 		if err != nil {
 			return nil, err
 		}
-		gw, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL(), HTTPClient: hc, StripeAccount: acct})
+		gw, err := platform.ForAccount(acct) // the platform's client and key, with Stripe-Account
 		if err != nil {
 			return nil, err
 		}
@@ -270,6 +279,7 @@ func runConnect(ctx context.Context, pool *pgxpool.Pool, schema string, o connec
 		if err != nil {
 			return res, err
 		}
+		res.Batches += tick.Batches
 		if tick.Wrapped {
 			break
 		}
@@ -283,6 +293,7 @@ func runConnect(ctx context.Context, pool *pgxpool.Pool, schema string, o connec
 	}
 	elapsed := time.Since(start)
 	res.MeasuredSeconds = round(elapsed.Seconds(), 2)
+	res.OverheadMSPerBatch = round((res.MeasuredSeconds-res.PredictedSeconds)*1000/float64(max(res.Batches, 1)), 1)
 
 	log := srv.Log()
 	res.Calls = len(log)
@@ -329,8 +340,10 @@ func runConnect(ctx context.Context, pool *pgxpool.Pool, schema string, o connec
 	case !h.OK:
 		return res, fmt.Errorf("bench: connect: unhealthy after the round: %s", h)
 	}
-	fmt.Fprintf(o.Progress, "connect: round complete in %.1f s (predicted %.1f s), %d calls (predicted %d); small accounts done at %.1f s (predicted %.1f s)\n",
-		res.MeasuredSeconds, res.PredictedSeconds, res.Calls, res.PredictedCalls, res.SmallDoneSeconds, res.SmallDonePredictedSeconds)
+	fmt.Fprintf(o.Progress, "connect: round complete in %.1f s (predicted %.1f s at the budget; %d batches, %.0f ms local work each), %d calls (predicted %d)\n",
+		res.MeasuredSeconds, res.PredictedSeconds, res.Batches, res.OverheadMSPerBatch, res.Calls, res.PredictedCalls)
+	fmt.Fprintf(o.Progress, "connect: every small account done at %.1f s (predicted %.1f s: the huge account's first batch, then one turn each)\n",
+		res.SmallDoneSeconds, res.SmallDonePredictedSeconds)
 	fmt.Fprintf(o.Progress, "connect: lag of the largest account %.1f s, of the smallest %.1f s, of any %.1f s\n",
 		res.LargestAccountLagSeconds, res.SmallestAccountLagSeconds, res.MaxAccountLagSeconds)
 	return res, nil
