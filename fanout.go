@@ -39,7 +39,8 @@ type FanOutConfig struct {
 	Name string
 	// Accounts lists the accounts to cover, such as the ids in the host's accounts table. It
 	// is called at the start of every round and every RefreshEvery during one, so accounts
-	// added to and removed from the table are followed. Required.
+	// added to and removed from the table are followed. When it fails, the accounts it listed
+	// last go on (Health reports the failure). Required.
 	Accounts func(ctx context.Context) ([]string, error)
 	// Build returns the runners of one account, when it first appears. It should do no I/O.
 	// An account it fails for takes no turn, is tried again at the next refresh, and fails
@@ -268,8 +269,9 @@ func (f *FanOut) build(id string) (a *fanAccount) {
 // RunBatch runs one turn: one batch of the next account due in the round (see FanOut). The
 // report counts that batch's rows, verdicts, calls and findings under the fan-out's Name;
 // Wrapped reports that the round is complete. A failed account batch is logged and makes the
-// account sit out; it is not RunBatch's error, which is kept for the account list failing
-// and ctx ending.
+// account sit out; it is not RunBatch's error, which is kept for ctx ending and for the
+// account list failing before it was ever read. Once it has been read, a list that fails is
+// logged and reported by Health, and the accounts listed last go on.
 func (f *FanOut) RunBatch(ctx context.Context) (Report, error) {
 	rep := Report{Job: f.cfg.Name, Verdicts: map[Verdict]int{}}
 	f.mu.Lock()
@@ -277,7 +279,16 @@ func (f *FanOut) RunBatch(ctx context.Context) (Report, error) {
 	f.mu.Unlock()
 	if due {
 		if err := f.Refresh(ctx); err != nil {
-			return rep, err
+			f.mu.Lock()
+			listed := f.listed
+			f.listedAt = f.cfg.Now() // try again after RefreshEvery, not on every batch
+			f.mu.Unlock()
+			if !listed || ctx.Err() != nil {
+				return rep, err
+			}
+			// The accounts listed last time go on; Health reports the list failing.
+			f.cfg.Logger.LogAttrs(ctx, slog.LevelError, "reconcile fan-out: cannot list the accounts; going on with the last list",
+				slog.String("fanout", f.cfg.Name), slog.String("error", err.Error()))
 		}
 	}
 

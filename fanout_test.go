@@ -383,7 +383,7 @@ func TestFanOutFollowsTheAccountList(t *testing.T) {
 			t.Errorf("turns %s, want %s", got, want)
 		}
 	})
-	t.Run("the list failing is the batch's error; the round resumes after", func(t *testing.T) {
+	t.Run("a list that fails before it was ever read is the batch's error", func(t *testing.T) {
 		w := newFanWorld(t, map[string][]int{"a": {1}})
 		w.listErr = errors.New("accounts table unreachable")
 		f := w.fanOut()
@@ -396,6 +396,24 @@ func TestFanOutFollowsTheAccountList(t *testing.T) {
 		w.mu.Unlock()
 		if rep, err := f.RunBatch(context.Background()); err != nil || !rep.Wrapped {
 			t.Fatalf("after the list recovered: %+v, %v", rep, err)
+		}
+	})
+	t.Run("a list that fails later: the accounts listed last go on, and health says so", func(t *testing.T) {
+		w := newFanWorld(t, map[string][]int{"a": {1}, "b": {1}})
+		w.statuses = statuses{}
+		f := w.fanOut()
+		if got, want := strings.Join(w.round(f, 10), " "), "a/0 b/0"; got != want {
+			t.Fatalf("turns %s, want %s", got, want)
+		}
+		w.mu.Lock()
+		w.listErr = errors.New("accounts table unreachable")
+		w.mu.Unlock()
+		if got, want := strings.Join(w.round(f, 10), " "), "a/0 b/0"; got != want {
+			t.Errorf("turns with the list failing %s, want %s", got, want)
+		}
+		h := f.Health(context.Background(), reconcile.HealthPolicy{})
+		if h.OK || h.Checks[0].Name != "accounts" || !strings.Contains(h.Checks[0].Reason, "accounts table unreachable") {
+			t.Errorf("health %s", h)
 		}
 	})
 	t.Run("duplicate and empty ids", func(t *testing.T) {
@@ -449,8 +467,12 @@ func TestFanOutRefusesAJobTwoAccountsShare(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := f.Health(context.Background(), reconcile.HealthPolicy{})
-	if h.OK || !strings.Contains(strings.Join(h.Reasons(), "\n"), `account b: its jobs cannot be built: job "payments" is also account a's`) {
-		t.Errorf("health: %s", h)
+	want := []string{
+		"account a (job payments): no runner of the job has a Status reader",
+		`account b: its jobs cannot be built: job "payments" is also account a's`,
+	}
+	if h.OK || !slices.Equal(h.Reasons(), want) {
+		t.Errorf("health reasons:\n%s\nwant\n%s", strings.Join(h.Reasons(), "\n"), strings.Join(want, "\n"))
 	}
 }
 
