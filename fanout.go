@@ -49,9 +49,9 @@ type FanOutConfig struct {
 	// RefreshEvery is how often Accounts is called again during a round. Zero means
 	// DefaultFanOutRefresh.
 	RefreshEvery time.Duration
-	// Backoff is how long an account sits out after a failed or Unavailable batch, doubled
-	// per consecutive one up to 32 times, and at least how long after a rate-limited one (the
-	// answer's Retry-After if longer). Zero means DefaultFanOutBackoff.
+	// Backoff is how long an account sits out after a batch that failed or learned nothing
+	// (Unavailable, Deferred), doubled per consecutive one up to 32 times, or the answer's
+	// Retry-After if longer. Zero means DefaultFanOutBackoff.
 	Backoff time.Duration
 	// Logger receives a line per failed batch and per account added or removed. Nil means no
 	// logging. Each batch logs through its own job's Logger.
@@ -76,19 +76,22 @@ type FanOutConfig struct {
 //     not spin (they wait for the next round instead of verifying their rows again and again).
 //   - An account added during a round joins it. An account removed during a round leaves it
 //     at once; a batch of it already running finishes, and what it reports is ignored.
-//   - An account whose batch fails, or finds the external system unavailable, sits out for
-//     Backoff, doubled with each consecutive failure; one that is rate limited sits out for
-//     the wait the answer asked for, at least Backoff, not doubled. The others go on
-//     meanwhile: the fan-out's batch reports neither an error nor pushback for one account.
-//     Only when every account left in the round sits out does a batch report Deferred, with
-//     the wait until the first may go again.
+//   - An account whose batch fails, or learns nothing (the external system unavailable, every
+//     call refused by a rate limit), sits out for Backoff, doubled with each consecutive such
+//     batch (or the Retry-After, if longer), and does not hold the round up meanwhile: the
+//     others go on, their round completes without it, and it takes its turn again, in
+//     whatever round is under way, once its time has passed. Its health shows the failure and
+//     its growing lag. An account rate limited after some progress stays in the round and
+//     waits what the answer asked. The fan-out's batch reports neither an error nor pushback
+//     for one account; only when every account left in the round waits does a batch report
+//     Deferred and RateLimited, with the wait until the first may go again.
 //   - Give every account's runners the same Limiter: the budget is the platform's (see the
 //     Stripe adapter's Connect section for how Stripe counts), and a rate-limit answer for one
 //     account then slows them all (an AdaptiveLimiter halves its rate and pauses for
 //     Retry-After).
 //
-// A round over N accounts therefore takes the sum of their cycles' calls at the shared rate,
-// and every account completes a cycle within it. The fan-out starts no goroutine: batches run
+// A round therefore takes the sum of the accounts' cycles' calls at the shared rate (plus each
+// batch's local work), and every account that does not fail completes a cycle within it. The fan-out starts no goroutine: batches run
 // in the caller's (a Runner's or RunTick's), so stopping the caller stops it, and a removed
 // account leaves nothing running. It is safe for concurrent use; concurrent RunBatch calls
 // run batches of different accounts.
@@ -116,14 +119,15 @@ type fanAccount struct {
 	next      int    // the runner whose turn is next
 	busy      bool   // a batch of it is running
 	notBefore time.Time
-	failures  int
-	limited   bool // the last sit-out was a rate limit, not a failure
+	failures  int  // consecutive batches that made no progress
+	away      bool // sitting out after a batch that made no progress
 }
 
 // done reports that the account has nothing more to do this round: it completed its cycle,
-// or it cannot run at all.
-func (a *fanAccount) done() bool {
-	return a.buildErr != nil || !slices.Contains(a.wrapped, false)
+// it cannot run at all, or it is sitting out after a batch that made no progress (a failing
+// account must not hold the round, and with it every other account, up).
+func (a *fanAccount) done(now time.Time) bool {
+	return a.buildErr != nil || !slices.Contains(a.wrapped, false) || a.away && a.notBefore.After(now)
 }
 
 // NewFanOut checks cfg and returns a FanOut. It lists no account yet: the first batch does.
@@ -351,31 +355,35 @@ func (f *FanOut) runOne(ctx context.Context, b BatchRunner) (rep Report, err err
 func (f *FanOut) settleLocked(ctx context.Context, a *fanAccount, j int, rep Report, err error) {
 	now := f.cfg.Now()
 	a.next = (j + 1) % len(a.jobs)
-	sitOut := func(d time.Duration, limited bool) { a.notBefore, a.limited = now.Add(d), limited }
+	away := func(d time.Duration) { a.notBefore, a.away = now.Add(d), true }
+	attrs := func(extra ...slog.Attr) []slog.Attr {
+		return append([]slog.Attr{slog.String("fanout", f.cfg.Name), slog.String("account", a.id), slog.String("job", a.jobs[j].Job),
+			slog.Int("consecutive_failures", a.failures), slog.Time("until", a.notBefore)}, extra...)
+	}
 	switch {
 	case errors.Is(err, ErrConcurrentRun):
-		// Another process runs this job: routine, try again after a while.
-		sitOut(f.cfg.Backoff, false)
-		f.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "reconcile fan-out: another reconciler moved the account's cursor; it sits out",
-			slog.String("fanout", f.cfg.Name), slog.String("account", a.id), slog.String("job", a.jobs[j].Job))
+		// Another process runs this job (another replica's fan-out, say): routine, and that
+		// process completes the cycle.
+		away(f.cfg.Backoff)
+		f.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "reconcile fan-out: another reconciler moved the account's cursor; it sits out", attrs()...)
 	case err != nil:
 		a.failures++
-		sitOut(backoff(f.cfg.Backoff, a.failures), false)
+		away(backoff(f.cfg.Backoff, a.failures))
 		f.cfg.Logger.LogAttrs(ctx, slog.LevelError, "reconcile fan-out: the account's batch failed; it sits out",
-			slog.String("fanout", f.cfg.Name), slog.String("account", a.id), slog.String("job", a.jobs[j].Job),
-			slog.Int("consecutive_failures", a.failures), slog.Time("until", a.notBefore), slog.String("error", err.Error()))
-	case rep.Unavailable:
+			attrs(slog.String("error", err.Error()))...)
+	case rep.Unavailable || rep.Deferred:
+		// Nothing was learned: the external system is down for the account, or refused it
+		// every call. A Retry-After longer than the backoff is honoured.
 		a.failures++
-		sitOut(backoff(f.cfg.Backoff, a.failures), false)
-		f.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile fan-out: the external system is unavailable for the account; it sits out",
-			slog.String("fanout", f.cfg.Name), slog.String("account", a.id), slog.String("job", a.jobs[j].Job),
-			slog.Int("consecutive_failures", a.failures), slog.Time("until", a.notBefore))
+		away(max(backoff(f.cfg.Backoff, a.failures), rep.RetryAfter))
+		f.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile fan-out: the account's batch could not ask the external system; it sits out",
+			attrs(slog.Bool("rate_limited", rep.RateLimited))...)
 	default:
-		a.failures = 0
-		if rep.RateLimited || rep.Deferred {
-			// Not doubled: the shared limiter slows everyone already. But at least Backoff,
-			// or an account whose answers name no wait would take turn after turn.
-			sitOut(max(rep.RetryAfter, f.cfg.Backoff), true)
+		a.failures, a.away = 0, false
+		if rep.RateLimited {
+			// Progress, then a rate limit: the shared limiter slows everyone already; the
+			// account stays in the round and waits what the answer asked.
+			a.notBefore = now.Add(rep.RetryAfter)
 		}
 		if rep.Wrapped {
 			a.wrapped[j] = true
@@ -402,8 +410,9 @@ func (f *FanOut) endRoundLocked() {
 
 // roundDoneLocked reports that no account has anything left to do this round.
 func (f *FanOut) roundDoneLocked() bool {
+	now := f.cfg.Now()
 	for _, a := range f.accounts {
-		if !a.done() {
+		if !a.done(now) {
 			return false
 		}
 	}
@@ -422,23 +431,20 @@ func (f *FanOut) pickLocked() (*fanAccount, int, *Report) {
 		start++
 	}
 	var (
-		pending, busy bool
-		limited       bool
-		wait          time.Duration
+		pending bool
+		wait    time.Duration
 	)
 	for k := range ids {
 		a := f.accounts[ids[(start+k)%len(ids)]]
-		if a.done() {
+		if a.done(now) {
 			continue
 		}
 		pending = true
 		switch {
 		case a.busy:
-			busy = true
 		case a.notBefore.After(now):
-			d := a.notBefore.Sub(now)
-			if wait == 0 || d < wait {
-				wait, limited = d, a.limited
+			if d := a.notBefore.Sub(now); wait == 0 || d < wait {
+				wait = d
 			}
 		default:
 			j := a.next
@@ -451,14 +457,8 @@ func (f *FanOut) pickLocked() (*fanAccount, int, *Report) {
 	if !pending {
 		return nil, 0, nil
 	}
-	// Every account left in the round is sitting out (or running in another call).
-	rep := Report{Job: f.cfg.Name, Verdicts: map[Verdict]int{}, Deferred: true, RetryAfter: wait}
-	if limited || busy && wait == 0 {
-		rep.RateLimited = true
-	} else {
-		rep.Unavailable = true
-	}
-	return nil, 0, &rep
+	// Every account left in the round waits out a rate limit (or runs in another call).
+	return nil, 0, &Report{Job: f.cfg.Name, Verdicts: map[Verdict]int{}, Deferred: true, RateLimited: true, RetryAfter: wait}
 }
 
 // Rounds is the number of rounds completed since the fan-out was made.

@@ -206,8 +206,9 @@ func TestFanOutWithNoAccountsWrapsAtOnce(t *testing.T) {
 	}
 }
 
-// A failed batch, an outage or a rate limit makes that account sit out; the others go on, and
-// the fan-out's batch reports neither an error nor pushback for them.
+// A failed batch, an outage, a batch every call of which was refused, or a cursor another
+// reconciler holds makes that account sit out without holding the round up: the others go on,
+// their rounds complete, and the account takes its turn again once its time has passed.
 func TestFanOutAccountThatFailsSitsOutAndTheOthersGoOn(t *testing.T) {
 	tests := []struct {
 		name string
@@ -215,75 +216,88 @@ func TestFanOutAccountThatFailsSitsOutAndTheOthersGoOn(t *testing.T) {
 		trouble func(w *fanWorld)
 		// wantWait is how long b sits out after its first and second trouble.
 		wantWait [2]time.Duration
-		// wantLimited: when only b is left, the fan-out reports a rate limit (else an outage).
-		wantLimited bool
 	}{
 		{"a failed batch: backoff, doubling", func(w *fanWorld) {
 			w.answer["b"] = func() error { return errors.New("boom") }
-		}, [2]time.Duration{time.Minute, 2 * time.Minute}, false},
+		}, [2]time.Duration{time.Minute, 2 * time.Minute}},
 		{"an unavailable external system: backoff, doubling", func(w *fanWorld) {
-			w.report["b"] = func() reconcile.Report { return reconcile.Report{Unavailable: true, Scanned: 1} }
-		}, [2]time.Duration{time.Minute, 2 * time.Minute}, false},
-		{"a rate limit: the wait it asked for, not doubled", func(w *fanWorld) {
+			w.report["b"] = func() reconcile.Report { return reconcile.Report{Unavailable: true, Deferred: true} }
+		}, [2]time.Duration{time.Minute, 2 * time.Minute}},
+		{"every call refused by a rate limit: its Retry-After, when longer than the backoff", func(w *fanWorld) {
 			w.report["b"] = func() reconcile.Report {
 				return reconcile.Report{RateLimited: true, Deferred: true, RetryAfter: 90 * time.Second}
 			}
-		}, [2]time.Duration{90 * time.Second, 90 * time.Second}, true},
-		{"a rate limit that names no wait: the backoff, not doubled", func(w *fanWorld) {
-			w.report["b"] = func() reconcile.Report { return reconcile.Report{RateLimited: true, Scanned: 3} }
-		}, [2]time.Duration{time.Minute, time.Minute}, true},
+		}, [2]time.Duration{90 * time.Second, 2 * time.Minute}},
 		{"another reconciler holds the cursor: the backoff, not doubled", func(w *fanWorld) {
 			w.answer["b"] = func() error { return reconcile.ErrConcurrentRun }
-		}, [2]time.Duration{time.Minute, time.Minute}, false},
+		}, [2]time.Duration{time.Minute, time.Minute}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newFanWorld(t, map[string][]int{"a": {3}, "b": {1}, "c": {2}})
 			tt.trouble(w)
 			f := w.fanOut()
-			ctx := context.Background()
-			// a b c a c a: b failed on its turn; a and c complete their cycles.
-			for i := range 6 {
-				rep, err := f.RunBatch(ctx)
-				if err != nil || rep.Wrapped || rep.Deferred || rep.RateLimited || rep.Unavailable {
-					t.Fatalf("batch %d: %+v, %v; want a plain batch", i+1, rep, err)
-				}
-			}
-			if got, want := strings.Join(w.takeLog(), " "), "a/0 b/0 c/0 a/0 c/0 a/0"; got != want {
+			// b fails on its turn; a and c complete their cycles, and so does the round.
+			if got, want := strings.Join(w.round(f, 10), " "), "a/0 b/0 c/0 a/0 c/0 a/0"; got != want {
 				t.Fatalf("turns %s, want %s", got, want)
 			}
 			for k, wait := range tt.wantWait {
-				// Only b is left, and it sits out: the fan-out defers.
-				rep, err := f.RunBatch(ctx)
-				if err != nil || !rep.Deferred || rep.RetryAfter != wait || rep.RateLimited != tt.wantLimited || rep.Unavailable == tt.wantLimited {
-					t.Fatalf("sit-out %d: %+v, %v; want Deferred for %v (rate limited %t)", k+1, rep, err, wait, tt.wantLimited)
-				}
-				if l := w.takeLog(); len(l) != 0 {
-					t.Fatalf("sit-out %d ran %v", k+1, l)
-				}
+				// While b sits out, rounds go on without it.
 				w.clock.Advance(wait - time.Second)
-				if rep, _ := f.RunBatch(ctx); !rep.Deferred || rep.RetryAfter != time.Second {
-					t.Fatalf("a second before the end of sit-out %d: %+v", k+1, rep)
+				if got, want := strings.Join(w.round(f, 10), " "), "a/0 c/0 a/0 c/0 a/0"; got != want {
+					t.Fatalf("a second before the end of sit-out %d: turns %s, want %s", k+1, got, want)
 				}
+				// Then it takes its turn again, and fails again.
 				w.clock.Advance(time.Second)
-				if _, err := f.RunBatch(ctx); err != nil { // b's turn, in trouble again
-					t.Fatal(err)
-				}
-				if got := w.takeLog(); !slices.Equal(got, []string{"b/0"}) {
-					t.Fatalf("after sit-out %d ran %v, want b", k+1, got)
+				if got, want := strings.Join(w.round(f, 10), " "), "a/0 b/0 c/0 a/0 c/0 a/0"; got != want {
+					t.Fatalf("after sit-out %d: turns %s, want %s", k+1, got, want)
 				}
 			}
-			// b recovers and completes the round.
+			// b recovers and completes its cycle in the next round it has a turn in.
 			w.mu.Lock()
 			delete(w.answer, "b")
 			delete(w.report, "b")
 			w.mu.Unlock()
 			w.clock.Advance(time.Hour)
-			rep, err := f.RunBatch(ctx)
-			if err != nil || !rep.Wrapped {
-				t.Fatalf("after recovery: %+v, %v; want b's batch to end the round", rep, err)
+			if got, want := strings.Join(w.round(f, 10), " "), "a/0 b/0 c/0 a/0 c/0 a/0"; got != want {
+				t.Fatalf("after recovery: turns %s, want %s", got, want)
+			}
+			if w.position["b/0"] != 0 {
+				t.Errorf("b did not complete its cycle")
 			}
 		})
+	}
+}
+
+// An account rate limited after some progress stays in the round and waits what the answer
+// asked; when it is the only one left, the fan-out defers for that long.
+func TestFanOutRateLimitedAccountWaitsInTheRound(t *testing.T) {
+	w := newFanWorld(t, map[string][]int{"a": {1}, "b": {2}})
+	limited := true
+	w.report["b"] = func() reconcile.Report {
+		if !limited {
+			return reconcile.Report{Scanned: 3, Wrapped: true}
+		}
+		limited = false
+		return reconcile.Report{Scanned: 3, RateLimited: true, RetryAfter: 30 * time.Second}
+	}
+	f := w.fanOut()
+	ctx := context.Background()
+	for range 2 { // a, then b rate limited
+		if rep, err := f.RunBatch(ctx); err != nil || rep.Wrapped || rep.Deferred {
+			t.Fatalf("%+v, %v", rep, err)
+		}
+	}
+	rep, err := f.RunBatch(ctx)
+	if err != nil || !rep.Deferred || !rep.RateLimited || rep.RetryAfter != 30*time.Second || rep.Wrapped {
+		t.Fatalf("with only b left, waiting: %+v, %v; want Deferred and RateLimited for 30s", rep, err)
+	}
+	w.clock.Advance(30 * time.Second)
+	if rep, err := f.RunBatch(ctx); err != nil || !rep.Wrapped {
+		t.Fatalf("after the wait: %+v, %v; want b to complete the round", rep, err)
+	}
+	if got, want := strings.Join(w.takeLog(), " "), "a/0 b/0 b/0"; got != want {
+		t.Errorf("turns %s, want %s", got, want)
 	}
 }
 
