@@ -172,9 +172,9 @@
 // round, so accounts added and removed are followed) and builds each account's jobs, each under
 // a name of its own, so every account keeps its own cursor and lane positions. Accounts take
 // turns, one batch each, and a round ends when every account has completed a cycle: a huge
-// account cannot starve small ones, and small ones do not spin. An account that fails or is
-// rate limited sits out while the others go on; all share one [Limiter], since the budget is
-// the platform's. [FanOut.Health] judges every account's [Status] and names the one that lags.
+// account cannot starve small ones, and small ones do not spin. An account that fails sits
+// out, with backoff, without holding the round up; all share one [Limiter], since the budget
+// is the platform's. [FanOut.Health] judges every account's [Status] and names the one that lags.
 //
 // # Coverage and health
 //
