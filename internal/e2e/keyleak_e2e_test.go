@@ -107,21 +107,6 @@ func (o *argsObserver) BatchDone(job string, rep reconcile.Report, err error) {
 	o.args = append(o.args, fmt.Sprintf("%s %v %+v %#v %v %+v %#v", job, rep, rep, rep, err, err, err))
 }
 
-// observers tells each of its observers.
-type observers []reconcile.Observer
-
-func (os observers) GatewayCalls(job string, calls int, d time.Duration, class string) {
-	for _, o := range os {
-		o.GatewayCalls(job, calls, d, class)
-	}
-}
-
-func (os observers) BatchDone(job string, rep reconcile.Report, err error) {
-	for _, o := range os {
-		o.BatchDone(job, rep, err)
-	}
-}
-
 // syncBuffer is a log destination safe for concurrent writes.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -238,7 +223,7 @@ func leakCheck(t *testing.T, url string, classifier reconcile.Classifier[string,
 		t.Fatal(err)
 	}
 	rec := &argsObserver{}
-	obs := observers{rec, metrics}
+	obs := reconcile.Observers(rec, metrics)
 
 	texts := []string{"config: " + string(cfgJSON)} // and every error and report
 	note := func(what string, v any, err error) {
