@@ -172,23 +172,25 @@ func (p HealthPolicy) withDefaults() HealthPolicy {
 type Check struct {
 	// Name is "lag", "since_last_cycle", "cycle_age", "last_attempt", "since_last_batch",
 	// "unverifiable", "stale_findings", "plan", or "lane:" and a lane's name.
-	Name string
-	OK   bool
+	Name string `json:"name"`
+	OK   bool   `json:"ok"`
 	// Value and Limit, for people.
-	Value, Limit string
+	Value string `json:"value"`
+	Limit string `json:"limit"`
 	// Reason says why the check fails; empty when it passes.
-	Reason string
+	Reason string `json:"reason,omitempty"`
 }
 
-// Health is a job's status judged against a HealthPolicy.
+// Health is a job's status judged against a HealthPolicy. Its JSON form (see HealthHandler) has
+// the job, ok, the checks, the plan when there is one, and the status it judged.
 type Health struct {
-	Job    string
-	Status Status
+	Job string `json:"job"`
 	// OK is true when every check passes.
-	OK     bool
-	Checks []Check
+	OK     bool    `json:"ok"`
+	Checks []Check `json:"checks"`
 	// Plan is the coverage plan when the policy has a Schedule.
-	Plan *Plan
+	Plan   *Plan  `json:"plan,omitempty"`
+	Status Status `json:"status"`
 }
 
 // Reasons lists the failing checks' reasons.
