@@ -255,7 +255,8 @@ func acceptQuality(accept []string, typ, sub string) float64 {
 	return q
 }
 
-// writeHealthText writes the answer for a person: a summary, then each job's line and checks.
+// writeHealthText writes the answer for a person: a summary, then for each job a line, its
+// checks, the reasons of those that fail, and its open findings.
 func writeHealthText(w io.Writer, body healthBody) {
 	failing := 0
 	for _, j := range body.Jobs {
@@ -274,7 +275,12 @@ func writeHealthText(w io.Writer, body healthBody) {
 			fmt.Fprintf(w, "%s: UNKNOWN: %s\n", j.Job, j.err)
 			continue
 		}
-		fmt.Fprintln(w, j.Health.String())
+		reasons := j.Reasons()
+		if j.OK {
+			fmt.Fprintln(w, j.Health.String())
+		} else {
+			fmt.Fprintf(w, "%s: FAILING (%d of %d checks)\n", j.Job, len(reasons), len(j.Checks))
+		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		for _, c := range j.Checks {
 			mark := "ok"
@@ -284,6 +290,9 @@ func writeHealthText(w io.Writer, body healthBody) {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\tlimit %s\n", mark, c.Name, c.Value, c.Limit)
 		}
 		_ = tw.Flush()
+		for _, r := range reasons {
+			fmt.Fprintf(w, "  - %s\n", r)
+		}
 		if len(j.Status.OpenFindings) > 0 {
 			var kinds []string
 			for _, k := range j.Status.OpenFindingKinds() {
