@@ -22,13 +22,13 @@ const (
 )
 
 // burstSpan: a batch whose rows were all created within this span (in whole seconds, plus one
-// either side) is a burst when the list shows intents created within it too: an import or a
-// backfill, whose intents the list shows newest first, so that a batch of the older rows
+// either side) is a burst when the list shows objects created within it too: an import or a
+// backfill, whose objects the list shows newest first, so that a batch of the older rows
 // must page past the newer ones. Such pages are read ahead, not counted barren.
 const burstSpan = time.Minute
 
-// FetchBatch returns the PaymentIntents asked for that the look-ahead still holds, then lists
-// the PaymentIntents created within the other lookups' created_at window (widened by
+// FetchBatch returns the objects asked for that the look-ahead still holds, then lists the
+// objects created within the other lookups' created_at window (widened by
 // CreatedSkew), newest first, a hundred a call, and returns those whose ids were asked for;
 // the others listed are kept in the look-ahead for the next batches (see
 // GatewayConfig.ListCacheTTL).
@@ -37,16 +37,21 @@ const burstSpan = time.Minute
 // or after two pages in a row that each matched fewer than ten rows: a crowded or misaligned
 // window then degrades to per-object calls, never to reading the whole account. A page wholly
 // newer than the batch's rows is the skew's margin above them and is not barren either (at one
-// row a second it holds the next batch's three hundred intents). A page of a
-// burst (every intent on it created within the batch's own creation span, that span at most a
+// row a second it holds the next batch's three hundred objects). A page of a
+// burst (every object on it created within the batch's own creation span, that span at most a
 // minute) is not barren: the list reads through the burst, up to as many pages as rows it
 // still seeks, since per-object calls would cost one a row. Lookups without a creation time or
-// with an invalid id are left to Fetch. Listed objects without an id or a status are ignored
-// and reported once, as ErrUnavailable, with the objects found.
-func (g *Gateway) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wait func(context.Context) error) (map[string]*stripe.PaymentIntent, error) {
+// with an invalid id are left to Fetch. Listed objects without an id or a state are ignored
+// and reported once, as ErrUnavailable, with the objects found. The list sends the object's
+// ListParams and expands "data." and each of its Expand paths. An object whose list cannot
+// filter by creation time (NoCreatedFilter) is not listed: every lookup is left to Fetch.
+func (g *ObjectGateway[T]) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wait func(context.Context) error) (map[string]T, error) {
+	if g.obj.NoCreatedFilter {
+		return map[string]T{}, nil
+	}
 	asked := make(map[string]bool, len(lookups))
 	for _, l := range lookups {
-		if ValidPaymentIntentID(l.ExternalID) {
+		if g.obj.validID(l.ExternalID) {
 			asked[l.ExternalID] = true
 		}
 	}
@@ -54,7 +59,7 @@ func (g *Gateway) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wa
 	want := make(map[string]bool, len(lookups))
 	var lo, hi time.Time
 	for _, l := range lookups {
-		if l.CreatedAt.IsZero() || !asked[l.ExternalID] || found[l.ExternalID] != nil {
+		if _, ok := found[l.ExternalID]; l.CreatedAt.IsZero() || !asked[l.ExternalID] || ok {
 			continue
 		}
 		want[l.ExternalID] = true
@@ -95,24 +100,26 @@ func (g *Gateway) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wa
 			return found, err
 		}
 		matched, inBurst, above := 0, burst, len(items) > 0
-		var ahead []*stripe.PaymentIntent
-		for _, pi := range items {
-			if pi == nil || !ValidPaymentIntentID(pi.ID) || pi.Status == "" {
+		var ahead []T
+		for _, v := range items {
+			if !g.obj.answers(v) {
 				bogus++ // not an answer about anything: never found, never a cursor
 				continue
 			}
-			if pi.Created < spanLo || pi.Created > spanHi {
+			id, created := g.obj.ID(v), g.obj.Created(v)
+			if created < spanLo || created > spanHi {
 				inBurst = false
 			}
-			if pi.Created <= spanHi {
+			if created <= spanHi {
 				above = false
 			}
+			_, had := found[id]
 			switch {
-			case !asked[pi.ID]:
-				ahead = append(ahead, pi)
-			case found[pi.ID] == nil:
-				found[pi.ID] = pi
-				if want[pi.ID] {
+			case !asked[id]:
+				ahead = append(ahead, v)
+			case !had:
+				found[id] = v
+				if want[id] {
 					matched++
 					seeking--
 				}
@@ -120,14 +127,14 @@ func (g *Gateway) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wa
 		}
 		g.ahead.put(ahead, at)
 		// A page wholly newer than the batch's rows is the skew's margin above them, not a
-		// sign that the window is crowded: the batch's intents lie below it, and in a sweep
+		// sign that the window is crowded: the batch's objects lie below it, and in a sweep
 		// by creation time the margin is the next batch's, kept in the look-ahead.
 		if matched < minMatchesPerPage && !(inBurst && len(items) > 0) && !above {
 			barren++
 		} else {
 			barren = 0
 		}
-		last := lastValidID(items)
+		last := g.lastValidID(items)
 		if !more || len(items) == 0 || last == "" {
 			break
 		}
@@ -138,51 +145,61 @@ func (g *Gateway) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wa
 	}
 	if bogus > 0 {
 		// Once per batch, through the engine's log: the rows not found are asked one by one.
-		return found, fmt.Errorf("stripeadapter: list payment intents: %d listed objects had no id or no status and were ignored "+
-			"(a proxy or cache in between?): %w", bogus, reconcile.ErrUnavailable)
+		return found, fmt.Errorf("stripeadapter: list %s: %d listed objects had no id or no status and were ignored "+
+			"(a proxy or cache in between?): %w", g.obj.plural(), bogus, reconcile.ErrUnavailable)
 	}
 	return found, nil
 }
 
-// lastValidID returns the id of the last of items with a PaymentIntent id, the cursor to page
-// on; "" if none has one.
-func lastValidID(items []*stripe.PaymentIntent) string {
-	for _, pi := range slices.Backward(items) {
-		if pi != nil && ValidPaymentIntentID(pi.ID) {
-			return pi.ID
+// lastValidID returns the id of the last of items with a valid id, the cursor to page on; ""
+// if none has one.
+func (g *ObjectGateway[T]) lastValidID(items []T) string {
+	for _, v := range slices.Backward(items) {
+		if !isNil(v) && g.obj.validID(g.obj.ID(v)) {
+			return g.obj.ID(v)
 		}
 	}
 	return ""
 }
 
-// piPage is one page of the PaymentIntents list, with has_more, which stripe-go's iterator
-// keeps to itself.
-type piPage struct {
+// listPageOf is one page of a list, with has_more, which stripe-go's iterator keeps to itself.
+type listPageOf[T any] struct {
 	stripe.APIResource
 	stripe.ListMeta
-	Object string                  `json:"object"`
-	Data   []*stripe.PaymentIntent `json:"data"`
+	Object string `json:"object"`
+	Data   []T    `json:"data"`
 }
 
-// listPage makes exactly one list call: PaymentIntents created within window, after the id
-// after, their latest charges expanded. It reports whether more remain.
-func (g *Gateway) listPage(ctx context.Context, window *stripe.RangeQueryParams, after string) ([]*stripe.PaymentIntent, bool, error) {
-	params := &stripe.PaymentIntentListParams{CreatedRange: window}
-	// Each intent's charge carries its money (refunds, disputes) in the same call.
-	params.AddExpand("data.latest_charge")
+// piPage is one page of the PaymentIntents list.
+type piPage = listPageOf[*stripe.PaymentIntent]
+
+// objectListParams are a list call's own parameters; the object's ListParams go with them.
+type objectListParams struct {
+	stripe.ListParams `form:"*"`
+	CreatedRange      *stripe.RangeQueryParams `form:"created"`
+}
+
+// listPage makes exactly one list call: objects created within window (nil: any time), after
+// the id after, with the object's ListParams and its Expand paths under data. It reports
+// whether more remain.
+func (g *ObjectGateway[T]) listPage(ctx context.Context, window *stripe.RangeQueryParams, after string) ([]T, bool, error) {
+	params := &objectListParams{CreatedRange: window}
+	for _, e := range g.obj.Expand {
+		// Each object reads as a retrieve reads it (an intent's charge carries its money).
+		params.AddExpand("data." + e)
+	}
 	if after != "" {
 		params.StartingAfter = stripe.String(after)
 	}
-	svc := g.sc.V1PaymentIntents
-	var page piPage
-	if err := g.list(ctx, "list payment intents", svc.B, svc.Key, "/v1/payment_intents", &params.ListParams, params, &page); err != nil {
+	op := "list " + g.obj.plural()
+	var page listPageOf[T]
+	if err := g.c.listWith(ctx, op, g.c.sc.V1Events.B, g.c.sc.V1Events.Key, g.obj.Path, &params.ListParams, params, g.obj.ListParams, &page); err != nil {
 		return nil, false, err
 	}
 	if page.Object != "list" {
 		// A 200 that is not a list ({} from a misrouted proxy, say) says nothing about any
-		// intent, not even that the window is empty.
-		return nil, false, fmt.Errorf("stripeadapter: list payment intents: Stripe answered 200 with an object that is not a list "+
-			"(a proxy or cache in between?): %w", reconcile.ErrUnavailable)
+		// object, not even that the window is empty.
+		return nil, false, notAList(op)
 	}
 	return page.Data, page.HasMore, nil
 }

@@ -197,6 +197,114 @@
 // dispute is a finding within two minutes. The sweep stays behind it: Stripe documents events
 // that are never sent. [Gateway.PaymentReverseFeed] is ReverseFeed's scan, of Payments.
 //
+// # Subscriptions, invoices and Checkout Sessions
+//
+// Three more policies judge a host's rows against the objects of the same name, each a pure
+// classifier and a reconcile.StateNamer whose decisions carry Diffs of every field that
+// differs; the first line that matches decides. The direction of truth is the same in all
+// three: Stripe holds what was billed, collected and paid, so a row behind it is caught up
+// through a repair command whose canonical writer re-reads Stripe (the one the webhook
+// handler calls); a row ahead of Stripe, where our side did something Stripe never saw, goes
+// to a person, because the customer may be billed for what we withdrew, or we may have
+// given what was never paid. What needs a person is decided before every repair, since a
+// repair writes all of Stripe's side and would erase what the person must see.
+//
+// [SubscriptionPolicy] reads a [LocalSubscription] (status in Stripe's words,
+// cancel_at_period_end, paid-through time). Statuses fall in four groups: billing (trialing,
+// active, past_due: the row grants access), pending (incomplete), suspended (unpaid, paused)
+// and ended (canceled, incomplete_expired, final at Stripe). The period end is
+// [SubscriptionPeriodEnd], the latest current_period_end of the items.
+//
+//	unknown status on either side              NeedsReview unexpected:<ours>-><theirs>
+//	row ended × Stripe billing                 NeedsReview billing_without_access
+//	row ended × Stripe pending or suspended    NeedsReview ended_locally_not_externally
+//	row cancels at period end, Stripe will
+//	  renew (Stripe not ended)                 NeedsReview cancellation_missing_externally
+//	row billing × canceled                     Repairable subscription_canceled_externally
+//	row billing × pending, suspended,
+//	  incomplete_expired                       Repairable access_without_billing
+//	row pending or suspended × billing         Repairable missed_activation
+//	any other status difference                Repairable missed_status_change
+//	same status, then:
+//	  paid-through after the period end
+//	  (trialing, active, past_due)             Repairable paid_through_ahead
+//	  Stripe cancels at period end, the row
+//	  expects a renewal (Stripe not ended)     Repairable cancellation_scheduled_externally
+//	  paid-through before the period end
+//	  (trialing, active)                       Repairable paid_through_behind
+//	  otherwise                                InSync
+//
+// Every repair is ApplySubscriptionStatus: the writer records status, SubscriptionPeriodEnd
+// and cancel_at_period_end. Why each goes where it goes:
+//   - Access Stripe no longer bills for (canceled in the Dashboard or by dunning, unpaid,
+//     paused, never paid) is the drift that costs money, every day it stays. Taking it back is
+//     what the customer.subscription.* handler would have done and needs no judgment: Stripe
+//     is where billing happens, and the row only mirrors it.
+//   - A row that ended a subscription Stripe still has, or that cancels at period end while
+//     Stripe will renew, means a cancellation never reached Stripe: the customer is billed
+//     for access we withdrew, or will be at renewal. Cancel at Stripe (and refund), or restore
+//     the access: a person decides. Stripe never revives an ended subscription, so no missed
+//     webhook explains it.
+//   - A subscription that started billing (first payment made, resumed, recovered from
+//     unpaid) and any other status change are money that already moved: catch up.
+//   - A paid-through time after Stripe's period end grants access nobody billed for; a comp
+//     belongs at Stripe (a trial or a credit), where it is billed as one. Before the period
+//     end, a renewal was paid and the row missed it. Times are compared to the second;
+//     past_due's period has moved on unpaid, so only a row ahead of it is drift. The zero
+//     time is not compared, nor the period of a subscription Stripe does not bill.
+//
+// [InvoicePolicy] reads a [LocalInvoice] (status, currency, amount_due, amount_paid,
+// amount_remaining in minor units). Stripe moves an invoice draft → open → paid,
+// uncollectible or void, and uncollectible → paid or void, never back.
+//
+//	unknown status on either side              NeedsReview unexpected:<ours>-><theirs>
+//	currency differs (in any case)             NeedsReview currency_mismatch
+//	amount_due differs, neither a draft        NeedsReview amount_mismatch
+//	row paid × any other                       NeedsReview paid_locally_not_externally
+//	row void × any other                       NeedsReview voided_locally_not_externally
+//	row uncollectible × draft, open            NeedsReview uncollectible_locally_not_externally
+//	row open × draft                           NeedsReview finalized_locally_not_externally
+//	row draft, open, uncollectible × paid      Repairable missed_payment
+//	row draft, open, uncollectible × void      Repairable missed_void
+//	row draft, open × uncollectible            Repairable missed_uncollectible
+//	row draft × open                           Repairable missed_finalization
+//	same status but draft, then:
+//	  amount_paid higher in the row            NeedsReview paid_locally_not_externally
+//	  amount_paid higher at Stripe             Repairable missed_payment
+//	  amount_remaining differs                 Repairable amount_remaining_mismatch
+//	  otherwise                                InSync
+//
+// Every repair is ApplyInvoiceStatus: the writer records status and the three amounts. A
+// finalized invoice in another currency or of another amount is not the bill our books
+// hold: a wrong charge or wrong revenue, for a person (a draft's amounts still change, and
+// are compared once it is finalized). A row ahead of Stripe (paid, voided, written off or
+// finalized here only) was never seen by Stripe, which may still collect, or never did: a
+// person. Payment, voiding, a write-off and finalization at Stripe already happened:
+// catch up.
+//
+// [CheckoutPolicy] reads a [LocalCheckout] (status, payment_status, whether the order was
+// fulfilled). A session is due fulfilment when it is complete and its payment_status is paid
+// or no_payment_required: a session paid by an asynchronous method (bank debits, vouchers)
+// completes unpaid and is paid days later, or never, so complete alone is not paid. Its
+// states read "status/payment_status".
+//
+//	unknown status on either side              NeedsReview unexpected:<ours>-><theirs>
+//	fulfilled, session not due                 NeedsReview fulfilled_without_payment
+//	not fulfilled, session due                 Repairable missed_fulfillment (FulfillCheckout)
+//	same status and payment_status             InSync
+//	row due (paid), session not                NeedsReview paid_locally_not_externally
+//	row complete or expired × open             NeedsReview session_still_open
+//	× expired                                  Repairable missed_expiry (ApplyCheckoutStatus)
+//	× complete/unpaid                          Repairable missed_completion (ApplyCheckoutStatus)
+//	otherwise                                  Repairable missed_session_update (ApplyCheckoutStatus)
+//
+// Goods shipped against a session that is not paid went out for nothing yet: a person, and
+// never InFlight, though the payment may still come. A paid session whose order was not
+// fulfilled is money taken for nothing: FulfillCheckout calls the host's fulfilment function,
+// which re-reads the session and fulfils once. A row that says paid while Stripe does not,
+// or a session closed here that Stripe still takes payment on, needs a person; the rest is
+// catching up.
+//
 // # Testing
 //
 // Package stripetest is a stateful fake of the Stripe API over HTTP, with fault injection, for

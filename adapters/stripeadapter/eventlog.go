@@ -1,8 +1,8 @@
 package stripeadapter
 
 // The account's event log, read after a checkpoint, oldest first, a hundred events per call: what
-// the events feeds of intents (EventsFeed) and of payments (PaymentEventsFeed) share. They
-// differ only in what they make of the events.
+// the events feeds of objects (ObjectEventsFeed, EventsFeed) and of payments (PaymentEventsFeed)
+// share. They differ only in what they make of the events.
 
 import (
 	"context"
@@ -23,18 +23,18 @@ import (
 // the oldest event since its checkpoint time.
 const maxUnanchoredPages = 50
 
-// eventLog reads the events of opt.Types through g's client.
+// eventLog reads the events of opt.Types through c.
 type eventLog struct {
-	g   *Gateway
+	c   *client
 	opt EventsOptions
 }
 
 // newEventLog checks opt, whose empty Types mean types, and fills in its defaults.
-func newEventLog(g *Gateway, opt EventsOptions, types []string) (*eventLog, error) {
+func newEventLog(c *client, opt EventsOptions, types []string) (*eventLog, error) {
 	switch {
 	case opt.Settle < 0, opt.MaxAge < 0, opt.PerStep < 0:
 		return nil, errors.New("stripeadapter: events options: Settle, MaxAge and PerStep must not be negative")
-	case len(opt.Types) > 20:
+	case len(opt.Types) > maxEventTypes:
 		return nil, fmt.Errorf("stripeadapter: events options: %d types, Stripe takes at most 20", len(opt.Types))
 	case len(opt.Types) > 1 && slices.ContainsFunc(opt.Types, func(t string) bool { return strings.Contains(t, "*") }):
 		return nil, errors.New("stripeadapter: events options: a type with * must be the only one")
@@ -43,6 +43,9 @@ func newEventLog(g *Gateway, opt EventsOptions, types []string) (*eventLog, erro
 	}
 	if len(opt.Types) == 0 {
 		opt.Types = types
+	}
+	if len(opt.Types) == 0 {
+		return nil, errors.New("stripeadapter: events options: no event types, and the object describes none")
 	}
 	if opt.Settle == 0 {
 		opt.Settle = DefaultEventSettle
@@ -62,7 +65,7 @@ func newEventLog(g *Gateway, opt EventsOptions, types []string) (*eventLog, erro
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &eventLog{g: g, opt: opt}, nil
+	return &eventLog{c: c, opt: opt}, nil
 }
 
 // eventsPosition is the events feed's checkpoint: the last event read, and the time up to which
@@ -78,12 +81,7 @@ func (p eventsPosition) String() string {
 }
 
 // eventPage is one page of the events list, with has_more.
-type eventPage struct {
-	stripe.APIResource
-	stripe.ListMeta
-	Object string          `json:"object"`
-	Data   []*stripe.Event `json:"data"`
-}
+type eventPage = listPageOf[*stripe.Event]
 
 // page lists one page of events: with after, the hundred just newer than it (ending_before);
 // without, the newest created after since. Both only up to cutoff.
@@ -106,9 +104,9 @@ func (l *eventLog) page(ctx context.Context, after string, since, cutoff int64, 
 	if limit > 0 {
 		params.Limit = stripe.Int64(limit)
 	}
-	svc := l.g.sc.V1Events
+	svc := l.c.sc.V1Events
 	var p eventPage
-	if err := l.g.list(ctx, "list events", svc.B, svc.Key, "/v1/events", &params.ListParams, params, &p); err != nil {
+	if err := l.c.list(ctx, "list events", svc.B, svc.Key, "/v1/events", &params.ListParams, params, &p); err != nil {
 		return nil, err
 	}
 	if p.Object != "list" {

@@ -26,8 +26,9 @@ const (
 
 // EventsOptions configures EventsFeed.
 type EventsOptions struct {
-	// Types are the event types to read, "*" matching any run of characters. Empty means
-	// payment_intent.* for EventsFeed, PaymentEventTypes for PaymentEventsFeed. At most 20; a
+	// Types are the event types to read, "*" matching any run of characters. Empty means the
+	// object's EventTypes (payment_intent.* for EventsFeed), PaymentEventTypes for
+	// PaymentEventsFeed. At most 20; a
 	// pattern with * must be the only one.
 	Types []string
 	// Settle: events younger than this are left for the next step, so that an event Stripe
@@ -52,55 +53,65 @@ type EventsOptions struct {
 	Logger *slog.Logger
 }
 
-// EventsFeed reads PaymentIntent events after a checkpoint, oldest first, and yields the newest
-// state of each intent they carry: a reconcile.Feed for an events catch-up lane, which finds a
-// missed webhook within minutes rather than when the sweep reaches its row. It costs one call
-// per hundred events. Objects carry the event's time as ObservedAt, so a row changed since is
-// not judged against the older state.
-type EventsFeed struct {
+// ObjectEventsFeed reads the events of an object type after a checkpoint, oldest first, and
+// yields the newest state of each object they carry (data.object, decoded as a T): a
+// reconcile.Feed for an events catch-up lane, which finds a missed webhook within minutes rather
+// than when the sweep reaches its row. It costs one call per hundred events. Objects carry the
+// event's time as ObservedAt, so a row changed since is not judged against the older state.
+type ObjectEventsFeed[T any] struct {
 	log *eventLog
+	obj *Object[T]
 }
+
+// EventsFeed reads PaymentIntent events: the ObjectEventsFeed of PaymentIntents.
+type EventsFeed = ObjectEventsFeed[*stripe.PaymentIntent]
 
 var _ reconcile.Feed[*stripe.PaymentIntent] = (*EventsFeed)(nil)
 
-// EventsFeed returns a feed of the account's events, through g's client.
-func (g *Gateway) EventsFeed(opt EventsOptions) (*EventsFeed, error) {
-	log, err := newEventLog(g, opt, []string{"payment_intent.*"})
+// EventsFeed returns a feed of the account's events of the object's EventTypes (opt.Types, if
+// set, instead), through g's client and account.
+func (g *ObjectGateway[T]) EventsFeed(opt EventsOptions) (*ObjectEventsFeed[T], error) {
+	log, err := newEventLog(g.c, opt, g.obj.EventTypes)
 	if err != nil {
 		return nil, err
 	}
-	return &EventsFeed{log: log}, nil
+	return &ObjectEventsFeed[T]{log: log, obj: &g.obj}, nil
+}
+
+// EventsFeed returns a feed of the account's PaymentIntent events, through g's client.
+func (g *Gateway) EventsFeed(opt EventsOptions) (*EventsFeed, error) {
+	return g.intents.EventsFeed(opt)
 }
 
 // Next reads the events after pos, oldest first, up to PerStep of them and none younger than
 // Settle. Without a checkpoint it starts at the newest settled event (events before it are the
 // sweep's to find). A checkpoint older than MaxAge, or whose event Stripe no longer has, starts
 // again the same way and reports a Gap.
-func (f *EventsFeed) Next(ctx context.Context, pos string, wait func(context.Context) error) (reconcile.FeedPage[*stripe.PaymentIntent], error) {
+func (f *ObjectEventsFeed[T]) Next(ctx context.Context, pos string, wait func(context.Context) error) (reconcile.FeedPage[T], error) {
 	b, err := f.log.read(ctx, pos, wait)
 	if b == nil {
-		return reconcile.FeedPage[*stripe.PaymentIntent]{}, err
+		return reconcile.FeedPage[T]{}, err
 	}
-	return reconcile.FeedPage[*stripe.PaymentIntent]{Objects: f.newestStates(b.events), Next: b.next(len(b.events)), End: b.end, Gap: b.gap}, err
+	return reconcile.FeedPage[T]{Objects: f.newestStates(b.events), Next: b.next(len(b.events)), End: b.end, Gap: b.gap}, err
 }
 
-// newestStates turns events, oldest first, into the newest PaymentIntent state each carries.
-// Events of other objects are skipped, and so are events whose object cannot be read (an event
-// rendered in an old API version, say) or has no id or no status (not an answer about any
-// intent), with one warning per step: one such event must not stop the lane.
-// Stripe orders events by their creation second only, so among events of one intent in the
-// same second the furthest status along wins (a payment that succeeds in the second it is
-// created lists both events in either order).
-func (f *EventsFeed) newestStates(events []*stripe.Event) []reconcile.FeedObject[*stripe.PaymentIntent] {
+// newestStates turns events, oldest first, into the newest state each object's events carry.
+// Events of other object types are skipped, and so are events whose object cannot be read (an
+// event rendered in an old API version, say) or has no id or no state (not an answer about any
+// object), with one warning per step: one such event must not stop the lane. Stripe orders
+// events by their creation second only, so among events of one object in the same second the
+// highest Rank wins, the later listed on a tie.
+func (f *ObjectEventsFeed[T]) newestStates(events []*stripe.Event) []reconcile.FeedObject[T] {
 	at := make(map[string]int)
-	var objs []reconcile.FeedObject[*stripe.PaymentIntent]
+	var objs []reconcile.FeedObject[T]
 	skipped, firstSkipped, firstErr := 0, "", ""
 	skip := func(e *stripe.Event, why string) {
 		if skipped == 0 {
-			firstSkipped, firstErr = f.log.g.redact(shorten(e.ID)), f.log.g.redact(why)
+			firstSkipped, firstErr = f.log.c.redact(shorten(e.ID)), f.log.c.redact(why)
 		}
 		skipped++
 	}
+	label := f.obj.label()
 	for _, e := range events {
 		if e.Data == nil || len(e.Data.Raw) == 0 {
 			continue
@@ -112,83 +123,82 @@ func (f *EventsFeed) newestStates(events []*stripe.Event) []reconcile.FeedObject
 			skip(e, "its object cannot be read: "+err.Error())
 			continue
 		}
-		if head.Object != "payment_intent" {
+		if head.Object != f.obj.Name {
 			continue
 		}
-		pi := &stripe.PaymentIntent{}
-		if err := json.Unmarshal(e.Data.Raw, pi); err != nil {
-			skip(e, "its payment intent cannot be read: "+err.Error())
+		var v T
+		if err := json.Unmarshal(e.Data.Raw, &v); err != nil {
+			skip(e, "its "+label+" cannot be read: "+err.Error())
 			continue
 		}
-		if !ValidPaymentIntentID(pi.ID) || pi.Status == "" {
+		if !f.obj.answers(v) {
 			// Not a state of anything: judging it would verify or repair a row on no evidence.
-			skip(e, "its payment intent has no id or no status")
+			skip(e, "its "+label+" has no id or no status")
 			continue
 		}
-		o := reconcile.FeedObject[*stripe.PaymentIntent]{ExternalID: pi.ID, Object: pi,
-			CreatedAt: time.Unix(pi.Created, 0), ObservedAt: time.Unix(e.Created, 0)}
-		i, ok := at[pi.ID]
+		id := f.obj.ID(v)
+		o := reconcile.FeedObject[T]{ExternalID: id, Object: v, CreatedAt: time.Unix(f.obj.Created(v), 0), ObservedAt: time.Unix(e.Created, 0)}
+		i, ok := at[id]
 		switch {
 		case !ok:
-			at[pi.ID] = len(objs)
+			at[id] = len(objs)
 			objs = append(objs, o)
-		case o.ObservedAt.After(objs[i].ObservedAt) || statusRank(pi.Status) >= statusRank(objs[i].Object.Status):
+		case o.ObservedAt.After(objs[i].ObservedAt) || f.obj.rank(v) >= f.obj.rank(objs[i].Object):
 			objs[i] = o
 		}
 	}
 	if skipped > 0 {
-		f.log.opt.Logger.Warn("stripeadapter: events feed: skipped events whose payment intent cannot be judged",
+		f.log.opt.Logger.Warn("stripeadapter: events feed: skipped events whose "+label+" cannot be judged",
 			"skipped", skipped, "first_event", firstSkipped, "first_reason", firstErr)
 	}
 	return objs
 }
 
-// statusRank orders PaymentIntent statuses by how far along a payment they are.
-func statusRank(s stripe.PaymentIntentStatus) int {
-	switch s {
-	case stripe.PaymentIntentStatusSucceeded, stripe.PaymentIntentStatusCanceled:
-		return 2
-	case stripe.PaymentIntentStatusProcessing, stripe.PaymentIntentStatusRequiresAction, stripe.PaymentIntentStatusRequiresCapture:
-		return 1
-	}
-	return 0
-}
-
-// ReverseOptions configures ReverseFeed.
-type ReverseOptions struct {
-	// Window is how far back a pass lists PaymentIntents by creation time. Zero means
+// ObjectReverseOptions configures ObjectGateway.ReverseFeed.
+type ObjectReverseOptions[T any] struct {
+	// Window is how far back a pass lists objects by creation time. Zero means
 	// DefaultReverseWindow (7 days).
 	Window time.Duration
-	// Grace: intents created more recently are left to a later pass, since our own row for
+	// Grace: objects created more recently are left to a later pass, since our own row for
 	// them may not be committed yet. Zero means reconcile.DefaultGrace.
 	Grace time.Duration
-	// Include, if set, says which intents are this table's to account for; the others are
-	// skipped, neither judged nor reported missing. Intents created by Invoices, Checkout,
-	// Payment Links, the Dashboard or another service of the same account have no row here:
-	// tell them apart by a metadata key your checkout sets, say. Nil means every intent.
-	Include func(*stripe.PaymentIntent) bool
+	// Include, if set, says which objects are this table's to account for; the others are
+	// skipped, neither judged nor reported missing. Objects another service of the same
+	// account created have no row here (for PaymentIntents, also those of Invoices, Checkout,
+	// Payment Links, the Dashboard): tell them apart by a metadata key your code sets, say.
+	// Nil means every object.
+	Include func(T) bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// Logger receives a warning for each page that listed objects without an id or a status,
+	// Logger receives a warning for each page that listed objects without an id or a state,
 	// which are skipped: not judged, not reported missing. Nil means no logging.
 	Logger *slog.Logger
 }
 
-// ReverseFeed lists the PaymentIntents created within a window, newest first, a page of a
-// hundred per step: a reconcile.Feed for the reverse scan, which finds intents that no local
+// ReverseOptions configures ReverseFeed: ObjectReverseOptions of PaymentIntents.
+type ReverseOptions = ObjectReverseOptions[*stripe.PaymentIntent]
+
+// ObjectReverseFeed lists the objects created within a window, newest first, a page of a
+// hundred per step: a reconcile.Feed for the reverse scan, which finds objects that no local
 // row refers to (with LaneConfig.ReportMissing) and verifies the others in bulk. A pass fixes
 // its window when it starts, so that paging is stable; when the window is exhausted the pass
 // is complete and the next step starts a new one. The Search API is not used: it can lag by an
-// hour, and absence must not be concluded from a lagging index.
-type ReverseFeed struct {
-	g   *Gateway
-	opt ReverseOptions
+// hour, and absence must not be concluded from a lagging index. Each list call sends the
+// object's ListParams: without status=all a reverse scan of Subscriptions would not see the
+// canceled ones. For an object without a created filter (NoCreatedFilter) a pass pages the
+// list from its newest object and keeps those within the window, ending at the first older.
+type ObjectReverseFeed[T any] struct {
+	g   *ObjectGateway[T]
+	opt ObjectReverseOptions[T]
 }
+
+// ReverseFeed lists PaymentIntents: the ObjectReverseFeed of PaymentIntents.
+type ReverseFeed = ObjectReverseFeed[*stripe.PaymentIntent]
 
 var _ reconcile.Feed[*stripe.PaymentIntent] = (*ReverseFeed)(nil)
 
-// ReverseFeed returns a reverse-scan feed of the account's PaymentIntents, through g's client.
-func (g *Gateway) ReverseFeed(opt ReverseOptions) (*ReverseFeed, error) {
+// ReverseFeed returns a reverse-scan feed of the account's objects, through g's client.
+func (g *ObjectGateway[T]) ReverseFeed(opt ObjectReverseOptions[T]) (*ObjectReverseFeed[T], error) {
 	if opt.Window < 0 || opt.Grace < 0 {
 		return nil, errors.New("stripeadapter: reverse options: Window and Grace must not be negative")
 	}
@@ -207,10 +217,15 @@ func (g *Gateway) ReverseFeed(opt ReverseOptions) (*ReverseFeed, error) {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &ReverseFeed{g: g, opt: opt}, nil
+	return &ObjectReverseFeed[T]{g: g, opt: opt}, nil
 }
 
-// reversePosition is a pass's window and the last intent listed.
+// ReverseFeed returns a reverse-scan feed of the account's PaymentIntents, through g's client.
+func (g *Gateway) ReverseFeed(opt ReverseOptions) (*ReverseFeed, error) {
+	return g.intents.ReverseFeed(opt)
+}
+
+// reversePosition is a pass's window and the last object listed.
 type reversePosition struct {
 	From  int64  `json:"from"`
 	To    int64  `json:"to"`
@@ -218,51 +233,61 @@ type reversePosition struct {
 }
 
 // Next lists the next page of the current pass, starting a pass when pos is empty.
-func (f *ReverseFeed) Next(ctx context.Context, pos string, wait func(context.Context) error) (reconcile.FeedPage[*stripe.PaymentIntent], error) {
+func (f *ObjectReverseFeed[T]) Next(ctx context.Context, pos string, wait func(context.Context) error) (reconcile.FeedPage[T], error) {
+	obj := &f.g.obj
 	var rp reversePosition
 	if pos == "" {
 		now := f.opt.Now()
 		rp = reversePosition{From: now.Add(-f.opt.Window).Unix(), To: now.Add(-f.opt.Grace).Unix()}
-	} else if err := json.Unmarshal([]byte(pos), &rp); err != nil || rp.From <= 0 || rp.To < rp.From || (rp.After != "" && !ValidPaymentIntentID(rp.After)) {
-		return reconcile.FeedPage[*stripe.PaymentIntent]{}, fmt.Errorf("stripeadapter: reverse scan position %q is not one of this feed's", pos)
+	} else if err := json.Unmarshal([]byte(pos), &rp); err != nil || rp.From <= 0 || rp.To < rp.From || (rp.After != "" && !obj.validID(rp.After)) {
+		return reconcile.FeedPage[T]{}, fmt.Errorf("stripeadapter: reverse scan position %q is not one of this feed's", pos)
 	}
 	if err := wait(ctx); err != nil {
-		return reconcile.FeedPage[*stripe.PaymentIntent]{}, err
+		return reconcile.FeedPage[T]{}, err
 	}
-	items, more, err := f.g.listPage(ctx, &stripe.RangeQueryParams{GreaterThanOrEqual: rp.From, LesserThanOrEqual: rp.To}, rp.After)
+	var window *stripe.RangeQueryParams
+	if !obj.NoCreatedFilter {
+		window = &stripe.RangeQueryParams{GreaterThanOrEqual: rp.From, LesserThanOrEqual: rp.To}
+	}
+	items, more, err := f.g.listPage(ctx, window, rp.After)
 	if errors.Is(err, errCursorGone) {
-		// The intent we paged from is gone: start the pass again rather than skip the rest.
-		return reconcile.FeedPage[*stripe.PaymentIntent]{}, nil
+		// The object we paged from is gone: start the pass again rather than skip the rest.
+		return reconcile.FeedPage[T]{}, nil
 	}
 	if err != nil {
-		return reconcile.FeedPage[*stripe.PaymentIntent]{}, err
+		return reconcile.FeedPage[T]{}, err
 	}
-	page := reconcile.FeedPage[*stripe.PaymentIntent]{Objects: make([]reconcile.FeedObject[*stripe.PaymentIntent], 0, len(items))}
+	page := reconcile.FeedPage[T]{Objects: make([]reconcile.FeedObject[T], 0, len(items))}
 	seen := make(map[string]bool, len(items))
-	skipped := 0
-	for _, pi := range items {
-		if pi == nil || !ValidPaymentIntentID(pi.ID) || pi.Status == "" {
+	skipped, older := 0, false
+	for _, v := range items {
+		if !obj.answers(v) {
 			skipped++ // not a state of anything: neither judged nor reported missing
 			continue
 		}
-		if seen[pi.ID] || (f.opt.Include != nil && !f.opt.Include(pi)) {
+		id, created := obj.ID(v), obj.Created(v)
+		if obj.NoCreatedFilter && (created < rp.From || created > rp.To) { // the list is not by window
+			older = older || created < rp.From
 			continue
 		}
-		seen[pi.ID] = true
-		page.Objects = append(page.Objects, reconcile.FeedObject[*stripe.PaymentIntent]{ExternalID: pi.ID, Object: pi, CreatedAt: time.Unix(pi.Created, 0)})
+		if seen[id] || (f.opt.Include != nil && !f.opt.Include(v)) {
+			continue
+		}
+		seen[id] = true
+		page.Objects = append(page.Objects, reconcile.FeedObject[T]{ExternalID: id, Object: v, CreatedAt: time.Unix(created, 0)})
 	}
 	if skipped > 0 {
-		f.opt.Logger.Warn("stripeadapter: reverse feed: skipped listed payment intents without an id or a status",
+		f.opt.Logger.Warn("stripeadapter: reverse feed: skipped listed "+obj.plural()+" without an id or a status",
 			"skipped", skipped, "listed", len(items))
 	}
-	if !more || len(items) == 0 {
+	if !more || len(items) == 0 || older {
 		page.End = true // the pass is complete; Next "" starts the next one
 		return page, nil
 	}
-	last := lastValidID(items)
+	last := f.g.lastValidID(items)
 	if last == "" {
-		return reconcile.FeedPage[*stripe.PaymentIntent]{}, fmt.Errorf("stripeadapter: list payment intents: "+
-			"no listed object has a PaymentIntent id to page on (a proxy or cache in between?): %w", reconcile.ErrUnavailable)
+		return reconcile.FeedPage[T]{}, fmt.Errorf("stripeadapter: list %s: "+
+			"no listed object has a %s id to page on (a proxy or cache in between?): %w", obj.plural(), obj.label(), reconcile.ErrUnavailable)
 	}
 	rp.After = last
 	b, _ := json.Marshal(rp)

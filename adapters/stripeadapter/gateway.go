@@ -78,14 +78,12 @@ type GatewayConfig struct {
 // Gateway reads PaymentIntents. It is a reconcile.BatchGateway: for a batch of rows it lists the
 // PaymentIntents created in the rows' created_at window, a hundred a call, and the engine asks
 // one by one only about rows the list did not show. It is safe for concurrent use.
+//
+// It is the object kit's gateway of PaymentIntents (NewObjectGateway with PaymentIntents()),
+// with the money reads (Payments, PaymentEventsFeed, PaymentReverseFeed) on top.
 type Gateway struct {
-	sc       *stripe.Client
-	key      string // for redaction only
-	timeout  time.Duration
-	account  string
-	skew     time.Duration
-	maxPages int
-	ahead    *lookahead // nil when off
+	*client
+	intents  *ObjectGateway[*stripe.PaymentIntent]
 	payments *PaymentGateway
 }
 
@@ -96,6 +94,28 @@ var (
 
 // NewGateway checks cfg and returns a Gateway.
 func NewGateway(cfg GatewayConfig) (*Gateway, error) {
+	intents, err := NewObjectGateway(cfg, PaymentIntents())
+	if err != nil {
+		return nil, err
+	}
+	g := &Gateway{client: intents.c, intents: intents}
+	g.payments = &PaymentGateway{g: g, outcomes: newOutcomeCache(DisputeCacheSize, cmp.Or(cfg.DisputeCacheTTL, DefaultDisputeCacheTTL))}
+	return g, nil
+}
+
+// client is a stripe-go client with this package's defaults, the account its calls act on, and
+// the error mapping every call goes through. Gateways for several accounts share one stripe-go
+// client, each with its own client value.
+type client struct {
+	sc      *stripe.Client
+	key     string // for redaction only
+	timeout time.Duration
+	account string // sent as Stripe-Account; "" is the platform
+}
+
+// newClient checks cfg's client settings and builds the client: stripe-go's retries off, its
+// logger silenced, and the transport noting each answer's status (see statusRecorder).
+func newClient(cfg GatewayConfig) (*client, error) {
 	switch {
 	case cfg.Client != nil && (cfg.Key != "" || cfg.BaseURL != "" || cfg.HTTPClient != nil):
 		return nil, errors.New("stripeadapter: gateway config: Client is set, so Key, BaseURL and HTTPClient must be empty")
@@ -117,18 +137,8 @@ func NewGateway(cfg GatewayConfig) (*Gateway, error) {
 	case cfg.StripeAccount != "" && !strings.HasPrefix(cfg.StripeAccount, "acct_"):
 		return nil, fmt.Errorf("stripeadapter: gateway config: StripeAccount %s is not an account id (acct_...)", redactKeys(shorten(cfg.StripeAccount)))
 	}
-	g := &Gateway{sc: cfg.Client, key: cfg.Key, timeout: cfg.Timeout, account: cfg.StripeAccount, skew: cfg.CreatedSkew, maxPages: cfg.MaxListPages}
-	if g.timeout == 0 {
-		g.timeout = DefaultTimeout
-	}
-	if g.skew == 0 {
-		g.skew = DefaultCreatedSkew
-	}
-	g.payments = &PaymentGateway{g: g, outcomes: newOutcomeCache(DisputeCacheSize, cmp.Or(cfg.DisputeCacheTTL, DefaultDisputeCacheTTL))}
-	if cfg.ListCacheTTL >= 0 {
-		g.ahead = newLookahead(cmp.Or(cfg.ListCacheTTL, DefaultListCacheTTL), cmp.Or(cfg.ListCacheSize, DefaultListCacheSize))
-	}
-	if g.sc == nil {
+	c := &client{sc: cfg.Client, key: cfg.Key, timeout: cmp.Or(cfg.Timeout, DefaultTimeout), account: cfg.StripeAccount}
+	if c.sc == nil {
 		hc := &http.Client{}
 		if cfg.HTTPClient != nil {
 			*hc = *cfg.HTTPClient
@@ -144,9 +154,16 @@ func NewGateway(cfg GatewayConfig) (*Gateway, error) {
 		if cfg.BaseURL != "" {
 			bc.URL = stripe.String(strings.TrimRight(cfg.BaseURL, "/"))
 		}
-		g.sc = stripe.NewClient(cfg.Key, stripe.WithBackends(stripe.NewBackendsWithConfig(bc)))
+		c.sc = stripe.NewClient(cfg.Key, stripe.WithBackends(stripe.NewBackendsWithConfig(bc)))
 	}
-	return g, nil
+	return c, nil
+}
+
+// forAccount is c acting on the account acct, over the same stripe-go client.
+func (c *client) forAccount(acct string) *client {
+	cc := *c
+	cc.account = acct
+	return &cc
 }
 
 // retries returns how many times c's backend retries a request, 0 when it cannot tell.
@@ -166,7 +183,7 @@ func retries(c *stripe.Client) int64 {
 
 // String describes the gateway without its key.
 func (g Gateway) String() string {
-	return fmt.Sprintf("stripeadapter.Gateway{account: %q, timeout: %v, skew: %v}", g.account, g.timeout, g.skew)
+	return fmt.Sprintf("stripeadapter.Gateway{account: %q, timeout: %v, skew: %v}", g.account, g.timeout, g.intents.skew)
 }
 
 // GoString describes the gateway without its key, also for %#v.
@@ -216,54 +233,23 @@ func durationString(d time.Duration) string {
 
 // CheckID rejects, without a call, an id that cannot be a PaymentIntent's: a ReviewError of kind
 // invalid_external_id. The engine asks it before spending a call or a limiter token.
-func (g *Gateway) CheckID(externalID string) error {
-	if !ValidPaymentIntentID(externalID) {
-		return &reconcile.ReviewError{Kind: reconcile.KindInvalidExternalID, Detail: invalidIDDetail(externalID)}
-	}
-	return nil
-}
+func (g *Gateway) CheckID(externalID string) error { return g.intents.CheckID(externalID) }
 
-// Fetch retrieves one PaymentIntent, its latest charge expanded. An id that cannot be a PaymentIntent's is a ReviewError of
-// kind invalid_external_id, found without calling Stripe.
+// Fetch retrieves one PaymentIntent, its latest charge expanded. An id that cannot be a
+// PaymentIntent's is a ReviewError of kind invalid_external_id, found without calling Stripe.
 func (g *Gateway) Fetch(ctx context.Context, externalID string) (*stripe.PaymentIntent, error) {
-	if err := g.CheckID(externalID); err != nil {
-		return nil, err
-	}
-	callCtx, answer := withAnswer(ctx)
-	callCtx, cancel := context.WithTimeout(callCtx, g.timeout)
-	defer cancel()
-	params := &stripe.PaymentIntentRetrieveParams{}
-	// The charge carries the money (refunds, disputes) in the same call.
-	params.AddExpand("latest_charge")
-	if g.account != "" {
-		params.SetStripeAccount(g.account)
-	}
-	pi, err := g.sc.V1PaymentIntents.Retrieve(callCtx, externalID, params)
-	if err != nil { // stripe-go returns an empty object with the error: never look at it
-		return nil, g.mapError(ctx, "retrieve "+externalID, err, answer)
-	}
-	if err := g.notAnAnswer(externalID, pi); err != nil {
-		return nil, fmt.Errorf("stripeadapter: retrieve %s: %w", externalID, err)
-	}
-	return pi, nil
+	return g.intents.Fetch(ctx, externalID)
 }
 
-// notAnAnswer tells whether pi, answered with a success to a request about want, is not an
-// answer at all: an object about another id (a misrouted proxy, a cache keyed wrongly), or one
-// without a status (an empty or foreign body). Such an answer verifies nothing; the error wraps
-// reconcile.ErrUnavailable, so the row is Unverifiable and never the cause of a command.
-func (g *Gateway) notAnAnswer(want string, pi *stripe.PaymentIntent) error {
-	switch {
-	case pi == nil || pi.ID == "":
-		return fmt.Errorf("Stripe answered 200 with no PaymentIntent id, not about the object asked for "+
-			"(a proxy or cache in between?): %w", reconcile.ErrUnavailable)
-	case pi.ID != want:
-		return fmt.Errorf("Stripe answered 200 about %s, not about the object asked for "+
-			"(a proxy or cache in between?): %w", g.redact(shorten(pi.ID)), reconcile.ErrUnavailable)
-	case pi.Status == "":
-		return fmt.Errorf("Stripe answered 200 with a PaymentIntent without a status: %w", reconcile.ErrUnavailable)
-	}
-	return nil
+// FetchBatch is the bulk fetch of ObjectGateway.FetchBatch: the look-ahead's intents, then a
+// list of the intents created in the lookups' created_at window, their charges expanded.
+func (g *Gateway) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wait func(context.Context) error) (map[string]*stripe.PaymentIntent, error) {
+	return g.intents.FetchBatch(ctx, lookups, wait)
+}
+
+// listPage makes exactly one list call of intents created within window, after the id after.
+func (g *Gateway) listPage(ctx context.Context, window *stripe.RangeQueryParams, after string) ([]*stripe.PaymentIntent, bool, error) {
+	return g.intents.listPage(ctx, window, after)
 }
 
 // shorten quotes s, cut to 64 bytes: server-provided text in a message must stay short.
@@ -273,10 +259,6 @@ func shorten(s string) string {
 	}
 	return strconv.Quote(s)
 }
-
-// ValidPaymentIntentID reports whether id has the shape of a PaymentIntent id: "pi_" and
-// letters and digits. Anything else would be a wasted call, or a request to another path.
-func ValidPaymentIntentID(id string) bool { return validID("pi_", id) }
 
 // validID reports whether id is prefix followed by letters and digits, at most 255 bytes.
 func validID(prefix, id string) bool {
@@ -292,20 +274,9 @@ func validID(prefix, id string) bool {
 	return true
 }
 
-// invalidIDDetail explains a rejected id without storing an arbitrary amount of it.
-func invalidIDDetail(id string) string {
-	if id == "" {
-		return "the row has no PaymentIntent id"
-	}
-	if len(id) > 64 {
-		id = id[:64] + "..."
-	}
-	return fmt.Sprintf("%q is not a PaymentIntent id (pi_ followed by letters and digits)", id)
-}
-
 // mapError turns a stripe-go error into the reconcile error that decides the row's fate. answer
 // is what the transport saw of the response, when we built the client.
-func (g *Gateway) mapError(ctx context.Context, op string, err error, answer *answer) error {
+func (c *client) mapError(ctx context.Context, op string, err error, answer *answer) error {
 	if ctx.Err() != nil {
 		// Our caller gave up; that says nothing about Stripe.
 		return fmt.Errorf("stripeadapter: %s: %w", op, context.Cause(ctx))
@@ -315,31 +286,31 @@ func (g *Gateway) mapError(ctx context.Context, op string, err error, answer *an
 		// No Stripe error body: connection refused, our per-call timeout, or a body that is not
 		// JSON (a proxy's error page). A 429 is still a rate limit, whatever its body.
 		if status, header := answer.get(); status == http.StatusTooManyRequests {
-			return fmt.Errorf("stripeadapter: %s: answered 429 without a Stripe error body: %w", op, g.rateLimit(header))
+			return fmt.Errorf("stripeadapter: %s: answered 429 without a Stripe error body: %w", op, c.rateLimit(header))
 		}
-		return fmt.Errorf("stripeadapter: %s: %w: %s", op, reconcile.ErrUnavailable, g.redact(err.Error()))
+		return fmt.Errorf("stripeadapter: %s: %w: %s", op, reconcile.ErrUnavailable, c.redact(err.Error()))
 	}
 	// Every string below comes from the server, or from whatever stands in between: a proxy
 	// may echo the Authorization header into any of them. Each is redacted before it reaches
 	// an error, a log, a finding's detail or a rate limit's reason.
 	status := se.HTTPStatusCode
 	desc := fmt.Sprintf("stripe answered %d", status)
-	if t := g.redact(string(se.Type)); t != "" {
+	if t := c.redact(string(se.Type)); t != "" {
 		desc += " " + t
 	}
-	if c := g.redact(string(se.Code)); c != "" {
+	if c := c.redact(string(se.Code)); c != "" {
 		desc += " " + c
 	}
-	if dc := g.redact(string(se.DeclineCode)); dc != "" {
+	if dc := c.redact(string(se.DeclineCode)); dc != "" {
 		desc += " (decline code " + dc + ")"
 	}
-	if p := g.redact(se.Param); p != "" {
+	if p := c.redact(se.Param); p != "" {
 		desc += " (param " + p + ")"
 	}
-	if msg := g.redact(se.Msg); msg != "" {
+	if msg := c.redact(se.Msg); msg != "" {
 		desc += ": " + msg
 	}
-	if id := g.redact(se.RequestID); id != "" {
+	if id := c.redact(se.RequestID); id != "" {
 		desc += " (request " + id + ")"
 	}
 	switch {
@@ -351,11 +322,11 @@ func (g *Gateway) mapError(ctx context.Context, op string, err error, answer *an
 		if se.LastResponse != nil {
 			header = se.LastResponse.Header
 		}
-		return fmt.Errorf("stripeadapter: %s: %s: %w", op, desc, g.rateLimit(header))
+		return fmt.Errorf("stripeadapter: %s: %s: %w", op, desc, c.rateLimit(header))
 	case status == http.StatusUnauthorized:
 		return fmt.Errorf("stripeadapter: %s: the API key was rejected: it is wrong, expired or revoked (%s): %w", op, desc, reconcile.ErrAbortBatch)
 	case status == http.StatusForbidden:
-		return fmt.Errorf("stripeadapter: %s: the API key lacks permission to read PaymentIntents (%s): %w", op, desc, reconcile.ErrAbortBatch)
+		return fmt.Errorf("stripeadapter: %s: the API key lacks permission for this call (%s): %w", op, desc, reconcile.ErrAbortBatch)
 	case status == http.StatusBadRequest:
 		return &reconcile.ReviewError{Kind: reconcile.KindRejected, Detail: desc}
 	default: // 409, lock_timeout, 5xx, an unexpected 404
@@ -364,10 +335,10 @@ func (g *Gateway) mapError(ctx context.Context, op string, err error, answer *an
 }
 
 // rateLimit builds the rate-limit error from a 429's headers, its reason redacted.
-func (g *Gateway) rateLimit(h http.Header) *reconcile.RateLimitError {
+func (c *client) rateLimit(h http.Header) *reconcile.RateLimitError {
 	return &reconcile.RateLimitError{
 		RetryAfter: retryAfter(h.Get("Retry-After"), time.Now()),
-		Reason:     g.redact(h.Get("Stripe-Rate-Limited-Reason")),
+		Reason:     c.redact(h.Get("Stripe-Rate-Limited-Reason")),
 	}
 }
 
@@ -395,11 +366,11 @@ func retryAfter(v string, now time.Time) time.Duration {
 // there, and proxies mangle keys).
 var keyPattern = regexp.MustCompile(`(sk|rk|pk)_(test|live)_[A-Za-z0-9_*]*|\b(sk|rk)_[A-Za-z0-9_*]{8,}`)
 
-// redact removes API keys from s: g's own key, and anything that looks like a secret or
+// redact removes API keys from s: c's own key, and anything that looks like a secret or
 // restricted key.
-func (g *Gateway) redact(s string) string {
-	if g.key != "" {
-		s = strings.ReplaceAll(s, g.key, "[redacted key]")
+func (c *client) redact(s string) string {
+	if c.key != "" {
+		s = strings.ReplaceAll(s, c.key, "[redacted key]")
 	}
 	return redactKeys(s)
 }

@@ -13,7 +13,7 @@ const (
 	DefaultListCacheSize = 20000
 )
 
-// lookahead keeps the PaymentIntents a bulk fetch listed but was not asked about, for the next
+// lookaheadOf keeps the objects a bulk fetch listed but was not asked about, for the next
 // batches. Rows created in a burst
 // (an import, a backfill) share one window in which Stripe lists the newest first, so a batch
 // of the oldest rows must page past the newer ones: kept here, those serve the batches that
@@ -22,20 +22,21 @@ const (
 // An object is served at most once and only while younger than ttl, counted from before the
 // list call that returned it: no verification rests on an older answer. At most size objects
 // are kept, the oldest dropped first. It is safe for concurrent use.
-type lookahead struct {
+type lookaheadOf[T any] struct {
 	ttl  time.Duration
 	size int
+	id   func(T) string
 	now  func() time.Time
 
 	mu    sync.Mutex
-	objs  map[string]cachedIntent
+	objs  map[string]cached[T]
 	order []orderEntry // insertion order, oldest first, from head on
 	head  int
 	seq   uint64
 }
 
-type cachedIntent struct {
-	pi  *stripe.PaymentIntent
+type cached[T any] struct {
+	v   T
 	at  time.Time // when the list call that returned it was made
 	seq uint64
 }
@@ -45,13 +46,20 @@ type orderEntry struct {
 	seq uint64
 }
 
+func newLookaheadOf[T any](ttl time.Duration, size int, id func(T) string) *lookaheadOf[T] {
+	return &lookaheadOf[T]{ttl: ttl, size: size, id: id, now: time.Now, objs: map[string]cached[T]{}}
+}
+
+// lookahead is the PaymentIntents' look-ahead.
+type lookahead = lookaheadOf[*stripe.PaymentIntent]
+
 func newLookahead(ttl time.Duration, size int) *lookahead {
-	return &lookahead{ttl: ttl, size: size, now: time.Now, objs: map[string]cachedIntent{}}
+	return newLookaheadOf(ttl, size, PaymentIntents().ID)
 }
 
 // take removes and returns the fresh objects kept for ids.
-func (c *lookahead) take(ids map[string]bool) map[string]*stripe.PaymentIntent {
-	found := map[string]*stripe.PaymentIntent{}
+func (c *lookaheadOf[T]) take(ids map[string]bool) map[string]T {
+	found := map[string]T{}
 	if c == nil {
 		return found
 	}
@@ -69,29 +77,30 @@ func (c *lookahead) take(ids map[string]bool) map[string]*stripe.PaymentIntent {
 		}
 		delete(c.objs, id) // served once: a row is asked about once a cycle
 		if now.Sub(o.at) < c.ttl {
-			found[id] = o.pi
+			found[id] = o.v
 		}
 	}
 	return found
 }
 
-// put keeps pis, listed by a call made at at.
-func (c *lookahead) put(pis []*stripe.PaymentIntent, at time.Time) {
-	if c == nil || len(pis) == 0 {
+// put keeps objs, listed by a call made at at.
+func (c *lookaheadOf[T]) put(objs []T, at time.Time) {
+	if c == nil || len(objs) == 0 {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, pi := range pis {
+	for _, v := range objs {
+		id := c.id(v)
 		c.seq++
-		c.objs[pi.ID] = cachedIntent{pi: pi, at: at, seq: c.seq}
-		c.order = append(c.order, orderEntry{pi.ID, c.seq})
+		c.objs[id] = cached[T]{v: v, at: at, seq: c.seq}
+		c.order = append(c.order, orderEntry{id, c.seq})
 	}
 	c.expire(c.now())
 }
 
 // expire drops objects past their ttl and, oldest first, those beyond size.
-func (c *lookahead) expire(now time.Time) {
+func (c *lookaheadOf[T]) expire(now time.Time) {
 	for c.head < len(c.order) {
 		e := c.order[c.head]
 		o, ok := c.objs[e.id]
@@ -112,7 +121,7 @@ func (c *lookahead) expire(now time.Time) {
 
 // compact reclaims the order slice's consumed head, and its entries for objects already
 // served when they outnumber the objects kept.
-func (c *lookahead) compact() {
+func (c *lookaheadOf[T]) compact() {
 	if c.head > 0 && c.head >= len(c.order)/2 {
 		c.order = append(c.order[:0], c.order[c.head:]...)
 		c.head = 0

@@ -40,6 +40,7 @@ var PaymentEventTypes = []string{
 // Objects are the current state, so ObservedAt is zero.
 type PaymentEventsFeed struct {
 	log *eventLog
+	g   *Gateway
 	p   *PaymentGateway
 }
 
@@ -48,11 +49,11 @@ var _ reconcile.Feed[*Payment] = (*PaymentEventsFeed)(nil)
 // PaymentEventsFeed returns a feed of the account's payments as its events touch them, through
 // g's client; opt.Types empty means PaymentEventTypes.
 func (g *Gateway) PaymentEventsFeed(opt EventsOptions) (*PaymentEventsFeed, error) {
-	log, err := newEventLog(g, opt, PaymentEventTypes)
+	log, err := newEventLog(g.client, opt, PaymentEventTypes)
 	if err != nil {
 		return nil, err
 	}
-	return &PaymentEventsFeed{log: log, p: g.payments}, nil
+	return &PaymentEventsFeed{log: log, g: g, p: g.payments}, nil
 }
 
 // Next reads the events after pos as EventsFeed does, then each payment they touch. When a
@@ -75,7 +76,7 @@ func (f *PaymentEventsFeed) Next(ctx context.Context, pos string, wait func(cont
 		id, refund, ok := touched(e)
 		if !ok {
 			if skipped == 0 {
-				firstSkipped = f.log.g.redact(shorten(e.ID))
+				firstSkipped = f.g.redact(shorten(e.ID))
 			}
 			skipped++
 			continue
@@ -98,7 +99,7 @@ func (f *PaymentEventsFeed) Next(ctx context.Context, pos string, wait func(cont
 			}
 		default: // a refund event for a payment read this step without its refunds
 			if err = wait(ctx); err == nil {
-				objs[j].Object.Refunds, err = f.log.g.refunds(ctx, id)
+				objs[j].Object.Refunds, err = f.g.refunds(ctx, id)
 			}
 		}
 		if refund && err == nil {
@@ -109,14 +110,14 @@ func (f *PaymentEventsFeed) Next(ctx context.Context, pos string, wait func(cont
 		case errors.Is(err, reconcile.ErrNotFound):
 			gone[id] = true
 			f.log.opt.Logger.Warn("stripeadapter: payment events feed: an event's payment intent does not exist; the sweep checks its row",
-				"event", f.log.g.redact(shorten(e.ID)), "payment_intent", f.log.g.redact(shorten(id)))
+				"event", f.g.redact(shorten(e.ID)), "payment_intent", f.g.redact(shorten(id)))
 		case i == 0 || ctx.Err() != nil || errors.Is(err, reconcile.ErrAbortBatch):
 			return reconcile.FeedPage[*Payment]{}, err
 		case errors.Is(err, reconcile.ErrRateLimited):
 			return f.page(objs, b, i), err
 		default:
 			f.log.opt.Logger.Warn("stripeadapter: payment events feed: the step ends before an event whose payment cannot be read",
-				"event", f.log.g.redact(shorten(e.ID)), "error", err.Error())
+				"event", f.g.redact(shorten(e.ID)), "error", err.Error())
 			return f.page(objs, b, i), nil
 		}
 	}
@@ -138,7 +139,7 @@ func (f *PaymentEventsFeed) payment(ctx context.Context, id string, withRefunds 
 	if err := wait(ctx); err != nil {
 		return nil, err
 	}
-	pi, err := f.log.g.Fetch(ctx, id)
+	pi, err := f.g.Fetch(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +150,7 @@ func (f *PaymentEventsFeed) payment(ctx context.Context, id string, withRefunds 
 	if err := wait(ctx); err != nil {
 		return nil, err
 	}
-	if p.Refunds, err = f.log.g.refunds(ctx, id); err != nil {
+	if p.Refunds, err = f.g.refunds(ctx, id); err != nil {
 		return nil, err
 	}
 	return p, nil

@@ -80,16 +80,7 @@ func (p paymentPolicy[L]) Classify(local L, ext *Payment) reconcile.Decision {
 		return reconcile.Unexpected(lp.Status, "")
 	}
 	f := newMoneyFacts(lp, ext)
-	for _, r := range moneyRules {
-		if r.when(&f) {
-			d := r.decide(&f)
-			if d.Verdict == reconcile.Repairable || d.Verdict == reconcile.NeedsReview {
-				d.Diffs = f.diffs()
-			}
-			return d
-		}
-	}
-	return inSync
+	return firstRule(moneyRules, &f, (*moneyFacts).diffs)
 }
 
 // moneyFacts is what the rules compare, read once from both sides.
@@ -131,18 +122,12 @@ func newMoneyFacts(lp LocalPayment, p *Payment) moneyFacts {
 	return f
 }
 
-// moneyRule is one line of the money policy.
-type moneyRule struct {
-	when   func(*moneyFacts) bool
-	decide func(*moneyFacts) reconcile.Decision
-}
-
 // moneyRules is the money policy, first match wins; the package doc gives each direction's
 // reason. Money a person must act on (taken in another currency or amount, captured other
 // than our books say, refunded in our books but not at Stripe, a dispute lost or awaiting
 // evidence) goes to review; money that already moved at Stripe and only needs recording (a refund, a dispute's progress
 // or a win) is caught up through a command, whose canonical writer re-reads Stripe.
-var moneyRules = []moneyRule{
+var moneyRules = []rule[moneyFacts]{
 	{func(f *moneyFacts) bool { return !strings.EqualFold(f.local.Currency, string(f.pi.Currency)) },
 		review(KindCurrencyMismatch, func(f *moneyFacts) string {
 			return fmt.Sprintf("the row is in %s, the PaymentIntent in %s", upper(f.local.Currency), upper(string(f.pi.Currency)))
@@ -167,13 +152,6 @@ var moneyRules = []moneyRule{
 		return reconcile.Decision{Verdict: reconcile.Repairable, Kind: kind, Command: CommandApplyRefund,
 			Detail: fmt.Sprintf("Stripe refunded %s, the row records %s", f.stripeAmount(f.refunded), f.localAmount(f.local.AmountRefunded))}
 	}},
-}
-
-// review returns a rule's NeedsReview decision of kind, its detail written by detail.
-func review(kind string, detail func(*moneyFacts) string) func(*moneyFacts) reconcile.Decision {
-	return func(f *moneyFacts) reconcile.Decision {
-		return reconcile.Decision{Verdict: reconcile.NeedsReview, Kind: kind, Detail: detail(f)}
-	}
 }
 
 // refundFailedDetail names the refund that failed and why, when the Payment carries it.
@@ -249,7 +227,7 @@ func (f *moneyFacts) localAmount(minor int64) string {
 }
 
 func (f *moneyFacts) stripeAmount(minor int64) string {
-	return reconcile.FormatAmount(minor, string(f.pi.Currency))
+	return reconcile.FormatAmount(minor, redactKeys(string(f.pi.Currency)))
 }
 
 // upper writes a currency code as ISO does, "none" when empty.

@@ -338,6 +338,11 @@ func TestPaymentPolicyNamesStatesAndHandlesNoIntent(t *testing.T) {
 	if got := namer.ExternalState(p); strings.Contains(got, "sk_live") {
 		t.Errorf("ExternalState %q holds a key", got)
 	}
+	// Amounts are written with their currency in capitals: a key there must not survive that.
+	p.Intent.Currency = "sk_live_abcdefgh12345678"
+	if d := policy.Classify(moneyRow{status: "paid", amount: 2, currency: "usd"}, p); strings.Contains(strings.ToLower(d.Detail+fmt.Sprint(d.Diffs)), "sk_live") {
+		t.Errorf("a decision holds a key: %+v", d)
+	}
 	for _, ext := range []*stripeadapter.Payment{nil, {}} {
 		got := policy.Classify(moneyRow{status: "paid"}, ext)
 		if want := reconcile.Unexpected("paid", ""); !cmp.Equal(got, want) {

@@ -1,6 +1,6 @@
 // Package stripetest is a stateful fake of the part of the Stripe API this project reads,
-// PaymentIntents with their charges, refunds and disputes, and their events, served over real
-// HTTP so that stripe-go pointed at it works unchanged. Tests use it to exercise the Stripe
+// PaymentIntents with their charges, refunds and disputes, Subscriptions, Invoices, Checkout
+// Sessions, Connect accounts, and their events, served over real HTTP so that stripe-go pointed at it works unchanged. Tests use it to exercise the Stripe
 // adapter end to end: pagination, Connect accounts, rate limits, outages and slow answers,
 // money that changes without the intent's status changing, all without the network or a Stripe
 // account.
@@ -23,11 +23,58 @@
 // # Objects
 //
 // AddPaymentIntent and AddPaymentIntents store intents; SetStatus and SetStatusAt change them;
-// PaymentIntent reads one back. An intent belongs to the platform or to a Connect account: a
-// request with a Stripe-Account header sees only that account's objects, one without it only
-// the platform's, and anything else is "No such payment_intent" (404). Times are kept in whole
-// seconds, like Stripe's. Options.Now is the clock for defaults and for the time of changes
-// and their events.
+// PaymentIntent reads one back. Every kind of object has the same three: Add<Kind> (with a
+// bulk Add<Kind>s for intents, subscriptions, invoices and sessions), the methods that change
+// it as Stripe would, each recording Stripe's events, and <Kind> to read it back. Times are kept in whole seconds, like Stripe's. Options.Now is
+// the clock for defaults and for the time of changes and their events.
+//
+// # Billing
+//
+// AddSubscription stores a subscription "sub_..." with one item, which carries
+// current_period_start and current_period_end (where API version basil, stripe-go v82's, puts
+// them). SetSubscriptionStatus moves it through Stripe's eight statuses (canceled and
+// incomplete_expired are final; canceled sets canceled_at and ended_at),
+// SetCancelAtPeriodEnd sets cancel_at_period_end with cancel_at (the period's end) and
+// canceled_at (when asked), and SetSubscriptionPeriod renews it. GET /v1/subscriptions
+// filters by status as Stripe does: without status it hides canceled subscriptions (Stripe:
+// "By default, returns a list of subscriptions that have not been canceled";
+// incomplete_expired ones are shown), status=all shows every one, status=ended canceled and
+// incomplete_expired ones, and a status its own; and by customer.
+//
+// AddInvoice stores an invoice "in_..." with amount_due, amount_paid and amount_remaining (due
+// less paid); an invoice of a subscription names it at parent.subscription_details.subscription
+// (basil's place; the top-level subscription field is gone) and becomes the subscription's
+// latest_invoice when it is its newest. SetInvoiceStatus finalizes, pays, voids or marks it
+// uncollectible (paid and void are final, a draft is finalized first), with
+// status_transitions; FailInvoicePayment counts a failed attempt; SetInvoiceAmountPaid records
+// a partial payment. GET /v1/invoices filters by status, subscription and customer.
+//
+// AddCheckoutSession stores a Checkout Session "cs_test_..." in payment, subscription or setup
+// mode, with amount_total, payment_status and its payment_intent or subscription.
+// CompleteCheckoutSession completes an open session (paid, unpaid for a delayed payment
+// method, or no_payment_required), SettleCheckoutSession ends a delayed payment, and
+// ExpireCheckoutSession expires an open one. GET /v1/checkout/sessions filters by status,
+// payment_intent, subscription and customer.
+//
+// # Connect
+//
+// Every object belongs to the platform or to a connected account (its Account field): a
+// request with a Stripe-Account header sees only that account's objects and events, one
+// without it only the platform's, and anything else is "No such <object>" (404). AddAccount
+// stores a connected account "acct_..." (a zero Account has just been created: charges and
+// payouts disabled, details not submitted), UpdateAccount changes its onboarding state and
+// requirements.disabled_reason and records account.updated on the account, and
+// DisconnectAccount takes the platform's access away. An object added for an account the
+// server does not have creates it, as an onboarded standard account, so fixtures need not
+// declare accounts. GET /v1/accounts lists the platform's accounts (the platform only; with a
+// Stripe-Account header it is a 400) and GET /v1/accounts/{id} reads one.
+//
+// A Stripe-Account header naming an account the platform does not have, or has lost, is
+// refused before anything else with Stripe's answer: 403, code account_invalid, "The provided
+// key 'sk_test_****...' does not have access to account 'acct_...' (or that account does not
+// exist). Application access may have been revoked."; GET /v1/accounts/{id} of such an account
+// answers the same. Stripe does not tell a missing account from an inaccessible one, and the
+// fake does not either.
 //
 // # Money
 //
@@ -55,8 +102,9 @@
 // # Expand
 //
 // expand[]=latest_charge on a retrieve and expand[]=data.latest_charge on a list render the
-// charge in place of its id; likewise payment_intent on a charge, and charge and
-// payment_intent on a refund or a dispute, nested up to Stripe's four levels (a list's data
+// charge in place of its id; likewise payment_intent on a charge, charge and payment_intent on
+// a refund or a dispute, latest_invoice on a subscription, parent.subscription_details.subscription
+// on an invoice, and payment_intent and subscription on a Checkout Session, nested up to Stripe's four levels (a list's data
 // counts as one). A path Stripe would refuse is Stripe's 400: "This property cannot be
 // expanded (...)." for a field that is not expandable (with Stripe's hint to start a list's
 // path with data), and property_expansion_max_depth for more than four levels. stripe-mock
@@ -67,12 +115,13 @@
 //
 // # Lists
 //
-// GET /v1/payment_intents, /v1/refunds, /v1/disputes and /v1/events list newest first (by
+// GET /v1/payment_intents, /v1/refunds, /v1/disputes, /v1/subscriptions, /v1/invoices,
+// /v1/checkout/sessions, /v1/accounts and /v1/events list newest first (by
 // created, then later-added first) and take Stripe's parameters: limit (1 to 100, default 10),
 // starting_after, ending_before, and created as an exact time or with gt, gte, lt and lte.
 // ending_before returns the limit objects just newer than the cursor, still newest first, and
 // has_more tells whether objects remain in the direction of paging. A filtered list (refunds
-// or disputes by payment_intent or charge) pages the same way; a cursor from outside it
+// or disputes by payment_intent or charge, subscriptions by status) pages the same way; a cursor from outside it
 // positions the page by the cursor's created time. Unknown parameters are refused with
 // Stripe's 400 "Received unknown parameter", so client mistakes show up in tests rather than in
 // production. Objects are kept sorted per account and pages are found by binary search: a page
@@ -90,7 +139,13 @@
 // dispute records charge.dispute.created, and charge.dispute.funds_withdrawn for a chargeback;
 // its status changes charge.dispute.updated, or charge.dispute.closed for won, lost,
 // warning_closed and prevented, and charge.dispute.funds_reinstated for a chargeback won. Each
-// event holds a snapshot of its object after the change and belongs to the object's account.
+// subscription records customer.subscription.created, and its changes
+// customer.subscription.updated, .deleted (canceled), .paused and .resumed; an invoice
+// invoice.created, and its changes invoice.finalized, .paid with .payment_succeeded, .voided,
+// .marked_uncollectible, .payment_failed and .updated; a Checkout Session nothing when created
+// (as in Stripe), then checkout.session.completed, .async_payment_succeeded,
+// .async_payment_failed and .expired; an account account.updated. Each event holds a snapshot
+// of its object after the change and belongs to the object's account.
 // GET /v1/events filters by type (with * as a wildcard, as in payment_intent.*), types (up to
 // 20 exact types) and created; GET /v1/events/{id} retrieves one.
 //
@@ -99,12 +154,15 @@
 // Inject makes requests of a route fail or slow down: an HTTP status with a Stripe-shaped error
 // (429 rate limits, 5xx outages) or a raw body such as a proxy's HTML page, extra headers such
 // as Retry-After, latency, or a hang. A fault can be limited to one object id and to a number
-// of requests. SetLatency delays every request. Waiting requests end when their client gives up
+// of requests, and to one Connect account (Fault.Account; Platform for requests without a
+// Stripe-Account header), so that one account is rate limited or down while the others answer.
+// SetLatency delays every request. Waiting requests end when their client gives up
 // or the server closes, so Close never hangs.
 //
 // # Requests
 //
-// Requests counts the requests of a route and Log returns them all, with arrival time, query,
+// Requests counts the requests of a route, AccountRequests those of one Connect account (for
+// fairness across accounts), and Log returns them all, with arrival time, query,
 // Stripe-Account header and answered status, for assertions on call patterns and rates.
 //
 // # Not modeled
@@ -112,6 +170,11 @@
 // Writes (creating, confirming or capturing intents, refunding or answering disputes through
 // the API), webhooks, idempotency keys, search, the charges list, more than one charge per
 // intent (an intent keeps its first charge, and canceling it releases nothing), balance
-// transactions, the customer filter (accepted and ignored), and the 30-day window of events.
+// transactions, the customer filter of payment intents (accepted and ignored), the 30-day
+// window of events, customers, prices and invoice lines (subscriptions have one item without a
+// price; an invoice's lines are empty), the other filters of the billing lists (price,
+// collection_method, current_period_*, due_date: refused as unknown parameters rather than
+// ignored), the expiry of Checkout Sessions by time, and webhooks-only events such as
+// account.application.deauthorized.
 // Unsupported paths and methods answer 404 "Unrecognized request URL".
 package stripetest

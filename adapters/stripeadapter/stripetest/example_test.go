@@ -131,3 +131,66 @@ func Example_money() {
 	// event: refund.created
 	// event: payment_intent.created
 }
+
+// ExampleServer_AddSubscription shows Stripe's default subscription list hiding a canceled
+// subscription, and status=all showing it.
+func ExampleServer_AddSubscription() {
+	srv := stripetest.NewServer(stripetest.Options{})
+	defer srv.Close()
+	srv.AddSubscription(stripetest.Subscription{ID: "sub_active", Created: time.Unix(1, 0)})
+	srv.AddSubscription(stripetest.Subscription{ID: "sub_canceled", Created: time.Unix(2, 0)})
+	if err := srv.SetSubscriptionStatus("sub_canceled", stripe.SubscriptionStatusCanceled); err != nil {
+		panic(err)
+	}
+	sc := stripe.NewClient(srv.Key(), stripe.WithBackends(stripe.NewBackendsWithConfig(&stripe.BackendConfig{
+		URL:           stripe.String(srv.URL()),
+		LeveledLogger: &stripe.LeveledLogger{Level: stripe.LevelNull},
+	})))
+	for _, status := range []*string{nil, stripe.String("all")} {
+		var ids []string
+		for sub, err := range sc.V1Subscriptions.List(context.Background(), &stripe.SubscriptionListParams{Status: status}) {
+			if err != nil {
+				panic(err)
+			}
+			ids = append(ids, sub.ID+" "+string(sub.Status))
+		}
+		fmt.Println(stripe.StringValue(status), ids)
+	}
+	// Output:
+	//  [sub_active active]
+	// all [sub_canceled canceled sub_active active]
+}
+
+// ExampleFault_account makes one connected account rate limited while another answers.
+func ExampleFault_account() {
+	srv := stripetest.NewServer(stripetest.Options{})
+	defer srv.Close()
+	srv.AddAccount(stripetest.Account{ID: "acct_1Busy", ChargesEnabled: true})
+	srv.AddAccount(stripetest.Account{ID: "acct_1Calm", ChargesEnabled: true})
+	srv.Inject(stripetest.ListSubscriptions, stripetest.Fault{Status: http.StatusTooManyRequests, Account: "acct_1Busy"})
+	sc := stripe.NewClient(srv.Key(), stripe.WithBackends(stripe.NewBackendsWithConfig(&stripe.BackendConfig{
+		URL:               stripe.String(srv.URL()),
+		MaxNetworkRetries: stripe.Int64(0),
+		LeveledLogger:     &stripe.LeveledLogger{Level: stripe.LevelNull},
+	})))
+	for _, acct := range []string{"acct_1Busy", "acct_1Calm", "acct_1Gone"} {
+		p := &stripe.SubscriptionListParams{}
+		p.SetStripeAccount(acct)
+		var err error
+		for _, err = range sc.V1Subscriptions.List(context.Background(), p) {
+			break
+		}
+		var se *stripe.Error
+		if errors.As(err, &se) {
+			fmt.Println(acct, se.HTTPStatusCode, se.Code)
+		} else {
+			fmt.Println(acct, "ok")
+		}
+	}
+	fmt.Println("requests of acct_1Busy:", srv.AccountRequests(stripetest.ListSubscriptions, "acct_1Busy"))
+	// Output:
+	// acct_1Busy 429 rate_limit
+	// acct_1Calm ok
+	// acct_1Gone 403 account_invalid
+	// requests of acct_1Busy: 1
+}

@@ -20,6 +20,14 @@ const (
 	kindRefund        = "refund"
 	kindDispute       = "dispute"
 	kindEvent         = "event"
+	kindSubscription  = "subscription"
+	kindInvoice       = "invoice"
+	kindSession       = "checkout.session"
+	kindAccount       = "account"
+	// kindInvoiceParent and kindSubscriptionDetails are the objects an invoice's
+	// parent.subscription_details.subscription goes through.
+	kindInvoiceParent       = "invoice parent"
+	kindSubscriptionDetails = "invoice parent subscription_details"
 	// kindRefundList is a charge's refunds sub-list; its data holds refunds.
 	kindRefundList = "list of refunds"
 )
@@ -62,6 +70,46 @@ var expandable = map[string]map[string]string{
 		"balance_transactions": "", "evidence": "", "evidence_details": "", "payment_method_details": "",
 	},
 	kindEvent: {"data": "", "request": ""},
+	kindSubscription: {
+		"latest_invoice": kindInvoice,
+		"application":    "", "automatic_tax": "", "billing_cycle_anchor_config": "", "billing_mode": "",
+		"billing_schedules": "", "billing_thresholds": "", "cancellation_details": "", "customer": "",
+		"default_payment_method": "", "default_source": "", "default_tax_rates": "", "discounts": "",
+		"invoice_settings": "", "items": "", "managed_payments": "", "on_behalf_of": "",
+		"pause_collection": "", "payment_settings": "", "pending_invoice_item_interval": "",
+		"pending_setup_intent": "", "pending_update": "", "presentment_details": "", "schedule": "",
+		"test_clock": "", "transfer_data": "", "trial_settings": "",
+	},
+	kindInvoice: {
+		"parent":          kindInvoiceParent,
+		"account_tax_ids": "", "application": "", "automatic_tax": "", "confirmation_secret": "",
+		"custom_fields": "", "customer": "", "customer_address": "", "customer_shipping": "",
+		"customer_tax_ids": "", "default_payment_method": "", "default_source": "",
+		"default_tax_rates": "", "discounts": "", "from_invoice": "", "issuer": "",
+		"last_finalization_error": "", "latest_revision": "", "lines": "", "on_behalf_of": "",
+		"payment_settings": "", "payments": "", "rendering": "", "shipping_cost": "",
+		"shipping_details": "", "status_transitions": "", "test_clock": "", "threshold_reason": "",
+		"total_discount_amounts": "", "total_pretax_credit_amounts": "", "total_taxes": "",
+	},
+	kindInvoiceParent:       {"subscription_details": kindSubscriptionDetails, "quote_details": ""},
+	kindSubscriptionDetails: {"subscription": kindSubscription},
+	kindSession: {
+		"payment_intent": kindPaymentIntent, "subscription": kindSubscription, "invoice": kindInvoice,
+		"adaptive_pricing": "", "after_expiration": "", "automatic_tax": "", "branding_settings": "",
+		"collected_information": "", "consent": "", "consent_collection": "", "currency_conversion": "",
+		"custom_fields": "", "custom_text": "", "customer": "", "customer_details": "", "discounts": "",
+		"invoice_creation": "", "line_items": "", "managed_payments": "", "name_collection": "",
+		"optional_items": "", "payment_link": "", "payment_method_configuration_details": "",
+		"payment_method_options": "", "permissions": "", "phone_number_collection": "",
+		"presentment_details": "", "saved_payment_method_options": "", "setup_intent": "",
+		"shipping_address_collection": "", "shipping_cost": "", "shipping_options": "",
+		"tax_id_collection": "", "total_details": "", "wallet_options": "",
+	},
+	kindAccount: {
+		"business_profile": "", "capabilities": "", "company": "", "controller": "",
+		"external_accounts": "", "future_requirements": "", "groups": "", "individual": "",
+		"requirements": "", "settings": "", "tos_acceptance": "",
+	},
 }
 
 // parseExpand reads the expand parameter of a request for an object of the kind, or for a

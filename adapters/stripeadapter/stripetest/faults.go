@@ -33,9 +33,18 @@ type Fault struct {
 	// ID limits the fault to requests about this object, the id in a retrieve path. Empty
 	// means every request of the route. A fault with an ID never matches list requests.
 	ID string
+	// Account limits the fault to requests acting for one Connect account, the value of their
+	// Stripe-Account header; Platform limits it to requests without the header. Empty means
+	// requests for any account and the platform. With it a test makes one account rate
+	// limited or down while the others answer normally.
+	Account string
 	// Times is how many requests the fault affects; 0 means every request until ClearFaults.
 	Times int
 }
+
+// Platform is the Fault.Account of a fault that applies only to the platform's own requests,
+// those without a Stripe-Account header.
+const Platform = "platform"
 
 // injected is a Fault with its remaining uses.
 type injected struct {
@@ -79,12 +88,13 @@ func (s *Server) baseLatency() time.Duration {
 	return s.latency
 }
 
-// takeFault finds the fault for a request and uses it up once.
-func (s *Server) takeFault(route Route, id string) (Fault, bool) {
+// takeFault finds the fault for a request and uses it up once; account is the request's
+// Stripe-Account header.
+func (s *Server) takeFault(route Route, id, account string) (Fault, bool) {
 	s.ctl.Lock()
 	defer s.ctl.Unlock()
 	for i, in := range s.faults {
-		if in.route != route || in.left == 0 || (in.fault.ID != "" && in.fault.ID != id) {
+		if in.route != route || in.left == 0 || (in.fault.ID != "" && in.fault.ID != id) || !in.forAccount(account) {
 			continue
 		}
 		if in.left > 0 {
@@ -97,6 +107,17 @@ func (s *Server) takeFault(route Route, id string) (Fault, bool) {
 		return in.fault, true
 	}
 	return Fault{}, false
+}
+
+// forAccount reports whether the fault applies to requests with the Stripe-Account header.
+func (in *injected) forAccount(account string) bool {
+	switch in.fault.Account {
+	case "":
+		return true
+	case Platform:
+		return account == ""
+	}
+	return in.fault.Account == account
 }
 
 // applyFault delays, hangs or answers a request as f says; it reports whether the request has

@@ -150,11 +150,12 @@ func paginate[T keyed](x *index[T], lq listQuery, cursor int, match func(T) bool
 	return page, hasMore
 }
 
-// pageOf cuts one page out of x, nil meaning an empty list, following the cursor parameter
-// given: lookup finds the cursor object among the account's objects, and a cursor it does not
-// find is Stripe's 400 "No such <object>". A cursor that is the account's but not in x (a
-// filtered list) still positions the page by its created time. The caller holds s.mu.
-func pageOf[T keyed](x *index[T], lq listQuery, object string, lookup func(id string) (T, bool)) (page []T, hasMore bool, f *failure) {
+// pageOf cuts one page out of x, nil meaning an empty list, of the items match accepts (all
+// for a nil match), following the cursor parameter given: lookup finds the cursor object
+// among the account's objects, and a cursor it does not find is Stripe's 400 "No such
+// <object>". A cursor that is the account's but not in x (a filtered list, or one that match
+// rejects) still positions the page by its created time. The caller holds s.mu.
+func pageOf[T keyed](x *index[T], lq listQuery, object string, lookup func(id string) (T, bool), match func(T) bool) (page []T, hasMore bool, f *failure) {
 	if x == nil {
 		x = &index[T]{} // not stored: a query must not create accounts
 	}
@@ -167,7 +168,7 @@ func pageOf[T keyed](x *index[T], lq listQuery, object string, lookup func(id st
 		x.sort()
 		cursor = x.cursorPosition(v.sortKey(), lq.endingBefore != "")
 	}
-	page, hasMore = paginate(x, lq, cursor, nil)
+	page, hasMore = paginate(x, lq, cursor, match)
 	return page, hasMore, nil
 }
 

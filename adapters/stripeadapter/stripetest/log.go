@@ -38,6 +38,7 @@ func (s *Server) record(r *http.Request, route Route) *Request {
 	defer s.ctl.Unlock()
 	s.log = append(s.log, rec)
 	s.counts[route]++
+	s.countsBy[routeAccount{route, rec.StripeAccount}]++
 	return rec
 }
 
@@ -55,6 +56,21 @@ func (s *Server) Requests(route Route) int {
 	s.ctl.Lock()
 	defer s.ctl.Unlock()
 	return s.counts[route]
+}
+
+// routeAccount is a route and a Stripe-Account header, "" for the platform.
+type routeAccount struct {
+	route   Route
+	account string
+}
+
+// AccountRequests is Requests for the requests of route acting for one Connect account, those
+// with its Stripe-Account header; "" counts the platform's own requests, without the header.
+// Requests refused for the account (an unknown or disconnected one) count too.
+func (s *Server) AccountRequests(route Route, account string) int {
+	s.ctl.Lock()
+	defer s.ctl.Unlock()
+	return s.countsBy[routeAccount{route, account}]
 }
 
 // Log returns a copy of the requests received, in arrival order. The log grows with every
@@ -76,6 +92,7 @@ func (s *Server) ResetLog() {
 	defer s.ctl.Unlock()
 	s.log = nil
 	s.counts = make(map[Route]int)
+	s.countsBy = make(map[routeAccount]int)
 }
 
 // cloneValues copies query values deeply, so callers cannot alter the log.

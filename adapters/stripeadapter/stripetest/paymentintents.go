@@ -137,6 +137,7 @@ func (s *Server) AddPaymentIntents(pis []PaymentIntent) []string {
 		in := &intent{piState: st, seq: s.seq}
 		s.intents[in.id] = in
 		indexOf(s.intentsBy, in.account).add(in)
+		s.knowAccount(in.account)
 		// An intent added as charged gets its charge without charge events: the fixture
 		// stands for its history, as it does for the intent's own status.
 		s.chargeFor(in, in.created)
@@ -293,7 +294,7 @@ func (s *Server) listPaymentIntents(b []byte, account string, q url.Values) ([]b
 	page, hasMore, f := pageOf(s.intentsBy[account], lq, "payment_intent", func(id string) (*intent, bool) {
 		in, ok := s.intents[id]
 		return in, ok && in.account == account
-	})
+	}, nil)
 	if f != nil {
 		return b, f
 	}

@@ -21,6 +21,7 @@ func TestRetrievePaymentIntent(t *testing.T) {
 	})
 	defaultsID := f.srv.AddPaymentIntent(PaymentIntent{Amount: 5})
 	f.srv.AddPaymentIntent(PaymentIntent{ID: "pi_connected", Account: "acct_1", Amount: 7})
+	f.srv.AddAccount(Account{ID: "acct_2"}) // an account of the platform without intents
 
 	t.Run("a known intent is returned with all its fields", func(t *testing.T) {
 		pi, err := f.sc.V1PaymentIntents.Retrieve(ctx, "pi_full", nil)
@@ -134,6 +135,7 @@ func TestListPaymentIntentsOrderAndFilters(t *testing.T) {
 	// Added out of order; b and c share a created time, so c (added later) comes first.
 	addAt(f.srv, "pi_", 10, 20, 20, 5, 30) // pi_a..pi_e
 	f.srv.AddPaymentIntent(PaymentIntent{ID: "pi_other", Account: "acct_1", Created: t0})
+	f.srv.AddAccount(Account{ID: "acct_2"})
 	at := func(o int64) int64 { return t0.Unix() + o }
 
 	for _, tc := range []struct {

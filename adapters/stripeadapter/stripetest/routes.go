@@ -16,6 +16,15 @@ const (
 	RetrieveRefund        Route = "refunds.retrieve"         // GET /v1/refunds/{id}
 	ListDisputes          Route = "disputes.list"            // GET /v1/disputes
 	RetrieveDispute       Route = "disputes.retrieve"        // GET /v1/disputes/{id}
+	ListSubscriptions     Route = "subscriptions.list"       // GET /v1/subscriptions
+	RetrieveSubscription  Route = "subscriptions.retrieve"   // GET /v1/subscriptions/{id}
+	ListInvoices          Route = "invoices.list"            // GET /v1/invoices
+	RetrieveInvoice       Route = "invoices.retrieve"        // GET /v1/invoices/{id}
+	ListCheckoutSessions  Route = "checkout.sessions.list"   // GET /v1/checkout/sessions
+	// RetrieveCheckoutSession is GET /v1/checkout/sessions/{id}.
+	RetrieveCheckoutSession Route = "checkout.sessions.retrieve"
+	ListAccounts            Route = "accounts.list"     // GET /v1/accounts (the platform's)
+	RetrieveAccount         Route = "accounts.retrieve" // GET /v1/accounts/{id}
 )
 
 // matchRoute maps a request to its route and the object id in its path; route "" means the
@@ -33,6 +42,10 @@ func matchRoute(method, path string) (Route, string) {
 		{"/v1/charges", "", RetrieveCharge}, // charges are read one at a time, not listed
 		{"/v1/refunds", ListRefunds, RetrieveRefund},
 		{"/v1/disputes", ListDisputes, RetrieveDispute},
+		{"/v1/subscriptions", ListSubscriptions, RetrieveSubscription},
+		{"/v1/invoices", ListInvoices, RetrieveInvoice},
+		{"/v1/checkout/sessions", ListCheckoutSessions, RetrieveCheckoutSession},
+		{"/v1/accounts", ListAccounts, RetrieveAccount},
 	} {
 		rest, ok := strings.CutPrefix(path, r.prefix)
 		switch {

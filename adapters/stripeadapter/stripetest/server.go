@@ -42,12 +42,23 @@ type Server struct {
 	refundsBy  map[string]*index[*refund]
 	disputes   map[string]*dispute
 	disputesBy map[string]*index[*dispute]
+	subs       map[string]*subscription
+	subsBy     map[string]*index[*subscription]
+	invoices   map[string]*invoice
+	invoicesBy map[string]*index[*invoice]
+	sessions   map[string]*session
+	sessionsBy map[string]*index[*session]
+	accounts   map[string]*account
+	// accountsIdx lists the platform's connected accounts, the only account-level list.
+	accountsIdx index[*account]
 
 	ctl     sync.Mutex // guards faults, latency and the log, kept apart from the objects
 	faults  []*injected
 	latency time.Duration
 	log     []*Request
 	counts  map[Route]int
+	// countsBy counts requests by route and Stripe-Account header, for fairness tests.
+	countsBy map[routeAccount]int
 }
 
 // NewServer starts a Server, like httptest.NewServer; call Close when done.
@@ -65,7 +76,15 @@ func NewServer(opts Options) *Server {
 		refundsBy:  make(map[string]*index[*refund]),
 		disputes:   make(map[string]*dispute),
 		disputesBy: make(map[string]*index[*dispute]),
+		subs:       make(map[string]*subscription),
+		subsBy:     make(map[string]*index[*subscription]),
+		invoices:   make(map[string]*invoice),
+		invoicesBy: make(map[string]*index[*invoice]),
+		sessions:   make(map[string]*session),
+		sessionsBy: make(map[string]*index[*session]),
+		accounts:   make(map[string]*account),
 		counts:     make(map[Route]int),
+		countsBy:   make(map[routeAccount]int),
 	}
 	if s.key == "" {
 		s.key = DefaultKey
@@ -92,7 +111,8 @@ func (s *Server) Close() {
 	s.http.Close()
 }
 
-// serve answers one request: log, latency, auth, faults, then the route's handler.
+// serve answers one request: log, latency, auth, the Stripe-Account header, faults, then the
+// route's handler.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	route, id := matchRoute(r.Method, r.URL.Path)
 	rec := s.record(r, route)
@@ -115,13 +135,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}})
 		return
 	}
-	if f, ok := s.takeFault(route, id); ok {
+	account := r.Header.Get("Stripe-Account")
+	if f := s.checkAccount(account); f != nil {
+		s.fail(w, rec, f)
+		return
+	}
+	if f, ok := s.takeFault(route, id, account); ok {
 		if answered := s.applyFault(w, r, rec, f); answered {
 			return
 		}
 	}
 
-	account := r.Header.Get("Stripe-Account")
 	q := r.URL.Query()
 	buf := bufPool.Get().(*[]byte)
 	var (
@@ -147,6 +171,22 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		body, f = disputeObjects.retrieve(s, body, account, id, q)
 	case ListDisputes:
 		body, f = disputeObjects.list(s, body, account, q)
+	case RetrieveSubscription:
+		body, f = subscriptionObjects.retrieve(s, body, account, id, q)
+	case ListSubscriptions:
+		body, f = subscriptionObjects.list(s, body, account, q)
+	case RetrieveInvoice:
+		body, f = invoiceObjects.retrieve(s, body, account, id, q)
+	case ListInvoices:
+		body, f = invoiceObjects.list(s, body, account, q)
+	case RetrieveCheckoutSession:
+		body, f = sessionObjects.retrieve(s, body, account, id, q)
+	case ListCheckoutSessions:
+		body, f = sessionObjects.list(s, body, account, q)
+	case RetrieveAccount:
+		body, f = s.retrieveAccount(body, account, id, q)
+	case ListAccounts:
+		body, f = s.listAccounts(body, account, q)
 	}
 	if f != nil {
 		s.fail(w, rec, f)
