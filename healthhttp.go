@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -48,8 +49,9 @@ const DefaultHealthTimeout = 5 * time.Second
 // each job a Health in its JSON form (see Status), or {"job", "ok": false, "error"} when its
 // status could not be read. A person gets readable text with "Accept: text/plain" or
 // "?format=text": a line per job, then its checks. The answer holds what the store recorded
-// (figures, failure messages, which carry no secrets) and nothing of the configuration; a
-// store error is logged and answered only as "status unavailable". Each request reads every
+// (figures, failure messages, finding kinds), with anything that looks like a Stripe key
+// redacted, and nothing of the configuration; a store error is logged and answered only as
+// "status unavailable". Each request reads every
 // job's status, so probe it every few seconds at most: pgstore's Status scans the host table.
 //
 // # Readiness, liveness and alerting
@@ -201,7 +203,7 @@ func (h *HealthHandler) read(ctx context.Context) healthBody {
 			body.OK = false
 			continue
 		}
-		hl := EvaluateHealth(res.st, j.Policy)
+		hl := EvaluateHealth(showable(res.st), j.Policy)
 		hl.Job = j.Name
 		body.Jobs[i] = jobHealth{Health: hl}
 		body.OK = body.OK && hl.OK
@@ -305,4 +307,41 @@ func writeHealthText(w io.Writer, body healthBody) {
 			fmt.Fprintf(w, "  open findings: %s\n", strings.Join(kinds, ", "))
 		}
 	}
+}
+
+// secretKey matches Stripe secret and restricted keys (sk_live_..., sk_test_..., rk_...), masked
+// ones (sk_test_****4242) included, and webhook signing secrets (whsec_...), as the console's
+// and the metrics' guards do.
+var secretKey = regexp.MustCompile(`(?:sk|rk)_(?:live|test)_[0-9A-Za-z*]*|\b(?:sk|rk)_[0-9A-Za-z]{16,}|\bwhsec_[0-9A-Za-z]+`)
+
+// redactKeys replaces anything in s that looks like a Stripe key.
+func redactKeys(s string) string {
+	if !strings.Contains(s, "sk_") && !strings.Contains(s, "rk_") && !strings.Contains(s, "whsec_") {
+		return s
+	}
+	return secretKey.ReplaceAllString(s, "[redacted key]")
+}
+
+// showable is st with every text it holds redacted (failures, finding kinds, lane names and
+// gaps), before it is judged, so that neither the status nor the reasons in an answer show a
+// key. Adapters keep keys out of what they store; a host's classifier may not (a kind made of
+// an external state), and this is the endpoint's own guard.
+func showable(st Status) Status {
+	st.LastFailure = redactKeys(st.LastFailure)
+	if len(st.OpenFindings) > 0 {
+		kinds := make(map[string]int, len(st.OpenFindings))
+		for k, n := range st.OpenFindings {
+			kinds[redactKeys(k)] += n // two kinds may redact alike
+		}
+		st.OpenFindings = kinds
+	}
+	if len(st.Lanes) > 0 {
+		lanes := make([]LaneStatus, len(st.Lanes))
+		for i, l := range st.Lanes {
+			l.Lane, l.GapReason, l.LastFailure = redactKeys(l.Lane), redactKeys(l.GapReason), redactKeys(l.LastFailure)
+			lanes[i] = l
+		}
+		st.Lanes = lanes
+	}
+	return st
 }

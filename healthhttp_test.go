@@ -262,3 +262,36 @@ func TestNewHealthHandlerRejectsBadConfigs(t *testing.T) {
 		}
 	}
 }
+
+// statusReader answers with a fixed status.
+type statusReader reconcile.Status
+
+func (r statusReader) Status(context.Context, string) (reconcile.Status, error) {
+	return reconcile.Status(r), nil
+}
+
+func TestTheHealthHandlerShowsNoKeyAStoreHolds(t *testing.T) {
+	// A host's classifier may make a kind of an external state, and a failure text may quote a
+	// server: whatever looks like a key is redacted from the status and from the reasons.
+	const key = "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	st := reconcile.Status{Job: job, Now: now, Rows: 1, CycleStartedAt: now, LastBatchAt: now.Add(-time.Minute), LastBatchScanned: 1,
+		OpenFindings:  map[string]int{"unexpected:" + key: 1, "missed_success": 2},
+		LastFailureAt: now, LastFailure: "stripe answered 401 for " + key,
+		Lanes: []reconcile.LaneStatus{{Lane: "events", CreatedAt: now, GapAt: now, GapOpen: true, GapReason: "restarted with " + key,
+			LastFailureAt: now, LastFailure: "whsec_abcdef0123 rejected"}},
+	}
+	h := newHealthHandler(t, reconcile.HealthJob{Name: job, Status: statusReader(st)})
+	for _, target := range []string{"/healthz", "/healthz?format=text"} {
+		body := get(h, http.MethodGet, target).Body.String()
+		if strings.Contains(body, "sk_test_") || strings.Contains(body, "whsec_") {
+			t.Errorf("%s shows a key:\n%s", target, body)
+		}
+		if !strings.Contains(body, "[redacted key]") || !strings.Contains(body, "missed_success") || !strings.Contains(body, "stripe answered 401") {
+			t.Errorf("%s lost more than the keys:\n%s", target, body)
+		}
+	}
+	if st.OpenFindings["unexpected:"+key] != 1 || st.Lanes[0].GapReason != "restarted with "+key {
+		t.Error("the handler changed the status its reader returned")
+	}
+}

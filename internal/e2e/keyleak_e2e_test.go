@@ -278,6 +278,18 @@ func leakCheck(t *testing.T, url string, classifier reconcile.Classifier[string,
 		note("status", st, err)
 		note("health", reconcile.EvaluateHealth(st, reconcile.HealthPolicy{}), nil)
 	}
+	// The health endpoint's answers, JSON and text.
+	health, err := reconcile.NewHealthHandler(reconcile.HealthHandlerConfig{Logger: logger, Jobs: []reconcile.HealthJob{
+		{Name: job, Status: store}, {Name: job + "_single", Status: store}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answers []string
+	for _, target := range []string{"/healthz", "/healthz?format=text"} {
+		rr := httptest.NewRecorder()
+		health.ServeHTTP(rr, httptest.NewRequest(http.MethodGet, target, nil))
+		answers = append(answers, rr.Body.String())
+	}
 
 	// The metrics, as scraped.
 	mfs, err := reg.Gather()
@@ -381,5 +393,6 @@ func leakCheck(t *testing.T, url string, classifier reconcile.Classifier[string,
 	noKey("the metrics", scraped.String())
 	noKey("a table row", stored...)
 	noKey("a console page", pages...)
+	noKey("the health endpoint", answers...)
 	t.Logf("%d findings, %d stored rows, %d pages, %d log bytes", len(ids), len(stored), len(pages), len(logged.String()))
 }
