@@ -1,5 +1,6 @@
 // Package stripeadapter connects the reconciler to Stripe PaymentIntents and their money (charges,
-// refunds, disputes), through stripe-go v82.
+// refunds, disputes), and through its object kit to Subscriptions, Invoices, Checkout Sessions,
+// connected accounts or any Stripe object a host describes, through stripe-go v82.
 //
 // # Gateway
 //
@@ -74,6 +75,54 @@
 // with ReportMissing finds the intents no row refers to; ReverseOptions.Include leaves out
 // intents the table does not account for (Invoices, Checkout, other services). Neither uses
 // the Search API, which can lag by an hour.
+//
+// # Object kit
+//
+// Everything above except the money is the object kit's, for any Stripe object type: an
+// [Object] describes the type (its "object" name, collection path, id prefix, list parameters
+// sent on every list, expand paths, event types, and how to read an object's id, creation
+// time and state), and [NewObjectGateway] builds from it an [ObjectGateway] with the same error
+// mapping, client defaults, id check, bulk list by created window with per-object fallback and
+// look-ahead, events feed ([ObjectEventsFeed]) and reverse feed ([ObjectReverseFeed]). The
+// Gateway above is the kit's gateway of [PaymentIntents] with the money on top. Shipped:
+//
+//	descriptor          path                    id prefix  list parameters  state              events
+//	PaymentIntents()    /v1/payment_intents     pi_        -                status             payment_intent.*
+//	Subscriptions()     /v1/subscriptions       sub_       status=all       status             customer.subscription.*
+//	Invoices()          /v1/invoices            in_        -                status             invoice.*
+//	CheckoutSessions()  /v1/checkout/sessions   cs_        -                status             checkout.session.*
+//	Accounts()          /v1/accounts            acct_      -                see AccountState   none (platform only)
+//
+// Subscriptions send status=all because Stripe's subscription list leaves canceled ones out
+// otherwise: a sweep would then retrieve each canceled subscription one by one, and a
+// hand-written list would take it for missing. Every list endpoint above filters by created;
+// for one that does not, set NoCreatedFilter and the bulk fetch leaves every row to Fetch.
+// Each descriptor function returns a fresh value, and NewObjectGateway copies what it is
+// given, so a host's later change reaches no gateway. A Checkout Session id is cs_, cs_test_
+// or cs_live_ and letters and digits ([ValidCheckoutSessionID]).
+//
+// [ObjectGateway.ForAccount] returns the gateway for a connected account, over the same
+// client: its calls carry Stripe-Account, and it keeps its own look-ahead, so that no account
+// is answered with another's objects. Accounts are the platform's objects: their calls never
+// carry Stripe-Account, and a connected account's account.updated events are in that
+// account's event log, not the platform's, so Accounts name no event types.
+//
+// To reconcile an object the project does not ship, describe it (see the Object example, a
+// refunds table against Stripe Refunds):
+//
+//	refunds := stripeadapter.Object[*stripe.Refund]{
+//		Name: "refund", Path: "/v1/refunds", IDPrefix: "re_",
+//		EventTypes: []string{"refund.created", "refund.updated", "refund.failed"},
+//		ID:         func(r *stripe.Refund) string { return r.ID },
+//		Created:    func(r *stripe.Refund) int64 { return r.Created },
+//		State:      func(r *stripe.Refund) string { return string(r.Status) },
+//	}
+//	gateway, err := stripeadapter.NewObjectGateway(cfg, refunds)
+//
+// T may be a stripe-go type or the host's own struct with Stripe's JSON names: the kit decodes
+// each answer with encoding/json. An object without a valid id or with an empty State is not
+// an answer (an empty or foreign body from a proxy): it verifies nothing and its row is
+// Unverifiable.
 //
 // # Classifier
 //
@@ -201,13 +250,14 @@
 //
 // Three more policies judge a host's rows against the objects of the same name, each a pure
 // classifier and a reconcile.StateNamer whose decisions carry Diffs of every field that
-// differs; the first line that matches decides. The direction of truth is the same in all
-// three: Stripe holds what was billed, collected and paid, so a row behind it is caught up
-// through a repair command whose canonical writer re-reads Stripe (the one the webhook
-// handler calls); a row ahead of Stripe, where our side did something Stripe never saw, goes
-// to a person, because the customer may be billed for what we withdrew, or we may have
-// given what was never paid. What needs a person is decided before every repair, since a
-// repair writes all of Stripe's side and would erase what the person must see.
+// differs; the first line that matches decides. Stripe holds what was billed, collected and
+// paid, so the row catches up through a repair command, whose canonical writer (the one the
+// webhook handler calls) re-reads Stripe, wherever writing Stripe's side records what already
+// happened or takes back what nobody paid for. Where our side did something Stripe never saw
+// and would undo it (a cancellation, a payment, a void we record alone), a person decides:
+// the customer may be billed for what we withdrew, or we may count money never received. What
+// needs a person is decided before every repair, since a repair writes all of Stripe's side
+// and would erase what the person must see.
 //
 // [SubscriptionPolicy] reads a [LocalSubscription] (status in Stripe's words,
 // cancel_at_period_end, paid-through time). Statuses fall in four groups: billing (trialing,

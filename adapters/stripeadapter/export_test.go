@@ -40,3 +40,8 @@ func (g *Gateway) SetDisputeClock(now func() time.Time) {
 		g.payments.outcomes.now = now
 	}
 }
+
+// ListPage exposes one list call of an object gateway to the wire tests, as Gateway.ListPage.
+func (g *ObjectGateway[T]) ListPage(ctx context.Context, gte, lte int64, after string) ([]T, bool, error) {
+	return g.listPage(ctx, &stripe.RangeQueryParams{GreaterThanOrEqual: gte, LesserThanOrEqual: lte}, after)
+}

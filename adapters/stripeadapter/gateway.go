@@ -24,7 +24,7 @@ const (
 	DefaultCreatedSkew = 5 * time.Minute
 )
 
-// GatewayConfig configures a Gateway. Give either Client or Key.
+// GatewayConfig configures a Gateway or an ObjectGateway. Give either Client or Key.
 type GatewayConfig struct {
 	// Client is a stripe-go client to use as it is, with its own backend settings, which must
 	// not retry (BackendConfig.MaxNetworkRetries 0): stripe-go's retries are neither paced by
@@ -46,8 +46,8 @@ type GatewayConfig struct {
 	// StripeAccount is the connected account (acct_...) to act on, sent as the Stripe-Account
 	// header; empty means the platform account.
 	StripeAccount string
-	// CreatedSkew widens the creation-time window of a bulk fetch on both sides: the most a
-	// PaymentIntent's created time may differ from its row's created_at, clock skew included.
+	// CreatedSkew widens the creation-time window of a bulk fetch on both sides: the most an
+	// object's created time may differ from its row's created_at, clock skew included.
 	// Zero means DefaultCreatedSkew.
 	CreatedSkew time.Duration
 	// MaxListPages caps the list calls of one bulk fetch, so that a crowded window degrades to
@@ -55,15 +55,15 @@ type GatewayConfig struct {
 	// rows plus two. A burst (rows created within a minute) may read up to a page per row
 	// still sought, unless MaxListPages is set.
 	MaxListPages int
-	// ListCacheTTL bounds how long a PaymentIntent a bulk fetch listed without being asked
-	// about it is kept for the next batches, counted from before the list call: no row is
+	// ListCacheTTL bounds how long an object a bulk fetch listed without being asked about it
+	// is kept for the next batches, counted from before the list call: no row is
 	// verified on an answer older than this. Keep it below the job's Grace (10 minutes by
 	// default), so that a row changed locally after the listing is still InFlight rather than
 	// judged against the older state. Zero means DefaultListCacheTTL (30 s); negative turns the
 	// look-ahead off.
 	ListCacheTTL time.Duration
-	// ListCacheSize caps the PaymentIntents the look-ahead keeps, about 3 KB each (more with
-	// expanded charges); the oldest are dropped first. Zero means DefaultListCacheSize (20,000,
+	// ListCacheSize caps the objects the look-ahead keeps (per gateway and account), a
+	// PaymentIntent about 3 KB (more with expanded charges); the oldest are dropped first. Zero means DefaultListCacheSize (20,000,
 	// a burst of two hundred pages).
 	ListCacheSize int
 	// DisputeCacheTTL bounds how long the PaymentGateway keeps a charge's final dispute

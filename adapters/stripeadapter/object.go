@@ -265,18 +265,19 @@ func ValidCheckoutSessionID(id string) bool {
 //	onboarding   details_submitted is false
 //	restricted   anything else: charges or payouts are off and Stripe wants information
 //
-// A body whose object is not "account" has no state (not an answer). Events are
-// account.updated, which Stripe sends for a connected account's changes.
+// A body whose object is not "account" has no state (not an answer). It names no event types:
+// account.updated is an event of the connected account itself, listed only with its
+// Stripe-Account header, never in the platform's log, so a change is found by the sweep and
+// the reverse scan.
 func Accounts() Object[*stripe.Account] {
 	return Object[*stripe.Account]{
-		Name:       "account",
-		Path:       "/v1/accounts",
-		IDPrefix:   "acct_",
-		EventTypes: []string{"account.updated"},
-		ID:         func(a *stripe.Account) string { return a.ID },
-		Created:    func(a *stripe.Account) int64 { return a.Created },
-		State:      AccountState,
-		Platform:   true,
+		Name:     "account",
+		Path:     "/v1/accounts",
+		IDPrefix: "acct_",
+		ID:       func(a *stripe.Account) string { return a.ID },
+		Created:  func(a *stripe.Account) int64 { return a.Created },
+		State:    AccountState,
+		Platform: true,
 	}
 }
 
