@@ -55,7 +55,7 @@ func newHost(pool *pgxpool.Pool, schema, stripeKey, baseURL string) (*host, erro
 	var h host
 	var err error
 	if h.store, err = pgstore.NewOf[subscriptionRow](pool, pgstore.Config{
-		Table: "subscriptions", Schema: schema, Tables: pgstore.Tables{Schema: schema},
+		Table: "subscriptions", Schema: schema, // the reconciler's tables too
 		KeyColumns:       []string{"created_at", "id"},
 		ExternalIDColumn: "stripe_subscription_id",
 		AggregateType:    "subscription",
@@ -80,7 +80,7 @@ func newHost(pool *pgxpool.Pool, schema, stripeKey, baseURL string) (*host, erro
 // writer, which reads the subscription again. What retrying cannot fix goes dead, its finding
 // left open for a person.
 func newDispatcher(pool *pgxpool.Pool, store *pgstore.Store[subscriptionRow], gateway subscriptionReader) (*pgoutbox.Dispatcher, error) {
-	d, err := pgoutbox.NewDispatcher(pool, pgoutbox.Config{Tables: store.Config().Tables, Workers: 2})
+	d, err := pgoutbox.NewDispatcher(pool, pgoutbox.Config{Tables: store.Tables(), Workers: 2})
 	if err != nil {
 		return nil, err
 	}

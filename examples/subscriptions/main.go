@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"time"
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/internal/pgenv"
@@ -73,7 +74,7 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "\nMetrics: rows %d, lag %s, cycles completed %d, verdicts", st.Rows, st.Lag.Round(1e9), st.CyclesCompleted)
+	fmt.Fprintf(out, "\nMetrics: rows %d, lag %s, cycles completed %d, verdicts", st.Rows, st.Lag.Round(time.Second), st.CyclesCompleted)
 	for _, v := range reconcile.Verdicts {
 		fmt.Fprintf(out, " %s=%d", v, tick.Verdicts[v])
 	}

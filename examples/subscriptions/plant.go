@@ -256,7 +256,8 @@ func checkRepairs(ctx context.Context, c *checker, pool *pgxpool.Pool, store *pg
 			"finding %d (%s on %s): open %t, resolved by %q", f.ID, f.Kind, f.RecordID, f.Open(), f.ResolvedBy)
 	}
 	var waiting int
-	err = pool.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s.reconcile_outbox WHERE status <> 'done'`, schema)).Scan(&waiting)
+	t := store.Tables()
+	err = pool.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s WHERE status <> 'done'`, pgx.Identifier{t.Schema, t.Prefix + "outbox"}.Sanitize())).Scan(&waiting)
 	c.expect(err == nil && waiting == 0, "%d repair commands dead or waiting (%v)", waiting, err)
 	return nil
 }
