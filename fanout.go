@@ -84,7 +84,8 @@ type FanOutConfig struct {
 //     its growing lag. An account rate limited after some progress stays in the round and
 //     waits what the answer asked. The fan-out's batch reports neither an error nor pushback
 //     for one account; only when every account left in the round waits does a batch report
-//     Deferred and RateLimited, with the wait until the first may go again.
+//     Deferred and RateLimited, and when every account is away after failing, Deferred and
+//     Unavailable, each with the wait until the first may go again.
 //   - Give every account's runners the same Limiter: the budget is the platform's (see the
 //     Stripe adapter's Connect section for how Stripe counts), and a rate-limit answer for one
 //     account then slows them all (an AdaptiveLimiter halves its rate and pauses for
@@ -408,21 +409,28 @@ func (f *FanOut) endRoundLocked() {
 	f.rounds++
 }
 
-// roundDoneLocked reports that no account has anything left to do this round.
+// roundDoneLocked reports that no account has anything left to do this round, and that the
+// round did something: not every account is away after failing.
 func (f *FanOut) roundDoneLocked() bool {
 	now := f.cfg.Now()
+	completed, away := false, false
 	for _, a := range f.accounts {
-		if !a.done(now) {
+		switch {
+		case !a.done(now):
 			return false
+		case a.buildErr == nil && !slices.Contains(a.wrapped, false):
+			completed = true
+		case a.away:
+			away = true
 		}
 	}
-	return true
+	return completed || !away
 }
 
 // pickLocked returns the account whose turn it is and the runner to run: the first account
 // after the last one served, in id order, that is not done this round, not busy and not
 // sitting out. With none, it returns a nil account, and a Deferred report if some are still to
-// run this round (nil if the round is complete).
+// run this round or every account is away after failing (nil if the round is complete).
 func (f *FanOut) pickLocked() (*fanAccount, int, *Report) {
 	now := f.cfg.Now()
 	ids := slices.Sorted(maps.Keys(f.accounts))
@@ -431,11 +439,19 @@ func (f *FanOut) pickLocked() (*fanAccount, int, *Report) {
 		start++
 	}
 	var (
-		pending bool
-		wait    time.Duration
+		pending, completed bool
+		wait, away         time.Duration // the shortest wait of the accounts in the round, and of those away
 	)
 	for k := range ids {
 		a := f.accounts[ids[(start+k)%len(ids)]]
+		if a.buildErr == nil && !slices.Contains(a.wrapped, false) {
+			completed = true
+		}
+		if a.away && a.notBefore.After(now) {
+			if d := a.notBefore.Sub(now); away == 0 || d < away {
+				away = d
+			}
+		}
 		if a.done(now) {
 			continue
 		}
@@ -454,7 +470,11 @@ func (f *FanOut) pickLocked() (*fanAccount, int, *Report) {
 			return a, j, nil
 		}
 	}
-	if !pending {
+	switch {
+	case !pending && !completed && away > 0:
+		// Every account is away after failing: no round was run. Wait for the first back.
+		return nil, 0, &Report{Job: f.cfg.Name, Verdicts: map[Verdict]int{}, Deferred: true, Unavailable: true, RetryAfter: away}
+	case !pending:
 		return nil, 0, nil
 	}
 	// Every account left in the round waits out a rate limit (or runs in another call).

@@ -689,3 +689,33 @@ func TestFanOutUnderARunnerLeavesNothingBehind(t *testing.T) {
 		}
 	}
 }
+
+// When every account is away after failing, no round is run: the fan-out defers, as a job
+// whose external system is down does, until the first may go again.
+func TestFanOutWithEveryAccountFailingDefers(t *testing.T) {
+	w := newFanWorld(t, map[string][]int{"a": {1}, "b": {1}})
+	w.answer["a"] = func() error { return errors.New("boom") }
+	w.answer["b"] = func() error { return errors.New("boom") }
+	f := w.fanOut()
+	ctx := context.Background()
+	for range 2 { // a and b fail on their turns
+		if rep, err := f.RunBatch(ctx); err != nil || rep.Wrapped {
+			t.Fatalf("%+v, %v", rep, err)
+		}
+	}
+	w.clock.Advance(10 * time.Second)
+	rep, err := f.RunBatch(ctx)
+	if err != nil || rep.Wrapped || !rep.Deferred || !rep.Unavailable || rep.RetryAfter != 50*time.Second {
+		t.Fatalf("with both away: %+v, %v; want Deferred and Unavailable for 50s", rep, err)
+	}
+	if f.Rounds() != 0 {
+		t.Errorf("%d rounds completed; none ran", f.Rounds())
+	}
+	w.mu.Lock()
+	delete(w.answer, "b")
+	w.mu.Unlock()
+	w.clock.Advance(50 * time.Second)
+	if got, want := strings.Join(w.round(f, 10), " "), "a/0 b/0 a/0 b/0"; got != want {
+		t.Errorf("turns %s, want %s: both back, a failing again, b completing the round", got, want)
+	}
+}
