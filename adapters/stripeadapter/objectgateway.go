@@ -138,7 +138,7 @@ func (g *ObjectGateway[T]) Fetch(ctx context.Context, externalID string) (T, err
 	}
 	var b box[T]
 	if err := g.c.get(ctx, "retrieve "+externalID, g.c.sc.V1Events.B, g.c.sc.V1Events.Key, stripe.FormatURLPath(g.obj.Path+"/%s", externalID),
-		params, params, nil, &b); err != nil {
+		params, params, nil, g.obj.missingCode, &b); err != nil {
 		return zero, err
 	}
 	if err := g.notAnAnswer(externalID, b.v); err != nil {
