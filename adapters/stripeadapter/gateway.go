@@ -183,6 +183,9 @@ func retries(c *stripe.Client) int64 {
 
 // String describes the gateway without its key.
 func (g Gateway) String() string {
+	if g.intents == nil { // a zero Gateway, not built by NewGateway
+		return "stripeadapter.Gateway{}"
+	}
 	return fmt.Sprintf("stripeadapter.Gateway{account: %q, timeout: %v, skew: %v}", g.account, g.timeout, g.intents.skew)
 }
 

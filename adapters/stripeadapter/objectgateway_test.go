@@ -367,6 +367,11 @@ func TestObjectGatewayForAccountSendsTheHeaderAndKeepsAccountsApart(t *testing.T
 		t.Fatalf("Stripe-Account headers %+v, want %s then none", log, acct)
 	}
 
+	for _, format := range []string{"%v", "%+v", "%#v", "%s"} {
+		if s := fmt.Sprintf(format, g); strings.Contains(s, w.srv.Key()) || !strings.Contains(s, acct) {
+			t.Errorf("%s of the gateway = %s, want its account and no key", format, s)
+		}
+	}
 	for _, bad := range []string{"", "acct", "cus_1", "acct_1\r\nX-Evil: 1", "acct_" + secretKey} {
 		if _, err := platform.ForAccount(bad); err == nil || strings.Contains(err.Error(), secretKey) {
 			t.Errorf("ForAccount(%q) = %v, want a refusal without the key", bad, err)
