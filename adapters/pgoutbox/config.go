@@ -20,14 +20,19 @@ const (
 
 // Config configures a Dispatcher. The zero value works with the default tables.
 type Config struct {
-	// Tables names the reconciler's tables, as given to pgstore.Migrate.
+	// Tables names the reconciler's tables: give it store.Tables() of the pgstore.Store whose
+	// jobs queue the commands, the value given to pgstore.Migrate. The zero value is the
+	// default prefix in the search_path.
 	Tables pgstore.Tables
 	// Owner names this dispatcher in leases. Empty means host name, process id and a random
 	// suffix.
 	Owner string
-	// Workers is the number of commands handled at once. Zero means DefaultWorkers. Each
-	// running handler holds a connection for its transaction, and the dispatcher needs one more
-	// to claim and one to renew leases: a *pgxpool.Pool must allow Workers + 2 connections.
+	// Workers is the number of commands handled at once. Each running handler holds a
+	// connection for its transaction, and the dispatcher needs one more to claim and one to
+	// renew leases: a *pgxpool.Pool must allow Workers + 2 connections. Zero means
+	// DefaultWorkers, or as many as the pool allows if that is fewer (a default pgxpool on a
+	// two-core machine has 4 connections: 2 workers); NewDispatcher refuses a larger value, and
+	// a pool of fewer than 3 connections.
 	Workers int
 	// Lease is how long a claim holds before another dispatcher may take the command; running
 	// handlers renew it every third of that. Zero means DefaultLease.
@@ -48,4 +53,7 @@ type Config struct {
 	HandlerTimeout time.Duration
 	// Logger receives a line per failure. Nil means no logging.
 	Logger *slog.Logger
+	// Observer receives the outcome of every attempt, for metrics (adapters/prommetrics
+	// implements it). Nil means none.
+	Observer Observer
 }

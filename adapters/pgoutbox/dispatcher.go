@@ -92,16 +92,25 @@ func NewDispatcher(db pgstore.DB, cfg Config) (*Dispatcher, error) {
 	def(&cfg.BackoffBase, DefaultBackoffBase)
 	def(&cfg.BackoffMax, DefaultBackoffMax)
 	def(&cfg.HandlerTimeout, DefaultHandlerTimeout)
-	if cfg.Workers == 0 {
-		cfg.Workers = DefaultWorkers
-	}
 	if cfg.BackoffBase > cfg.BackoffMax {
 		return nil, fmt.Errorf("pgoutbox: config: BackoffBase %v is above BackoffMax %v", cfg.BackoffBase, cfg.BackoffMax)
 	}
-	if p, ok := db.(*pgxpool.Pool); ok && int(p.Config().MaxConns) < cfg.Workers+2 {
-		// Otherwise handlers wait for connections while their leases run out.
+	// A pool short of Workers + 2 connections makes handlers wait for connections while their
+	// leases run out.
+	maxConns := -1 // unknown: not a pool
+	if p, ok := db.(*pgxpool.Pool); ok {
+		maxConns = int(p.Config().MaxConns)
+	}
+	switch {
+	case cfg.Workers == 0 && maxConns >= 0 && maxConns < 3:
+		return nil, fmt.Errorf("pgoutbox: config: the pool allows %d connections; the dispatcher needs at least 3 (one worker + 2)", maxConns)
+	case cfg.Workers == 0 && maxConns >= 0:
+		cfg.Workers = min(DefaultWorkers, maxConns-2)
+	case cfg.Workers == 0:
+		cfg.Workers = DefaultWorkers
+	case maxConns >= 0 && maxConns < cfg.Workers+2:
 		return nil, fmt.Errorf("pgoutbox: config: the pool allows %d connections; %d workers need %d (Workers + 2)",
-			p.Config().MaxConns, cfg.Workers, cfg.Workers+2)
+			maxConns, cfg.Workers, cfg.Workers+2)
 	}
 	if cfg.MaxAttempts == 0 {
 		cfg.MaxAttempts = DefaultMaxAttempts
@@ -114,6 +123,9 @@ func NewDispatcher(db pgstore.DB, cfg Config) (*Dispatcher, error) {
 	}
 	return &Dispatcher{db: db, cfg: cfg, handlers: map[string]Handler{}, sql: newDispatchSQL(cfg.Tables), leases: map[int64]*lease{}}, nil
 }
+
+// Config returns the dispatcher's configuration with defaults filled in.
+func (d *Dispatcher) Config() Config { return d.cfg }
 
 // Handle registers the handler of one command name. Commands nobody handles go dead with an
 // error saying so. Register every handler before Start.
@@ -143,6 +155,15 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	if len(d.handlers) == 0 {
 		return errors.New("pgoutbox: no handlers registered")
 	}
+	// Tables that name no outbox would make every claim fail, each only logged.
+	var exists bool
+	if err := d.db.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", d.sql.outbox).Scan(&exists); err != nil {
+		return fmt.Errorf("pgoutbox: start: %w", err)
+	}
+	if !exists {
+		return fmt.Errorf("pgoutbox: start: the outbox table %s does not exist: give Config.Tables the store's Tables() and run pgstore.Migrate with them: %w",
+			d.sql.outbox, pgstore.ErrNotMigrated)
+	}
 	d.started, d.frozen = true, true
 	handlerCtx, kill := context.WithCancelCause(ctx)
 	claimCtx, stop := context.WithCancel(handlerCtx)
@@ -163,11 +184,13 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 // Stop stops claiming and waits for running handlers to finish. If ctx ends first, it cancels
 // them: their transactions roll back and their commands are released for the next claim.
 // A handler that ignores its context may outlive Stop by drain.Grace; then it is left running.
+// Stop on a dispatcher that is not running (never started, or already stopped) does nothing,
+// so that a deferred Stop is safe whatever happened before it.
 func (d *Dispatcher) Stop(ctx context.Context) error {
 	d.mu.Lock()
 	if !d.started || d.stop == nil {
 		d.mu.Unlock()
-		return errors.New("pgoutbox: not started")
+		return nil
 	}
 	stop, kill := d.stop, d.kill
 	d.stop = nil
@@ -299,9 +322,10 @@ func (d *Dispatcher) claim(ctx context.Context, n int) ([]Delivery, error) {
 // process applies one claimed command and finalizes it. It never returns an error: every
 // outcome is recorded on the row, fenced by the attempt number.
 func (d *Dispatcher) process(ctx context.Context, del Delivery) {
+	start := time.Now()
 	if del.Failures >= d.cfg.MaxAttempts {
 		// Leases expired on every attempt: the handler crashes its process or hangs.
-		d.fail(ctx, del, Permanent(fmt.Errorf("the lease expired %d times: the handler crashes or hangs", del.Failures)))
+		d.fail(ctx, del, start, Permanent(fmt.Errorf("the lease expired %d times: the handler crashes or hangs", del.Failures)))
 		return
 	}
 	hctx, cancel := context.WithCancelCause(ctx)
@@ -322,19 +346,22 @@ func (d *Dispatcher) process(ctx context.Context, del Delivery) {
 	}
 	d.leaseMu.Unlock()
 	if err == nil {
+		d.observe(del, start, OutcomeDone, nil)
 		return
 	}
 	if errors.Is(context.Cause(hctx), ErrLeaseLost) || errors.Is(err, ErrLeaseLost) {
 		d.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile dispatcher: lease lost; nothing kept",
 			slog.Int64("command", del.ID), slog.Int64("attempt", del.Attempt))
+		d.observe(del, start, OutcomeLeaseLost, err)
 		return
 	}
 	if ctx.Err() != nil {
 		// Stopped: give the command back without counting a failure.
 		d.finalize(ctx, d.sql.release, del, err)
+		d.observe(del, start, OutcomeReleased, err)
 		return
 	}
-	d.fail(ctx, del, err)
+	d.fail(ctx, del, start, err)
 }
 
 // apply runs the handler in a transaction and, if it succeeds, completes the command in it.
@@ -387,18 +414,21 @@ func callHandler(ctx context.Context, h Handler, tx pgx.Tx, del Delivery) (err e
 }
 
 // fail records a failed attempt: a wait without cost, a retry after backoff, or dead.
-func (d *Dispatcher) fail(ctx context.Context, del Delivery, err error) {
+func (d *Dispatcher) fail(ctx context.Context, del Delivery, start time.Time, err error) {
 	after, later := IsRetryLater(err)
 	switch {
 	case later:
 		d.finalize(ctx, d.sql.snooze, del, err, after)
+		d.observe(del, start, OutcomeDeferred, err)
 	case IsPermanent(err) || del.Failures+1 >= d.cfg.MaxAttempts:
 		d.finalize(ctx, d.sql.bury, del, err)
+		d.observe(del, start, OutcomeDead, err)
 		d.cfg.Logger.LogAttrs(ctx, slog.LevelError, "reconcile dispatcher: command dead",
 			slog.Int64("command", del.ID), slog.String("name", del.Name), slog.String("aggregate", del.AggregateID),
 			slog.Int("failures", del.Failures+1), slog.String("error", err.Error()))
 	default:
 		d.finalize(ctx, d.sql.retry, del, err, d.backoff(del.Failures+1))
+		d.observe(del, start, OutcomeRetry, err)
 		d.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile dispatcher: command failed; will retry",
 			slog.Int64("command", del.ID), slog.String("name", del.Name), slog.Int("failures", del.Failures+1),
 			slog.String("error", err.Error()))

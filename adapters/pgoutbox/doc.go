@@ -1,12 +1,13 @@
 // Package pgoutbox applies the repair commands that a reconcile job queues in the outbox table
 // of pgstore: a Dispatcher claims them, calls the handler registered for their name and
 // completes, retries or parks each one. The outbox and the findings it resolves are pgstore's
-// tables (pgstore.Migrate creates them; Config.Tables names them as given there), and the
-// dispatcher runs over the same pgstore.DB.
+// tables (pgstore.Migrate creates them; Config.Tables names them: give it store.Tables()), and
+// the dispatcher runs over the same pgstore.DB.
 //
 // # Getting started
 //
-//	dispatcher, err := pgoutbox.NewDispatcher(pool, pgoutbox.Config{}) // 4 at once, 30 s leases, 10 attempts
+//	// Up to 4 at once (fewer on a smaller pool), 30 s leases, 10 attempts.
+//	dispatcher, err := pgoutbox.NewDispatcher(pool, pgoutbox.Config{Tables: store.Tables()})
 //	if err != nil { ... }
 //	err = pgoutbox.HandleCommand(dispatcher, "ApplyPaymentSucceeded",
 //		func(ctx context.Context, tx pgx.Tx, cmd reconcile.Command) error {
@@ -14,7 +15,7 @@
 //		})
 //	if err != nil { ... }
 //	if err := dispatcher.Start(ctx); err != nil { ... }
-//	defer dispatcher.Stop(context.Background())
+//	defer dispatcher.Stop(context.Background()) // a no-op if it never started
 //
 // # Claims, leases and fencing
 //
@@ -35,4 +36,11 @@
 // (dead.go). Start and Stop run the dispatcher in the background with a graceful drain; Work
 // runs one round for hosts that schedule it themselves. A host with its own outbox relay runs
 // no Dispatcher and reads the seed's columns.
+//
+// # Monitoring
+//
+// Config.Observer sees the outcome of every attempt by command name (done, retry, dead,
+// deferred, released, lease_lost; observer.go), and Outbox.Stats reads the backlog (commands
+// queued, the age of the oldest) and the dead commands by name (outbox.go); package
+// adapters/prommetrics exports both.
 package pgoutbox

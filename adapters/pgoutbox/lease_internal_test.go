@@ -61,7 +61,7 @@ func TestAWorkerThatLostItsLeaseChangesNothing(t *testing.T) {
 		t.Fatalf("late finalize = %v, want ErrLeaseLost", err)
 	}
 	// And its failure path is fenced too.
-	killed.fail(ctx, dels[0], errors.New("late failure"))
+	killed.fail(ctx, dels[0], time.Now(), errors.New("late failure"))
 	var status string
 	var attempt, effects, fromKilled int64
 	if err := pool.QueryRow(ctx, `SELECT status, attempt, (SELECT count(*) FROM effects), (SELECT count(*) FROM effects WHERE attempt = 1)

@@ -9,6 +9,7 @@ import (
 // changes a claimed row is guarded by id AND attempt AND status = 'running': a dispatcher whose
 // lease was taken over changes nothing.
 type dispatchSQL struct {
+	outbox                                               string // the table's quoted name
 	claim, complete, renew, release, snooze, retry, bury string
 	// findingResolved reads whether finding $1 is resolved (HandleCommand).
 	findingResolved string
@@ -27,6 +28,7 @@ func newDispatchSQL(t pgstore.Tables) dispatchSQL {
 			ORDER BY n DESC LIMIT 20) last), last_error = $3`
 	const fence = ` WHERE id = $1 AND attempt = $2 AND status = 'running'`
 	return dispatchSQL{
+		outbox: outbox,
 		// Ready rows: pending and due, or running with an expired lease (available_at is the
 		// lease expiry then). A row waits while an older row of its aggregate is unfinished:
 		// it must be its aggregate's oldest unfinished row. (Written as a scalar subquery, not

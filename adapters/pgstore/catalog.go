@@ -8,8 +8,11 @@ import (
 )
 
 // Check verifies that the host table and every configured column exist, that a struct row's
-// fields can hold their columns (judged on one row of the table, if it has one), and prepares
-// the store's statements. Read calls it on first use; call it at startup to fail early.
+// fields can hold their columns (judged on one row of the table, if it has one), and that the
+// reconciler's tables (Tables) exist with every migration of this package applied, and
+// prepares the store's statements. Tables missing or behind fail with a *MigrationError
+// (errors.Is ErrNotMigrated) saying to run Migrate. Read calls it on first use; call it at
+// startup to fail early.
 func (s *Store[L]) Check(ctx context.Context) error {
 	_, err := s.statements(ctx)
 	return err
@@ -42,6 +45,9 @@ func (s *Store[L]) statements(ctx context.Context) (*statements, error) {
 		}
 	}
 	if err := s.row.checkSample(ctx, s.db, st.parts); err != nil {
+		return nil, err
+	}
+	if err := checkMigrated(ctx, s.db, s.cfg.Tables); err != nil {
 		return nil, err
 	}
 	s.sql = st

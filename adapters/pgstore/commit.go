@@ -133,17 +133,18 @@ func (s *Store[L]) sendFenced(ctx context.Context, batch *pgx.Batch, what string
 	tag, err := br.Exec()
 	if err != nil {
 		br.Close()
-		return fmt.Errorf("pgstore: %s: advance: %w", what, err)
+		return s.cfg.Tables.wrap(what+": advance", err)
 	}
 	if tag.RowsAffected() != 1 {
 		br.Close()
 		return reconcile.ErrConcurrentRun
 	}
 	if err := br.Close(); err != nil {
-		return fmt.Errorf("pgstore: %s: write results: %w", what, err)
+		return s.cfg.Tables.wrap(what+": write results", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("pgstore: %s: commit transaction: %w", what, err)
 	}
+	noteWrite()
 	return nil
 }

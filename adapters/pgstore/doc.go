@@ -7,12 +7,12 @@
 // table, and give the store to a job as both its Source and its Sink; a pgoutbox.Dispatcher
 // applies the repair commands the job queues:
 //
-//	if err := pgstore.Migrate(ctx, pool, pgstore.Tables{}); err != nil { ... }
 //	store, err := pgstore.New(pool, pgstore.Config{
 //		Table:            "payments",
 //		ExternalIDColumn: "stripe_payment_intent_id",
 //	})
 //	if err != nil { ... }
+//	if err := pgstore.Migrate(ctx, pool, store.Tables()); err != nil { ... }
 //	rec, err := reconcile.New(reconcile.Config[string, *stripe.PaymentIntent]{
 //		Job: "payments", Source: store, Sink: store,
 //		Gateway: gateway, Classifier: stripeadapter.PaymentIntentClassifier(),
@@ -21,7 +21,7 @@
 //	if err != nil { ... }
 //	// run rec from a reconcile.Runner, or call reconcile.RunTick from your own scheduler
 //
-//	dispatcher, err := pgoutbox.NewDispatcher(pool, pgoutbox.Config{})
+//	dispatcher, err := pgoutbox.NewDispatcher(pool, pgoutbox.Config{Tables: store.Tables()})
 //	if err != nil { ... }
 //	err = pgoutbox.HandleCommand(dispatcher, "ApplyPaymentSucceeded",
 //		func(ctx context.Context, tx pgx.Tx, cmd reconcile.Command) error {
@@ -33,8 +33,8 @@
 //
 // The local state is the state column's text, so the store is a reconcile.Store[string]; a
 // host that compares more than a status reads typed rows (below). Every query takes a context;
-// pool is a *pgxpool.Pool or anything else that is a DB. Check verifies the table and columns up
-// front, Status reads a job's monitoring figures.
+// pool is a *pgxpool.Pool or anything else that is a DB. Check verifies the table and columns
+// and the reconciler's tables up front, Status reads a job's monitoring figures.
 //
 // # Typed rows
 //
@@ -124,7 +124,13 @@
 // Cursors, observations, findings, the outbox, shards and rate budgets come from migrations
 // embedded in the package.
 // Migrate applies them idempotently; Migrations returns them rendered as an fs.FS for hosts that
-// run their own migration tool. Tables sets a name prefix and schema.
+// run their own migration tool. Tables sets a name prefix and schema; the schema is
+// Config.Schema, the host table's, unless Config.Tables names another. The schema is named
+// once: Store.Tables returns the tables a store uses, for Migrate, pgoutbox and pgbudget.
+// Every migration file records its version, whichever tool applies it; Check (and a store's
+// first read) fails with a *MigrationError, errors.Is ErrNotMigrated, when the tables are
+// missing or lack a migration, and says to run Migrate, as does a statement that meets a
+// reconciler table that does not exist.
 //
 // # Batches
 //

@@ -32,9 +32,12 @@ func TestErrorsNameEachLayerOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = lane.RunBatch(ctx)
-	const lanePrefix = "reconcile: lane payments-sweep/events: pgstore: read lane position: ERROR: "
-	if err == nil || !strings.HasPrefix(err.Error(), lanePrefix) || strings.Count(err.Error(), "payments-sweep") != 1 {
-		t.Errorf("lane error %q; want %q then the database's words", err, lanePrefix)
+	// A missing table of the reconciler's adds the advice to migrate between the operation and
+	// the database's words.
+	const lanePrefix = "reconcile: lane payments-sweep/events: pgstore: read lane position: the reconciler's tables "
+	if err == nil || !strings.HasPrefix(err.Error(), lanePrefix) || strings.Count(err.Error(), "payments-sweep") != 1 ||
+		strings.Count(err.Error(), "pgstore: ") != 1 || !strings.HasSuffix(err.Error(), `: ERROR: relation "reconcile_lanes" does not exist (SQLSTATE 42P01)`) {
+		t.Errorf("lane error %q; want %q, the advice, then the database's words", err, lanePrefix)
 	}
 
 	r, err := reconcile.New(reconcile.Config[string, string]{Job: "payments-sweep", Source: s, Sink: s, Classifier: classify,
@@ -43,8 +46,9 @@ func TestErrorsNameEachLayerOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = r.RunBatch(ctx)
-	const jobPrefix = "reconcile: job payments-sweep: pgstore: read cursor: ERROR: "
-	if err == nil || !strings.HasPrefix(err.Error(), jobPrefix) || strings.Count(err.Error(), "payments-sweep") != 1 {
-		t.Errorf("sweep error %q; want %q then the database's words", err, jobPrefix)
+	const jobPrefix = "reconcile: job payments-sweep: pgstore: read cursor: the reconciler's tables "
+	if err == nil || !strings.HasPrefix(err.Error(), jobPrefix) || strings.Count(err.Error(), "payments-sweep") != 1 ||
+		strings.Count(err.Error(), "pgstore: ") != 1 || !strings.HasSuffix(err.Error(), `: ERROR: relation "reconcile_cursors" does not exist (SQLSTATE 42P01)`) {
+		t.Errorf("sweep error %q; want %q, the advice, then the database's words", err, jobPrefix)
 	}
 }

@@ -36,6 +36,9 @@ func filterItems(t *testing.T) *pgxpool.Pool {
 	if _, err := pool.Exec(ctx, itemsDDL); err != nil {
 		t.Fatal(err)
 	}
+	if err := Migrate(ctx, pool, Tables{}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := pool.Exec(ctx, `INSERT INTO items (id, external_id, status, amount, created_at, created_naive, created_day)
 		SELECT id, 'pi_' || id, status, amount, now() - age, (now() AT TIME ZONE 'UTC') - age, ((now() AT TIME ZONE 'UTC') - age)::date
 		FROM (VALUES

@@ -91,7 +91,7 @@ func (s *Store[L]) ReadLane(ctx context.Context, job, lane string) (reconcile.Cu
 	err := s.db.QueryRow(ctx, s.own.readLane, job, lane).
 		Scan(&c.Position, &c.Version)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return c, fmt.Errorf("pgstore: read lane position: %w", err)
+		return c, s.cfg.Tables.wrap("read lane position", err)
 	}
 	return c, nil
 }
@@ -134,7 +134,8 @@ var _ reconcile.LaneFailureRecorder = (*Store[string])(nil)
 func (s *Store[L]) RecordLaneFailure(ctx context.Context, job, lane string, cause error) error {
 	_, err := s.db.Exec(ctx, s.own.laneFailure, job, lane, failureText(cause))
 	if err != nil {
-		return fmt.Errorf("pgstore: record lane failure: %w", err)
+		return s.cfg.Tables.wrap("record lane failure", err)
 	}
+	noteWrite()
 	return nil
 }

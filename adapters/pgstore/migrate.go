@@ -22,12 +22,14 @@ import (
 var migrationFiles embed.FS
 
 // Tables names the reconciler's own tables: Prefix + "cursors", "observations", "findings",
-// "outbox", "migrations", in Schema. The zero value means prefix "reconcile_" in the first
-// schema of the search_path.
+// "outbox", "migrations", ..., in Schema. The zero value means prefix "reconcile_" in the
+// search_path. A Store fills it in from its Config (Tables.Schema defaults to Config.Schema):
+// pass Store.Tables wherever Tables are asked for, so that every part uses the same ones.
 type Tables struct {
 	// Prefix starts every table and index name. Empty means "reconcile_".
 	Prefix string
-	// Schema holds the tables. Empty means the connection's search_path.
+	// Schema holds the tables. Empty means the connection's search_path (in a Store's Config,
+	// Config.Schema).
 	Schema string
 }
 
@@ -50,6 +52,8 @@ func (t Tables) table(name string) string { return pgtables.Name(t.Prefix, t.Sch
 
 // Migrations returns the reconciler's migrations rendered for the given tables, as numbered
 // .sql files, for hosts that run migrations with their own tool. Migrate applies the same files.
+// Each file records its version in the migrations table (creating it if need be), so that
+// Store.Check can tell whether the tables are current whichever tool applied them.
 func Migrations(t Tables) (fs.FS, error) {
 	t = t.withDefaults()
 	if err := t.validate(); err != nil {
@@ -74,9 +78,16 @@ func Migrations(t Tables) (fs.FS, error) {
 			return nil, fmt.Errorf("pgstore: migration %s: %w", n, err)
 		}
 		var buf bytes.Buffer
+		buf.WriteString(createMigrationsTable(t) + ";\n\n")
 		if err := tmpl.Execute(&buf, nil); err != nil {
 			return nil, fmt.Errorf("pgstore: migration %s: %w", n, err)
 		}
+		v, err := migrationVersion(n)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&buf, "\nINSERT INTO %s (version, name) VALUES (%d, '%s') ON CONFLICT (version) DO NOTHING;\n",
+			t.table("migrations"), v, path.Base(n))
 		out[path.Base(n)] = &fstest.MapFile{Data: buf.Bytes(), Mode: 0o444}
 	}
 	return out, nil
@@ -99,8 +110,7 @@ func Migrate(ctx context.Context, db DB, t Tables) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", "pgstore.migrate:"+t.table("migrations")); err != nil {
 			return fmt.Errorf("pgstore: migrate: lock: %w", err)
 		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+t.table("migrations")+` (
-			version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		if _, err := tx.Exec(ctx, createMigrationsTable(t)); err != nil {
 			return fmt.Errorf("pgstore: migrate: %w", err)
 		}
 		rows, err := tx.Query(ctx, "SELECT version FROM "+t.table("migrations"))
@@ -112,9 +122,9 @@ func Migrate(ctx context.Context, db DB, t Tables) error {
 			return fmt.Errorf("pgstore: migrate: %w", err)
 		}
 		for _, n := range names {
-			v, err := strconv.Atoi(strings.SplitN(n, "_", 2)[0])
+			v, err := migrationVersion(n)
 			if err != nil {
-				return fmt.Errorf("pgstore: migration %s has no version number", n)
+				return err
 			}
 			if slices.Contains(applied, int32(v)) {
 				continue
@@ -123,13 +133,26 @@ func Migrate(ctx context.Context, db DB, t Tables) error {
 			if err != nil {
 				return err
 			}
+			// The file records its own version.
 			if _, err := tx.Exec(ctx, string(sql)); err != nil {
-				return fmt.Errorf("pgstore: migration %s: %w", n, err)
-			}
-			if _, err := tx.Exec(ctx, "INSERT INTO "+t.table("migrations")+" (version, name) VALUES ($1, $2)", v, n); err != nil {
 				return fmt.Errorf("pgstore: migration %s: %w", n, err)
 			}
 		}
 		return nil
 	})
+}
+
+// createMigrationsTable is the statement that creates the table recording applied migrations.
+func createMigrationsTable(t Tables) string {
+	return `CREATE TABLE IF NOT EXISTS ` + t.table("migrations") + ` (
+    version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`
+}
+
+// migrationVersion is the number a migration file's name starts with.
+func migrationVersion(name string) (int, error) {
+	v, err := strconv.Atoi(strings.SplitN(path.Base(name), "_", 2)[0])
+	if err != nil {
+		return 0, fmt.Errorf("pgstore: migration %s has no version number", name)
+	}
+	return v, nil
 }

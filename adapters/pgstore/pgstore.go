@@ -55,7 +55,9 @@ const (
 type Config struct {
 	// Table is the host table, such as "payments". Required.
 	Table string
-	// Schema of the host table. Empty means the search_path.
+	// Schema holds the host table and, unless Tables.Schema names another, the reconciler's
+	// own tables: a host whose tables all live in one schema names it here, once, and passes
+	// Store.Tables to Migrate and to pgoutbox. Empty means the search_path.
 	Schema string
 	// KeyColumns is the keyset: one column (a bigint or other ordered primary key) or several,
 	// such as created_at and id for a UUID-keyed table (compared as a row constructor). They
@@ -80,7 +82,9 @@ type Config struct {
 	// enum, citext, ...) is compared as text, which no plain index on it serves.
 	SearchColumns []string
 
-	// Tables names the reconciler's own tables.
+	// Tables names the reconciler's own tables. Its Schema defaults to Config.Schema; set it
+	// only to keep them apart from the host table (jobs over host tables in different schemas
+	// that should share one outbox and one dispatcher set it alike).
 	Tables Tables
 	// StaleAfter is how long a finding may stay open before Status counts it stale. Zero means
 	// DefaultStaleAfter.
@@ -201,6 +205,9 @@ func NewOf[L any](db DB, cfg Config) (*Store[L], error) {
 	} else if cfg.StaleAfter < 0 {
 		return nil, fmt.Errorf("pgstore: config: StaleAfter %v is negative", cfg.StaleAfter)
 	}
+	if cfg.Tables.Schema == "" {
+		cfg.Tables.Schema = cfg.Schema
+	}
 	cfg.Tables = cfg.Tables.withDefaults()
 
 	checks := [][2]string{{"Table", cfg.Table}}
@@ -255,6 +262,11 @@ func NewOf[L any](db DB, cfg Config) (*Store[L], error) {
 
 // Config returns the store's configuration with defaults filled in.
 func (s *Store[L]) Config() Config { return s.cfg }
+
+// Tables returns the reconciler's tables this store uses, defaults filled in: give the same
+// value to Migrate (or Migrations), to pgoutbox.Config.Tables and to pgbudget.Config.Tables, so
+// that the schema is named once, in Config.
+func (s *Store[L]) Tables() Tables { return s.cfg.Tables }
 
 func (s *Store[L]) hostTable() string { return s.cfg.hostTable() }
 

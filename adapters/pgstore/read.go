@@ -27,7 +27,7 @@ func (s *Store[L]) Read(ctx context.Context, req reconcile.ReadRequest) (reconci
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 	case err != nil:
-		return b, fmt.Errorf("pgstore: read cursor: %w", err)
+		return b, s.cfg.Tables.wrap("read cursor", err)
 	}
 	for _, p := range []string{b.Cursor.Position, b.Cursor.End} {
 		if p == "" {

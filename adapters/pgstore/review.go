@@ -54,6 +54,7 @@ func (s *Store[L]) ResolveFindingIn(ctx context.Context, q Querier, id int64, r 
 	case !open:
 		return fmt.Errorf("pgstore: resolve finding %d: %w", id, reconcile.ErrAlreadyResolved)
 	}
+	noteWrite()
 	return nil
 }
 
@@ -74,6 +75,7 @@ func (s *Store[L]) ResolveRecordFindings(ctx context.Context, q Querier, recordI
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: resolve findings of record %s: %w", recordID, err)
 	}
+	noteWrite()
 	return ids, nil
 }
 
@@ -105,6 +107,7 @@ func (s *Store[L]) ReopenFindingIn(ctx context.Context, q Querier, id int64, by,
 	case !reopened:
 		return fmt.Errorf("pgstore: reopen finding %d: %w", id, reconcile.ErrAlreadyOpen)
 	}
+	noteWrite()
 	return nil
 }
 
@@ -180,11 +183,11 @@ func (s *Store[L]) ListFindings(ctx context.Context, fq reconcile.FindingQuery) 
 	rows, err := s.db.Query(ctx, s.own.listFindings+`
 		WHERE `+strings.Join(where, " AND ")+fmt.Sprintf(` ORDER BY f.id LIMIT $%d`, len(args)), args...)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: list findings: %w", err)
+		return nil, s.cfg.Tables.wrap("list findings", err)
 	}
 	fs, err := pgx.CollectRows(rows, scanFinding)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: list findings: %w", err)
+		return nil, s.cfg.Tables.wrap("list findings", err)
 	}
 	return s.withExternalIDs(ctx, fs), nil
 }

@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"strings"
 	"time"
@@ -54,7 +53,7 @@ func (s *Store[L]) Status(ctx context.Context, job string) (reconcile.Status, er
 		return err
 	})
 	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
-		return reconcile.Status{}, fmt.Errorf("pgstore: status of job %s: %w", job, err)
+		return reconcile.Status{}, s.cfg.Tables.wrap("status of job "+job, err)
 	}
 	st.Lag = lagOf(lagSeconds)
 	for _, p := range []struct {
@@ -91,8 +90,9 @@ func lagOf(seconds float64) time.Duration {
 func (s *Store[L]) RecordFailure(ctx context.Context, job string, cause error) error {
 	_, err := s.db.Exec(ctx, s.own.recordFailure, job, failureText(cause))
 	if err != nil {
-		return fmt.Errorf("pgstore: record failure of job %s: %w", job, err)
+		return s.cfg.Tables.wrap("record failure of job "+job, err)
 	}
+	noteWrite()
 	return nil
 }
 

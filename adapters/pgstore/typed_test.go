@@ -333,6 +333,9 @@ func TestCheckNamesTheStructFieldOrColumnTheTableLacks(t *testing.T) {
 	if _, err := pool.Exec(ctx, ordersDDL); err != nil {
 		t.Fatal(err)
 	}
+	if err := pgstore.Migrate(ctx, pool, pgstore.Tables{}); err != nil { // Check verifies them too
+		t.Fatal(err)
+	}
 	type withRefund struct {
 		Status   string `db:"payment_status"`
 		Refunded int64  `db:"amount_refunded"`

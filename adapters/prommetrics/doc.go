@@ -6,64 +6,91 @@
 //
 // One Metrics serves every job of a process. It is a reconcile.Observer: set it as each job's
 // Config.Observer and it counts batches, rows, gateway calls, findings and commands as they
-// happen. It is also a prometheus.Collector: register it once and serve the registry.
+// happen. It is a pgoutbox.Observer: set it as the dispatcher's Config.Observer and it counts
+// attempts by command and outcome. It is also a prometheus.Collector: register it once and
+// serve the registry.
 //
 //	metrics, err := prommetrics.New(prommetrics.Options{
 //		Status: store, // a *pgstore.Store: health gauges read at scrape time
 //		Jobs:   []string{"payments", "refunds"},
 //		Policy: reconcile.HealthPolicy{LagSLO: 24 * time.Hour},
+//		Outbox: pgoutbox.Outbox{DB: pool, Tables: store.Tables()}, // backlog and dead commands
 //	})
 //	if err != nil { ... }
 //	reg := prometheus.NewRegistry()
 //	if err := metrics.Register(reg); err != nil { ... }
 //	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 //	cfg := reconcile.Config[Payment, *stripe.PaymentIntent]{..., Observer: metrics}
+//	dispatcher, err := pgoutbox.NewDispatcher(pool, pgoutbox.Config{Tables: store.Tables(), Observer: metrics})
 //
 // The event counters describe this process; run several workers and sum them by job. The
-// health gauges describe the store, which every process reads alike; set Status and Jobs in
-// one process only (or deduplicate with max by (job)). Each job's Status is cached for
-// Options.StatusTTL, 30 s by default, so that a scrape every 15 s does not scan a large
-// table each time; reads run concurrently, bounded together by Options.StatusTimeout. A read
-// that fails or times out counts in status_errors_total and leaves that job's gauges out of
-// the scrape, which still succeeds: a job whose status cannot be read is never reported
-// healthy.
+// health and outbox gauges describe the database, which every process reads alike; set
+// Status, Jobs and Outbox in one process only (or deduplicate with max by (job)). Reads run
+// concurrently, bounded together by Options.StatusTimeout. A read that fails or times out
+// counts in status_errors_total (outbox_errors_total) and leaves those gauges out of the
+// scrape, which still succeeds: a job whose status cannot be read is never reported healthy.
+//
+// # Freshness
+//
+// Each job's Status is cached for Options.StatusTTL, 30 s by default, so that several
+// scrapers do not each scan a large table; but a cached Status is used only while no write
+// made through this process could have changed it. Every batch or lane step observed
+// (BatchDone), every dispatcher attempt observed (CommandAttempted) and every write through a
+// pgstore.Store of the process (a commit, a finding resolved or reopened in the console)
+// drops it. So the gauges never show a state older than this process's last write; what
+// other processes write shows within StatusTTL. The outbox is read at every scrape. Times
+// are the store's clock.
 //
 // # The metrics
 //
 // Names carry Options.Namespace, "reconcile" by default. Counters of a job start at zero, for
-// every verdict, outcome and class, when the job's first batch or call is observed.
+// every verdict, outcome and class, when the job's first batch or call is observed; a
+// command's attempt counters, for every outcome, at its first attempt. This list is checked
+// against a scrape by the package's tests, and the README carries the same table.
 //
-//	Name                                    Type       Labels        Meaning
-//	reconcile_rows_total                    counter    job, verdict  rows judged by successful batches; verdict is in_sync, in_flight,
-//	                                                                 repairable, needs_review or unverifiable (reconcile.Verdict.String)
-//	reconcile_batches_total                 counter    job, outcome  batches by outcome: ok, wrapped (the cycle completed),
-//	                                                                 deferred (the first row could not be asked, nothing written),
-//	                                                                 conflict (another replica moved the cursor) or error
-//	reconcile_batch_duration_seconds        histogram  job           wall time of every batch, failed ones included
-//	reconcile_gateway_calls_total           counter    job, class    external calls by outcome class (reconcile.ErrorClass): ok, not_found,
-//	                                                                 rate_limited, unavailable, abort, review, canceled, other
-//	reconcile_gateway_call_duration_seconds histogram  job           one observation per Fetch; for a FetchBatch that made n calls in d,
-//	                                                                 one observation of d/n, the mean per call of that invocation
-//	reconcile_findings_opened_total         counter    job           findings opened by committed batches
-//	reconcile_commands_queued_total         counter    job           repair commands queued by committed batches
-//	reconcile_rate_limited_batches_total    counter    job           batches whose calls a rate limit (or the limiter) stopped
-//	reconcile_status_errors_total           counter    job           failed Status reads at scrape time
+//	Name                                        Type       Labels            Meaning
+//	reconcile_rows_total                        counter    job, verdict      rows judged by successful batches
+//	reconcile_batches_total                     counter    job, outcome      batches by outcome
+//	reconcile_batch_duration_seconds            histogram  job               wall time of every batch, failed ones included
+//	reconcile_gateway_calls_total               counter    job, class        external calls by outcome class (reconcile.ErrorClass)
+//	reconcile_gateway_call_duration_seconds     histogram  job               per Fetch; a FetchBatch of n calls in d observes d/n once
+//	reconcile_findings_opened_total             counter    job               findings opened by committed batches
+//	reconcile_commands_queued_total             counter    job               repair commands queued by committed batches
+//	reconcile_rate_limited_batches_total        counter    job               batches whose calls a rate limit (or the limiter) stopped
+//	reconcile_dispatcher_attempts_total         counter    command, outcome  the repair dispatcher's attempts; failures are retry and dead
+//	reconcile_status_errors_total               counter    job               failed Status reads at scrape time
+//	reconcile_lag_seconds                       gauge      job               the longest any row has gone unverified: the primary SLO
+//	reconcile_covered_rows                      gauge      job               rows the job covers
+//	reconcile_cycle_age_seconds                 gauge      job               age of the current cycle; absent before the first batch
+//	reconcile_since_last_cycle_seconds          gauge      job               time since the last completed cycle; absent until one completes
+//	reconcile_cycles_completed_total            counter    job               cycles completed, as the store counts them
+//	reconcile_last_batch_unverifiable_ratio     gauge      job               share of the last batch's rows that could not be checked
+//	reconcile_open_findings                     gauge      job, kind         open findings by kind; a kind with none is absent
+//	reconcile_stale_findings                    gauge      job               findings open past the store's threshold (pgstore's StaleAfter)
+//	reconcile_healthy                           gauge      job               1 if reconcile.EvaluateHealth passes against Options.Policy, else 0
+//	reconcile_health_check_ok                   gauge      job, check        1 or 0 per health check
+//	reconcile_lane_lag_seconds                  gauge      job, lane         time since the lane last reached its feed's end (or first ran)
+//	reconcile_outbox_queued                     gauge      -                 repair commands queued: due, waiting to retry, or running
+//	reconcile_outbox_oldest_queued_age_seconds  gauge      -                 how long the oldest queued command has waited; 0 if none
+//	reconcile_dead_commands                     gauge      command           dead commands waiting for Redrive; 0 once a name seen dead has none
+//	reconcile_outbox_errors_total               counter    -                 failed outbox reads at scrape time
 //
-// Read from the store at scrape time, for each of Options.Jobs:
+// The first ten are counted as events happen; the rest are read at scrape time: the health
+// gauges for each of Options.Jobs (with Status or Readers), the outbox ones with
+// Options.Outbox. The labels with a fixed set of values take these:
 //
-//	reconcile_lag_seconds                   gauge      job           the longest any row has gone unverified: the primary SLO
-//	reconcile_covered_rows                  gauge      job           rows the job covers
-//	reconcile_cycle_age_seconds             gauge      job           age of the current cycle; absent before the first batch
-//	reconcile_since_last_cycle_seconds      gauge      job           time since the last completed cycle; absent until one completes
-//	reconcile_cycles_completed_total        counter    job           cycles completed, as the store counts them
-//	reconcile_last_batch_unverifiable_ratio gauge      job           share of the last batch's rows that could not be checked
-//	reconcile_open_findings                 gauge      job, kind     open findings by kind
-//	reconcile_stale_findings                gauge      job           findings open past the store's threshold (pgstore's StaleAfter)
-//	reconcile_healthy                       gauge      job           1 if reconcile.EvaluateHealth passes against Options.Policy, else 0
-//	reconcile_health_check_ok               gauge      job, check    1 or 0 per check: lag, since_last_cycle, cycle_age, unverifiable,
-//	                                                                 stale_findings
+//	reconcile_rows_total{verdict}                 in_sync, in_flight, repairable, needs_review, unverifiable
+//	reconcile_batches_total{outcome}              ok, wrapped, deferred, conflict, error
+//	reconcile_gateway_calls_total{class}          ok, not_found, rate_limited, unavailable, abort, review, canceled, other
+//	reconcile_dispatcher_attempts_total{outcome}  done, retry, dead, deferred, released, lease_lost
+//	reconcile_health_check_ok{check}              lag, since_last_cycle, cycle_age, last_attempt, since_last_batch, unverifiable, stale_findings, plan, lane:<lane>
 //
-// The gauges are as of the cached read, up to StatusTTL old; times are the store's clock.
+// A batch is wrapped when it completed the cycle, deferred when its first row could not be
+// asked (nothing written), conflict when another replica moved the cursor. Of the checks,
+// since_last_cycle appears once a cycle has completed, since_last_batch once a batch has
+// committed rows, plan with a Policy.Schedule, and one lane:<lane> per lane of the job; an
+// attempt is deferred by pgoutbox.RetryLater, released when the dispatcher stopped during it,
+// lease_lost when another dispatcher took the command over.
 //
 // # Alerts to set
 //
@@ -81,6 +108,13 @@
 //	reconcile_last_batch_unverifiable_ratio > 0.25                               for 15m
 //	# Repairs that never applied, reviews nobody did.
 //	reconcile_stale_findings > 0                                                 for 1h
+//	# Repairs that gave up, or a dispatcher that stopped applying them.
+//	reconcile_dead_commands > 0
+//	reconcile_outbox_oldest_queued_age_seconds > 3600                            for 15m
+//	sum by (command) (rate(reconcile_dispatcher_attempts_total{outcome=~"retry|dead"}[15m]))
+//	  / sum by (command) (rate(reconcile_dispatcher_attempts_total[15m])) > 0.5  for 15m
+//	# An event lane that stopped catching up (here within 15 minutes).
+//	reconcile_lane_lag_seconds{lane="events"} > 15 * 60                          for 15m
 //	# Batches failing.
 //	sum by (job) (rate(reconcile_batches_total{outcome="error"}[15m]))
 //	  / sum by (job) (rate(reconcile_batches_total[15m])) > 0.1                  for 15m

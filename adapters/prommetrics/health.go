@@ -23,25 +23,34 @@ type healthCollector struct {
 	timeout time.Duration
 	now     func() time.Time
 	errors  *prometheus.CounterVec
+	writes  func() uint64 // the writes the Metrics observed
 
 	lag, rows, cycleAge, sinceLastCycle, cyclesCompleted, unverifiableRatio *prometheus.Desc
-	openFindings, staleFindings, healthy, checkOK                           *prometheus.Desc
+	openFindings, staleFindings, healthy, checkOK, laneLag                  *prometheus.Desc
 
 	mu    sync.Mutex
 	cache map[string]cachedStatus
 }
 
 type cachedStatus struct {
-	st reconcile.Status
-	at time.Time // our clock when the read began
+	st  reconcile.Status
+	at  time.Time // our clock when the read began
+	gen uint64    // the writes known when the read began (generation)
 }
 
-func newHealthCollector(opts Options, statusErrors *prometheus.CounterVec) *healthCollector {
+// writeCounter is a StatusReader that counts the writes made through it (or through its
+// kind in this process), as pgstore.Store does: a cached Status read before the last of them
+// is out of date.
+type writeCounter interface {
+	Writes() uint64
+}
+
+func newHealthCollector(opts Options, statusErrors *prometheus.CounterVec, writes func() uint64) *healthCollector {
 	name := func(n string) string { return prometheus.BuildFQName(opts.Namespace, "", n) }
 	job := []string{"job"}
 	h := &healthCollector{
 		status: opts.Status, readers: opts.Readers, jobs: opts.Jobs, policy: opts.Policy,
-		ttl: opts.StatusTTL, timeout: opts.StatusTimeout, now: opts.Now, errors: statusErrors,
+		ttl: opts.StatusTTL, timeout: opts.StatusTimeout, now: opts.Now, errors: statusErrors, writes: writes,
 		cache: make(map[string]cachedStatus),
 
 		lag: prometheus.NewDesc(name("lag_seconds"),
@@ -63,6 +72,9 @@ func newHealthCollector(opts Options, statusErrors *prometheus.CounterVec) *heal
 			"1 if every health check passes, else 0; absent when the status could not be read.", job, nil),
 		checkOK: prometheus.NewDesc(name("health_check_ok"),
 			"1 if the health check passes, else 0.", []string{"job", "check"}, nil),
+		laneLag: prometheus.NewDesc(name("lane_lag_seconds"),
+			"Time since the lane last reached the end of its feed (caught up with an event log, completed a reverse pass), or since it first ran.",
+			[]string{"job", "lane"}, nil),
 	}
 	for _, j := range h.jobs {
 		statusErrors.WithLabelValues(j) // present at zero from the start
@@ -72,7 +84,7 @@ func newHealthCollector(opts Options, statusErrors *prometheus.CounterVec) *heal
 
 func (h *healthCollector) describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{h.lag, h.rows, h.cycleAge, h.sinceLastCycle, h.cyclesCompleted,
-		h.unverifiableRatio, h.openFindings, h.staleFindings, h.healthy, h.checkOK} {
+		h.unverifiableRatio, h.openFindings, h.staleFindings, h.healthy, h.checkOK, h.laneLag} {
 		ch <- d
 	}
 }
@@ -105,20 +117,21 @@ func (h *healthCollector) read() []readResult {
 	results := make(chan readResult, len(h.jobs)) // buffered: late senders never block
 	pending := 0
 	for i, job := range h.jobs {
-		if st, ok := h.cached(job, now); ok {
+		r := h.status
+		if own := h.readers[job]; own != nil {
+			r = own
+		}
+		gen := h.generation(r)
+		if st, ok := h.cached(job, now, gen); ok {
 			out[i] = readResult{i: i, st: st}
 			continue
 		}
 		out[i] = readResult{i: i, err: fmt.Errorf("prommetrics: job %s: status: no answer within %s", job, h.timeout)}
 		pending++
 		go func() {
-			r := h.status
-			if own := h.readers[job]; own != nil {
-				r = own
-			}
 			st, err := r.Status(ctx, job)
 			if err == nil {
-				h.store(job, st, now)
+				h.store(job, st, now, gen)
 			}
 			results <- readResult{i: i, st: st, err: err}
 		}()
@@ -134,27 +147,39 @@ func (h *healthCollector) read() []readResult {
 	return out
 }
 
-func (h *healthCollector) cached(job string, now time.Time) (reconcile.Status, bool) {
+// generation is the number of writes that could have changed a Status read through r: the
+// ones the Metrics observed and the ones r counts. Both only grow, so an unchanged sum means
+// no write since.
+func (h *healthCollector) generation(r reconcile.StatusReader) uint64 {
+	gen := h.writes()
+	if wc, ok := r.(writeCounter); ok {
+		gen += wc.Writes()
+	}
+	return gen
+}
+
+func (h *healthCollector) cached(job string, now time.Time, gen uint64) (reconcile.Status, bool) {
 	if h.ttl < 0 {
 		return reconcile.Status{}, false
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	c, ok := h.cache[job]
-	if !ok || now.Sub(c.at) >= h.ttl || now.Before(c.at) {
+	if !ok || c.gen != gen || now.Sub(c.at) >= h.ttl || now.Before(c.at) {
 		return reconcile.Status{}, false
 	}
 	return c.st, true
 }
 
-func (h *healthCollector) store(job string, st reconcile.Status, at time.Time) {
+func (h *healthCollector) store(job string, st reconcile.Status, at time.Time, gen uint64) {
 	if h.ttl < 0 {
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if c, ok := h.cache[job]; !ok || !at.Before(c.at) { // a slow read must not replace a newer one
-		h.cache[job] = cachedStatus{st: st, at: at}
+	// A slow read must not replace a newer one.
+	if c, ok := h.cache[job]; !ok || at.After(c.at) || (at.Equal(c.at) && gen >= c.gen) {
+		h.cache[job] = cachedStatus{st: st, at: at, gen: gen}
 	}
 }
 
@@ -181,6 +206,9 @@ func (h *healthCollector) send(ch chan<- prometheus.Metric, job string, st recon
 		gauge(h.openFindings, float64(n), kind)
 	}
 	gauge(h.staleFindings, float64(st.StaleFindings))
+	for _, l := range st.Lanes {
+		gauge(h.laneLag, l.SinceEnd(st.Now).Seconds(), labelValue(l.Lane))
+	}
 
 	health := reconcile.EvaluateHealth(st, h.policy)
 	gauge(h.healthy, boolValue(health.OK))

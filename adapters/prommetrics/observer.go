@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/pgoutbox"
 )
 
 // GatewayCalls counts calls by outcome class and observes their duration: d itself for a
@@ -22,6 +23,7 @@ func (m *Metrics) GatewayCalls(job string, calls int, d time.Duration, class str
 // BatchDone counts the batch by outcome and observes its duration; a successful batch also
 // adds its rows per verdict and the findings and commands its commit added.
 func (m *Metrics) BatchDone(job string, rep reconcile.Report, err error) {
+	m.writes.Add(1) // even a failed batch records its failure
 	job = m.touch(job)
 	m.batchDuration.WithLabelValues(job).Observe(rep.Duration.Seconds())
 	m.batches.WithLabelValues(job, outcome(rep, err)).Inc()
@@ -84,3 +86,20 @@ func (m *Metrics) touch(job string) string {
 	m.seen.Store(job, struct{}{})
 	return job
 }
+
+// CommandAttempted counts one attempt of the repair dispatcher by command and outcome
+// (pgoutbox.Observer). An applied command changed the findings: cached statuses are dropped.
+func (m *Metrics) CommandAttempted(a pgoutbox.Attempt) {
+	m.writes.Add(1)
+	cmd := labelValue(a.Command)
+	if _, seen := m.seenCommands.Load(cmd); !seen {
+		for _, o := range pgoutbox.Outcomes {
+			m.attempts.WithLabelValues(cmd, o)
+		}
+		m.seenCommands.Store(cmd, struct{}{})
+	}
+	m.attempts.WithLabelValues(cmd, labelValue(a.Outcome)).Inc()
+}
+
+// writeCount is the number of writes this Metrics observed.
+func (m *Metrics) writeCount() uint64 { return m.writes.Load() }

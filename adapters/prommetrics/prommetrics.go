@@ -1,18 +1,21 @@
 package prommetrics
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/pgoutbox"
 )
 
 // Defaults a zero Options gets.
@@ -44,15 +47,25 @@ type Options struct {
 	// pgstore.Store counts the rows of its own table and filter: tiers, or jobs over other
 	// tables, each need their own store here.
 	Readers map[string]reconcile.StatusReader
-	// StatusTTL caches each job's Status so that a scrape every 15 s does not scan a large
-	// table each time; the gauges are then up to StatusTTL old. Failed reads are not cached.
-	// Zero means DefaultStatusTTL; a negative value reads on every scrape.
+	// StatusTTL caches each job's Status so that several scrapers (a pair of Prometheus
+	// servers) do not each scan a large table. A cached Status is used only until a write
+	// made through this process could have changed it: a batch or lane step this Metrics
+	// observed (BatchDone), a command the dispatcher applied (CommandAttempted), or any write
+	// through a pgstore.Store (a finding resolved in the console, say), so the gauges never
+	// show a state older than this process's last write. Writes by other processes are seen
+	// within StatusTTL. Failed reads are not cached. Zero means DefaultStatusTTL; a negative
+	// value reads on every scrape.
 	StatusTTL time.Duration
 	// StatusTimeout bounds a scrape's Status reads, which run concurrently, one per job. Zero
 	// means DefaultStatusTimeout.
 	StatusTimeout time.Duration
 	// Now is the clock of the Status cache. Nil means time.Now.
 	Now func() time.Time
+
+	// Outbox, if set, is read at every scrape (within StatusTimeout) for the repair outbox's
+	// backlog and dead commands: pgoutbox.Outbox{DB: pool, Tables: store.Tables()}. Set it in
+	// one process only, as the health gauges.
+	Outbox OutboxReader
 
 	// Buckets are the upper bounds of the batch duration histogram, in seconds, increasing.
 	// Nil means DefaultBuckets.
@@ -62,9 +75,15 @@ type Options struct {
 	CallBuckets []float64
 }
 
-// Metrics is a reconcile.Observer that counts what the engine does, and a prometheus.Collector
-// that exposes those counts together with health gauges read at scrape time. Set it as
-// Config.Observer of every job and register it once. It is safe for concurrent use.
+// OutboxReader reads the repair outbox's backlog and dead commands; pgoutbox.Outbox is one.
+type OutboxReader interface {
+	Stats(ctx context.Context) (pgoutbox.OutboxStats, error)
+}
+
+// Metrics is a reconcile.Observer that counts what the engine does, a pgoutbox.Observer that
+// counts the repair dispatcher's attempts, and a prometheus.Collector that exposes those counts
+// together with health gauges read at scrape time. Set it as Config.Observer of every job and
+// of the dispatcher, and register it once. It is safe for concurrent use.
 type Metrics struct {
 	// Event metrics, updated by the Observer methods.
 	rows            *prometheus.CounterVec
@@ -76,14 +95,22 @@ type Metrics struct {
 	commandsQueued  *prometheus.CounterVec
 	rateLimited     *prometheus.CounterVec
 	statusErrors    *prometheus.CounterVec
+	attempts        *prometheus.CounterVec
 	seen            sync.Map // job label -> struct{}: jobs whose series are initialized
+	seenCommands    sync.Map // command label -> struct{}
 	eventCollectors []prometheus.Collector
 
+	// writes counts the writes observed (batches, applied commands): a cached Status read
+	// before the last of them is out of date.
+	writes atomic.Uint64
+
 	health *healthCollector // nil without Options.Status
+	outbox *outboxCollector // nil without Options.Outbox
 }
 
 var (
 	_ reconcile.Observer   = (*Metrics)(nil)
+	_ pgoutbox.Observer    = (*Metrics)(nil)
 	_ prometheus.Collector = (*Metrics)(nil)
 )
 
@@ -156,13 +183,19 @@ func New(opts Options) (*Metrics, error) {
 		statusErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "status_errors_total",
 			Help: "Failed reads of a job's status at scrape time; that scrape has none of the job's health gauges."},
 			[]string{"job"}),
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "dispatcher_attempts_total",
+			Help: "Attempts of the repair dispatcher by command and outcome: done, retry and dead (failures), deferred (RetryLater), released (stopped), lease_lost."},
+			[]string{"command", "outcome"}),
 	}
 	m.eventCollectors = []prometheus.Collector{
 		m.rows, m.batches, m.batchDuration, m.gatewayCalls, m.callDuration,
-		m.findingsOpened, m.commandsQueued, m.rateLimited,
+		m.findingsOpened, m.commandsQueued, m.rateLimited, m.attempts,
 	}
 	if len(opts.Jobs) > 0 {
-		m.health = newHealthCollector(opts, m.statusErrors)
+		m.health = newHealthCollector(opts, m.statusErrors, m.writeCount)
+	}
+	if opts.Outbox != nil {
+		m.outbox = newOutboxCollector(opts)
 	}
 	return m, nil
 }
@@ -236,6 +269,9 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	if m.health != nil {
 		m.health.describe(ch)
 	}
+	if m.outbox != nil {
+		m.outbox.describe(ch)
+	}
 }
 
 // Collect sends the event metrics and, when Options.Status is set, reads each job's status
@@ -244,6 +280,9 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	if m.health != nil {
 		m.health.collect(ch) // first: it counts failed reads in statusErrors
+	}
+	if m.outbox != nil {
+		m.outbox.collect(ch)
 	}
 	for _, c := range m.eventCollectors {
 		c.Collect(ch)

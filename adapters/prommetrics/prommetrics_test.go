@@ -17,6 +17,7 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/memstore"
+	"github.com/reconcilekit/reconcile/adapters/pgoutbox"
 	"github.com/reconcilekit/reconcile/adapters/prommetrics"
 )
 
@@ -633,5 +634,36 @@ reconcile_covered_rows{job="hot"} 1
 	}
 	if shared.readsOf("cold") != 0 {
 		t.Fatal("the cold tier was read through the shared reader")
+	}
+}
+
+func TestAnObservedBatchOrRepairDropsTheCachedStatus(t *testing.T) {
+	reader := &fakeStatus{status: map[string]reconcile.Status{"payments": {Job: "payments", Now: t0, CycleStartedAt: t0}}}
+	m, err := prommetrics.New(prommetrics.Options{Status: reader, Jobs: []string{"payments"}, Now: func() time.Time { return t0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := newRegistry(t, m)
+	scrape := func() {
+		t.Helper()
+		if n, err := testutil.GatherAndCount(reg, "reconcile_healthy"); err != nil || n != 1 {
+			t.Fatalf("scrape: %d healthy series, %v", n, err)
+		}
+	}
+	scrape()
+	scrape()
+	if got := reader.readsOf("payments"); got != 1 {
+		t.Fatalf("%d reads after two scrapes with no write between, want 1", got)
+	}
+	m.BatchDone("payments", reconcile.Report{Job: "payments"}, nil)
+	scrape()
+	if got := reader.readsOf("payments"); got != 2 {
+		t.Fatalf("%d reads after a batch, want 2", got)
+	}
+	m.CommandAttempted(pgoutbox.Attempt{Command: "ApplyPaymentSucceeded", Outcome: pgoutbox.OutcomeDone})
+	scrape()
+	scrape()
+	if got := reader.readsOf("payments"); got != 3 {
+		t.Fatalf("%d reads after an applied repair and two scrapes, want 3", got)
 	}
 }

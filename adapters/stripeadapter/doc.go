@@ -250,13 +250,14 @@
 //
 // Three more policies judge a host's rows against the objects of the same name, each a pure
 // classifier and a reconcile.StateNamer whose decisions carry Diffs of every field that
-// differs; the first line that matches decides. The direction of truth is the same in all
-// three: Stripe holds what was billed, collected and paid, so a row behind it is caught up
-// through a repair command whose canonical writer re-reads Stripe (the one the webhook
-// handler calls); a row ahead of Stripe, where our side did something Stripe never saw, goes
-// to a person, because the customer may be billed for what we withdrew, or we may have
-// given what was never paid. What needs a person is decided before every repair, since a
-// repair writes all of Stripe's side and would erase what the person must see.
+// differs; the first line that matches decides. Stripe holds what was billed, collected and
+// paid, so the row catches up through a repair command, whose canonical writer (the one the
+// webhook handler calls) re-reads Stripe, wherever writing Stripe's side records what already
+// happened or takes back what nobody paid for. Where our side did something Stripe never saw
+// and would undo it (a cancellation, a payment, a void we record alone), a person decides:
+// the customer may be billed for what we withdrew, or we may count money never received. What
+// needs a person is decided before every repair, since a repair writes all of Stripe's side
+// and would erase what the person must see.
 //
 // [SubscriptionPolicy] reads a [LocalSubscription] (status in Stripe's words,
 // cancel_at_period_end, paid-through time). Statuses fall in four groups: billing (trialing,

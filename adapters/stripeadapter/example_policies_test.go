@@ -68,3 +68,26 @@ func ExampleCheckoutPolicy() {
 	// fulfilled=true  x complete/unpaid => needs_review fulfilled_without_payment
 	// fulfilled=false x complete/paid => repairable missed_fulfillment FulfillCheckout
 }
+
+// The invoice policy compares the currency and the amount due first, then the status: a
+// payment Stripe collected is caught up, one our books record alone goes to a person.
+func ExampleInvoicePolicy() {
+	policy := stripeadapter.InvoicePolicy(func(l stripeadapter.LocalInvoice) stripeadapter.LocalInvoice { return l })
+	open := stripeadapter.LocalInvoice{Status: "open", Currency: "usd", AmountDue: 1000, AmountRemaining: 1000}
+	paid := stripeadapter.LocalInvoice{Status: "paid", Currency: "usd", AmountDue: 1000, AmountPaid: 1000}
+	for _, c := range []struct {
+		row stripeadapter.LocalInvoice
+		inv *stripe.Invoice
+	}{
+		{open, &stripe.Invoice{Status: "paid", Currency: "usd", AmountDue: 1000, AmountPaid: 1000}},
+		{paid, &stripe.Invoice{Status: "open", Currency: "usd", AmountDue: 1000, AmountRemaining: 1000}},
+		{paid, &stripe.Invoice{Status: "paid", Currency: "eur", AmountDue: 1000, AmountPaid: 1000}},
+	} {
+		d := policy.Classify(c.row, c.inv)
+		fmt.Println(strings.Join(strings.Fields(fmt.Sprintf("%s x %s => %s %s %s", c.row.Status, c.inv.Status, d.Verdict, d.Kind, d.Command)), " "), d.Diffs)
+	}
+	// Output:
+	// open x paid => repairable missed_payment ApplyInvoiceStatus [{status open paid} {amount_paid USD 0.00 USD 10.00} {amount_remaining USD 10.00 USD 0.00}]
+	// paid x open => needs_review paid_locally_not_externally [{status paid open} {amount_paid USD 10.00 USD 0.00} {amount_remaining USD 0.00 USD 10.00}]
+	// paid x paid => needs_review currency_mismatch [{currency USD EUR}]
+}

@@ -33,9 +33,10 @@ func newFakeStripe(t *testing.T) *fakeStripe {
 
 func (f *fakeStripe) at(i int) time.Time { return f.base.Add(time.Duration(i) * time.Second) }
 
-func objectGateway[T any](t *testing.T, f *fakeStripe, obj stripeadapter.Object[T]) *stripeadapter.ObjectGateway[T] {
+// objectGateway is a kit gateway over srv.
+func objectGateway[T any](t *testing.T, srv *stripetest.Server, obj stripeadapter.Object[T]) *stripeadapter.ObjectGateway[T] {
 	t.Helper()
-	g, err := stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Key: f.Key(), BaseURL: f.URL(), Timeout: 5 * time.Second}, obj)
+	g, err := stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL(), Timeout: 5 * time.Second}, obj)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestSubscriptionsListCanceledOnesBecauseOfStatusAll(t *testing.T) {
 	f.ResetLog()
 	ctx := context.Background()
 
-	g := objectGateway(t, f, stripeadapter.Subscriptions())
+	g := objectGateway(t, f.Server, stripeadapter.Subscriptions())
 	got, err := g.FetchBatch(ctx, lookupsAt(f, ids), noWait)
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +91,7 @@ func TestSubscriptionsListCanceledOnesBecauseOfStatusAll(t *testing.T) {
 	// The same list without status=all (Stripe's default) misses every canceled one.
 	bare := stripeadapter.Subscriptions()
 	bare.ListParams = nil
-	got, err = objectGateway(t, f, bare).FetchBatch(ctx, lookupsAt(f, ids), noWait)
+	got, err = objectGateway(t, f.Server, bare).FetchBatch(ctx, lookupsAt(f, ids), noWait)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +161,7 @@ func TestInvoicesThroughTheKit(t *testing.T) {
 	ids := f.AddInvoices(invs)
 	f.ResetLog()
 	ctx := context.Background()
-	g := objectGateway(t, f, stripeadapter.Invoices())
+	g := objectGateway(t, f.Server, stripeadapter.Invoices())
 	got, err := g.FetchBatch(ctx, lookupsAt(f, ids), noWait)
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +210,7 @@ func TestCheckoutSessionsThroughTheKit(t *testing.T) {
 	ids := f.AddCheckoutSessions(css)
 	f.ResetLog()
 	ctx := context.Background()
-	g := objectGateway(t, f, stripeadapter.CheckoutSessions())
+	g := objectGateway(t, f.Server, stripeadapter.CheckoutSessions())
 	if err := g.CheckID(ids[0]); err != nil {
 		t.Fatalf("CheckID(%s) = %v", ids[0], err)
 	}
@@ -242,7 +243,7 @@ func TestAccountsAreReadOnThePlatform(t *testing.T) {
 	want := []string{"enabled", "onboarding", "rejected", "pending", "restricted"}
 	f.ResetLog()
 	ctx := context.Background()
-	g := objectGateway(t, f, stripeadapter.Accounts())
+	g := objectGateway(t, f.Server, stripeadapter.Accounts())
 	got, err := g.FetchBatch(ctx, lookupsAt(f, ids), noWait)
 	if err != nil {
 		t.Fatal(err)

@@ -152,7 +152,7 @@ type subscriptionFacts struct {
 	// end is SubscriptionPeriodEnd; ahead and behind compare the row's PaidThrough with it.
 	end           time.Time
 	ahead, behind bool
-	// cancelDiffers: both record cancel_at_period_end and differ, Stripe's subscription not ended.
+	// cancelDiffers: cancel_at_period_end differs, and Stripe's subscription has not ended.
 	cancelDiffers bool
 }
 
@@ -185,7 +185,11 @@ var subscriptionRules = []rule[subscriptionFacts]{
 		})},
 	{func(f *subscriptionFacts) bool { return f.cancelDiffers && f.local.CancelAtPeriodEnd },
 		review(KindCancellationMissingExternally, func(f *subscriptionFacts) string {
-			return fmt.Sprintf("the row cancels at period end, Stripe's %s subscription does not: it renews at %s", f.status, formatTime(f.end))
+			d := fmt.Sprintf("the row cancels at period end, Stripe's %s subscription does not", f.status)
+			if f.sp == phaseBilling {
+				d += ": it renews at " + formatTime(f.end)
+			}
+			return d
 		})},
 	{func(f *subscriptionFacts) bool {
 		return f.lp == phaseBilling && f.sub.Status == stripe.SubscriptionStatusCanceled

@@ -50,8 +50,7 @@ func newStore(pool *pgxpool.Pool, schema string) (*pgstore.Store[paymentRow], er
 	// which the gateway uses to list the PaymentIntents created near a batch's rows.
 	return pgstore.NewOf[paymentRow](pool, pgstore.Config{
 		Table:         "payments",
-		Schema:        schema,
-		Tables:        pgstore.Tables{Schema: schema},
+		Schema:        schema, // the reconciler's tables too: store.Tables()
 		AggregateType: "payment",
 		// The review API and the console find a payment's findings by its order id too.
 		SearchColumns: []string{"order_id"},

@@ -29,11 +29,10 @@ type repairStats struct {
 // a refund or a dispute as Stripe holds the payment now, read again through gateway.
 func newDispatcher(db pgstore.DB, schema string, store *pgstore.Store[paymentRow], gateway paymentReader, stats *repairStats, logger *slog.Logger) (*pgoutbox.Dispatcher, error) {
 	d, err := pgoutbox.NewDispatcher(db, pgoutbox.Config{
-		Tables: pgstore.Tables{Schema: schema},
-		// Each running handler holds a connection, and the dispatcher needs two more: the
-		// example's pool has pgxpool's default of four.
-		Workers: 2,
-		Logger:  logger,
+		Tables: store.Tables(),
+		// Workers: zero takes what the pool allows (each running handler holds a connection
+		// and the dispatcher needs two more): 2 on pgxpool's default of four.
+		Logger: logger,
 	})
 	if err != nil {
 		return nil, err

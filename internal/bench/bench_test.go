@@ -105,6 +105,43 @@ func TestStripeBenchBulkAgreesWithPerObjectAtAHundredthOfTheCalls(t *testing.T) 
 	}
 }
 
+func TestStripeBenchOverSubscriptionsAndInvoicesListsEveryObjectAtAHundredthOfTheCalls(t *testing.T) {
+	t.Parallel()
+	for _, object := range []string{"subscription", "invoice"} {
+		t.Run(object, func(t *testing.T) {
+			t.Parallel()
+			results := map[string]stripeResult{}
+			for _, mode := range []string{"bulk", "per-object"} {
+				pool, schema := pgtest.PoolSchema(t)
+				opts := stripeOptions{Rows: 3000, Batch: 1000, Concurrency: 4, Hint: "aligned", PerObject: mode == "per-object"}
+				var res stripeResult
+				var err error
+				if object == "subscription" {
+					res, err = runObject(context.Background(), pool, schema, opts, subscriptionObject)
+				} else {
+					res, err = runObject(context.Background(), pool, schema, opts, invoiceObject)
+				}
+				if err != nil {
+					t.Fatal(err) // including findings or commands other than the mix's
+				}
+				results[mode] = res
+			}
+			bulk, one := results["bulk"], results["per-object"]
+			// No retrieve in bulk: every object, the canceled subscriptions (1 in 100) among
+			// them, came from a list.
+			if one.APICalls != 3000 || bulk.CallsPerRow > 0.011 || bulk.Retrieves != 0 || bulk.Object != object {
+				t.Fatalf("per-object %d calls; bulk %.4f calls per row, %d retrieves, object %q; want 3000, at most 0.011, none, %s",
+					one.APICalls, bulk.CallsPerRow, bulk.Retrieves, bulk.Object, object)
+			}
+			for v, n := range one.Verdicts {
+				if bulk.Verdicts[v] != n {
+					t.Fatalf("verdict %s: bulk %d, per-object %d", v, bulk.Verdicts[v], n)
+				}
+			}
+		})
+	}
+}
+
 func TestStripeMoneyBenchAgreesInBothModesAndFindsEveryKind(t *testing.T) {
 	t.Parallel()
 	pool, schema := pgtest.PoolSchema(t)

@@ -11,7 +11,8 @@
 //	dispatch queue repair commands in the outbox and time dispatchers applying them all
 //	stripe   one full cycle through the Stripe gateway over HTTP to stripetest, bulk or per-object,
 //	         counting API calls (calls per row, cycle hours at 5 requests/s); with -money, the
-//	         money policy over refunds and disputes in both modes, compared
+//	         money policy over refunds and disputes in both modes, compared; with -object
+//	         subscription or invoice, that object through the object kit and its policy
 //	scale    one cycle of a sharded job per worker count (-workers 1,2,4), each worker a process
 //	         of its own drawing from one rate budget in PostgreSQL; rows/s and calls per second
 //	lanes    the events catch-up lane finding missed webhooks (detect_seconds, api_calls) and one

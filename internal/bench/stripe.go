@@ -14,6 +14,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 )
@@ -36,6 +37,7 @@ type stripeOptions struct {
 
 // stripeResult is the stripe subcommand's JSON line.
 type stripeResult struct {
+	Object      string  `json:"object"`
 	Rows        int     `json:"rows"`
 	Batch       int     `json:"batch"`
 	Mode        string  `json:"mode"`
@@ -75,7 +77,7 @@ type stripeResult struct {
 // prints the result as its last stdout line.
 func stripeCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("stripe", flag.ContinueOnError)
-	rows := fs.Int("rows", 20000, "payments rows (and PaymentIntents) to load")
+	rows := fs.Int("rows", 20000, "rows (and objects) to load")
 	batch := fs.Int("batch", 1000, "engine batch size")
 	hint := fs.String("hint", "aligned", `"aligned": PaymentIntents created 0-30 s after their rows; "none": no overlap at all`)
 	mode := fs.String("mode", "bulk", `"bulk": the gateway lists in pages of 100; "per-object": one retrieve per row`)
@@ -84,11 +86,13 @@ func stripeCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	burst := fs.Bool("burst", false, "create all rows and PaymentIntents within one second (a backfill, an import)")
 	schema := fs.String("schema", "bench_stripe", "schema to drop, recreate and work in")
 	money := fs.Bool("money", false, "the money policy over intents with charges, refunds and disputes, a typed row; runs both modes and compares them")
+	object := fs.String("object", paymentIntentObject.name, `the Stripe object: "payment_intent", "subscription" (subscription policy, lists with status=all) or "invoice" (invoice policy over a typed row)`)
 	if err := parseFlags(fs, args, stderr,
 		"usage: go run ./internal/bench stripe [flags]",
 		"One full cycle of the engine with pgstore and the Stripe gateway over HTTP to stripetest,",
 		"-burst: every row and PaymentIntent created within one second (a backfill, an import);",
 		"-money: the money policy (refunds, disputes, amounts) over a typed row, in both modes;",
+		"-object subscription|invoice: the object kit's gateway and that object's policy;",
 		"no rate limit; counts the API calls. Database: $DATABASE_URL.",
 	); err != nil {
 		return err
@@ -100,6 +104,10 @@ func stripeCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return fmt.Errorf("bench: stripe: -hint must be aligned or none, not %q", *hint)
 	case *mode != "bulk" && *mode != "per-object":
 		return fmt.Errorf("bench: stripe: -mode must be bulk or per-object, not %q", *mode)
+	case *object != paymentIntentObject.name && *object != subscriptionObject.name && *object != invoiceObject.name:
+		return fmt.Errorf("bench: stripe: -object must be payment_intent, subscription or invoice, not %q", *object)
+	case *money && *object != paymentIntentObject.name:
+		return fmt.Errorf("bench: stripe: -money is the PaymentIntent money policy; it takes no -object %s", *object)
 	}
 	opts := stripeOptions{Rows: *rows, Batch: *batch, Concurrency: *conc, Hint: *hint,
 		PerObject: *mode == "per-object", Burst: *burst, Latency: *latency, Progress: stderr}
@@ -116,7 +124,15 @@ func stripeCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 		return emit(stdout, res)
 	}
-	res, err := runStripe(ctx, pool, *schema, opts)
+	var res stripeResult
+	switch *object {
+	default:
+		res, err = runObject(ctx, pool, *schema, opts, paymentIntentObject)
+	case subscriptionObject.name:
+		res, err = runObject(ctx, pool, *schema, opts, subscriptionObject)
+	case invoiceObject.name:
+		res, err = runObject(ctx, pool, *schema, opts, invoiceObject)
+	}
 	if err != nil {
 		return err
 	}
@@ -145,10 +161,72 @@ func stripeMix(i int) (string, stripe.PaymentIntentStatus) {
 	return local, ext
 }
 
-// runStripe loads opts.Rows rows into schema and as many PaymentIntents into a stripetest
-// server, then times one full cycle and checks its results.
+// stripeObject is what the stripe bench needs of one Stripe object type: T is its stripe-go
+// type, L the bench table's row as the store reads it. Every object's mix follows stripeMix's
+// shares (90% in sync, 4% Repairable, 3% NeedsReview, 3% in sync or in flight), so that
+// expected gives the findings and commands of every one.
+type stripeObject[L, T any] struct {
+	name           string
+	list, retrieve stripetest.Route
+	// load adds row n's object (n from 1), created at created[n-1], to srv, and returns their ids.
+	load func(srv *stripetest.Server, created []time.Time) []string
+	// table creates the bench's table in schema with row n referring to ids[n-1], created at
+	// stripeRowCreated(n), and returns the store over it.
+	table      func(ctx context.Context, pool *pgxpool.Pool, schema string, ids []string, opts stripeOptions) (*pgstore.Store[L], pgstore.Tables, error)
+	gateway    func(stripeadapter.GatewayConfig) (reconcile.Gateway[T], error)
+	classifier reconcile.Classifier[L, T]
+}
+
+// paymentIntentObject is the bench over PaymentIntents: the seed's payments table, its status
+// alone, PaymentIntentClassifier, and the PaymentIntent Gateway.
+var paymentIntentObject = stripeObject[string, *stripe.PaymentIntent]{
+	name: "payment_intent", list: stripetest.ListPaymentIntents, retrieve: stripetest.RetrievePaymentIntent,
+	load: func(srv *stripetest.Server, created []time.Time) []string {
+		pis := make([]stripetest.PaymentIntent, len(created))
+		for i := range pis {
+			n := i + 1
+			_, ext := stripeMix(n)
+			pis[i] = stripetest.PaymentIntent{Status: ext, Created: created[i], Amount: int64(1000 + n%5000)}
+		}
+		return srv.AddPaymentIntents(pis)
+	},
+	table: func(ctx context.Context, pool *pgxpool.Pool, schema string, ids []string, opts stripeOptions) (*pgstore.Store[string], pgstore.Tables, error) {
+		rows := make([][]any, len(ids))
+		for i := range rows {
+			n := i + 1
+			local, _ := stripeMix(n)
+			rows[i] = []any{fmt.Sprintf("o_%d", n), ids[i], local, stripeRowCreated(n, opts)}
+		}
+		return copyPayments(ctx, pool, schema, []string{"order_id", "stripe_payment_intent_id", "status", "created_at"}, rows)
+	},
+	gateway: func(cfg stripeadapter.GatewayConfig) (reconcile.Gateway[*stripe.PaymentIntent], error) {
+		return stripeadapter.NewGateway(cfg)
+	},
+	classifier: stripeadapter.PaymentIntentClassifier(),
+}
+
+// stripeCreated is object n's created time: 0-30 s after its row, in one second for a burst,
+// 200 days later without a hint.
+func stripeCreated(n int, opts stripeOptions) time.Time {
+	created := stripeBase.Add(time.Duration(n)*10*time.Second + time.Duration(n*7%31)*time.Second)
+	if opts.Burst {
+		created = stripeBase // Stripe's created is whole seconds: all in one
+	}
+	if opts.Hint == "none" {
+		created = created.Add(200 * 24 * time.Hour)
+	}
+	return created
+}
+
+// runStripe runs the bench over PaymentIntents.
 func runStripe(ctx context.Context, pool *pgxpool.Pool, schema string, opts stripeOptions) (stripeResult, error) {
-	res := stripeResult{Rows: opts.Rows, Batch: opts.Batch, Hint: opts.Hint, Burst: opts.Burst, Mode: "bulk", Concurrency: opts.Concurrency,
+	return runObject(ctx, pool, schema, opts, paymentIntentObject)
+}
+
+// runObject loads opts.Rows rows into schema and as many objects into a stripetest server,
+// then times one full cycle and checks its results.
+func runObject[L, T any](ctx context.Context, pool *pgxpool.Pool, schema string, opts stripeOptions, obj stripeObject[L, T]) (stripeResult, error) {
+	res := stripeResult{Object: obj.name, Rows: opts.Rows, Batch: opts.Batch, Hint: opts.Hint, Burst: opts.Burst, Mode: "bulk", Concurrency: opts.Concurrency,
 		LatencyMS: float64(opts.Latency.Microseconds()) / 1000, Verdicts: map[string]int{}, GoVersion: runtime.Version()}
 	if opts.PerObject {
 		res.Mode = "per-object"
@@ -159,49 +237,32 @@ func runStripe(ctx context.Context, pool *pgxpool.Pool, schema string, opts stri
 	}
 	srv := stripetest.NewServer(stripetest.Options{})
 	defer srv.Close()
-	pis := make([]stripetest.PaymentIntent, opts.Rows)
-	for i := range pis {
-		n := i + 1
-		_, ext := stripeMix(n)
-		created := stripeBase.Add(time.Duration(n)*10*time.Second + time.Duration(n*7%31)*time.Second)
-		if opts.Burst {
-			created = stripeBase // Stripe's created is whole seconds: all in one
-		}
-		if opts.Hint == "none" {
-			created = created.Add(200 * 24 * time.Hour)
-		}
-		pis[i] = stripetest.PaymentIntent{Status: ext, Created: created, Amount: int64(1000 + n%5000)}
+	created := make([]time.Time, opts.Rows)
+	for i := range created {
+		created[i] = stripeCreated(i+1, opts)
 	}
-	ids := srv.AddPaymentIntents(pis)
-
-	rows := make([][]any, opts.Rows)
-	for i := range rows {
-		n := i + 1
-		local, _ := stripeMix(n)
-		rows[i] = []any{fmt.Sprintf("o_%d", n), ids[i], local, stripeRowCreated(n, opts)}
-	}
-	store, tables, err := copyPayments(ctx, pool, schema, []string{"order_id", "stripe_payment_intent_id", "status", "created_at"}, rows)
+	ids := obj.load(srv, created)
+	store, tables, err := obj.table(ctx, pool, schema, ids, opts)
 	if err != nil {
 		return res, err
 	}
 	// Enough idle connections for every worker: the default keeps two and would reconnect.
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: opts.Concurrency + 2}}
-	gw, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL(), HTTPClient: hc})
+	gateway, err := obj.gateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL(), HTTPClient: hc})
 	if err != nil {
 		return res, err
 	}
-	var gateway reconcile.Gateway[*stripe.PaymentIntent] = gw
 	if opts.PerObject {
-		gateway = reconcile.PerObject[*stripe.PaymentIntent](gw)
+		gateway = reconcile.PerObject(gateway)
 	}
-	rec, err := reconcile.New(reconcile.Config[string, *stripe.PaymentIntent]{
-		Job: "bench", Source: store, Sink: store, Gateway: gateway, Classifier: stripeadapter.PaymentIntentClassifier(),
-		BatchSize: opts.Batch, Concurrency: opts.Concurrency, ExternalState: stripeadapter.PaymentIntentState,
+	rec, err := reconcile.New(reconcile.Config[L, T]{
+		Job: "bench", Source: store, Sink: store, Gateway: gateway, Classifier: obj.classifier,
+		BatchSize: opts.Batch, Concurrency: opts.Concurrency,
 	})
 	if err != nil {
 		return res, err
 	}
-	fmt.Fprintf(progress, "stripe: loaded %d rows and PaymentIntents; one cycle, mode %s, hint %s, batch %d\n", opts.Rows, res.Mode, opts.Hint, opts.Batch)
+	fmt.Fprintf(progress, "stripe: loaded %d rows and %ss; one cycle, mode %s, hint %s, batch %d\n", opts.Rows, obj.name, res.Mode, opts.Hint, opts.Batch)
 	srv.ResetLog()
 	srv.SetLatency(opts.Latency)
 	scanned, reported := 0, 0
@@ -223,8 +284,8 @@ func runStripe(ctx context.Context, pool *pgxpool.Pool, schema string, opts stri
 	elapsed := time.Since(start)
 	res.Seconds = round(elapsed.Seconds(), 3)
 	res.RowsPerS = math.Round(float64(scanned) / elapsed.Seconds())
-	res.ListCalls = srv.Requests(stripetest.ListPaymentIntents)
-	res.Retrieves = srv.Requests(stripetest.RetrievePaymentIntent)
+	res.ListCalls = srv.Requests(obj.list)
+	res.Retrieves = srv.Requests(obj.retrieve)
 	res.APICalls = res.ListCalls + res.Retrieves
 	res.CallsPerRow = round(float64(res.APICalls)/float64(opts.Rows), 4)
 	res.CycleHoursAt5rps = round(float64(res.APICalls)/5/3600, 3)

@@ -154,7 +154,7 @@ func (r *moneyRun) record(f reconcile.Finding) {
 // reconciler tables of its own, and two bulk cycles whose second shows what the kept dispute
 // outcomes save.
 func runStripeMoney(ctx context.Context, pool *pgxpool.Pool, schema string, opts stripeOptions) (stripeResult, error) {
-	res := stripeResult{Rows: opts.Rows, Batch: opts.Batch, Hint: opts.Hint, Burst: opts.Burst, Mode: "bulk", Concurrency: opts.Concurrency,
+	res := stripeResult{Object: paymentIntentObject.name, Rows: opts.Rows, Batch: opts.Batch, Hint: opts.Hint, Burst: opts.Burst, Mode: "bulk", Concurrency: opts.Concurrency,
 		LatencyMS: float64(opts.Latency.Microseconds()) / 1000, Verdicts: map[string]int{}, GoVersion: runtime.Version(), Money: true, Mix: moneyMix}
 	if opts.PerObject {
 		res.Mode = "per-object"

@@ -40,14 +40,14 @@ func NewStore(t testing.TB, cfg pgstore.Config, ddl ...string) (*pgxpool.Pool, *
 			t.Fatalf("%s: %v", d, err)
 		}
 	}
-	if err := pgstore.Migrate(ctx, pool, cfg.Tables); err != nil {
-		t.Fatal(err)
-	}
 	if cfg.Table == "" {
 		cfg.Table = "payments"
 	}
 	s, err := pgstore.New(pool, cfg)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pgstore.Migrate(ctx, pool, s.Tables()); err != nil {
 		t.Fatal(err)
 	}
 	return pool, s

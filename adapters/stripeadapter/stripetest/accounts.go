@@ -73,21 +73,34 @@ var knownAccountTypes = map[stripe.AccountType]bool{
 // fixture should, if the id is already used, does not start with acct_, or the type is
 // unknown.
 func (s *Server) AddAccount(a Account) string {
-	st, err := s.accountState(a)
-	if err != nil {
-		panic(err.Error())
+	return s.AddAccounts([]Account{a})[0]
+}
+
+// AddAccounts stores many accounts at once, like AddAccount, and returns their ids in order.
+func (s *Server) AddAccounts(as []Account) []string {
+	states := make([]acctState, len(as))
+	for i, a := range as {
+		st, err := s.accountState(a)
+		if err != nil {
+			panic(err.Error())
+		}
+		states[i] = st
 	}
+	ids := make([]string, len(as))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if st.id == "" {
-		for st.id == "" || s.accounts[st.id] != nil {
-			st.id = randomID("acct_", 16) // Stripe's account ids are shorter than others
+	for i, st := range states {
+		if st.id == "" {
+			for st.id == "" || s.accounts[st.id] != nil {
+				st.id = randomID("acct_", 16) // Stripe's account ids are shorter than others
+			}
+		} else if _, dup := s.accounts[st.id]; dup {
+			panic("stripetest: duplicate account id " + st.id)
 		}
-	} else if _, dup := s.accounts[st.id]; dup {
-		panic("stripetest: duplicate account id " + st.id)
+		s.storeAccount(st)
+		ids[i] = st.id
 	}
-	s.storeAccount(st)
-	return st.id
+	return ids
 }
 
 // accountState checks a and fills in its defaults; the id stays empty when a has none.

@@ -24,9 +24,9 @@
 //
 // AddPaymentIntent and AddPaymentIntents store intents; SetStatus and SetStatusAt change them;
 // PaymentIntent reads one back. Every kind of object has the same three: Add<Kind> (with a
-// bulk Add<Kind>s for intents, subscriptions, invoices and sessions), the methods that change
-// it as Stripe would, each recording Stripe's events, and <Kind> to read it back. Times are kept in whole seconds, like Stripe's. Options.Now is
-// the clock for defaults and for the time of changes and their events.
+// bulk Add<Kind>s), the methods that change it as Stripe would, each recording Stripe's
+// events, and <Kind> to read it back. Times are kept in whole seconds, like Stripe's.
+// Options.Now is the clock for defaults and for the time of changes and their events.
 //
 // # Billing
 //

@@ -36,8 +36,10 @@ type Subscription struct {
 	// CancelAtPeriodEnd means the subscription ends with its period; cancel_at is then the
 	// period's end and canceled_at when the cancellation was asked for (Created here).
 	CancelAtPeriodEnd bool
-	// CanceledAt is when a subscription added as canceled (or incomplete_expired) ended; zero
-	// means Created. It is ignored for other statuses.
+	// CanceledAt is when a subscription added as canceled ended (its canceled_at and
+	// ended_at; for incomplete_expired only ended_at); zero means Created. It is ignored for
+	// other statuses when adding. Read back, it is canceled_at, which is also set when
+	// cancel_at_period_end was asked for.
 	CanceledAt time.Time
 	// LatestInvoice is the id of the subscription's newest invoice, read only: AddInvoice
 	// sets it.
@@ -148,9 +150,12 @@ func (s *Server) AddSubscriptions(subs []Subscription) []string {
 			panic(fmt.Sprintf("stripetest: subscription period ends (%d) before it starts (%d)", st.periodEnd, st.periodStart))
 		}
 		if ended(st.status) {
-			st.canceledAt, st.endedAt = st.created, st.created
+			st.endedAt = st.created
 			if !sub.CanceledAt.IsZero() {
-				st.canceledAt, st.endedAt = sub.CanceledAt.Unix(), sub.CanceledAt.Unix()
+				st.endedAt = sub.CanceledAt.Unix()
+			}
+			if st.status == stripe.SubscriptionStatusCanceled {
+				st.canceledAt = st.endedAt // an expired one ended without being canceled
 			}
 		} else if st.cancelAtPeriodEnd {
 			st.canceledAt = st.created

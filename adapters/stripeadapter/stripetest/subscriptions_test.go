@@ -88,6 +88,18 @@ func TestRetrieveSubscription(t *testing.T) {
 			t.Errorf("period %d–%d, want a month from t0", it.CurrentPeriodStart, it.CurrentPeriodEnd)
 		}
 	})
+	t.Run("a subscription added as ended has ended_at, and canceled_at when canceled", func(t *testing.T) {
+		canceled := f.srv.AddSubscription(Subscription{Status: stripe.SubscriptionStatusCanceled, Created: created, CanceledAt: t0})
+		expired := f.srv.AddSubscription(Subscription{Status: stripe.SubscriptionStatusIncompleteExpired, Created: created})
+		c, err := f.sc.V1Subscriptions.Retrieve(ctx, canceled, nil)
+		if err != nil || c.CanceledAt != t0.Unix() || c.EndedAt != t0.Unix() {
+			t.Errorf("canceled: %+v, %v", c, err)
+		}
+		e, err := f.sc.V1Subscriptions.Retrieve(ctx, expired, nil)
+		if err != nil || e.CanceledAt != 0 || e.EndedAt != created.Unix() {
+			t.Errorf("expired: %+v, %v", e, err)
+		}
+	})
 	t.Run("an unknown id and another account's subscription are 404s", func(t *testing.T) {
 		_, err := f.sc.V1Subscriptions.Retrieve(ctx, "sub_x", nil)
 		if se := stripeError(t, err, http.StatusNotFound); se.Code != stripe.ErrorCodeResourceMissing || se.Msg != "No such subscription: 'sub_x'" {

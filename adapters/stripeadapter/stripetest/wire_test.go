@@ -327,4 +327,14 @@ func TestWireBillingAndConnectRequestsMatchStripesSpec(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, mock, fake) })
 	}
+
+	t.Run("both refuse a status the list does not know", func(t *testing.T) {
+		for _, path := range []string{"/v1/subscriptions?status=bogus", "/v1/invoices?status=deleted", "/v1/checkout/sessions?status=paid"} {
+			for _, base := range []struct{ url, key string }{{mock, "sk_test_123"}, {fake.URL(), fake.Key()}} {
+				if status, body := getURL(t, base.url+path, base.key); status != http.StatusBadRequest {
+					t.Errorf("%s%s: %d %s", base.url, path, status, body)
+				}
+			}
+		}
+	})
 }
