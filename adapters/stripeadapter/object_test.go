@@ -274,7 +274,7 @@ func TestAccountsAreReadOnThePlatform(t *testing.T) {
 	}
 	// On an account's own objects the same answer means the key cannot act for it: the batch
 	// stops.
-	subs, err := objectGateway(t, f, stripeadapter.Subscriptions()).ForAccount(restricted)
+	subs, err := objectGateway(t, f.Server, stripeadapter.Subscriptions()).ForAccount(restricted)
 	if err != nil {
 		t.Fatal(err)
 	}
