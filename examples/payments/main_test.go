@@ -280,7 +280,7 @@ func TestRunWithNoDatabaseToReachRunsTheStoryInMemory(t *testing.T) {
 			var out bytes.Buffer
 			err := run(t.Context(), &out, options{
 				DatabaseURL: "postgres://postgres:secret@127.0.0.1:1/test?sslmode=disable", DatabaseSource: tc.source,
-				Rows: 100, BatchSize: 50, Seed: 2, docker: noDocker,
+				Rows: 100, BatchSize: 50, Seed: 2, docker: noDocker, Console: "127.0.0.1:0",
 			})
 			if err != nil {
 				t.Fatalf("run: %v\noutput:\n%s", err, out.String())
@@ -291,6 +291,7 @@ func TestRunWithNoDatabaseToReachRunsTheStoryInMemory(t *testing.T) {
 			for _, want := range []string{
 				"Everything found matches what was planted",
 				"Repairs: skipped in memory.",
+				"-console 127.0.0.1:0: skipped in memory",
 			} {
 				if !strings.Contains(out.String(), want) {
 					t.Errorf("output lacks %q:\n%s", want, out.String())
@@ -321,10 +322,22 @@ func TestRunWithADatabaseThatRefusesTheLoginDoesNotFallBack(t *testing.T) {
 	}
 }
 
-func TestRunRefusesAnUnknownStore(t *testing.T) {
-	err := run(t.Context(), &bytes.Buffer{}, options{Store: "sqlite", Rows: 100, BatchSize: 50})
-	if err == nil || !strings.Contains(err.Error(), `-store "sqlite": want auto, postgres or memory`) {
-		t.Errorf("run: %v, want the -store values", err)
+func TestRunRefusesAStoreItCannotUse(t *testing.T) {
+	for _, tc := range []struct {
+		opts options
+		want string
+	}{
+		{options{Store: "sqlite"}, `-store "sqlite": want auto, postgres or memory`},
+		{options{Store: storeMemory, StripeKey: "sk_test_123"}, "real mode (STRIPE_SECRET_KEY) keeps its payments in PostgreSQL only"},
+	} {
+		tc.opts.Rows, tc.opts.BatchSize = 100, 50
+		var out bytes.Buffer
+		if err := run(t.Context(), &out, tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("run with -store %q: %v, want %q", tc.opts.Store, err, tc.want)
+		}
+		if out.Len() > 0 {
+			t.Errorf("run with -store %q printed before refusing:\n%s", tc.opts.Store, out.String())
+		}
 	}
 }
 
@@ -653,5 +666,27 @@ func TestReadLogCountsWhatTheChecksNeed(t *testing.T) {
 	want := traffic{list: 4, retrieve: 7, disputes: 2, aboutGrace: 2, retrievedAgain: 3, notFound: 1, unavailable: 1, unplanned: 4}
 	if got != want {
 		t.Errorf("readLog = %+v, want %+v", got, want)
+	}
+}
+
+func TestLagWhyExcusesOnlyTheDemosOldRows(t *testing.T) {
+	failing := reconcile.Check{Name: "lag", OK: false}
+	for _, tc := range []struct {
+		name       string
+		c          reconcile.Check
+		lag        time.Duration
+		unverified int64
+		excused    bool
+	}{
+		{"rows planted a week back, some unverified", failing, history - time.Hour, 120, true},
+		{"the check passes", reconcile.Check{Name: "lag", OK: true}, history, 120, false},
+		{"another check", reconcile.Check{Name: "cycle_age", OK: false}, history, 120, false},
+		{"every row verified", failing, history, 0, false},
+		{"older than the demo's rows and the run", failing, history + 25*time.Hour, 120, false},
+	} {
+		got := lagWhy(tc.c, reconcile.Status{Lag: tc.lag}, tc.unverified)
+		if (got != "") != tc.excused {
+			t.Errorf("%s: %q, want excused %v", tc.name, got, tc.excused)
+		}
 	}
 }
