@@ -79,7 +79,9 @@ func main() {
 }
 
 // run loads the planted table, reconciles it for one full cycle, repairs what the cycle found,
-// prints the results to out, and returns an error if they differ from what was planted.
+// prints the results to out, and returns an error if they differ from what was planted. On a
+// backend in memory (demo_backend.go) the repairs and the console, which are PostgreSQL's, are
+// skipped, and the output says so.
 func run(ctx context.Context, out io.Writer, opts options) error {
 	schema := cmp.Or(opts.Schema, defaultSchema)
 	switch {
