@@ -17,6 +17,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/pgoutbox"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/riverdelivery"
 	"github.com/reconcilekit/reconcile/internal/pgtest"
@@ -31,8 +32,8 @@ type world struct {
 	store  *pgstore.Store[string]
 	client *river.Client[pgx.Tx]
 	gw     *reconciletest.Gateway
-	// failing makes the writer fail; effects counts the changes it made and committed.
-	failing atomic.Bool
+	// failing makes the writer fail, permanent fail with pgoutbox.Permanent.
+	failing, permanent atomic.Bool
 }
 
 // fastRetry retries a failed job at once, so a test sees River's retries without waiting.
@@ -112,6 +113,9 @@ func newWorld(t *testing.T, maxAttempts int, wrap func(pgstore.Deliverer) pgstor
 func (w *world) markPaid(ctx context.Context, tx pgx.Tx, cmd reconcile.Command) error {
 	if w.failing.Load() {
 		return errors.New("the ledger is down")
+	}
+	if w.permanent.Load() {
+		return pgoutbox.Permanent(errors.New("the payment is archived"))
 	}
 	tag, err := tx.Exec(ctx, `UPDATE payments SET status = 'paid' WHERE id = $1::bigint AND status = $2`, cmd.RecordID, cmd.ExpectedLocal)
 	if err != nil {
@@ -406,5 +410,50 @@ func TestNewAndNewWorkerRejectBadArguments(t *testing.T) {
 	}
 	if err := wk.Handle("", noop); err == nil {
 		t.Error("a writer without a name was accepted")
+	}
+}
+
+func TestAPermanentErrorCancelsTheJobAtOnce(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 5, nil)
+	w.permanent.Store(true)
+	reconciletest.Cycle(t, w.config(), 3)
+	for _, e := range await(t, w.start(t), river.EventKindJobCancelled, 2) {
+		if e.Job.State != rivertype.JobStateCancelled || len(e.Job.Errors) != 1 {
+			t.Errorf("job %d: state %s after %d attempts; want cancelled after one", e.Job.ID, e.Job.State, len(e.Job.Errors))
+		}
+	}
+	if n := w.count(t, `SELECT count(*) FROM reconcile_findings WHERE kind = 'missed_success' AND resolved_at IS NULL`); n != 2 {
+		t.Errorf("%d repairable findings open; want 2", n)
+	}
+}
+
+// A person who resolved a finding before its job ran is not overruled: the job completes
+// without calling the writer, as the dispatcher's HandleCommand does.
+func TestAJobWhoseFindingWasResolvedFirstCompletesWithoutCallingTheWriter(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newWorld(t, 0, nil)
+	reconciletest.Cycle(t, w.config(), 3)
+	fs, err := w.store.ListFindings(ctx, reconcile.FindingQuery{Job: "sweep", RecordID: "1"})
+	if err != nil || len(fs) != 1 {
+		t.Fatalf("findings of row 1: %v, %v", fs, err)
+	}
+	if err := w.store.ResolveFinding(ctx, fs[0].ID, reconcile.Resolution{As: reconcile.ResolutionAccepted, By: "ana", Note: "refunded by hand"}); err != nil {
+		t.Fatal(err)
+	}
+	await(t, w.start(t), river.EventKindJobCompleted, 2)
+	if n := w.count(t, `SELECT count(*) FROM effects`); n != 1 {
+		t.Errorf("the writer changed %d rows; want 1 (row 2 only)", n)
+	}
+	if n := w.count(t, `SELECT count(*) FROM payments WHERE id = 1 AND status = 'pending'`); n != 1 {
+		t.Error("payment 1 was changed though a person had resolved its finding")
+	}
+	f, err := w.store.Finding(ctx, fs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Resolution != reconcile.ResolutionAccepted || f.ResolvedBy != "ana" {
+		t.Errorf("finding %d resolved %q by %q; want accepted by ana", f.ID, f.Resolution, f.ResolvedBy)
 	}
 }
