@@ -48,6 +48,9 @@ func New(client *river.Client[pgx.Tx], cfg Config) (*Deliverer, error) {
 // jobs exist exactly when the findings and their commands do. A command whose job River
 // already holds (the same OutboxID) is skipped as a duplicate.
 func (d *Deliverer) Deliver(ctx context.Context, tx pgx.Tx, cmds []pgstore.QueuedCommand) error {
+	if len(cmds) == 0 {
+		return nil
+	}
 	params := make([]river.InsertManyParams, len(cmds))
 	for i, c := range cmds {
 		opts := Args{}.InsertOpts()
