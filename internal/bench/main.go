@@ -20,6 +20,9 @@
 //	status   pgstore.Store.Status over a table of 1M and -rows (10M) rows as a sweep leaves it halfway
 //	         through a cycle: its latency from lag marks, the full scan it replaced, and whether both
 //	         find the same lag
+//	connect  one fan-out round over many connected accounts (one huge, the others small) sharing one
+//	         rate budget, over HTTP to stripetest with Stripe-Account: the time until every account
+//	         has completed a cycle against the prediction, and the largest and smallest account's lag
 //	churn    batches on a fixed schedule in simulated time (the schema's now()) over a table with
 //	         inserts, deletes and updates, behind an in-process gateway with Unavailable answers and
 //	         429 bursts: each row's time to verify against PlanCoverage, false health, skipped rows
@@ -63,6 +66,7 @@ var commands = map[string]command{
 	"scale":    {summary: "a sharded job over worker processes sharing one rate budget; rows/s per worker count", run: scaleCommand},
 	"lanes":    {summary: "the events lane finding missed webhooks and a reverse-scan pass; detection time and API calls", run: lanesCommand},
 	"status":   {summary: "Store.Status over 1M and 10M rows from lag marks, timed against the full scan it replaced; agreement", run: statusCommand},
+	"connect":  {summary: "one fan-out round over many connected accounts in one rate budget; predicted vs measured time, lags", run: connectCommand},
 	"churn":    {summary: "a schedule in simulated time over a changing table with faults; time to verify vs PlanCoverage, false health", run: churnCommand},
 }
 
