@@ -140,7 +140,7 @@ func (p *sqlParts) lagMarkStatements(st *statements) {
 			(SELECT min(mk.started) FROM %[1]s AS mk, c WHERE mk.job = $1 AND mk.cycle = c.cyc - 1),
 			coalesce(array_agg(k.floor ORDER BY k.floor), '{}'), coalesce(array_agg(k.lo::text ORDER BY k.floor), '{}'),
 			coalesce(array_agg(k.hi::text ORDER BY k.floor), '{}')
-		FROM (SELECT 1) AS one LEFT JOIN (SELECT floor, lo, hi FROM m ORDER BY floor LIMIT %[3]d) AS k ON true`,
+		FROM (SELECT floor, lo, hi FROM m ORDER BY floor LIMIT %[3]d) AS k`,
 		marks, cursors, exactMarks+1)
 	exact := func(conds ...string) string {
 		return fmt.Sprintf("SELECT min(%s) FROM %s AS h WHERE %s", p.rowTime(1), p.host, strings.Join(append(conds, valid), " AND "))
