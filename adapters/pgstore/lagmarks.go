@@ -55,7 +55,13 @@ type lagMarkSQL struct {
 	// lag jobs; newRows counts the rows created in the last hour. Both are index range scans on
 	// created_at when the host table has an index on it.
 	created, newRows string
+	// count counts the host table's rows, for Rows below countRowsBelow.
+	count string
 }
+
+// countRowsBelow is the number of rows under which Status counts them (a few milliseconds)
+// rather than taking the sweep's count over its last cycle's worth of batches.
+const countRowsBelow = 100_000
 
 // rowTime is a row's last verification by the jobs in $jobs, or its creation if none, as a
 // timestamptz; NULL for a never-verified row with no created_at.
@@ -151,6 +157,7 @@ func (p *sqlParts) lagMarkStatements(st *statements) {
 	m.exactFrom = exact(upTo(2))
 	m.exactAfter = exact(fmt.Sprintf("%s > %s", keys, p.keyOf("$2::jsonb", keyTypes)), upTo(3))
 	m.created = exact(p.createdAt(">=", "$2::timestamptz"), p.createdAt("<", "$3::timestamptz"))
+	m.count = "SELECT count(*) FROM " + p.host
 	m.newRows = fmt.Sprintf("SELECT count(*) FROM %s AS h WHERE %s AND %s", p.host, p.createdAt(">", "now() - interval '1 hour'"), valid)
 }
 

@@ -17,19 +17,20 @@ import (
 // one of LagJobs last verified it.
 //
 // For a store of every row (no Filter) with observations in the reconciler's own table, Status
-// does not scan the host table: each commit of the sweep records what it verified (a lag mark,
-// see migration 008), and Status reads the marks of the current and previous cycle, one batch
-// of host rows and the rows created since the previous cycle started — index range scans whose
-// cost does not grow with the table (tens of milliseconds at 10 million rows; README,
-// Performance). The host table needs an index on CreatedAtColumn for that. Lag is then exact,
-// unless every row of the batch holding the oldest verification has since been deleted or
-// verified again out of turn (by a lane, or a LagJobs job), and so have the next oldest
-// batch's: then that batch's time stands in, and Lag is too large, never too small, until the
-// sweep reads past those keys. A row is taken to be inserted no
-// earlier than its created_at: a row inserted with an older created_at (a backfill) counts from
-// the next time the sweep reads it. Rows is the number of rows the sweep read over the last
-// cycle's worth of batches, not a count(*): the planner's input, exact as of each batch's read.
-// NewRowsPerHour counts the last hour's rows by created_at.
+// does not scan the host table: each commit of the sweep records what it verified (a lag mark
+// of up to 2,048 rows, see lagmarks.go and migration 008), and Status reads the marks of the
+// current cycle and of the previous one past the cursor, the rows of the lowest mark exactly,
+// and the rows created since the previous cycle started — index range scans whose cost does
+// not grow with the table (about 20 ms at 10 million rows; README, Performance). The host table
+// needs an index on CreatedAtColumn for that. Lag is then exact, unless every row of the three
+// marks holding the oldest verifications has since been deleted or verified again out of turn
+// (by a lane, or a LagJobs job): then the fourth mark's time stands in, and Lag is too large,
+// never too small, until the sweep reads past those keys. A row is taken to be inserted no
+// earlier than its created_at: a row inserted with an older created_at (a backfill) behind the
+// cursor counts from the next time the sweep reads it. Rows is the number of rows the sweep
+// read over the last cycle's worth of batches, not a count(*) (which costs about a second at 10
+// million rows): the planner's input, exact as of each batch's read; below 100,000 rows Status
+// counts them. NewRowsPerHour counts the last hour's rows by created_at.
 //
 // The host table is scanned, joined with the observations, as before: until the job completes
 // a cycle with marks from its start (the first cycle after Migrate, or after upgrading, and the
@@ -97,6 +98,11 @@ func (s *Store[L]) Status(ctx context.Context, job string) (reconcile.Status, er
 			st.Lag = max(st.Now.Sub(*oldest), 0)
 		}
 		st.Rows, st.NewRowsPerHour = sum.rows, sum.newRowsPerHour
+		if sum.rows < countRowsBelow {
+			if err := s.db.QueryRow(ctx, sql.lagMarks.count).Scan(&st.Rows); err != nil {
+				return reconcile.Status{}, s.cfg.Tables.wrap("status of job "+job, err)
+			}
+		}
 	default:
 		b := &pgx.Batch{}
 		s.queueScanLag(b, sql, job, &st, &lagSeconds)
