@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/internal/redact"
 )
 
 // Defaults of GatewayConfig.
@@ -367,25 +367,18 @@ func retryAfter(v string, now time.Time) time.Duration {
 	return 0
 }
 
-// keyPattern matches Stripe API keys, whole or masked ("sk_test_****abcd"), wherever they occur
-// in text that might be logged: sk_, rk_ or pk_ with test_ or live_ anywhere, and any other
-// word starting sk_ or rk_ followed by at least eight key characters (the mode is not always
-// there, and proxies mangle keys).
-var keyPattern = regexp.MustCompile(`(sk|rk|pk)_(test|live)_[A-Za-z0-9_*]*|\b(sk|rk)_[A-Za-z0-9_*]{8,}`)
-
 // redact removes API keys from s: c's own key, and anything that looks like a secret or
 // restricted key.
 func (c *client) redact(s string) string {
 	if c.key != "" {
-		s = strings.ReplaceAll(s, c.key, "[redacted key]")
+		s = strings.ReplaceAll(s, c.key, redact.Mask)
 	}
 	return redactKeys(s)
 }
 
-// redactKeys removes anything that looks like a Stripe API key from s.
-func redactKeys(s string) string {
-	return keyPattern.ReplaceAllString(s, "[redacted key]")
-}
+// redactKeys removes anything that looks like a Stripe API key from s: the project's one
+// pattern, shared with the metrics, the console and the health handler.
+func redactKeys(s string) string { return redact.Keys(s) }
 
 // validKey reports whether key looks like a secret or restricted key.
 func validKey(key string) bool {
