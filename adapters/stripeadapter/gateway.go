@@ -134,8 +134,10 @@ func newClient(cfg GatewayConfig) (*client, error) {
 		return nil, fmt.Errorf("stripeadapter: gateway config: ListCacheSize %d is negative", cfg.ListCacheSize)
 	case cfg.MaxListPages < 0:
 		return nil, fmt.Errorf("stripeadapter: gateway config: MaxListPages %d is negative", cfg.MaxListPages)
-	case cfg.StripeAccount != "" && !strings.HasPrefix(cfg.StripeAccount, "acct_"):
-		return nil, fmt.Errorf("stripeadapter: gateway config: StripeAccount %s is not an account id (acct_...)", redactKeys(shorten(cfg.StripeAccount)))
+	case cfg.StripeAccount != "" && !validID("acct_", cfg.StripeAccount):
+		// As ForAccount checks: anything else fails every call (net/http refuses the header),
+		// an outage that is really a config error.
+		return nil, fmt.Errorf("stripeadapter: gateway config: StripeAccount %s is not an account id (acct_ and letters and digits)", redactKeys(shorten(cfg.StripeAccount)))
 	}
 	c := &client{sc: cfg.Client, key: cfg.Key, timeout: cmp.Or(cfg.Timeout, DefaultTimeout), account: cfg.StripeAccount}
 	if c.sc == nil {
