@@ -252,11 +252,6 @@ func (g *Gateway) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wa
 	return g.intents.FetchBatch(ctx, lookups, wait)
 }
 
-// listPage makes exactly one list call of intents created within window, after the id after.
-func (g *Gateway) listPage(ctx context.Context, window *stripe.RangeQueryParams, after string) ([]*stripe.PaymentIntent, bool, error) {
-	return g.intents.listPage(ctx, window, after)
-}
-
 // shorten quotes s, cut to 64 bytes: server-provided text in a message must stay short.
 func shorten(s string) string {
 	if len(s) > 64 {
