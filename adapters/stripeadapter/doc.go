@@ -89,7 +89,7 @@
 //	descriptor          path                    id prefix  list parameters  state              events
 //	PaymentIntents()    /v1/payment_intents     pi_        -                status             payment_intent.*
 //	Subscriptions()     /v1/subscriptions       sub_       status=all       status             customer.subscription.*
-//	Invoices()          /v1/invoices            in_        -                status             invoice.*
+//	Invoices()          /v1/invoices            in_        -                status             invoice.* but .upcoming
 //	CheckoutSessions()  /v1/checkout/sessions   cs_        -                status             checkout.session.*
 //	Accounts()          /v1/accounts            acct_      -                see AccountState   none (platform only)
 //
