@@ -167,6 +167,17 @@
 // of every tick that ends and every cycle that completes, with a [TickEnd] (the report, the
 // error, the wait before the next tick): tests and hosts wait on them instead of polling.
 //
+// # Many accounts
+//
+// A platform reconciles the same tables for many accounts (tenants, Stripe connected accounts).
+// A [FanOut] covers them with one [BatchRunner]: the host lists its accounts (read again every
+// round, so accounts added and removed are followed) and builds each account's jobs, each under
+// a name of its own, so every account keeps its own cursor and lane positions. Accounts take
+// turns, one batch each, and a round ends when every account has completed a cycle: a huge
+// account cannot starve small ones, and small ones do not spin. An account that fails sits
+// out, with backoff, without holding the round up; all share one [Limiter], since the budget
+// is the platform's. [FanOut.Health] judges every account's [Status] and names the one that lags.
+//
 // # Coverage and health
 //
 // Guarantees are measured in time, not assumed. [PlanCoverage] computes a schedule's cycle
