@@ -26,6 +26,7 @@ func TestKeys(t *testing.T) {
 		{"glued xsk_test_abc", "glued x[redacted key]"},
 		{`"sk_live_abc"`, `"[redacted key]"`},
 		{"unexpected:active->sk_live_51Zz", "unexpected:active->[redacted key]"},
+		{`{"detail":"key sk_live_51Zz\"x","note":"rk_test_1\\n"}`, `{"detail":"key [redacted key]\"x","note":"[redacted key]\\n"}`},
 	} {
 		if got := redact.Keys(tc.in); got != tc.want {
 			t.Errorf("Keys(%q) = %q, want %q", tc.in, got, tc.want)
