@@ -215,7 +215,9 @@
 // [Command] (job, record, finding id, kind, the local state the repair expects to find, the
 // external state observed). [DecodeCommand] reads it back. The host applies it with a handler
 // per command name; with PostgreSQL, pgoutbox's Dispatcher claims commands with FOR UPDATE SKIP
-// LOCKED under a lease, retries with backoff and parks poison commands as dead.
+// LOCKED under a lease, retries with backoff and parks poison commands as dead. A host that
+// runs River can have each command enqueued as a River job in the batch's transaction instead
+// (pgstore.Config.Deliver with adapters/riverdelivery).
 //
 // A handler that makes the local row catch up calls the host's canonical writer, the same
 // function its webhook handler calls: a guarded transition that is a no-op when the row has
@@ -245,6 +247,8 @@
 //     gateway and classifier; [github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest]
 //     is a stateful fake of Stripe for tests.
 //   - [github.com/reconcilekit/reconcile/adapters/prommetrics]: Prometheus metrics and health.
+//   - [github.com/reconcilekit/reconcile/adapters/riverdelivery]: repair commands delivered as
+//     River jobs, applied through the canonical writer.
 //   - [github.com/reconcilekit/reconcile/reconciletest]: the conformance suite for Store
 //     adapters.
 //

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -574,6 +576,36 @@ func TestFanOutHealthNamesTheAccountThatLags(t *testing.T) {
 	}
 	if h.Status.Lag != 80*time.Hour || h.Status.Rows != 1010 || h.Status.OpenFindings["missed_success"] != 2 || !h.Status.Now.Equal(now) {
 		t.Errorf("status %+v", h.Status)
+	}
+}
+
+// The health endpoint serves a fan-out through Judge: 503, naming the account that lags.
+func TestTheHealthHandlerServesAFanOut(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	w := newFanWorld(t, map[string][]int{"acct_big": {1}, "acct_small": {1}})
+	w.statuses = statuses{
+		"payments@acct_big":   {Job: "payments@acct_big", Now: now, Lag: 80 * time.Hour, NewRowsPerHour: -1},
+		"payments@acct_small": {Job: "payments@acct_small", Now: now, Lag: time.Hour, NewRowsPerHour: -1},
+	}
+	for job, st := range w.statuses {
+		st.CycleStartedAt, st.LastCycleCompletedAt, st.LastBatchAt, st.LastBatchScanned = now.Add(-time.Minute), now.Add(-2*time.Minute), now.Add(-time.Minute), 10
+		w.statuses[job] = st
+	}
+	h, err := reconcile.NewHealthHandler(reconcile.HealthHandlerConfig{Jobs: []reconcile.HealthJob{{Name: "connect", Judge: w.fanOut().Health}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz?format=text", nil))
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "account acct_big (job payments@acct_big): lag") ||
+		strings.Contains(rec.Body.String(), "account acct_small (job") {
+		t.Errorf("answer %d:\n%s", rec.Code, rec.Body)
+	}
+	if _, err := reconcile.NewHealthHandler(reconcile.HealthHandlerConfig{Jobs: []reconcile.HealthJob{
+		{Name: "connect", Judge: w.fanOut().Health, Status: reconcile.StatusReader(nil)},
+		{Name: "both", Judge: w.fanOut().Health, Status: w.statuses},
+	}}); err == nil || !strings.Contains(err.Error(), `job "both" needs exactly one of Status and Judge`) {
+		t.Errorf("a job with both Status and Judge: %v", err)
 	}
 }
 
