@@ -365,9 +365,9 @@
 // a request with Stripe-Account counts against, so the conservative reading is taken: the
 // platform's, which one shared Limiter never exceeds whichever way Stripe counts. An
 // AccountsCheck proves the host's accounts table and the connected accounts agree both ways:
-// missing_externally for a row Stripe does not connect (its 403 account_invalid to a
-// platform request is read as "no such account"), missing_locally for a connected account no
-// row names.
+// missing_externally for a row Stripe does not connect (its 403 account_invalid to the
+// retrieve of an account is read as "no such account"), missing_locally for a connected
+// account no row names.
 //
 // # Testing
 //
