@@ -42,7 +42,7 @@ func TestARepairCommandsErrorTextIsNeverOnTheFindingsPage(t *testing.T) {
 			t.Errorf("the finding's page shows %q from the command's last error", secret)
 		}
 	}
-	for _, want := range []string{"<td>command dead</td><td>ApplyPaymentSucceeded</td>", "3 failed attempts"} {
+	for _, want := range []string{"<td>command dead</td><td class=\"who\">repair command ApplyPaymentSucceeded</td>", "3 failed attempts"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the finding's page lacks %q", want)
 		}
