@@ -342,7 +342,7 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request) {
 	root := rootOf(r.URL.EscapedPath())
 	data := listPage{Filter: f, Jobs: c.jobs, Action: root + "findings", Kinds: c.kinds.options(f.Kind), Meaning: c.kinds.meaning(f.Kind),
 		States: []option{{reconcile.FindingsOpen, "open"}, {reconcile.FindingsResolved, "resolved"}, {reconcile.FindingsAll, "all"}},
-		Ages: ages, Sorts: sorts, ExportURL: exportURL(root, f),
+		Ages:   ages, Sorts: sorts, ExportURL: exportURL(root, f),
 		Resolutions: c.resolutions, ResolveURL: root + "resolve", MaxNote: maxNote}
 	if counter, ok := c.store.(reconcile.FindingCounter); ok {
 		if data.Total, err = counter.CountFindings(r.Context(), q); err != nil {
