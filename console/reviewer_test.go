@@ -247,8 +247,7 @@ func TestTheListShowsWhenEachFindingWasResolved(t *testing.T) {
 		t.Errorf("the resolved finding's row lacks %q:\n%s", want, row)
 	}
 	if open := rowOf(t, w.get(t, "/findings?state=all", "alice"), w.ids["3"]); !strings.Contains(open, `<td class="resolved-at"><span class="muted">—</span></td>`) {
-		t.Errorf("an open finding's row has a resolved-at time:
-%s", open)
+		t.Errorf("an open finding's row has a resolved-at time:\n%s", open)
 	}
 }
 
