@@ -399,7 +399,6 @@ type detailPage struct {
 	rowView
 	Detail         string
 	Command        string
-	Resolved       string
 	ResolutionNote string
 	History        []eventView
 	Resolutions    []string

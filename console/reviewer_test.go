@@ -246,6 +246,9 @@ func TestTheListShowsWhenEachFindingWasResolved(t *testing.T) {
 	if want := `<td class="resolved-at">` + d.ResolvedAt.UTC().Format("2006-01-02 15:04:05") + " UTC</td>"; !strings.Contains(row, want) {
 		t.Errorf("the resolved finding's row lacks %q:\n%s", want, row)
 	}
+	if page := w.get(t, fmt.Sprintf("/findings/%d", id), "alice"); !strings.Contains(page, `<dd id="resolved">`+d.ResolvedAt.UTC().Format("2006-01-02 15:04:05")+" UTC, as accepted by bob</dd>") {
+		t.Error("the finding's page does not say when it was resolved")
+	}
 	if open := rowOf(t, w.get(t, "/findings?state=all", "alice"), w.ids["3"]); !strings.Contains(open, `<td class="resolved-at"><span class="muted">—</span></td>`) {
 		t.Errorf("an open finding's row has a resolved-at time:\n%s", open)
 	}
