@@ -163,7 +163,9 @@
 // sleeps after a wrap, waits out rate limits, backs off after failures and outages, and treats
 // a lost cursor race (another process runs the job) as routine. [Runner.Stop] lets the current
 // batch finish. Hosts that schedule work themselves (cron, River) call [RunTick], which is one
-// tick of the same loop and returns a [TickReport].
+// tick of the same loop and returns a [TickReport]. RunnerConfig.OnTick and OnCycle are told
+// of every tick that ends and every cycle that completes, with a [TickEnd] (the report, the
+// error, the wait before the next tick): tests and hosts wait on them instead of polling.
 //
 // # Coverage and health
 //
@@ -181,10 +183,18 @@
 // gives its reason: a job whose gateway is failing is never healthy, even while its lag is
 // still within the SLO.
 //
+// A [HealthHandler] serves that over HTTP for one or several jobs: 200 when all are healthy,
+// 503 with the reasons otherwise, as JSON (the health types' JSON form: snake_case, durations
+// in seconds and as text, times in RFC 3339) or as text for a person (?format=text). It is for
+// alerting, and for the readiness of a deployment that runs only the reconciler; never for a
+// liveness probe, since no restart brings a lag back within its SLO or Stripe back up. Package
+// memstore reports a Status too, so health can be tested without a database.
+//
 // # Observing it
 //
 // Config.Observer is told of every gateway call (with its [ErrorClass]) and every batch; package
 // adapters/prommetrics turns that, and health read at scrape time, into Prometheus metrics.
+// [Observers] combines several, so that metrics and the host's own tracing both listen.
 // Each batch logs one structured line through Config.Logger; no secret is ever logged.
 //
 // # Repair path

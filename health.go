@@ -12,63 +12,64 @@ import (
 // Status is what monitoring needs of one job, as a store reads it (pgstore.Store.Status).
 // Times are the store's clock.
 type Status struct {
-	Job string
+	Job string `json:"job"`
 	// Now is the store's clock when the status was read.
-	Now time.Time
+	Now time.Time `json:"now,omitzero"`
 	// Lag is the primary SLO: the longest any row has gone without being verified,
 	// max(now - coalesce(last verified, created_at)) over the job's rows. Unverifiable rows
-	// keep their old time, so an outage makes it grow.
-	Lag time.Duration
+	// keep their old time, so an outage makes it grow. In JSON: lag_seconds and lag (the
+	// Duration's text).
+	Lag time.Duration `json:"-"`
 	// Rows is the number of rows the job covers.
-	Rows int64
+	Rows int64 `json:"rows"`
 	// NewRowsPerHour is the number of rows created in the last hour, for the planner; -1 if
 	// the store cannot tell.
-	NewRowsPerHour int64
+	NewRowsPerHour int64 `json:"new_rows_per_hour"`
 	// CycleStartedAt is when the current cycle began; zero before the job's first batch.
-	CycleStartedAt time.Time
+	CycleStartedAt time.Time `json:"cycle_started_at,omitzero"`
 	// LastCycleCompletedAt is zero until a cycle completes.
-	LastCycleCompletedAt time.Time
-	CyclesCompleted      int64
+	LastCycleCompletedAt time.Time `json:"last_cycle_completed_at,omitzero"`
+	CyclesCompleted      int64     `json:"cycles_completed"`
 	// LastBatchAt, LastBatchScanned and LastBatchUnverifiable describe the last non-empty batch.
-	LastBatchAt           time.Time
-	LastBatchScanned      int
-	LastBatchUnverifiable int
+	LastBatchAt           time.Time `json:"last_batch_at,omitzero"`
+	LastBatchScanned      int       `json:"last_batch_scanned"`
+	LastBatchUnverifiable int       `json:"last_batch_unverifiable"`
 	// OpenFindings counts open findings by kind.
-	OpenFindings map[string]int
+	OpenFindings map[string]int `json:"open_findings"`
 	// OldestOpenFinding is the detection time of the oldest open finding; zero if none.
-	OldestOpenFinding time.Time
+	OldestOpenFinding time.Time `json:"oldest_open_finding,omitzero"`
 	// StaleFindings counts the findings open longer than the store's threshold: repairs that
 	// never applied and reviews nobody did.
-	StaleFindings int
+	StaleFindings int `json:"stale_findings"`
 	// LastFailureAt and LastFailure describe the last batch that failed or could not make a
 	// call (see FailureRecorder); zero if none.
-	LastFailureAt time.Time
-	LastFailure   string
+	LastFailureAt time.Time `json:"last_failure_at,omitzero"`
+	LastFailure   string    `json:"last_failure,omitempty"`
 	// Lanes describes the job's lanes (see Lane), sorted by name; empty if it has none.
-	Lanes []LaneStatus
+	Lanes []LaneStatus `json:"lanes"`
 }
 
 // LaneStatus is what monitoring needs of one lane of a job.
 type LaneStatus struct {
-	Lane string
+	Lane string `json:"lane"`
 	// CreatedAt is when the lane first committed a step; LastRunAt when it last did.
-	CreatedAt time.Time
-	LastRunAt time.Time
+	CreatedAt time.Time `json:"created_at,omitzero"`
+	LastRunAt time.Time `json:"last_run_at,omitzero"`
 	// PassesCompleted counts the steps that reached the feed's End: completed passes of a
 	// reverse scan, catch-ups of an event log. LastEndAt is the last of them; zero if none.
-	PassesCompleted int64
-	LastEndAt       time.Time
+	PassesCompleted int64     `json:"passes_completed"`
+	LastEndAt       time.Time `json:"last_end_at,omitzero"`
 	// GapAt and GapReason describe the last time the lane started again without replaying what
 	// it had not read (FeedPage.Gap); zero if never. GapOpen reports that the gap is not yet
 	// covered: no sweep cycle that started after GapAt has completed, so changes made during
 	// the gap may still be unseen.
-	GapAt     time.Time
-	GapReason string
-	GapOpen   bool
+	GapAt     time.Time `json:"gap_at,omitzero"`
+	GapReason string    `json:"gap_reason,omitempty"`
+	GapOpen   bool      `json:"gap_open"`
 	// LastFailureAt and LastFailure describe the last step that failed (see
 	// LaneFailureRecorder); zero if none.
-	LastFailureAt time.Time
-	LastFailure   string
+	LastFailureAt time.Time `json:"last_failure_at,omitzero"`
+	LastFailure   string    `json:"last_failure,omitempty"`
 }
 
 // Failing reports that the lane's last step failed: a failure is recorded after its last commit.
@@ -172,23 +173,25 @@ func (p HealthPolicy) withDefaults() HealthPolicy {
 type Check struct {
 	// Name is "lag", "since_last_cycle", "cycle_age", "last_attempt", "since_last_batch",
 	// "unverifiable", "stale_findings", "plan", or "lane:" and a lane's name.
-	Name string
-	OK   bool
+	Name string `json:"name"`
+	OK   bool   `json:"ok"`
 	// Value and Limit, for people.
-	Value, Limit string
+	Value string `json:"value"`
+	Limit string `json:"limit"`
 	// Reason says why the check fails; empty when it passes.
-	Reason string
+	Reason string `json:"reason,omitempty"`
 }
 
-// Health is a job's status judged against a HealthPolicy.
+// Health is a job's status judged against a HealthPolicy. Its JSON form (see HealthHandler) has
+// the job, ok, the checks, the plan when there is one, and the status it judged.
 type Health struct {
-	Job    string
-	Status Status
+	Job string `json:"job"`
 	// OK is true when every check passes.
-	OK     bool
-	Checks []Check
+	OK     bool    `json:"ok"`
+	Checks []Check `json:"checks"`
 	// Plan is the coverage plan when the policy has a Schedule.
-	Plan *Plan
+	Plan   *Plan  `json:"plan,omitempty"`
+	Status Status `json:"status"`
 }
 
 // Reasons lists the failing checks' reasons.

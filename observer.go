@@ -54,3 +54,44 @@ func ErrorClass(err error) string {
 		return ClassOther
 	}
 }
+
+// Observers returns an Observer that tells each of obs, in order, of everything: metrics and
+// tracing can both listen to one job. Nil entries, a nil pointer in an Observer included (a
+// metrics value never set up), are skipped; with none left it returns nil (no observer), and
+// with one it returns that one. It adds no locking: each Observer must be safe for concurrent
+// use, as Config.Observer must.
+func Observers(obs ...Observer) Observer {
+	var all multiObserver
+	for _, o := range obs {
+		if o == nil || isNilPointer(o) {
+			continue
+		}
+		if m, ok := o.(multiObserver); ok {
+			all = append(all, m...) // flatten, so nesting costs nothing
+			continue
+		}
+		all = append(all, o)
+	}
+	switch len(all) {
+	case 0:
+		return nil
+	case 1:
+		return all[0]
+	}
+	return all
+}
+
+// multiObserver is the fan-out Observers builds.
+type multiObserver []Observer
+
+func (m multiObserver) GatewayCalls(job string, calls int, d time.Duration, class string) {
+	for _, o := range m {
+		o.GatewayCalls(job, calls, d, class)
+	}
+}
+
+func (m multiObserver) BatchDone(job string, rep Report, err error) {
+	for _, o := range m {
+		o.BatchDone(job, rep, err)
+	}
+}

@@ -36,27 +36,27 @@ type PlanInput struct {
 type Plan struct {
 	// RowsPerHour is the rate rows are checked at: the schedule's B×R, or the rate budget's
 	// 3600·RequestsPerSecond/CallsPerRow, whichever is lower.
-	RowsPerHour float64
+	RowsPerHour float64 `json:"rows_per_hour"`
 	// BoundBy names the lower one: "schedule" or "rate budget".
-	BoundBy string
+	BoundBy string `json:"bound_by"`
 	// KeepsUp is false when new rows arrive as fast as rows are checked (G ≥ RowsPerHour):
 	// every cycle still ends, but each is longer than the one before, without bound.
-	KeepsUp bool
+	KeepsUp bool `json:"keeps_up"`
 	// CycleTime is the time a cycle over the N rows present now takes: (⌊N/B⌋+1)/R on a
 	// schedule (the last batch is short, and ends the cycle), N·CallsPerRow/RequestsPerSecond
 	// on a rate budget, whichever is longer.
-	CycleTime time.Duration
+	CycleTime time.Duration `json:"-"`
 	// MaxLag is the longest a row goes unchecked: CycleTime without new rows, and
 	// CycleTime·(2 + G/RowsPerHour) with them (the rest of the cycle under way, then the whole
 	// next cycle, which is longer by the rows that arrived). The largest Duration when the
 	// checks do not keep up. It assumes every ask is answered: a row answered Unavailable (or
 	// behind a rate limit) waits for the next cycle, so each such answer adds up to a cycle to
 	// that row's lag. The health lag check measures the real lag; this is the plan's floor.
-	MaxLag time.Duration
+	MaxLag time.Duration `json:"-"`
 	// MeetsSLO reports that every row is checked within LagSLO: MaxLag ≤ LagSLO.
-	MeetsSLO bool
+	MeetsSLO bool `json:"meets_slo"`
 	// Verdict is the plan in one plain sentence.
-	Verdict string
+	Verdict string `json:"verdict"`
 }
 
 // PlanCoverage computes the cycle time of a schedule and says whether it can meet the lag SLO.

@@ -130,7 +130,8 @@ type Config[L, E any] struct {
 	ExternalState func(E) string
 	// Logger receives one line per batch and one per gateway failure. Nil means no logging.
 	Logger *slog.Logger
-	// Observer, if set, is told of every gateway call and batch, for metrics and tracing.
+	// Observer, if set, is told of every gateway call and batch, for metrics and tracing;
+	// Observers combines several.
 	Observer Observer
 }
 

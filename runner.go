@@ -131,16 +131,40 @@ type RunnerConfig struct {
 	// Logger receives a line per failed tick; nil means no logging. Each batch logs through its
 	// own Config.Logger.
 	Logger *slog.Logger
+	// OnTick, if set, is told of every tick of every job when it ends, before the job waits for
+	// its next one: for tests and hosts that act when work is done instead of polling. It runs
+	// on the job's goroutine, so jobs call it concurrently; its job's next tick waits for it,
+	// and so does Stop.
+	OnTick func(TickEnd)
+	// OnCycle, if set, is told of the ticks that completed their job's cycle
+	// (TickEnd.Report.Wrapped), after OnTick, in the same way.
+	OnCycle func(TickEnd)
+}
+
+// TickEnd is what a Runner tells RunnerConfig.OnTick and OnCycle when a job's tick ends.
+type TickEnd struct {
+	// Job is the RunnerJob's Name.
+	Job string
+	// Report sums the tick's batches; Report.Wrapped reports that the cycle completed.
+	Report TickReport
+	// Err is the error of the batch that failed and ended the tick (the Runner logs it too); nil
+	// otherwise, a lost cursor race (Report.Conflict) included.
+	Err error
+	// Next is how long the job waits before its next tick: the interval, the idle time after a
+	// wrap, a rate limit's RetryAfter or a failure's backoff, jitter included. Zero when the
+	// Runner is stopping and the job will not tick again.
+	Next time.Duration
 }
 
 // Runner runs jobs on intervals in the host's process: each job ticks on its own goroutine,
 // runs batches while there is work (within its budget), sleeps after a wrap, and backs off
 // when the external system pushes back or looks down (an Unavailable batch) or a batch fails.
 // A lost cursor race (ErrConcurrentRun: another process runs the job) is logged and retried
-// next tick.
+// next tick. RunnerConfig.OnTick and OnCycle tell the host when a tick or a cycle ends.
 type Runner struct {
-	jobs   []RunnerJob
-	logger *slog.Logger
+	jobs            []RunnerJob
+	logger          *slog.Logger
+	onTick, onCycle func(TickEnd)
 
 	mu      sync.Mutex
 	started bool
@@ -187,7 +211,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Runner{jobs: jobs, logger: cfg.Logger}, nil
+	return &Runner{jobs: jobs, logger: cfg.Logger, onTick: cfg.OnTick, onCycle: cfg.OnCycle}, nil
 }
 
 // errRunnerStopped is the cause running batches see when Stop runs out of patience.
@@ -217,11 +241,17 @@ func (r *Runner) Start(ctx context.Context) error {
 
 // Stop lets each job finish its current batch and returns when all loops have ended. If ctx
 // ends first, running batches are cancelled (they write nothing and are redone next time).
+// Before Start it does nothing and returns nil, so that a host's shutdown path need not know
+// how far its startup got; a second Stop returns an error.
 func (r *Runner) Stop(ctx context.Context) error {
 	r.mu.Lock()
-	if !r.started || r.stop == nil {
+	if !r.started {
 		r.mu.Unlock()
-		return errors.New("reconcile: runner: not started")
+		return nil
+	}
+	if r.stop == nil {
+		r.mu.Unlock()
+		return errors.New("reconcile: runner: already stopped")
 	}
 	stop, kill := r.stop, r.kill
 	r.stop = nil
@@ -248,12 +278,13 @@ func (r *Runner) loop(batchCtx, stopCtx context.Context, j RunnerJob) {
 		case <-t.C:
 		}
 		tick, err := runTick(batchCtx, stopCtx, j.Batches, j.Budget)
+		stopping := stopCtx.Err() != nil
 		// Retries and backoff start from a minute (or the interval, if shorter), not from the
 		// interval: a daily tier must not wait a day after a blip.
 		retry := min(j.Interval, time.Minute)
 		switch {
-		case err != nil && stopCtx.Err() != nil:
-			return
+		case stopping:
+			wait = 0 // an error here is most likely the stop's own cancellation: not logged
 		case err != nil:
 			failures++
 			wait = spread(backoff(retry, failures), retry, j.Jitter)
@@ -278,6 +309,20 @@ func (r *Runner) loop(batchCtx, stopCtx context.Context, j RunnerJob) {
 		default:
 			failures, wait = 0, spread(j.Interval, j.Interval, j.Jitter)
 		}
+		r.tickEnded(TickEnd{Job: j.Name, Report: tick, Err: err, Next: wait})
+		if stopping {
+			return
+		}
+	}
+}
+
+// tickEnded calls the hooks of a tick that ended.
+func (r *Runner) tickEnded(e TickEnd) {
+	if r.onTick != nil {
+		r.onTick(e)
+	}
+	if r.onCycle != nil && e.Report.Wrapped {
+		r.onCycle(e)
 	}
 }
 

@@ -85,6 +85,86 @@ func TestRunTickStopsWhereItShould(t *testing.T) {
 	}
 }
 
+// ticks records what a Runner's hooks were told, and signals when a condition on it holds.
+type ticks struct {
+	mu     sync.Mutex
+	ticks  []reconcile.TickEnd
+	cycles map[string]int
+	bad    []reconcile.TickEnd // told to OnCycle without a completed cycle, or before OnTick
+	until  func(*ticks) bool
+	done   chan struct{}
+	once   sync.Once
+}
+
+func newTicks(until func(*ticks) bool) *ticks {
+	return &ticks{cycles: map[string]int{}, until: until, done: make(chan struct{})}
+}
+
+func (k *ticks) onTick(e reconcile.TickEnd) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.ticks = append(k.ticks, e)
+	k.check()
+}
+
+func (k *ticks) onCycle(e reconcile.TickEnd) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !e.Report.Wrapped || !k.seenLast(e.Job) {
+		k.bad = append(k.bad, e)
+	}
+	k.cycles[e.Job]++
+	k.check()
+}
+
+// seenLast reports that the job's last tick told to OnTick completed the cycle.
+func (k *ticks) seenLast(job string) bool {
+	for i := len(k.ticks) - 1; i >= 0; i-- {
+		if k.ticks[i].Job == job {
+			return k.ticks[i].Report.Wrapped
+		}
+	}
+	return false
+}
+
+func (k *ticks) check() {
+	if k.until != nil && k.until(k) {
+		k.once.Do(func() { close(k.done) })
+	}
+}
+
+// of returns the ticks of one job, in order.
+func (k *ticks) of(job string) []reconcile.TickEnd {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []reconcile.TickEnd
+	for _, e := range k.ticks {
+		if e.Job == job {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func countJob(es []reconcile.TickEnd, job string) (n int) {
+	for _, e := range es {
+		if e.Job == job {
+			n++
+		}
+	}
+	return n
+}
+
+// wait returns when the condition holds; the guard only turns a hang into a failure.
+func (k *ticks) wait(t *testing.T) {
+	t.Helper()
+	select {
+	case <-k.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the runner's hooks never reported what the test waits for")
+	}
+}
+
 func TestARunnerCompletesCyclesOfSeveralJobsAndStopsCleanly(t *testing.T) {
 	defer leaktest.VerifyNone(t)
 	a, b := newStore(newClock(), 30, always("paid")), newStore(newClock(), 45, always("paid"))
@@ -99,23 +179,73 @@ func TestARunnerCompletesCyclesOfSeveralJobsAndStopsCleanly(t *testing.T) {
 		}
 		jobs = append(jobs, reconcile.RunnerJob{Name: name, Batches: rec, Interval: 5 * time.Millisecond})
 	}
-	r, err := reconcile.NewRunner(reconcile.RunnerConfig{Jobs: jobs})
+	k := newTicks(func(k *ticks) bool { return k.cycles["a"] >= 2 && k.cycles["b"] >= 2 })
+	r, err := reconcile.NewRunner(reconcile.RunnerConfig{Jobs: jobs, OnTick: k.onTick, OnCycle: k.onCycle})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); a.Cursor(job).CyclesCompleted < 2 || b.Cursor(job).CyclesCompleted < 2; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("cycles completed: a %d, b %d; want 2 each", a.Cursor(job).CyclesCompleted, b.Cursor(job).CyclesCompleted)
-		}
+	k.wait(t)
+	// The hooks ran after the commits: the stores already show what they reported.
+	if a.Cursor(job).CyclesCompleted < 2 || b.Cursor(job).CyclesCompleted < 2 {
+		t.Fatalf("OnCycle reported 2 cycles each; the stores completed a %d, b %d", a.Cursor(job).CyclesCompleted, b.Cursor(job).CyclesCompleted)
 	}
 	if err := r.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Stop(context.Background()); err == nil {
 		t.Fatal("a second Stop succeeded")
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.bad) > 0 {
+		t.Fatalf("OnCycle told of ticks that did not complete a cycle, or before OnTick: %+v", k.bad)
+	}
+	for _, name := range []string{"a", "b"} {
+		var wrapped, n int
+		for _, e := range k.ticks {
+			if e.Job != name {
+				continue
+			}
+			n++
+			// Only a tick that ends while the runner stops has nothing to wait for.
+			if e.Err != nil || (e.Next == 0 && n < countJob(k.ticks, name)) {
+				t.Errorf("job %s: tick %d: %+v", name, n, e)
+			}
+			if e.Report.Wrapped {
+				wrapped++
+			}
+		}
+		if wrapped != k.cycles[name] {
+			t.Errorf("job %s: %d ticks wrapped, OnCycle told of %d", name, wrapped, k.cycles[name])
+		}
+	}
+}
+
+func TestStopBeforeStartIsANoOp(t *testing.T) {
+	defer leaktest.VerifyNone(t)
+	s := newStore(newClock(), 5, always("paid"))
+	rec, err := reconcile.New(config(s, newFakeGateway(0, func(context.Context, int, string) (string, error) { return "succeeded", nil })))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := newTicks(func(k *ticks) bool { return k.cycles["sweep"] >= 1 })
+	r, err := reconcile.NewRunner(reconcile.RunnerConfig{OnCycle: k.onCycle, OnTick: k.onTick,
+		Jobs: []reconcile.RunnerJob{{Name: "sweep", Batches: rec, Interval: time.Millisecond}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Stop(context.Background()); err != nil {
+		t.Fatalf("Stop before Start = %v; want nil", err)
+	}
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatalf("Start after an early Stop = %v", err)
+	}
+	k.wait(t)
+	if err := r.Stop(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -133,7 +263,8 @@ func TestStopLetsTheCurrentBatchFinish(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := reconcile.NewRunner(reconcile.RunnerConfig{Jobs: []reconcile.RunnerJob{{Name: "sweep", Batches: rec, Interval: time.Millisecond}}})
+	k := newTicks(nil)
+	r, err := reconcile.NewRunner(reconcile.RunnerConfig{OnTick: k.onTick, Jobs: []reconcile.RunnerJob{{Name: "sweep", Batches: rec, Interval: time.Millisecond}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,6 +286,9 @@ func TestStopLetsTheCurrentBatchFinish(t *testing.T) {
 	if cur := s.Cursor(job); cur.Version != 1 {
 		t.Fatalf("cursor %+v: the drained batch was not committed", cur)
 	}
+	if ts := k.of("sweep"); len(ts) != 1 || ts[0].Err != nil || ts[0].Report.Batches != 1 || ts[0].Report.Scanned != 5 || ts[0].Next != 0 {
+		t.Fatalf("ticks %+v; want the drained tick reported once, with nothing to wait for", ts)
+	}
 }
 
 func TestCancellingTheRunnersContextCancelsTheRunningBatch(t *testing.T) {
@@ -169,7 +303,8 @@ func TestCancellingTheRunnersContextCancelsTheRunningBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := reconcile.NewRunner(reconcile.RunnerConfig{Jobs: []reconcile.RunnerJob{{Name: "sweep", Batches: rec, Interval: time.Millisecond}}})
+	k := newTicks(nil)
+	r, err := reconcile.NewRunner(reconcile.RunnerConfig{OnTick: k.onTick, Jobs: []reconcile.RunnerJob{{Name: "sweep", Batches: rec, Interval: time.Millisecond}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,6 +321,9 @@ func TestCancellingTheRunnersContextCancelsTheRunningBatch(t *testing.T) {
 	}
 	if cur := s.Cursor(job); cur.Version != 0 {
 		t.Fatalf("cursor %+v: a cancelled batch wrote", cur)
+	}
+	if ts := k.of("sweep"); len(ts) != 1 || !errors.Is(ts[0].Err, context.Canceled) || ts[0].Next != 0 {
+		t.Fatalf("ticks %+v; want the cancelled tick reported with its error", ts)
 	}
 }
 
@@ -219,8 +357,14 @@ func TestALostCursorRaceIsNotAnErrorAndFailuresBackOff(t *testing.T) {
 		return reconcile.Report{}, errors.New("database gone")
 	}}
 	lv := &levels{seen: map[slog.Level]int{}}
-	const interval = 10 * time.Millisecond
-	r, err := reconcile.NewRunner(reconcile.RunnerConfig{Logger: slog.New(lv), Jobs: []reconcile.RunnerJob{
+	const interval = time.Millisecond
+	// Failures back off from the interval, doubling up to 32 times it; a lost race is retried
+	// every interval. Without jitter the waits are exact.
+	wantBroken := []time.Duration{1, 2, 4, 8, 16, 32, 32}
+	k := newTicks(func(k *ticks) bool {
+		return countJob(k.ticks, "broken") >= len(wantBroken) && countJob(k.ticks, "race") >= 10
+	})
+	r, err := reconcile.NewRunner(reconcile.RunnerConfig{Logger: slog.New(lv), OnTick: k.onTick, Jobs: []reconcile.RunnerJob{
 		{Name: "race", Batches: race, Interval: interval, Jitter: -1},
 		{Name: "broken", Batches: broken, Interval: interval, Jitter: -1},
 	}})
@@ -230,20 +374,35 @@ func TestALostCursorRaceIsNotAnErrorAndFailuresBackOff(t *testing.T) {
 	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	k.wait(t)
 	if err := r.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if lv.count(slog.LevelInfo) != int(race.calls.Load()) || lv.count(slog.LevelError) != int(broken.calls.Load()) {
-		t.Fatalf("log levels %v; want the races at info and only the broken job's failures as errors", lv.seen)
+	// A tick that ends while the runner stops (Next zero) is neither logged nor backed off.
+	logged := map[string]int{}
+	for i, e := range k.of("broken") {
+		if e.Next == 0 {
+			continue
+		}
+		logged["broken"]++
+		if e.Err == nil || e.Report.Conflict {
+			t.Errorf("broken tick %d: %+v; want its error", i+1, e)
+		}
+		if i < len(wantBroken) && e.Next != wantBroken[i]*interval {
+			t.Errorf("broken tick %d waits %v; want %v: failures must back off", i+1, e.Next, wantBroken[i]*interval)
+		}
 	}
-	// Without backoff the broken job would run about 30 times in 300ms; doubling from 10ms
-	// (10, 20, 40, 80, 160) allows at most 6. The race is retried every interval, not backed off.
-	if n := broken.calls.Load(); n > 6 {
-		t.Fatalf("the failing job ran %d times in 300ms; failures must back off", n)
+	for i, e := range k.of("race") {
+		if e.Next == 0 {
+			continue
+		}
+		logged["race"]++
+		if e.Err != nil || !e.Report.Conflict || e.Next != interval {
+			t.Errorf("race tick %d: %+v; a lost race is not an error, and is retried after the interval", i+1, e)
+		}
 	}
-	if n := race.calls.Load(); n < 10 {
-		t.Fatalf("the job losing races ran %d times in 300ms; a lost race is not a failure to back off from", n)
+	if lv.count(slog.LevelInfo) != logged["race"] || lv.count(slog.LevelError) != logged["broken"] {
+		t.Fatalf("log levels %v for ticks %v; want the races at info and only the broken job's failures as errors", lv.seen, logged)
 	}
 }
 

@@ -199,6 +199,7 @@ func Run(t *testing.T, newFixture func(t *testing.T) Fixture) {
 		{"rows deleted and inserted during a cycle do not disturb the rest", testChurn},
 		{"rows inserted beyond the last key after a cycle's first batch are the next cycle's, and the cycle wraps", testHighWaterMark},
 		{"a backdated row inserted mid-cycle between the cursor and the cycle's end is read in that cycle", testBackdated},
+		{"a store's status reports rows, cycles, open findings, the last batch and the last failure, which health judges", testStatus},
 	}
 	tests = append(tests, laneTests...)
 	for _, tt := range tests {
@@ -892,5 +893,78 @@ func testDiffsAndSearch(t *testing.T, f Fixture) {
 	got, err := r.ListFindings(ctx, reconcile.FindingQuery{Job: "sweep", Search: "pi_2", State: reconcile.FindingsAll})
 	if err != nil || len(got) != 1 || got[0].ID != byID["2"] {
 		t.Errorf("search pi_2 among all findings = %+v, %v; want the resolved one", got, err)
+	}
+}
+
+// testStatus checks a store that is a reconcile.StatusReader (memstore and pgstore are) against
+// what the suite did, and that EvaluateHealth judges it as it should.
+func testStatus(t *testing.T, f Fixture) {
+	sr, ok := f.Store().(reconcile.StatusReader)
+	if !ok {
+		t.Log("the store is not a reconcile.StatusReader: nothing to check")
+		return
+	}
+	ctx := context.Background()
+	status := func() (reconcile.Status, reconcile.Health) {
+		t.Helper()
+		st, err := sr.Status(ctx, "sweep")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st, reconcile.EvaluateHealth(st, reconcile.HealthPolicy{})
+	}
+	failing := func(h reconcile.Health) []string {
+		var names []string
+		for _, c := range h.Checks {
+			if !c.OK {
+				names = append(names, c.Name)
+			}
+		}
+		return names
+	}
+
+	gw := drift(f, t)
+	st, h := status()
+	// (The fixtures' tables date new rows differently, so the lag and new rows are not compared here.)
+	if st.Job != "sweep" || st.Rows != 20 || st.CyclesCompleted != 0 || !st.CycleStartedAt.IsZero() ||
+		len(st.OpenFindings) != 0 || !slices.Equal(failing(h), []string{"cycle_age"}) {
+		t.Fatalf("before any batch: %+v, failing %v; want 20 rows, no cycle, no findings, and cycle_age failing", st, failing(h))
+	}
+
+	Cycle(t, Config(f, "sweep", gw, 7), 10)
+	st, h = status()
+	want := map[string]int{"missed_success": 3, "paid_locally_not_externally": 2}
+	if st.Rows != 20 || st.CyclesCompleted != 1 || st.LastCycleCompletedAt.IsZero() || st.CycleStartedAt.IsZero() ||
+		st.LastBatchScanned != 6 || st.LastBatchUnverifiable != 0 || st.Lag > time.Minute || st.StaleFindings != 0 ||
+		st.OldestOpenFinding.IsZero() || !st.LastFailureAt.IsZero() || fmt.Sprint(st.OpenFindings) != fmt.Sprint(want) || !h.OK {
+		t.Fatalf("after a cycle: %+v, failing %v; want one cycle, a last batch of 6, lag under a minute, findings %v, healthy", st, failing(h), want)
+	}
+
+	// A deleted row's finding no longer counts, though it stays open until the cycle completes.
+	f.Delete(t, 1)
+	if st, _ = status(); st.Rows != 19 || st.OpenFindings["missed_success"] != 2 {
+		t.Fatalf("after deleting row 1: %d rows, findings %v; want 19 rows and 2 missed_success", st.Rows, st.OpenFindings)
+	}
+
+	// A failed batch is the last attempt, and health fails on it however fresh the lag.
+	gw.Set("pi_2", "!abort")
+	if _, err := reconcile.RunBatch(ctx, Config(f, "sweep", gw, 7)); !errors.Is(err, reconcile.ErrAbortBatch) {
+		t.Fatalf("RunBatch = %v; want ErrAbortBatch", err)
+	}
+	st, h = status()
+	if st.LastFailureAt.IsZero() || !strings.Contains(st.LastFailure, "key rejected") || !slices.Equal(failing(h), []string{"last_attempt"}) {
+		t.Fatalf("after a failed batch: failure %q at %v, failing %v; want it recorded and last_attempt failing", st.LastFailure, st.LastFailureAt, failing(h))
+	}
+
+	// The next batch that commits puts the failure behind it, and counts its unverifiable row.
+	gw.Set("pi_2", "succeeded")
+	gw.Set("pi_3", "!unavailable")
+	if _, err := reconcile.RunBatch(ctx, Config(f, "sweep", gw, 7)); err != nil {
+		t.Fatal(err)
+	}
+	st, h = status()
+	if st.LastBatchScanned != 7 || st.LastBatchUnverifiable != 1 || !h.OK {
+		t.Fatalf("after a batch with one row unverifiable: last batch %d rows, %d unverifiable, failing %v; want 7, 1, healthy",
+			st.LastBatchScanned, st.LastBatchUnverifiable, failing(h))
 	}
 }

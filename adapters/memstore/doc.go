@@ -44,5 +44,16 @@
 // There is no dispatcher: a test or example applies the commands itself, through the host's
 // handlers, and resolves their findings.
 //
+// # Status and health
+//
+// Store is a [reconcile.StatusReader], with pgstore's semantics: [Store.Status] reports a job's
+// lag (the longest any row has gone unverified by the job, counted from creation for a row
+// never verified), rows and rows created in the last hour, cycles, the last batch, open
+// findings by kind (leaving out those of deleted rows) and those open past
+// [Options].StaleAfter, the last failed batch and the job's lanes. It is also a
+// [reconcile.FailureRecorder] and a [reconcile.LaneFailureRecorder], so a failing batch or lane
+// step shows in health. With [Options].Now set to a clock the test moves,
+// [reconcile.EvaluateHealth] and [reconcile.HealthHandler] can be tested in memory, exactly.
+//
 // All methods are safe for concurrent use.
 package memstore

@@ -50,11 +50,18 @@ type CursorInfo struct {
 // LaneInfo describes a lane's position and history.
 type LaneInfo struct {
 	reconcile.Cursor
+	// CreatedAt is when the lane first committed a step or had a failure recorded.
+	CreatedAt       time.Time
 	LastRunAt       time.Time
 	PassesCompleted int64
 	LastEndAt       time.Time
 	GapAt           time.Time
 	GapReason       string
+	// GapCycles is the sweep's completed cycles when the gap happened: the gap is covered once
+	// a cycle that started after it completes.
+	GapCycles     int64
+	LastFailureAt time.Time
+	LastFailure   string
 }
 
 // Options configures a Store. The zero value works.
@@ -63,12 +70,20 @@ type Options struct {
 	Now func() time.Time
 	// AggregateType is written on queued commands. Empty means "record".
 	AggregateType string
+	// StaleAfter is how long a finding may stay open before Status counts it stale. Zero means
+	// DefaultStaleAfter; negative is treated as zero.
+	StaleAfter time.Duration
 }
+
+// DefaultStaleAfter is how long a finding may stay open before Status counts it as stale, as
+// in pgstore.
+const DefaultStaleAfter = 24 * time.Hour
 
 // Store is an in-memory reconcile.Store over rows keyed by K with local state L.
 type Store[K cmp.Ordered, L any] struct {
-	now     func() time.Time
-	aggType string
+	now        func() time.Time
+	aggType    string
+	staleAfter time.Duration
 
 	mu           sync.Mutex
 	keys         []K // sorted
@@ -81,6 +96,13 @@ type Store[K cmp.Ordered, L any] struct {
 	events       map[int64][]reconcile.FindingEvent // resolutions and reopenings by finding id
 	commands     []QueuedCommand
 	lanes        map[laneKey]*LaneInfo
+	failures     map[string]failure // the last failed batch of each job
+}
+
+// failure is a job's last failed batch, for Status.
+type failure struct {
+	at  time.Time
+	msg string
 }
 
 type obsKey struct{ job, record string }
@@ -92,6 +114,10 @@ var (
 	_ reconcile.Matcher[string] = (*Store[int64, string])(nil)
 	_ reconcile.LaneSink        = (*Store[int64, string])(nil)
 	_ reconcile.Reviewer        = (*Store[int64, string])(nil)
+	_ reconcile.StatusReader    = (*Store[int64, string])(nil)
+	_ reconcile.FailureRecorder = (*Store[int64, string])(nil)
+
+	_ reconcile.LaneFailureRecorder = (*Store[int64, string])(nil)
 )
 
 // New returns an empty store.
@@ -102,8 +128,11 @@ func New[K cmp.Ordered, L any](opts Options) *Store[K, L] {
 	if opts.AggregateType == "" {
 		opts.AggregateType = "record"
 	}
+	if opts.StaleAfter <= 0 {
+		opts.StaleAfter = DefaultStaleAfter
+	}
 	return &Store[K, L]{
-		now: opts.Now, aggType: opts.AggregateType,
+		now: opts.Now, aggType: opts.AggregateType, staleAfter: opts.StaleAfter, failures: map[string]failure{},
 		rows: map[K]Row[K, L]{}, ids: map[string]int{}, cursors: map[string]*CursorInfo{},
 		observations: map[obsKey]Observation{}, open: map[findingKey]int{}, events: map[int64][]reconcile.FindingEvent{}, lanes: map[laneKey]*LaneInfo{},
 	}
@@ -380,13 +409,13 @@ func (s *Store[K, L]) CommitLane(ctx context.Context, c reconcile.LaneCommit) (r
 	defer s.mu.Unlock()
 	k := laneKey{c.Job, c.Lane}
 	l := s.lanes[k]
+	now := s.now()
 	if l == nil {
-		l = &LaneInfo{}
+		l = &LaneInfo{CreatedAt: now}
 	}
 	if l.Cursor != c.Cursor {
 		return reconcile.CommitResult{}, reconcile.ErrConcurrentRun
 	}
-	now := s.now()
 	res := s.record(c.Job, c.Outcomes, now)
 	l.Version++
 	l.Position = c.Next
@@ -396,7 +425,10 @@ func (s *Store[K, L]) CommitLane(ctx context.Context, c reconcile.LaneCommit) (r
 		l.LastEndAt = now
 	}
 	if c.Gap != "" {
-		l.GapAt, l.GapReason = now, c.Gap
+		l.GapAt, l.GapReason, l.GapCycles = now, c.Gap, 0
+		if cur := s.cursors[c.Job]; cur != nil {
+			l.GapCycles = cur.CyclesCompleted
+		}
 	}
 	s.lanes[k] = l
 	return res, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"strings"
@@ -94,7 +95,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	if err := pgstore.Migrate(ctx, pool, store.Config().Tables); err != nil {
+	if err := pgstore.Migrate(ctx, pool, store.Tables()); err != nil {
 		panic(err)
 	}
 	rep, err := reconcile.RunBatch(ctx, reconcile.Config[string, string]{
@@ -203,4 +204,27 @@ func ExampleMigrations() {
 	// 005_cycle_end.sql
 	// 006_finding_external_id.sql
 	// 007_finding_diffs.sql
+}
+
+// Check fails early, and says what to do, when the reconciler's tables were never migrated.
+func ExampleStore_Check() {
+	ctx := context.Background()
+	pool, drop := exampleDB(ctx)
+	defer drop()
+
+	store, err := pgstore.New(pool, pgstore.Config{Table: "payments", ExternalIDColumn: "stripe_payment_intent_id"})
+	if err != nil {
+		panic(err)
+	}
+	err = store.Check(ctx)
+	fmt.Println(errors.Is(err, pgstore.ErrNotMigrated))
+	fmt.Println(err)
+	if err := pgstore.Migrate(ctx, pool, store.Tables()); err != nil {
+		panic(err)
+	}
+	fmt.Println(store.Check(ctx))
+	// Output:
+	// true
+	// pgstore: the reconciler's tables "reconcile_*" in the search_path do not exist (no migration is recorded): run pgstore.Migrate(ctx, db, store.Tables()) at startup, or apply pgstore.Migrations(store.Tables()) with your migration tool
+	// <nil>
 }

@@ -36,7 +36,7 @@ func ExampleNewOf() {
 	if err != nil {
 		panic(err)
 	}
-	if err := pgstore.Migrate(ctx, pool, store.Config().Tables); err != nil {
+	if err := pgstore.Migrate(ctx, pool, store.Tables()); err != nil {
 		panic(err)
 	}
 

@@ -38,8 +38,10 @@
 // (BatchDone), every dispatcher attempt observed (CommandAttempted) and every write through a
 // pgstore.Store of the process (a commit, a finding resolved or reopened in the console)
 // drops it. So the gauges never show a state older than this process's last write; what
-// other processes write shows within StatusTTL. The outbox is read at every scrape. Times
-// are the store's clock.
+// other processes write shows within StatusTTL. A process whose jobs commit between every two
+// scrapes thus reads each job's Status at every scrape: mind its cost on a large table
+// (pgstore's Status doc), or export the health gauges from a process that runs no job. The
+// outbox is read at every scrape. Times are the store's clock.
 //
 // # The metrics
 //

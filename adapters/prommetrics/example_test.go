@@ -14,6 +14,7 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/memstore"
+	"github.com/reconcilekit/reconcile/adapters/pgoutbox"
 	"github.com/reconcilekit/reconcile/adapters/prommetrics"
 )
 
@@ -119,6 +120,42 @@ func Example_health() {
 	// reconcile_healthy{job="payments"} 0
 	// reconcile_lag_seconds{job="payments"} 345600
 	// reconcile_last_batch_unverifiable_ratio{job="payments"} 0.9
+}
+
+// outboxSays is an OutboxReader over fixed stats; pgoutbox.Outbox is the real one.
+type outboxSays pgoutbox.OutboxStats
+
+func (o outboxSays) Stats(context.Context) (pgoutbox.OutboxStats, error) {
+	return pgoutbox.OutboxStats(o), nil
+}
+
+// The repair side: the dispatcher's attempts (Metrics is its Observer) and the outbox, read at
+// scrape time: a backlog waiting an hour and a command that went dead.
+func Example_repairs() {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	metrics, err := prommetrics.New(prommetrics.Options{
+		Outbox: outboxSays{Now: now, Queued: 42, OldestQueuedAt: now.Add(-time.Hour),
+			Dead: map[string]int64{"ApplyPaymentSucceeded": 1}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	reg := prometheus.NewRegistry()
+	if err := metrics.Register(reg); err != nil {
+		panic(err)
+	}
+	// pgoutbox.Config{Observer: metrics} makes the dispatcher call this after every attempt.
+	metrics.CommandAttempted(pgoutbox.Attempt{Command: "ApplyPaymentSucceeded", Outcome: pgoutbox.OutcomeRetry})
+	metrics.CommandAttempted(pgoutbox.Attempt{Command: "ApplyPaymentSucceeded", Outcome: pgoutbox.OutcomeDead})
+
+	printScrape(reg, "reconcile_dispatcher_attempts_total", "reconcile_outbox_queued",
+		"reconcile_outbox_oldest_queued_age_seconds", "reconcile_dead_commands")
+	// Output:
+	// reconcile_dead_commands{command="ApplyPaymentSucceeded"} 1
+	// reconcile_dispatcher_attempts_total{command="ApplyPaymentSucceeded",outcome="dead"} 1
+	// reconcile_dispatcher_attempts_total{command="ApplyPaymentSucceeded",outcome="retry"} 1
+	// reconcile_outbox_oldest_queued_age_seconds 3600
+	// reconcile_outbox_queued 42
 }
 
 // printScrape prints the named metrics as a scrape shows them, without comments, and without

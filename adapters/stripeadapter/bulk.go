@@ -94,7 +94,7 @@ func (g *ObjectGateway[T]) FetchBatch(ctx context.Context, lookups []reconcile.L
 		if err := wait(ctx); err != nil {
 			return found, err
 		}
-		at := time.Now()
+		at := g.ahead.clock()
 		items, more, err := g.listPage(ctx, window, after)
 		if err != nil {
 			return found, err

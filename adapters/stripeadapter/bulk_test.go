@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -263,6 +264,11 @@ func TestBulkFetchVerifiesNothingOnAListingOlderThanTheTTL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The look-ahead's own clock, moved by hand: a race-instrumented run on a busy machine
+	// takes longer than the TTL between two batches.
+	var mu sync.Mutex
+	clock := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	g.SetListCacheClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return clock })
 	s := w.newStore()
 	cfg := reconcile.Config[string, *stripe.PaymentIntent]{
 		Job: "sweep", Source: s, Sink: s, Gateway: g, Classifier: stripeadapter.PaymentIntentClassifier(),
@@ -289,7 +295,9 @@ func TestBulkFetchVerifiesNothingOnAListingOlderThanTheTTL(t *testing.T) {
 	if err := w.srv.SetStatus(w.rows[203].ExternalID, stripe.PaymentIntentStatusCanceled); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(350 * time.Millisecond)
+	mu.Lock()
+	clock = clock.Add(350 * time.Millisecond)
+	mu.Unlock()
 	if _, err := reconcile.RunBatch(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -45,3 +45,11 @@ func (g *Gateway) SetDisputeClock(now func() time.Time) {
 func (g *ObjectGateway[T]) ListPage(ctx context.Context, gte, lte int64, after string) ([]T, bool, error) {
 	return g.listPage(ctx, &stripe.RangeQueryParams{GreaterThanOrEqual: gte, LesserThanOrEqual: lte}, after)
 }
+
+// SetListCacheClock replaces the clock by which the look-ahead dates listings and ages what it
+// keeps. Call it before the gateway is used.
+func (g *Gateway) SetListCacheClock(now func() time.Time) {
+	if g.intents.ahead != nil {
+		g.intents.ahead.now = now
+	}
+}

@@ -183,6 +183,9 @@ func retries(c *stripe.Client) int64 {
 
 // String describes the gateway without its key.
 func (g Gateway) String() string {
+	if g.intents == nil { // a zero Gateway, not built by NewGateway
+		return "stripeadapter.Gateway{}"
+	}
 	return fmt.Sprintf("stripeadapter.Gateway{account: %q, timeout: %v, skew: %v}", g.account, g.timeout, g.intents.skew)
 }
 
@@ -275,8 +278,10 @@ func validID(prefix, id string) bool {
 }
 
 // mapError turns a stripe-go error into the reconcile error that decides the row's fate. answer
-// is what the transport saw of the response, when we built the client.
-func (c *client) mapError(ctx context.Context, op string, err error, answer *answer) error {
+// is what the transport saw of the response, when we built the client. A 403 with the error
+// code missing (if not empty) is the object's absence, not the key's (see Object's
+// missingCode).
+func (c *client) mapError(ctx context.Context, op string, err error, answer *answer, missing stripe.ErrorCode) error {
 	if ctx.Err() != nil {
 		// Our caller gave up; that says nothing about Stripe.
 		return fmt.Errorf("stripeadapter: %s: %w", op, context.Cause(ctx))
@@ -315,6 +320,8 @@ func (c *client) mapError(ctx context.Context, op string, err error, answer *ans
 	}
 	switch {
 	case status == http.StatusNotFound && se.Code == stripe.ErrorCodeResourceMissing:
+		return fmt.Errorf("stripeadapter: %s: %s: %w", op, desc, reconcile.ErrNotFound)
+	case status == http.StatusForbidden && missing != "" && se.Code == missing:
 		return fmt.Errorf("stripeadapter: %s: %s: %w", op, desc, reconcile.ErrNotFound)
 	case status == http.StatusTooManyRequests && se.Code != stripe.ErrorCodeLockTimeout:
 		// lock_timeout is contention on one object, not our pace: a plain retry later.

@@ -33,14 +33,14 @@ func (c *client) listWith(ctx context.Context, op string, b stripe.Backend, key,
 	if lp.Limit == nil {
 		lp.Limit = stripe.Int64(listLimit)
 	}
-	return c.get(ctx, op, b, key, path, lp, params, extra, out)
+	return c.get(ctx, op, b, key, path, lp, params, extra, "", out)
 }
 
 // get makes exactly one GET of path with params and extra (in key order), decoded into out.
 // common is params' own Params or ListParams, whose request settings get completes with the
-// context and account.
+// context and account. A 403 with the error code missing (if not empty) is ErrNotFound.
 func (c *client) get(ctx context.Context, op string, b stripe.Backend, key, path string, common interface{ GetParams() *stripe.Params },
-	params any, extra url.Values, out stripe.LastResponseSetter) error {
+	params any, extra url.Values, missing stripe.ErrorCode, out stripe.LastResponseSetter) error {
 	callCtx, answer := withAnswer(ctx)
 	callCtx, cancel := context.WithTimeout(callCtx, c.timeout)
 	defer cancel()
@@ -64,7 +64,7 @@ func (c *client) get(ctx context.Context, op string, b stripe.Backend, key, path
 			(se.Param == "starting_after" || se.Param == "ending_before") {
 			return fmt.Errorf("stripeadapter: %s: %w (%s)", op, errCursorGone, c.redact(se.Msg))
 		}
-		return c.mapError(ctx, op, err, answer)
+		return c.mapError(ctx, op, err, answer, missing)
 	}
 	return nil
 }

@@ -57,6 +57,15 @@ func newLookahead(ttl time.Duration, size int) *lookahead {
 	return newLookaheadOf(ttl, size, PaymentIntents().ID)
 }
 
+// clock is the look-ahead's clock, time.Now when it is off: a listing is dated by it, so that
+// its age is measured on one clock.
+func (c *lookaheadOf[T]) clock() time.Time {
+	if c == nil {
+		return time.Now()
+	}
+	return c.now()
+}
+
 // take removes and returns the fresh objects kept for ids.
 func (c *lookaheadOf[T]) take(ids map[string]bool) map[string]T {
 	found := map[string]T{}

@@ -62,6 +62,11 @@ type Object[T any] struct {
 	// calls never carry Stripe-Account, a gateway config with StripeAccount is refused, and so
 	// is ForAccount.
 	Platform bool
+
+	// missingCode, if set, is the error code of a 403 that says a retrieved object does not
+	// exist: Stripe answers a retrieve of an account that is not, or no longer, connected to
+	// the platform with 403 account_invalid, never 404.
+	missingCode stripe.ErrorCode
 }
 
 // maxEventTypes is the most types Stripe's events list takes in one call.
@@ -265,19 +270,22 @@ func ValidCheckoutSessionID(id string) bool {
 //	onboarding   details_submitted is false
 //	restricted   anything else: charges or payouts are off and Stripe wants information
 //
-// A body whose object is not "account" has no state (not an answer). It names no event types:
+// A body whose object is not "account" has no state (not an answer). A retrieve answered 403
+// account_invalid (Stripe's answer for an account that is not, or no longer, connected) is
+// ErrNotFound: the account is missing, not the key at fault. It names no event types:
 // account.updated is an event of the connected account itself, listed only with its
 // Stripe-Account header, never in the platform's log, so a change is found by the sweep and
 // the reverse scan.
 func Accounts() Object[*stripe.Account] {
 	return Object[*stripe.Account]{
-		Name:     "account",
-		Path:     "/v1/accounts",
-		IDPrefix: "acct_",
-		ID:       func(a *stripe.Account) string { return a.ID },
-		Created:  func(a *stripe.Account) int64 { return a.Created },
-		State:    AccountState,
-		Platform: true,
+		Name:        "account",
+		Path:        "/v1/accounts",
+		IDPrefix:    "acct_",
+		ID:          func(a *stripe.Account) string { return a.ID },
+		Created:     func(a *stripe.Account) int64 { return a.Created },
+		State:       AccountState,
+		Platform:    true,
+		missingCode: stripe.ErrorCodeAccountInvalid,
 	}
 }
 

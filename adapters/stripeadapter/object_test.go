@@ -2,6 +2,7 @@ package stripeadapter_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -260,6 +261,25 @@ func TestAccountsAreReadOnThePlatform(t *testing.T) {
 		if r.StripeAccount != "" {
 			t.Fatalf("an accounts call carried Stripe-Account %q", r.StripeAccount)
 		}
+	}
+	// Stripe answers a retrieve of an account that is not (or no longer) connected with 403
+	// account_invalid: the account is missing, not the key at fault.
+	if err := f.DisconnectAccount(restricted); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{restricted, "acct_1NeverConnected"} {
+		if _, err := g.Fetch(ctx, id); !errors.Is(err, reconcile.ErrNotFound) {
+			t.Errorf("Fetch(%s) = %v, want ErrNotFound", id, err)
+		}
+	}
+	// On an account's own objects the same answer means the key cannot act for it: the batch
+	// stops.
+	subs, err := objectGateway(t, f.Server, stripeadapter.Subscriptions()).ForAccount(restricted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := subs.Fetch(ctx, "sub_1"); !errors.Is(err, reconcile.ErrAbortBatch) {
+		t.Errorf("Fetch for a disconnected account = %v, want ErrAbortBatch", err)
 	}
 	if stripeadapter.AccountState(&stripe.Account{ID: "acct_1", ChargesEnabled: true, PayoutsEnabled: true}) != "" {
 		t.Error("a body that is not an account has a state")

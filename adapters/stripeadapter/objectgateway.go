@@ -63,9 +63,9 @@ func (g *ObjectGateway[T]) newLookahead() *lookaheadOf[T] {
 
 // ForAccount returns a gateway of the same objects on the connected account acct (acct_...):
 // its calls carry Stripe-Account: acct, over the same stripe-go client and settings. It has its
-// own look-ahead, so that no account is ever answered with another's objects. The engine's
-// limiter is the host's to share or not (Stripe counts a connected account's requests made by
-// the platform against the platform's limit). A Platform object refuses.
+// own look-ahead, so that no account is ever answered with another's objects. Pacing is the
+// engine's limiter's, which the host passes per job: how to share one budget across accounts
+// is the Connect fan-out's concern. A Platform object refuses.
 func (g *ObjectGateway[T]) ForAccount(acct string) (*ObjectGateway[T], error) {
 	if g.obj.Platform {
 		return nil, fmt.Errorf("stripeadapter: %s are read on the platform, never for a connected account", g.obj.plural())
@@ -90,8 +90,14 @@ func (g *ObjectGateway[T]) Object() Object[T] {
 
 // String describes the gateway without its key.
 func (g *ObjectGateway[T]) String() string {
+	if g == nil || g.c == nil {
+		return "stripeadapter.ObjectGateway{}"
+	}
 	return fmt.Sprintf("stripeadapter.ObjectGateway{object: %q, account: %q, timeout: %v, skew: %v}", g.obj.Name, g.c.account, g.c.timeout, g.skew)
 }
+
+// GoString describes the gateway without its key, also for %#v.
+func (g *ObjectGateway[T]) GoString() string { return g.String() }
 
 // CheckID rejects, without a call, an id that cannot be one of the objects': a ReviewError of
 // kind invalid_external_id. The engine asks it before spending a call or a limiter token.
@@ -138,7 +144,7 @@ func (g *ObjectGateway[T]) Fetch(ctx context.Context, externalID string) (T, err
 	}
 	var b box[T]
 	if err := g.c.get(ctx, "retrieve "+externalID, g.c.sc.V1Events.B, g.c.sc.V1Events.Key, stripe.FormatURLPath(g.obj.Path+"/%s", externalID),
-		params, params, nil, &b); err != nil {
+		params, params, nil, g.obj.missingCode, &b); err != nil {
 		return zero, err
 	}
 	if err := g.notAnAnswer(externalID, b.v); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/memstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 )
@@ -367,6 +368,11 @@ func TestObjectGatewayForAccountSendsTheHeaderAndKeepsAccountsApart(t *testing.T
 		t.Fatalf("Stripe-Account headers %+v, want %s then none", log, acct)
 	}
 
+	for _, format := range []string{"%v", "%+v", "%#v", "%s"} {
+		if s := fmt.Sprintf(format, g); strings.Contains(s, w.srv.Key()) || !strings.Contains(s, acct) {
+			t.Errorf("%s of the gateway = %s, want its account and no key", format, s)
+		}
+	}
 	for _, bad := range []string{"", "acct", "cus_1", "acct_1\r\nX-Evil: 1", "acct_" + secretKey} {
 		if _, err := platform.ForAccount(bad); err == nil || strings.Contains(err.Error(), secretKey) {
 			t.Errorf("ForAccount(%q) = %v, want a refusal without the key", bad, err)
@@ -550,5 +556,49 @@ func TestObjectGatewaySendsItsListParamsAndExpandPaths(t *testing.T) {
 		if q.Has("created[gte]") || q.Get("email") != "kit@example.com" {
 			t.Errorf("list %v, want the ListParams and no created filter", q)
 		}
+	}
+}
+
+// Through the engine, rows whose created_at says nothing about their refunds' (a day off) are
+// found one by one after at most two barren list pages, with the same verdicts as per-object
+// calls.
+func TestObjectGatewayFallbackGivesTheEngineTheSameVerdicts(t *testing.T) {
+	w := newRefundWorld(t, 150, "")
+	if err := w.srv.SetRefundStatus(w.ids[7], stripe.RefundStatusFailed, ""); err != nil {
+		t.Fatal(err)
+	}
+	classify := reconcile.ClassifierFunc[string, *stripe.Refund](func(local string, r *stripe.Refund) reconcile.Decision {
+		if r == nil || string(r.Status) != local {
+			return reconcile.Decision{Verdict: reconcile.NeedsReview, Kind: "refund_differs"}
+		}
+		return reconcile.Decision{Verdict: reconcile.InSync}
+	})
+	run := func(gw reconcile.Gateway[*stripe.Refund]) reconcile.Report {
+		t.Helper()
+		s := memstore.New[int, string](memstore.Options{})
+		for i, id := range w.ids {
+			at := w.base.Add(-24*time.Hour + time.Duration(i)*time.Second)
+			s.Put(memstore.Row[int, string]{Key: i + 1, ExternalID: id, Local: "succeeded", CreatedAt: at, UpdatedAt: at})
+		}
+		w.srv.ResetLog()
+		rep, err := reconcile.RunBatch(context.Background(), reconcile.Config[string, *stripe.Refund]{
+			Job: "refunds", Source: s, Sink: s, Gateway: gw, Classifier: classify, BatchSize: 200,
+			ExternalState: func(r *stripe.Refund) string { return string(r.Status) },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	g := w.gateway(t, nil)
+	bulk := run(g)
+	lists, retrieves := w.srv.Requests(stripetest.ListRefunds), w.srv.Requests(stripetest.RetrieveRefund)
+	perObject := run(reconcile.PerObject[*stripe.Refund](g))
+	if bulk.Verdicts[reconcile.InSync] != 149 || bulk.Verdicts[reconcile.NeedsReview] != 1 ||
+		bulk.Verdicts[reconcile.InSync] != perObject.Verdicts[reconcile.InSync] || bulk.Verdicts[reconcile.NeedsReview] != perObject.Verdicts[reconcile.NeedsReview] {
+		t.Fatalf("bulk verdicts %v, per-object %v; want 149 in sync and 1 for review both ways", bulk.Verdicts, perObject.Verdicts)
+	}
+	if lists > 2 || retrieves != 150 {
+		t.Fatalf("%d lists and %d retrieves, want at most 2 barren lists, then one retrieve per row", lists, retrieves)
 	}
 }

@@ -107,21 +107,6 @@ func (o *argsObserver) BatchDone(job string, rep reconcile.Report, err error) {
 	o.args = append(o.args, fmt.Sprintf("%s %v %+v %#v %v %+v %#v", job, rep, rep, rep, err, err, err))
 }
 
-// observers tells each of its observers.
-type observers []reconcile.Observer
-
-func (os observers) GatewayCalls(job string, calls int, d time.Duration, class string) {
-	for _, o := range os {
-		o.GatewayCalls(job, calls, d, class)
-	}
-}
-
-func (os observers) BatchDone(job string, rep reconcile.Report, err error) {
-	for _, o := range os {
-		o.BatchDone(job, rep, err)
-	}
-}
-
 // syncBuffer is a log destination safe for concurrent writes.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -238,7 +223,7 @@ func leakCheck(t *testing.T, url string, classifier reconcile.Classifier[string,
 		t.Fatal(err)
 	}
 	rec := &argsObserver{}
-	obs := observers{rec, metrics}
+	obs := reconcile.Observers(rec, metrics)
 
 	texts := []string{"config: " + string(cfgJSON)} // and every error and report
 	note := func(what string, v any, err error) {
@@ -292,6 +277,18 @@ func leakCheck(t *testing.T, url string, classifier reconcile.Classifier[string,
 		st, err := store.Status(ctx, j)
 		note("status", st, err)
 		note("health", reconcile.EvaluateHealth(st, reconcile.HealthPolicy{}), nil)
+	}
+	// The health endpoint's answers, JSON and text.
+	health, err := reconcile.NewHealthHandler(reconcile.HealthHandlerConfig{Logger: logger, Jobs: []reconcile.HealthJob{
+		{Name: job, Status: store}, {Name: job + "_single", Status: store}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answers []string
+	for _, target := range []string{"/healthz", "/healthz?format=text"} {
+		rr := httptest.NewRecorder()
+		health.ServeHTTP(rr, httptest.NewRequest(http.MethodGet, target, nil))
+		answers = append(answers, rr.Body.String())
 	}
 
 	// The metrics, as scraped.
@@ -396,5 +393,6 @@ func leakCheck(t *testing.T, url string, classifier reconcile.Classifier[string,
 	noKey("the metrics", scraped.String())
 	noKey("a table row", stored...)
 	noKey("a console page", pages...)
+	noKey("the health endpoint", answers...)
 	t.Logf("%d findings, %d stored rows, %d pages, %d log bytes", len(ids), len(stored), len(pages), len(logged.String()))
 }

@@ -323,7 +323,7 @@ func appendAccount(b []byte, st *acctState) []byte {
 	b = append(b, `,"default_currency":"usd","details_submitted":`...)
 	b = strconv.AppendBool(b, st.detailsSubmitted)
 	b = append(b, `,"email":null,"external_accounts":{"object":"list","data":[],"has_more":false,"url":`...)
-	b = appendString(b, "/v1/accounts/"+st.id+"/external_accounts")
+	b = appendStrings(b, "/v1/accounts/", st.id, "/external_accounts")
 	b = append(b, `},"future_requirements":null,"metadata":`...)
 	b = appendMetadata(b, st.metadata)
 	b = append(b, `,"payouts_enabled":`...)

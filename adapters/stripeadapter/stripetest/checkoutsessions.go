@@ -327,7 +327,7 @@ func appendSession(b []byte, st *csState, e expander) []byte {
 	})
 	b = append(b, `,"success_url":null,"ui_mode":"hosted","url":`...)
 	if st.status == stripe.CheckoutSessionStatusOpen {
-		b = appendString(b, "https://checkout.stripe.com/c/pay/"+st.id)
+		b = appendStrings(b, "https://checkout.stripe.com/c/pay/", st.id)
 	} else {
 		b = append(b, "null"...)
 	}

@@ -1,9 +1,9 @@
 // Package stripetest is a stateful fake of the part of the Stripe API this project reads,
 // PaymentIntents with their charges, refunds and disputes, Subscriptions, Invoices, Checkout
-// Sessions, Connect accounts, and their events, served over real HTTP so that stripe-go pointed at it works unchanged. Tests use it to exercise the Stripe
-// adapter end to end: pagination, Connect accounts, rate limits, outages and slow answers,
-// money that changes without the intent's status changing, all without the network or a Stripe
-// account.
+// Sessions, Connect accounts, and their events, served over real HTTP so that stripe-go pointed at
+// it works unchanged. Tests use it to exercise the Stripe adapter end to end: pagination, Connect
+// accounts, rate limits, outages and slow answers, money that changes without the intent's status
+// changing, all without the network or a Stripe account.
 //
 // # Setup
 //
@@ -101,31 +101,31 @@
 //
 // # Expand
 //
-// expand[]=latest_charge on a retrieve and expand[]=data.latest_charge on a list render the
-// charge in place of its id; likewise payment_intent on a charge, charge and payment_intent on
-// a refund or a dispute, latest_invoice on a subscription, parent.subscription_details.subscription
-// on an invoice, and payment_intent and subscription on a Checkout Session, nested up to Stripe's four levels (a list's data
-// counts as one). A path Stripe would refuse is Stripe's 400: "This property cannot be
-// expanded (...)." for a field that is not expandable (with Stripe's hint to start a list's
-// path with data), and property_expansion_max_depth for more than four levels. stripe-mock
-// accepts such paths, which is why the fake checks them. A charge's refunds sub-list, rendered
-// only when expanded, holds its ten newest refunds. Expandable fields of objects the fake does
-// not model (customer, balance_transaction, ...) are accepted and stay as they are unexpanded,
-// null, and paths below them are not checked.
+// expand[]=latest_charge on a retrieve and expand[]=data.latest_charge on a list render the charge
+// in place of its id; likewise payment_intent on a charge, charge and payment_intent on a refund or
+// a dispute, latest_invoice on a subscription, parent.subscription_details.subscription on an
+// invoice, and payment_intent and subscription on a Checkout Session, nested up to Stripe's four
+// levels (a list's data counts as one). A path Stripe would refuse is Stripe's 400: "This property
+// cannot be expanded (...)." for a field that is not expandable (with Stripe's hint to start a
+// list's path with data), and property_expansion_max_depth for more than four levels. stripe-mock
+// accepts such paths, which is why the fake checks them. A charge's refunds sub-list, rendered only
+// when expanded, holds its ten newest refunds. Expandable fields of objects the fake does not model
+// (customer, balance_transaction, ...) are accepted and stay as they are unexpanded (null, or
+// the id of a subscription's or an invoice's customer), and paths below them are not checked.
 //
 // # Lists
 //
 // GET /v1/payment_intents, /v1/refunds, /v1/disputes, /v1/subscriptions, /v1/invoices,
-// /v1/checkout/sessions, /v1/accounts and /v1/events list newest first (by
-// created, then later-added first) and take Stripe's parameters: limit (1 to 100, default 10),
-// starting_after, ending_before, and created as an exact time or with gt, gte, lt and lte.
-// ending_before returns the limit objects just newer than the cursor, still newest first, and
-// has_more tells whether objects remain in the direction of paging. A filtered list (refunds
-// or disputes by payment_intent or charge, subscriptions by status) pages the same way; a cursor from outside it
-// positions the page by the cursor's created time. Unknown parameters are refused with
-// Stripe's 400 "Received unknown parameter", so client mistakes show up in tests rather than in
-// production. Objects are kept sorted per account and pages are found by binary search: a page
-// costs microseconds over 200k objects, so benchmarks measure the client, not the fake.
+// /v1/checkout/sessions, /v1/accounts and /v1/events list newest first (by created, then
+// later-added first) and take Stripe's parameters: limit (1 to 100, default 10), starting_after,
+// ending_before, and created as an exact time or with gt, gte, lt and lte. ending_before returns
+// the limit objects just newer than the cursor, still newest first, and has_more tells whether
+// objects remain in the direction of paging. A filtered list (refunds or disputes by payment_intent
+// or charge, subscriptions by status) pages the same way; a cursor from outside it positions the
+// page by the cursor's created time. Unknown parameters are refused with Stripe's 400 "Received
+// unknown parameter", so client mistakes show up in tests rather than in production. Objects are
+// kept sorted per account and pages are found by binary search: a page costs microseconds over 200k
+// objects, so benchmarks measure the client, not the fake.
 //
 // # Events
 //

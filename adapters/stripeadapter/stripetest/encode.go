@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/stripe/stripe-go/v82"
@@ -22,16 +23,39 @@ const maxPooled = 1 << 20
 
 // appendString appends s as a JSON string.
 func appendString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
-			// Rare: let encoding/json escape it (it also replaces invalid UTF-8).
-			q, _ := json.Marshal(s)
-			return append(b, q...)
-		}
+	if needsEscape(s) {
+		// Rare: let encoding/json escape it (it also replaces invalid UTF-8).
+		q, _ := json.Marshal(s)
+		return append(b, q...)
 	}
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"')
+}
+
+// appendStrings appends the concatenation of parts as one JSON string, such as a URL with an
+// id in it, without building the string first.
+func appendStrings(b []byte, parts ...string) []byte {
+	for _, p := range parts {
+		if needsEscape(p) {
+			return appendString(b, strings.Join(parts, ""))
+		}
+	}
+	b = append(b, '"')
+	for _, p := range parts {
+		b = append(b, p...)
+	}
+	return append(b, '"')
+}
+
+// needsEscape reports whether s has a byte a JSON string cannot hold as is.
+func needsEscape(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			return true
+		}
+	}
+	return false
 }
 
 // expander renders the expanded fields of an object: x says which, and s holds the objects

@@ -352,7 +352,7 @@ func appendInvoice(b []byte, st *invState, e expander) []byte {
 	b = append(b, `,"customer_email":null,"customer_name":null,"default_payment_method":null,"default_source":null,"description":null,"discounts":[],"due_date":null,"effective_at":`...)
 	b = appendTime(b, st.finalizedAt)
 	b = append(b, `,"hosted_invoice_url":null,"invoice_pdf":null,"last_finalization_error":null,"lines":{"object":"list","data":[],"has_more":false,"url":`...)
-	b = appendString(b, "/v1/invoices/"+st.id+"/lines")
+	b = appendStrings(b, "/v1/invoices/", st.id, "/lines")
 	b = append(b, `},"livemode":false,"metadata":`...)
 	b = appendMetadata(b, st.metadata)
 	b = append(b, `,"next_payment_attempt":null,"number":null,"on_behalf_of":null,"parent":`...)

@@ -98,7 +98,8 @@ func (k objectKind[T]) list(s *Server, b []byte, account string, q url.Values) (
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	idx, match := k.byAccount(s)[account], (func(T) bool)(nil)
+	idx := k.byAccount(s)[account]
+	var match func(T) bool // nil: every item of idx
 	if k.selection != nil {
 		if idx, match, f = k.selection(s, account, q); f != nil {
 			return b, f

@@ -378,7 +378,7 @@ func appendSubscription(b []byte, st *subState, e expander) []byte {
 	b = append(b, `,"discounts":[],"metadata":{},"plan":null,"price":null,"quantity":1,"subscription":`...)
 	b = appendString(b, st.id)
 	b = append(b, `,"tax_rates":[]}],"has_more":false,"url":`...)
-	b = appendString(b, "/v1/subscription_items?subscription="+st.id)
+	b = appendStrings(b, "/v1/subscription_items?subscription=", st.id)
 	b = append(b, `},"latest_invoice":`...)
 	b = e.appendRef(b, "latest_invoice", st.latestInvoice, func(b []byte, sub expander) []byte {
 		return appendInvoice(b, &e.s.invoices[st.latestInvoice].invState, sub)

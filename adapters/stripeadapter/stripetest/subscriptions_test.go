@@ -257,6 +257,12 @@ func TestSubscriptionChangesRecordEvents(t *testing.T) {
 			t.Errorf("the default list shows the canceled subscription: %v", got)
 		}
 	})
+	t.Run("an event keeps the subscription as it was then", func(t *testing.T) {
+		_, snap := f.subscriptionEvent(t, "customer.subscription.created", "acct_1")
+		if snap.Status != stripe.SubscriptionStatusActive || snap.CanceledAt != 0 || snap.CancelAtPeriodEnd {
+			t.Errorf("the created event changed with the subscription: %+v", snap)
+		}
+	})
 	t.Run("unknown ids and statuses are errors", func(t *testing.T) {
 		if err := f.srv.SetSubscriptionStatus("sub_x", stripe.SubscriptionStatusActive); err == nil {
 			t.Error("unknown id accepted")

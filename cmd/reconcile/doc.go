@@ -1,0 +1,55 @@
+// Command reconcile operates the reconcile library's tables in PostgreSQL from a shell: it
+// applies the migrations or prints their SQL, reads a job's status and health, reviews findings,
+// and lists and re-drives dead repair commands.
+//
+//	go run github.com/reconcilekit/reconcile/cmd/reconcile <command> [flags] [arguments]
+//
+// (from a checkout of the repository, whose go.work includes it; "go build ./cmd/reconcile" makes
+// a binary). It is a module of its own, so that its dependencies are never a service's.
+//
+// # Commands
+//
+//	migrate                       apply the migrations not yet applied (pgstore.Migrate)
+//	migrate sql [--after N]       print the migrations' SQL for the service's own migration tool
+//	status --job J --table T      the job's status (pgstore.Store.Status)
+//	health --job J --table T      the job's health (reconcile.EvaluateHealth); exit 1 when unhealthy
+//	findings list [filters]       findings by --job, --kind, --status, --search, --record, --older-than
+//	findings show ID              one finding with its differences and history
+//	findings resolve ID... --actor A --note N [--as fixed|accepted|false_positive]
+//	findings reopen ID... --actor A --note N
+//	dead [--command NAME]         dead repair commands (pgoutbox.Dispatcher.DeadCommands)
+//	redrive ID... --actor A       give dead commands new attempts (pgoutbox.Dispatcher.Redrive)
+//	redrive --all NAME --actor A  ... every dead command of one name
+//
+// "reconcile help <command>" or "reconcile <command> --help" prints a command's flags and
+// examples.
+//
+// # Database and tables
+//
+// Commands connect to $DATABASE_URL, or --database-url, by default
+// postgres://postgres@127.0.0.1:5432/test?sslmode=disable; an error names the URL with its
+// password hidden. --schema and --prefix name the reconciler's tables as the service's
+// pgstore.Tables does. The findings, dead and redrive commands need nothing else. status and
+// health read the lag from the service's table too, so they need --table, in --schema too
+// unless --table-schema says otherwise (and, if the service names them differently,
+// --key-columns, --id-column, --external-id-column, --state-column, --created-at-column,
+// --updated-at-column), as its pgstore.Config does; a tier's Filter cannot be given, so their
+// row counts are the whole table's.
+//
+// # Exit codes
+//
+//	0  done; for health: healthy
+//	1  health: unhealthy; findings show, resolve, reopen and redrive: a finding or command named
+//	   is not there or not in a state the command acts on (already resolved, already open, found
+//	   again, not dead, out of order); the others named are still acted on
+//	2  the command line is wrong: an unknown command or flag, a missing or invalid argument
+//	   (resolve and reopen without --actor or --note among them); nothing was done
+//	3  the database, or something else, failed
+//
+// # Output
+//
+// Readable text by default; status, health, findings list and show, and dead print JSON with
+// --json (snake_case names, times in RFC 3339 UTC, unset ones left out). Messages go to standard error. Every value read from the database is printed with
+// anything that looks like a Stripe key (sk_live_..., sk_test_..., rk_..., whsec_...) replaced
+// by "[redacted key]", as the review console does: a repair handler's error may quote one.
+package main
