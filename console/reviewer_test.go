@@ -379,3 +379,17 @@ func TestTheExportIsTheFilteredFindingsAsSafeCSV(t *testing.T) {
 		t.Errorf("an export without signing in = %d", r.status)
 	}
 }
+
+func TestABulkResolutionWithAnotherJobsFindingChangesNothing(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, true, func(c *console.Config) { c.Jobs = []string{"sweep"} })
+	mine, theirs := w.ids["1"], w.ids[hostileID]
+	r := w.do(t, http.MethodPost, "/resolve", "alice", url.Values{"csrf_token": {w.token(t, mine, "alice")}, "resolution": {"fixed"},
+		"id": {strconv.FormatInt(mine, 10), strconv.FormatInt(theirs, 10)}})
+	if r.status != http.StatusNotFound {
+		t.Errorf("a bulk resolution with another job's finding = %d, want 404", r.status)
+	}
+	if !w.finding(t, mine).Open() || !w.finding(t, theirs).Open() {
+		t.Error("a refused bulk resolution changed a finding")
+	}
+}
