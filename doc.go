@@ -167,6 +167,17 @@
 // of every tick that ends and every cycle that completes, with a [TickEnd] (the report, the
 // error, the wait before the next tick): tests and hosts wait on them instead of polling.
 //
+// # Many accounts
+//
+// A platform reconciles the same tables for many accounts (tenants, Stripe connected accounts).
+// A [FanOut] covers them with one [BatchRunner]: the host lists its accounts (read again every
+// round, so accounts added and removed are followed) and builds each account's jobs, each under
+// a name of its own, so every account keeps its own cursor and lane positions. Accounts take
+// turns, one batch each, and a round ends when every account has completed a cycle: a huge
+// account cannot starve small ones, and small ones do not spin. An account that fails sits
+// out, with backoff, without holding the round up; all share one [Limiter], since the budget
+// is the platform's. [FanOut.Health] judges every account's [Status] and names the one that lags.
+//
 // # Coverage and health
 //
 // Guarantees are measured in time, not assumed. [PlanCoverage] computes a schedule's cycle
@@ -204,7 +215,9 @@
 // [Command] (job, record, finding id, kind, the local state the repair expects to find, the
 // external state observed). [DecodeCommand] reads it back. The host applies it with a handler
 // per command name; with PostgreSQL, pgoutbox's Dispatcher claims commands with FOR UPDATE SKIP
-// LOCKED under a lease, retries with backoff and parks poison commands as dead.
+// LOCKED under a lease, retries with backoff and parks poison commands as dead. A host that
+// runs River can have each command enqueued as a River job in the batch's transaction instead
+// (pgstore.Config.Deliver with adapters/riverdelivery).
 //
 // A handler that makes the local row catch up calls the host's canonical writer, the same
 // function its webhook handler calls: a guarded transition that is a no-op when the row has
@@ -234,6 +247,8 @@
 //     gateway and classifier; [github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest]
 //     is a stateful fake of Stripe for tests.
 //   - [github.com/reconcilekit/reconcile/adapters/prommetrics]: Prometheus metrics and health.
+//   - [github.com/reconcilekit/reconcile/adapters/riverdelivery]: repair commands delivered as
+//     River jobs, applied through the canonical writer.
 //   - [github.com/reconcilekit/reconcile/reconciletest]: the conformance suite for Store
 //     adapters.
 //

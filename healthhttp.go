@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -21,8 +22,11 @@ type HealthJob struct {
 	// Name is the job's name, as its StatusReader knows it (Config.Job). Required.
 	Name string
 	// Status reads the job's Status: its store (pgstore.Store, memstore.Store) or a sharded
-	// job. Required.
+	// job. Required unless Judge is set.
 	Status StatusReader
+	// Judge, instead of Status, judges a job that is several: a FanOut's Health, whose checks
+	// name the account that lags. It is given Policy and the request's deadline.
+	Judge func(ctx context.Context, p HealthPolicy) Health
 	// Policy is what healthy means for the job; the zero value is the defaults.
 	Policy HealthPolicy
 }
@@ -82,8 +86,8 @@ func NewHealthHandler(cfg HealthHandlerConfig) (*HealthHandler, error) {
 			return nil, fmt.Errorf("reconcile: health handler: job %d has no Name", i)
 		case names[j.Name]:
 			return nil, fmt.Errorf("reconcile: health handler: job %q appears twice", j.Name)
-		case j.Status == nil || isNilPointer(j.Status):
-			return nil, fmt.Errorf("reconcile: health handler: job %q has no Status reader", j.Name)
+		case (j.Status == nil || isNilPointer(j.Status)) == (j.Judge == nil):
+			return nil, fmt.Errorf("reconcile: health handler: job %q needs exactly one of Status and Judge", j.Name)
 		}
 		names[j.Name] = true
 	}
@@ -168,6 +172,7 @@ func (h *HealthHandler) read(ctx context.Context) healthBody {
 	defer cancel()
 	type result struct {
 		st  Status
+		hl  *Health // from Judge
 		err error
 	}
 	results := make([]chan result, len(h.jobs))
@@ -181,6 +186,11 @@ func (h *HealthHandler) read(ctx context.Context) healthBody {
 				}
 				results[i] <- res
 			}()
+			if j.Judge != nil {
+				hl := j.Judge(ctx, j.Policy)
+				res.hl = &hl
+				return
+			}
 			res.st, res.err = j.Status.Status(ctx, j.Name)
 		}()
 	}
@@ -203,7 +213,17 @@ func (h *HealthHandler) read(ctx context.Context) healthBody {
 			body.OK = false
 			continue
 		}
-		hl := EvaluateHealth(showable(res.st), j.Policy)
+		var hl Health
+		if res.hl != nil {
+			hl = *res.hl
+			hl.Status = showable(hl.Status)
+			hl.Checks = slices.Clone(hl.Checks)
+			for k := range hl.Checks {
+				hl.Checks[k].Reason = redactKeys(hl.Checks[k].Reason)
+			}
+		} else {
+			hl = EvaluateHealth(showable(res.st), j.Policy)
+		}
 		hl.Job = j.Name
 		body.Jobs[i] = jobHealth{Health: hl}
 		body.OK = body.OK && hl.OK

@@ -6,6 +6,8 @@ require github.com/reconcilekit/reconcile v0.0.0-00010101000000-000000000000
 
 require github.com/reconcilekit/reconcile/adapters/stripeadapter v0.0.0-00010101000000-000000000000
 
+require github.com/reconcilekit/reconcile/adapters/riverdelivery v0.0.0-00010101000000-000000000000
+
 require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/reconcilekit/reconcile/console v0.0.0-00010101000000-000000000000
@@ -84,5 +86,7 @@ require (
 replace github.com/reconcilekit/reconcile => ..
 
 replace github.com/reconcilekit/reconcile/adapters/stripeadapter => ../adapters/stripeadapter
+
+replace github.com/reconcilekit/reconcile/adapters/riverdelivery => ../adapters/riverdelivery
 
 replace github.com/reconcilekit/reconcile/console => ../console

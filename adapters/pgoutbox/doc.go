@@ -26,7 +26,8 @@
 // repair and its completion commit together. Every completion, retry and renewal is guarded by
 // the claim's attempt number: a dispatcher whose lease was taken over changes nothing.
 // Commands of one aggregate apply in order. Any number of dispatchers, in any number of
-// processes, may share a database.
+// processes, may share a database. ApplyCommand is HandleCommand's apply step on its own, for
+// other deliverers of the same commands (adapters/riverdelivery applies them as River jobs).
 //
 // # Failures
 //

@@ -11,6 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/pgstore"
+	"github.com/reconcilekit/reconcile/internal/pgtables"
 )
 
 // Delivery is one claimed command, as a handler sees it.
@@ -61,26 +63,47 @@ func HandleJSON[T any](d *Dispatcher, name string, h func(ctx context.Context, t
 	})
 }
 
+// CommandWriter applies one repair command through the host's canonical writer, in tx: the
+// function HandleCommand registers, and the one adapters/riverdelivery's worker calls.
+type CommandWriter func(ctx context.Context, tx pgx.Tx, cmd reconcile.Command) error
+
 // HandleCommand registers a handler of a reconciler repair command, decoded and checked with
-// reconcile.DecodeCommand. A command whose finding is already resolved is completed without
-// calling h: the webhook applied the change first, or a person decided (fixed, accepted, a
-// false positive), and a repair must not overrule them.
-func HandleCommand(d *Dispatcher, name string, h func(ctx context.Context, tx pgx.Tx, cmd reconcile.Command) error) error {
+// reconcile.DecodeCommand, and applied with ApplyCommand.
+func HandleCommand(d *Dispatcher, name string, h CommandWriter) error {
 	return d.Handle(name, func(ctx context.Context, tx pgx.Tx, del Delivery) error {
 		cmd, err := reconcile.DecodeCommand(del.Name, del.Payload)
 		if err != nil {
 			return Permanent(err)
 		}
-		var resolved bool
-		err = tx.QueryRow(ctx, d.sql.findingResolved, cmd.FindingID).Scan(&resolved)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			// The finding is gone (deleted by retention): apply the command as asked.
-		case err != nil:
-			return fmt.Errorf("read finding %d: %w", cmd.FindingID, err)
-		case resolved:
-			return nil
-		}
-		return h(ctx, tx, cmd)
+		return applyCommand(ctx, tx, d.sql.findingResolved, cmd, h)
 	})
+}
+
+// ApplyCommand applies cmd through w in tx, as the Dispatcher does for HandleCommand: a
+// command whose finding is already resolved is not applied (nil, without calling w): the
+// webhook applied the change first, or a person decided (fixed, accepted, a false positive), and
+// a repair must not overrule them. A finding deleted by retention does not stop the command.
+// tables names the reconciler's tables (store.Tables()). Resolving the finding is w's part, in
+// tx, as the canonical writer does for a webhook.
+func ApplyCommand(ctx context.Context, tx pgx.Tx, tables pgstore.Tables, cmd reconcile.Command, w CommandWriter) error {
+	prefix, err := pgtables.Resolve(tables.Prefix, tables.Schema)
+	if err != nil {
+		return Permanent(fmt.Errorf("tables: %w", err))
+	}
+	tables.Prefix = prefix
+	return applyCommand(ctx, tx, newDispatchSQL(tables).findingResolved, cmd, w)
+}
+
+func applyCommand(ctx context.Context, tx pgx.Tx, findingResolved string, cmd reconcile.Command, w CommandWriter) error {
+	var resolved bool
+	err := tx.QueryRow(ctx, findingResolved, cmd.FindingID).Scan(&resolved)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		// The finding is gone (deleted by retention): apply the command as asked.
+	case err != nil:
+		return fmt.Errorf("read finding %d: %w", cmd.FindingID, err)
+	case resolved:
+		return nil
+	}
+	return w(ctx, tx, cmd)
 }

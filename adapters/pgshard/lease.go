@@ -219,10 +219,11 @@ func (l *Lease[L]) Commit(ctx context.Context, c reconcile.Commit) (reconcile.Co
 		}
 		batch := &pgx.Batch{}
 		batch.Queue(j.sql.advance, j.cfg.Job, l.shard, l.token, c.Cursor.Version, c.Next, len(c.Outcomes), c.Unverifiable(), nullIfEmpty(c.Cursor.End))
-		if err := j.h.QueueResults(ctx, batch, j.cfg.Job, c.Outcomes, &res); err != nil {
+		deliver, err := j.h.QueueResults(ctx, batch, j.cfg.Job, c.Outcomes, &res)
+		if err != nil {
 			return reconcile.CommitResult{}, err
 		}
-		if err := j.h.SendFenced(ctx, batch, what); err != nil {
+		if err := j.h.SendFenced(ctx, batch, what, deliver); err != nil {
 			if errors.Is(err, reconcile.ErrConcurrentRun) {
 				return reconcile.CommitResult{}, ErrLeaseLost
 			}
@@ -241,7 +242,8 @@ func (l *Lease[L]) Commit(ctx context.Context, c reconcile.Commit) (reconcile.Co
 		}
 		batch := &pgx.Batch{}
 		batch.Queue(j.sql.wrap, j.cfg.Job, l.shard, l.token, c.Cursor.Version, len(c.Outcomes), c.Unverifiable())
-		if err := j.h.QueueResults(ctx, batch, j.cfg.Job, c.Outcomes, &res); err != nil {
+		deliver, err := j.h.QueueResults(ctx, batch, j.cfg.Job, c.Outcomes, &res)
+		if err != nil {
 			return err
 		}
 		br := tx.SendBatch(ctx, batch)
@@ -256,6 +258,9 @@ func (l *Lease[L]) Commit(ctx context.Context, c reconcile.Commit) (reconcile.Co
 		}
 		if err := br.Close(); err != nil {
 			return fmt.Errorf("write results: %w", err)
+		}
+		if err := deliver(ctx, tx); err != nil {
+			return err
 		}
 		completed, err = j.completeCycleIfDone(ctx, tx, st)
 		return err

@@ -32,13 +32,13 @@ func (s *Store[L]) Commit(ctx context.Context, c reconcile.Commit) (reconcile.Co
 	} else {
 		batch.Queue(st.advance, c.Job, c.Cursor.Version, c.Next, len(c.Outcomes), c.Unverifiable(), nullIfEmpty(c.Cursor.End))
 	}
-	s.queueResults(batch, st, c.Job, c.Outcomes, &res)
+	dl := s.queueResults(batch, st, c.Job, c.Outcomes, &res)
 	if c.Wrap {
 		// The cycle is complete: close the findings of rows it showed gone.
 		batch.Queue(st.forgetDeleted, c.Job, reconcile.ResolvedByReconciler, forgetNote)
 	}
 
-	if err := s.sendFenced(ctx, batch, "commit"); err != nil {
+	if err := s.sendFenced(ctx, batch, "commit", dl.run); err != nil {
 		return reconcile.CommitResult{}, err
 	}
 	return res, nil
@@ -51,8 +51,9 @@ const setTimeZone = "SELECT set_config('TimeZone', $1, true)"
 const forgetNote = "the row no longer exists; closed when the cycle completed"
 
 // queueResults queues the observations, findings and repair commands of outcomes; res receives
-// what the findings statement added.
-func (s *Store[L]) queueResults(batch *pgx.Batch, st *statements, job string, outcomes []reconcile.Outcome, res *reconcile.CommitResult) {
+// what the findings statement added. The delivery it returns (nil without Config.Deliver) is to
+// be run in the same transaction once the batch is read.
+func (s *Store[L]) queueResults(batch *pgx.Batch, st *statements, job string, outcomes []reconcile.Outcome, res *reconcile.CommitResult) *delivery {
 	// In record order, whoever commits: a sweep and a lane writing the same rows at once then
 	// lock them in the same order and cannot deadlock.
 	outcomes = slices.SortedStableFunc(slices.Values(outcomes), func(a, b reconcile.Outcome) int { return strings.Compare(a.RecordID, b.RecordID) })
@@ -78,11 +79,19 @@ func (s *Store[L]) queueResults(batch *pgx.Batch, st *statements, job string, ou
 		batch.Queue(st.lockObserved, obsIDs)
 		batch.Queue(st.observe, obsIDs, obsStates)
 	}
-	if len(f.ids) > 0 {
-		batch.Queue(st.findings, job, s.cfg.AggregateType, f.ids, f.kinds, f.locals, f.externals, f.details, f.commands,
-			f.once, f.notARow, f.payloads, f.externalIDs, f.diffs).
-			QueryRow(func(row pgx.Row) error { return row.Scan(&res.Findings, &res.Commands) })
+	if len(f.ids) == 0 {
+		return nil
 	}
+	dl := s.newDelivery()
+	batch.Queue(st.findings, job, s.cfg.AggregateType, f.ids, f.kinds, f.locals, f.externals, f.details, f.commands,
+		f.once, f.notARow, f.payloads, f.externalIDs, f.diffs).
+		QueryRow(func(row pgx.Row) error {
+			if dl != nil {
+				return row.Scan(&res.Findings, &res.Commands, &dl.raw)
+			}
+			return row.Scan(&res.Findings, &res.Commands)
+		})
+	return dl
 }
 
 type findingCols struct {
@@ -122,8 +131,10 @@ func (f *findingCols) add(job string, o reconcile.Outcome) {
 }
 
 // sendFenced runs batch in a transaction whose first statement is a compare-and-set: if it
-// affects no row, nothing is written and the result is reconcile.ErrConcurrentRun.
-func (s *Store[L]) sendFenced(ctx context.Context, batch *pgx.Batch, what string) error {
+// affects no row, nothing is written and the result is reconcile.ErrConcurrentRun. Then
+// deliver (queueResults' delivery.run) hands over the commands the batch queued, in the same
+// transaction.
+func (s *Store[L]) sendFenced(ctx context.Context, batch *pgx.Batch, what string, deliver func(context.Context, pgx.Tx) error) error {
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("pgstore: %s: begin: %w", what, err)
@@ -141,6 +152,9 @@ func (s *Store[L]) sendFenced(ctx context.Context, batch *pgx.Batch, what string
 	}
 	if err := br.Close(); err != nil {
 		return s.cfg.Tables.wrap(what+": write results", err)
+	}
+	if err := deliver(ctx, tx); err != nil {
+		return fmt.Errorf("pgstore: %s: %w", what, err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("pgstore: %s: commit transaction: %w", what, err)

@@ -145,6 +145,10 @@
 // pgoutbox's Dispatcher applies them through handlers registered per command name: claimed
 // under a lease, fenced by the attempt number, retried with backoff, parked dead until
 // re-driven. A host with its own outbox relay runs no Dispatcher and reads the seed's columns.
+// A host with a job queue of its own sets Config.Deliver: a Deliverer (deliver.go) receives the
+// commands each commit queued, in the commit's transaction, and their outbox rows are marked
+// handed over so that no Dispatcher claims them; adapters/riverdelivery enqueues them as River
+// jobs.
 //
 // # The canonical writer
 //

@@ -46,17 +46,16 @@ func (h hooks[L]) ReadRange(ctx context.Context, req reconcile.ReadRequest, cur 
 
 func (h hooks[L]) CheckPosition(pos string) error { return h.s.checkPosition(pos) }
 
-func (h hooks[L]) QueueResults(ctx context.Context, b *pgx.Batch, job string, outcomes []reconcile.Outcome, res *reconcile.CommitResult) error {
+func (h hooks[L]) QueueResults(ctx context.Context, b *pgx.Batch, job string, outcomes []reconcile.Outcome, res *reconcile.CommitResult) (storehook.Deliver, error) {
 	st, err := h.s.statements(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	h.s.queueResults(b, st, job, outcomes, res)
-	return nil
+	return h.s.queueResults(b, st, job, outcomes, res).run, nil
 }
 
-func (h hooks[L]) SendFenced(ctx context.Context, b *pgx.Batch, what string) error {
-	return h.s.sendFenced(ctx, b, what)
+func (h hooks[L]) SendFenced(ctx context.Context, b *pgx.Batch, what string, deliver storehook.Deliver) error {
+	return h.s.sendFenced(ctx, b, what, deliver)
 }
 
 func (h hooks[L]) Lag(seconds float64) time.Duration { return lagOf(seconds) }

@@ -120,8 +120,8 @@ func (s *Store[L]) CommitLane(ctx context.Context, c reconcile.LaneCommit) (reco
 	} else {
 		batch.Queue(s.own.advanceLane, c.Job, c.Lane, c.Cursor.Version, c.Next, len(c.Outcomes), c.End, c.Gap)
 	}
-	s.queueResults(batch, st, c.Job, c.Outcomes, &res)
-	if err := s.sendFenced(ctx, batch, "commit lane"); err != nil {
+	dl := s.queueResults(batch, st, c.Job, c.Outcomes, &res)
+	if err := s.sendFenced(ctx, batch, "commit lane", dl.run); err != nil {
 		return reconcile.CommitResult{}, err
 	}
 	return res, nil

@@ -95,6 +95,15 @@ type Config struct {
 	// findings, which are then listed without them. Nil means slog.Default().
 	Logger *slog.Logger
 
+	// Deliver, if set, hands every repair command a commit queues to the host's own job queue
+	// (adapters/riverdelivery enqueues River jobs), inside the commit's transaction: if it
+	// fails, the commit fails and nothing of it is recorded. The outbox row is still written,
+	// as the command's record (a finding's history shows it) and its unique id, but marked as
+	// handed over (processed_at set, the seed's mark of a relayed row), so that no pgoutbox
+	// Dispatcher claims it and Outbox.Stats does not count it as queued. Nil means the outbox
+	// alone, for a Dispatcher or the host's own relay.
+	Deliver Deliverer
+
 	// Observations chooses where observations go; the default is the reconciler's own table.
 	Observations Observations
 	// ObservedColumn and VerifiedAtColumn are the host columns for ObserveInHostColumns.

@@ -219,6 +219,14 @@ func (p *sqlParts) commitStatements(st *statements) {
 	// $9 and $10 are the outcomes' Once and NotARow; $11 their repair commands as JSON,
 	// marshalled in Go (reconcile.Outcome.RepairCommand), to which the new finding's id is
 	// added; $12 their external ids; $13 their decisions' Diffs as JSON (NULL for none).
+	// With a Config.Deliver, the commands are written as handed over (processed_at set, so no
+	// dispatcher claims them) and returned as a JSON array for the Deliverer.
+	var deliveredCol, deliveredVal, deliveredCmds string
+	if cfg.Deliver != nil {
+		deliveredCol, deliveredVal = ", processed_at", ", now()"
+		deliveredCmds = `, (SELECT coalesce(jsonb_agg(jsonb_build_object('id', id, 'name', event_type, 'payload', payload) ORDER BY id), '[]')
+				FROM queued)`
+	}
 	st.findings = `WITH input AS (
 				SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bool[], $10::bool[], $11::text[], $12::text[], $13::text[])
 					AS t(record_id, kind, local_state, external_state, detail, command, once, not_a_row, payload, external_id, diffs)
@@ -233,13 +241,13 @@ func (p *sqlParts) commitStatements(st *statements) {
 				ON CONFLICT (job, record_id, kind) WHERE resolved_at IS NULL DO NOTHING
 				RETURNING id, record_id, kind, command
 			), queued AS (
-				INSERT INTO ` + t.table("outbox") + ` (aggregate_type, aggregate_id, event_type, finding_id, payload)
+				INSERT INTO ` + t.table("outbox") + ` (aggregate_type, aggregate_id, event_type, finding_id, payload` + deliveredCol + `)
 				SELECT $2, o.record_id, o.command, o.id, (SELECT i.payload::jsonb FROM input AS i
-					WHERE i.record_id = o.record_id AND i.kind = o.kind LIMIT 1) || jsonb_build_object('finding_id', o.id)
+					WHERE i.record_id = o.record_id AND i.kind = o.kind LIMIT 1) || jsonb_build_object('finding_id', o.id)` + deliveredVal + `
 				FROM opened AS o WHERE o.command <> '' ORDER BY o.id
-				RETURNING 1
+				RETURNING id, event_type, payload
 			)
-			SELECT (SELECT count(*) FROM opened), (SELECT count(*) FROM queued)`
+			SELECT (SELECT count(*) FROM opened), (SELECT count(*) FROM queued)` + deliveredCmds
 	if cfg.Observations == ObserveInHostColumns {
 		// The verified-at time is the clock when each row is written, after lockObserved took
 		// every row's lock: an updated_at trigger on the host table writes now() (earlier) or

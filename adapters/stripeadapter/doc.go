@@ -355,6 +355,20 @@
 // or a session closed here that Stripe still takes payment on, needs a person; the rest is
 // catching up.
 //
+// # Connect
+//
+// A platform reconciles its connected accounts with a reconcile.FanOut: per account, a
+// gateway from ObjectGateway.ForAccount (the platform's client and key, every request carrying
+// Stripe-Account), a store over the account's rows (pgstore's Filter on the account column)
+// and a job of its own name, so each account keeps its own cursor and lane positions; one
+// Limiter for all. Stripe documents rate limits per Stripe account without saying whose budget
+// a request with Stripe-Account counts against, so the conservative reading is taken: the
+// platform's, which one shared Limiter never exceeds whichever way Stripe counts. An
+// AccountsCheck proves the host's accounts table and the connected accounts agree both ways:
+// missing_externally for a row Stripe does not connect (its 403 account_invalid to a
+// platform request is read as "no such account"), missing_locally for a connected account no
+// row names.
+//
 // # Testing
 //
 // Package stripetest is a stateful fake of the Stripe API over HTTP, with fault injection, for

@@ -332,6 +332,12 @@ func (c *client) mapError(ctx context.Context, op string, err error, answer *ans
 		return fmt.Errorf("stripeadapter: %s: %s: %w", op, desc, c.rateLimit(header))
 	case status == http.StatusUnauthorized:
 		return fmt.Errorf("stripeadapter: %s: the API key was rejected: it is wrong, expired or revoked (%s): %w", op, desc, reconcile.ErrAbortBatch)
+	case status == http.StatusForbidden && se.Code == stripe.ErrorCodeAccountInvalid && c.account == "":
+		// A platform request naming an account in its path (GET /v1/accounts/{id}): Stripe
+		// answers so for an account that does not exist or is no longer connected, and tells
+		// the two apart no more than we can. With Stripe-Account set, the same answer means
+		// the account acted for is gone: that stays a failed batch, below.
+		return fmt.Errorf("stripeadapter: %s: %s: %w", op, desc, reconcile.ErrNotFound)
 	case status == http.StatusForbidden:
 		return fmt.Errorf("stripeadapter: %s: the API key lacks permission for this call (%s): %w", op, desc, reconcile.ErrAbortBatch)
 	case status == http.StatusBadRequest:

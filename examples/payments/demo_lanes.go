@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/reconcilekit/reconcile"
-	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 )
@@ -97,7 +96,7 @@ func anchorEvents(ctx context.Context, out io.Writer, l lanes, reqs stripeLog) (
 
 // runLanes loses webhooks for real, then runs the events lane until it has caught up and the
 // reverse scan for one full pass, printing what each did, and reads back the job's state.
-func runLanes(ctx context.Context, out io.Writer, pool *pgxpool.Pool, schema string, store *pgstore.Store[paymentRow], srv *stripetest.Server,
+func runLanes(ctx context.Context, out io.Writer, be backend, srv *stripetest.Server,
 	p plan, l lanes, lr *laneResults) error {
 	lost := p.where(func(s *story) bool { return s.later != "" })
 	changedAt, err := loseWebhooks(srv, p)
@@ -107,16 +106,16 @@ func runLanes(ctx context.Context, out io.Writer, pool *pgxpool.Pool, schema str
 	fmt.Fprintf(out, "\nLost webhooks: %d payments the sweep found in sync, awaiting payment, succeed at stripetest now;\n", len(lost))
 	fmt.Fprintf(out, "Stripe records payment_intent.succeeded for each, the webhooks never arrive, and the rows stay pending.\n")
 	printMoneyAfter(out, p)
-	if err := runEventsLane(ctx, out, pool, schema, srv, p, l, lr, changedAt, demoSettle); err != nil {
+	if err := runEventsLane(ctx, out, be, srv, p, l, lr, changedAt, demoSettle); err != nil {
 		return err
 	}
 	addCheckoutUnderWay(srv, p)
-	return runReverseScan(ctx, out, pool, schema, store, srv, p, l, lr)
+	return runReverseScan(ctx, out, be, srv, p, l, lr)
 }
 
 // runEventsLane waits wait, for the events since changedAt to settle, then runs the events lane
 // until it has caught up, and prints what it did.
-func runEventsLane(ctx context.Context, out io.Writer, pool *pgxpool.Pool, schema string, reqs stripeLog,
+func runEventsLane(ctx context.Context, out io.Writer, be backend, reqs stripeLog,
 	p plan, l lanes, lr *laneResults, changedAt time.Time, wait time.Duration) error {
 	changed := p.where(func(s *story) bool { return s.finder() == laneEvents })
 	var err error
@@ -132,7 +131,7 @@ func runEventsLane(ctx context.Context, out io.Writer, pool *pgxpool.Pool, schem
 	lr.detect = time.Since(changedAt)
 	lr.eventsCalls = reqs.Requests(stripetest.ListEvents)
 	lr.eventsOtherCalls = len(reqs.Log()) - lr.eventsCalls
-	found, err := openFindings(ctx, pool, schema, externalIDs(changed))
+	found, err := be.openFindings(ctx, externalIDs(changed))
 	if err != nil {
 		return err
 	}
@@ -143,7 +142,7 @@ func runEventsLane(ctx context.Context, out io.Writer, pool *pgxpool.Pool, schem
 
 // runReverseScan runs the reverse scan for one full pass, prints what it did, and reads back the
 // job's state.
-func runReverseScan(ctx context.Context, out io.Writer, pool *pgxpool.Pool, schema string, store *pgstore.Store[paymentRow], reqs stripeLog,
+func runReverseScan(ctx context.Context, out io.Writer, be backend, reqs stripeLog,
 	p plan, l lanes, lr *laneResults) error {
 	var err error
 	reqs.ResetLog()
@@ -152,11 +151,11 @@ func runReverseScan(ctx context.Context, out io.Writer, pool *pgxpool.Pool, sche
 	}
 	lr.reverseCalls = reqs.Requests(stripetest.ListPaymentIntents)
 	lr.reverseOtherCalls = len(reqs.Log()) - lr.reverseCalls
-	if lr.orphansFound, lr.otherMissing, err = missingLocally(ctx, store, p); err != nil {
+	if lr.orphansFound, lr.otherMissing, err = missingLocally(ctx, be.store(), p); err != nil {
 		return err
 	}
 	printReverse(out, p, *lr)
-	return collectLanes(ctx, pool, schema, store, p, lr)
+	return collectLanes(ctx, be, p, lr)
 }
 
 // findingsOf reads the open findings of the job about the payments of the PaymentIntents $2,
@@ -209,7 +208,7 @@ func asPlanted(pays []payment, found map[string][]openFinding) (planted, other i
 
 // missingLocally reads the open missing_locally findings, whose record id is the PaymentIntent
 // id, and counts those of the planted Stripe-only PaymentIntents and the others.
-func missingLocally(ctx context.Context, store *pgstore.Store[paymentRow], p plan) (planted, other int, err error) {
+func missingLocally(ctx context.Context, store reconcile.Reviewer, p plan) (planted, other int, err error) {
 	want := map[string]bool{}
 	for _, id := range p.orphans() {
 		want[id] = true
@@ -234,18 +233,18 @@ func missingLocally(ctx context.Context, store *pgstore.Store[paymentRow], p pla
 }
 
 // collectLanes reads into lr the job's state after both lanes.
-func collectLanes(ctx context.Context, pool *pgxpool.Pool, schema string, store *pgstore.Store[paymentRow], p plan, lr *laneResults) error {
-	found, err := openFindings(ctx, pool, schema, externalIDs(p.payments))
+func collectLanes(ctx context.Context, be backend, p plan, lr *laneResults) error {
+	found, err := be.openFindings(ctx, externalIDs(p.payments))
 	if err != nil {
 		return err
 	}
 	lr.asPlanted, lr.notAsPlanted = asPlanted(p.payments, found)
-	if lr.status, lr.health, err = jobHealth(ctx, store); err != nil {
+	if lr.status, lr.health, err = jobHealth(ctx, be.store()); err != nil {
 		return err
 	}
-	if lr.commands, err = countCommands(ctx, pool, schema); err != nil {
+	if lr.commands, err = be.commands(ctx); err != nil {
 		return err
 	}
-	lr.review, lr.reviewOpen, err = readReview(ctx, store)
+	lr.review, lr.reviewOpen, err = readReview(ctx, be.store())
 	return err
 }

@@ -195,7 +195,8 @@ func runReal(ctx context.Context, out io.Writer, opts options, schema string) er
 	if err != nil {
 		return err
 	}
-	res, err := collect(ctx, pool, schema, store, rs.log, p, c)
+	be := &pgBackend{pool: pool, schema: schema, s: store}
+	res, err := collect(ctx, be, rs.log, p, c)
 	if err != nil {
 		return err
 	}
@@ -213,7 +214,7 @@ func runReal(ctx context.Context, out io.Writer, opts options, schema string) er
 	fmt.Fprintf(out, "Stripe records payment_intent.succeeded for each, no webhook reaches this run, and the rows stay pending.\n")
 	printMoneyAfter(out, p)
 	fmt.Fprintf(out, "Waiting %s for the events to settle.\n", max(wait, 0).Round(time.Second))
-	if err := runEventsLane(ctx, out, pool, schema, rs.log, p, l, &lr, changedAt, wait); err != nil {
+	if err := runEventsLane(ctx, out, be, rs.log, p, l, &lr, changedAt, wait); err != nil {
 		return err
 	}
 
@@ -229,7 +230,7 @@ func runReal(ctx context.Context, out io.Writer, opts options, schema string) er
 			return err
 		}
 	}
-	if err := runReverseScan(ctx, out, pool, schema, store, rs.log, p, l, &lr); err != nil {
+	if err := runReverseScan(ctx, out, be, rs.log, p, l, &lr); err != nil {
 		return err
 	}
 	printSummary(out, p, res, lr)

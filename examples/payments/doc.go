@@ -9,7 +9,8 @@
 //
 // It connects to $DATABASE_URL (by default postgres://postgres@127.0.0.1:5432/test?sslmode=disable;
 // with nothing set and no server there, on a machine with Docker, it starts a PostgreSQL
-// container with testcontainers and says so), drops and creates the schema reconcile_demo, and
+// container with testcontainers and says so; and when no PostgreSQL answers at all, it runs the
+// same story in memory, as "Without a database" says), drops and creates the schema reconcile_demo, and
 // fills its payments table (an order id, the PaymentIntent, a status, the amount in the
 // currency's minor unit, the currency, the amount refunded and the dispute's status) with rows
 // that mostly agree with their Stripe PaymentIntents, and some that do not: success and cancel
@@ -74,6 +75,20 @@
 // fails, or if the repairs left a repairable finding open, changed a payment other than those,
 // booked a payment or a refund twice, or left a command dead or waiting.
 //
+// # Without a database
+//
+// On a fresh machine, with no database reachable and no Docker, the run says so in its first
+// line ("No PostgreSQL at ...: running the same story on memstore, in memory") and keeps the
+// payments in a memstore (package adapters/memstore) instead: the same rows, ids and times, the
+// same stripetest, sweep, lanes, health and checks against what was planted, and the same exit
+// status if anything found differs from it (demo_backend.go). What is SQL over the host's own
+// tables is skipped, and the output says so: the late webhook, the canonical writer and the
+// dispatcher (memstore queues the repair commands, which the checks count, and has no
+// dispatcher), and the review console, whose reviewer records a person's decision through the
+// writer. A server that answers but refuses the login is an error, not a reason to run in
+// memory. -store memory runs in memory on purpose; -store postgres fails rather than fall
+// back. Real mode needs PostgreSQL.
+//
 // # Reading it
 //
 // What a host would copy is in seven files; start with them:
@@ -92,7 +107,7 @@
 //     dispute, or one that needs a response, through the writer as the finding is resolved.
 //
 // The rest is demo machinery, in files named demo_*.go, and main.go, which drives the run:
-// planting drift in the fake Stripe (demo_drift.go, demo_stripe.go, demo_load.go), running and
+// keeping the payments in PostgreSQL or in memory (demo_backend.go), planting drift in the fake Stripe (demo_drift.go, demo_stripe.go, demo_load.go), running and
 // collecting (demo_lanes.go, demo_reqlog.go), printing (demo_report*.go), the checks against what
 // was planted (demo_check.go), real mode's planting in Stripe's test mode (demo_real*.go) and the
 // review console (demo_console.go).
@@ -109,6 +124,8 @@
 //	             differences.
 //	-seed N      seed for the table's content; the same seed gives the same table (default 1)
 //	-schema S    the schema to drop and create (default reconcile_demo)
+//	-store S     where the payments are kept: auto (PostgreSQL, or memory when none is
+//	             reachable), postgres or memory (default auto)
 //	-console A   once the run's checks pass, serve the review console on address A,
 //	             such as 127.0.0.1:8080, until interrupted; its search box finds a
 //	             payment's findings by its PaymentIntent, its id or its order id, and it

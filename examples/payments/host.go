@@ -43,6 +43,17 @@ func localPayment(r paymentRow) stripeadapter.LocalPayment {
 // currency, the refunds and the disputes (the table is in stripeadapter's package doc).
 var moneyPolicy = stripeadapter.PaymentPolicy(localPayment)
 
+// paymentStore is what the sweep, the lanes and the health check need of a store: the
+// reconciler's interfaces. A host passes its *pgstore.Store[paymentRow] (newStore); the demo,
+// with no database to reach, passes a memstore holding the same rows (demo_backend.go).
+type paymentStore interface {
+	reconcile.Store[paymentRow]
+	reconcile.Matcher[paymentRow]
+	reconcile.LaneSink
+	reconcile.StatusReader
+	reconcile.Reviewer
+}
+
 // newStore returns the store over schema's payments table, with the reconciler's tables next
 // to it.
 func newStore(pool *pgxpool.Pool, schema string) (*pgstore.Store[paymentRow], error) {
@@ -60,7 +71,7 @@ func newStore(pool *pgxpool.Pool, schema string) (*pgstore.Store[paymentRow], er
 // reconcilerOver returns the reconciler of store's payments through gateway, stripetest's or
 // real Stripe's: the one the run uses either way. It reads each PaymentIntent with its latest
 // charge (amount refunded, disputed) in the same list call, and a disputed charge's disputes.
-func reconcilerOver(store *pgstore.Store[paymentRow], gateway *stripeadapter.Gateway, batchSize int, limiter reconcile.Limiter) (*reconcile.Reconciler[paymentRow, *stripeadapter.Payment], error) {
+func reconcilerOver(store paymentStore, gateway *stripeadapter.Gateway, batchSize int, limiter reconcile.Limiter) (*reconcile.Reconciler[paymentRow, *stripeadapter.Payment], error) {
 	return reconcile.New(reconcile.Config[paymentRow, *stripeadapter.Payment]{
 		Job:        job,
 		Source:     store,
@@ -85,7 +96,7 @@ var healthPolicy = reconcile.HealthPolicy{MaxLaneLag: 15 * time.Minute}
 
 // jobHealth reads the job's status (the sweep's and the lanes') and judges it by healthPolicy:
 // what a host serves on its health endpoint and alerts on.
-func jobHealth(ctx context.Context, store *pgstore.Store[paymentRow]) (reconcile.Status, reconcile.Health, error) {
+func jobHealth(ctx context.Context, store reconcile.StatusReader) (reconcile.Status, reconcile.Health, error) {
 	st, err := store.Status(ctx, job)
 	if err != nil {
 		return st, reconcile.Health{}, err

@@ -6,7 +6,6 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/reconcilekit/reconcile"
-	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 )
 
@@ -44,7 +43,7 @@ type laneTimes struct {
 // lanesOver returns the lanes of store's payments through gateway, stripetest's or real
 // Stripe's, with the times t. include, if not nil, says which PaymentIntents the reverse scan
 // accounts for (stripeadapter.ReverseOptions.Include).
-func lanesOver(store *pgstore.Store[paymentRow], gateway *stripeadapter.Gateway, t laneTimes, include func(*stripe.PaymentIntent) bool,
+func lanesOver(store paymentStore, gateway *stripeadapter.Gateway, t laneTimes, include func(*stripe.PaymentIntent) bool,
 	limiter reconcile.Limiter) (lanes, error) {
 	eventsFeed, err := gateway.PaymentEventsFeed(stripeadapter.EventsOptions{Settle: t.settle})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,6 +37,9 @@ type options struct {
 	RPS            float64 // Stripe calls per second; 0 means unpaced
 	Seed           uint64
 	Schema         string // empty means defaultSchema
+	// Store, from -store, is where the payments are kept: storeAuto (empty too), storePostgres
+	// or storeMemory (demo_backend.go).
+	Store string
 	// Console, from -console, is where the run ends by serving the review console once its
 	// checks pass (demo_console.go); empty means it does not.
 	Console string
@@ -46,6 +50,8 @@ type options struct {
 	// instead of api.stripe.com; there the checks are printed, not enforced (wireTimes and
 	// realStripe.enforce in demo_real_stripe.go). Nothing sets it from the environment or a flag.
 	stripeMock string
+	// docker, if set, stands in for pgcontainer.DockerUsable: tests say there is no Docker.
+	docker func() error
 }
 
 func main() {
@@ -56,6 +62,7 @@ func main() {
 	flag.Float64Var(&opts.RPS, "rps", 0, "Stripe calls per second (0: unpaced)")
 	flag.Uint64Var(&opts.Seed, "seed", 1, "seed for the table's content")
 	flag.StringVar(&opts.Schema, "schema", defaultSchema, "the schema to drop and create")
+	flag.StringVar(&opts.Store, "store", storeAuto, "where the payments are kept: auto (PostgreSQL, or memory when none is reachable), postgres or memory")
 	consoleAddr := flag.String("console", "", "after the run, serve the review console on this address, such as 127.0.0.1:8080, until interrupted (see demo_console.go)")
 	flag.Parse()
 	opts.Console = *consoleAddr
@@ -72,7 +79,9 @@ func main() {
 }
 
 // run loads the planted table, reconciles it for one full cycle, repairs what the cycle found,
-// prints the results to out, and returns an error if they differ from what was planted.
+// prints the results to out, and returns an error if they differ from what was planted. On a
+// backend in memory (demo_backend.go) the repairs and the console, which are PostgreSQL's, are
+// skipped, and the output says so.
 func run(ctx context.Context, out io.Writer, opts options) error {
 	schema := cmp.Or(opts.Schema, defaultSchema)
 	switch {
@@ -84,6 +93,10 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 		return fmt.Errorf("payments: -rps %g must be zero or positive", opts.RPS)
 	case !schemaRE.MatchString(schema):
 		return fmt.Errorf("payments: -schema %q is not a plain lower-case SQL identifier", schema)
+	case !slices.Contains([]string{"", storeAuto, storePostgres, storeMemory}, opts.Store):
+		return fmt.Errorf("payments: -store %q: want %s, %s or %s", opts.Store, storeAuto, storePostgres, storeMemory)
+	case opts.StripeKey != "" && opts.Store == storeMemory:
+		return fmt.Errorf("payments: -store %s: real mode (STRIPE_SECRET_KEY) keeps its payments in PostgreSQL only", storeMemory)
 	}
 	if opts.StripeKey != "" {
 		return runReal(ctx, out, opts, schema)
@@ -93,13 +106,12 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 		return err
 	}
 
-	pool, stopContainer, err := connect(ctx, out, opts, schema)
+	be, release, err := openBackend(ctx, out, opts, schema)
 	if err != nil {
 		return err
 	}
-	defer stopContainer()
-	defer pool.Close()
-	createdAt, err := setUp(ctx, pool, schema, p)
+	defer release()
+	createdAt, err := be.load(ctx, p)
 	if err != nil {
 		return err
 	}
@@ -108,12 +120,9 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 		return err
 	}
 	defer srv.Close()
-	printPlan(out, schema, p)
+	printPlan(out, be.table(), p)
 
-	store, err := newStore(pool, schema)
-	if err != nil {
-		return err
-	}
+	store := be.store()
 	// Declared as the interface so that no pacing stays a nil interface, not a nil pointer.
 	var limiter reconcile.Limiter
 	if opts.RPS > 0 {
@@ -146,13 +155,13 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 	if err != nil {
 		return err
 	}
-	res, err := collect(ctx, pool, schema, store, srv, p, c)
+	res, err := collect(ctx, be, srv, p, c)
 	if err != nil {
 		return err
 	}
 	printCycle(out, p, res)
 
-	if err := runLanes(ctx, out, pool, schema, store, srv, p, l, &lr); err != nil {
+	if err := runLanes(ctx, out, be, srv, p, l, &lr); err != nil {
 		return err
 	}
 	printSummary(out, p, res, lr)
@@ -160,7 +169,12 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 		return err
 	}
 
-	rr, err := repair(ctx, pool, schema, store, gateway.Payments(), p, slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	pg, ok := be.(*pgBackend)
+	if !ok {
+		printSkippedInMemory(out, opts, sum(lr.commands))
+		return nil
+	}
+	rr, err := repair(ctx, pg.pool, schema, pg.s, gateway.Payments(), p, slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		return err
 	}
@@ -168,12 +182,12 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 	if err := checkRepairs(out, p, rr); err != nil {
 		return err
 	}
-	return serveConsole(ctx, out, opts.Console, newReviewer(pool, store, gateway.Payments()))
+	return serveConsole(ctx, out, opts.Console, newReviewer(pg.pool, pg.s, gateway.Payments()))
 }
 
-// connect returns a pool over the run's database. With nothing configured and no server at the
-// default URL, on a machine with Docker, a PostgreSQL container is started for the run; stop
-// removes it.
+// connect returns a pool over the run's database, for real mode, which keeps its payments in
+// PostgreSQL only. With nothing configured and no server at the default URL, on a machine with
+// Docker, a PostgreSQL container is started for the run; stop removes it.
 func connect(ctx context.Context, out io.Writer, opts options, schema string) (pool *pgxpool.Pool, stop func(), err error) {
 	pool, stop, err = pgcontainer.ConnectOrStart(ctx, opts.DatabaseURL, cmp.Or(opts.DatabaseSource, "options.DatabaseURL"), out)
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
+	"github.com/reconcilekit/reconcile/internal/pgenv"
 	"github.com/reconcilekit/reconcile/internal/pgtest"
 )
 
@@ -24,9 +26,48 @@ func testOptions(t *testing.T) options {
 	return options{DatabaseURL: pgtest.URL(t), Schema: pgtest.Schema(t)}
 }
 
+// The same story runs on PostgreSQL and, with -store memory or no database to reach, on
+// memstore: the same sweep, lanes and drift check, the repairs PostgreSQL's only.
 func TestRunFindsExactlyThePlantedDrift(t *testing.T) {
+	t.Run(storePostgres, func(t *testing.T) {
+		out := testRunFindsThePlantedDrift(t, testOptions(t))
+		for _, want := range []string{
+			"POST /webhooks/stripe  200  payment ",
+			"Repair commands in the outbox",
+			"repair commands skipped (resolved)          1  the late webhook's payment",
+			"Findings still open, for a person",
+			"Every repairable finding is resolved, each payment changed once by one path, and nothing else changed.",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+	})
+	t.Run(storeMemory, func(t *testing.T) {
+		out := testRunFindsThePlantedDrift(t, options{Store: storeMemory})
+		if first, _, _ := strings.Cut(out, "\n"); first != "-store memory: running the story on memstore, in memory (nothing is kept)." {
+			t.Errorf("the first line is %q, want it to say the run is in memory", first)
+		}
+		for _, want := range []string{
+			"Loaded 500 payments into memstore (in memory)",
+			"Repairs: skipped in memory. The canonical writer (writer.go)",
+			"it holds the 49 repair commands queued above",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+		if strings.Contains(out, "POST /webhooks/stripe") || strings.Contains(out, "Repairs: pgoutbox.Dispatcher") {
+			t.Errorf("a run in memory reports repairs it cannot make:\n%s", out)
+		}
+	})
+}
+
+// testRunFindsThePlantedDrift runs the story of 500 rows with opts, checks what both stores
+// print alike, and returns the output.
+func testRunFindsThePlantedDrift(t *testing.T, opts options) string {
+	t.Helper()
 	var out bytes.Buffer
-	opts := testOptions(t)
 	opts.Rows, opts.BatchSize, opts.Seed = 500, 200, 1
 	err := run(t.Context(), &out, opts)
 	if err != nil {
@@ -49,11 +90,6 @@ func TestRunFindsExactlyThePlantedDrift(t *testing.T) {
 		"    lane events                            at the end of its feed",
 		"    lane reverse                           at the end of its feed",
 		"Everything found matches what was planted: the sweep's, the events lane's and the reverse scan's.",
-		"POST /webhooks/stripe  200  payment ",
-		"Repair commands in the outbox",
-		"repair commands skipped (resolved)          1  the late webhook's payment",
-		"Findings still open, for a person",
-		"Every repairable finding is resolved, each payment changed once by one path, and nothing else changed.",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
@@ -135,6 +171,11 @@ func TestRunFindsExactlyThePlantedDrift(t *testing.T) {
 			t.Errorf("health lacks %s OK:\n%s", check, out.String())
 		}
 	}
+	// The lag fails, the demo's rows being old and some unverified, and says so on its line.
+	if !regexp.MustCompile(`(?m)^    lag +FAILING +\S+ \(limit 72h0m0s\): expected here: the demo's rows were created up to 7 days ago, ` +
+		`and its \d+ unverified ones \(changed a moment ago, or Stripe answering 503\) count from their created_at$`).MatchString(out.String()) {
+		t.Errorf("health's lag line does not say why it fails:\n%s", out.String())
+	}
 	review := out.String()[strings.Index(out.String(), "Needs review:"):]
 	// The findings say what differs, amounts in their currency.
 	for _, want := range []string{
@@ -162,6 +203,7 @@ func TestRunFindsExactlyThePlantedDrift(t *testing.T) {
 	if !young.story.young || strings.Contains(out.String(), young.externalID) {
 		t.Errorf("the young PaymentIntent %s (young %v) is in the output", young.externalID, young.story.young)
 	}
+	return out.String()
 }
 
 // figures reads the first line of run's output whose label is label: its first figure, and
@@ -204,19 +246,98 @@ func TestRunWithPacedCallsFindsTheSameDrift(t *testing.T) {
 func TestRunWithoutADatabaseSaysHowToProvideOne(t *testing.T) {
 	// Port 1 on the loopback interface refuses connections at once.
 	err := run(t.Context(), &bytes.Buffer{}, options{
-		DatabaseURL: "postgres://postgres:secret@127.0.0.1:1/test?sslmode=disable", Rows: 100, BatchSize: 10,
+		DatabaseURL: "postgres://postgres:secret@127.0.0.1:1/test?sslmode=disable", Rows: 100, BatchSize: 10, Store: storePostgres,
 	})
 	if err == nil {
 		t.Fatal("run succeeded without a database")
 	}
 	msg := err.Error()
-	for _, want := range []string{"cannot connect to PostgreSQL", "DATABASE_URL=", "pg_ctlcluster --skip-systemctl-redirect"} {
+	for _, want := range []string{"cannot connect to PostgreSQL", "DATABASE_URL=", "pg_ctlcluster --skip-systemctl-redirect", "-store memory"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error lacks %q:\n%s", want, msg)
 		}
 	}
 	if strings.Contains(msg, "secret") {
 		t.Errorf("error shows the password:\n%s", msg)
+	}
+}
+
+func TestRunWithNoDatabaseToReachRunsTheStoryInMemory(t *testing.T) {
+	noDocker := func() error { return errors.New("no Docker in this test") }
+	for _, tc := range []struct {
+		name, source, first string
+	}{
+		{"DATABASE_URL at a closed port", "$DATABASE_URL",
+			"No PostgreSQL at postgres://postgres:xxxxx@127.0.0.1:1/test?sslmode=disable ($DATABASE_URL: dial tcp 127.0.0.1:1: " +
+				"connect: connection refused): running the same story on memstore, in memory (nothing is kept; -store postgres insists on a database)."},
+		// The default URL stands in for "nothing configured", with no Docker for a container.
+		{"nothing configured and no Docker", pgenv.DefaultSource,
+			"No PostgreSQL at postgres://postgres:xxxxx@127.0.0.1:1/test?sslmode=disable (the default URL: dial tcp 127.0.0.1:1: " +
+				"connect: connection refused), and no container could be started: running the same story on memstore, in memory " +
+				"(nothing is kept; -store postgres insists on a database)."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := run(t.Context(), &out, options{
+				DatabaseURL: "postgres://postgres:secret@127.0.0.1:1/test?sslmode=disable", DatabaseSource: tc.source,
+				Rows: 100, BatchSize: 50, Seed: 2, docker: noDocker, Console: "127.0.0.1:0",
+			})
+			if err != nil {
+				t.Fatalf("run: %v\noutput:\n%s", err, out.String())
+			}
+			if first, _, _ := strings.Cut(out.String(), "\n"); first != tc.first {
+				t.Errorf("first line:\n%s\nwant:\n%s", first, tc.first)
+			}
+			for _, want := range []string{
+				"Everything found matches what was planted",
+				"Repairs: skipped in memory.",
+				"-console 127.0.0.1:0: skipped in memory",
+			} {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("output lacks %q:\n%s", want, out.String())
+				}
+			}
+			if strings.Contains(out.String(), "secret") {
+				t.Errorf("output shows the password:\n%s", out.String())
+			}
+		})
+	}
+}
+
+// A server that answers is the database the run was given: a login it refuses is an error to
+// fix, not a reason to run in memory.
+func TestRunWithADatabaseThatRefusesTheLoginDoesNotFallBack(t *testing.T) {
+	u, err := url.Parse(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User("no_such_role_memdemo")
+	var out bytes.Buffer
+	err = run(t.Context(), &out, options{DatabaseURL: u.String(), DatabaseSource: "$DATABASE_URL", Rows: 100, BatchSize: 50})
+	if err == nil || !strings.Contains(err.Error(), "no_such_role_memdemo") {
+		t.Errorf("run: %v, want the refused login\noutput:\n%s", err, out.String())
+	}
+	if strings.Contains(out.String(), "memstore") {
+		t.Errorf("run fell back to memory:\n%s", out.String())
+	}
+}
+
+func TestRunRefusesAStoreItCannotUse(t *testing.T) {
+	for _, tc := range []struct {
+		opts options
+		want string
+	}{
+		{options{Store: "sqlite"}, `-store "sqlite": want auto, postgres or memory`},
+		{options{Store: storeMemory, StripeKey: "sk_test_123"}, "real mode (STRIPE_SECRET_KEY) keeps its payments in PostgreSQL only"},
+	} {
+		tc.opts.Rows, tc.opts.BatchSize = 100, 50
+		var out bytes.Buffer
+		if err := run(t.Context(), &out, tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("run with -store %q: %v, want %q", tc.opts.Store, err, tc.want)
+		}
+		if out.Len() > 0 {
+			t.Errorf("run with -store %q printed before refusing:\n%s", tc.opts.Store, out.String())
+		}
 	}
 }
 
@@ -545,5 +666,27 @@ func TestReadLogCountsWhatTheChecksNeed(t *testing.T) {
 	want := traffic{list: 4, retrieve: 7, disputes: 2, aboutGrace: 2, retrievedAgain: 3, notFound: 1, unavailable: 1, unplanned: 4}
 	if got != want {
 		t.Errorf("readLog = %+v, want %+v", got, want)
+	}
+}
+
+func TestLagWhyExcusesOnlyTheDemosOldRows(t *testing.T) {
+	failing := reconcile.Check{Name: "lag", OK: false}
+	for _, tc := range []struct {
+		name       string
+		c          reconcile.Check
+		lag        time.Duration
+		unverified int64
+		excused    bool
+	}{
+		{"rows planted a week back, some unverified", failing, history - time.Hour, 120, true},
+		{"the check passes", reconcile.Check{Name: "lag", OK: true}, history, 120, false},
+		{"another check", reconcile.Check{Name: "cycle_age", OK: false}, history, 120, false},
+		{"every row verified", failing, history, 0, false},
+		{"older than the demo's rows and the run", failing, history + 25*time.Hour, 120, false},
+	} {
+		got := lagWhy(tc.c, reconcile.Status{Lag: tc.lag}, tc.unverified)
+		if (got != "") != tc.excused {
+			t.Errorf("%s: %q, want excused %v", tc.name, got, tc.excused)
+		}
 	}
 }

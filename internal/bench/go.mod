@@ -10,6 +10,7 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/reconcilekit/reconcile/internal/scale v0.0.0-00010101000000-000000000000
 	github.com/stripe/stripe-go/v82 v82.5.1
+	golang.org/x/time v0.16.0
 )
 
 require (
@@ -18,7 +19,6 @@ require (
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
-	golang.org/x/time v0.16.0 // indirect
 )
 
 replace github.com/reconcilekit/reconcile => ../..

@@ -17,6 +17,9 @@
 //	         of its own drawing from one rate budget in PostgreSQL; rows/s and calls per second
 //	lanes    the events catch-up lane finding missed webhooks (detect_seconds, api_calls) and one
 //	         reverse-scan pass (api_calls_per_object), over HTTP to stripetest
+//	connect  one fan-out round over many connected accounts (one huge, the others small) sharing one
+//	         rate budget, over HTTP to stripetest with Stripe-Account: the time until every account
+//	         has completed a cycle against the prediction, and the largest and smallest account's lag
 //	churn    batches on a fixed schedule in simulated time (the schema's now()) over a table with
 //	         inserts, deletes and updates, behind an in-process gateway with Unavailable answers and
 //	         429 bursts: each row's time to verify against PlanCoverage, false health, skipped rows
@@ -59,6 +62,7 @@ var commands = map[string]command{
 	"stripe":   {summary: "one cycle through the Stripe gateway over HTTP to stripetest; counts API calls", run: stripeCommand},
 	"scale":    {summary: "a sharded job over worker processes sharing one rate budget; rows/s per worker count", run: scaleCommand},
 	"lanes":    {summary: "the events lane finding missed webhooks and a reverse-scan pass; detection time and API calls", run: lanesCommand},
+	"connect":  {summary: "one fan-out round over many connected accounts in one rate budget; predicted vs measured time, lags", run: connectCommand},
 	"churn":    {summary: "a schedule in simulated time over a changing table with faults; time to verify vs PlanCoverage, false health", run: churnCommand},
 }
 

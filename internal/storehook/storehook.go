@@ -54,14 +54,20 @@ type Store[L any] interface {
 	// CheckPosition verifies that a cursor position is a key of the store's key columns.
 	CheckPosition(pos string) error
 	// QueueResults queues the observations, findings and repair commands of outcomes; res
-	// receives what the findings statement added.
-	QueueResults(ctx context.Context, b *pgx.Batch, job string, outcomes []reconcile.Outcome, res *reconcile.CommitResult) error
+	// receives what the findings statement added. The Deliver it returns is to be run in the
+	// same transaction once b is read.
+	QueueResults(ctx context.Context, b *pgx.Batch, job string, outcomes []reconcile.Outcome, res *reconcile.CommitResult) (Deliver, error)
 	// SendFenced runs b in a transaction whose first statement is a compare-and-set: if it
-	// affects no row, nothing is written and the result is reconcile.ErrConcurrentRun.
-	SendFenced(ctx context.Context, b *pgx.Batch, what string) error
+	// affects no row, nothing is written and the result is reconcile.ErrConcurrentRun. Then it
+	// runs deliver in the same transaction.
+	SendFenced(ctx context.Context, b *pgx.Batch, what string, deliver Deliver) error
 	// Lag turns a lag in seconds into a Duration as Status does.
 	Lag(seconds float64) time.Duration
 }
+
+// Deliver hands the repair commands a batch queued to the store's Config.Deliver, in the
+// batch's transaction; it does nothing when the store has none.
+type Deliver func(ctx context.Context, tx pgx.Tx) error
 
 // Of returns the Store[L] of a *pgstore.Store[L], as an any (a variable cannot be generic);
 // pgstore sets it. For asserts its type.

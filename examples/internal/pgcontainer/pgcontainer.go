@@ -92,13 +92,19 @@ func StartContainer(ctx context.Context) (dbURL string, terminate func(context.C
 // not a reason to start another), on a machine with Docker, it starts a PostgreSQL container
 // instead and says so on w. stop removes the container (a no-op when none was started).
 func ConnectOrStart(ctx context.Context, dbURL, source string, w interface{ Write([]byte) (int, error) }) (pool *pgxpool.Pool, stop func(), err error) {
+	return ConnectOrStartWith(ctx, dbURL, source, w, DockerUsable)
+}
+
+// ConnectOrStartWith is ConnectOrStart with docker in place of DockerUsable, so that a test can
+// say there is no Docker on a machine that has it.
+func ConnectOrStartWith(ctx context.Context, dbURL, source string, w interface{ Write([]byte) (int, error) }, docker func() error) (pool *pgxpool.Pool, stop func(), err error) {
 	stop = func() {}
 	pool, err = pgenv.Connect(ctx, dbURL, source)
 	var dial *net.OpError
 	if err == nil || ctx.Err() != nil || source != pgenv.DefaultSource || !errors.As(err, &dial) {
 		return pool, stop, err
 	}
-	if derr := DockerUsable(); derr != nil {
+	if derr := docker(); derr != nil {
 		return nil, stop, fmt.Errorf("%w\n  - or install Docker: with no database configured and none at the default URL, a container is started (here: %v)", err, derr)
 	}
 	fmt.Fprintf(w, "No PostgreSQL at %s and no DATABASE_URL set: starting a %s container with testcontainers.\n", pgenv.DefaultURL, ContainerImage)

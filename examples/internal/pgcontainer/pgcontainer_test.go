@@ -3,6 +3,8 @@ package pgcontainer_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"net"
 	"strings"
 	"testing"
 
@@ -51,5 +53,27 @@ func TestConnectOrStartReportsARefusingServer(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "no_such_role_here") || strings.Contains(out.String(), "container") {
 		t.Errorf("error %q, output %q: want the server's refusal and no container", err, out.String())
+	}
+}
+
+// With nothing configured and no server at the URL, a machine without Docker gets the
+// connection's error and why no container was started, wrapping the dial error (which
+// examples/payments goes by to run in memory instead).
+func TestConnectOrStartWithoutDockerSaysWhy(t *testing.T) {
+	var out bytes.Buffer
+	noDocker := func() error { return errors.New("no Docker in this test") }
+	pool, stop, err := pgcontainer.ConnectOrStartWith(context.Background(), "postgres://postgres@127.0.0.1:1/test?sslmode=disable",
+		pgenv.DefaultSource, &out, noDocker)
+	defer stop()
+	if err == nil {
+		pool.Close()
+		t.Fatal("ConnectOrStartWith to a closed port succeeded")
+	}
+	var dial *net.OpError
+	if !strings.Contains(err.Error(), "or install Docker") || !strings.Contains(err.Error(), "no Docker in this test") || !errors.As(err, &dial) {
+		t.Errorf("error %q: want why no container was started, wrapping the dial error", err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("ConnectOrStartWith printed %q without starting anything", out.String())
 	}
 }
