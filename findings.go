@@ -62,7 +62,12 @@ type FindingQuery struct {
 	// DetectedBefore, when set, keeps the findings detected before it: now - 24h lists
 	// those open for more than a day.
 	DetectedBefore time.Time
-	// AfterID continues after the last id of the previous page (keyset pagination).
+	// Newest lists by decreasing id, newest first, instead of oldest first. Ids are assigned
+	// as findings are committed, so id order is detection order (up to two jobs committing at
+	// the same moment).
+	Newest bool
+	// AfterID continues after the last id of the previous page (keyset pagination): ids above
+	// it, or below it when Newest.
 	AfterID int64
 	// Limit is the page size; zero means DefaultFindingsLimit.
 	Limit int
@@ -131,7 +136,8 @@ type FindingDetail struct {
 // Reviewer is the review side of a store: what people (and the console) read and decide.
 // memstore.Store and pgstore.Store are Reviewers.
 type Reviewer interface {
-	// ListFindings returns a page of the findings q selects, by increasing id.
+	// ListFindings returns a page of the findings q selects, by increasing id (decreasing
+	// when q.Newest).
 	ListFindings(ctx context.Context, q FindingQuery) ([]Finding, error)
 	// Finding returns one finding with its history; an error wrapping ErrFindingNotFound
 	// if there is none.
@@ -145,6 +151,14 @@ type Reviewer interface {
 	// by mistake), recording who and why. Errors wrap ErrFindingNotFound, ErrAlreadyOpen
 	// or ErrFoundAgain when that is why nothing changed.
 	ReopenFinding(ctx context.Context, id int64, by, note string) error
+}
+
+// FindingCounter is an optional ability of a Reviewer: counting the findings a query selects,
+// for a page's total. pgstore.Store and memstore.Store are FindingCounters.
+type FindingCounter interface {
+	// CountFindings returns how many findings q selects, every page of them: q's AfterID,
+	// Limit and Newest are ignored.
+	CountFindings(ctx context.Context, q FindingQuery) (int, error)
 }
 
 // Errors a Reviewer returns, wrapped, when a review changes nothing.

@@ -9,12 +9,13 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/reconcilekit/reconcile/internal/redact"
 )
 
 // HealthJob is one job a HealthHandler reports.
@@ -329,18 +330,9 @@ func writeHealthText(w io.Writer, body healthBody) {
 	}
 }
 
-// secretKey matches Stripe secret and restricted keys (sk_live_..., sk_test_..., rk_...), masked
-// ones (sk_test_****4242) included, and webhook signing secrets (whsec_...), as the console's
-// and the metrics' guards do.
-var secretKey = regexp.MustCompile(`(?:sk|rk)_(?:live|test)_[0-9A-Za-z*]*|\b(?:sk|rk)_[0-9A-Za-z]{16,}|\bwhsec_[0-9A-Za-z]+`)
-
-// redactKeys replaces anything in s that looks like a Stripe key.
-func redactKeys(s string) string {
-	if !strings.Contains(s, "sk_") && !strings.Contains(s, "rk_") && !strings.Contains(s, "whsec_") {
-		return s
-	}
-	return secretKey.ReplaceAllString(s, "[redacted key]")
-}
+// redactKeys replaces anything in s that looks like a Stripe key, as the console and the
+// metrics do (redact.Keys).
+func redactKeys(s string) string { return redact.Keys(s) }
 
 // showable is st with every text it holds redacted (failures, finding kinds, lane names and
 // gaps), before it is judged, so that neither the status nor the reasons in an answer show a

@@ -15,13 +15,11 @@ import (
 // maxForm bounds a posted form's body.
 const maxForm = 64 << 10
 
-// writeForm checks what every write needs, in this order: POST (405), a finding id (400), a
-// form that parses (400) and carries a valid token for this actor (403). It answers the
-// request itself when one fails.
+// writeForm checks what every write to a finding needs, in this order: POST (405), a finding
+// id (400), a form that parses (400) and carries a valid token for this actor (403). It
+// answers the request itself when one fails.
 func (c *Console) writeForm(w http.ResponseWriter, r *http.Request) (int64, bool) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		c.fail(w, r, http.StatusMethodNotAllowed, "Method not allowed", "Changes are made with the buttons on a finding's page.")
+	if !c.post(w, r) {
 		return 0, false
 	}
 	id, err := findingID(r)
@@ -29,19 +27,34 @@ func (c *Console) writeForm(w http.ResponseWriter, r *http.Request) (int64, bool
 		c.fail(w, r, http.StatusBadRequest, "Bad finding id", err.Error())
 		return 0, false
 	}
+	return id, c.form(w, r)
+}
+
+// post answers 405 and returns false unless r is a POST.
+func (c *Console) post(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		c.fail(w, r, http.StatusMethodNotAllowed, "Method not allowed", "Changes are made with the buttons on the console's pages.")
+		return false
+	}
+	return true
+}
+
+// form parses r's form (400 if it cannot) and checks its token for this actor (403).
+func (c *Console) form(w http.ResponseWriter, r *http.Request) bool {
 	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
 	if err := r.ParseForm(); err != nil {
 		c.fail(w, r, http.StatusBadRequest, "Bad form", "The form could not be read.")
-		return 0, false
+		return false
 	}
 	// PostForm, not Form: a token in the query string would end up in logs and histories.
 	if !c.csrf.valid(actor(r), r.PostForm.Get(tokenField), time.Now()) {
 		c.log.WarnContext(r.Context(), "console: form token refused", slog.String("path", clip(r.URL.Path)), slog.String("actor", clip(actor(r))))
 		c.fail(w, r, http.StatusForbidden, "Form expired or forged",
-			"The form's security token is missing, expired or not yours. Reload the finding's page and try again.")
-		return 0, false
+			"The form's security token is missing, expired or not yours. Reload the page and try again.")
+		return false
 	}
-	return id, true
+	return true
 }
 
 // note reads and checks the form's note.
@@ -53,23 +66,30 @@ func note(r *http.Request) (string, error) {
 	return n, nil
 }
 
-// ownFinding answers 404 (or 500) itself and returns false unless finding id is one of the
-// console's jobs': a write to another job's finding is refused as if it did not exist. Without
-// Config.Jobs (and a store that lists none) every job is the console's.
-func (c *Console) ownFinding(w http.ResponseWriter, r *http.Request, id int64) bool {
-	if len(c.jobs) == 0 {
-		return true
-	}
+// ownFinding reads finding id, and answers 404 (or 500) itself and returns false unless it
+// exists and is of one of the console's jobs: a write to another job's finding is refused as
+// if it did not exist. Without Config.Jobs (and a store that lists none) every job is the
+// console's.
+func (c *Console) ownFinding(w http.ResponseWriter, r *http.Request, id int64) (reconcile.FindingDetail, bool) {
 	d, err := c.store.Finding(r.Context(), id)
 	switch {
 	case errors.Is(err, reconcile.ErrFindingNotFound) || (err == nil && !c.forJob(d.Job)):
 		c.fail(w, r, http.StatusNotFound, "No such finding", fmt.Sprintf("There is no finding %d.", id))
-		return false
+		return d, false
 	case err != nil:
 		c.storeFailed(w, r, "read the finding", err)
-		return false
+		return d, false
 	}
-	return true
+	return d, true
+}
+
+// needsNote is the message refusing to resolve a finding of kind without a note, or "" if
+// it needs none: a kind that involves money does (KindInfo.Money).
+func (c *Console) needsNote(kind, note string) string {
+	if note != "" || !c.kinds.money(kind) {
+		return ""
+	}
+	return fmt.Sprintf("A note is required to resolve a finding of kind %s, which involves money: say how it was settled or why the difference is accepted.", redactSecrets(kind))
 }
 
 // done redirects (303) from a write back to the finding's page; relative, for any prefix.
@@ -94,7 +114,12 @@ func (c *Console) resolve(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusBadRequest, "Bad note", err.Error())
 		return
 	}
-	if !c.ownFinding(w, r, id) {
+	d, ok := c.ownFinding(w, r, id)
+	if !ok {
+		return
+	}
+	if msg := c.needsNote(d.Kind, n); msg != "" {
+		c.failWithLink(w, r, http.StatusBadRequest, "Note required", msg, findingURL("../../", id), "Back to the finding")
 		return
 	}
 	// The actor is the authenticated one, never a form field.
@@ -127,7 +152,7 @@ func (c *Console) reopen(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusBadRequest, "Bad note", err.Error())
 		return
 	}
-	if !c.ownFinding(w, r, id) {
+	if _, ok := c.ownFinding(w, r, id); !ok {
 		return
 	}
 	err = c.store.ReopenFinding(r.Context(), id, actor(r), n)

@@ -83,6 +83,22 @@ type Config struct {
 	// Resolutions are the words a person may resolve a finding with. Empty means
 	// DefaultResolutions.
 	Resolutions []string
+	// Kinds say what the finding kinds of the host's policies mean, for the kind pick list,
+	// the list and the finding pages; a finding of a kind marked Money cannot be resolved
+	// without a note. The engine's own kinds (CoreKinds) are known without them; an entry
+	// here redefines one. A host on Stripe passes stripeadapter.Kinds(), each entry
+	// converted: console.KindInfo(k).
+	Kinds []KindInfo
+	// TimeZone is the zone times are shown in until a reviewer chooses one (an IANA name such
+	// as "Europe/Berlin"). Empty means UTC.
+	TimeZone string
+	// TimeZones are the zones a reviewer may choose from; the choice is kept in a cookie.
+	// Empty means DefaultTimeZones (those the system's zone database has).
+	TimeZones []string
+	// StaleAfter is the store's threshold for stale findings (pgstore.Config.StaleAfter), for
+	// the overview's link from its stale findings to the list of them. Zero means 24 hours,
+	// pgstore's default.
+	StaleAfter time.Duration
 	// ExternalURL links a finding to its external object; an empty string means no link.
 	// html/template drops URLs with unsafe schemes (javascript:) whatever it returns. Nil
 	// means StripeDashboardURL(false).
@@ -114,6 +130,9 @@ type Console struct {
 	policy       reconcile.HealthPolicy
 	policies     map[string]reconcile.HealthPolicy
 	resolutions  []string
+	kinds        kindTable
+	zones        zones
+	staleAfter   time.Duration
 	externalURL  func(reconcile.Finding) string
 	pageSize     int
 	timeout      time.Duration
@@ -139,6 +158,8 @@ func New(cfg Config) (*Console, error) {
 		return nil, fmt.Errorf("console: Config.CSRFKey has %d bytes; at least 32 are needed", len(cfg.CSRFKey))
 	case strings.ContainsAny(cfg.Challenge, "\r\n"):
 		return nil, errors.New("console: Config.Challenge has a line break")
+	case cfg.StaleAfter < 0:
+		return nil, fmt.Errorf("console: Config.StaleAfter %v is negative", cfg.StaleAfter)
 	}
 	base, err := basePath(cfg.BasePath)
 	if err != nil {
@@ -180,6 +201,15 @@ func New(cfg Config) (*Console, error) {
 			return nil, fmt.Errorf("console: Config.Resolutions has an empty or overlong word %q", r)
 		}
 	}
+	if c.kinds, err = newKindTable(cfg.Kinds); err != nil {
+		return nil, err
+	}
+	if c.zones, err = newZones(cfg.TimeZone, cfg.TimeZones); err != nil {
+		return nil, err
+	}
+	if c.staleAfter = cfg.StaleAfter; c.staleAfter == 0 {
+		c.staleAfter = 24 * time.Hour
+	}
 	if c.externalURL == nil {
 		c.externalURL = StripeDashboardURL(false)
 	}
@@ -211,6 +241,9 @@ func New(cfg Config) (*Console, error) {
 	c.mux = http.NewServeMux()
 	c.mux.HandleFunc("GET /{$}", c.overview)
 	c.mux.HandleFunc("GET /findings", c.list)
+	c.mux.HandleFunc("GET /findings.csv", c.export)
+	c.mux.HandleFunc("/resolve", c.resolveSelected)
+	c.mux.HandleFunc("/timezone", c.setZone)
 	c.mux.HandleFunc("GET /findings/{id}", c.detail)
 	c.mux.HandleFunc("/findings/{id}/resolve", c.resolve)
 	c.mux.HandleFunc("/findings/{id}/reopen", c.reopen)

@@ -28,8 +28,11 @@ func TestTheOverviewJudgesEachJobAndCountsItsOpenFindingsByKind(t *testing.T) {
 		`<span class="ok">OK</span>`,
 		`<dt>Last completed cycle</dt><dd>20`, // a time, not "never"
 		`<dt>Unverifiable</dt><dd>0% (0 of 2 rows of the last batch)</dd>`,
-		`<a href="./findings?job=sweep&amp;kind=missed_success">missed_success</a></td><td>2</td>`,
-		`<a href="./findings?job=sweep&amp;kind=paid_locally_not_externally">paid_locally_not_externally</a></td><td>2</td>`,
+		`<a href="./findings?job=sweep&amp;kind=missed_success">missed_success</a></td><td><a href="./findings?job=sweep&amp;kind=missed_success">2</a></td>`,
+		`<a href="./findings?job=sweep&amp;kind=paid_locally_not_externally">paid_locally_not_externally</a></td><td><a href="./findings?job=sweep&amp;kind=paid_locally_not_externally">2</a></td>`,
+		// The total of open findings links to them, and so do the stale ones.
+		`<dt>Open findings</dt><dd><a href="./findings?job=sweep" class="open-total">4</a></dd>`,
+		`<a href="./findings?age=24h&amp;job=sweep" class="stale">0</a>`,
 	} {
 		if !strings.Contains(sweep, want) {
 			t.Errorf("the sweep job's overview lacks %q:\n%s", want, sweep)
@@ -56,7 +59,7 @@ func TestTheOverviewJudgesEachJobAndCountsItsOpenFindingsByKind(t *testing.T) {
 	if r.status != http.StatusSeeOther {
 		t.Fatalf("resolve = %d:\n%s", r.status, r.body)
 	}
-	if got := section(t, w2.get(t, "/", "alice"), "sweep"); !strings.Contains(got, `missed_success</a></td><td>1</td>`) {
+	if got := section(t, w2.get(t, "/", "alice"), "sweep"); !strings.Contains(got, `kind=missed_success">1</a></td>`) {
 		t.Errorf("after a resolution the overview still shows the cached count:\n%s", got)
 	}
 }
@@ -82,9 +85,9 @@ func TestTheListShowsOpenFindingsWithBothStatesAndAStripeLink(t *testing.T) {
 	row := rowOf(t, body, w.ids["3"])
 	for _, want := range []string{
 		fmt.Sprintf(`<a href="./findings/%d">#%d</a>`, w.ids["3"], w.ids["3"]),
-		"<td>paid_locally_not_externally</td>",
+		"<td><span>paid_locally_not_externally</span></td>",
 		`<td class="text">paid</td>`, `<td class="text">canceled</td>`,
-		" ago</span>",
+		`<td class="age">`, `<td class="resolved-at"><span class="muted">—</span></td>`,
 		`<a href="https://dashboard.stripe.com/payments/pi_1TestCanceled03" rel="noopener noreferrer" target="_blank">pi_1TestCanceled03</a>`,
 		"<td>open</td>",
 	} {
@@ -175,7 +178,7 @@ func TestTheListFiltersByJobKindRecordSearchStateAndAge(t *testing.T) {
 	body := w.get(t, "/findings?job=sweep&kind=missed_success&state=all&age=36h", "alice")
 	for _, want := range []string{
 		`<option value="sweep" selected>sweep</option>`,
-		`id="f-kind" value="missed_success"`,
+		`<option value="missed_success" selected>missed_success</option>`,
 		`<option value="all" selected>all</option>`,
 		`<option value="36h" selected>older than 36h</option>`,
 	} {
@@ -258,10 +261,10 @@ func TestTheDetailShowsTheFindingItsRepairAndItsHistory(t *testing.T) {
 		"<dt>Record</dt><dd>1</dd>", "<dt>Local state</dt><dd>pending</dd>", "<dt>External state</dt><dd>succeeded</dd>",
 		`href="https://dashboard.stripe.com/payments/pi_1TestMissed0001"`,
 		"<dt>Repair command</dt><dd>ApplyPaymentSucceeded</dd>",
-		"<td>detected</td><td>sweep</td>",
-		"<td>resolved</td><td>bob</td><td>accepted</td><td class=\"text\">refunded by hand</td>",
-		"<td>reopened</td><td>carol</td><td></td><td class=\"text\">the refund bounced</td>",
-		"<td>command pending</td><td>ApplyPaymentSucceeded</td>",
+		"<td>detected</td><td class=\"who\">job sweep <span class=\"muted\">(detection)</span></td>",
+		"<td>resolved</td><td class=\"who\">bob</td><td>accepted</td><td class=\"text\">refunded by hand</td>",
+		"<td>reopened</td><td class=\"who\">carol</td><td></td><td class=\"text\">the refund bounced</td>",
+		"<td>command pending</td><td class=\"who\">repair command ApplyPaymentSucceeded</td>",
 		`id="resolve"`, `<option value="fixed">fixed</option>`, `<option value="false_positive">false_positive</option>`,
 		`<a href="../findings?job=sweep" id="back">`,
 		"Signed in as <strong id=\"actor\">alice</strong>",
@@ -307,7 +310,7 @@ func TestResolvingRecordsTheAuthenticatedActorAndLeavesTheOpenList(t *testing.T)
 	}
 	body := w.get(t, fmt.Sprintf("/findings/%d", id), "alice")
 	for _, want := range []string{`id="state">resolved</span>`, "as accepted by alice", `id="reopen"`,
-		`<td>resolved</td><td>alice</td><td>accepted</td><td class="text">customer refunded by hand</td>`} {
+		`<td>resolved</td><td class="who">alice</td><td>accepted</td><td class="text">customer refunded by hand</td>`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the resolved finding's page lacks %q", want)
 		}

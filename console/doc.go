@@ -23,12 +23,17 @@
 // host stripped, read from the path the request came with. The routes, under the prefix:
 //
 //	GET  /                       overview
-//	GET  /findings               findings list: ?q= &job= &kind= &record= &state=open|resolved|all &age=24h &after=<id>
+//	GET  /findings               findings list: ?q= &job= &kind= &record= &state=open|resolved|all &age=24h
+//	                             &sort=detected|-detected|age|-age &after=<id>
+//	GET  /findings.csv           the same filter's findings as CSV
 //	GET  /findings/{id}          one finding with its history
 //	POST /findings/{id}/resolve  resolution, note
 //	POST /findings/{id}/reopen   note
+//	POST /resolve                id (repeated), resolution, note: the findings selected on the list
+//	POST /timezone               tz: the reviewer's time zone, kept in a cookie
 //
-// A write answers 303 back to the finding's page. Errors are pages of their own: 400 for a bad
+// A write to a finding answers 303 back to the finding's page; a bulk resolution answers with
+// a page of what became of each finding. Errors are pages of their own: 400 for a bad
 // parameter or form (control characters in a filter or a note included, or a job filter naming
 // a job the console is not for), 401 or 403 when authentication refuses, 403 for a cross-origin
 // post or a bad form token, 404 for an unknown finding or page (or a finding of a job the
@@ -101,12 +106,46 @@
 // table; a write through the console clears the cache. A job whose status cannot be read is
 // shown as STATUS UNAVAILABLE, never as OK.
 //
-// The findings list filters by job, kind, record, state (open by default) and age (detected
-// more than 1 hour, 1, 3 or 7 days ago), Config.PageSize (50) a page, by keyset: the "Next page"
-// link continues after the last id shown. Each row shows the finding, its job, record, kind,
-// local and external state, when it was detected, and a link to the external object made by
-// Config.ExternalURL; the default, StripeDashboardURL(false), links PaymentIntents (pi_...) to
-// the Stripe dashboard and gives other findings no link.
+// The overview's counts link to the findings behind them: each kind's count, the job's open
+// findings, and its stale findings (open for more than Config.StaleAfter, 24 hours by default
+// as pgstore's; the failing stale_findings reason links there too).
+//
+// The findings list filters by job, kind (a pick list of the kinds the console knows, each
+// with its one-line meaning), record, state (open by default) and age (detected more than 1
+// hour, 1, 3 or 7 days ago), and says how many findings match (when the store is a
+// reconcile.FindingCounter, as pgstore and memstore are). It is sorted by detection, oldest
+// first, or newest first (sort=-detected; by age, the same orders the other way round: the
+// Detected and Age column headers turn it), Config.PageSize (50) a page, by keyset: the
+// "Next page" link continues after the last id shown, in either order. Each row shows the
+// finding, its job, record, kind (marked "money" when it involves money), local and external
+// state, when it was detected, its age, a link to the external object made by
+// Config.ExternalURL (the default, StripeDashboardURL(false), links PaymentIntents (pi_...) to
+// the Stripe dashboard and gives other findings no link), its state, and when it was resolved.
+//
+// Kinds: the console knows the engine's own kinds (CoreKinds) and those of Config.Kinds, which
+// a host fills from its policies (stripeadapter.Kinds(), each entry converted to KindInfo). A
+// kind's meaning is shown in the pick list, the list, the overview and the finding's page. A
+// finding of a kind marked Money cannot be resolved without a note: the server refuses it
+// (400, naming the kind), whatever the form sent.
+//
+// Bulk resolution: the list's open findings have boxes; the selected ones (at most
+// MaxPageSize) are resolved with one resolution and one note, each through the store's
+// ResolveFinding on its own, so each has its own event in its history. The form carries the
+// token like every write, and everything is checked before anything changes: a finding of
+// another job, or one of a money kind without a note, refuses the whole request. A finding
+// resolved meanwhile is reported and left as it was.
+//
+// Export: GET /findings.csv streams the list's filter's findings as CSV (every page, oldest
+// first, read from the store MaxPageSize at a time, at most MaxExportRows: a larger filter is
+// refused when the store counts), with the kind's meaning, the fields that differ, and times
+// in RFC 3339 in the reviewer's zone. Every text is redacted as on the pages, and a cell that
+// starts with = + - @ (or a tab or carriage return) is prefixed with ' so that a spreadsheet
+// shows it as text rather than running it as a formula.
+//
+// Time zones: times are shown in Config.TimeZone (UTC by default) until the reviewer picks one
+// of Config.TimeZones (DefaultTimeZones) at the foot of any page; the choice is a cookie
+// (HttpOnly, SameSite=Lax, scoped to the console's path) set by a POST with the form token,
+// and every page names the zone in its header. No script is involved.
 //
 // The search box (?q=) sets reconcile.FindingQuery.Search: it finds the findings whose external
 // id (pi_...) or record id is the term, or whose row holds it in one of the store's search
@@ -122,9 +161,12 @@
 // reconcile.FormatAmount, "JPY 1,000" and "KWD 1.500" in their own decimals); the console
 // formats no amount itself.
 //
-// A finding's page shows everything the finding records, its history oldest first (detection,
-// resolutions and reopenings with who, when and why, and its repair command's fate: its status
-// and failed attempts, never its last error, which may name hosts or hold SQL), and a
+// A finding's page shows everything the finding records, its kind's meaning, its history
+// oldest first (detection, resolutions and reopenings with who, when and why, and its repair
+// command's fate: its status and failed attempts, never its last error, which may name hosts
+// or hold SQL; "who" is "job <name>" for a detection, the person for a resolution or
+// reopening, "repair command <name>" for a command, "reconciler (repair)" when a repair
+// closed it), and a
 // form: resolve, with one of Config.Resolutions (fixed, accepted, false_positive by default)
 // and a note, while it is open; reopen, with a note, once it is resolved.
 //

@@ -1,10 +1,10 @@
 package console
 
 import (
-	"regexp"
 	"strings"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/internal/redact"
 )
 
 // The reasons a failure is shown as: a short fixed phrase, never the failure's text, which may
@@ -64,18 +64,11 @@ func failureReason(text string) string {
 	return reasonOtherFailure
 }
 
-// secretKey matches Stripe secret and restricted keys (sk_live_..., sk_test_..., rk_...), masked
-// ones (sk_test_****4242) included, and webhook signing secrets (whsec_...).
-var secretKey = regexp.MustCompile(`(?:sk|rk)_(?:live|test)_[0-9A-Za-z*]*|\b(?:sk|rk)_[0-9A-Za-z]{16,}|\bwhsec_[0-9A-Za-z]+`)
-
 // redactSecrets replaces anything in s that looks like a Stripe key. Every stored text a page
 // shows goes through it: an adapter is meant to keep keys out of what it stores, and this is
 // the console's own guard should one not.
 func redactSecrets(s string) string {
-	if !strings.Contains(s, "sk_") && !strings.Contains(s, "rk_") && !strings.Contains(s, "whsec_") {
-		return s
-	}
-	return secretKey.ReplaceAllString(s, "[redacted key]")
+	return redact.Keys(s)
 }
 
 // showableStatus is st with its failure texts replaced by their reasons and its other stored

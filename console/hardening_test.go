@@ -42,7 +42,7 @@ func TestARepairCommandsErrorTextIsNeverOnTheFindingsPage(t *testing.T) {
 			t.Errorf("the finding's page shows %q from the command's last error", secret)
 		}
 	}
-	for _, want := range []string{"<td>command dead</td><td>ApplyPaymentSucceeded</td>", "3 failed attempts"} {
+	for _, want := range []string{"<td>command dead</td><td class=\"who\">repair command ApplyPaymentSucceeded</td>", "3 failed attempts"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the finding's page lacks %q", want)
 		}
@@ -320,7 +320,7 @@ func TestUnauthenticatedRequestsOfAnyMethodNeverReachTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, method := range []string{http.MethodHead, http.MethodOptions, http.MethodPut, http.MethodGet, http.MethodPost, http.MethodDelete, http.MethodPatch} {
-		for _, path := range []string{"/", "/findings", "/findings?q=pi_1Alpha", "/findings/7", "/findings/7/resolve", "/findings/7/reopen"} {
+		for _, path := range []string{"/", "/findings", "/findings?q=pi_1Alpha", "/findings/7", "/findings/7/resolve", "/findings/7/reopen", "/findings.csv", "/resolve", "/timezone"} {
 			r := serve(c, method, path, "")
 			if r.Code != http.StatusForbidden {
 				t.Errorf("unauthenticated %s %s = %d, want 403", method, path, r.Code)

@@ -64,6 +64,9 @@ func listURL(root string, f filter, after int64) string {
 		set("state", f.State)
 	}
 	set("age", f.Age)
+	if f.Sort != "detected" {
+		set("sort", f.Sort)
+	}
 	if after > 0 {
 		v.Set("after", strconv.FormatInt(after, 10))
 	}
@@ -71,4 +74,10 @@ func listURL(root string, f filter, after int64) string {
 		return root + "findings"
 	}
 	return root + "findings?" + v.Encode()
+}
+
+// exportURL returns the link to the CSV export of the findings filter f selects.
+func exportURL(root string, f filter) string {
+	list := listURL(root, f, 0)
+	return root + "findings.csv" + strings.TrimPrefix(list, root+"findings")
 }

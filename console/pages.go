@@ -57,24 +57,34 @@ type jobView struct {
 	Name        string
 	Err         bool
 	OK          bool
-	Reasons     []string
+	Reasons     []reasonView
 	Lag         string
 	LastCycle   string
 	CycleAge    string
 	Unverify    string
 	Stale       int
+	StaleURL    string
+	Open        int
 	Kinds       []kindView
 	FindingsURL string
 }
 
+// reasonView is a failing check's reason, linked to the findings behind it when it has any
+// (stale findings).
+type reasonView struct {
+	Text, URL string
+}
+
 type kindView struct {
-	Kind string
-	N    int
-	URL  string
+	Kind    string
+	Meaning string
+	N       int
+	URL     string
 }
 
 func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 	root := rootOf(r.URL.EscapedPath())
+	_, loc := c.zones.of(r)
 	data := overviewPage{FindingsURL: listURL(root, filter{State: reconcile.FindingsOpen}, 0)}
 	for _, js := range c.readStatuses(r.Context()) {
 		v := jobView{Name: js.job, FindingsURL: listURL(root, filter{Job: js.job, State: reconcile.FindingsOpen}, 0)}
@@ -85,10 +95,23 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		h, st := js.health, js.health.Status
-		v.OK, v.Reasons = h.OK, h.Reasons()
+		// The stale findings are the job's open findings detected more than StaleAfter ago.
+		stale := filter{Job: js.job, State: reconcile.FindingsOpen, Age: shortDuration(c.staleAfter)}
+		v.StaleURL = listURL(root, stale, 0)
+		v.OK = h.OK
+		for _, chk := range h.Checks {
+			if chk.OK {
+				continue
+			}
+			rv := reasonView{Text: chk.Reason}
+			if chk.Name == "stale_findings" {
+				rv.URL = v.StaleURL
+			}
+			v.Reasons = append(v.Reasons, rv)
+		}
 		v.Lag = formatDuration(st.Lag)
 		if since, ok := st.SinceLastCycle(); ok {
-			v.LastCycle = fmt.Sprintf("%s (%s ago)", formatTime(st.LastCycleCompletedAt), formatDuration(since))
+			v.LastCycle = fmt.Sprintf("%s (%s ago)", formatTime(st.LastCycleCompletedAt, loc), formatDuration(since))
 		} else {
 			v.LastCycle = "never"
 		}
@@ -107,11 +130,23 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 			if shown != k {
 				f.Kind = ""
 			}
-			v.Kinds = append(v.Kinds, kindView{Kind: shown, N: st.OpenFindings[k], URL: listURL(root, f, 0)})
+			v.Open += st.OpenFindings[k]
+			v.Kinds = append(v.Kinds, kindView{Kind: shown, Meaning: c.kinds.meaning(k), N: st.OpenFindings[k], URL: listURL(root, f, 0)})
 		}
 		data.Jobs = append(data.Jobs, v)
 	}
 	c.render(w, r, http.StatusOK, "overview", "Overview", data)
+}
+
+// shortDuration is d as the age filter takes it, without zero units: 24h, 90m, 36h.
+func shortDuration(d time.Duration) string {
+	switch {
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return d.String()
 }
 
 // filter is the findings list's query string, as given (validated).
@@ -120,8 +155,20 @@ type filter struct {
 	// Search is the search box (q): an external id, a record id or a value of one of the
 	// store's search columns, such as an order id (FindingQuery.Search).
 	Search string
-	age    time.Duration
-	after  int64
+	// Sort is the order: "detected" (the default, oldest first) or "-detected", "age"
+	// (youngest first) or "-age". Both are the order of detection, one way or the other.
+	Sort  string
+	age   time.Duration
+	after int64
+}
+
+// newest reports whether the list is newest first.
+func (f filter) newest() bool { return f.Sort == "-detected" || f.Sort == "age" }
+
+// sorts are the sort order's choices.
+var sorts = []option{
+	{"detected", "detected, oldest first"}, {"-detected", "detected, newest first"},
+	{"age", "age, youngest first"}, {"-age", "age, oldest first"},
 }
 
 // ages are the age filter's choices; any other positive duration is accepted too.
@@ -162,6 +209,13 @@ func parseFilter(q url.Values) (filter, error) {
 		}
 		f.age = d
 	}
+	switch f.Sort = q.Get("sort"); f.Sort {
+	case "":
+		f.Sort = "detected"
+	case "detected", "-detected", "age", "-age":
+	default:
+		return f, userError("The sort order must be detected, -detected, age or -age.")
+	}
 	if s := q.Get("after"); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || n < 0 {
@@ -176,8 +230,11 @@ func parseFilter(q url.Values) (filter, error) {
 type listPage struct {
 	Filter   filter
 	Jobs     []string // the job filter's choices; empty: a text field
+	Kinds    []kindOption
+	Meaning  string // the meaning of the kind filtered by
 	States   []option
 	Ages     []option
+	Sorts    []option
 	Rows     []rowView
 	NextURL  string
 	FirstURL string
@@ -186,6 +243,19 @@ type listPage struct {
 	// Diffs is set when a row has fields that differ: the list then has their column.
 	Diffs  bool
 	Action string
+	// Total is how many findings the filter selects, every page; Counted says whether the
+	// store counted them (it is a reconcile.FindingCounter).
+	Total   int
+	Counted bool
+	// ExportURL is the CSV export of the same filter.
+	ExportURL string
+	// DetectedSortURL and AgeSortURL are the list in the other order of the column.
+	DetectedSortURL, AgeSortURL string
+	// Open is set when a row is open: the list then has the bulk resolution form.
+	Open        bool
+	Resolutions []string
+	ResolveURL  string
+	MaxNote     int
 }
 
 type rowView struct {
@@ -194,6 +264,8 @@ type rowView struct {
 	Job         string
 	RecordID    string
 	Kind        string
+	Meaning     string
+	Money       bool
 	Local       string
 	External    string
 	Detected    string
@@ -201,19 +273,24 @@ type rowView struct {
 	ExternalID  string
 	ExternalURL string
 	Open        bool
+	Resolved    string
 	Resolution  string
 	ResolvedBy  string
 	Diffs       []reconcile.Diff
 }
 
-func (c *Console) view(root string, f reconcile.Finding, now time.Time) rowView {
+func (c *Console) view(root string, f reconcile.Finding, now time.Time, loc *time.Location) rowView {
 	// Every stored text is redacted (redactSecrets); the link is made from the finding as it is.
 	x := redactSecrets
 	v := rowView{
 		ID: f.ID, URL: findingURL(root, f.ID), Job: x(f.Job), RecordID: x(f.RecordID), Kind: x(f.Kind),
-		Local: x(f.Local), External: x(f.External), Detected: formatTime(f.DetectedAt), Age: formatDuration(now.Sub(f.DetectedAt)),
+		Meaning: c.kinds.meaning(f.Kind), Money: c.kinds.money(f.Kind),
+		Local: x(f.Local), External: x(f.External), Detected: formatTime(f.DetectedAt, loc), Age: formatDuration(now.Sub(f.DetectedAt)),
 		ExternalID: x(f.ExternalID), ExternalURL: c.externalURL(f),
 		Open: f.Open(), Resolution: x(f.Resolution), ResolvedBy: x(f.ResolvedBy),
+	}
+	if !f.Open() {
+		v.Resolved = formatTime(f.ResolvedAt, loc)
 	}
 	for _, d := range f.Diffs {
 		// The values are the classifier's, formatted already ("JPY 1,000"): shown as they are.
@@ -222,32 +299,70 @@ func (c *Console) view(root string, f reconcile.Finding, now time.Time) rowView 
 	return v
 }
 
-func (c *Console) list(w http.ResponseWriter, r *http.Request) {
+// listFilter reads the list's filter from r's query, and answers 400 itself if it is bad.
+func (c *Console) listFilter(w http.ResponseWriter, r *http.Request) (filter, bool) {
 	f, err := parseFilter(r.URL.Query())
 	if err != nil {
 		c.fail(w, r, http.StatusBadRequest, "Bad filter", err.Error())
-		return
+		return f, false
 	}
 	if f.Job != "" && !c.forJob(f.Job) {
 		c.fail(w, r, http.StatusBadRequest, "Bad filter", "The job filter must be one of this console's jobs: "+strings.Join(c.jobs, ", ")+".")
-		return
+		return f, false
 	}
-	now := time.Now()
-	q := reconcile.FindingQuery{Job: f.Job, Kind: f.Kind, RecordID: f.Record, Search: f.Search, State: f.State, AfterID: f.after, Limit: c.pageSize + 1}
+	return f, true
+}
+
+// query is the store's query for filter f, a page of the list.
+func (c *Console) query(f filter, now time.Time) reconcile.FindingQuery {
+	q := reconcile.FindingQuery{Job: f.Job, Kind: f.Kind, RecordID: f.Record, Search: f.Search, State: f.State,
+		Newest: f.newest(), AfterID: f.after, Limit: c.pageSize + 1}
 	if f.Job == "" && len(c.jobs) > 0 {
 		q.Jobs = slices.Clone(c.jobs)
 	}
 	if f.age > 0 {
 		q.DetectedBefore = now.Add(-f.age)
 	}
+	return q
+}
+
+func (c *Console) list(w http.ResponseWriter, r *http.Request) {
+	f, ok := c.listFilter(w, r)
+	if !ok {
+		return
+	}
+	now := time.Now()
+	_, loc := c.zones.of(r)
+	q := c.query(f, now)
 	found, err := c.store.ListFindings(r.Context(), q)
 	if err != nil {
 		c.storeFailed(w, r, "list the findings", err)
 		return
 	}
 	root := rootOf(r.URL.EscapedPath())
-	data := listPage{Filter: f, Jobs: c.jobs, Action: root + "findings",
-		States: []option{{reconcile.FindingsOpen, "open"}, {reconcile.FindingsResolved, "resolved"}, {reconcile.FindingsAll, "all"}}, Ages: ages}
+	data := listPage{Filter: f, Jobs: c.jobs, Action: root + "findings", Kinds: c.kinds.options(f.Kind), Meaning: c.kinds.meaning(f.Kind),
+		States: []option{{reconcile.FindingsOpen, "open"}, {reconcile.FindingsResolved, "resolved"}, {reconcile.FindingsAll, "all"}},
+		Ages:   ages, Sorts: sorts, ExportURL: exportURL(root, f),
+		Resolutions: c.resolutions, ResolveURL: root + "resolve", MaxNote: maxNote}
+	if counter, ok := c.store.(reconcile.FindingCounter); ok {
+		if data.Total, err = counter.CountFindings(r.Context(), q); err != nil {
+			c.storeFailed(w, r, "count the findings", err)
+			return
+		}
+		data.Counted = true
+	}
+	resorted := func(s string) string {
+		g := f
+		g.Sort = s
+		return listURL(root, g, 0)
+	}
+	data.DetectedSortURL, data.AgeSortURL = resorted("-detected"), resorted("-age")
+	switch f.Sort {
+	case "-detected":
+		data.DetectedSortURL = resorted("detected")
+	case "-age":
+		data.AgeSortURL = resorted("age")
+	}
 	if f.Age != "" && !containsValue(ages, f.Age) {
 		data.Ages = append(append([]option(nil), ages...), option{f.Age, "older than " + f.Age})
 	}
@@ -267,8 +382,9 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request) {
 		// The store was asked for the console's jobs only; a store that ignores Query.Jobs
 		// still shows nothing else (its pages may then be short).
 		if c.forJob(fd.Job) {
-			data.Rows = append(data.Rows, c.view(root, fd, now))
+			data.Rows = append(data.Rows, c.view(root, fd, now, loc))
 			data.Diffs = data.Diffs || len(fd.Diffs) > 0
+			data.Open = data.Open || fd.Open()
 		}
 	}
 	c.render(w, r, http.StatusOK, "list", "Findings", data)
@@ -283,7 +399,6 @@ type detailPage struct {
 	rowView
 	Detail         string
 	Command        string
-	Resolved       string
 	ResolutionNote string
 	History        []eventView
 	Resolutions    []string
@@ -294,10 +409,15 @@ type detailPage struct {
 	// by its id. Empty when the finding has none the search box would take.
 	SearchURL string
 	MaxNote   int
+	// NoteRequired is set for a kind that involves money: resolving it needs a note.
+	NoteRequired bool
 }
 
 type eventView struct {
 	At, Action, Actor, Resolution, Note string
+	// By says what the actor is: "job" for a detection, "repair" for the reconciler's own
+	// resolution or a command, "" for a person.
+	By string
 }
 
 // isCommandEvent reports whether e is about a repair command ("command pending", "command
@@ -342,25 +462,32 @@ func (c *Console) detail(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	root := rootOf(r.URL.EscapedPath())
+	_, loc := c.zones.of(r)
 	data := detailPage{
-		rowView: c.view(root, d.Finding, time.Now()), Detail: redactSecrets(d.Detail), Command: redactSecrets(d.Command),
+		rowView: c.view(root, d.Finding, time.Now(), loc), NoteRequired: c.kinds.money(d.Kind), Detail: redactSecrets(d.Detail), Command: redactSecrets(d.Command),
 		ResolutionNote: redactSecrets(d.ResolutionNote), Resolutions: c.resolutions, MaxNote: maxNote,
 		ResolveURL: findingURL(root, id) + "/resolve", ReopenURL: findingURL(root, id) + "/reopen",
 		ListURL: listURL(root, filter{Job: d.Job, State: reconcile.FindingsOpen}, 0),
-	}
-	if !d.Open() {
-		data.Resolved = formatTime(d.ResolvedAt)
 	}
 	if id := d.ExternalID; id != "" && id == strings.TrimSpace(id) && len(id) <= maxField && plainText(id, false) && redactSecrets(id) == id {
 		data.SearchURL = listURL(root, filter{Search: id, State: reconcile.FindingsAll}, 0)
 	}
 	for _, e := range d.History {
 		x := redactSecrets
-		ev := eventView{At: formatTime(e.At), Action: x(e.Action), Actor: x(e.Actor), Resolution: x(e.Resolution), Note: x(e.Note)}
-		if isCommandEvent(e) {
+		ev := eventView{At: formatTime(e.At, loc), Action: x(e.Action), Actor: x(e.Actor), Resolution: x(e.Resolution), Note: x(e.Note)}
+		switch {
+		case isCommandEvent(e):
 			// A command's note is its last error, which may name hosts or hold SQL: the page
 			// shows its status (the action) and how often it failed, never the text.
 			ev.Note = failedAttempts(e.Failures)
+			if e.Action != reconcile.ActionCommandRedriven {
+				ev.By = "repair command"
+			}
+		case e.Action == reconcile.ActionDetected:
+			// The store records the job that found the drift as the detection's actor.
+			ev.By = "job"
+		case e.Actor == reconcile.ResolvedByReconciler:
+			ev.By = "repair"
 		}
 		data.History = append(data.History, ev)
 	}

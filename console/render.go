@@ -9,6 +9,7 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -19,7 +20,7 @@ var templateFiles embed.FS
 // share (diffs.html: a finding's fields that differ).
 var pages = func() map[string]*template.Template {
 	m := map[string]*template.Template{}
-	for _, name := range []string{"overview", "list", "detail", "error"} {
+	for _, name := range []string{"overview", "list", "detail", "error", "bulk"} {
 		m[name] = template.Must(template.ParseFS(templateFiles, "templates/layout.html", "templates/diffs.html", "templates/"+name+".html"))
 	}
 	return m
@@ -47,7 +48,14 @@ form.filters label,form.action label{display:flex;flex-direction:column;font-siz
 form.action{background:#fff;border:1px solid #d0d7de;padding:.8em;margin:1em 0;max-width:40em}
 textarea{width:100%;min-height:4em}
 button{padding:.35em 1em}
-.pager{margin:1em 0}`
+.pager{margin:1em 0}
+footer{padding:.6em 1.2em;border-top:1px solid #d0d7de}
+form.zone{display:flex;gap:.4em;align-items:center;font-size:.9em}
+.totals{margin:.6em 0}
+#findings th a{color:inherit}
+.money{font-size:.8em;border:1px solid #b3261e;color:#b3261e;padding:0 .3em;border-radius:3px}
+fieldset.action{background:#fff;border:1px solid #d0d7de;padding:.8em;margin:1em 0;max-width:40em}
+fieldset.action label{display:flex;flex-direction:column;font-size:.9em}`
 
 var styleHash = func() string {
 	sum := sha256.Sum256([]byte(style))
@@ -71,13 +79,30 @@ type page struct {
 	Actor string
 	CSS   template.CSS
 	Token string
-	Data  any
+	// Zone is the reviewer's time zone, Zones the choices, ZoneURL where the choice is posted
+	// and Back the page to come back to (relative to the root; empty when it is not a page to
+	// come back to).
+	Zone    string
+	Zones   []string
+	ZoneURL string
+	Back    string
+	Data    any
 }
 
 // render executes a page into a buffer first, so that a template failure becomes a clean 500
 // rather than half a page.
 func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name, title string, data any) {
 	p := page{Title: title, Root: rootOf(r.URL.EscapedPath()), Actor: actor(r), CSS: template.CSS(style), Data: data}
+	p.Zone, _ = c.zones.of(r)
+	p.Zones, p.ZoneURL = c.zones.names, p.Root+"timezone"
+	if back := strings.TrimPrefix(r.URL.Path, "/"); r.Method == http.MethodGet && status == http.StatusOK {
+		if r.URL.RawQuery != "" {
+			back += "?" + r.URL.RawQuery
+		}
+		if backPath.MatchString(back) {
+			p.Back = back
+		}
+	}
 	if p.Actor != "" {
 		p.Token = c.csrf.issue(p.Actor, time.Now())
 	}
@@ -122,12 +147,13 @@ func (c *Console) storeFailed(w http.ResponseWriter, r *http.Request, op string,
 		fmt.Sprintf("The console could not %s. The error was logged; try again in a moment.", op))
 }
 
-// formatTime shows a time in UTC to the second; the zero time as a dash.
-func formatTime(t time.Time) string {
+// formatTime shows a time in loc to the second, with the zone's abbreviation (or offset);
+// the zero time as a dash.
+func formatTime(t time.Time, loc *time.Location) string {
 	if t.IsZero() {
 		return "—"
 	}
-	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+	return t.In(loc).Format("2006-01-02 15:04:05 MST")
 }
 
 // formatDuration is a duration for people: 3d4h, 5h12m, 4m10s.

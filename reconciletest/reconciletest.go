@@ -684,6 +684,10 @@ func testReview(t *testing.T, f Fixture) {
 		{"a page of one", reconcile.FindingQuery{Limit: 1}, []int64{open[0].ID}},
 		{"detected before an hour ago", reconcile.FindingQuery{DetectedBefore: time.Now().Add(-time.Hour)}, nil},
 		{"resolved", reconcile.FindingQuery{State: reconcile.FindingsResolved}, nil},
+		{"newest first", reconcile.FindingQuery{Newest: true}, []int64{open[1].ID, open[0].ID}},
+		{"newest first, a page of one", reconcile.FindingQuery{Newest: true, Limit: 1}, []int64{open[1].ID}},
+		{"newest first, a page after the first", reconcile.FindingQuery{Newest: true, AfterID: open[1].ID}, []int64{open[0].ID}},
+		{"newest first by kind", reconcile.FindingQuery{Newest: true, Kind: "paid_locally_not_externally"}, []int64{open[1].ID}},
 	} {
 		fs, err := r.ListFindings(ctx, tt.q)
 		var ids []int64
@@ -692,6 +696,15 @@ func testReview(t *testing.T, f Fixture) {
 		}
 		if err != nil || !slices.Equal(ids, tt.want) {
 			t.Errorf("ListFindings %s = %v, %v; want %v", tt.name, ids, err, tt.want)
+		}
+		if c, ok := r.(reconcile.FindingCounter); ok {
+			// A count is of every page: the query's paging aside.
+			q := tt.q
+			q.AfterID, q.Limit, q.Newest = 0, 0, false
+			all, _ := r.ListFindings(ctx, q)
+			if n, err := c.CountFindings(ctx, tt.q); err != nil || n != len(all) {
+				t.Errorf("CountFindings %s = %d, %v; want %d", tt.name, n, err, len(all))
+			}
 		}
 	}
 	if _, err := r.ListFindings(ctx, reconcile.FindingQuery{State: "closed"}); err == nil {
@@ -867,6 +880,11 @@ func testDiffsAndSearch(t *testing.T, f Fixture) {
 		}
 		if err != nil || !slices.Equal(ids, tt.want) {
 			t.Errorf("search %q (%s) = %v, %v; want %v", tt.search, tt.state, ids, err, tt.want)
+		}
+		if c, ok := r.(reconcile.FindingCounter); ok {
+			if n, err := c.CountFindings(ctx, reconcile.FindingQuery{Job: "sweep", Search: tt.search, State: tt.state}); err != nil || n != len(tt.want) {
+				t.Errorf("count of search %q (%s) = %d, %v; want %d", tt.search, tt.state, n, err, len(tt.want))
+			}
 		}
 	}
 	if err := r.ResolveFinding(ctx, byID["2"], reconcile.Resolution{As: reconcile.ResolutionAccepted, By: "alice"}); err != nil {

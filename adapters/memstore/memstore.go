@@ -469,9 +469,9 @@ func (s *Store[K, L]) Commands() []QueuedCommand {
 	return slices.Clone(s.commands)
 }
 
-// ListFindings returns a page of the findings q selects, by increasing id
-// (reconcile.Reviewer). A Search matches a finding's external id or record id; the store has no
-// host columns to search besides.
+// ListFindings returns a page of the findings q selects, by increasing id, or decreasing
+// when q.Newest (reconcile.Reviewer). A Search matches a finding's external id or record id;
+// the store has no host columns to search besides.
 func (s *Store[K, L]) ListFindings(ctx context.Context, q reconcile.FindingQuery) ([]reconcile.Finding, error) {
 	q, err := q.Normalize()
 	if err != nil {
@@ -483,24 +483,60 @@ func (s *Store[K, L]) ListFindings(ctx context.Context, q reconcile.FindingQuery
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []reconcile.Finding
-	for _, f := range s.findings {
-		switch {
-		case len(out) == q.Limit:
-			return out, nil
-		case f.ID <= q.AfterID,
-			q.State == reconcile.FindingsOpen && !f.Open(),
-			q.State == reconcile.FindingsResolved && f.Open(),
-			q.Job != "" && f.Job != q.Job,
-			len(q.Jobs) > 0 && !slices.Contains(q.Jobs, f.Job),
-			q.Kind != "" && f.Kind != q.Kind,
-			q.RecordID != "" && f.RecordID != q.RecordID,
-			q.Search != "" && f.ExternalID != q.Search && f.RecordID != q.Search,
-			!q.DetectedBefore.IsZero() && !f.DetectedAt.Before(q.DetectedBefore):
+	// Findings are kept by id: finding id is s.findings[id-1].
+	for i := range s.findings {
+		if len(out) == q.Limit {
+			break
+		}
+		f := s.findings[i]
+		if q.Newest {
+			f = s.findings[len(s.findings)-1-i]
+		}
+		if q.AfterID > 0 && (!q.Newest && f.ID <= q.AfterID || q.Newest && f.ID >= q.AfterID) || !selects(q, f) {
 			continue
 		}
 		out = append(out, f)
 	}
 	return out, nil
+}
+
+var _ reconcile.FindingCounter = (*Store[string, string])(nil)
+
+// CountFindings returns how many findings q selects, ignoring its AfterID, Limit and Newest
+// (reconcile.FindingCounter).
+func (s *Store[K, L]) CountFindings(ctx context.Context, q reconcile.FindingQuery) (int, error) {
+	q, err := q.Normalize()
+	if err != nil {
+		return 0, fmt.Errorf("memstore: count findings: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, f := range s.findings {
+		if selects(q, f) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// selects reports whether f meets q's filters (not its paging).
+func selects(q reconcile.FindingQuery, f reconcile.Finding) bool {
+	switch {
+	case q.State == reconcile.FindingsOpen && !f.Open(),
+		q.State == reconcile.FindingsResolved && f.Open(),
+		q.Job != "" && f.Job != q.Job,
+		len(q.Jobs) > 0 && !slices.Contains(q.Jobs, f.Job),
+		q.Kind != "" && f.Kind != q.Kind,
+		q.RecordID != "" && f.RecordID != q.RecordID,
+		q.Search != "" && f.ExternalID != q.Search && f.RecordID != q.Search,
+		!q.DetectedBefore.IsZero() && !f.DetectedAt.Before(q.DetectedBefore):
+		return false
+	}
+	return true
 }
 
 // Finding returns one finding with its history (reconcile.Reviewer): its detection, then its

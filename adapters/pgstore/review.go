@@ -134,19 +134,77 @@ func scanFinding(row pgx.CollectableRow) (found, error) {
 	return f, err
 }
 
-// ListFindings returns a page of findings, oldest first by id (reconcile.Reviewer), each with
-// its Diffs. The findings of this store's table carry their rows' external ids. A Search
-// matches a finding's external id or record id, or a value of one of Config.SearchColumns in
-// its row, whole.
+// ListFindings returns a page of findings, oldest first by id, or newest first when
+// fq.Newest (reconcile.Reviewer), each with its Diffs. The findings of this store's table carry
+// their rows' external ids. A Search matches a finding's external id or record id, or a value
+// of one of Config.SearchColumns in its row, whole.
 func (s *Store[L]) ListFindings(ctx context.Context, fq reconcile.FindingQuery) ([]reconcile.Finding, error) {
 	fq, err := fq.Normalize()
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: list findings: %w", err)
 	}
-	// Only the filters asked for are in the statement, so that each shape gets a plan that
-	// uses the indexes on open findings.
-	where := []string{"f.id > $2"}
-	args := []any{s.cfg.AggregateType, fq.AfterID}
+	// $1 is the store's aggregate type, which findingColumns reads.
+	where, args, err := s.findingsWhere(ctx, fq, []any{s.cfg.AggregateType}, 1)
+	if err != nil {
+		return nil, err
+	}
+	order := "f.id"
+	if fq.AfterID > 0 {
+		args = append(args, fq.AfterID)
+		where = append(where, fmt.Sprintf("f.id > $%d", len(args)))
+	}
+	if fq.Newest {
+		order = "f.id DESC"
+		if fq.AfterID > 0 {
+			where[len(where)-1] = fmt.Sprintf("f.id < $%d", len(args))
+		}
+	}
+	args = append(args, fq.Limit)
+	rows, err := s.db.Query(ctx, s.own.listFindings+whereClause(where)+fmt.Sprintf(` ORDER BY %s LIMIT $%d`, order, len(args)), args...)
+	if err != nil {
+		return nil, s.cfg.Tables.wrap("list findings", err)
+	}
+	fs, err := pgx.CollectRows(rows, scanFinding)
+	if err != nil {
+		return nil, s.cfg.Tables.wrap("list findings", err)
+	}
+	return s.withExternalIDs(ctx, fs), nil
+}
+
+var _ reconcile.FindingCounter = (*Store[string])(nil)
+
+// CountFindings returns how many findings fq selects, ignoring its AfterID, Limit and Newest
+// (reconcile.FindingCounter). It counts every match, so its cost grows with them: the open
+// findings of a job are counted from an index.
+func (s *Store[L]) CountFindings(ctx context.Context, fq reconcile.FindingQuery) (int, error) {
+	fq, err := fq.Normalize()
+	if err != nil {
+		return 0, fmt.Errorf("pgstore: count findings: %w", err)
+	}
+	where, args, err := s.findingsWhere(ctx, fq, nil, 0)
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	if err := s.db.QueryRow(ctx, s.own.countFindings+whereClause(where), args...).Scan(&n); err != nil {
+		return 0, s.cfg.Tables.wrap("count findings", err)
+	}
+	return n, nil
+}
+
+func whereClause(where []string) string {
+	if len(where) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(where, " AND ")
+}
+
+// findingsWhere returns the conditions of fq's filters on the findings as f, its paging aside,
+// and args with their values appended. agg is the number of the argument in args that holds the
+// store's aggregate type, or 0 if none does (a search then adds it). Only the filters asked for
+// are in the statement, so that each shape gets a plan that uses the indexes on open findings.
+func (s *Store[L]) findingsWhere(ctx context.Context, fq reconcile.FindingQuery, args []any, agg int) ([]string, []any, error) {
+	var where []string
 	switch fq.State {
 	case reconcile.FindingsOpen:
 		where = append(where, "f.resolved_at IS NULL")
@@ -173,23 +231,18 @@ func (s *Store[L]) ListFindings(ctx context.Context, fq reconcile.FindingQuery) 
 		add("f.detected_at < $%d", fq.DetectedBefore)
 	}
 	if fq.Search != "" {
-		cond, err := s.searchCond(ctx, fq.Search)
+		cond, byRow, err := s.searchCond(ctx, fq.Search)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		add(cond, fq.Search)
+		if byRow && agg == 0 {
+			args = append(args, s.cfg.AggregateType)
+			agg = len(args)
+		}
+		args = append(args, fq.Search)
+		where = append(where, fmt.Sprintf(cond, len(args), agg))
 	}
-	args = append(args, fq.Limit)
-	rows, err := s.db.Query(ctx, s.own.listFindings+`
-		WHERE `+strings.Join(where, " AND ")+fmt.Sprintf(` ORDER BY f.id LIMIT $%d`, len(args)), args...)
-	if err != nil {
-		return nil, s.cfg.Tables.wrap("list findings", err)
-	}
-	fs, err := pgx.CollectRows(rows, scanFinding)
-	if err != nil {
-		return nil, s.cfg.Tables.wrap("list findings", err)
-	}
-	return s.withExternalIDs(ctx, fs), nil
+	return where, args, nil
 }
 
 // Finding returns one finding with its history (reconcile.Reviewer): detection, resolutions
@@ -260,11 +313,12 @@ type searchColumn struct {
 }
 
 // searchCond is the condition of FindingQuery.Search, with the searched value's placeholder
-// number as %[1]d (for ListFindings' add): the finding's external id or record id is it, or,
-// for a finding of this store's table ($1), its row holds it in one of Config.SearchColumns.
-// Each is a lookup of its own that an index serves, their union the findings' ids: as one OR
-// of conditions on the findings, it would scan them all.
-func (s *Store[L]) searchCond(ctx context.Context, search string) (string, error) {
+// number as %[1]d and the store's aggregate type's as %[2]d (for findingsWhere): the finding's
+// external id or record id is it, or, for a finding of this store's table, its row holds it in
+// one of Config.SearchColumns. byRow says whether the condition has that last part, the only
+// one that reads the aggregate type. Each is a lookup of its own that an index serves, their
+// union the findings' ids: as one OR of conditions on the findings, it would scan them all.
+func (s *Store[L]) searchCond(ctx context.Context, search string) (cond string, byRow bool, err error) {
 	findings := s.cfg.Tables.table("findings")
 	union := []string{
 		"SELECT s.id FROM " + findings + " AS s WHERE s.external_id = $%[1]d",
@@ -273,7 +327,7 @@ func (s *Store[L]) searchCond(ctx context.Context, search string) (string, error
 	if len(s.cfg.SearchColumns) > 0 {
 		st, err := s.statements(ctx)
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
 		var cols []string
 		for _, c := range st.search {
@@ -282,11 +336,12 @@ func (s *Store[L]) searchCond(ctx context.Context, search string) (string, error
 			}
 		}
 		if len(cols) > 0 {
-			union = append(union, "SELECT s.id FROM "+findings+" AS s WHERE coalesce(s.aggregate_type = $1, true) AND s.record_id IN ("+
+			byRow = true
+			union = append(union, "SELECT s.id FROM "+findings+" AS s WHERE coalesce(s.aggregate_type = $%[2]d, true) AND s.record_id IN ("+
 				st.searchRows+strings.Join(cols, " OR ")+")")
 		}
 	}
-	return "f.id IN (" + strings.Join(union, " UNION ALL ") + ")", nil
+	return "f.id IN (" + strings.Join(union, " UNION ALL ") + ")", byRow, nil
 }
 
 var uuidID = regexp.MustCompile(`^(?i)[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$`)

@@ -6,7 +6,7 @@ package pgstore
 // its columns' types and are built on first use (statements.go).
 type tableSQL struct {
 	// review.go
-	resolveFinding, resolveRecordFindings, reopenFinding, listFindings, finding, findingHistory string
+	resolveFinding, resolveRecordFindings, reopenFinding, listFindings, countFindings, finding, findingHistory string
 	// lanes.go
 	readLane, createLane, advanceLane, laneFailure string
 	// status.go
@@ -57,6 +57,8 @@ func newTableSQL(t Tables) tableSQL {
 		// aggregate type) from the findings table, as f; ListFindings adds the WHERE clause of the
 		// filters asked for, the order and the limit.
 		listFindings: `SELECT ` + findingColumns + ` FROM ` + t.table("findings") + ` AS f`,
+		// countFindings starts CountFindings' statement, which adds the same WHERE clause.
+		countFindings: `SELECT count(*) FROM ` + t.table("findings") + ` AS f`,
 		// finding reads finding $2; $1 is the store's aggregate type (findingColumns).
 		finding: `SELECT ` + findingColumns + ` FROM ` + t.table("findings") + ` AS f WHERE f.id = $2`,
 		// findingHistory reads the history of finding $1: its events, and its repair commands' states

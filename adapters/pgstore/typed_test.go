@@ -271,6 +271,11 @@ func TestATypedStoreRunsShardedReportsStatusAndSearchesItsColumns(t *testing.T) 
 		if err != nil || strings.Join(ids, " ") != tt.want {
 			t.Errorf("search %q = %q, %v; want %q", tt.search, ids, err, tt.want)
 		}
+		// The count has the same search, its search columns included, without the listing's
+		// columns (which read the aggregate type otherwise).
+		if n, err := s.CountFindings(ctx, reconcile.FindingQuery{Search: tt.search}); err != nil || n != len(ids) {
+			t.Errorf("count of search %q = %d, %v; want %d", tt.search, n, err, len(ids))
+		}
 	}
 }
 

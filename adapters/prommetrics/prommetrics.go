@@ -16,6 +16,7 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgoutbox"
+	"github.com/reconcilekit/reconcile/internal/redact"
 )
 
 // Defaults a zero Options gets.
@@ -290,19 +291,11 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.statusErrors.Collect(ch)
 }
 
-// secretKey matches Stripe secret and restricted keys (sk_live_..., sk_test_..., rk_...), masked
-// ones included, and webhook signing secrets (whsec_...), as the console redacts them.
-var secretKey = regexp.MustCompile(`(?:sk|rk)_(?:live|test)_[0-9A-Za-z*]*|\b(?:sk|rk)_[0-9A-Za-z]{16,}|\bwhsec_[0-9A-Za-z]+`)
-
-// redactKeys replaces anything in s that looks like a Stripe key. A finding's kind can hold an
-// external state as the server sent it (a host classifier's "unexpected:<local>-><external>"),
-// and a label value is exported to every scraper: it must not carry a key.
-func redactKeys(s string) string {
-	if !strings.Contains(s, "sk_") && !strings.Contains(s, "rk_") && !strings.Contains(s, "whsec_") {
-		return s
-	}
-	return secretKey.ReplaceAllString(s, "[redacted key]")
-}
+// redactKeys replaces anything in s that looks like a Stripe key (redact.Keys). A finding's
+// kind can hold an external state as the server sent it (a host classifier's
+// "unexpected:<local>-><external>"), and a label value is exported to every scraper: it must
+// not carry a key.
+func redactKeys(s string) string { return redact.Keys(s) }
 
 // labelValue makes s safe as a label value: client_golang panics on invalid UTF-8, and a
 // metrics library must not take the batch down with it.

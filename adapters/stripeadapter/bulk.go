@@ -170,9 +170,6 @@ type listPageOf[T any] struct {
 	Data   []T    `json:"data"`
 }
 
-// piPage is one page of the PaymentIntents list.
-type piPage = listPageOf[*stripe.PaymentIntent]
-
 // objectListParams are a list call's own parameters; the object's ListParams go with them.
 type objectListParams struct {
 	stripe.ListParams `form:"*"`

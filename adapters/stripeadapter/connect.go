@@ -88,8 +88,8 @@ type AccountsCheckConfig[L any] struct {
 // reconcile.BatchRunner: each batch is the sweep's until its cycle completes, then the reverse
 // pass's until it ends, and the batch that ends the pass reports Wrapped. Stripe answers a
 // retrieve of an account it does not connect with 403 account_invalid, for an id that never
-// existed and for one that was disconnected alike; the gateway maps that answer, for a
-// platform request, to reconcile.ErrNotFound.
+// existed and for one that was disconnected alike; the Accounts gateway maps that answer to
+// its retrieve, and only to it, to reconcile.ErrNotFound.
 type AccountsCheck[L any] struct {
 	sweep   *reconcile.Reconciler[L, *stripe.Account]
 	reverse *reconcile.Lane[L, *stripe.Account]

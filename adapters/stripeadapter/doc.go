@@ -89,7 +89,7 @@
 //	descriptor          path                    id prefix  list parameters  state              events
 //	PaymentIntents()    /v1/payment_intents     pi_        -                status             payment_intent.*
 //	Subscriptions()     /v1/subscriptions       sub_       status=all       status             customer.subscription.*
-//	Invoices()          /v1/invoices            in_        -                status             invoice.*
+//	Invoices()          /v1/invoices            in_        -                status             invoice.* but .upcoming
 //	CheckoutSessions()  /v1/checkout/sessions   cs_        -                status             checkout.session.*
 //	Accounts()          /v1/accounts            acct_      -                see AccountState   none (platform only)
 //
@@ -365,9 +365,9 @@
 // a request with Stripe-Account counts against, so the conservative reading is taken: the
 // platform's, which one shared Limiter never exceeds whichever way Stripe counts. An
 // AccountsCheck proves the host's accounts table and the connected accounts agree both ways:
-// missing_externally for a row Stripe does not connect (its 403 account_invalid to a
-// platform request is read as "no such account"), missing_locally for a connected account no
-// row names.
+// missing_externally for a row Stripe does not connect (its 403 account_invalid to the
+// retrieve of an account is read as "no such account"), missing_locally for a connected
+// account no row names.
 //
 // # Testing
 //

@@ -10,7 +10,7 @@ import (
 // ListPage exposes one list call to the wire tests, whose stripe-mock lists hold one object, so
 // that starting_after is sent by the gateway's own code rather than by the test.
 func (g *Gateway) ListPage(ctx context.Context, gte, lte int64, after string) ([]*stripe.PaymentIntent, bool, error) {
-	return g.listPage(ctx, &stripe.RangeQueryParams{GreaterThanOrEqual: gte, LesserThanOrEqual: lte}, after)
+	return g.intents.ListPage(ctx, gte, lte, after)
 }
 
 // ListWithExpand makes the gateway's list call with another expand path, to see how an
@@ -19,7 +19,7 @@ func (g *Gateway) ListWithExpand(ctx context.Context, path string) ([]*stripe.Pa
 	params := &stripe.PaymentIntentListParams{}
 	params.AddExpand(path)
 	svc := g.sc.V1PaymentIntents
-	var page piPage
+	var page listPageOf[*stripe.PaymentIntent]
 	err := g.list(ctx, "list payment intents", svc.B, svc.Key, "/v1/payment_intents", &params.ListParams, params, &page)
 	return page.Data, err
 }

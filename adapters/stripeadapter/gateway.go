@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/internal/redact"
 )
 
 // Defaults of GatewayConfig.
@@ -134,8 +134,10 @@ func newClient(cfg GatewayConfig) (*client, error) {
 		return nil, fmt.Errorf("stripeadapter: gateway config: ListCacheSize %d is negative", cfg.ListCacheSize)
 	case cfg.MaxListPages < 0:
 		return nil, fmt.Errorf("stripeadapter: gateway config: MaxListPages %d is negative", cfg.MaxListPages)
-	case cfg.StripeAccount != "" && !strings.HasPrefix(cfg.StripeAccount, "acct_"):
-		return nil, fmt.Errorf("stripeadapter: gateway config: StripeAccount %s is not an account id (acct_...)", redactKeys(shorten(cfg.StripeAccount)))
+	case cfg.StripeAccount != "" && !validID("acct_", cfg.StripeAccount):
+		// As ForAccount checks: anything else fails every call (net/http refuses the header),
+		// an outage that is really a config error.
+		return nil, fmt.Errorf("stripeadapter: gateway config: StripeAccount %s is not an account id (acct_ and letters and digits)", redactKeys(shorten(cfg.StripeAccount)))
 	}
 	c := &client{sc: cfg.Client, key: cfg.Key, timeout: cmp.Or(cfg.Timeout, DefaultTimeout), account: cfg.StripeAccount}
 	if c.sc == nil {
@@ -250,11 +252,6 @@ func (g *Gateway) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wa
 	return g.intents.FetchBatch(ctx, lookups, wait)
 }
 
-// listPage makes exactly one list call of intents created within window, after the id after.
-func (g *Gateway) listPage(ctx context.Context, window *stripe.RangeQueryParams, after string) ([]*stripe.PaymentIntent, bool, error) {
-	return g.intents.listPage(ctx, window, after)
-}
-
 // shorten quotes s, cut to 64 bytes: server-provided text in a message must stay short.
 func shorten(s string) string {
 	if len(s) > 64 {
@@ -332,12 +329,6 @@ func (c *client) mapError(ctx context.Context, op string, err error, answer *ans
 		return fmt.Errorf("stripeadapter: %s: %s: %w", op, desc, c.rateLimit(header))
 	case status == http.StatusUnauthorized:
 		return fmt.Errorf("stripeadapter: %s: the API key was rejected: it is wrong, expired or revoked (%s): %w", op, desc, reconcile.ErrAbortBatch)
-	case status == http.StatusForbidden && se.Code == stripe.ErrorCodeAccountInvalid && c.account == "":
-		// A platform request naming an account in its path (GET /v1/accounts/{id}): Stripe
-		// answers so for an account that does not exist or is no longer connected, and tells
-		// the two apart no more than we can. With Stripe-Account set, the same answer means
-		// the account acted for is gone: that stays a failed batch, below.
-		return fmt.Errorf("stripeadapter: %s: %s: %w", op, desc, reconcile.ErrNotFound)
 	case status == http.StatusForbidden:
 		return fmt.Errorf("stripeadapter: %s: the API key lacks permission for this call (%s): %w", op, desc, reconcile.ErrAbortBatch)
 	case status == http.StatusBadRequest:
@@ -373,25 +364,18 @@ func retryAfter(v string, now time.Time) time.Duration {
 	return 0
 }
 
-// keyPattern matches Stripe API keys, whole or masked ("sk_test_****abcd"), wherever they occur
-// in text that might be logged: sk_, rk_ or pk_ with test_ or live_ anywhere, and any other
-// word starting sk_ or rk_ followed by at least eight key characters (the mode is not always
-// there, and proxies mangle keys).
-var keyPattern = regexp.MustCompile(`(sk|rk|pk)_(test|live)_[A-Za-z0-9_*]*|\b(sk|rk)_[A-Za-z0-9_*]{8,}`)
-
 // redact removes API keys from s: c's own key, and anything that looks like a secret or
 // restricted key.
 func (c *client) redact(s string) string {
 	if c.key != "" {
-		s = strings.ReplaceAll(s, c.key, "[redacted key]")
+		s = strings.ReplaceAll(s, c.key, redact.Mask)
 	}
 	return redactKeys(s)
 }
 
-// redactKeys removes anything that looks like a Stripe API key from s.
-func redactKeys(s string) string {
-	return keyPattern.ReplaceAllString(s, "[redacted key]")
-}
+// redactKeys removes anything that looks like a Stripe API key from s: the project's one
+// pattern, shared with the metrics, the console and the health handler.
+func redactKeys(s string) string { return redact.Keys(s) }
 
 // validKey reports whether key looks like a secret or restricted key.
 func validKey(key string) bool {

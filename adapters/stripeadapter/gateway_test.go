@@ -246,6 +246,10 @@ func TestNewGatewayRejectsBadConfig(t *testing.T) {
 		{"a negative page cap", stripeadapter.GatewayConfig{Key: secretKey, MaxListPages: -1}},
 		{"an account that is not an account id", stripeadapter.GatewayConfig{Key: secretKey, StripeAccount: "cus_123"}},
 		{"the key given as the account", stripeadapter.GatewayConfig{Key: secretKey, StripeAccount: secretKey}},
+		// ForAccount refuses these too: accepted here, each would be an outage on every call.
+		{"an account id with a header after it", stripeadapter.GatewayConfig{Key: secretKey, StripeAccount: "acct_1\r\nX-Evil: 1"}},
+		{"an account id with a space", stripeadapter.GatewayConfig{Key: secretKey, StripeAccount: "acct_1 "}},
+		{"an account prefix alone", stripeadapter.GatewayConfig{Key: secretKey, StripeAccount: "acct_"}},
 		{"a negative look-ahead size", stripeadapter.GatewayConfig{Key: secretKey, ListCacheSize: -1}},
 	}
 	for _, tt := range tests {

@@ -3,8 +3,6 @@ package stripeadapter
 import (
 	"sync"
 	"time"
-
-	"github.com/stripe/stripe-go/v82"
 )
 
 // Defaults of GatewayConfig's look-ahead cache.
@@ -48,13 +46,6 @@ type orderEntry struct {
 
 func newLookaheadOf[T any](ttl time.Duration, size int, id func(T) string) *lookaheadOf[T] {
 	return &lookaheadOf[T]{ttl: ttl, size: size, id: id, now: time.Now, objs: map[string]cached[T]{}}
-}
-
-// lookahead is the PaymentIntents' look-ahead.
-type lookahead = lookaheadOf[*stripe.PaymentIntent]
-
-func newLookahead(ttl time.Duration, size int) *lookahead {
-	return newLookaheadOf(ttl, size, PaymentIntents().ID)
 }
 
 // clock is the look-ahead's clock, time.Now when it is off: a listing is dated by it, so that

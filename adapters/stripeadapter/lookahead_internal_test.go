@@ -9,6 +9,13 @@ import (
 	"github.com/stripe/stripe-go/v82"
 )
 
+// lookahead is the PaymentIntents' look-ahead, which these tests exercise.
+type lookahead = lookaheadOf[*stripe.PaymentIntent]
+
+func newLookahead(ttl time.Duration, size int) *lookahead {
+	return newLookaheadOf(ttl, size, PaymentIntents().ID)
+}
+
 func TestLookaheadServesFreshObjectsOnceWithinItsSize(t *testing.T) {
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	c := newLookahead(10*time.Second, 3)

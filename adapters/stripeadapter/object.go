@@ -206,7 +206,9 @@ func ValidPaymentIntentID(id string) bool { return validID("pi_", id) }
 // Subscriptions describes Subscriptions. Lists send status=all: without it Stripe leaves
 // canceled subscriptions out, and a sweep would report each as missing. Their state is the
 // status (incomplete, incomplete_expired, trialing, active, past_due, canceled, unpaid,
-// paused); events are customer.subscription.*.
+// paused); events are customer.subscription.*. Among events of one second an ended status
+// wins over any other, and any over incomplete (a subscription created and paid in the same
+// second lists customer.subscription.created and .updated in either order).
 func Subscriptions() Object[*stripe.Subscription] {
 	return Object[*stripe.Subscription]{
 		Name:       "subscription",
@@ -217,26 +219,70 @@ func Subscriptions() Object[*stripe.Subscription] {
 		ID:         func(s *stripe.Subscription) string { return s.ID },
 		Created:    func(s *stripe.Subscription) int64 { return s.Created },
 		State:      func(s *stripe.Subscription) string { return string(s.Status) },
+		Rank:       subscriptionRank,
 	}
 }
 
+// subscriptionRank orders subscription statuses by the only ways Stripe moves them one way:
+// out of incomplete, and into canceled or incomplete_expired, which are final. The statuses
+// between (trialing, active, past_due, unpaid, paused) go back and forth and rank alike.
+func subscriptionRank(s *stripe.Subscription) int {
+	switch s.Status {
+	case stripe.SubscriptionStatusIncomplete:
+		return 0
+	case stripe.SubscriptionStatusCanceled, stripe.SubscriptionStatusIncompleteExpired:
+		return 2
+	}
+	return 1
+}
+
 // Invoices describes Invoices. Their state is the status (draft, open, paid, uncollectible,
-// void); events are invoice.*.
+// void); events are invoice.* but invoice.upcoming (InvoiceEventTypes), whose object is a
+// preview of the next invoice, without an invoice's id: not a state of any row. Among events of one second the furthest status along wins: an
+// invoice finalized and paid in one second (a subscription's first invoice, a renewal
+// charged on finalization) lists its events in either order.
 func Invoices() Object[*stripe.Invoice] {
 	return Object[*stripe.Invoice]{
 		Name:       "invoice",
 		Path:       "/v1/invoices",
 		IDPrefix:   "in_",
-		EventTypes: []string{"invoice.*"},
+		EventTypes: slices.Clone(InvoiceEventTypes),
 		ID:         func(in *stripe.Invoice) string { return in.ID },
 		Created:    func(in *stripe.Invoice) int64 { return in.Created },
 		State:      func(in *stripe.Invoice) string { return string(in.Status) },
+		Rank:       invoiceRank,
 	}
 }
 
+// InvoiceEventTypes are the events Invoices reads: every invoice.* type Stripe sends with an
+// invoice in data.object, invoice.upcoming left out. Stripe takes a pattern with * only alone,
+// so they are named; a type Stripe adds later is not read (the sweep still finds its change).
+var InvoiceEventTypes = []string{
+	"invoice.created", "invoice.deleted", "invoice.finalization_failed", "invoice.finalized",
+	"invoice.marked_uncollectible", "invoice.overdue", "invoice.overpaid", "invoice.paid",
+	"invoice.payment_action_required", "invoice.payment_failed", "invoice.payment_succeeded",
+	"invoice.sent", "invoice.updated", "invoice.voided", "invoice.will_be_due",
+}
+
+// invoiceRank orders invoice statuses as Stripe moves them: draft, open, uncollectible, then
+// paid or void, which are final.
+func invoiceRank(in *stripe.Invoice) int {
+	switch in.Status {
+	case stripe.InvoiceStatusOpen:
+		return 1
+	case stripe.InvoiceStatusUncollectible:
+		return 2
+	case stripe.InvoiceStatusPaid, stripe.InvoiceStatusVoid:
+		return 3
+	}
+	return 0
+}
+
 // CheckoutSessions describes Checkout Sessions. Their state is the status (open, complete,
-// expired; payment_status is the policy's to read); events are checkout.session.*. Their ids
-// are cs_ and letters and digits, with test_ or live_ after cs_ as Stripe issues them.
+// expired; payment_status is the policy's to read); events are checkout.session.*. Among
+// events of one second a closed session wins over an open one, and a paid one over an unpaid
+// one. Their ids are cs_ and letters and digits, with test_ or live_ after cs_ as Stripe
+// issues them.
 func CheckoutSessions() Object[*stripe.CheckoutSession] {
 	return Object[*stripe.CheckoutSession]{
 		Name:       "checkout.session",
@@ -247,7 +293,20 @@ func CheckoutSessions() Object[*stripe.CheckoutSession] {
 		ID:         func(cs *stripe.CheckoutSession) string { return cs.ID },
 		Created:    func(cs *stripe.CheckoutSession) int64 { return cs.Created },
 		State:      func(cs *stripe.CheckoutSession) string { return string(cs.Status) },
+		Rank:       checkoutRank,
 	}
+}
+
+// checkoutRank orders sessions as Stripe moves them: open, then complete or expired (never
+// reopened), and a complete session's payment from unpaid to paid (never back).
+func checkoutRank(cs *stripe.CheckoutSession) int {
+	switch {
+	case cs.Status == stripe.CheckoutSessionStatusOpen:
+		return 0
+	case cs.PaymentStatus == stripe.CheckoutSessionPaymentStatusPaid || cs.PaymentStatus == stripe.CheckoutSessionPaymentStatusNoPaymentRequired:
+		return 2
+	}
+	return 1
 }
 
 // ValidCheckoutSessionID reports whether id has the shape of a Checkout Session id: cs_, then

@@ -3,26 +3,19 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
-)
 
-// secretKey matches Stripe secret and restricted keys (sk_live_..., sk_test_..., rk_...), masked
-// ones (sk_test_****4242) included, and webhook signing secrets (whsec_...); the same pattern as
-// the console's.
-var secretKey = regexp.MustCompile(`(?:sk|rk)_(?:live|test)_[0-9A-Za-z*]*|\b(?:sk|rk)_[0-9A-Za-z]{16,}|\bwhsec_[0-9A-Za-z]+`)
+	"github.com/reconcilekit/reconcile/internal/redact"
+)
 
 // redactSecrets replaces anything in s that looks like a Stripe key. Everything this tool prints
 // from the database goes through it: adapters are meant to keep keys out of what they store
 // (errors, details, notes), and this is the tool's own guard should one not. The pattern's
 // characters never include a quote or a backslash, so it is safe on JSON text too.
 func redactSecrets(s string) string {
-	if !strings.Contains(s, "sk_") && !strings.Contains(s, "rk_") && !strings.Contains(s, "whsec_") {
-		return s
-	}
-	return secretKey.ReplaceAllString(s, "[redacted key]")
+	return redact.Keys(s)
 }
 
 // print writes text to standard output, redacted.

@@ -45,7 +45,7 @@ func TestAReviewerResolvesAFindingInABrowser(t *testing.T) {
 	// 2. Filter: the sweep job's findings that need review.
 	b.do("filter",
 		chromedp.SetValue(chromedp.CSS(`#f-job`), "sweep"),
-		chromedp.SendKeys(chromedp.CSS(`#f-kind`), "paid_locally_not_externally"),
+		chromedp.SetValue(chromedp.CSS(`#f-kind`), "paid_locally_not_externally"),
 		chromedp.Click(chromedp.CSS(`#f-submit`)),
 		chromedp.WaitNotPresent(chromedp.CSS(row(missed))),
 		chromedp.WaitVisible(chromedp.CSS(row(review))),
@@ -53,7 +53,7 @@ func TestAReviewerResolvesAFindingInABrowser(t *testing.T) {
 	if loc := b.location(); !strings.HasPrefix(loc, srv.URL+"/review/findings?") || !strings.Contains(loc, "kind=paid_locally_not_externally") || !strings.Contains(loc, "job=sweep") {
 		t.Errorf("the filtered list is at %s", loc)
 	}
-	if got := b.text(row(review) + " td:nth-child(8)"); got != "pi_1TestCanceled03" {
+	if got := b.text(row(review) + " td:nth-child(10)"); got != "pi_1TestCanceled03" {
 		t.Errorf("the external object column shows %q", got)
 	}
 	if href := b.text(row(review)); !strings.Contains(href, "canceled") {
@@ -62,7 +62,7 @@ func TestAReviewerResolvesAFindingInABrowser(t *testing.T) {
 
 	// 3. Open the finding.
 	b.do("open the finding",
-		chromedp.Click(chromedp.CSS(row(review)+" td:first-child a")),
+		chromedp.Click(chromedp.CSS(row(review)+" td:nth-child(2) a")),
 		chromedp.WaitVisible(chromedp.CSS(`#resolve`)),
 		b.screenshot("finding"))
 	if got := b.text("h1"); !strings.Contains(got, fmt.Sprint(review)) || !strings.Contains(got, "open") {

@@ -85,6 +85,8 @@ func newWorld(t *testing.T) *world {
 	w.console, err = console.New(console.Config{
 		Store:        w.store,
 		Jobs:         []string{"sweep"},
+		Kinds:        kinds,
+		TimeZones:    []string{"UTC", "Asia/Tokyo"},
 		Authenticate: headerAuth,
 		StatusTTL:    -1,
 		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -93,6 +95,13 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	return w
+}
+
+// kinds are the meanings of the test policy's kinds, as a host passes its policies' table
+// (stripeadapter.Kinds()).
+var kinds = []console.KindInfo{
+	{Kind: "paid_locally_not_externally", Meaning: "The row is paid but Stripe has no successful payment.", Money: true},
+	{Kind: "missed_success", Meaning: "Stripe took the payment; the row is still pending."},
 }
 
 // headerAuth is the test's Authenticate: the actor named by the X-Test-User header.

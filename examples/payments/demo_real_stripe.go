@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/internal/redact"
 )
 
 // realStripe is Stripe's test mode as real mode uses it: a stripe-go client that plants the
@@ -102,16 +102,13 @@ func (rs *realStripe) enforce(out io.Writer, err error) error {
 	return nil
 }
 
-// keyPattern matches Stripe API keys, whole or masked ("sk_test_****abcd"), as Stripe's error
-// messages may quote them.
-var keyPattern = regexp.MustCompile(`\b(sk|rk|pk)_(test|live)_[A-Za-z0-9*]*`)
-
-// redact removes API keys from s.
+// redact removes API keys from s: the demo's own, and anything that looks like one (whole or
+// masked, as Stripe's error messages may quote them).
 func (rs *realStripe) redact(s string) string {
 	if rs.key != nil && rs.key() != "" {
-		s = strings.ReplaceAll(s, string(rs.key()), "[redacted key]")
+		s = strings.ReplaceAll(s, string(rs.key()), redact.Mask)
 	}
-	return keyPattern.ReplaceAllString(s, "[redacted key]")
+	return redact.Keys(s)
 }
 
 // failed describes the planter's failed call op, without the key.

@@ -1,0 +1,88 @@
+package console
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/reconcilekit/reconcile"
+)
+
+// KindInfo says what a finding kind means: Config.Kinds. Its fields are those of
+// stripeadapter.KindInfo, so that a host converts that package's table entry by entry
+// (console.KindInfo(k)) without the console importing the adapter.
+type KindInfo struct {
+	// Kind is the finding kind.
+	Kind string
+	// Meaning is one line for reviewers: what differs, and which side is ahead.
+	Meaning string
+	// Money is whether the drift involves money (an amount charged, refunded, disputed, owed
+	// or billed for). Resolving a finding of such a kind needs a note.
+	Money bool
+}
+
+// CoreKinds are the meanings of the kinds the engine itself records, whatever the gateway;
+// the console knows them without Config.Kinds.
+var CoreKinds = []KindInfo{
+	{reconcile.KindMissingExternally, "The external system has no object by the row's external id.", false},
+	{reconcile.KindMissingLocally, "The external system has an object that no row refers to (a local transaction that rolled back, say).", false},
+	{reconcile.KindInvalidExternalID, "The row's external id is empty or cannot be valid, so it could not be checked.", false},
+	{reconcile.KindInvalidRow, "The row could not be read or judged (a value its field cannot hold, say).", false},
+	{reconcile.KindRejected, "The external system refused to answer about the row (a bad request).", false},
+}
+
+// kindTable is the console's kinds: CoreKinds, then Config.Kinds (which may redefine a core
+// kind), in order.
+type kindTable struct {
+	list []KindInfo
+	by   map[string]KindInfo
+}
+
+func newKindTable(extra []KindInfo) (kindTable, error) {
+	t := kindTable{by: map[string]KindInfo{}}
+	for i, k := range slices.Concat(CoreKinds, extra) {
+		switch {
+		case k.Kind == "" || len(k.Kind) > maxField || !plainText(k.Kind, false):
+			return t, fmt.Errorf("console: Config.Kinds[%d]: the kind %q is empty, overlong or has control characters", i-len(CoreKinds), k.Kind)
+		case !plainText(k.Meaning, false):
+			return t, fmt.Errorf("console: Config.Kinds[%d]: the meaning of %q is not one line of text", i-len(CoreKinds), k.Kind)
+		}
+		if _, seen := t.by[k.Kind]; seen {
+			t.list = slices.DeleteFunc(t.list, func(o KindInfo) bool { return o.Kind == k.Kind })
+		}
+		t.by[k.Kind] = k
+		t.list = append(t.list, k)
+	}
+	return t, nil
+}
+
+// meaning is kind's meaning, or "" for a kind the console does not know.
+func (t kindTable) meaning(kind string) string { return t.by[kind].Meaning }
+
+// money reports whether kind involves money. A kind the console does not know does not.
+func (t kindTable) money(kind string) bool { return t.by[kind].Money }
+
+// kindOption is one choice of the kind pick list.
+type kindOption struct {
+	Value, Label, Meaning string
+}
+
+// options are the kind pick list's choices: every kind the console knows, sorted, and
+// selected (the filter's) if it is not one of them, so that the list still shows it.
+func (t kindTable) options(selected string) []kindOption {
+	kinds := make([]string, 0, len(t.list)+1)
+	for _, k := range t.list {
+		kinds = append(kinds, k.Kind)
+	}
+	if selected != "" && !slices.Contains(kinds, selected) {
+		kinds = append(kinds, selected)
+	}
+	slices.Sort(kinds)
+	opts := make([]kindOption, len(kinds))
+	for i, k := range kinds {
+		opts[i] = kindOption{Value: k, Label: k, Meaning: t.meaning(k)}
+		if m := opts[i].Meaning; m != "" {
+			opts[i].Label = k + " — " + m
+		}
+	}
+	return opts
+}
