@@ -22,9 +22,12 @@ type Deliverer interface {
 
 // QueuedCommand is a repair command a commit queued, as a Deliverer receives it.
 type QueuedCommand struct {
-	// OutboxID is the command's outbox row: unique, a key under which a queue can refuse the
-	// same command twice.
+	// OutboxID is the command's outbox row: unique within Tables' outbox (not across stores
+	// whose Tables differ), a key, with Tables, under which a queue can refuse the same
+	// command twice.
 	OutboxID int64
+	// Tables are the store's tables (Store.Tables), whose outbox holds the row.
+	Tables Tables
 	// Command is the command, decoded from Payload.
 	Command reconcile.Command
 	// Payload is the command as stored in the outbox, which reconcile.DecodeCommand reads with
@@ -35,8 +38,9 @@ type QueuedCommand struct {
 // delivery carries one commit's queued commands, as the findings statement returns them, to
 // Config.Deliver. A nil delivery delivers nothing.
 type delivery struct {
-	to  Deliverer
-	raw []byte // a JSON array of {id, name, payload}
+	to     Deliverer
+	tables Tables
+	raw    []byte // a JSON array of {id, name, payload}
 }
 
 // newDelivery returns the delivery of a commit, nil if the store has no Deliverer.
@@ -44,7 +48,7 @@ func (s *Store[L]) newDelivery() *delivery {
 	if s.cfg.Deliver == nil {
 		return nil
 	}
-	return &delivery{to: s.cfg.Deliver}
+	return &delivery{to: s.cfg.Deliver, tables: s.cfg.Tables}
 }
 
 // run decodes the queued commands and delivers them in tx.
@@ -69,7 +73,7 @@ func (d *delivery) run(ctx context.Context, tx pgx.Tx) error {
 		if err != nil {
 			return err
 		}
-		cmds[i] = QueuedCommand{OutboxID: r.ID, Command: c, Payload: r.Payload}
+		cmds[i] = QueuedCommand{OutboxID: r.ID, Tables: d.tables, Command: c, Payload: r.Payload}
 	}
 	if err := d.to.Deliver(ctx, tx, cmds); err != nil {
 		return fmt.Errorf("deliver %d commands: %w", len(cmds), err)

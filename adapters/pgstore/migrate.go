@@ -121,12 +121,28 @@ func Migrate(ctx context.Context, db DB, t Tables) error {
 		if err != nil {
 			return fmt.Errorf("pgstore: migrate: %w", err)
 		}
+		// As in Check, the highest version recorded vouches for those below it (applied by a
+		// host's tool from files that did not record their versions).
+		latest := int32(0)
+		if len(applied) > 0 {
+			latest = slices.Max(applied)
+		} else {
+			var tablesExist bool
+			if err := tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", t.table("cursors")).Scan(&tablesExist); err != nil {
+				return fmt.Errorf("pgstore: migrate: %w", err)
+			}
+			if tablesExist {
+				return fmt.Errorf("pgstore: migrate: the reconciler's tables exist but %s records no version: "+
+					"they were migrated by a tool of your own from files that did not record it; insert the versions it applied "+
+					"(version, name) into %s, then migrate", t.table("migrations"), t.table("migrations"))
+			}
+		}
 		for _, n := range names {
 			v, err := migrationVersion(n)
 			if err != nil {
 				return err
 			}
-			if slices.Contains(applied, int32(v)) {
+			if int32(v) <= latest {
 				continue
 			}
 			sql, err := fs.ReadFile(files, n)

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -81,22 +80,26 @@ func embeddedMigrations() []string {
 	return names
 }
 
-// checkMigrated returns a *MigrationError unless every embedded migration is recorded as
-// applied to t.
+// checkMigrated returns a *MigrationError unless every embedded migration is applied to t.
+// Migrations apply in order, so the highest version recorded vouches for those below it: a
+// host's own tool applied earlier files from Migrations before they recorded their versions.
+// For the same reason, tables that exist with no version recorded at all were migrated by such
+// a tool, and cannot be judged: they pass (a statement meeting a missing table still says to
+// migrate).
 func checkMigrated(ctx context.Context, db DB, t Tables) error {
-	var exists bool
-	if err := db.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", t.table("migrations")).Scan(&exists); err != nil {
+	var exists, tablesExist bool
+	if err := db.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL, to_regclass($2) IS NOT NULL",
+		t.table("migrations"), t.table("cursors")).Scan(&exists, &tablesExist); err != nil {
 		return fmt.Errorf("pgstore: read catalog for %s: %w", t.table("migrations"), err)
 	}
-	var applied []int32
+	var latest *int32 // the highest version recorded; nil if none is
 	if exists {
-		rows, err := db.Query(ctx, "SELECT version FROM "+t.table("migrations"))
-		if err == nil {
-			applied, err = pgx.CollectRows(rows, pgx.RowTo[int32])
-		}
-		if err != nil {
+		if err := db.QueryRow(ctx, "SELECT max(version) FROM "+t.table("migrations")).Scan(&latest); err != nil {
 			return fmt.Errorf("pgstore: read %s: %w", t.table("migrations"), err)
 		}
+	}
+	if latest == nil && tablesExist {
+		return nil
 	}
 	var missing []string
 	for _, n := range embeddedMigrations() {
@@ -104,7 +107,7 @@ func checkMigrated(ctx context.Context, db DB, t Tables) error {
 		if err != nil {
 			return err
 		}
-		if !slices.Contains(applied, int32(v)) {
+		if latest == nil || int32(v) > *latest {
 			missing = append(missing, n)
 		}
 	}

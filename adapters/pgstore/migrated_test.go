@@ -183,3 +183,38 @@ func TestOneSchemaSettingServesStoreMigrationsAndDispatcher(t *testing.T) {
 		t.Fatalf("Work = %d, %v, applied %v; want the one command of %s", n, err, applied, billing)
 	}
 }
+
+// Before versions were recorded in the files, a host's own migration tool applied Migrations
+// without recording any: its tables are current, and upgrading the package must not make Check
+// (and with it every first read) fail and send it to Migrate, which would re-run 001 on tables
+// that exist. Nor must a later file, applied by that tool with its version recorded, make the
+// unrecorded earlier ones count as missing.
+func TestTablesMigratedByAnOlderToolWithoutRecordedVersionsPassCheck(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, forget string }{
+		{"no version recorded", `DROP TABLE reconcile_migrations`},
+		{"only the latest recorded", `DELETE FROM reconcile_migrations WHERE version < 7`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			pool, s := newStore(t, pgstore.Config{})
+			ctx := context.Background()
+			if _, err := pool.Exec(ctx, tc.forget); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Check(ctx); err != nil {
+				t.Fatalf("Check = %v; want nil: every migration is applied", err)
+			}
+			// Migrate does not re-run the files applied; with no version recorded it cannot
+			// tell which those are, and says so rather than failing on a table that exists.
+			err := pgstore.Migrate(ctx, pool, s.Tables())
+			if tc.forget == `DROP TABLE reconcile_migrations` {
+				if err == nil || !strings.Contains(err.Error(), "records no version") {
+					t.Fatalf("Migrate = %v; want it to say that no version is recorded", err)
+				}
+			} else if err != nil {
+				t.Fatalf("Migrate = %v; want nil: nothing to apply", err)
+			}
+		})
+	}
+}

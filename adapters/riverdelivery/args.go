@@ -12,9 +12,15 @@ const Kind = "reconcile_repair"
 
 // Args are a repair command as a River job's args.
 type Args struct {
-	// OutboxID is the command's outbox row, unique per command: River refuses a second job
-	// with the same OutboxID while the first is kept (unique by args, this field alone).
+	// OutboxID is the command's outbox row, unique per command within its outbox: River
+	// refuses a second job with the same OutboxID, Schema and Prefix while the first is kept
+	// (unique by args, these fields alone).
 	OutboxID int64 `json:"outbox_id" river:"unique"`
+	// Schema and Prefix name the reconciler's tables whose outbox holds the row (the store's
+	// Tables, Prefix resolved): stores with different tables number their rows alike, and the
+	// Worker applies the job against these tables. Empty Prefix means the Worker's own tables.
+	Schema string `json:"schema,omitempty" river:"unique"`
+	Prefix string `json:"prefix,omitempty" river:"unique"`
 	// Name is the command, such as "ApplyPaymentSucceeded".
 	Name string `json:"name"`
 	// RecordID is the local row to repair, for people reading River's jobs.

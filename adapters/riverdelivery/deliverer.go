@@ -46,7 +46,7 @@ func New(client *river.Client[pgx.Tx], cfg Config) (*Deliverer, error) {
 
 // Deliver inserts one job per command with InsertManyTx in tx, the commit's transaction: the
 // jobs exist exactly when the findings and their commands do. A command whose job River
-// already holds (the same OutboxID) is skipped as a duplicate.
+// already holds (the same OutboxID in the same tables) is skipped as a duplicate.
 func (d *Deliverer) Deliver(ctx context.Context, tx pgx.Tx, cmds []pgstore.QueuedCommand) error {
 	if len(cmds) == 0 {
 		return nil
@@ -56,7 +56,8 @@ func (d *Deliverer) Deliver(ctx context.Context, tx pgx.Tx, cmds []pgstore.Queue
 		opts := Args{}.InsertOpts()
 		opts.Queue, opts.MaxAttempts, opts.Priority = d.cfg.Queue, d.cfg.MaxAttempts, d.cfg.Priority
 		params[i] = river.InsertManyParams{
-			Args:       Args{OutboxID: c.OutboxID, Name: c.Command.Name, RecordID: c.Command.RecordID, Payload: c.Payload},
+			Args: Args{OutboxID: c.OutboxID, Schema: c.Tables.Schema, Prefix: c.Tables.Prefix,
+				Name: c.Command.Name, RecordID: c.Command.RecordID, Payload: c.Payload},
 			InsertOpts: &opts,
 		}
 	}

@@ -8,8 +8,9 @@
 // InsertManyTx in the reconciler's own commit transaction: a commit that rolls back leaves no
 // job, and a job exists only for a command that is recorded. The command's outbox row is still
 // written, as its record (a finding's history shows it) and its unique id, marked as handed
-// over (processed_at set), so that no Dispatcher claims it. A job is unique by that id (Args,
-// River's unique options): enqueueing the same command again is skipped as a duplicate.
+// over (processed_at set), so that no Dispatcher claims it. A job is unique by that id and the
+// store's tables (Args, River's unique options; stores with different tables number their rows
+// alike): enqueueing the same command again is skipped as a duplicate.
 //
 // A Worker applies a job's command through the host's canonical writer, the same
 // pgoutbox.CommandWriter a Dispatcher is given with pgoutbox.HandleCommand, with the same rule

@@ -338,8 +338,8 @@ func TestAnEnqueueOfTheSameCommandTwiceIsSkippedAsADuplicate(t *testing.T) {
 	w := newWorld(t, 0, nil)
 	reconciletest.Cycle(t, w.config(), 3)
 	var args riverdelivery.Args
-	if err := w.pool.QueryRow(ctx, `SELECT (args->>'outbox_id')::bigint, args->>'name', args->>'record_id', args->'payload' FROM river_job ORDER BY id LIMIT 1`).
-		Scan(&args.OutboxID, &args.Name, &args.RecordID, &args.Payload); err != nil {
+	if err := w.pool.QueryRow(ctx, `SELECT (args->>'outbox_id')::bigint, args->>'schema', args->>'prefix', args->>'name', args->>'record_id', args->'payload' FROM river_job ORDER BY id LIMIT 1`).
+		Scan(&args.OutboxID, &args.Schema, &args.Prefix, &args.Name, &args.RecordID, &args.Payload); err != nil {
 		t.Fatal(err)
 	}
 	cmd, err := reconcile.DecodeCommand(args.Name, args.Payload)
@@ -353,7 +353,7 @@ func TestAnEnqueueOfTheSameCommandTwiceIsSkippedAsADuplicate(t *testing.T) {
 	// The deliverer again, with the same command, and River's own InsertTx with args that
 	// differ only outside the unique key.
 	err = pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-		if err := d.Deliver(ctx, tx, []pgstore.QueuedCommand{{OutboxID: args.OutboxID, Command: cmd, Payload: args.Payload}}); err != nil {
+		if err := d.Deliver(ctx, tx, []pgstore.QueuedCommand{{OutboxID: args.OutboxID, Tables: w.store.Tables(), Command: cmd, Payload: args.Payload}}); err != nil {
 			return err
 		}
 		other := args
@@ -455,5 +455,43 @@ func TestAJobWhoseFindingWasResolvedFirstCompletesWithoutCallingTheWriter(t *tes
 	}
 	if f.Resolution != reconcile.ResolutionAccepted || f.ResolvedBy != "ana" {
 		t.Errorf("finding %d resolved %q by %q; want accepted by ana", f.ID, f.Resolution, f.ResolvedBy)
+	}
+}
+
+// Two stores whose reconciler tables differ (another prefix here; another schema alike) number
+// their outbox rows from 1 each: their commands must not be taken for duplicates of each
+// other, and each job must mark done the row of its own outbox.
+func TestTheCommandsOfStoresWithDifferentTablesAreNotTakenForEachOther(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newWorld(t, 0, nil)
+	d, err := riverdelivery.New(w.client, riverdelivery.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := pgstore.New(w.pool, pgstore.Config{Table: "payments", Schema: w.store.Config().Schema,
+		Tables: pgstore.Tables{Prefix: "other_"}, Deliver: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pgstore.Migrate(ctx, w.pool, other.Tables()); err != nil {
+		t.Fatal(err)
+	}
+	reconciletest.Cycle(t, w.config(), 3)
+	cfg := w.config()
+	cfg.Source, cfg.Sink = other, other
+	reconciletest.Cycle(t, cfg, 3)
+	if n := w.count(t, `SELECT count(*) FROM reconcile_outbox`) + w.count(t, `SELECT count(*) FROM other_outbox`); n != 4 {
+		t.Fatalf("%d commands queued; want 4, two per store", n)
+	}
+	if n := w.count(t, `SELECT count(*) FROM river_job`); n != 4 {
+		t.Fatalf("%d jobs; want 4, one per command of each store", n)
+	}
+	events := w.start(t)
+	await(t, events, river.EventKindJobCompleted, 4)
+	for _, outbox := range []string{"reconcile_outbox", "other_outbox"} {
+		if n := w.count(t, `SELECT count(*) FROM `+outbox+` WHERE status = 'done'`); n != 2 {
+			t.Errorf("%s: %d commands done; want 2", outbox, n)
+		}
 	}
 }

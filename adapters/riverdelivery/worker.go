@@ -23,8 +23,7 @@ import (
 type Worker struct {
 	river.WorkerDefaults[Args]
 	db     pgstore.DB
-	tables pgstore.Tables
-	done   string // marks outbox row $1 done
+	tables pgstore.Tables // of jobs whose Args name none
 
 	mu      sync.RWMutex
 	writers map[string]pgoutbox.CommandWriter
@@ -33,7 +32,9 @@ type Worker struct {
 // NewWorker returns a Worker with no writers. db is the database of the store and of River's
 // client (River's tables and the reconciler's in one database: the completion shares the
 // repair's transaction); tables names the reconciler's tables, as store.Tables() does
-// (pgstore.Tables{Schema: s} for a store with Config.Schema s).
+// (pgstore.Tables{Schema: s} for a store with Config.Schema s). A job names the tables of the
+// store that queued it, and is applied against those: one Worker serves stores whose tables
+// differ; tables is used only for jobs that name none.
 func NewWorker(db pgstore.DB, tables pgstore.Tables) (*Worker, error) {
 	if db == nil {
 		return nil, errors.New("riverdelivery: db is nil")
@@ -43,9 +44,19 @@ func NewWorker(db pgstore.DB, tables pgstore.Tables) (*Worker, error) {
 		return nil, fmt.Errorf("riverdelivery: tables: %w", err)
 	}
 	tables.Prefix = prefix
-	outbox := pgtables.Name(tables.Prefix, tables.Schema, "outbox")
-	return &Worker{db: db, tables: tables, writers: map[string]pgoutbox.CommandWriter{},
-		done: `UPDATE ` + outbox + ` SET status = 'done', processed_at = now(), last_error = NULL WHERE id = $1`}, nil
+	return &Worker{db: db, tables: tables, writers: map[string]pgoutbox.CommandWriter{}}, nil
+}
+
+// jobTables returns the tables a job's command belongs to: those its Args name (the store's
+// that queued it), else the Worker's own.
+func (w *Worker) jobTables(a Args) (pgstore.Tables, error) {
+	if a.Prefix == "" {
+		return w.tables, nil
+	}
+	if _, err := pgtables.Resolve(a.Prefix, a.Schema); err != nil {
+		return pgstore.Tables{}, err
+	}
+	return pgstore.Tables{Prefix: a.Prefix, Schema: a.Schema}, nil
 }
 
 // Handle registers the canonical writer of one command name, the function a pgoutbox
@@ -76,6 +87,12 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	if err != nil {
 		return river.JobCancel(fmt.Errorf("riverdelivery: command %d: %w", job.Args.OutboxID, err))
 	}
+	tables, err := w.jobTables(job.Args)
+	if err != nil {
+		return river.JobCancel(fmt.Errorf("riverdelivery: command %d: tables: %w", job.Args.OutboxID, err))
+	}
+	done := `UPDATE ` + pgtables.Name(tables.Prefix, tables.Schema, "outbox") +
+		` SET status = 'done', processed_at = now(), last_error = NULL WHERE id = $1`
 	w.mu.RLock()
 	writer := w.writers[cmd.Name]
 	w.mu.RUnlock()
@@ -83,11 +100,11 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 		return river.JobCancel(fmt.Errorf("riverdelivery: no writer is registered for command %q", cmd.Name))
 	}
 	err = pgx.BeginFunc(ctx, w.db, func(tx pgx.Tx) error {
-		if err := pgoutbox.ApplyCommand(ctx, tx, w.tables, cmd, writer); err != nil {
+		if err := pgoutbox.ApplyCommand(ctx, tx, tables, cmd, writer); err != nil {
 			return err
 		}
 		// The outbox row may be gone (retention): the job completes all the same.
-		if _, err := tx.Exec(ctx, w.done, job.Args.OutboxID); err != nil {
+		if _, err := tx.Exec(ctx, done, job.Args.OutboxID); err != nil {
 			return fmt.Errorf("mark command %d done: %w", job.Args.OutboxID, err)
 		}
 		if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
