@@ -220,7 +220,7 @@ func (h *HealthHandler) read(ctx context.Context) healthBody {
 			hl.Status = showable(hl.Status)
 			hl.Checks = slices.Clone(hl.Checks)
 			for k := range hl.Checks {
-				hl.Checks[k].Reason = redactKeys(hl.Checks[k].Reason)
+				hl.Checks[k].Name, hl.Checks[k].Reason = redactKeys(hl.Checks[k].Name), redactKeys(hl.Checks[k].Reason)
 			}
 		} else {
 			hl = EvaluateHealth(showable(res.st), j.Policy)

@@ -295,3 +295,19 @@ func TestTheHealthHandlerShowsNoKeyAStoreHolds(t *testing.T) {
 		t.Error("the handler changed the status its reader returned")
 	}
 }
+
+// A Judge's health is shown as redacted as a store's status: its checks' names and reasons too.
+func TestTheHealthHandlerShowsNoKeyAJudgeReports(t *testing.T) {
+	const key = "sk_live_4eC39HqLyjWDarjtT1zdp7dc"
+	judge := func(context.Context, reconcile.HealthPolicy) reconcile.Health {
+		return reconcile.Health{Job: "fan", Status: reconcile.Status{Job: "fan", OpenFindings: map[string]int{"unexpected:" + key: 1}},
+			Checks: []reconcile.Check{{Name: "account:" + key, Value: "1h", Limit: "72h", Reason: "account " + key + " lags"}}}
+	}
+	h := newHealthHandler(t, reconcile.HealthJob{Name: "fan", Judge: judge})
+	for _, target := range []string{"/healthz", "/healthz?format=text"} {
+		body := get(h, http.MethodGet, target).Body.String()
+		if strings.Contains(body, "sk_live_") || !strings.Contains(body, "account:[redacted key]") {
+			t.Errorf("%s:\n%s", target, body)
+		}
+	}
+}

@@ -33,6 +33,9 @@ func (s *Store[L]) Commit(ctx context.Context, c reconcile.Commit) (reconcile.Co
 		batch.Queue(st.advance, c.Job, c.Cursor.Version, c.Next, len(c.Outcomes), c.Unverifiable(), nullIfEmpty(c.Cursor.End))
 	}
 	dl := s.queueResults(batch, st, c.Job, c.Outcomes, &res)
+	if s.lagMarksApply() {
+		s.queueLagMark(batch, st, c)
+	}
 	if c.Wrap {
 		// The cycle is complete: close the findings of rows it showed gone.
 		batch.Queue(st.forgetDeleted, c.Job, reconcile.ResolvedByReconciler, forgetNote)

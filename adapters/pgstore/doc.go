@@ -206,5 +206,9 @@
 //
 // Status reads a job's lag, cycle age, time since the last completed cycle, last batch's
 // unverifiable ratio, open findings by kind and those open longer than StaleAfter (a repair
-// that never applied shows up there), in one round trip.
+// that never applied shows up there). For a store of every row with observations in the
+// reconciler's own table it finds the lag from lag marks each commit records, without scanning
+// the host table: about 20 ms at 10 million rows, exact but for one documented case in which it
+// is too large, never too small (Store.Status). Give the host table an index on its created_at
+// column. Filtered tiers, ObserveInHostColumns and sharded jobs keep the scan.
 package pgstore

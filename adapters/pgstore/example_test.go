@@ -204,6 +204,7 @@ func ExampleMigrations() {
 	// 005_cycle_end.sql
 	// 006_finding_external_id.sql
 	// 007_finding_diffs.sql
+	// 008_lag_marks.sql
 }
 
 // Check fails early, and says what to do, when the reconciler's tables were never migrated.

@@ -42,6 +42,8 @@ type statements struct {
 	lockObserved string
 	// keyset holds the keyset reads, of the whole job and of a key range (keyset.go).
 	keyset *keysetReads
+	// lagMarks are the statements of Status's lag without a scan (lagmarks.go).
+	lagMarks lagMarkSQL
 }
 
 const naiveTimestamp = "timestamp without time zone"
@@ -168,6 +170,7 @@ func buildStatements(cfg Config, types map[string]string, row *rowType) *stateme
 	p.keysetReads(st)
 	p.commitStatements(st)
 	p.statusStatements(st)
+	p.lagMarkStatements(st)
 	p.laneStatements(st)
 	p.reviewStatements(st)
 	return st

@@ -12,10 +12,35 @@ import (
 	"github.com/reconcilekit/reconcile"
 )
 
-// Status reads the job's monitoring figures in one round trip. Rows, Lag and NewRowsPerHour
-// cover the rows the store's Filter selects, so each tier reports its own; a row counts as
-// verified when the job or one of LagJobs last verified it. They scan the host table: at
-// millions of rows, read it every few minutes, not on every scrape.
+// Status reads the job's monitoring figures. Rows, Lag and NewRowsPerHour cover the rows the
+// store's Filter selects, so each tier reports its own; a row counts as verified when the job or
+// one of LagJobs last verified it.
+//
+// For a store of every row (no Filter) with observations in the reconciler's own table, Status
+// does not scan the host table: each commit of the sweep records what it verified (a lag mark
+// of up to 2,048 rows, see lagmarks.go and migration 008), and Status reads the marks of the
+// current cycle and of the previous one past the cursor, the rows of the lowest mark exactly,
+// and the rows created since the previous cycle started — index range scans whose cost does
+// not grow with the table (about 20 ms at 10 million rows; README, Performance). The host table
+// needs an index on CreatedAtColumn for that. Lag is then exact, unless every row of the three
+// marks holding the oldest verifications has since been deleted or verified again out of turn
+// (by a lane, or a LagJobs job): then the fourth mark's time stands in, and Lag is too large,
+// never too small, until the sweep reads past those keys. A row is taken to be inserted no
+// earlier than its created_at: a row inserted with an older created_at (a backfill) behind the
+// cursor counts from the next time the sweep reads it. Rows is the number of rows the sweep
+// read over the last cycle's worth of batches, not a count(*) (which costs about a second at 10
+// million rows): the planner's input, exact as of each batch's read; below 100,000 rows Status
+// counts them. NewRowsPerHour counts the last hour's rows by created_at.
+//
+// The host table is scanned, joined with the observations, as before: until the job completes
+// a cycle with marks from its start (the first cycle after Migrate, or after upgrading, and the
+// one under way then), for a sharded job, and for stores with a Filter or ObserveInHostColumns.
+// A Filter's rows change tiers when their columns change, or with Within and OlderThan as the
+// clock moves, and nothing records when: such a row's lag is its last verification by any
+// job, which only a scan finds. ObserveInHostColumns keeps the verified-at time in the host's
+// own column, which marks written by this store alone cannot vouch for. A scan costs about 2
+// seconds per million rows: at millions of rows, read those stores' Status every few minutes,
+// not on every scrape.
 func (s *Store[L]) Status(ctx context.Context, job string) (reconcile.Status, error) {
 	sql, err := s.statements(ctx)
 	if err != nil {
@@ -24,8 +49,14 @@ func (s *Store[L]) Status(ctx context.Context, job string) (reconcile.Status, er
 	st := reconcile.Status{Job: job, OpenFindings: map[string]int{}}
 	b := &pgx.Batch{}
 	var lagSeconds float64
-	lagArgs := append([]any{append([]string{job}, s.cfg.LagJobs...)}, sql.filterArgs...)
-	b.Queue(sql.lag, lagArgs...).QueryRow(func(r pgx.Row) error { return r.Scan(&st.Now, &st.Rows, &lagSeconds, &st.NewRowsPerHour) })
+	marks := s.lagMarksApply()
+	var sum lagSummary
+	if marks {
+		b.Queue("SELECT now()").QueryRow(func(r pgx.Row) error { return r.Scan(&st.Now) })
+		s.queueLagSummary(b, sql, job, &sum)
+	} else {
+		s.queueScanLag(b, sql, job, &st, &lagSeconds)
+	}
 	var started, completed, lastBatch *time.Time
 	var failedAt *time.Time
 	var failure *string
@@ -55,7 +86,31 @@ func (s *Store[L]) Status(ctx context.Context, job string) (reconcile.Status, er
 	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
 		return reconcile.Status{}, s.cfg.Tables.wrap("status of job "+job, err)
 	}
-	st.Lag = lagOf(lagSeconds)
+	switch {
+	case !marks:
+		st.Lag = lagOf(lagSeconds)
+	case sum.ready:
+		oldest, err := s.oldestFromMarks(ctx, sql, job, sum)
+		if err != nil {
+			return reconcile.Status{}, err
+		}
+		if oldest != nil {
+			st.Lag = max(st.Now.Sub(*oldest), 0)
+		}
+		st.Rows, st.NewRowsPerHour = sum.rows, sum.newRowsPerHour
+		if sum.rows < countRowsBelow {
+			if err := s.db.QueryRow(ctx, sql.lagMarks.count).Scan(&st.Rows); err != nil {
+				return reconcile.Status{}, s.cfg.Tables.wrap("status of job "+job, err)
+			}
+		}
+	default:
+		b := &pgx.Batch{}
+		s.queueScanLag(b, sql, job, &st, &lagSeconds)
+		if err := s.db.SendBatch(ctx, b).Close(); err != nil {
+			return reconcile.Status{}, s.cfg.Tables.wrap("status of job "+job, err)
+		}
+		st.Lag = lagOf(lagSeconds)
+	}
 	for _, p := range []struct {
 		dst *time.Time
 		src *time.Time
@@ -68,6 +123,13 @@ func (s *Store[L]) Status(ctx context.Context, job string) (reconcile.Status, er
 		st.LastFailure = *failure
 	}
 	return st, nil
+}
+
+// queueScanLag queues the lag statement that scans the host table, with the rows and the rows
+// created in the last hour.
+func (s *Store[L]) queueScanLag(b *pgx.Batch, sql *statements, job string, st *reconcile.Status, lagSeconds *float64) {
+	lagArgs := append([]any{s.lagJobs(job)}, sql.filterArgs...)
+	b.Queue(sql.lag, lagArgs...).QueryRow(func(r pgx.Row) error { return r.Scan(&st.Now, &st.Rows, lagSeconds, &st.NewRowsPerHour) })
 }
 
 // lagOf turns a lag in seconds into a Duration: never negative (a row created in the future

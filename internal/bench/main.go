@@ -17,6 +17,9 @@
 //	         of its own drawing from one rate budget in PostgreSQL; rows/s and calls per second
 //	lanes    the events catch-up lane finding missed webhooks (detect_seconds, api_calls) and one
 //	         reverse-scan pass (api_calls_per_object), over HTTP to stripetest
+//	status   pgstore.Store.Status over a table of 1M and -rows (10M) rows as a sweep leaves it halfway
+//	         through a cycle: its latency from lag marks, the full scan it replaced, and whether both
+//	         find the same lag
 //	connect  one fan-out round over many connected accounts (one huge, the others small) sharing one
 //	         rate budget, over HTTP to stripetest with Stripe-Account: the time until every account
 //	         has completed a cycle against the prediction, and the largest and smallest account's lag
@@ -62,6 +65,7 @@ var commands = map[string]command{
 	"stripe":   {summary: "one cycle through the Stripe gateway over HTTP to stripetest; counts API calls", run: stripeCommand},
 	"scale":    {summary: "a sharded job over worker processes sharing one rate budget; rows/s per worker count", run: scaleCommand},
 	"lanes":    {summary: "the events lane finding missed webhooks and a reverse-scan pass; detection time and API calls", run: lanesCommand},
+	"status":   {summary: "Store.Status over 1M and 10M rows from lag marks, timed against the full scan it replaced; agreement", run: statusCommand},
 	"connect":  {summary: "one fan-out round over many connected accounts in one rate budget; predicted vs measured time, lags", run: connectCommand},
 	"churn":    {summary: "a schedule in simulated time over a changing table with faults; time to verify vs PlanCoverage, false health", run: churnCommand},
 }
