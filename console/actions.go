@@ -66,6 +66,24 @@ func note(r *http.Request) (string, error) {
 	return n, nil
 }
 
+// resolutionForm reads a resolve form's resolution and note, for one finding or many; it
+// answers 400 itself and returns false unless the resolution is one offered and the note is
+// acceptable.
+func (c *Console) resolutionForm(w http.ResponseWriter, r *http.Request) (as, n string, ok bool) {
+	as = r.PostForm.Get("resolution")
+	if !slices.Contains(c.resolutions, as) {
+		c.fail(w, r, http.StatusBadRequest, "Bad resolution",
+			"Choose one of the resolutions offered: "+strings.Join(c.resolutions, ", ")+".")
+		return "", "", false
+	}
+	n, err := note(r)
+	if err != nil {
+		c.fail(w, r, http.StatusBadRequest, "Bad note", err.Error())
+		return "", "", false
+	}
+	return as, n, true
+}
+
 // ownFinding reads finding id, and answers 404 (or 500) itself and returns false unless it
 // exists and is of one of the console's jobs: a write to another job's finding is refused as
 // if it did not exist. Without Config.Jobs (and a store that lists none) every job is the
@@ -103,15 +121,8 @@ func (c *Console) resolve(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	as := r.PostForm.Get("resolution")
-	if !slices.Contains(c.resolutions, as) {
-		c.fail(w, r, http.StatusBadRequest, "Bad resolution",
-			"Choose one of the resolutions offered: "+strings.Join(c.resolutions, ", ")+".")
-		return
-	}
-	n, err := note(r)
-	if err != nil {
-		c.fail(w, r, http.StatusBadRequest, "Bad note", err.Error())
+	as, n, ok := c.resolutionForm(w, r)
+	if !ok {
 		return
 	}
 	d, ok := c.ownFinding(w, r, id)
@@ -123,7 +134,7 @@ func (c *Console) resolve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The actor is the authenticated one, never a form field.
-	err = c.store.ResolveFinding(r.Context(), id, reconcile.Resolution{As: as, By: actor(r), Note: n})
+	err := c.store.ResolveFinding(r.Context(), id, reconcile.Resolution{As: as, By: actor(r), Note: n})
 	switch {
 	case errors.Is(err, reconcile.ErrFindingNotFound):
 		c.fail(w, r, http.StatusNotFound, "No such finding", fmt.Sprintf("There is no finding %d.", id))

@@ -57,15 +57,8 @@ func (c *Console) resolveSelected(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusBadRequest, "Too many findings", fmt.Sprintf("At most %d findings can be resolved at once.", MaxPageSize))
 		return
 	}
-	as := r.PostForm.Get("resolution")
-	if !slices.Contains(c.resolutions, as) {
-		c.fail(w, r, http.StatusBadRequest, "Bad resolution",
-			"Choose one of the resolutions offered: "+strings.Join(c.resolutions, ", ")+".")
-		return
-	}
-	n, err := note(r)
-	if err != nil {
-		c.fail(w, r, http.StatusBadRequest, "Bad note", err.Error())
+	as, n, ok := c.resolutionForm(w, r)
+	if !ok {
 		return
 	}
 	root := rootOf(r.URL.EscapedPath())

@@ -1,7 +1,6 @@
 package stripetest
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -99,77 +98,66 @@ func (s *Server) AddCheckoutSession(cs CheckoutSession) string {
 // AddCheckoutSessions stores many sessions at once, like AddCheckoutSession, and returns their
 // ids in order.
 func (s *Server) AddCheckoutSessions(css []CheckoutSession) []string {
-	now := s.now().Unix()
-	ids := make([]string, len(css))
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(css) > len(s.sessions) {
-		s.sessions = grown(s.sessions, len(css))
+	return addObjects(s, css, adding[CheckoutSession, csState, *session]{
+		kind: sessionObjects, name: "checkout session",
+		objects:  func(s *Server) *map[string]*session { return &s.sessions },
+		idPrefix: "cs_test_", idLen: 58,
+		created: func(cs CheckoutSession) time.Time { return cs.Created },
+		build:   buildSession,
+		id:      func(st *csState) *string { return &st.id },
+		store:   func(st csState, seq uint64) *session { return &session{csState: st, seq: seq} },
+	})
+}
+
+// buildSession is an added session's state, with its defaults; it panics for a broken
+// fixture, as AddCheckoutSession documents. The caller holds s.mu.
+func buildSession(s *Server, cs CheckoutSession, created int64) csState {
+	st := csState{
+		id:                cs.ID,
+		account:           cs.Account,
+		mode:              cs.Mode,
+		status:            cs.Status,
+		paymentStatus:     cs.PaymentStatus,
+		amountTotal:       cs.AmountTotal,
+		currency:          cs.Currency,
+		paymentIntent:     cs.PaymentIntent,
+		subscription:      cs.Subscription,
+		customer:          cs.Customer,
+		clientReferenceID: cs.ClientReferenceID,
+		created:           created,
 	}
-	for i, cs := range css {
-		st := csState{
-			id:                cs.ID,
-			account:           cs.Account,
-			mode:              cs.Mode,
-			status:            cs.Status,
-			paymentStatus:     cs.PaymentStatus,
-			amountTotal:       cs.AmountTotal,
-			currency:          cs.Currency,
-			paymentIntent:     cs.PaymentIntent,
-			subscription:      cs.Subscription,
-			customer:          cs.Customer,
-			clientReferenceID: cs.ClientReferenceID,
-			created:           now,
-		}
-		if !cs.Created.IsZero() {
-			st.created = cs.Created.Unix()
-		}
-		st.expiresAt = st.created + 24*60*60
-		if !cs.ExpiresAt.IsZero() {
-			st.expiresAt = cs.ExpiresAt.Unix()
-		}
-		if st.mode == "" {
-			st.mode = stripe.CheckoutSessionModePayment
-		}
-		if st.status == "" {
-			st.status = stripe.CheckoutSessionStatusOpen
-		}
-		if st.paymentStatus == "" {
-			st.paymentStatus = stripe.CheckoutSessionPaymentStatusUnpaid
-			if st.status == stripe.CheckoutSessionStatusComplete {
-				st.paymentStatus = stripe.CheckoutSessionPaymentStatusPaid
-			}
-		}
-		if !knownSessionModes[st.mode] || !knownSessionStatuses[st.status] || !knownSessionPaymentStatuses[st.paymentStatus] {
-			panic(fmt.Sprintf("stripetest: unknown checkout session mode, status or payment status: %q, %q, %q", st.mode, st.status, st.paymentStatus))
-		}
-		if st.currency == "" {
-			st.currency = "usd"
-		}
-		if in := s.intents[st.paymentIntent]; st.paymentIntent != "" && (in == nil || in.account != st.account) {
-			panic("stripetest: checkout session of an unknown payment intent " + st.paymentIntent + " (or one of another account)")
-		}
-		if sb := s.subs[st.subscription]; st.subscription != "" && (sb == nil || sb.account != st.account) {
-			panic("stripetest: checkout session of an unknown subscription " + st.subscription + " (or one of another account)")
-		}
-		if len(cs.Metadata) > 0 {
-			st.metadata = maps.Clone(cs.Metadata)
-		}
-		if st.id == "" {
-			for st.id == "" || s.sessions[st.id] != nil {
-				st.id = randomID("cs_test_", 58)
-			}
-		} else if _, dup := s.sessions[st.id]; dup {
-			panic("stripetest: duplicate checkout session id " + st.id)
-		}
-		s.seq++
-		ses := &session{csState: st, seq: s.seq}
-		s.sessions[ses.id] = ses
-		indexOf(s.sessionsBy, ses.account).add(ses)
-		s.knowAccount(ses.account)
-		ids[i] = ses.id
+	st.expiresAt = st.created + 24*60*60
+	if !cs.ExpiresAt.IsZero() {
+		st.expiresAt = cs.ExpiresAt.Unix()
 	}
-	return ids
+	if st.mode == "" {
+		st.mode = stripe.CheckoutSessionModePayment
+	}
+	if st.status == "" {
+		st.status = stripe.CheckoutSessionStatusOpen
+	}
+	if st.paymentStatus == "" {
+		st.paymentStatus = stripe.CheckoutSessionPaymentStatusUnpaid
+		if st.status == stripe.CheckoutSessionStatusComplete {
+			st.paymentStatus = stripe.CheckoutSessionPaymentStatusPaid
+		}
+	}
+	if !knownSessionModes[st.mode] || !knownSessionStatuses[st.status] || !knownSessionPaymentStatuses[st.paymentStatus] {
+		panic(fmt.Sprintf("stripetest: unknown checkout session mode, status or payment status: %q, %q, %q", st.mode, st.status, st.paymentStatus))
+	}
+	if st.currency == "" {
+		st.currency = "usd"
+	}
+	if in := s.intents[st.paymentIntent]; st.paymentIntent != "" && (in == nil || in.account != st.account) {
+		panic("stripetest: checkout session of an unknown payment intent " + st.paymentIntent + " (or one of another account)")
+	}
+	if sb := s.subs[st.subscription]; st.subscription != "" && (sb == nil || sb.account != st.account) {
+		panic("stripetest: checkout session of an unknown subscription " + st.subscription + " (or one of another account)")
+	}
+	if len(cs.Metadata) > 0 {
+		st.metadata = maps.Clone(cs.Metadata)
+	}
+	return st
 }
 
 // CheckoutSession returns the session with the id, whatever its account.
@@ -248,19 +236,13 @@ func (s *Server) ExpireCheckoutSession(id string) error {
 // changeSession applies change to a session under the lock and records the event it names at
 // Options.Now, with a snapshot after the change.
 func (s *Server) changeSession(id string, change func(*session) (string, error)) error {
-	at := s.now().Unix()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cs, ok := s.sessions[id]
-	if !ok {
-		return errors.New("stripetest: no such checkout session: " + id)
-	}
-	typ, err := change(cs)
-	if err != nil {
-		return err
-	}
-	s.addEvent(typ, at, cs.account, cs.csState)
-	return nil
+	return changeObject(s, sessionObjects, "checkout session", id, s.now().Unix(), func(cs *session) snapshot { return cs.csState }, func(cs *session) ([]string, error) {
+		typ, err := change(cs)
+		if err != nil {
+			return nil, err
+		}
+		return []string{typ}, nil
+	})
 }
 
 // sessionObjects serves the Checkout Session routes.

@@ -1,7 +1,6 @@
 package stripetest
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -96,93 +95,83 @@ func (s *Server) AddInvoice(inv Invoice) string {
 
 // AddInvoices stores many invoices at once, like AddInvoice, and returns their ids in order.
 func (s *Server) AddInvoices(invs []Invoice) []string {
-	now := s.now().Unix()
-	ids := make([]string, len(invs))
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(invs) > len(s.invoices) {
-		s.invoices = grown(s.invoices, len(invs))
+	return addObjects(s, invs, adding[Invoice, invState, *invoice]{
+		kind: invoiceObjects, name: "invoice",
+		objects:  func(s *Server) *map[string]*invoice { return &s.invoices },
+		idPrefix: "in_", idLen: 24,
+		event:   "invoice.created",
+		created: func(inv Invoice) time.Time { return inv.Created },
+		build:   buildInvoice,
+		id:      func(st *invState) *string { return &st.id },
+		store:   func(st invState, seq uint64) *invoice { return &invoice{invState: st, seq: seq} },
+		stored: func(s *Server, in *invoice) {
+			// buildInvoice checked the subscription exists in the invoice's account.
+			if sb := s.subs[in.subscription]; sb != nil && (sb.latestInvoice == "" || compareKeys(sb.latestInvoiceAt, in.sortKey()) < 0) {
+				sb.latestInvoice, sb.latestInvoiceAt = in.id, in.sortKey()
+			}
+		},
+	})
+}
+
+// buildInvoice is an added invoice's state, with its defaults; it panics for a broken
+// fixture, as AddInvoice documents. The caller holds s.mu.
+func buildInvoice(s *Server, inv Invoice, created int64) invState {
+	st := invState{
+		id:           inv.ID,
+		account:      inv.Account,
+		subscription: inv.Subscription,
+		customer:     inv.Customer,
+		status:       inv.Status,
+		created:      created,
+		currency:     inv.Currency,
+		amountDue:    inv.AmountDue,
+		amountPaid:   inv.AmountPaid,
 	}
-	if len(invs) > len(s.events) {
-		s.events = grown(s.events, len(invs))
+	if st.status == "" {
+		st.status = stripe.InvoiceStatusDraft
 	}
-	for i, inv := range invs {
-		st := invState{
-			id:           inv.ID,
-			account:      inv.Account,
-			subscription: inv.Subscription,
-			customer:     inv.Customer,
-			status:       inv.Status,
-			created:      now,
-			currency:     inv.Currency,
-			amountDue:    inv.AmountDue,
-			amountPaid:   inv.AmountPaid,
-		}
-		if !inv.Created.IsZero() {
-			st.created = inv.Created.Unix()
-		}
-		if st.status == "" {
-			st.status = stripe.InvoiceStatusDraft
-		}
-		if !knownInvoiceStatuses[st.status] {
-			panic(fmt.Sprintf("stripetest: unknown invoice status %q", st.status))
-		}
-		if st.amountDue < 0 || st.amountPaid < 0 || st.amountPaid > st.amountDue {
-			panic(fmt.Sprintf("stripetest: invoice amounts due %d and paid %d", st.amountDue, st.amountPaid))
-		}
-		var sb *subscription
-		if st.subscription != "" {
-			sb = s.subs[st.subscription]
-			if sb == nil || sb.account != st.account {
-				panic("stripetest: invoice of an unknown subscription " + st.subscription + " (or one of another account)")
-			}
-			if st.customer == "" {
-				st.customer = sb.customer
-			}
-			if st.currency == "" {
-				st.currency = sb.currency
-			}
+	if !knownInvoiceStatuses[st.status] {
+		panic(fmt.Sprintf("stripetest: unknown invoice status %q", st.status))
+	}
+	if st.amountDue < 0 || st.amountPaid < 0 || st.amountPaid > st.amountDue {
+		panic(fmt.Sprintf("stripetest: invoice amounts due %d and paid %d", st.amountDue, st.amountPaid))
+	}
+	if st.subscription != "" {
+		sb := s.subs[st.subscription]
+		if sb == nil || sb.account != st.account {
+			panic("stripetest: invoice of an unknown subscription " + st.subscription + " (or one of another account)")
 		}
 		if st.customer == "" {
-			st.customer = randomID("cus_", 14)
+			st.customer = sb.customer
 		}
 		if st.currency == "" {
-			st.currency = "usd"
+			st.currency = sb.currency
 		}
-		if st.status != stripe.InvoiceStatusDraft {
-			st.finalizedAt = st.created
-		}
-		switch st.status {
-		case stripe.InvoiceStatusPaid:
-			st.paidAt = st.created
-			if st.amountPaid == 0 {
-				st.amountPaid = st.amountDue
-			}
-		case stripe.InvoiceStatusVoid:
-			st.voidedAt = st.created
-		case stripe.InvoiceStatusUncollectible:
-			st.uncollectibleAt = st.created
-		}
-		if len(inv.Metadata) > 0 {
-			st.metadata = maps.Clone(inv.Metadata)
-		}
-		if st.id == "" {
-			st.id = s.newID("in_", func(id string) bool { return s.invoices[id] != nil })
-		} else if _, dup := s.invoices[st.id]; dup {
-			panic("stripetest: duplicate invoice id " + st.id)
-		}
-		s.seq++
-		in := &invoice{invState: st, seq: s.seq}
-		s.invoices[in.id] = in
-		indexOf(s.invoicesBy, in.account).add(in)
-		s.knowAccount(in.account)
-		if sb != nil && (sb.latestInvoice == "" || compareKeys(sb.latestInvoiceAt, in.sortKey()) < 0) {
-			sb.latestInvoice, sb.latestInvoiceAt = in.id, in.sortKey()
-		}
-		s.addEvent("invoice.created", in.created, in.account, in.invState)
-		ids[i] = in.id
 	}
-	return ids
+	if st.customer == "" {
+		st.customer = randomID("cus_", 14)
+	}
+	if st.currency == "" {
+		st.currency = "usd"
+	}
+	if st.status != stripe.InvoiceStatusDraft {
+		st.finalizedAt = st.created
+	}
+	switch st.status {
+	case stripe.InvoiceStatusPaid:
+		st.paidAt = st.created
+		if st.amountPaid == 0 {
+			st.amountPaid = st.amountDue
+		}
+	case stripe.InvoiceStatusVoid:
+		st.voidedAt = st.created
+	case stripe.InvoiceStatusUncollectible:
+		st.uncollectibleAt = st.created
+	}
+	if len(inv.Metadata) > 0 {
+		st.metadata = maps.Clone(inv.Metadata)
+	}
+	return st
 }
 
 // Invoice returns the invoice with the id, whatever its account.
@@ -276,20 +265,7 @@ func (s *Server) SetInvoiceAmountPaid(id string, paid int64) error {
 // changeInvoice applies change to an invoice under the lock and records the events it names
 // at the time at, each with a snapshot after the change.
 func (s *Server) changeInvoice(id string, at int64, change func(*invoice) ([]string, error)) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	in, ok := s.invoices[id]
-	if !ok {
-		return errors.New("stripetest: no such invoice: " + id)
-	}
-	events, err := change(in)
-	if err != nil {
-		return err
-	}
-	for _, typ := range events {
-		s.addEvent(typ, at, in.account, in.invState)
-	}
-	return nil
+	return changeObject(s, invoiceObjects, "invoice", id, at, func(in *invoice) snapshot { return in.invState }, change)
 }
 
 // invoiceObjects serves the invoice routes.

@@ -1,8 +1,10 @@
 package stripetest
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
+	"time"
 )
 
 // objectKind describes a kind of object for the retrieve and list routes every kind shares:
@@ -115,4 +117,93 @@ func (k objectKind[T]) list(s *Server, b []byte, account string, q url.Values) (
 	return appendList(b, k.path, page, hasMore, func(b []byte, v T) []byte {
 		return k.render(b, v, expander{s, x})
 	}), nil
+}
+
+// adding is what the Add methods of a kind differ in: how a fixture becomes a stored object,
+// its id's shape and the event it records. addObjects does the rest.
+type adding[In any, S snapshot, T keyed] struct {
+	kind    objectKind[T]
+	name    string                        // "invoice": for the duplicate-id panic
+	objects func(s *Server) *map[string]T // the kind's map, grown to fit a batch
+	// idPrefix and idLen shape a generated id: the prefix, then idLen alphanumerics.
+	idPrefix string
+	idLen    int
+	// event is recorded at the object's created time; "" records none.
+	event   string
+	created func(v In) time.Time // the fixture's created time; zero means Options.Now
+	// build makes a fixture's state, created at created, with the fixture's id or "", and
+	// panics, as a broken fixture should, if the fixture is invalid. The caller holds s.mu.
+	build func(s *Server, v In, created int64) S
+	id    func(st *S) *string
+	store func(st S, seq uint64) T
+	// stored, if not nil, links an object just stored to others. The caller holds s.mu.
+	stored func(s *Server, v T)
+}
+
+// addObjects stores fixtures of a kind under the lock and returns their ids in order. A
+// fixture without an id gets a generated one; one whose id is used panics.
+func addObjects[In any, S snapshot, T keyed](s *Server, fixtures []In, a adding[In, S, T]) []string {
+	now := s.now().Unix()
+	ids := make([]string, len(fixtures))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	objects := a.objects(s)
+	if len(fixtures) > len(*objects) {
+		*objects = grown(*objects, len(fixtures))
+	}
+	if a.event != "" && len(fixtures) > len(s.events) {
+		s.events = grown(s.events, len(fixtures))
+	}
+	for i, v := range fixtures {
+		created := now
+		if t := a.created(v); !t.IsZero() {
+			created = t.Unix()
+		}
+		st := a.build(s, v, created)
+		id := a.id(&st)
+		if *id == "" {
+			for {
+				*id = randomID(a.idPrefix, a.idLen)
+				if _, used := (*objects)[*id]; !used {
+					break
+				}
+			}
+		} else if _, dup := (*objects)[*id]; dup {
+			panic("stripetest: duplicate " + a.name + " id " + *id)
+		}
+		s.seq++
+		obj := a.store(st, s.seq)
+		(*objects)[*id] = obj
+		account := a.kind.account(obj)
+		indexOf(a.kind.byAccount(s), account).add(obj)
+		s.knowAccount(account)
+		if a.stored != nil {
+			a.stored(s, obj)
+		}
+		if a.event != "" {
+			s.addEvent(a.event, created, account, st)
+		}
+		ids[i] = *id
+	}
+	return ids
+}
+
+// changeObject applies change to the kind's object with the id under the lock and records the
+// events it names at the time at, each with the snapshot after the change; name is the kind's
+// for the error of an unknown id.
+func changeObject[T keyed](s *Server, k objectKind[T], name, id string, at int64, snap func(T) snapshot, change func(T) ([]string, error)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := k.byID(s)[id]
+	if !ok {
+		return errors.New("stripetest: no such " + name + ": " + id)
+	}
+	events, err := change(v)
+	if err != nil {
+		return err
+	}
+	for _, typ := range events {
+		s.addEvent(typ, at, k.account(v), snap(v))
+	}
+	return nil
 }

@@ -1,7 +1,6 @@
 package stripetest
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -102,82 +101,70 @@ func (s *Server) AddSubscription(sub Subscription) string {
 // AddSubscriptions stores many subscriptions at once, like AddSubscription, and returns their
 // ids in order.
 func (s *Server) AddSubscriptions(subs []Subscription) []string {
-	now := s.now().Unix()
-	ids := make([]string, len(subs))
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(subs) > len(s.subs) {
-		s.subs = grown(s.subs, len(subs))
+	return addObjects(s, subs, adding[Subscription, subState, *subscription]{
+		kind: subscriptionObjects, name: "subscription",
+		objects:  func(s *Server) *map[string]*subscription { return &s.subs },
+		idPrefix: "sub_", idLen: 24,
+		event:   "customer.subscription.created",
+		created: func(sub Subscription) time.Time { return sub.Created },
+		build:   buildSubscription,
+		id:      func(st *subState) *string { return &st.id },
+		store:   func(st subState, seq uint64) *subscription { return &subscription{subState: st, seq: seq} },
+	})
+}
+
+// buildSubscription is an added subscription's state, with its defaults; it panics for a
+// broken fixture, as AddSubscription documents.
+func buildSubscription(_ *Server, sub Subscription, created int64) subState {
+	st := subState{
+		id:                sub.ID,
+		account:           sub.Account,
+		customer:          sub.Customer,
+		status:            sub.Status,
+		created:           created,
+		currency:          sub.Currency,
+		cancelAtPeriodEnd: sub.CancelAtPeriodEnd,
+		itemID:            randomID("si_", 14),
 	}
-	if len(subs) > len(s.events) {
-		s.events = grown(s.events, len(subs))
+	if st.status == "" {
+		st.status = stripe.SubscriptionStatusActive
 	}
-	for i, sub := range subs {
-		st := subState{
-			id:                sub.ID,
-			account:           sub.Account,
-			customer:          sub.Customer,
-			status:            sub.Status,
-			created:           now,
-			currency:          sub.Currency,
-			cancelAtPeriodEnd: sub.CancelAtPeriodEnd,
-		}
-		if !sub.Created.IsZero() {
-			st.created = sub.Created.Unix()
-		}
-		if st.status == "" {
-			st.status = stripe.SubscriptionStatusActive
-		}
-		if !knownSubscriptionStatuses[st.status] {
-			panic(fmt.Sprintf("stripetest: unknown subscription status %q", st.status))
-		}
-		if st.currency == "" {
-			st.currency = "usd"
-		}
-		if st.customer == "" {
-			st.customer = randomID("cus_", 14)
-		}
-		st.periodStart, st.periodEnd = st.created, 0
-		if !sub.CurrentPeriodStart.IsZero() {
-			st.periodStart = sub.CurrentPeriodStart.Unix()
-		}
-		if sub.CurrentPeriodEnd.IsZero() {
-			st.periodEnd = time.Unix(st.periodStart, 0).UTC().AddDate(0, 1, 0).Unix()
-		} else {
-			st.periodEnd = sub.CurrentPeriodEnd.Unix()
-		}
-		if st.periodEnd < st.periodStart {
-			panic(fmt.Sprintf("stripetest: subscription period ends (%d) before it starts (%d)", st.periodEnd, st.periodStart))
-		}
-		if ended(st.status) {
-			st.endedAt = st.created
-			if !sub.CanceledAt.IsZero() {
-				st.endedAt = sub.CanceledAt.Unix()
-			}
-			if st.status == stripe.SubscriptionStatusCanceled {
-				st.canceledAt = st.endedAt // an expired one ended without being canceled
-			}
-		} else if st.cancelAtPeriodEnd {
-			st.canceledAt = st.created
-		}
-		if len(sub.Metadata) > 0 {
-			st.metadata = maps.Clone(sub.Metadata)
-		}
-		if st.id == "" {
-			st.id = s.newID("sub_", func(id string) bool { return s.subs[id] != nil })
-		} else if _, dup := s.subs[st.id]; dup {
-			panic("stripetest: duplicate subscription id " + st.id)
-		}
-		st.itemID = randomID("si_", 14)
-		s.seq++
-		sb := &subscription{subState: st, seq: s.seq}
-		s.subs[sb.id] = sb
-		indexOf(s.subsBy, sb.account).add(sb)
-		s.knowAccount(sb.account)
-		s.addEvent("customer.subscription.created", sb.created, sb.account, sb.subState)
-		ids[i] = sb.id
+	if !knownSubscriptionStatuses[st.status] {
+		panic(fmt.Sprintf("stripetest: unknown subscription status %q", st.status))
 	}
-	return ids
+	if st.currency == "" {
+		st.currency = "usd"
+	}
+	if st.customer == "" {
+		st.customer = randomID("cus_", 14)
+	}
+	st.periodStart, st.periodEnd = st.created, 0
+	if !sub.CurrentPeriodStart.IsZero() {
+		st.periodStart = sub.CurrentPeriodStart.Unix()
+	}
+	if sub.CurrentPeriodEnd.IsZero() {
+		st.periodEnd = time.Unix(st.periodStart, 0).UTC().AddDate(0, 1, 0).Unix()
+	} else {
+		st.periodEnd = sub.CurrentPeriodEnd.Unix()
+	}
+	if st.periodEnd < st.periodStart {
+		panic(fmt.Sprintf("stripetest: subscription period ends (%d) before it starts (%d)", st.periodEnd, st.periodStart))
+	}
+	if ended(st.status) {
+		st.endedAt = st.created
+		if !sub.CanceledAt.IsZero() {
+			st.endedAt = sub.CanceledAt.Unix()
+		}
+		if st.status == stripe.SubscriptionStatusCanceled {
+			st.canceledAt = st.endedAt // an expired one ended without being canceled
+		}
+	} else if st.cancelAtPeriodEnd {
+		st.canceledAt = st.created
+	}
+	if len(sub.Metadata) > 0 {
+		st.metadata = maps.Clone(sub.Metadata)
+	}
+	return st
 }
 
 // Subscription returns the subscription with the id, whatever its account.
@@ -286,20 +273,7 @@ func (s *Server) SetSubscriptionPeriod(id string, start, end time.Time) error {
 // changeSubscription applies change to a subscription under the lock and records the events
 // it names at the time at, each with a snapshot after the change.
 func (s *Server) changeSubscription(id string, at int64, change func(*subscription) ([]string, error)) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sb, ok := s.subs[id]
-	if !ok {
-		return errors.New("stripetest: no such subscription: " + id)
-	}
-	events, err := change(sb)
-	if err != nil {
-		return err
-	}
-	for _, typ := range events {
-		s.addEvent(typ, at, sb.account, sb.subState)
-	}
-	return nil
+	return changeObject(s, subscriptionObjects, "subscription", id, at, func(sb *subscription) snapshot { return sb.subState }, change)
 }
 
 // subscriptionListStatuses are the values of the status filter of GET /v1/subscriptions:
