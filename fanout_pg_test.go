@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/reconcilekit/reconcile"
@@ -64,15 +65,7 @@ func (w *pgFanWorld) listAccounts(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
 // build is the host's Build: a store over the account's rows and a job of its own.
