@@ -61,7 +61,9 @@
 //	reconcile_rate_limited_batches_total        counter    job               batches whose calls a rate limit (or the limiter) stopped
 //	reconcile_dispatcher_attempts_total         counter    command, outcome  the repair dispatcher's attempts; failures are retry and dead
 //	reconcile_status_errors_total               counter    job               failed Status reads at scrape time
+//	reconcile_rate_budget_calls_per_second      gauge      -                 calls per second the shared limiter allows now (Options.Limiter)
 //	reconcile_lag_seconds                       gauge      job               the longest any row has gone unverified: the primary SLO
+//	reconcile_lag_slo_seconds                   gauge      job               the lag the job's health is judged against (Options.Policy.LagSLO)
 //	reconcile_covered_rows                      gauge      job               rows the job covers
 //	reconcile_cycle_age_seconds                 gauge      job               age of the current cycle; absent before the first batch
 //	reconcile_since_last_cycle_seconds          gauge      job               time since the last completed cycle; absent until one completes
@@ -77,8 +79,9 @@
 //	reconcile_dead_commands                     gauge      command           dead commands waiting for Redrive; 0 once a name seen dead has none
 //	reconcile_outbox_errors_total               counter    -                 failed outbox reads at scrape time
 //
-// The first ten are counted as events happen; the rest are read at scrape time: the health
-// gauges for each of Options.Jobs (with Status or Readers), the outbox ones with
+// The first ten are counted as events happen; the rest are read at scrape time: the rate
+// budget with Options.Limiter, the health gauges for each of Options.Jobs (with Status or
+// Readers; lag_slo_seconds even when the status cannot be read), the outbox ones with
 // Options.Outbox. The labels with a fixed set of values take these:
 //
 //	reconcile_rows_total{verdict}                 in_sync, in_flight, repairable, needs_review, unverifiable

@@ -25,8 +25,8 @@ type healthCollector struct {
 	errors  *prometheus.CounterVec
 	writes  func() uint64 // the writes the Metrics observed
 
-	lag, rows, cycleAge, sinceLastCycle, cyclesCompleted, unverifiableRatio *prometheus.Desc
-	openFindings, staleFindings, healthy, checkOK, laneLag                  *prometheus.Desc
+	lag, lagSLO, rows, cycleAge, sinceLastCycle, cyclesCompleted, unverifiableRatio *prometheus.Desc
+	openFindings, staleFindings, healthy, checkOK, laneLag                          *prometheus.Desc
 
 	mu    sync.Mutex
 	cache map[string]cachedStatus
@@ -55,6 +55,8 @@ func newHealthCollector(opts Options, statusErrors *prometheus.CounterVec, write
 
 		lag: prometheus.NewDesc(name("lag_seconds"),
 			"Longest time any of the job's rows has gone without being verified (the primary SLO).", job, nil),
+		lagSLO: prometheus.NewDesc(name("lag_slo_seconds"),
+			"The lag the job's health is judged against (HealthPolicy.LagSLO), for alerts and dashboards to compare lag_seconds with.", job, nil),
 		rows: prometheus.NewDesc(name("covered_rows"), "Rows the job covers.", job, nil),
 		cycleAge: prometheus.NewDesc(name("cycle_age_seconds"),
 			"How long the current cycle has been running; absent before the job's first batch.", job, nil),
@@ -83,15 +85,21 @@ func newHealthCollector(opts Options, statusErrors *prometheus.CounterVec, write
 }
 
 func (h *healthCollector) describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{h.lag, h.rows, h.cycleAge, h.sinceLastCycle, h.cyclesCompleted,
+	for _, d := range []*prometheus.Desc{h.lag, h.lagSLO, h.rows, h.cycleAge, h.sinceLastCycle, h.cyclesCompleted,
 		h.unverifiableRatio, h.openFindings, h.staleFindings, h.healthy, h.checkOK, h.laneLag} {
 		ch <- d
 	}
 }
 
 func (h *healthCollector) collect(ch chan<- prometheus.Metric) {
+	slo := h.policy.LagSLO
+	if slo <= 0 {
+		slo = reconcile.DefaultLagSLO
+	}
 	for i, r := range h.read() {
 		job := h.jobs[i]
+		// Configuration, not status: sent even when the status cannot be read.
+		ch <- prometheus.MustNewConstMetric(h.lagSLO, prometheus.GaugeValue, slo.Seconds(), job)
 		if r.err != nil {
 			h.errors.WithLabelValues(job).Inc()
 			continue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgoutbox"
@@ -68,6 +70,12 @@ type Options struct {
 	// one process only, as the health gauges.
 	Outbox OutboxReader
 
+	// Limiter, if set, is the rate limiter the jobs share (a *reconcile.AdaptiveLimiter or a
+	// *rate.Limiter): its current rate is exported at scrape time as the rate budget, so that a
+	// dashboard shows what share of it the gateway calls use, and an AdaptiveLimiter's
+	// slowdown after a 429 shows.
+	Limiter RateReader
+
 	// Buckets are the upper bounds of the batch duration histogram, in seconds, increasing.
 	// Nil means DefaultBuckets.
 	Buckets []float64
@@ -79,6 +87,12 @@ type Options struct {
 // OutboxReader reads the repair outbox's backlog and dead commands; pgoutbox.Outbox is one.
 type OutboxReader interface {
 	Stats(ctx context.Context) (pgoutbox.OutboxStats, error)
+}
+
+// RateReader reads a rate limiter's current rate; *reconcile.AdaptiveLimiter and *rate.Limiter
+// are ones.
+type RateReader interface {
+	Limit() rate.Limit
 }
 
 // Metrics is a reconcile.Observer that counts what the engine does, a pgoutbox.Observer that
@@ -191,6 +205,17 @@ func New(opts Options) (*Metrics, error) {
 	m.eventCollectors = []prometheus.Collector{
 		m.rows, m.batches, m.batchDuration, m.gatewayCalls, m.callDuration,
 		m.findingsOpened, m.commandsQueued, m.rateLimited, m.attempts,
+	}
+	if l := opts.Limiter; l != nil {
+		m.eventCollectors = append(m.eventCollectors, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns,
+			Name: "rate_budget_calls_per_second",
+			Help: "Calls per second the shared rate limiter allows now (an AdaptiveLimiter lowers it after a 429); +Inf if unlimited."},
+			func() float64 {
+				if r := l.Limit(); r != rate.Inf {
+					return float64(r)
+				}
+				return math.Inf(1)
+			}))
 	}
 	if len(opts.Jobs) > 0 {
 		m.health = newHealthCollector(opts, m.statusErrors, m.writeCount)

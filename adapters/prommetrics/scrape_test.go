@@ -174,10 +174,14 @@ func parseDocumented(t *testing.T, text, prefix string) documented {
 func TestTheDocumentedMetricsAreWhatAScrapeOfARealRunEmits(t *testing.T) {
 	ctx := context.Background()
 	pool, store := paymentsWorld(t, map[int]string{1: "pending", 2: "pending", 3: "paid", 4: "paid"})
+	limiter, err := reconcile.NewAdaptiveLimiter(reconcile.AdaptiveOptions{Rate: 25})
+	if err != nil {
+		t.Fatal(err)
+	}
 	gw := reconciletest.NewGateway(map[string]string{"pi_1": "succeeded", "pi_2": "succeeded", "pi_3": "canceled", "pi_4": "succeeded"})
 	m, err := prommetrics.New(prommetrics.Options{Status: store, Jobs: []string{"payments"},
-		Policy: reconcile.HealthPolicy{Schedule: &reconcile.PlanInput{BatchSize: 2, BatchesPerHour: 60}},
-		Outbox: pgoutbox.Outbox{DB: pool, Tables: store.Tables()}})
+		Policy: reconcile.HealthPolicy{LagSLO: 24 * time.Hour, Schedule: &reconcile.PlanInput{BatchSize: 2, BatchesPerHour: 60}},
+		Outbox: pgoutbox.Outbox{DB: pool, Tables: store.Tables()}, Limiter: limiter})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,6 +307,8 @@ func TestTheDocumentedMetricsAreWhatAScrapeOfARealRunEmits(t *testing.T) {
 	}{
 		{"reconcile_dead_commands", map[string]string{"command": "ApplyPaymentSucceeded"}, 1},
 		{"reconcile_outbox_queued", nil, 0},
+		{"reconcile_lag_slo_seconds", map[string]string{"job": "payments"}, 24 * 3600},
+		{"reconcile_rate_budget_calls_per_second", nil, 25},
 		{"reconcile_dispatcher_attempts_total", map[string]string{"command": "ApplyPaymentSucceeded", "outcome": "done"}, 1},
 		{"reconcile_dispatcher_attempts_total", map[string]string{"command": "ApplyPaymentSucceeded", "outcome": "dead"}, 1},
 		{"reconcile_open_findings", map[string]string{"kind": "missed_success"}, 1},
