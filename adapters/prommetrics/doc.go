@@ -97,38 +97,23 @@
 // attempt is deferred by pgoutbox.RetryLater, released when the dispatcher stopped during it,
 // lease_lost when another dispatcher took the command over.
 //
-// # Alerts to set
+// # Alerts and a dashboard
 //
-// Sensible starting points, to tune against the policy and the job's size:
+// The folder mixin holds what to load, tested against this package (in the Prometheus
+// "mixin" fashion): alerts.yaml, rules for Prometheus's rule_files, with promtool unit tests
+// in alerts_test.yaml, and dashboard.json, a Grafana dashboard with a datasource and a job
+// variable. The package's tests run promtool over the rules and check that every metric the
+// rules and the dashboard name is in a scrape of a real run. Scrape the exporter with
+// honor_labels: true: the metrics' job label is the reconcile job, which Prometheus would
+// otherwise rename exported_job to keep its own target label.
 //
-//	# Any health check failing for a while (the checks say which).
-//	reconcile_healthy == 0                                                       for 15m
-//	# The status cannot be read, or nothing exports the health gauges any more.
-//	increase(reconcile_status_errors_total[10m]) > 0                             for 15m
-//	absent(reconcile_healthy{job="payments"})                                    for 15m
-//	# Lag past the SLO (here 24 h), or heading there.
-//	reconcile_lag_seconds > 24 * 3600
-//	predict_linear(reconcile_lag_seconds[6h], 12 * 3600) > 24 * 3600            for 1h
-//	# An outage or a bad key: most rows cannot be checked.
-//	reconcile_last_batch_unverifiable_ratio > 0.25                               for 15m
-//	# Repairs that never applied, reviews nobody did.
-//	reconcile_stale_findings > 0                                                 for 1h
-//	# Repairs that gave up, or a dispatcher that stopped applying them.
-//	reconcile_dead_commands > 0
-//	reconcile_outbox_oldest_queued_age_seconds > 3600                            for 15m
-//	sum by (command) (rate(reconcile_dispatcher_attempts_total{outcome=~"retry|dead"}[15m]))
-//	  / sum by (command) (rate(reconcile_dispatcher_attempts_total[15m])) > 0.5  for 15m
-//	# An event lane that stopped catching up (here within 15 minutes).
-//	reconcile_lane_lag_seconds{lane="events"} > 15 * 60                          for 15m
-//	# Batches failing.
-//	sum by (job) (rate(reconcile_batches_total{outcome="error"}[15m]))
-//	  / sum by (job) (rate(reconcile_batches_total[15m])) > 0.1                  for 15m
-//	# Starved by the external system's rate limit.
-//	sum by (job) (rate(reconcile_batches_total{outcome="deferred"}[30m]))
-//	  / sum by (job) (rate(reconcile_batches_total[30m])) > 0.5                  for 30m
-//	# Drift appearing faster than usual (a deploy broke webhooks, say).
-//	sum by (job) (increase(reconcile_findings_opened_total[1h])) > 50
-//
-// reconcile_healthy already covers lag, cycle progress, unverifiable rows and stale findings
-// against Options.Policy; the finer alerts page with a clearer reason.
+// The alerts: ReconcileUnhealthy (a health check failing for 15 minutes: the checks say which),
+// ReconcileStatusUnreadable (a job configured, its health unknown), ReconcileLagOverSLO
+// (lag_seconds above lag_slo_seconds), ReconcileUnverifiableRatioHigh (an outage or a bad key),
+// ReconcileStaleFindings (repairs that never applied, reviews nobody did),
+// ReconcileBatchesFailing, ReconcileDeadCommands, ReconcileOutboxBacklogGrowing and ReconcileOutboxStalled (a dispatcher
+// that stopped or cannot keep up), ReconcileRepairsFailing and ReconcileLaneBehind (a lane past
+// its HealthPolicy's MaxLaneLag). reconcile_healthy already covers lag, cycle progress,
+// unverifiable rows and stale findings against Options.Policy; the finer alerts page with a
+// clearer reason. Tune the durations and ratios to your jobs.
 package prommetrics
