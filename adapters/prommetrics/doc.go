@@ -109,11 +109,11 @@
 //
 // The alerts: ReconcileUnhealthy (a health check failing for 15 minutes: the checks say which),
 // ReconcileStatusUnreadable (a job configured, its health unknown), ReconcileLagOverSLO
-// (lag_seconds above lag_slo_seconds), ReconcileUnverifiableRatioHigh (an outage or a bad key),
-// ReconcileStaleFindings (repairs that never applied, reviews nobody did),
-// ReconcileBatchesFailing, ReconcileDeadCommands, ReconcileOutboxBacklogGrowing and ReconcileOutboxStalled (a dispatcher
-// that stopped or cannot keep up), ReconcileRepairsFailing and ReconcileLaneBehind (a lane past
-// its HealthPolicy's MaxLaneLag). reconcile_healthy already covers lag, cycle progress,
-// unverifiable rows and stale findings against Options.Policy; the finer alerts page with a
-// clearer reason. Tune the durations and ratios to your jobs.
+// (lag_seconds above lag_slo_seconds), ReconcileBatchesFailing, ReconcileUnverifiableRatioHigh
+// (an outage or a bad key), ReconcileStaleFindings (repairs that never applied, reviews nobody
+// did), ReconcileDeadCommands, ReconcileOutboxBacklogGrowing and ReconcileOutboxStalled (a
+// dispatcher that stopped or cannot keep up), ReconcileRepairsFailing and ReconcileLaneBehind
+// (a lane past its HealthPolicy's MaxLaneLag). reconcile_healthy already covers lag, cycle
+// progress, unverifiable rows and stale findings against Options.Policy; the finer alerts page
+// with a clearer reason. Tune the durations and ratios to your jobs.
 package prommetrics
