@@ -307,7 +307,7 @@ func (f *fakeStatus) readsOf(job string) int {
 }
 
 var healthNames = []string{
-	"reconcile_lag_seconds", "reconcile_covered_rows", "reconcile_cycle_age_seconds", "reconcile_since_last_cycle_seconds",
+	"reconcile_lag_seconds", "reconcile_lag_slo_seconds", "reconcile_covered_rows", "reconcile_cycle_age_seconds", "reconcile_since_last_cycle_seconds",
 	"reconcile_cycles_completed_total", "reconcile_last_batch_unverifiable_ratio", "reconcile_open_findings",
 	"reconcile_stale_findings", "reconcile_healthy", "reconcile_health_check_ok", "reconcile_status_errors_total",
 }
@@ -363,6 +363,11 @@ reconcile_healthy{job="stuck"} 0
 # TYPE reconcile_lag_seconds gauge
 reconcile_lag_seconds{job="fine"} 3600
 reconcile_lag_seconds{job="stuck"} 360000
+# HELP reconcile_lag_slo_seconds The lag the job's health is judged against (HealthPolicy.LagSLO), for alerts and dashboards to compare lag_seconds with.
+# TYPE reconcile_lag_slo_seconds gauge
+reconcile_lag_slo_seconds{job="broken"} 259200
+reconcile_lag_slo_seconds{job="fine"} 259200
+reconcile_lag_slo_seconds{job="stuck"} 259200
 # HELP reconcile_last_batch_unverifiable_ratio Share of the last non-empty batch's rows that could not be checked.
 # TYPE reconcile_last_batch_unverifiable_ratio gauge
 reconcile_last_batch_unverifiable_ratio{job="fine"} 0.01
