@@ -72,7 +72,8 @@ const (
 	openChartH  = 230
 	chartLeft   = 44 // room for the y axis's labels
 	chartRight  = 12
-	chartTop    = 40 // room for the SLO's label and the counts above the bars
+	chartTop    = 40 // room for the values above the points
+	ageTop      = 52 // room for the SLO's labels, and under them the counts above the bars
 	chartBottom = 58 // room for the bucket or day labels and the axis title
 )
 
@@ -82,9 +83,9 @@ type ageChart struct {
 	Left, Right      int // the plot's edges
 	Top, Base        int // the plot's top and its baseline
 	Bars             []ageBar
-	SLOX             int    // the SLO's dashed line
-	SLOLabel         string // "SLO 24h"
-	PastX            int    // where "past the SLO" is written, right of the line
+	SLOX, SLOTop     int    // the SLO's dashed line, from SLOTop down to the baseline
+	SLOLabel         string // "SLO 24h", over the line
+	PastX            int    // where "past the SLO" is written, right of the line under its label
 	HasPast          bool   // some bucket is past the SLO
 	AxisY, AxisTitle int    // the x axis title's baseline and centre
 	// Summary says it in words, for people without the picture (the SVG's desc, and a
@@ -165,7 +166,7 @@ func newCoverageChart(cov reconcile.Coverage, slo time.Duration, idx int, loc *t
 }
 
 func newAgeChart(rows []int64, bounds []time.Duration, slo time.Duration) *ageChart {
-	a := &ageChart{W: chartW, H: ageChartH, Left: chartLeft, Right: chartW - chartRight, Top: chartTop, Base: ageChartH - chartBottom}
+	a := &ageChart{W: chartW, H: ageChartH, Left: chartLeft, Right: chartW - chartRight, Top: ageTop, Base: ageChartH - chartBottom}
 	a.AxisY, a.AxisTitle = a.H-8, (a.Left+a.Right)/2
 	sloAt := 0 // the index of the bucket that ends at the SLO
 	for i, b := range bounds {
@@ -175,10 +176,10 @@ func newAgeChart(rows []int64, bounds []time.Duration, slo time.Duration) *ageCh
 	}
 	// Sums saturate rather than wrap (no store has 2⁶³ rows, but a broken one may say so);
 	// shares are of the float sum, which does not overflow.
-	var max, within, past int64
+	var most, within, past int64
 	var sum float64
 	for i, n := range rows {
-		max, sum = maxOf(max, n), sum+float64(n)
+		most, sum = max(most, n), sum+float64(n)
 		if i > sloAt {
 			past = addSat(past, n)
 		} else {
@@ -191,7 +192,7 @@ func newAgeChart(rows []int64, bounds []time.Duration, slo time.Duration) *ageCh
 		b.W = int(slot * 0.72)
 		b.X = a.Left + int(slot*float64(i)+(slot-float64(b.W))/2)
 		b.MidX = b.X + b.W/2
-		b.H = barHeight(n, max, a.Base-a.Top)
+		b.H = barHeight(n, most, a.Base-a.Top)
 		b.Y = a.Base - b.H
 		b.CountY = b.Y - 5
 		b.LabelY = a.Base + 17
@@ -200,26 +201,22 @@ func newAgeChart(rows []int64, bounds []time.Duration, slo time.Duration) *ageCh
 	a.SLOX = a.Left + int(slot*float64(sloAt+1))
 	a.SLOLabel = "SLO " + spanLabel(slo)
 	a.HasPast = sloAt < len(rows)-1
-	a.PastX = a.SLOX + 5
+	a.SLOTop = 34
+	// "past the SLO →" is about 90 units wide: it stays in the chart even when the SLO is
+	// its last bound.
+	a.PastX = min(a.SLOX+5, a.Right-90)
 	a.Summary = ageSummary(within, past, sum, slo)
 	return a
 }
 
-// barHeight scales n against max into at most full units; a bar of any rows is at least 2
-// units high, so that one bucket dominating does not hide the others' few rows.
-func barHeight(n, max int64, full int) int {
-	if n <= 0 || max <= 0 {
+// barHeight scales n against the largest count, most, into at most full units; a bar of any
+// rows is at least 2 units high, so that one bucket dominating does not hide the others' few.
+func barHeight(n, most int64, full int) int {
+	if n <= 0 || most <= 0 {
 		return 0
 	}
-	h := int(math.Round(float64(full) * float64(n) / float64(max)))
-	return min(full, maxOf(h, 2))
-}
-
-func maxOf[T int | int64](a, b T) T {
-	if a > b {
-		return a
-	}
-	return b
+	h := int(math.Round(float64(full) * float64(n) / float64(most)))
+	return min(full, max(h, 2))
 }
 
 // addSat is a+b for non-negative a and b, math.MaxInt64 when that overflows.
@@ -303,10 +300,16 @@ func groupDigits(n int64) string {
 	return b.String()
 }
 
-// compactCount is n in at most about six characters, to fit over a bar: 999,999 then 1.2M,
-// 34B, 9.2E (int64's largest).
+// compactCount is n in at most about seven characters, to fit over a bar: 999,999, then
+// 1.2M, 34B, 9.2E (int64's largest).
 func compactCount(n int64) string {
-	if n < 1_000_000 {
+	return shortCount(n, 1_000_000)
+}
+
+// shortCount is n with its digits grouped below from, and in thousands (k), millions (M) and
+// so on from there, to a tenth below 10: 9,999 then 10k with from 10,000.
+func shortCount(n, from int64) string {
+	if n < from {
 		return groupDigits(n)
 	}
 	f, unit := float64(n), ""
@@ -330,9 +333,10 @@ func newOpenChart(samples []reconcile.OpenSample, loc *time.Location) *openChart
 		top = max(top, s.Open)
 	}
 	scale := niceCeil(top)
-	o.Max, o.MaxY = groupDigits(int64(scale)), o.Top
+	// The y axis's labels and the points' values have less room than the bars' counts.
+	o.Max, o.MaxY = shortCount(int64(scale), 10_000), o.Top
 	if scale%2 == 0 {
-		o.Mid, o.MidY = groupDigits(int64(scale/2)), (o.Top+o.Base)/2
+		o.Mid, o.MidY = shortCount(int64(scale/2), 10_000), (o.Top+o.Base)/2
 	}
 	// At most about 16 labelled days: more would overlap (the overview asks for 14).
 	every := (len(samples) + 15) / 16
@@ -348,7 +352,7 @@ func newOpenChart(samples []reconcile.OpenSample, loc *time.Location) *openChart
 		p.Y = o.Base - int(math.Round(float64(o.Base-o.Top)*float64(s.Open)/float64(scale)))
 		p.ValueY = p.Y - 7
 		if i%every == 0 || i == len(samples)-1 {
-			p.Value = compactCount(int64(s.Open))
+			p.Value = shortCount(int64(s.Open), 10_000)
 			p.Day = s.At.In(loc).Format("2")
 			if m := s.At.In(loc).Format("Jan"); m != prevMonth {
 				p.Month, prevMonth = m, m

@@ -287,6 +287,14 @@ func TestNumbersForPeople(t *testing.T) {
 		}
 	}
 	for _, tt := range []struct {
+		n    int64
+		want string
+	}{{9_999, "9,999"}, {10_000, "10k"}, {15_000, "15k"}, {123_456, "123k"}, {2_500_000, "2.5M"}} {
+		if got := shortCount(tt.n, 10_000); got != tt.want {
+			t.Errorf("shortCount(%d, 10000) = %q, want %q", tt.n, got, tt.want)
+		}
+	}
+	for _, tt := range []struct {
 		n, want int
 	}{{0, 1}, {1, 1}, {2, 2}, {3, 5}, {7, 10}, {12, 20}, {51, 100}, {100, 100}, {101, 200}} {
 		if got := niceCeil(tt.n); got != tt.want {
