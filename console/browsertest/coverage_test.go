@@ -102,7 +102,7 @@ func (v *violations) waitFor(url string) chromedp.Action[chromedp.Void] {
 // job beside the sweep world's: its coverage chart is drawn (an image named after its job,
 // the SLO marked, the bars past it hatched, every count written), it breaks no rule of the
 // Content-Security-Policy, and its table holds the same figures. The overview's screenshot,
-// at 1000 pixels wide, is docs/console-coverage.png.
+// at 1000 pixels wide, is among the artifacts.
 func TestTheOverviewChartsCoverageInABrowser(t *testing.T) {
 	b := newSession(t, "alice")
 	w := newWorld(t, func(c *console.Config) {
