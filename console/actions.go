@@ -148,7 +148,7 @@ func (c *Console) resolve(w http.ResponseWriter, r *http.Request) {
 		c.storeFailed(w, r, "resolve the finding", err)
 		return
 	}
-	c.statuses.clear()
+	c.forget()
 	c.log.InfoContext(r.Context(), "console: finding resolved", slog.Int64("finding", id), slog.String("actor", actor(r)), slog.String("resolution", as))
 	done(w, id)
 }
@@ -188,7 +188,7 @@ func (c *Console) reopen(w http.ResponseWriter, r *http.Request) {
 		c.storeFailed(w, r, "reopen the finding", err)
 		return
 	}
-	c.statuses.clear()
+	c.forget()
 	c.log.InfoContext(r.Context(), "console: finding reopened", slog.Int64("finding", id), slog.String("actor", actor(r)))
 	done(w, id)
 }

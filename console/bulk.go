@@ -101,7 +101,7 @@ func (c *Console) resolveSelected(w http.ResponseWriter, r *http.Request) {
 		data.Results = append(data.Results, res)
 	}
 	if data.Resolved > 0 {
-		c.statuses.clear()
+		c.forget()
 	}
 	c.render(w, r, http.StatusOK, "bulk", fmt.Sprintf("Resolved %d of %d findings", data.Resolved, len(ids)), data)
 }

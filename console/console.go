@@ -79,6 +79,12 @@ type Config struct {
 	// StatusTimeout bounds the overview's status reads, which run concurrently. Zero means
 	// DefaultStatusTimeout.
 	StatusTimeout time.Duration
+	// Coverage reads each job's coverage for the overview's chart (how long its rows have
+	// gone unverified, and its open findings over the last 14 days), cached and bounded like
+	// the statuses (StatusTTL, StatusTimeout). Nil means Status, for each job whose status
+	// reader is also a reconcile.CoverageReader (through StatusByJob, the job's own store;
+	// pgstore and memstore are); a job without one has no chart.
+	Coverage reconcile.CoverageReader
 
 	// Resolutions are the words a person may resolve a finding with. Empty means
 	// DefaultResolutions.
@@ -138,7 +144,9 @@ type Console struct {
 	timeout      time.Duration
 	csrf         *tokens
 	origins      *http.CrossOriginProtection
-	statuses     *statusCache
+	coverage     reconcile.CoverageReader
+	statuses     *readCache[reconcile.Status]
+	coverages    *readCache[reconcile.Coverage]
 	log          *slog.Logger
 	mux          *http.ServeMux
 }
@@ -166,7 +174,7 @@ func New(cfg Config) (*Console, error) {
 		return nil, err
 	}
 	c := &Console{
-		store: cfg.Store, status: cfg.Status, authenticate: cfg.Authenticate, challenge: cfg.Challenge, base: base,
+		store: cfg.Store, status: cfg.Status, coverage: cfg.Coverage, authenticate: cfg.Authenticate, challenge: cfg.Challenge, base: base,
 		jobs: slices.Clone(cfg.Jobs), policy: cfg.Policy, policies: maps.Clone(cfg.Policies),
 		resolutions: slices.Clone(cfg.Resolutions), externalURL: cfg.ExternalURL,
 		pageSize: cfg.PageSize, timeout: cfg.StatusTimeout, log: cfg.Logger,
@@ -219,7 +227,8 @@ func New(cfg Config) (*Console, error) {
 	if c.timeout == 0 {
 		c.timeout = DefaultStatusTimeout
 	}
-	c.statuses = newStatusCache(cfg.StatusTTL, c.timeout)
+	c.statuses = newReadCache[reconcile.Status]("status", cfg.StatusTTL, c.timeout)
+	c.coverages = newReadCache[reconcile.Coverage]("coverage", cfg.StatusTTL, c.timeout)
 	if c.log == nil {
 		c.log = slog.Default()
 	}

@@ -106,6 +106,23 @@
 // table; a write through the console clears the cache. A job whose status cannot be read is
 // shown as STATUS UNAVAILABLE, never as OK.
 //
+// Coverage: where a job's store also reads its coverage (a reconcile.CoverageReader, as
+// pgstore and memstore are; Config.Coverage names another), the overview charts how long the
+// job's rows have gone unverified: a bar a bucket (≤1h, 1h–6h, 6h–24h, 24h–3d, 3d–7d, >7d for
+// a 24h SLO: two round spans below the job's LagSLO, the SLO, two above), the SLO a dashed
+// line labelled "SLO 24h", the buckets past it hatched and outlined under a "past the SLO"
+// label, each bar with its count; and beside it the job's open findings a day over the last
+// 14 days, each day's value written over its point. Both are inline SVG (no script, no style
+// attribute: the Content-Security-Policy holds), each an image labelled with its job and
+// described by a sentence of what it shows, with the same figures as a table under "The
+// coverage as a table". A store that cannot tell without a full scan says why
+// (Coverage.Unknown), and the sentence is shown instead of the bars; counts estimated from the
+// sweep's batch records (Coverage.Estimated) are said to be so, since a row may then show
+// older than it is. A job whose store reads no coverage has no chart, and a failed read shows
+// a line saying so (the error is logged) without touching the job's health. Coverage is read
+// like the status, and with it: once per job per StatusTTL at most, within StatusTimeout, and
+// forgotten after a write through the console.
+//
 // The overview's counts link to the findings behind them: each kind's count, the job's open
 // findings, and its stale findings (open for more than Config.StaleAfter, 24 hours by default
 // as pgstore's; the failing stale_findings reason links there too).

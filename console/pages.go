@@ -67,6 +67,10 @@ type jobView struct {
 	Open        int
 	Kinds       []kindView
 	FindingsURL string
+	// Coverage is the job's chart, nil when its store reads none; CoverageErr is set when
+	// reading it failed.
+	Coverage    *coverageChart
+	CoverageErr bool
 }
 
 // reasonView is a failing check's reason, linked to the findings behind it when it has any
@@ -86,7 +90,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 	root := rootOf(r.URL.EscapedPath())
 	_, loc := c.zones.of(r)
 	data := overviewPage{FindingsURL: listURL(root, filter{State: reconcile.FindingsOpen}, 0)}
-	for _, js := range c.readStatuses(r.Context()) {
+	for i, js := range c.readStatuses(r.Context()) {
 		v := jobView{Name: js.job, FindingsURL: listURL(root, filter{Job: js.job, State: reconcile.FindingsOpen}, 0)}
 		if js.err != nil {
 			c.log.ErrorContext(r.Context(), "console: read job status", "job", js.job, "error", js.err.Error())
@@ -133,9 +137,27 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 			v.Open += st.OpenFindings[k]
 			v.Kinds = append(v.Kinds, kindView{Kind: shown, Meaning: c.kinds.meaning(k), N: st.OpenFindings[k], URL: listURL(root, f, 0)})
 		}
+		if js.hasCov {
+			v.Coverage, v.CoverageErr = c.coverageView(r, js, i, loc)
+		}
 		data.Jobs = append(data.Jobs, v)
 	}
 	c.render(w, r, http.StatusOK, "overview", "Overview", data)
+}
+
+// coverageView is js's coverage chart, or true when it could not be read or drawn (logged).
+func (c *Console) coverageView(r *http.Request, js jobStatus, idx int, loc *time.Location) (*coverageChart, bool) {
+	err := js.covErr
+	if err == nil {
+		cov := js.cov
+		cov.Job, cov.Unknown = js.job, redactSecrets(cov.Unknown)
+		var ch coverageChart
+		if ch, err = newCoverageChart(cov, lagSLO(js.policy), idx, loc); err == nil {
+			return &ch, false
+		}
+	}
+	c.log.ErrorContext(r.Context(), "console: read job coverage", "job", js.job, "error", err.Error())
+	return nil, true
 }
 
 // shortDuration is d as the age filter takes it, without zero units: 24h, 90m, 36h.

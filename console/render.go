@@ -17,11 +17,11 @@ import (
 var templateFiles embed.FS
 
 // pages are the parsed templates, one per page, each with the layout and the parts pages
-// share (diffs.html: a finding's fields that differ).
+// share (diffs.html: a finding's fields that differ; chart.html: a job's coverage chart).
 var pages = func() map[string]*template.Template {
 	m := map[string]*template.Template{}
 	for _, name := range []string{"overview", "list", "detail", "error", "bulk"} {
-		m[name] = template.Must(template.ParseFS(templateFiles, "templates/layout.html", "templates/diffs.html", "templates/"+name+".html"))
+		m[name] = template.Must(template.ParseFS(templateFiles, "templates/layout.html", "templates/diffs.html", "templates/chart.html", "templates/"+name+".html"))
 	}
 	return m
 }()
@@ -55,7 +55,12 @@ form.zone{display:flex;gap:.4em;align-items:center;font-size:.9em}
 #findings th a{color:inherit}
 .money{font-size:.8em;border:1px solid #b3261e;color:#b3261e;padding:0 .3em;border-radius:3px}
 fieldset.action{background:#fff;border:1px solid #d0d7de;padding:.8em;margin:1em 0;max-width:40em}
-fieldset.action label{display:flex;flex-direction:column;font-size:.9em}`
+fieldset.action label{display:flex;flex-direction:column;font-size:.9em}
+.figs{display:flex;flex-wrap:wrap;gap:1em}
+figure.chart{margin:0;max-width:460px}
+svg.chart{display:block;max-width:100%;height:auto;background:#fff;border:1px solid #d0d7de}
+figure.chart figcaption{font-size:.9em;color:#57606a;margin-top:.3em}
+details.chart-table{margin:.5em 0}details.chart-table table{width:auto}`
 
 var styleHash = func() string {
 	sum := sha256.Sum256([]byte(style))

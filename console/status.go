@@ -11,97 +11,102 @@ import (
 	"github.com/reconcilekit/reconcile"
 )
 
-// statusCache keeps each job's status for a while: pgstore's Status scans the job's table,
-// and a person reloading the overview should not do that every time. Failed reads are not kept.
+// readCache keeps each job's last read for a while: pgstore's Status scans the job's table,
+// and a person reloading the overview should not do that every time. Failed reads are not
+// kept. The overview keeps its statuses in one and its coverages in another.
 //
 // Concurrent reads of one job are one read: the first starts it, and the others (whose
 // requests began after the last clear) wait for its result. A read whose request gives up
 // stops waiting, not the read: it runs on, bounded by the timeout, for the others.
 //
 // A clear (after a write) bumps the generation: a read that began before it may still answer
-// the requests waiting for it, but its status is not kept, and requests after the clear start
+// the requests waiting for it, but its result is not kept, and requests after the clear start
 // a read of their own.
-type statusCache struct {
+type readCache[T any] struct {
+	what    string        // what is read, for a panic's error: "status", "coverage"
 	ttl     time.Duration // <= 0: no caching
 	timeout time.Duration // bounds each read
 
 	mu    sync.Mutex
 	gen   uint64
-	m     map[string]cachedStatus
-	calls map[string]*statusCall // the read under way, per job
+	m     map[string]cached[T]
+	calls map[string]*readCall[T] // the read under way, per job
 }
 
-type cachedStatus struct {
-	st reconcile.Status
+type cached[T any] struct {
+	v  T
 	at time.Time
 }
 
-// statusCall is one read of a job's status, and its result once done is closed.
-type statusCall struct {
+// readCall is one read of a job's value, and its result once done is closed.
+type readCall[T any] struct {
 	gen  uint64 // the cache's generation when the read began
 	done chan struct{}
-	st   reconcile.Status
+	v    T
 	err  error
 }
 
-func newStatusCache(ttl, timeout time.Duration) *statusCache {
+func newReadCache[T any](what string, ttl, timeout time.Duration) *readCache[T] {
 	if ttl == 0 {
 		ttl = DefaultStatusTTL
 	}
 	if timeout <= 0 {
 		timeout = DefaultStatusTimeout
 	}
-	return &statusCache{ttl: ttl, timeout: timeout, m: map[string]cachedStatus{}, calls: map[string]*statusCall{}}
+	return &readCache[T]{what: what, ttl: ttl, timeout: timeout, m: map[string]cached[T]{}, calls: map[string]*readCall[T]{}}
 }
 
-func (c *statusCache) get(ctx context.Context, r reconcile.StatusReader, job string) (reconcile.Status, error) {
+// get returns job's value, kept or read by read.
+func (c *readCache[T]) get(ctx context.Context, job string, read func(context.Context) (T, error)) (T, error) {
 	now := time.Now()
 	c.mu.Lock()
 	if e, ok := c.m[job]; ok && c.ttl > 0 && now.Sub(e.at) < c.ttl {
 		c.mu.Unlock()
-		return e.st, nil
+		return e.v, nil
 	}
 	call, ok := c.calls[job]
 	if !ok || call.gen != c.gen {
-		call = &statusCall{gen: c.gen, done: make(chan struct{})}
+		call = &readCall[T]{gen: c.gen, done: make(chan struct{})}
 		c.calls[job] = call
-		go c.read(ctx, r, job, call, now)
+		go c.read(ctx, job, read, call, now)
 	}
 	c.mu.Unlock()
 	select {
 	case <-call.done:
-		return call.st, call.err
+		return call.v, call.err
 	case <-ctx.Done():
-		return reconcile.Status{}, ctx.Err()
+		var zero T
+		return zero, ctx.Err()
 	}
 }
 
 // read runs call, detached from the cancellation of the request that started it (others may be
 // waiting for it) but not from its values, within the cache's timeout.
-func (c *statusCache) read(ctx context.Context, r reconcile.StatusReader, job string, call *statusCall, began time.Time) {
+func (c *readCache[T]) read(ctx context.Context, job string, read func(context.Context) (T, error), call *readCall[T], began time.Time) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
 	defer cancel()
 	defer close(call.done)
 	defer func() {
 		// A panicking store fails this read, not the process: the others waiting get an error.
 		if p := recover(); p != nil {
-			call.st, call.err = reconcile.Status{}, fmt.Errorf("console: status of job %q: panic: %v", job, p)
+			var zero T
+			call.v, call.err = zero, fmt.Errorf("console: %s of job %q: panic: %v", c.what, job, p)
 		}
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if call.err == nil && c.ttl > 0 && c.gen == call.gen {
-			c.m[job] = cachedStatus{st: call.st, at: began}
+			c.m[job] = cached[T]{v: call.v, at: began}
 		}
 		if c.calls[job] == call {
 			delete(c.calls, job)
 		}
 	}()
-	call.st, call.err = r.Status(ctx, job)
+	call.v, call.err = read(ctx)
 }
 
-// clear forgets every status, after a change the overview should show at once. Reads under
+// clear forgets every value, after a change the overview should show at once. Reads under
 // way finish, but what they read is not kept.
-func (c *statusCache) clear() {
+func (c *readCache[T]) clear() {
 	c.mu.Lock()
 	c.gen++
 	clear(c.m)
@@ -111,34 +116,78 @@ func (c *statusCache) clear() {
 // jobStatus is one job's row of the overview.
 type jobStatus struct {
 	job    string
+	policy reconcile.HealthPolicy
 	health reconcile.Health
 	err    error
+	// cov is the job's coverage when its store reads it (hasCov), or covErr.
+	cov    reconcile.Coverage
+	hasCov bool
+	covErr error
 }
 
-// readStatuses reads every job's status concurrently, within the console's timeout.
+// readStatuses reads every job's status, and its coverage when its store reads it, all
+// concurrently within the console's timeout: one read of each per job at most, less when
+// the caches answer.
 func (c *Console) readStatuses(ctx context.Context) []jobStatus {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	out := make([]jobStatus, len(c.jobs))
 	var wg sync.WaitGroup
 	for i, job := range c.jobs {
+		policy, ok := c.policies[job]
+		if !ok {
+			policy = c.policy
+		}
+		out[i].job, out[i].policy = job, policy
 		wg.Go(func() {
-			out[i].job = job
-			st, err := c.statuses.get(ctx, c.status, job)
+			st, err := c.statuses.get(ctx, job, func(ctx context.Context) (reconcile.Status, error) { return c.status.Status(ctx, job) })
 			if err != nil {
 				out[i].err = err
 				return
 			}
-			policy, ok := c.policies[job]
-			if !ok {
-				policy = c.policy
-			}
 			// The reasons are shown: a failure's text becomes its classified reason.
 			out[i].health = reconcile.EvaluateHealth(showableStatus(st), policy)
+		})
+		cr := c.coverageReader(job)
+		if cr == nil {
+			continue
+		}
+		out[i].hasCov = true
+		wg.Go(func() {
+			q := coverageQuery(lagSLO(policy))
+			out[i].cov, out[i].covErr = c.coverages.get(ctx, job, func(ctx context.Context) (reconcile.Coverage, error) { return cr.Coverage(ctx, job, q) })
 		})
 	}
 	wg.Wait()
 	return out
+}
+
+// coverageReader is what reads job's coverage: Config.Coverage, else the job's status reader
+// (through StatusByJob, the job's own store) if it is a reconcile.CoverageReader, else nil.
+func (c *Console) coverageReader(job string) reconcile.CoverageReader {
+	if c.coverage != nil {
+		return c.coverage
+	}
+	var r any = c.status
+	if m, ok := c.status.(StatusByJob); ok {
+		r = m[job]
+	}
+	cr, _ := r.(reconcile.CoverageReader)
+	return cr
+}
+
+// forget clears the statuses and coverages kept, after a write the overview should show.
+func (c *Console) forget() {
+	c.statuses.clear()
+	c.coverages.clear()
+}
+
+// lagSLO is p's lag SLO, its default when unset.
+func lagSLO(p reconcile.HealthPolicy) time.Duration {
+	if p.LagSLO <= 0 {
+		return reconcile.DefaultLagSLO
+	}
+	return p.LagSLO
 }
 
 // JobLister is an optional ability of Config.Status or Config.Store: naming the jobs it

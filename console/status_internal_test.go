@@ -31,15 +31,20 @@ func (g *gatedStatus) Status(ctx context.Context, job string) (reconcile.Status,
 	return reconcile.Status{Job: job, StaleFindings: stale}, nil
 }
 
+// read is g's Status of job, as the cache reads it.
+func (g *gatedStatus) read(job string) func(context.Context) (reconcile.Status, error) {
+	return func(ctx context.Context) (reconcile.Status, error) { return g.Status(ctx, job) }
+}
+
 func TestTheStatusCacheDoesNotKeepAReadThatBeganBeforeAClear(t *testing.T) {
 	t.Parallel()
-	c := newStatusCache(time.Hour, time.Minute)
+	c := newReadCache[reconcile.Status]("status", time.Hour, time.Minute)
 	g := &gatedStatus{release: make(chan struct{})}
 	g.stale.Store(1) // before the write
 
 	got := make(chan reconcile.Status, 1)
 	go func() {
-		st, err := c.get(context.Background(), g, "sweep")
+		st, err := c.get(context.Background(), "sweep", g.read("sweep"))
 		if err != nil {
 			t.Error(err)
 		}
@@ -55,7 +60,7 @@ func TestTheStatusCacheDoesNotKeepAReadThatBeganBeforeAClear(t *testing.T) {
 	if st := <-got; st.StaleFindings != 1 {
 		t.Fatalf("the read under way returned %d, want its own 1", st.StaleFindings)
 	}
-	st, err := c.get(context.Background(), g, "sweep")
+	st, err := c.get(context.Background(), "sweep", g.read("sweep"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,13 +74,13 @@ func TestTheStatusCacheDoesNotKeepAReadThatBeganBeforeAClear(t *testing.T) {
 
 func TestConcurrentStatusReadsOfAJobAreOne(t *testing.T) {
 	t.Parallel()
-	c := newStatusCache(time.Hour, time.Minute)
+	c := newReadCache[reconcile.Status]("status", time.Hour, time.Minute)
 	g := &gatedStatus{release: make(chan struct{})}
 	const n = 8
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
-			if _, err := c.get(context.Background(), g, "sweep"); err != nil {
+			if _, err := c.get(context.Background(), "sweep", g.read("sweep")); err != nil {
 				t.Error(err)
 			}
 		})
@@ -93,12 +98,12 @@ func TestConcurrentStatusReadsOfAJobAreOne(t *testing.T) {
 
 func TestAReaderThatGivesUpDoesNotFailTheOthers(t *testing.T) {
 	t.Parallel()
-	c := newStatusCache(-1, time.Minute)
+	c := newReadCache[reconcile.Status]("status", -1, time.Minute)
 	g := &gatedStatus{release: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	first := make(chan error, 1)
 	go func() {
-		_, err := c.get(ctx, g, "sweep")
+		_, err := c.get(ctx, "sweep", g.read("sweep"))
 		first <- err
 	}()
 	for g.inFlight.Load() == 0 {
@@ -106,7 +111,7 @@ func TestAReaderThatGivesUpDoesNotFailTheOthers(t *testing.T) {
 	}
 	second := make(chan error, 1)
 	go func() {
-		_, err := c.get(context.Background(), g, "sweep")
+		_, err := c.get(context.Background(), "sweep", g.read("sweep"))
 		second <- err
 	}()
 	time.Sleep(20 * time.Millisecond) // the second joins the first's read

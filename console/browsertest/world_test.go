@@ -49,8 +49,8 @@ var sweepRows = []struct{ id, ext, local, remote string }{
 }
 
 // newWorld migrates a schema of the test's own, plants the sweep job's drift, reconciles it for
-// one cycle, and builds a console over it (served by the test).
-func newWorld(t *testing.T) *world {
+// one cycle, and builds a console over it (served by the test), its Config changed by mods.
+func newWorld(t *testing.T, mods ...func(*console.Config)) *world {
 	t.Helper()
 	ctx := context.Background()
 	w := &world{pool: pgtest.Pool(t), ids: map[string]int64{}}
@@ -82,7 +82,7 @@ func newWorld(t *testing.T) *world {
 	for _, f := range open {
 		w.ids[f.RecordID] = f.ID
 	}
-	w.console, err = console.New(console.Config{
+	cfg := console.Config{
 		Store:        w.store,
 		Jobs:         []string{"sweep"},
 		Kinds:        kinds,
@@ -90,7 +90,11 @@ func newWorld(t *testing.T) *world {
 		Authenticate: headerAuth,
 		StatusTTL:    -1,
 		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	for _, mod := range mods {
+		mod(&cfg)
+	}
+	w.console, err = console.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
