@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,8 +55,16 @@ func (s *Store[L]) Coverage(ctx context.Context, job string, q reconcile.Coverag
 	b.Queue("SELECT now()").QueryRow(func(r pgx.Row) error { return r.Scan(&cov.Now) })
 	marks := s.lagMarksApply()
 	var sum lagSummary
+	var fr frontierMark
 	if marks {
 		s.queueLagSummary(b, sql, job, &sum)
+		b.Queue(sql.lagMarks.coverFrontier, job).Query(func(rows pgx.Rows) error {
+			_, err := pgx.ForEachRow(rows, []any{&fr.cycle, &fr.version, &fr.pos, &fr.hi, &fr.since, &fr.floor, &fr.unverified}, func() error {
+				fr.found = true
+				return nil
+			})
+			return err
+		})
 	}
 	if q.Days > 0 {
 		b.Queue(s.own.openSamples, job, q.Days).Query(func(rows pgx.Rows) error {
@@ -99,40 +108,75 @@ func (s *Store[L]) Coverage(ctx context.Context, job string, q reconcile.Coverag
 		return err
 	}
 	b = &pgx.Batch{}
-	b.Queue(sql.lagMarks.coverMarks, job, thresholds).Query(add)
+	var excludeCycle, excludeVersion *int64
+	var beyond int64
+	if fr.found {
+		excludeCycle, excludeVersion = &fr.cycle, &fr.version
+		// Its bounds as parameters, so that the planner sees a range of one mark's rows.
+		count := func(r pgx.Row) error { return r.Scan(&beyond) }
+		if fr.hi == nil {
+			b.Queue(sql.lagMarks.coverFrontierToEnd, fr.pos, fr.since).QueryRow(count)
+		} else {
+			b.Queue(sql.lagMarks.coverFrontierRows, fr.pos, fr.since, fr.hi).QueryRow(count)
+		}
+	}
+	b.Queue(sql.lagMarks.coverMarks, job, thresholds, excludeCycle, excludeVersion).Query(add)
 	b.Queue(sql.lagMarks.coverNew, job, thresholds, sum.start).Query(add)
 	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
 		return reconcile.Coverage{}, s.cfg.Tables.wrap("coverage of job "+job, err)
 	}
+	if fr.found {
+		unverified := min(fr.unverified, beyond)
+		cov.Rows[ageBucket(q.Ages, cov.Now.Sub(fr.floor))] += unverified
+		cov.Rows[ageBucket(q.Ages, cov.Now.Sub(fr.since))] += beyond - unverified
+	}
 	return cov, nil
 }
 
+// frontierMark is the previous cycle's first covering mark when it reaches back behind the
+// cursor, over rows the current cycle's marks count.
+type frontierMark struct {
+	found          bool
+	cycle, version int64
+	pos, hi        *string // the cursor's position and the mark's hi, as JSON; hi nil: to the end
+	since, floor   time.Time
+	unverified     int64
+}
+
+// ageBucket is the bucket of a row age old: the number of bounds it is more than.
+func ageBucket(ages []time.Duration, age time.Duration) int {
+	i, _ := slices.BinarySearch(ages, age) // the first bound at or above age
+	return i
+}
+
 // coverageStatements: Coverage's reads of the covering marks (lagMarkSQL.covering), $1 the job
-// and $2 the buckets' thresholds, ascending: each returns (width_bucket, rows) pairs.
+// and $2 the buckets' thresholds, ascending, which return (width_bucket, rows) pairs; and of the
+// previous cycle's mark that reaches back behind the cursor.
 func (p *sqlParts) coverageStatements(st *statements) {
 	m := &st.lagMarks
 	keyTypes := st.keyset.keyTypes
 	keys := "(" + strings.Join(p.keys, ", ") + ")"
-	// A row no mark has read, counted by coverNew: valid, and created since the commit of the
-	// first batch of the mark covering its key.
-	unread := func(since string) string {
-		return fmt.Sprintf("(%s IS NULL AND %s)", p.invalid, p.createdAt(">=", since))
-	}
-	// A mark's verified rows count at its first batch's commit, the others at its floor; a mark
-	// written before migration 009 knows no more than its floor. The previous cycle's first
-	// covering mark may reach back behind the cursor, over rows the current cycle's marks
-	// count: of its rows, those now past the cursor are counted (an index range scan of up to
-	// one mark's rows), as many of them unverified as the mark had.
-	m.coverMarks = fmt.Sprintf(`WITH %[1]s,
-		n AS (SELECT m.first_at, m.floor, m.unverified, CASE WHEN m.cycle = c.cyc - 1 AND m.version = f.v AND c.pos IS NOT NULL
-				THEN (SELECT count(*) FROM %[2]s AS h WHERE %[3]s > %[4]s AND (m.hi IS NULL OR %[3]s <= %[5]s) AND %[6]s IS NOT TRUE)
-				ELSE m.rows END AS rows
-			FROM m, c, f),
-		v AS (SELECT n.first_at, n.floor, n.rows, least(coalesce(n.unverified, n.rows), n.rows) AS unverified FROM n)
+	// The previous cycle's first covering mark, if it reaches back behind the cursor: its cycle
+	// and version, the cursor's position, its hi, the commit of its first batch, its floor and
+	// its rows not verified (all of them for a mark written before migration 009).
+	m.coverFrontier = fmt.Sprintf(`WITH %s
+		SELECT m.cycle, m.version, c.pos::text, m.hi::text, coalesce(m.first_at, m.at), m.floor, coalesce(m.unverified, m.rows)
+		FROM m, c, f WHERE m.cycle = c.cyc - 1 AND m.version = f.v AND c.pos IS NOT NULL`, m.covering)
+	// Its rows now past the cursor ($1) and up to its hi ($3, or to the end), that coverNew
+	// does not count as unread: invalid, or created before its first commit ($2).
+	read := fmt.Sprintf("(%s IS NULL AND %s) IS NOT TRUE", p.invalid, p.createdAt(">=", "$2::timestamptz"))
+	past := fmt.Sprintf("%s > %s", keys, p.keyOf("$1::jsonb", keyTypes))
+	m.coverFrontierToEnd = fmt.Sprintf("SELECT count(*) FROM %s AS h WHERE %s AND %s", p.host, past, read)
+	m.coverFrontierRows = fmt.Sprintf("SELECT count(*) FROM %s AS h WHERE %s AND %s <= %s AND %s", p.host, past, keys, p.keyOf("$3::jsonb", keyTypes), read)
+	// The other marks: the verified rows at the commit of the mark's first batch, the others
+	// at its floor; a mark written before migration 009 knows no more than its floor. $3 and
+	// $4 are the cycle and version of the frontier mark, counted apart.
+	m.coverMarks = fmt.Sprintf(`WITH %s,
+		v AS (SELECT m.first_at, m.floor, m.rows, coalesce(m.unverified, m.rows) AS unverified FROM m
+			WHERE (m.cycle, m.version) IS DISTINCT FROM ($3::bigint, $4::bigint))
 		SELECT width_bucket(x.t, $2::timestamptz[]), sum(x.n)::bigint
 		FROM v, LATERAL (VALUES (v.first_at, v.rows - v.unverified), (v.floor, v.unverified)) AS x(t, n)
-		WHERE x.n > 0 GROUP BY 1`,
-		m.covering, p.host, keys, p.keyOf("c.pos", keyTypes), p.keyOf("m.hi", keyTypes), unread("coalesce(m.first_at, m.at)"))
+		WHERE x.n > 0 GROUP BY 1`, m.covering)
 	// The rows created since $3, the previous cycle's start, after the first commit of the mark
 	// covering their key (the one with the lowest hi at or past it; a NULL hi reaches to the
 	// end), or past every mark: sorted with the marks by key, descending, each row follows its
@@ -165,17 +209,19 @@ func columnsAs(exprs []string) string {
 
 // openSamplesSQL counts, at each of $2 times a day apart ending now, the findings of job $1
 // open then (detected at or before, not resolved by then). It reads only the findings open now
-// and those resolved since the first time, by index: each adds one from the first time at or
-// after its detection and takes it away from the first at or after its resolution.
+// and those resolved since the first time, from their indexes alone (findings_open_detected,
+// findings_resolved): each adds one from the first time at or after its detection (date_bin's
+// bin of the microsecond before, plus a day), and takes it away from the first at or after its
+// resolution.
 func openSamplesSQL(t Tables) string {
 	findings := t.table("findings")
 	return `WITH w AS (SELECT now() - ($2::int - 1) * interval '24 hours' AS t0),
-		f AS (SELECT detected_at AS d, resolved_at AS r FROM ` + findings + ` WHERE job = $1 AND resolved_at IS NULL
+		f AS (SELECT detected_at AS d, NULL::timestamptz AS r FROM ` + findings + ` WHERE job = $1 AND resolved_at IS NULL
 			UNION ALL
 			SELECT detected_at, resolved_at FROM ` + findings + `, w WHERE job = $1 AND resolved_at > w.t0),
-		e AS (SELECT x.n, (extract(epoch FROM x.t - w.t0) * 1000000)::bigint AS us FROM f, w,
-			LATERAL (VALUES (f.d, 1), (f.r, -1)) AS x(t, n) WHERE x.t IS NOT NULL),
-		d AS (SELECT greatest(0, (us + 86399999999) / 86400000000) AS k, sum(n) AS n FROM e GROUP BY 1)
-		SELECT w.t0 + s.k * interval '24 hours', (sum(coalesce(d.n, 0)) OVER (ORDER BY s.k))::int
-		FROM w, generate_series(0, $2::int - 1) AS s(k) LEFT JOIN d USING (k) ORDER BY s.k`
+		d AS (SELECT greatest(w.t0, date_bin('24 hours', x.t - interval '1 microsecond', w.t0) + interval '24 hours') AS at, sum(x.n) AS n
+			FROM f, w, LATERAL (VALUES (f.d, 1), (f.r, -1)) AS x(t, n) WHERE x.t IS NOT NULL GROUP BY 1)
+		SELECT s.at, (sum(coalesce(d.n, 0)) OVER (ORDER BY s.at))::int
+		FROM (SELECT w.t0 + k * interval '24 hours' AS at FROM w, generate_series(0, $2::int - 1) AS k) AS s LEFT JOIN d USING (at)
+		ORDER BY s.at`
 }

@@ -61,9 +61,11 @@ type lagMarkSQL struct {
 	created, newRows string
 	// count counts the host table's rows, for Rows below countRowsBelow.
 	count string
-	// coverMarks and coverNew bucket the rows of the covering marks and the rows no mark has
-	// read, for Coverage (coverage.go).
-	coverMarks, coverNew string
+	// Coverage's (coverage.go): coverMarks and coverNew bucket the rows of the covering marks
+	// and the rows no mark has read; coverFrontier reads the mark of the previous cycle that
+	// reaches behind the cursor, and coverFrontierRows and coverFrontierToEnd count its rows
+	// past the cursor.
+	coverMarks, coverNew, coverFrontier, coverFrontierRows, coverFrontierToEnd string
 }
 
 // countRowsBelow is the number of rows under which Status counts them (a few milliseconds)

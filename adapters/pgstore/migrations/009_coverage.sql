@@ -5,5 +5,6 @@
 -- count at its floor.
 ALTER TABLE {{table "lag_marks"}} ADD COLUMN unverified integer, ADD COLUMN first_at timestamptz;
 -- Coverage's daily samples of open findings read the findings open now (findings_open_detected)
--- and those resolved within the samples' window.
-CREATE INDEX {{name "findings_resolved"}} ON {{table "findings"}} (job, resolved_at) WHERE resolved_at IS NOT NULL;
+-- and those resolved within the samples' window, each from its index alone.
+CREATE INDEX {{name "findings_resolved"}} ON {{table "findings"}} (job, resolved_at) INCLUDE (detected_at)
+    WHERE resolved_at IS NOT NULL;
