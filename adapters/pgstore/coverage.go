@@ -16,27 +16,29 @@ var _ reconcile.CoverageReader = (*Store[string])(nil)
 
 // Coverage reads how long the job's rows have gone unverified, bucketed by q.Ages, and its open
 // findings at each of the last q.Days days (reconcile.CoverageReader), for the console's
-// coverage chart. Like Status, it does not scan the host table. It reads the lag marks Status
-// reads (lagmarks.go): one cycle's worth, each up to 2,048 rows, a mark's verified rows counted
-// at the commit of its first batch and its other rows (unverifiable, in flight, invalid) at its
-// floor, the earliest time any of them kept. Of the previous cycle's mark that reaches back
-// behind the cursor, it counts the rows now past the cursor (an index range scan of at most one
-// mark's rows). Rows created since the previous cycle started, after the first commit of the
-// mark covering their key or past every mark, which no mark has read, count at their creation:
-// an index range scan on CreatedAtColumn, sorted with the marks by key. The cost grows with
-// the marks and with the rows created over the last two cycles, not with the table (a few
-// milliseconds at 10 million rows; README, Performance). The open findings are counted from
-// the findings open now and those resolved within the days asked for, by index (migration
-// 009).
+// coverage chart. Like Status, it does not scan the host table: it reads the lag marks Status
+// reads (lagmarks.go), counting a mark's verified rows at the commit of its first batch and its
+// other rows (unverifiable, in flight, invalid) at its floor, the earliest time any of them
+// kept (migration 009 records how many); of the previous cycle's mark that reaches back behind
+// the cursor, only the rows now past the cursor. Rows no mark has read — created since the
+// previous cycle started, after the first commit of the mark covering their key or past every
+// mark — count at their creation.
 //
-// The counts are therefore Estimated: a row verified again since its mark (by a lane, or a
-// LagJobs job) counts at its mark's time, older than it is, never younger; so does a row its
-// batch did not verify whose own time is later than the mark's floor. A row deleted since its
-// mark still counts until the sweep reads past it; a row inserted into a mark's key range while
-// the mark's batches were being committed may count twice (seconds, for a sweep committing
-// batch after batch), one inserted between the read and the commit of a mark's first batch not
-// at all, until the next read. Like Status, it takes a row to be inserted no earlier than its
-// created_at says. Marks written before migration 009 count all their rows at their floor.
+// Cost: two round trips; the marks (one cycle's worth, about 5,000 at 10 million rows, sorted
+// by key with the rows created over the last two cycles, found by an index range scan on
+// CreatedAtColumn), an index range scan of at most one mark's rows, and the findings open now
+// or resolved within q.Days, from their indexes alone. About 30 ms at 10 million rows, against
+// seconds for a scan (README, Performance); it grows with the table's marks, not its rows.
+//
+// Estimated is set: a row verified again since its mark (by a lane, or a LagJobs job) counts
+// at the mark's time, older than it is, never younger; so does a row its batch did not verify
+// whose own time is later than the mark's floor. A row deleted since its mark still counts
+// until the sweep reads past it; one inserted into a mark's key range while the mark's batches
+// were being committed may count twice, one inserted between the read and the commit of a
+// mark's first batch not at all, until the next read; a batch committed between the two round
+// trips may be counted twice or not at all. Like Status, it takes a row to be inserted no
+// earlier than its created_at says. Marks written before migration 009 count all their rows
+// at their floor.
 //
 // Where Status scans the host table — a store with a Filter, or with ObserveInHostColumns, and
 // a job not yet on the marks (its first cycle with them under way, or sharded) — Coverage has

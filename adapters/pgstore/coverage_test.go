@@ -414,3 +414,25 @@ func TestCoverageRejectsABadQuery(t *testing.T) {
 		}
 	}
 }
+
+// TestCoverageOfMarksWrittenBeforeMigration009: a mark that does not say how many of its rows
+// were verified counts them all at its floor.
+func TestCoverageOfMarksWrittenBeforeMigration009(t *testing.T) {
+	t.Parallel()
+	pool, s := newStore(t, pgstore.Config{}, paymentsDDL, `CREATE INDEX ON payments (created_at)`)
+	exec(t, pool, `INSERT INTO payments (id, external_id, status, created_at)
+		SELECT i, 'pi_' || i, 'paid', now() - interval '2 days' FROM generate_series(1, 20) i`)
+	for !sweepStep(t, s, "sweep", 7, unanswered("3")) {
+	}
+	sweepStep(t, s, "sweep", 7, nil)
+	q := reconcile.CoverageQuery{Ages: dayAges}
+	if cov := coverage(t, s, q); !slices.Equal(cov.Rows, []int64{19, 0, 0, 1, 0}) {
+		t.Fatalf("marks of migration 009: Rows %v; want 19 verified now, row 3 at its creation", cov.Rows)
+	}
+	exec(t, pool, `UPDATE reconcile_lag_marks SET unverified = NULL, first_at = NULL`)
+	// The current cycle's mark (rows 1-7, all verified) and the previous cycle's past it
+	// (rows 8-20 of 20, with one unverified: its floor two days ago).
+	if cov := coverage(t, s, q); !slices.Equal(cov.Rows, []int64{7, 0, 0, 13, 0}) {
+		t.Fatalf("marks from before migration 009: Rows %v; want [7 0 0 13 0]", cov.Rows)
+	}
+}

@@ -112,7 +112,9 @@ func (p *sqlParts) lagMarkStatements(st *statements) {
 	valid := p.invalid + " IS NULL"
 	m := &st.lagMarks
 	// A batch extends the cycle's last mark while that covers fewer than markRows rows, else
-	// starts a new one: Status reads at most a cycle's marks and one mark's rows. Its frontier
+	// starts a new one: Status reads at most a cycle's marks and one mark's rows. An extended
+	// mark keeps its first batch's commit time (first_at) and adds up the rows not verified,
+	// for Coverage. Its frontier
 	// walks the previous cycle's marks from the last mark's frontier on, in version order:
 	// amortized, a mark or two per commit.
 	m.insert = fmt.Sprintf(`WITH c AS (SELECT * FROM %[2]s WHERE job = $1),
