@@ -197,19 +197,28 @@ func TestCoverageBucketsFromTheMarks(t *testing.T) {
 // TestCoverageCountsEveryRowOlderNeverYounger drives a sweep through cycles over a table that
 // changes under it, as TestStatusFromLagMarksEqualsTheScan does, and checks after every step
 // that Coverage counts every row at its age or older, in buckets from a millisecond to days,
-// and no more rows than the table has had.
+// and no more rows than the table has had: for keys of one column and of two.
 func TestCoverageCountsEveryRowOlderNeverYounger(t *testing.T) {
 	t.Parallel()
 	ages := []time.Duration{time.Millisecond, 10 * time.Millisecond, 100 * time.Millisecond, time.Second, 10 * time.Second, time.Hour, 30 * time.Hour}
-	for _, keyType := range []string{"bigint", "text"} {
-		t.Run("key "+keyType, func(t *testing.T) {
+	for _, c := range []struct {
+		name, idType, region string
+		keys                 []string
+	}{
+		{name: "key bigint", idType: "bigint"},
+		{name: "key text", idType: "text"},
+		// The region interleaves the ids: the key order is not the ids'.
+		{name: "key (region, id)", idType: "bigint", keys: []string{"region", "id"},
+			region: `, region text GENERATED ALWAYS AS (chr(97 + (id % 3)::int)) STORED NOT NULL, UNIQUE (region, id)`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			pool, s := newStore(t, pgstore.Config{LagJobs: []string{"other"}}, `CREATE TABLE payments (
-				id `+keyType+` PRIMARY KEY, external_id text NOT NULL, status text NOT NULL,
-				created_at timestamptz, updated_at timestamptz NOT NULL DEFAULT now() - interval '1 hour')`,
+			pool, s := newStore(t, pgstore.Config{LagJobs: []string{"other"}, KeyColumns: c.keys}, `CREATE TABLE payments (
+				id `+c.idType+` PRIMARY KEY, external_id text NOT NULL, status text NOT NULL,
+				created_at timestamptz, updated_at timestamptz NOT NULL DEFAULT now() - interval '1 hour'`+c.region+`)`,
 				`CREATE INDEX ON payments (created_at)`)
 			exec(t, pool, `INSERT INTO payments (id, external_id, status, created_at)
-				SELECT lpad(i::text, 4, '0')::`+keyType+`, 'pi_' || i, 'paid', now() - interval '1 day' + i * interval '1 minute'
+				SELECT lpad(i::text, 4, '0')::`+c.idType+`, 'pi_' || i, 'paid', now() - interval '1 day' + i * interval '1 minute'
 				FROM generate_series(1, 60) i`)
 			rng := rand.New(rand.NewPCG(19, 3))
 			next, deleted := 2000, 0
@@ -223,7 +232,7 @@ func TestCoverageCountsEveryRowOlderNeverYounger(t *testing.T) {
 							id = 1 + rng.IntN(60)*10 + 5000
 						}
 						next++
-						exec(t, pool, `INSERT INTO payments (id, external_id, status, created_at) VALUES (lpad($1, 4, '0')::`+keyType+`, 'pi_' || $1, 'paid', clock_timestamp())
+						exec(t, pool, `INSERT INTO payments (id, external_id, status, created_at) VALUES (lpad($1, 4, '0')::`+c.idType+`, 'pi_' || $1, 'paid', clock_timestamp())
 							ON CONFLICT DO NOTHING`, strconv.Itoa(id))
 					}
 				case op == 1:
