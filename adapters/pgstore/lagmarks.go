@@ -45,9 +45,9 @@ type lagMarkSQL struct {
 	// prune deletes the marks of cycles before the previous one of job $1, at a wrap, and any
 	// of cycles not yet begun (left by a cursor reset by hand).
 	prune string
-	// covering defines, for job $1, the common table expressions c (the cursor), f (the first
-	// mark of the previous cycle still covering rows) and m (the covering marks), which summary
-	// and the coverage statements read.
+	// covering defines, for job $1, the common table expressions c (the cursor), f (the
+	// version of the previous cycle's first mark still covering rows) and m (the covering
+	// marks), which summary and Coverage's statements read.
 	covering string
 	// summary reads, for job $1, whether the marks cover every row (ready), their floor and
 	// rows, the previous cycle's start, the lowest mark's key range and the second floor.
@@ -112,11 +112,10 @@ func (p *sqlParts) lagMarkStatements(st *statements) {
 	valid := p.invalid + " IS NULL"
 	m := &st.lagMarks
 	// A batch extends the cycle's last mark while that covers fewer than markRows rows, else
-	// starts a new one: Status reads at most a cycle's marks and one mark's rows. An extended
-	// mark keeps its first batch's commit time (first_at) and adds up the rows not verified,
-	// for Coverage. Its frontier
+	// starts a new one: Status reads at most a cycle's marks and one mark's rows. Its frontier
 	// walks the previous cycle's marks from the last mark's frontier on, in version order:
-	// amortized, a mark or two per commit.
+	// amortized, a mark or two per commit. An extended mark keeps its first batch's commit time
+	// (first_at) and adds up the rows not verified, for Coverage.
 	m.insert = fmt.Sprintf(`WITH c AS (SELECT * FROM %[2]s WHERE job = $1),
 		new AS (SELECT c.cycles_completed - CASE WHEN $2 THEN 1 ELSE 0 END AS cycle, c.version,
 			least(now(), (SELECT min(%[3]s) FROM %[4]s AS h WHERE %[5]s = ANY($5::text[]::%[6]s[]) AND %[7]s)) AS floor,
