@@ -54,6 +54,8 @@
 // [reconcile.FailureRecorder] and a [reconcile.LaneFailureRecorder], so a failing batch or lane
 // step shows in health. With [Options].Now set to a clock the test moves,
 // [reconcile.EvaluateHealth] and [reconcile.HealthHandler] can be tested in memory, exactly.
+// It is a [reconcile.CoverageReader] too: [Store.Coverage] buckets every row by the time the
+// lag counts from, exactly, where pgstore's estimates from its lag marks.
 //
 // All methods are safe for concurrent use.
 package memstore

@@ -93,3 +93,52 @@ func Example() {
 	// finding 2: record 3 missed_success, open
 	// record 1 confirmed succeeded at 1:00PM; 2 cycles completed
 }
+
+// Coverage buckets the job's rows by the time since their last verification (their creation,
+// if never verified) and samples its open findings day by day: what the console's coverage
+// chart draws.
+func ExampleStore_Coverage() {
+	ctx := context.Background()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	store := memstore.New[int64, string](memstore.Options{Now: func() time.Time { return now }})
+	for i := int64(1); i <= 4; i++ {
+		store.Put(memstore.Row[int64, string]{Key: i, ExternalID: fmt.Sprint("pi_", i), Local: "paid",
+			CreatedAt: now.Add(-48 * time.Hour), UpdatedAt: now.Add(-48 * time.Hour)})
+	}
+	rec, err := reconcile.New(reconcile.Config[string, string]{
+		Job: "payments", Source: store, Sink: store, BatchSize: 10,
+		Gateway: reconcile.GatewayFunc[string](func(_ context.Context, id string) (string, error) {
+			if id == "pi_4" {
+				return "", reconcile.ErrUnavailable // never answered: it keeps its creation time
+			}
+			return map[string]string{"pi_3": "failed"}[id], nil
+		}),
+		Classifier: reconcile.ClassifierFunc[string, string](func(local, ext string) reconcile.Decision {
+			if ext == "failed" {
+				return reconcile.Decision{Verdict: reconcile.NeedsReview, Kind: "paid_locally_not_externally"}
+			}
+			return reconcile.Decision{Verdict: reconcile.InSync}
+		}),
+	})
+	if err != nil {
+		panic(err)
+	}
+	if _, err := reconcile.RunTick(ctx, rec, reconcile.TickBudget{}); err != nil {
+		panic(err)
+	}
+	now = now.Add(8 * time.Hour)
+	cov, err := store.Coverage(ctx, "payments", reconcile.CoverageQuery{
+		Ages: []time.Duration{time.Hour, 6 * time.Hour, 24 * time.Hour, 72 * time.Hour}, Days: 3})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("rows by age (≤1h, ≤6h, ≤24h, ≤3d, older):", cov.Rows)
+	for _, o := range cov.Open {
+		fmt.Printf("open at %s: %d\n", o.At.Format("Jan 2 15:04"), o.Open)
+	}
+	// Output:
+	// rows by age (≤1h, ≤6h, ≤24h, ≤3d, older): [0 0 3 1 0]
+	// open at Feb 27 20:00: 0
+	// open at Feb 28 20:00: 0
+	// open at Mar 1 20:00: 1
+}

@@ -211,4 +211,9 @@
 // the host table: about 20 ms at 10 million rows, exact but for one documented case in which it
 // is too large, never too small (Store.Status). Give the host table an index on its created_at
 // column. Filtered tiers, ObserveInHostColumns and sharded jobs keep the scan.
+//
+// Coverage (a reconcile.CoverageReader, for the console's coverage chart) reads the same marks
+// to bucket the job's rows by time since their last verification, an estimate that counts a
+// row older than it is, never younger, and the job's open findings day by day; where Status
+// scans, it says so in Coverage.Unknown rather than scanning.
 package pgstore

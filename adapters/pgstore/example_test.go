@@ -205,6 +205,7 @@ func ExampleMigrations() {
 	// 006_finding_external_id.sql
 	// 007_finding_diffs.sql
 	// 008_lag_marks.sql
+	// 009_coverage.sql
 }
 
 // Check fails early, and says what to do, when the reconciler's tables were never migrated.

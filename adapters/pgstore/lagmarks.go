@@ -45,6 +45,10 @@ type lagMarkSQL struct {
 	// prune deletes the marks of cycles before the previous one of job $1, at a wrap, and any
 	// of cycles not yet begun (left by a cursor reset by hand).
 	prune string
+	// covering defines, for job $1, the common table expressions c (the cursor), f (the
+	// version of the previous cycle's first mark still covering rows) and m (the covering
+	// marks), which summary and Coverage's statements read.
+	covering string
 	// summary reads, for job $1, whether the marks cover every row (ready), their floor and
 	// rows, the previous cycle's start, the lowest mark's key range and the second floor.
 	summary string
@@ -57,6 +61,11 @@ type lagMarkSQL struct {
 	created, newRows string
 	// count counts the host table's rows, for Rows below countRowsBelow.
 	count string
+	// Coverage's (coverage.go): coverMarks and coverNew bucket the rows of the covering marks
+	// and the rows no mark has read; coverFrontier reads the mark of the previous cycle that
+	// reaches behind the cursor, and coverFrontierRows and coverFrontierToEnd count its rows
+	// past the cursor.
+	coverMarks, coverNew, coverFrontier, coverFrontierRows, coverFrontierToEnd string
 }
 
 // countRowsBelow is the number of rows under which Status counts them (a few milliseconds)
@@ -105,7 +114,8 @@ func (p *sqlParts) lagMarkStatements(st *statements) {
 	// A batch extends the cycle's last mark while that covers fewer than markRows rows, else
 	// starts a new one: Status reads at most a cycle's marks and one mark's rows. Its frontier
 	// walks the previous cycle's marks from the last mark's frontier on, in version order:
-	// amortized, a mark or two per commit.
+	// amortized, a mark or two per commit. An extended mark keeps its first batch's commit time
+	// (first_at) and adds up the rows not verified, for Coverage.
 	m.insert = fmt.Sprintf(`WITH c AS (SELECT * FROM %[2]s WHERE job = $1),
 		new AS (SELECT c.cycles_completed - CASE WHEN $2 THEN 1 ELSE 0 END AS cycle, c.version,
 			least(now(), (SELECT min(%[3]s) FROM %[4]s AS h WHERE %[5]s = ANY($5::text[]::%[6]s[]) AND %[7]s)) AS floor,
@@ -121,13 +131,15 @@ func (p *sqlParts) lagMarkStatements(st *statements) {
 		last AS (SELECT l.version FROM %[1]s AS l, new WHERE l.job = $1 AND l.cycle = new.cycle AND l.hi IS NOT DISTINCT FROM $3::jsonb
 			AND l.rows + $6 <= %[10]d ORDER BY l.version DESC LIMIT 1),
 		extended AS (UPDATE %[1]s AS m SET hi = $4::jsonb, at = now(), floor = least(m.floor, new.floor), rows = m.rows + $6,
-				frontier = new.frontier
+				unverified = m.unverified + coalesce(cardinality($5::text[]), 0), frontier = new.frontier
 			FROM new, last WHERE m.job = $1 AND m.cycle = new.cycle AND m.version = last.version RETURNING 1)
-		INSERT INTO %[1]s (job, cycle, version, lo, hi, at, floor, rows, started, frontier)
-		SELECT $1, new.cycle, new.version, $3::jsonb, $4::jsonb, now(), new.floor, $6, new.started, new.frontier
+		INSERT INTO %[1]s (job, cycle, version, lo, hi, at, floor, rows, started, frontier, unverified, first_at)
+		SELECT $1, new.cycle, new.version, $3::jsonb, $4::jsonb, now(), new.floor, $6, new.started, new.frontier,
+			coalesce(cardinality($5::text[]), 0), now()
 		FROM new WHERE NOT EXISTS (SELECT 1 FROM extended)
 		ON CONFLICT (job, cycle, version) DO UPDATE SET lo = EXCLUDED.lo, hi = EXCLUDED.hi, at = EXCLUDED.at,
-			floor = EXCLUDED.floor, rows = EXCLUDED.rows, started = EXCLUDED.started, frontier = EXCLUDED.frontier`,
+			floor = EXCLUDED.floor, rows = EXCLUDED.rows, started = EXCLUDED.started, frontier = EXCLUDED.frontier,
+			unverified = EXCLUDED.unverified, first_at = EXCLUDED.first_at`,
 		marks, cursors, p.rowTime(7), p.host, p.q(cfg.IDColumn), p.types[cfg.IDColumn], valid,
 		p.keyOf("p.hi", keyTypes), p.keyOf("$4::jsonb", keyTypes), markRows)
 	m.prune = fmt.Sprintf(`DELETE FROM %s AS m USING %s AS c WHERE m.job = $1 AND c.job = $1
@@ -135,11 +147,12 @@ func (p *sqlParts) lagMarkStatements(st *statements) {
 	// The covering marks: the current cycle's, and the previous cycle's from the current
 	// cycle's last frontier on (all of them at a cycle's start). The previous cycle covers every
 	// row only if its marks start at the cycle's start.
-	m.summary = fmt.Sprintf(`WITH c AS (SELECT cycles_completed AS cyc, position AS pos FROM %[2]s WHERE job = $1),
-		f AS (SELECT CASE WHEN c.pos IS NULL THEN 0 ELSE (SELECT l.frontier FROM %[1]s AS l WHERE l.job = $1 AND l.cycle = c.cyc
+	m.covering = fmt.Sprintf(`c AS (SELECT cycles_completed AS cyc, position AS pos FROM %[2]s WHERE job = $1),
+		f AS MATERIALIZED (SELECT CASE WHEN c.pos IS NULL THEN 0 ELSE (SELECT l.frontier FROM %[1]s AS l WHERE l.job = $1 AND l.cycle = c.cyc
 			ORDER BY l.version DESC LIMIT 1) END AS v FROM c),
-		m AS MATERIALIZED (SELECT mk.floor, mk.rows, mk.lo, mk.hi FROM %[1]s AS mk, c, f WHERE mk.job = $1 AND (mk.cycle = c.cyc
-			OR (mk.cycle = c.cyc - 1 AND mk.version >= f.v)))
+		m AS MATERIALIZED (SELECT mk.cycle, mk.version, mk.floor, mk.rows, mk.lo, mk.hi, mk.at, mk.unverified, mk.first_at FROM %[1]s AS mk, c, f
+			WHERE mk.job = $1 AND (mk.cycle = c.cyc OR (mk.cycle = c.cyc - 1 AND mk.version >= f.v)))`, marks, cursors)
+	m.summary = fmt.Sprintf(`WITH %[2]s
 		SELECT EXISTS (SELECT 1 FROM %[1]s AS mk, c WHERE mk.job = $1 AND mk.cycle = c.cyc - 1 AND mk.lo IS NULL)
 				AND (SELECT v FROM f) IS NOT NULL,
 			coalesce((SELECT sum(rows) FROM m), 0)::bigint,
@@ -147,7 +160,7 @@ func (p *sqlParts) lagMarkStatements(st *statements) {
 			coalesce(array_agg(k.floor ORDER BY k.floor), '{}'), coalesce(array_agg(k.lo::text ORDER BY k.floor), '{}'),
 			coalesce(array_agg(k.hi::text ORDER BY k.floor), '{}')
 		FROM (SELECT floor, lo, hi FROM m ORDER BY floor LIMIT %[3]d) AS k`,
-		marks, cursors, exactMarks+1)
+		marks, m.covering, exactMarks+1)
 	exact := func(conds ...string) string {
 		return fmt.Sprintf("SELECT min(%s) FROM %s AS h WHERE %s", p.rowTime(1), p.host, strings.Join(append(conds, valid), " AND "))
 	}
@@ -199,9 +212,8 @@ type lagSummary struct {
 	start pgtype.Timestamptz // the previous cycle's start, -infinity if unknown
 	// floors, los and his are the exactMarks+1 covering marks with the lowest floors, lowest
 	// first: their floors and key ranges.
-	floors         []time.Time
-	los, his       []*string
-	newRowsPerHour int64
+	floors   []time.Time
+	los, his []*string
 }
 
 // queueLagSummary queues the read of the marks of job.
@@ -209,7 +221,6 @@ func (s *Store[L]) queueLagSummary(b *pgx.Batch, st *statements, job string, sum
 	b.Queue(st.lagMarks.summary, job).QueryRow(func(r pgx.Row) error {
 		return r.Scan(&sum.ready, &sum.rows, &sum.start, &sum.floors, &sum.los, &sum.his)
 	})
-	b.Queue(st.lagMarks.newRows).QueryRow(func(r pgx.Row) error { return r.Scan(&sum.newRowsPerHour) })
 }
 
 // oldestFromMarks returns the oldest coalesce(last verified, created_at) of the job's rows

@@ -171,6 +171,7 @@ func buildStatements(cfg Config, types map[string]string, row *rowType) *stateme
 	p.commitStatements(st)
 	p.statusStatements(st)
 	p.lagMarkStatements(st)
+	p.coverageStatements(st)
 	p.laneStatements(st)
 	p.reviewStatements(st)
 	return st

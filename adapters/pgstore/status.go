@@ -54,6 +54,7 @@ func (s *Store[L]) Status(ctx context.Context, job string) (reconcile.Status, er
 	if marks {
 		b.Queue("SELECT now()").QueryRow(func(r pgx.Row) error { return r.Scan(&st.Now) })
 		s.queueLagSummary(b, sql, job, &sum)
+		b.Queue(sql.lagMarks.newRows).QueryRow(func(r pgx.Row) error { return r.Scan(&st.NewRowsPerHour) })
 	} else {
 		s.queueScanLag(b, sql, job, &st, &lagSeconds)
 	}
@@ -97,7 +98,7 @@ func (s *Store[L]) Status(ctx context.Context, job string) (reconcile.Status, er
 		if oldest != nil {
 			st.Lag = max(st.Now.Sub(*oldest), 0)
 		}
-		st.Rows, st.NewRowsPerHour = sum.rows, sum.newRowsPerHour
+		st.Rows = sum.rows
 		if sum.rows < countRowsBelow {
 			if err := s.db.QueryRow(ctx, sql.lagMarks.count).Scan(&st.Rows); err != nil {
 				return reconcile.Status{}, s.cfg.Tables.wrap("status of job "+job, err)

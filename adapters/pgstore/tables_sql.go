@@ -11,6 +11,8 @@ type tableSQL struct {
 	readLane, createLane, advanceLane, laneFailure string
 	// status.go
 	cursorStatus, recordFailure, laneStatus string
+	// coverage.go
+	openSamples string
 }
 
 func newTableSQL(t Tables) tableSQL {
@@ -111,5 +113,6 @@ func newTableSQL(t Tables) tableSQL {
 		laneStatus: `SELECT lane, created_at, last_run_at, passes_completed, last_end_at, gap_at, coalesce(gap_reason, ''), gap_sweep_cycles,
 			last_failure_at, coalesce(last_failure, '')
 		FROM ` + t.table("lanes") + ` WHERE job = $1 ORDER BY lane`,
+		openSamples: openSamplesSQL(t),
 	}
 }

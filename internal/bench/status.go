@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 )
 
@@ -36,6 +37,25 @@ type statusResult struct {
 	Agree              bool    `json:"agree"`
 	StatusRows         int64   `json:"status_rows"`
 	BuildSeconds       float64 `json:"build_seconds"`
+	// CoverageMS1M and CoverageMS10M are the median latency of Store.Coverage (coverageQuery)
+	// at a million rows and at -rows, over the lag marks and 30,000 findings; the full-scan
+	// figures bucket every row joined with its last verification, as Coverage would without
+	// marks. CoverageRows and CoverageFullScanRows are the two bucketings at -rows, and
+	// CoverageOlderNeverYounger reports that at every size Coverage counted every row the scan
+	// did, each at its age or older.
+	CoverageMS1M              float64 `json:"coverage_ms_1m"`
+	CoverageMS10M             float64 `json:"coverage_ms_10m"`
+	CoverageFullScanMS1M      float64 `json:"coverage_full_scan_ms_1m"`
+	CoverageFullScanMS        float64 `json:"coverage_full_scan_ms"`
+	CoverageRows              []int64 `json:"coverage_rows"`
+	CoverageFullScanRows      []int64 `json:"coverage_full_scan_rows"`
+	CoverageOlderNeverYounger bool    `json:"coverage_older_never_younger"`
+}
+
+// coverageQuery is what the console's coverage chart asks for.
+var coverageQuery = reconcile.CoverageQuery{
+	Ages: []time.Duration{time.Hour, 6 * time.Hour, 24 * time.Hour, 72 * time.Hour, 7 * 24 * time.Hour},
+	Days: 14,
 }
 
 func statusCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -67,7 +87,8 @@ func statusCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		defer drop()
 	}
 
-	res := statusResult{Rows: *rows, Batch: *batch, Runs: *runs, StatusMS1M: -1, FullScanMS1M: -1, Agree: true}
+	res := statusResult{Rows: *rows, Batch: *batch, Runs: *runs, StatusMS1M: -1, FullScanMS1M: -1, Agree: true,
+		CoverageMS1M: -1, CoverageFullScanMS1M: -1, CoverageOlderNeverYounger: true}
 	sizes := []int{*rows}
 	if *rows > 1_000_000 {
 		sizes = []int{1_000_000, *rows}
@@ -78,13 +99,17 @@ func statusCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 			return err
 		}
 		res.Agree = res.Agree && m.agree
+		res.CoverageOlderNeverYounger = res.CoverageOlderNeverYounger && m.coverageOK
 		res.BuildSeconds += m.build.Seconds()
 		if n == 1_000_000 {
 			res.StatusMS1M, res.FullScanMS1M = m.statusMS, m.scanMS
+			res.CoverageMS1M, res.CoverageFullScanMS1M = m.coverageMS, m.coverageScanMS
 		}
 		if n == *rows {
 			res.StatusMS10M, res.FullScanMS = m.statusMS, m.scanMS
 			res.LagSeconds, res.FullScanLagSeconds, res.StatusRows = m.lag.Seconds(), m.scanLag.Seconds(), m.statusRows
+			res.CoverageMS10M, res.CoverageFullScanMS = m.coverageMS, m.coverageScanMS
+			res.CoverageRows, res.CoverageFullScanRows = m.coverage, m.coverageScan
 		}
 	}
 	if err := emit(stdout, res); err != nil {
@@ -92,6 +117,9 @@ func statusCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	if !res.Agree {
 		return fmt.Errorf("bench: status: Status and the full scan disagree on the lag")
+	}
+	if !res.CoverageOlderNeverYounger {
+		return fmt.Errorf("bench: status: Coverage counts a row younger than the full scan finds it, or misses one")
 	}
 	return nil
 }
@@ -102,6 +130,10 @@ type statusMeasure struct {
 	statusRows       int64
 	agree            bool
 	build            time.Duration
+
+	coverageMS, coverageScanMS float64
+	coverage, coverageScan     []int64
+	coverageOK                 bool
 }
 
 // measureStatus builds the state of n rows in schema (dropping what a smaller run left) and
@@ -145,7 +177,78 @@ func measureStatus(ctx context.Context, pool *pgxpool.Pool, schema string, n, ba
 	m.agree = oldest.Equal(scanOldest)
 	fmt.Fprintf(stderr, "status: %d rows: Status %.1f ms (lag %s, oldest %s), full scan %.0f ms (oldest %s)\n",
 		n, m.statusMS, m.lag.Round(time.Second), oldest.Format(time.RFC3339Nano), m.scanMS, scanOldest.Format(time.RFC3339Nano))
-	return m, nil
+	return m, measureCoverage(ctx, pool, store, schema, runs, &m, stderr)
+}
+
+// measureCoverage adds 30,000 findings of the last 120 days, a third of them open, and times
+// Coverage and the full scan that buckets every row.
+func measureCoverage(ctx context.Context, pool *pgxpool.Pool, store *pgstore.Store[string], schema string, runs int, m *statusMeasure, stderr io.Writer) error {
+	s := pgx.Identifier{schema}.Sanitize()
+	if _, err := pool.Exec(ctx, `INSERT INTO `+s+`.reconcile_findings (job, record_id, kind, local_state, detected_at, resolved_at, resolution)
+		SELECT 'sweep', i::text, 'paid_locally_not_externally', 'paid', d, r, CASE WHEN r IS NOT NULL THEN 'fixed' END
+		FROM generate_series(1, 30000) i,
+			LATERAL (SELECT now() - (i % 120) * interval '1 day' - interval '1 hour' AS d) d,
+			LATERAL (SELECT CASE WHEN i % 3 <> 0 THEN least(now(), d + (i % 9) * interval '1 day') END AS r) r;
+		ANALYZE `+s+`.reconcile_findings`); err != nil {
+		return fmt.Errorf("bench: status: findings: %w", err)
+	}
+	var times []time.Duration
+	var cov reconcile.Coverage
+	for range runs + 1 {
+		t0 := time.Now()
+		var err error
+		if cov, err = store.Coverage(ctx, "sweep", coverageQuery); err != nil {
+			return fmt.Errorf("bench: status: %w", err)
+		}
+		times = append(times, time.Since(t0))
+	}
+	if cov.Rows == nil {
+		return fmt.Errorf("bench: status: Coverage: %s", cov.Unknown)
+	}
+	times = times[1:] // the first call prepares the statements
+	slices.Sort(times)
+	m.coverageMS, m.coverage = ms(times[len(times)/2]), cov.Rows
+
+	// The scan Coverage would need without marks, at Coverage's time.
+	ages := coverageQuery.Ages
+	thresholds := make([]time.Time, len(ages))
+	for i, a := range ages {
+		thresholds[len(ages)-1-i] = cov.Now.Add(-a)
+	}
+	t0 := time.Now()
+	rows, err := pool.Query(ctx, fmt.Sprintf(`SELECT width_bucket(coalesce(o.verified_at, p.created_at), $1::timestamptz[]), count(*)
+		FROM %[1]s.payments AS p LEFT JOIN %[1]s.reconcile_observations AS o ON o.job = 'sweep' AND o.record_id = p.id::text
+		WHERE p.created_at >= '1900-01-01' GROUP BY 1`, s), thresholds)
+	if err != nil {
+		return fmt.Errorf("bench: status: coverage scan: %w", err)
+	}
+	m.coverageScan = make([]int64, len(ages)+1)
+	var wb int
+	var count int64
+	if _, err := pgx.ForEachRow(rows, []any{&wb, &count}, func() error {
+		m.coverageScan[len(ages)-wb] += count
+		return nil
+	}); err != nil {
+		return fmt.Errorf("bench: status: coverage scan: %w", err)
+	}
+	m.coverageScanMS = ms(time.Since(t0))
+	m.coverageOK = olderNeverYounger(m.coverage, m.coverageScan)
+	fmt.Fprintf(stderr, "status: coverage: %.1f ms %v (open %v), full scan %.0f ms %v\n",
+		m.coverageMS, m.coverage, cov.Open, m.coverageScanMS, m.coverageScan)
+	return nil
+}
+
+// olderNeverYounger reports whether est counts every row of exact, each at its age or older:
+// from the oldest bucket down, est holds at least as many rows as exact.
+func olderNeverYounger(est, exact []int64) bool {
+	var e, x int64
+	for i := len(exact) - 1; i >= 0; i-- {
+		e, x = e+est[i], x+exact[i]
+		if e < x {
+			return false
+		}
+	}
+	return true
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -210,14 +313,17 @@ func buildStatusState(ctx context.Context, pool *pgxpool.Pool, schema string, n,
 		// The marks: cycle 0 whole (its last batch a wrap up to its high-water mark), cycle 1 up
 		// to the cursor, each of the batches of seg rows. A mark's floor is its first batch's commit
 		// time, or an unverifiable row's older one; the second cycle's mark k reached into the first
-		// cycle's mark k+1 (version k+2).
-		`INSERT INTO {s}.reconcile_lag_marks (job, cycle, version, lo, hi, at, floor, rows, started, frontier)
+		// cycle's mark k+1 (version k+2). Its rows not verified: row 7, invalid, and in the second
+		// cycle the unverifiable ones.
+		`INSERT INTO {s}.reconcile_lag_marks (job, cycle, version, lo, hi, at, floor, rows, started, frontier, unverified, first_at)
 			SELECT 'sweep', c, c * {marks} + k + 1, CASE WHEN k > 0 THEN jsonb_build_array(k * {seg}) END,
 				jsonb_build_array(least((k + 1) * {seg}, {end})), at,
 				CASE WHEN c = 1 AND EXISTS (SELECT 1 FROM generate_series(k * {seg} + 1, (k + 1) * {seg}) i WHERE i % 99991 = 0)
 					THEN first - interval '24 hours' ELSE first END,
 				least((k + 1) * {seg}, {end}) - k * {seg}, now() - interval '48 hours' + c * interval '24 hours',
-				CASE WHEN c = 1 THEN k + 2 WHEN k < {marks} - 1 THEN 0 END
+				CASE WHEN c = 1 THEN k + 2 WHEN k < {marks} - 1 THEN 0 END,
+				(SELECT count(*) FROM generate_series(k * {seg} + 1, least((k + 1) * {seg}, {end})) i WHERE i = 7 OR (c = 1 AND i % 99991 = 0)),
+				first
 			FROM generate_series(0, 1) c, generate_series(0, {marks} - 1) k,
 				LATERAL (SELECT now() - interval '48 hours' + c * interval '24 hours' + (k * {seg} / {batch} + 1) * (interval '24 hours' / {batches}) AS first,
 					now() - interval '48 hours' + c * interval '24 hours' + least((k + 1) * {seg} / {batch}, {batches}) * (interval '24 hours' / {batches}) AS at) t
