@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -43,6 +44,13 @@ func (q CoverageQuery) Validate() error {
 		return fmt.Errorf("reconcile: coverage query: Days is %d; want 0 to %d", q.Days, MaxCoverageDays)
 	}
 	return nil
+}
+
+// Bucket is the index in Coverage.Rows of a row whose last verification is age old: the number
+// of bounds age is above, so an age equal to a bound falls in that bound's bucket.
+func (q CoverageQuery) Bucket(age time.Duration) int {
+	i, _ := slices.BinarySearch(q.Ages, age) // the first bound at or above age
+	return i
 }
 
 // Coverage is a job's rows by time since their last verification, and its open findings over

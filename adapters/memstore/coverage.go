@@ -32,7 +32,7 @@ func (s *Store[K, L]) Coverage(ctx context.Context, job string, q reconcile.Cove
 		if o, ok := s.observations[obsKey{job, fmt.Sprint(k)}]; ok {
 			since = o.VerifiedAt
 		}
-		cov.Rows[ageBucket(q.Ages, now.Sub(since))]++
+		cov.Rows[q.Bucket(now.Sub(since))]++
 	}
 	for i := range cov.Open {
 		cov.Open[i].At = now.Add(-time.Duration(q.Days-1-i) * 24 * time.Hour)

@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -129,8 +128,8 @@ func (s *Store[L]) Coverage(ctx context.Context, job string, q reconcile.Coverag
 	}
 	if fr.found {
 		unverified := min(fr.unverified, beyond)
-		cov.Rows[ageBucket(q.Ages, cov.Now.Sub(fr.floor))] += unverified
-		cov.Rows[ageBucket(q.Ages, cov.Now.Sub(fr.since))] += beyond - unverified
+		cov.Rows[q.Bucket(cov.Now.Sub(fr.floor))] += unverified
+		cov.Rows[q.Bucket(cov.Now.Sub(fr.since))] += beyond - unverified
 	}
 	return cov, nil
 }
@@ -143,12 +142,6 @@ type frontierMark struct {
 	pos, hi        *string // the cursor's position and the mark's hi, as JSON; hi nil: to the end
 	since, floor   time.Time
 	unverified     int64
-}
-
-// ageBucket is the bucket of a row age old: the number of bounds it is more than.
-func ageBucket(ages []time.Duration, age time.Duration) int {
-	i, _ := slices.BinarySearch(ages, age) // the first bound at or above age
-	return i
 }
 
 // coverageStatements: Coverage's reads of the covering marks (lagMarkSQL.covering), $1 the job
