@@ -37,7 +37,8 @@ var _ reconcile.CoverageReader = (*Store[string])(nil)
 // mark's first batch not at all, until the next read; a batch committed between the two round
 // trips may be counted twice or not at all. Like Status, it takes a row to be inserted no
 // earlier than its created_at says. Marks written before migration 009 count all their rows
-// at their floor.
+// at their floor, and the rows inserted into their ranges since the commit before their first
+// batch at their creation, some of them twice.
 //
 // Where Status scans the host table — a store with a Filter, or with ObserveInHostColumns, and
 // a job not yet on the marks (its first cycle with them under way, or sharded) — Coverage has
@@ -151,14 +152,21 @@ func (p *sqlParts) coverageStatements(st *statements) {
 	m := &st.lagMarks
 	keyTypes := st.keyset.keyTypes
 	keys := "(" + strings.Join(p.keys, ", ") + ")"
+	// s is the covering marks with since, the commit of the mark's first batch: the rows in its
+	// range created since then no batch of it read. A mark written before migration 009 knows
+	// only its last commit; the commit before its first batch stands in (the previous mark's
+	// last, else the cycle's start), so that a row inserted behind its batches is counted, if
+	// perhaps twice, rather than missed.
+	covering := m.covering + `,
+		s AS (SELECT m.*, coalesce(m.first_at, lag(m.at) OVER (PARTITION BY m.cycle ORDER BY m.version), m.started) AS since FROM m)`
 	// The previous cycle's first covering mark, if it reaches back behind the cursor: its cycle
-	// and version, the cursor's position, its hi, the commit of its first batch, its floor and
-	// its rows not verified (all of them for a mark written before migration 009).
+	// and version, the cursor's position, its hi, since, its floor and its rows not verified
+	// (all of them for a mark written before migration 009).
 	m.coverFrontier = fmt.Sprintf(`WITH %s
-		SELECT m.cycle, m.version, c.pos::text, m.hi::text, coalesce(m.first_at, m.at), m.floor, coalesce(m.unverified, m.rows)
-		FROM m, c, f WHERE m.cycle = c.cyc - 1 AND m.version = f.v AND c.pos IS NOT NULL`, m.covering)
+		SELECT s.cycle, s.version, c.pos::text, s.hi::text, s.since, s.floor, coalesce(s.unverified, s.rows)
+		FROM s, c, f WHERE s.cycle = c.cyc - 1 AND s.version = f.v AND c.pos IS NOT NULL`, covering)
 	// Its rows now past the cursor ($1) and up to its hi ($3, or to the end), that coverNew
-	// does not count as unread: invalid, or created before its first commit ($2).
+	// does not count as unread: invalid, or created before its since ($2).
 	read := fmt.Sprintf("(%s IS NULL AND %s) IS NOT TRUE", p.invalid, p.createdAt(">=", "$2::timestamptz"))
 	past := fmt.Sprintf("%s > %s", keys, p.keyOf("$1::jsonb", keyTypes))
 	m.coverFrontierToEnd = fmt.Sprintf("SELECT count(*) FROM %s AS h WHERE %s AND %s", p.host, past, read)
@@ -172,7 +180,7 @@ func (p *sqlParts) coverageStatements(st *statements) {
 		SELECT width_bucket(x.t, $2::timestamptz[]), sum(x.n)::bigint
 		FROM v, LATERAL (VALUES (v.first_at, v.rows - v.unverified), (v.floor, v.unverified)) AS x(t, n)
 		WHERE x.n > 0 GROUP BY 1`, m.covering)
-	// The rows created since $3, the previous cycle's start, after the first commit of the mark
+	// The rows created since $3, the previous cycle's start, at or after the since of the mark
 	// covering their key (the one with the lowest hi at or past it; a NULL hi reaches to the
 	// end), or past every mark: sorted with the marks by key, descending, each row follows its
 	// mark. Rows created before $3 were read by the marks, as Status assumes.
@@ -182,14 +190,14 @@ func (p *sqlParts) coverageStatements(st *statements) {
 		order[i] = fmt.Sprintf("k%d DESC", i)
 	}
 	m.coverNew = fmt.Sprintf(`WITH %[1]s,
-		u AS (SELECT %[2]s, coalesce(m.first_at, m.at) AS since, NULL::timestamptz AS created, 0 AS r FROM m
+		u AS (SELECT %[2]s, m.since, NULL::timestamptz AS created, 0 AS r FROM s AS m
 			UNION ALL
 			SELECT %[3]s, NULL, %[4]s, 1 FROM %[5]s AS h WHERE %[6]s AND %[7]s IS NULL),
 		g AS (SELECT created, since, count(since) OVER (ORDER BY %[8]s, r ROWS UNBOUNDED PRECEDING) AS mark FROM u),
 		o AS (SELECT created, max(since) OVER (PARTITION BY mark) AS since FROM g)
 		SELECT width_bucket(created, $2::timestamptz[]), count(*) FROM o
 		WHERE created IS NOT NULL AND (since IS NULL OR created >= since) GROUP BY 1`,
-		m.covering, columnsAs(his), columnsAs(p.keys), p.ts(p.cfg.CreatedAtColumn), p.host,
+		covering, columnsAs(his), columnsAs(p.keys), p.ts(p.cfg.CreatedAtColumn), p.host,
 		p.createdAt(">=", "$3::timestamptz"), p.invalid, strings.Join(order, ", "))
 }
 

@@ -150,7 +150,7 @@ func (p *sqlParts) lagMarkStatements(st *statements) {
 	m.covering = fmt.Sprintf(`c AS (SELECT cycles_completed AS cyc, position AS pos FROM %[2]s WHERE job = $1),
 		f AS MATERIALIZED (SELECT CASE WHEN c.pos IS NULL THEN 0 ELSE (SELECT l.frontier FROM %[1]s AS l WHERE l.job = $1 AND l.cycle = c.cyc
 			ORDER BY l.version DESC LIMIT 1) END AS v FROM c),
-		m AS MATERIALIZED (SELECT mk.cycle, mk.version, mk.floor, mk.rows, mk.lo, mk.hi, mk.at, mk.unverified, mk.first_at FROM %[1]s AS mk, c, f
+		m AS MATERIALIZED (SELECT mk.cycle, mk.version, mk.floor, mk.rows, mk.lo, mk.hi, mk.at, mk.started, mk.unverified, mk.first_at FROM %[1]s AS mk, c, f
 			WHERE mk.job = $1 AND (mk.cycle = c.cyc OR (mk.cycle = c.cyc - 1 AND mk.version >= f.v)))`, marks, cursors)
 	m.summary = fmt.Sprintf(`WITH %[2]s
 		SELECT EXISTS (SELECT 1 FROM %[1]s AS mk, c WHERE mk.job = $1 AND mk.cycle = c.cyc - 1 AND mk.lo IS NULL)
