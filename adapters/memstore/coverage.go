@@ -3,7 +3,6 @@ package memstore
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/reconcilekit/reconcile"
@@ -49,10 +48,4 @@ func (s *Store[K, L]) Coverage(ctx context.Context, job string, q reconcile.Cove
 		}
 	}
 	return cov, nil
-}
-
-// ageBucket is the bucket of a row age old: the number of bounds it is more than.
-func ageBucket(ages []time.Duration, age time.Duration) int {
-	i, _ := slices.BinarySearch(ages, age) // the first bound at or above age
-	return i
 }
