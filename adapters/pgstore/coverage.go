@@ -95,7 +95,7 @@ func (s *Store[L]) Coverage(ctx context.Context, job string, q reconcile.Coverag
 		return cov, nil
 	}
 
-	// Bucket i holds the times in (Now - Ages[i], Now - Ages[i-1]]: width_bucket counts the
+	// Bucket i holds the times in [Now - Ages[i], Now - Ages[i-1]): width_bucket counts the
 	// thresholds, ascending, that a time is at or after.
 	thresholds := make([]time.Time, len(q.Ages))
 	for i, a := range q.Ages {
