@@ -31,7 +31,11 @@ func (s *Store[L]) statements(ctx context.Context) (*statements, error) {
 	if err := s.cfg.checkFilter(types); err != nil {
 		return nil, err
 	}
-	st := buildStatements(s.cfg, types, s.row)
+	collations, err := s.keyCollations(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st := buildStatements(s.cfg, types, collations, s.row)
 	// A value the column cannot take (text for a bigint, say) fails here rather than in the
 	// first batch.
 	if where, args := renderFilter(s.cfg, types, 1); where != "" {
@@ -52,6 +56,25 @@ func (s *Store[L]) statements(ctx context.Context) (*statements, error) {
 	}
 	s.sql = st
 	return s.sql, nil
+}
+
+// keyCollations reads from the catalog the collation of each key column that has one other
+// than the database's: COLLATE and its name, "" for the others. The sweep reads in the
+// columns' order; where two keys taken from JSON are compared (the lag marks' ranges), the
+// comparison must name it.
+func (s *Store[L]) keyCollations(ctx context.Context) ([]string, error) {
+	out := make([]string, len(s.cfg.KeyColumns))
+	for i, k := range s.cfg.KeyColumns {
+		err := s.db.QueryRow(ctx, `
+			SELECT coalesce((SELECT ' COLLATE ' || quote_ident(n.nspname) || '.' || quote_ident(c.collname)
+				FROM pg_collation c JOIN pg_namespace n ON n.oid = c.collnamespace
+				WHERE c.oid = a.attcollation AND c.collname <> 'default'), '')
+			FROM pg_attribute a WHERE a.attrelid = to_regclass($1) AND a.attname = $2 AND NOT a.attisdropped`, s.hostTable(), k).Scan(&out[i])
+		if err != nil {
+			return nil, fmt.Errorf("pgstore: read catalog for %s: collation of %q: %w", s.hostTable(), k, err)
+		}
+	}
+	return out, nil
 }
 
 // columnTypes reads the host table's column types from the catalog.

@@ -189,8 +189,8 @@ func (p *sqlParts) coverageStatements(st *statements) {
 	// sort of the rows, not one more to spread each mark's since over its rows). Rows created
 	// before $3 were read by the marks, as Status assumes.
 	his, order, hisOrder := make([]string, len(keyTypes)), make([]string, len(keyTypes)), make([]string, len(keyTypes))
-	for i, t := range keyTypes {
-		his[i] = fmt.Sprintf("(m.hi ->> %d)::%s", i, t)
+	for i := range keyTypes {
+		his[i] = p.keyValue("m.hi", keyTypes, i)
 		order[i] = fmt.Sprintf("k%d DESC", i)
 		hisOrder[i] = his[i] + " DESC"
 	}

@@ -470,3 +470,27 @@ func TestCoverageOfAMarkWrittenBeforeMigration009MissesNoRow(t *testing.T) {
 		t.Fatalf("Rows %v; exact %v: a row missed or counted younger", cov.Rows, exact)
 	}
 }
+
+// TestCoverageOverAKeyOfAnotherCollation: a text key whose column sorts by a collation other
+// than the database's, in which "a…" comes before "B…": the rows created since the previous
+// cycle's mark are placed by the key order of the sweep, not the database's.
+func TestCoverageOverAKeyOfAnotherCollation(t *testing.T) {
+	t.Parallel()
+	pool, s := newStore(t, pgstore.Config{}, `CREATE TABLE payments (id text COLLATE "en-x-icu" PRIMARY KEY, external_id text NOT NULL,
+		status text NOT NULL, created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL DEFAULT now() - interval '1 hour')`,
+		`CREATE INDEX ON payments (created_at)`)
+	exec(t, pool, `INSERT INTO payments (id, external_id, status, created_at)
+		SELECT p || i, 'pi_' || p || i, 'paid', now() - interval '2 days' FROM generate_series(1, 9) i, unnest(ARRAY['a', 'B']) p`)
+	for !sweepStep(t, s, "sweep", 5, nil) {
+	}
+	// Created since the cycle's mark, past where the next cycle's cursor will stand: no batch
+	// has read it.
+	exec(t, pool, `INSERT INTO payments (id, external_id, status, created_at) VALUES ('B5x', 'pi_B5x', 'paid', clock_timestamp())`)
+	sweepStep(t, s, "sweep", 5, nil) // a1 to a5
+	q := reconcile.CoverageQuery{Ages: dayAges}
+	cov := coverage(t, s, q)
+	exact := exactCoverage(t, pool, cov.Now, q.Ages, "sweep")
+	if !olderNeverYounger(cov.Rows, exact) {
+		t.Fatalf("Rows %v; exact %v: a row missed or counted younger", cov.Rows, exact)
+	}
+}

@@ -82,10 +82,20 @@ func (p *sqlParts) rowTime(jobs int) string {
 // keyOf is the key held by a JSON array (a position), as a row constructor's values.
 func (p *sqlParts) keyOf(expr string, keyTypes []string) string {
 	vals := make([]string, len(keyTypes))
-	for i, t := range keyTypes {
-		vals[i] = fmt.Sprintf("((%s) ->> %d)::%s", expr, i, t)
+	for i := range keyTypes {
+		vals[i] = p.keyValue(expr, keyTypes, i)
 	}
 	return "(" + strings.Join(vals, ", ") + ")"
+}
+
+// keyValue is the key column i's value held by a JSON array, in the column's collation: two
+// keys taken from JSON compare as the sweep reads them, not in the database's collation.
+func (p *sqlParts) keyValue(expr string, keyTypes []string, i int) string {
+	v := fmt.Sprintf("((%s) ->> %d)::%s", expr, i, keyTypes[i])
+	if i < len(p.keyCollations) {
+		v += p.keyCollations[i]
+	}
+	return v
 }
 
 // createdAt compares the created_at column, as stored, with the timestamptz expr, so that an

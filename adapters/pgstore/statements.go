@@ -60,6 +60,9 @@ type sqlParts struct {
 	row   *rowType
 	host  string   // the host table, quoted
 	keys  []string // the key columns, h."col"
+	// keyCollations are the key columns' collations where not the database's, as
+	// " COLLATE name", else "" (Store.keyCollations).
+	keyCollations []string
 	// invalid says why a row's times cannot be read or judged, NULL if they can: an infinite
 	// created_at or updated_at (which no time.Time can hold, and no lag can be computed from),
 	// or a created_at before minPlausibleTime (such as Go's zero time.Time stored by a host).
@@ -162,8 +165,9 @@ func (p *sqlParts) lagFrom(first int) string {
 
 // buildStatements builds every statement of a store, each group by the function named for
 // what it serves.
-func buildStatements(cfg Config, types map[string]string, row *rowType) *statements {
+func buildStatements(cfg Config, types map[string]string, keyCollations []string, row *rowType) *statements {
 	p := newSQLParts(cfg, types, row)
+	p.keyCollations = keyCollations
 	st := &statements{parts: p}
 	_, st.filterArgs = renderFilter(cfg, types, 1)
 	p.cursorStatements(st)
