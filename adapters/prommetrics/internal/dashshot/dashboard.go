@@ -24,6 +24,7 @@ type panel struct {
 		RefID        string `json:"refId"`
 		Expr         string `json:"expr"`
 		LegendFormat string `json:"legendFormat"`
+		Instant      bool   `json:"instant"`
 	} `json:"targets"`
 	FieldConfig struct {
 		Defaults  fieldConfig `json:"defaults"`
@@ -71,6 +72,7 @@ type fieldConfig struct {
 		AxisLabel     string  `json:"axisLabel"`
 		AxisPlacement string  `json:"axisPlacement"`
 		FillOpacity   float64 `json:"fillOpacity"`
+		LineWidth     float64 `json:"lineWidth"`
 		LineStyle     struct {
 			Fill string `json:"fill"`
 		} `json:"lineStyle"`

@@ -11,14 +11,15 @@
 //
 // Two jobs, payments-eu and payments-us, over two tables of a throwaway schema (pgstore,
 // dropped at the end), call one fake external account (reconciletest's gateway with 20 ms of
-// latency) through one AdaptiveLimiter of 40 calls a second, run by a reconcile.Runner; an
+// latency) through one AdaptiveLimiter of 60 calls a second, run by a reconcile.Runner; an
 // events lane follows the account's event log for payments-eu; a pgoutbox dispatcher applies
 // the repairs. The host keeps writing payments and misses one webhook in eight. Over the run
-// (fractions of -duration): a burst of 429s at 22-30 %, the dispatcher paused at 38-50 %, a
-// reviewer resolving payments-eu's reviews at 55 % and 88 %, an outage of the account and its
-// event feed at 66-78 %. Repairs of every 23rd row are refused for good (they go dead), every
-// fifth fails once (a retry). Findings are stale after 4 minutes and the lag SLO is 4 minutes,
-// so that a short run shows them.
+// (fractions of -duration): one call in forty answered 429 at 18-26 %, the dispatcher paused
+// at 30-42 %, an outage of the account and its event feed at 52-62 %, a reviewer resolving
+// payments-eu's reviews at 45 % and 85 % (payments-us's are left to go stale). Repairs of
+// every 23rd row are refused for good (they go dead), every fifth fails once (a retry).
+// Findings are stale after 4 minutes and the lag SLO is 5 minutes, so that a 12-minute run
+// shows them.
 //
 // # Running it
 //

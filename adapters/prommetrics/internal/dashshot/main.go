@@ -144,7 +144,11 @@ func record(ctx context.Context, o options, d dashboard, log *slog.Logger) (capt
 	for _, panel := range d.Panels {
 		for _, t := range panel.Targets {
 			expr := strings.NewReplacer(`"$job"`, `".*"`, "$__rate_interval", rateInterval).Replace(t.Expr)
-			res, err := p.queryRange(ctx, expr, start, end, step)
+			from := start
+			if t.Instant { // the value at the end, as Grafana asks an instant query
+				from = end
+			}
+			res, err := p.queryRange(ctx, expr, from, end, step)
 			if err != nil {
 				return capture{}, fmt.Errorf("dashshot: panel %q: %w", panel.Title, err)
 			}
@@ -228,7 +232,10 @@ func screenshot(ctx context.Context, chromium, page, out string, height int) err
 	if err != nil {
 		return err
 	}
+	// The virtual time budget lets the page finish painting before the shot: without it a large
+	// SVG came out cut short.
 	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+		"--virtual-time-budget=10000",
 		"--user-data-dir="+filepath.Join(dir, "profile"), "--screenshot="+abs,
 		fmt.Sprintf("--window-size=%d,%d", pageWidth, height), "file://"+html)
 	if outb, err := cmd.CombinedOutput(); err != nil {

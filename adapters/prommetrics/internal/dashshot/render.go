@@ -312,7 +312,12 @@ func drawTimeseries(s *svg, r rect, p panel, c capture) {
 	}
 	t0, t1 := float64(c.Start.Unix()), float64(c.End.Unix())
 	xOf := func(t float64) float64 { return plot.x + (t-t0)/(t1-t0)*plot.w }
-	for t := math.Ceil(t0/120) * 120; t <= t1; t += 120 {
+	// A time label every so many minutes that labels stay 70 px apart.
+	every := 60.0
+	for (every/(t1-t0))*plot.w < 70 {
+		every *= 2
+	}
+	for t := math.Ceil(t0/every) * every; t <= t1; t += every {
 		x := xOf(t)
 		s.add(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s"/>`, x, plot.y, x, plot.y+plot.h, gridLine)
 		s.text(x, plot.y+plot.h+15, 11, weakText, "middle", "400", time.Unix(int64(t), 0).UTC().Format("15:04"))
@@ -368,7 +373,7 @@ func drawTimeseries(s *svg, r rect, p panel, c capture) {
 				for _, pt := range seg {
 					fmt.Fprintf(&pts, "%.1f,%.1f ", xOf(pt[0]), a.y(plot, pt[1]))
 				}
-				s.add(`<polyline points="%s" fill="none" stroke="%s" stroke-width="2" stroke-linejoin="round"%s/>`, pts.String(), l.color, dash)
+				s.add(`<polyline points="%s" fill="none" stroke="%s" stroke-width="%g" stroke-linejoin="round"%s/>`, pts.String(), l.color, max(l.cfg.Custom.LineWidth, 1), dash)
 			}
 		}
 	}

