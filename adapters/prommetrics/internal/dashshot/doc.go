@@ -25,7 +25,8 @@
 //
 // From the repository's root, with PostgreSQL as for the tests ($DATABASE_URL or the local
 // server), Prometheus (Debian's prometheus package; or apt-get download prometheus and
-// dpkg-deb -x it, then pass -prometheus) and Chromium:
+// dpkg-deb -x it, then pass -prometheus) and Chromium (an interrupt ends the run early and
+// draws what was recorded):
 //
 //	go run ./adapters/prommetrics/internal/dashshot -duration 12m -data /tmp/dashshot.json
 //

@@ -121,7 +121,9 @@ func record(ctx context.Context, o options, d dashboard, log *slog.Logger) (capt
 	go func() { _ = srv.Serve(l) }()
 	defer srv.Close()
 
-	p, err := startPrometheus(ctx, o.prometheus, dir, l.Addr().String(), o.scrape)
+	// An interrupt ends the run early, and what was recorded is still drawn: Prometheus and
+	// the queries outlive ctx.
+	p, err := startPrometheus(context.WithoutCancel(ctx), o.prometheus, dir, l.Addr().String(), o.scrape)
 	if err != nil {
 		return capture{}, err
 	}
@@ -148,7 +150,7 @@ func record(ctx context.Context, o options, d dashboard, log *slog.Logger) (capt
 			if t.Instant { // the value at the end, as Grafana asks an instant query
 				from = end
 			}
-			res, err := p.queryRange(ctx, expr, from, end, step)
+			res, err := p.queryRange(context.WithoutCancel(ctx), expr, from, end, step)
 			if err != nil {
 				return capture{}, fmt.Errorf("dashshot: panel %q: %w", panel.Title, err)
 			}

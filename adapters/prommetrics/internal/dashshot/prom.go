@@ -40,6 +40,7 @@ scrape_configs:
     honor_labels: true
     static_configs:
       - targets: [%[2]q]
+        labels: {instance: reconciler-0} # a name for the legends, not a random port
 `, interval, target)
 	cfgPath := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {

@@ -117,8 +117,8 @@ func header(s *svg, d dashboard, c capture) {
 		s.text(x+lw+8, 60, 12, textColor, "start", "400", v[1]+" ▾")
 		x += lw + vw + 10
 	}
-	span := c.End.Sub(c.Start).Round(time.Minute)
-	label := fmt.Sprintf("%s to %s UTC (%s)", c.Start.UTC().Format("2006-01-02 15:04"), c.End.UTC().Format("15:04"), span)
+	span := int(c.End.Sub(c.Start).Round(time.Minute).Minutes())
+	label := fmt.Sprintf("%s to %s UTC (%d min)", c.Start.UTC().Format("2006-01-02 15:04"), c.End.UTC().Format("15:04"), span)
 	s.text(pageWidth-margin, 60, 12, textColor, "end", "400", label)
 }
 

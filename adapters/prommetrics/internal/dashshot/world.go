@@ -55,6 +55,7 @@ type world struct {
 	metrics  *prommetrics.Metrics
 	limiter  *reconcile.AdaptiveLimiter
 	paused   atomic.Bool // the dispatcher, during a "deploy"
+	dispatch *pgoutbox.Dispatcher
 	log      *slog.Logger
 	rng      *rand.Rand
 	rngMu    sync.Mutex
@@ -154,12 +155,13 @@ func (w *world) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	w.dispatch = d
 	// Stop, below, is the graceful end: batches run on a context that ctx does not cancel.
 	if err := runner.Start(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
 	var wg sync.WaitGroup
-	wg.Go(func() { w.dispatch(ctx, d) })
+	wg.Go(func() { w.work(ctx, d) })
 	wg.Go(func() { w.host(ctx) })
 	wg.Go(func() { w.script(ctx) })
 	<-ctx.Done()
@@ -260,7 +262,9 @@ func (w *world) host(ctx context.Context) {
 	}
 }
 
-// review resolves every open finding of t that a person reviews, as one sitting in the console.
+// review is a person's sitting in the console: every open finding of t for review is
+// resolved, and every repair that went dead is applied by hand and its finding resolved (the
+// dead command stays until someone discards it).
 func (w *world) review(ctx context.Context, t *table) {
 	open, err := t.store.ListFindings(ctx, reconcile.FindingQuery{Job: t.job, Limit: 1000})
 	if err != nil {
@@ -271,6 +275,23 @@ func (w *world) review(ctx context.Context, t *table) {
 		if f.Kind == "paid_locally_not_externally" {
 			_ = t.store.ResolveFinding(ctx, f.ID, reconcile.Resolution{As: "fixed", By: "ada", Note: "refunded by hand"})
 		}
+	}
+	dead, err := w.dispatch.DeadCommands(ctx, 0, 1000)
+	if err != nil {
+		w.log.Error("dashshot: review", "err", err)
+		return
+	}
+	for _, c := range dead {
+		id, err := strconv.ParseInt(c.AggregateID, 10, 64)
+		if c.AggregateType != t.name || c.FindingID == 0 || err != nil {
+			continue
+		}
+		if _, err := w.pool.Exec(ctx, `UPDATE `+pgx.Identifier{t.name}.Sanitize()+
+			` SET status = 'paid', updated_at = now() WHERE id = $1 AND status = 'pending'`, id); err != nil {
+			w.log.Error("dashshot: review", "err", err)
+			continue
+		}
+		_ = t.store.ResolveFinding(ctx, c.FindingID, reconcile.Resolution{As: "fixed", By: "ada", Note: "applied by hand"})
 	}
 }
 
@@ -309,8 +330,8 @@ func (w *world) dispatcher() (*pgoutbox.Dispatcher, error) {
 	})
 }
 
-// dispatch works the outbox every two seconds unless paused.
-func (w *world) dispatch(ctx context.Context, d *pgoutbox.Dispatcher) {
+// work works the outbox every two seconds unless paused.
+func (w *world) work(ctx context.Context, d *pgoutbox.Dispatcher) {
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	for {
