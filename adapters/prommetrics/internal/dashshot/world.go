@@ -95,7 +95,7 @@ func newWorld(ctx context.Context, pool *pgxpool.Pool, duration time.Duration, l
 			case r < 0.03:
 				external = "canceled" // paid here, not at the processor: a review
 			}
-			if err := w.insert(ctx, t, local, external, "now() - interval '3 minutes'"); err != nil {
+			if err := w.insert(ctx, t, local, external, 3*time.Minute); err != nil {
 				return nil, err
 			}
 		}
@@ -115,13 +115,14 @@ func (w *world) rand() float64 {
 	return w.rng.Float64()
 }
 
-// insert writes a local row and the external object it refers to.
-func (w *world) insert(ctx context.Context, t *table, local, external, at string) error {
+// insert writes a local row, created and last changed age ago by the database's clock, and the
+// external object it refers to.
+func (w *world) insert(ctx context.Context, t *table, local, external string, age time.Duration) error {
 	id := t.next.Add(1)
 	ext := fmt.Sprintf("pi_%s_%d", t.name[len("payments_"):], id)
-	// at is one of this file's constant SQL expressions, never input.
 	_, err := w.pool.Exec(ctx, `INSERT INTO `+pgx.Identifier{t.name}.Sanitize()+
-		` (id, external_id, status, created_at, updated_at) VALUES ($1, $2, $3, `+at+`, `+at+`)`, id, ext, local)
+		` (id, external_id, status, created_at, updated_at) VALUES ($1, $2, $3, now() - make_interval(secs => $4), now() - make_interval(secs => $4))`,
+		id, ext, local, age.Seconds())
 	w.gw.inner.Set(ext, external)
 	return err
 }
@@ -219,7 +220,7 @@ func (w *world) host(ctx context.Context) {
 		}
 		for _, t := range w.tables {
 			for range 15 {
-				if err := w.insert(ctx, t, "pending", "processing", "now()"); err != nil && ctx.Err() == nil {
+				if err := w.insert(ctx, t, "pending", "processing", 0); err != nil && ctx.Err() == nil {
 					w.log.Error("dashshot: insert", "err", err)
 				}
 			}
