@@ -89,7 +89,7 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 		}
 	}
 	page, height := render(d, c, o)
-	return screenshot(ctx, o.chromium, page, o.out, height)
+	return screenshot(context.WithoutCancel(ctx), o.chromium, page, o.out, height)
 }
 
 // record runs the world with Prometheus scraping it, then asks Prometheus every panel's queries.
