@@ -31,12 +31,13 @@ type grafanaDashboard struct {
 }
 
 type grafanaPanel struct {
-	ID         int                      `json:"id"`
-	Type       string                   `json:"type"`
-	Title      string                   `json:"title"`
-	Datasource *grafanaDatasource       `json:"datasource"`
-	GridPos    struct{ X, Y, W, H int } `json:"gridPos"`
-	Targets    []struct {
+	ID          int                      `json:"id"`
+	Type        string                   `json:"type"`
+	Title       string                   `json:"title"`
+	Description string                   `json:"description"`
+	Datasource  *grafanaDatasource       `json:"datasource"`
+	GridPos     struct{ X, Y, W, H int } `json:"gridPos"`
+	Targets     []struct {
 		Datasource *grafanaDatasource `json:"datasource"`
 		Expr       string             `json:"expr"`
 	} `json:"targets"`
@@ -62,7 +63,8 @@ func readDashboard(t *testing.T) grafanaDashboard {
 }
 
 // The dashboard imports anywhere: no instance's id or datasource in it, the $datasource and
-// $job variables, a query in every panel but rows, and a grid where no panel hides another.
+// $job variables, a query and a description in every panel but rows, and a grid where no
+// panel hides another.
 func TestTheDashboardImportsIntoAnyGrafana(t *testing.T) {
 	d := readDashboard(t)
 	panels := d.Panels
@@ -120,6 +122,9 @@ func TestTheDashboardImportsIntoAnyGrafana(t *testing.T) {
 		}
 		if len(p.Targets) == 0 {
 			t.Errorf("panel %q has no query", p.Title)
+		}
+		if p.Description == "" {
+			t.Errorf("panel %q has no description to say how to read it", p.Title)
 		}
 		for _, q := range p.Targets {
 			if q.Datasource != nil && *q.Datasource != templateDatasource {
