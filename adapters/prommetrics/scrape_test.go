@@ -168,10 +168,12 @@ func parseDocumented(t *testing.T, text, prefix string) documented {
 	return d
 }
 
-// The list in the package doc and the README is what a scrape of a real run emits: every
-// name, type and label, and every value of the labels with a fixed set. (The docs listed 5
-// health checks while the scrape emitted 7.)
-func TestTheDocumentedMetricsAreWhatAScrapeOfARealRunEmits(t *testing.T) {
+// aRealRun is a run that makes every metric appear: a payments store of four rows, a sweep
+// cycle that queues two repairs and opens a finding for review, a lane step that reaches the
+// end of its feed, and a dispatcher that applies one repair and buries the other, all seen by
+// one Metrics with every option set. It returns the registry to scrape.
+func aRealRun(t *testing.T) *prometheus.Registry {
+	t.Helper()
 	ctx := context.Background()
 	pool, store := paymentsWorld(t, map[int]string{1: "pending", 2: "pending", 3: "paid", 4: "paid"})
 	limiter, err := reconcile.NewAdaptiveLimiter(reconcile.AdaptiveOptions{Rate: 25})
@@ -221,7 +223,14 @@ func TestTheDocumentedMetricsAreWhatAScrapeOfARealRunEmits(t *testing.T) {
 			break
 		}
 	}
+	return reg
+}
 
+// The list in the package doc and the README is what a scrape of a real run emits: every
+// name, type and label, and every value of the labels with a fixed set. (The docs listed 5
+// health checks while the scrape emitted 7.)
+func TestTheDocumentedMetricsAreWhatAScrapeOfARealRunEmits(t *testing.T) {
+	reg := aRealRun(t)
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
