@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -171,6 +173,9 @@ func New(opts Options) (*Metrics, error) {
 	if err := checkBuckets("CallBuckets", opts.CallBuckets); err != nil {
 		return nil, err
 	}
+	if err := checkNilPointers(opts); err != nil {
+		return nil, err
+	}
 	if err := checkHealthOptions(&opts); err != nil {
 		return nil, err
 	}
@@ -238,12 +243,34 @@ func checkBuckets(field string, b []float64) error {
 	return nil
 }
 
+// checkNilPointers rejects a nil pointer behind a non-nil interface (a *pgstore.Store or
+// *reconcile.AdaptiveLimiter variable left nil), as reconcile.New does a Limiter's: it would
+// pass the nil checks and panic at the first scrape, in a goroutine of its own, which takes
+// the process down.
+func checkNilPointers(opts Options) error {
+	names := []string{"Status", "Outbox", "Limiter"}
+	values := []any{opts.Status, opts.Outbox, opts.Limiter}
+	for _, job := range slices.Sorted(maps.Keys(opts.Readers)) {
+		names = append(names, fmt.Sprintf("Readers[%q]", job))
+		values = append(values, opts.Readers[job])
+	}
+	for i, v := range values {
+		if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
+			return fmt.Errorf("prommetrics: options: %s is a nil %T; leave it nil to turn it off", names[i], v)
+		}
+	}
+	return nil
+}
+
 func checkHealthOptions(opts *Options) error {
 	switch {
 	case (opts.Status != nil || len(opts.Readers) > 0) && len(opts.Jobs) == 0:
 		return errors.New("prommetrics: options: Status or Readers is set but Jobs is empty")
 	case opts.StatusTimeout < 0:
 		return fmt.Errorf("prommetrics: options: StatusTimeout %s is negative", opts.StatusTimeout)
+	case opts.Policy.LagSLO < 0:
+		// EvaluateHealth would fail every job's lag check against it.
+		return fmt.Errorf("prommetrics: options: Policy.LagSLO %s is negative", opts.Policy.LagSLO)
 	}
 	for i, job := range opts.Jobs {
 		switch {

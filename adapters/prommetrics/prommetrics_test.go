@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/reconcilekit/reconcile/internal/leaktest"
+	"golang.org/x/time/rate"
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/memstore"
@@ -594,6 +595,15 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"an empty job", prommetrics.Options{Status: reader, Jobs: []string{"a", ""}}, "Jobs[1] is empty"},
 		{"a job listed twice", prommetrics.Options{Status: reader, Jobs: []string{"a", "b", "a"}}, "listed twice"},
 		{"a negative timeout", prommetrics.Options{Status: reader, Jobs: []string{"a"}, StatusTimeout: -time.Second}, "StatusTimeout"},
+		// EvaluateHealth would fail every job's lag check, while lag_slo_seconds said 72h.
+		{"a negative lag SLO", prommetrics.Options{Status: reader, Jobs: []string{"a"}, Policy: reconcile.HealthPolicy{LagSLO: -time.Hour}}, "LagSLO"},
+		// A typed nil behind the interface passed New and panicked in the scrape's goroutine,
+		// which takes the process down.
+		{"a nil *AdaptiveLimiter", prommetrics.Options{Limiter: (*reconcile.AdaptiveLimiter)(nil)}, "Limiter is a nil *reconcile.AdaptiveLimiter"},
+		{"a nil *rate.Limiter", prommetrics.Options{Limiter: (*rate.Limiter)(nil)}, "Limiter is a nil *rate.Limiter"},
+		{"a nil store as Status", prommetrics.Options{Status: (*fakeStatus)(nil), Jobs: []string{"a"}}, "Status is a nil"},
+		{"a nil store in Readers", prommetrics.Options{Jobs: []string{"a"}, Readers: map[string]reconcile.StatusReader{"a": (*fakeStatus)(nil)}}, `Readers["a"] is a nil`},
+		{"a nil *Outbox", prommetrics.Options{Outbox: (*pgoutbox.Outbox)(nil)}, "Outbox is a nil"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
