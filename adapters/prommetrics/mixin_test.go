@@ -137,6 +137,40 @@ func TestTheDashboardImportsIntoAnyGrafana(t *testing.T) {
 	}
 }
 
+// The gauges read from the database at scrape time: every process that sets Options.Status or
+// Outbox exports the same values, so a query that sums them across instances counts each once
+// per process (the package doc: "or deduplicate with max by (job)").
+var databaseGauges = []string{
+	"reconcile_lag_seconds", "reconcile_lag_slo_seconds", "reconcile_covered_rows", "reconcile_cycle_age_seconds",
+	"reconcile_since_last_cycle_seconds", "reconcile_cycles_completed_total", "reconcile_last_batch_unverifiable_ratio",
+	"reconcile_open_findings", "reconcile_stale_findings", "reconcile_healthy", "reconcile_health_check_ok",
+	"reconcile_lane_lag_seconds", "reconcile_outbox_queued", "reconcile_outbox_oldest_queued_age_seconds",
+	"reconcile_dead_commands",
+}
+
+// Every panel reads the database gauges through max or min, so that two processes exporting
+// them do not double what a panel shows.
+func TestTheDashboardCountsTheDatabaseGaugesOnce(t *testing.T) {
+	d := readDashboard(t)
+	checked := 0
+	for _, p := range d.Panels {
+		for _, q := range p.Targets {
+			for _, name := range databaseGauges {
+				uses := regexp.MustCompile(`\b`+name+`\b`).FindAllStringIndex(q.Expr, -1)
+				deduped := regexp.MustCompile(`\b(?:max|min)\s*(?:by\s*\([^)]*\)\s*)?\(\s*`+name+`\b`).FindAllStringIndex(q.Expr, -1)
+				if len(deduped) < len(uses) {
+					t.Errorf("panel %q: %s: %s is not read through max or min by, so each process exporting it counts again",
+						p.Title, q.Expr, name)
+				}
+				checked += len(uses)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("no panel reads a database gauge; the check would pass without checking")
+	}
+}
+
 // A metric name in a query, or a recording rule's name (level:metric:operations).
 var metricName = regexp.MustCompile(`\breconcile_[a-zA-Z0-9_:]+`)
 
