@@ -53,6 +53,7 @@ scrape_configs:
 	cmd := exec.CommandContext(ctx, bin, "--config.file="+cfgPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+addr)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	ownProcessGroup(cmd) // an interrupt stops the world, not the Prometheus that recorded it
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
