@@ -331,12 +331,17 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 // and sends its health gauges. A failed read counts in status_errors_total and leaves that
 // job's gauges out; it never fails the scrape.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
-	if m.health != nil {
-		m.health.collect(ch) // first: it counts failed reads in statusErrors
-	}
+	// The outbox is read alongside the statuses, so that a database that hangs holds the scrape
+	// for one StatusTimeout, not two: two defaults make Prometheus's default scrape_timeout, and
+	// a scrape that times out has none of the series the alerts need.
+	var outbox sync.WaitGroup
 	if m.outbox != nil {
-		m.outbox.collect(ch)
+		outbox.Go(func() { m.outbox.collect(ch) })
 	}
+	if m.health != nil {
+		m.health.collect(ch) // before statusErrors: it counts failed reads there
+	}
+	outbox.Wait()
 	for _, c := range m.eventCollectors {
 		c.Collect(ch)
 	}

@@ -488,6 +488,53 @@ reconcile_status_errors_total{job="slow"} 1
 	}
 }
 
+// rendezvous is a StatusReader and an OutboxReader each of whose reads answers only once the
+// other kind of read has begun: read one after the other, the first waits out its timeout.
+type rendezvous struct{ status, outbox chan struct{} }
+
+func (r rendezvous) Status(ctx context.Context, job string) (reconcile.Status, error) {
+	close(r.status)
+	select {
+	case <-r.outbox:
+		return reconcile.Status{Job: job, Now: t0, CycleStartedAt: t0}, nil
+	case <-ctx.Done():
+		return reconcile.Status{}, ctx.Err()
+	}
+}
+
+func (r rendezvous) Stats(ctx context.Context) (pgoutbox.OutboxStats, error) {
+	close(r.outbox)
+	select {
+	case <-r.status:
+		return pgoutbox.OutboxStats{Now: t0}, nil
+	case <-ctx.Done():
+		return pgoutbox.OutboxStats{}, ctx.Err()
+	}
+}
+
+// The status and the outbox are read at once, so that a database that hangs holds the scrape
+// for one StatusTimeout, not two: two defaults (5 s each) are Prometheus's default
+// scrape_timeout, and a scrape that times out has no series at all, so neither
+// ReconcileStatusUnreadable nor any other alert of the mixin fires.
+func TestTheStatusAndTheOutboxAreReadTogether(t *testing.T) {
+	r := rendezvous{status: make(chan struct{}), outbox: make(chan struct{})}
+	m, err := prommetrics.New(prommetrics.Options{Status: r, Jobs: []string{"a"}, Outbox: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = testutil.GatherAndCompare(newRegistry(t, m), strings.NewReader(`
+# HELP reconcile_healthy 1 if every health check passes, else 0; absent when the status could not be read.
+# TYPE reconcile_healthy gauge
+reconcile_healthy{job="a"} 1
+# HELP reconcile_outbox_queued Repair commands queued and not yet applied: due, waiting to retry, or running.
+# TYPE reconcile_outbox_queued gauge
+reconcile_outbox_queued 0
+`), "reconcile_healthy", "reconcile_outbox_queued")
+	if err != nil {
+		t.Error(err)
+	}
+}
+
 func TestObserverIsSafeForConcurrentUse(t *testing.T) {
 	reader := &fakeStatus{status: map[string]reconcile.Status{"a": {Job: "a", Now: t0}}}
 	m, err := prommetrics.New(prommetrics.Options{Status: reader, Jobs: []string{"a"}, StatusTTL: -1})
