@@ -172,7 +172,7 @@ func TestTheDashboardCountsTheDatabaseGaugesOnce(t *testing.T) {
 }
 
 // A metric name in a query, or a recording rule's name (level:metric:operations).
-var metricName = regexp.MustCompile(`\breconcile_[a-zA-Z0-9_:]+`)
+var metricName = regexp.MustCompile(`\b(?:[a-zA-Z_][a-zA-Z0-9_]*:)?reconcile_[a-zA-Z0-9_:]+`)
 
 var (
 	// exprLine is a rule's expr (or a promtool test's input series): inline, or "|" or ">"
@@ -216,9 +216,9 @@ func ruleExprs(file, text string) (exprs map[string]string, records []string) {
 
 func indent(s string) int { return len(s) - len(strings.TrimLeft(s, " ")) }
 
-// Every metric the dashboard and the alert rules query is one a real run emits: a renamed
-// metric, or a misspelled one, would leave a panel empty and an alert silent, and neither
-// says so.
+// Every metric the dashboard and the alert rules query, or name in a description or an
+// annotation, is one a real run emits: a renamed metric, or a misspelled one, would leave a
+// panel empty, an alert silent, or the on-call engineer looking for nothing, and none says so.
 func TestTheDashboardAndAlertsQueryOnlyMetricsARealRunEmits(t *testing.T) {
 	mfs, err := aRealRun(t).Gather()
 	if err != nil {
@@ -239,6 +239,8 @@ func TestTheDashboardAndAlertsQueryOnlyMetricsARealRunEmits(t *testing.T) {
 		for i, q := range p.Targets {
 			files["mixin/dashboard.json"][fmt.Sprintf("mixin/dashboard.json (panel %q, query %d)", p.Title, i+1)] = q.Expr
 		}
+		// What a description tells the reader to look at must exist too.
+		files["mixin/dashboard.json"][fmt.Sprintf("mixin/dashboard.json (panel %q, description)", p.Title)] = p.Description
 	}
 	yamls, err := filepath.Glob("mixin/*.y*ml")
 	if err != nil {
@@ -251,6 +253,8 @@ func TestTheDashboardAndAlertsQueryOnlyMetricsARealRunEmits(t *testing.T) {
 			t.Fatal(err)
 		}
 		exprs, recs := ruleExprs(file, string(src))
+		// The annotations name metrics for the on-call engineer to look at: the whole file.
+		exprs[file] = string(src)
 		files[file] = exprs
 		records = append(records, recs...)
 	}
