@@ -50,6 +50,7 @@ scrape_configs:
 	if err != nil {
 		return nil, err
 	}
+	defer logFile.Close() // Prometheus writes to its own copy
 	cmd := exec.CommandContext(ctx, bin, "--config.file="+cfgPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+addr)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
