@@ -29,7 +29,7 @@ var ageLadder = []time.Duration{
 
 // ageBounds are the buckets' upper bounds for a job whose lag SLO is slo: two rungs of
 // ageLadder below it, the SLO, and two above, skipping rungs within half again of the SLO
-// either way (a 30h SLO gets 1h and 6h below it, not 24h). With the default 24h SLO that is
+// either way (a 30h SLO gets 1h and 6h below it, not 24h). With a 24h SLO that is
 // ≤1h, 1h–6h, 6h–24h, 24h–3d, 3d–7d and >7d.
 func ageBounds(slo time.Duration) []time.Duration {
 	var below, above []time.Duration
