@@ -2,7 +2,6 @@ package pgstore_test
 
 import (
 	"context"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,7 +31,10 @@ func sweepStep(t *testing.T, store reconcile.Store[string], job string, batch in
 	for _, r := range b.Records {
 		o := reconcile.Outcome{RecordID: r.ID, ExternalID: r.ExternalID, Local: r.Local, External: r.Local,
 			Decision: reconcile.Decision{Verdict: reconcile.InSync}, Verified: true}
-		if verdict != nil {
+		switch {
+		case r.Invalid != "":
+			o.Decision, o.Verified = reconcile.Decision{Verdict: reconcile.NeedsReview, Kind: reconcile.KindInvalidRow, Detail: r.Invalid}, false
+		case verdict != nil:
 			o.Decision, o.Verified = verdict(r.ID)
 		}
 		if !o.Verified {
@@ -220,43 +222,9 @@ func TestCoverageCountsEveryRowOlderNeverYounger(t *testing.T) {
 			exec(t, pool, `INSERT INTO payments (id, external_id, status, created_at)
 				SELECT lpad(i::text, 4, '0')::`+c.idType+`, 'pi_' || i, 'paid', now() - interval '1 day' + i * interval '1 minute'
 				FROM generate_series(1, 60) i`)
-			rng := rand.New(rand.NewPCG(19, 3))
-			next, deleted := 2000, 0
-			down := map[string]int{}
+			ch := newChurn(sweeper{t: t, pool: pool, store: s, job: "sweep", batch: 7}, c.idType, 19, 3)
 			for step := 0; step < 300; step++ {
-				switch op := rng.IntN(12); {
-				case op == 0:
-					for range 1 + rng.IntN(3) {
-						id := next
-						if rng.IntN(2) == 0 {
-							id = 1 + rng.IntN(60)*10 + 5000
-						}
-						next++
-						exec(t, pool, `INSERT INTO payments (id, external_id, status, created_at) VALUES (lpad($1, 4, '0')::`+c.idType+`, 'pi_' || $1, 'paid', clock_timestamp())
-							ON CONFLICT DO NOTHING`, strconv.Itoa(id))
-					}
-				case op == 1:
-					tag, err := pool.Exec(context.Background(), `DELETE FROM payments WHERE id = (SELECT id FROM payments ORDER BY md5(id::text || $1) LIMIT 1)`, strconv.Itoa(step))
-					if err != nil {
-						t.Fatal(err)
-					}
-					deleted += int(tag.RowsAffected())
-				case op == 2:
-					job := []string{"sweep", "other"}[rng.IntN(2)]
-					exec(t, pool, `INSERT INTO reconcile_observations (job, record_id, external_state, verified_at)
-						SELECT $1, id::text, status, now() FROM payments ORDER BY md5(id::text || $2) LIMIT 1
-						ON CONFLICT (job, record_id) DO UPDATE SET verified_at = now()`, job, strconv.Itoa(step))
-				case op == 3 && rng.IntN(3) == 0:
-					down[strconv.Itoa(1+rng.IntN(60))] = step + 5 + rng.IntN(30)
-				default:
-					sweepStep(t, s, "sweep", 7, func(id string) (reconcile.Decision, bool) {
-						n, _ := strconv.Atoi(id)
-						if down[strconv.Itoa(n)] > step {
-							return reconcile.Decision{Verdict: reconcile.Unverifiable}, false
-						}
-						return reconcile.Decision{Verdict: reconcile.InSync}, true
-					})
-				}
+				ch.step(step)
 				cov := coverage(t, s, reconcile.CoverageQuery{Ages: ages})
 				if cov.Rows == nil {
 					continue // before the first cycle with marks
@@ -266,8 +234,8 @@ func TestCoverageCountsEveryRowOlderNeverYounger(t *testing.T) {
 				for i := range exact {
 					est, all = est+cov.Rows[i], all+exact[i]
 				}
-				if !olderNeverYounger(cov.Rows, exact) || est > all+int64(deleted) {
-					t.Fatalf("step %d: estimated %v, exact %v (%d rows deleted so far)", step, cov.Rows, exact, deleted)
+				if !olderNeverYounger(cov.Rows, exact) || est > all+int64(ch.deleted) {
+					t.Fatalf("step %d: estimated %v, exact %v (%d rows deleted so far)", step, cov.Rows, exact, ch.deleted)
 				}
 			}
 			if cov := coverage(t, s, reconcile.CoverageQuery{Ages: ages}); cov.Rows == nil {

@@ -27,28 +27,63 @@ type sweeper struct {
 // whether the batch ended the cycle.
 func (w sweeper) step(answered func(id string) bool) bool {
 	w.t.Helper()
-	ctx := context.Background()
-	b, err := w.store.Read(ctx, reconcile.ReadRequest{Job: w.job, Limit: w.batch})
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	c := reconcile.Commit{Job: w.job, Cursor: b.Cursor, Wrap: len(b.Records) < w.batch}
-	for _, r := range b.Records {
-		o := reconcile.Outcome{RecordID: r.ID, ExternalID: r.ExternalID, Local: r.Local, External: r.Local,
-			Decision: reconcile.Decision{Verdict: reconcile.InSync}, Verified: true}
-		switch {
-		case r.Invalid != "":
-			o.Decision, o.Verified = reconcile.Decision{Verdict: reconcile.NeedsReview, Kind: reconcile.KindInvalidRow, Detail: r.Invalid}, false
-		case !answered(r.ID):
-			o.Decision, o.Verified, o.External = reconcile.Decision{Verdict: reconcile.Unverifiable}, false, ""
+	return sweepStep(w.t, w.store, w.job, w.batch, func(id string) (reconcile.Decision, bool) {
+		if !answered(id) {
+			return reconcile.Decision{Verdict: reconcile.Unverifiable}, false
 		}
-		c.Outcomes = append(c.Outcomes, o)
-		c.Next = r.Key
+		return reconcile.Decision{Verdict: reconcile.InSync}, true
+	})
+}
+
+// churn changes a payments table under a sweep, one random step at a time: new rows, created
+// now, at the end of the key order or among the rows; a row deleted; a row verified out of
+// turn by a lane or by the LagJobs job "other"; an outage of a row for a while; and otherwise
+// a batch of the sweep, in which the rows in an outage are not answered.
+type churn struct {
+	w       sweeper
+	keyType string // the id column's type
+	rng     *rand.Rand
+	next    int
+	down    map[string]int // rows the external system does not answer for, until a step
+	deleted int            // rows deleted so far
+}
+
+func newChurn(w sweeper, keyType string, seed1, seed2 uint64) *churn {
+	return &churn{w: w, keyType: keyType, rng: rand.New(rand.NewPCG(seed1, seed2)), next: 2000, down: map[string]int{}}
+}
+
+func (c *churn) step(step int) {
+	c.w.t.Helper()
+	switch op := c.rng.IntN(12); {
+	case op == 0:
+		for range 1 + c.rng.IntN(3) {
+			id := c.next
+			if c.rng.IntN(2) == 0 {
+				id = 1 + c.rng.IntN(60)*10 + 5000
+			}
+			c.next++
+			c.w.exec(`INSERT INTO payments (id, external_id, status, created_at) VALUES (lpad($1, 4, '0')::`+c.keyType+`, 'pi_' || $1, 'paid', clock_timestamp())
+				ON CONFLICT DO NOTHING`, strconv.Itoa(id))
+		}
+	case op == 1:
+		tag, err := c.w.pool.Exec(context.Background(), `DELETE FROM payments WHERE id = (SELECT id FROM payments ORDER BY md5(id::text || $1) LIMIT 1)`, strconv.Itoa(step))
+		if err != nil {
+			c.w.t.Fatal(err)
+		}
+		c.deleted += int(tag.RowsAffected())
+	case op == 2:
+		job := []string{"sweep", "other"}[c.rng.IntN(2)]
+		c.w.exec(`INSERT INTO reconcile_observations (job, record_id, external_state, verified_at)
+			SELECT $1, id::text, status, now() FROM payments ORDER BY md5(id::text || $2) LIMIT 1
+			ON CONFLICT (job, record_id) DO UPDATE SET verified_at = now()`, job, strconv.Itoa(step))
+	case op == 3 && c.rng.IntN(3) == 0:
+		c.down[strconv.Itoa(1+c.rng.IntN(60))] = step + 5 + c.rng.IntN(30)
+	default:
+		c.w.step(func(id string) bool {
+			n, _ := strconv.Atoi(id)
+			return c.down[strconv.Itoa(n)] <= step
+		})
 	}
-	if _, err := w.store.Commit(ctx, c); err != nil {
-		w.t.Fatal(err)
-	}
-	return c.Wrap
 }
 
 // agree checks that Status's lag is the scan's: the same oldest time, to the microsecond.
@@ -111,39 +146,9 @@ func TestStatusFromLagMarksEqualsTheScan(t *testing.T) {
 				FROM generate_series(1, 60) i`)
 			// One row with an impossible creation time: both leave it out.
 			w.exec(`INSERT INTO payments (id, external_id, status, created_at) VALUES ('0999', 'pi_bad', 'paid', '1800-01-01')`)
-			rng := rand.New(rand.NewPCG(18, 9))
-			next := 2000
-			down := map[string]int{} // rows the external system does not answer for, until a step
+			c := newChurn(w, keyType, 18, 9)
 			for step := 0; step < 400; step++ {
-				switch op := rng.IntN(12); {
-				case op == 0:
-					// New rows, created now, at the end of the key order or among the rows.
-					for range 1 + rng.IntN(3) {
-						id := next
-						if rng.IntN(2) == 0 {
-							id = 1 + rng.IntN(60)*10 + 5000
-						}
-						next++
-						w.exec(`INSERT INTO payments (id, external_id, status, created_at) VALUES (lpad($1, 4, '0')::`+keyType+`, 'pi_' || $1, 'paid', clock_timestamp())
-							ON CONFLICT DO NOTHING`, strconv.Itoa(id))
-					}
-				case op == 1:
-					w.exec(`DELETE FROM payments WHERE id = (SELECT id FROM payments ORDER BY md5(id::text || $1) LIMIT 1)`, strconv.Itoa(step))
-				case op == 2:
-					// A lane, or the other tier's job, verifies a row out of order.
-					job := []string{"sweep", "other"}[rng.IntN(2)]
-					w.exec(`INSERT INTO reconcile_observations (job, record_id, external_state, verified_at)
-						SELECT $1, id::text, status, now() FROM payments ORDER BY md5(id::text || $2) LIMIT 1
-						ON CONFLICT (job, record_id) DO UPDATE SET verified_at = now()`, job, strconv.Itoa(step))
-				case op == 3 && rng.IntN(3) == 0:
-					// An outage for a row, for a while.
-					down[strconv.Itoa(1+rng.IntN(60))] = step + 5 + rng.IntN(30)
-				default:
-					w.step(func(id string) bool {
-						n, _ := strconv.Atoi(id)
-						return down[strconv.Itoa(n)] <= step
-					})
-				}
+				c.step(step)
 				w.agree("step " + strconv.Itoa(step))
 			}
 			if !w.marksUsed() {
