@@ -495,6 +495,8 @@ func TestAWrongCommandLineIsAUsageError(t *testing.T) {
 		{"search columns without a table", []string{"findings", "list", "--search-columns", "order_id"}},
 		{"a bad prefix", []string{"dead", "--prefix", "bad-prefix"}},
 		{"a bad prefix for the SQL", []string{"migrate", "sql", "--prefix", "bad-prefix"}},
+		{"a bad schema to migrate", []string{"migrate", "--schema", "bad;schema"}},
+		{"a bad prefix to migrate", []string{"migrate", "--prefix", "bad-prefix"}},
 		{"an argument to migrate", []string{"migrate", "up"}},
 		{"a duration that is none", []string{"health", "--job", "p", "--table", "t", "--lag-slo", "soon"}},
 		{"redrive ids and --all", []string{"redrive", "1", "--all", "X", "--actor", "ops"}},
