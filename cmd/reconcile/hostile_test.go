@@ -8,10 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/reconcilekit/reconcile"
-	"github.com/reconcilekit/reconcile/adapters/pgoutbox"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/internal/pgtest"
 	"github.com/reconcilekit/reconcile/internal/shardtest"
@@ -60,18 +57,7 @@ func hostileWorld(t *testing.T) (url, schema string, findingID int64) {
 	if err := store.RecordFailure(ctx, "payments", errors.New("failure"+hostile)); err != nil {
 		t.Fatal(err)
 	}
-	d, err := pgoutbox.NewDispatcher(pool, pgoutbox.Config{Tables: tables, Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Handle("Apply", func(context.Context, pgx.Tx, pgoutbox.Delivery) error {
-		return pgoutbox.Permanent(errors.New("handler" + hostile))
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.Work(ctx); err != nil {
-		t.Fatal(err)
-	}
+	killCommands(t, pool, tables, "Apply", errors.New("handler"+hostile))
 	fs, err := store.ListFindings(ctx, reconcile.FindingQuery{Job: "payments", Kind: "odd" + hostile})
 	if err != nil || len(fs) != 1 {
 		t.Fatalf("the hostile finding: %v, %v", fs, err)
