@@ -250,13 +250,13 @@ func (f *FanOut) build(id string) (a *fanAccount) {
 	a = &fanAccount{id: id}
 	defer func() {
 		if v := recover(); v != nil {
-			a.jobs, a.buildErr = nil, fmt.Errorf("build: panic: %v", v)
+			a.jobs, a.buildErr = nil, buildFailure{fmt.Errorf("build: panic: %v", v)}
 		}
 	}()
 	jobs, err := f.cfg.Build(id)
 	switch {
 	case err != nil:
-		a.buildErr = err
+		a.buildErr = buildFailure{err}
 	case len(jobs) == 0:
 		a.buildErr = errors.New("build returned no jobs")
 	}
@@ -270,6 +270,12 @@ func (f *FanOut) build(id string) (a *fanAccount) {
 	}
 	return a
 }
+
+// buildFailure is the host's Build failing (its error, its panic): the text is the host's, so
+// Health shows only its FailureReason.
+type buildFailure struct{ error }
+
+func (e buildFailure) Unwrap() error { return e.error }
 
 // RunBatch runs one turn: one batch of the next account due in the round (see FanOut). The
 // report counts that batch's rows, verdicts, calls and findings under the fan-out's Name;
@@ -504,6 +510,11 @@ func (f *FanOut) Accounts() []string {
 // account and says which of its checks failed. An account whose jobs cannot be built, or whose
 // status cannot be read, fails its check; so does the account list, as check "accounts", when
 // it cannot be read. A fan-out that has not listed its accounts yet lists them first.
+//
+// The reasons are fit for the health endpoint, which has no sign-in: they never carry an
+// error's text, which may hold SQL, a database's name or a credential. A failed batch or lane
+// step, a build or a list shows as its FailureReason, and a status that cannot be read as
+// "status unavailable", its error logged (FanOutConfig.Logger).
 func (f *FanOut) Health(ctx context.Context, p HealthPolicy) Health {
 	f.mu.Lock()
 	listed := f.listed
@@ -553,7 +564,7 @@ func (f *FanOut) Health(ctx context.Context, p HealthPolicy) Health {
 	}
 	if listErr != nil {
 		add(Check{Name: "accounts", OK: false, Value: "cannot be listed", Limit: "listed",
-			Reason: "accounts: " + listErr.Error()})
+			Reason: "accounts: the account list cannot be read: " + FailureReason(listErr.Error())})
 	}
 	for _, t := range targets {
 		c := Check{Name: "account:" + t.account, Limit: round(pd.LagSLO)}
@@ -562,7 +573,11 @@ func (f *FanOut) Health(ctx context.Context, p HealthPolicy) Health {
 		}
 		if t.err != nil {
 			c.Value = "not built"
-			c.Reason = fmt.Sprintf("account %s: its jobs cannot be built: %v", t.account, t.err)
+			shown := t.err.Error()
+			if errors.As(t.err, new(buildFailure)) {
+				shown = FailureReason(shown)
+			}
+			c.Reason = fmt.Sprintf("account %s: its jobs cannot be built: %s", t.account, shown)
 			add(c)
 			continue
 		}
@@ -574,12 +589,14 @@ func (f *FanOut) Health(ctx context.Context, p HealthPolicy) Health {
 		}
 		st, err := t.sr.Status(ctx, t.job)
 		if err != nil {
+			f.cfg.Logger.LogAttrs(ctx, slog.LevelError, "reconcile fan-out: could not read an account job's status",
+				slog.String("fanout", f.cfg.Name), slog.String("account", t.account), slog.String("job", t.job), slog.String("error", err.Error()))
 			c.Value = "status unreadable"
-			c.Reason = fmt.Sprintf("account %s (job %s): status cannot be read: %v", t.account, t.job, err)
+			c.Reason = fmt.Sprintf("account %s (job %s): %s", t.account, t.job, errStatusUnavailable)
 			add(c)
 			continue
 		}
-		jh := EvaluateHealth(st, p)
+		jh := EvaluateHealth(withFailureReasons(st), p)
 		c.OK, c.Value = jh.OK, round(st.Lag)
 		c.Reason = fmt.Sprintf("account %s (job %s): %s", t.account, t.job, strings.Join(jh.Reasons(), "; "))
 		add(c)

@@ -15,7 +15,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/reconcilekit/reconcile/internal/redact"
+	"github.com/reconcilekit/reconcile/internal/safetext"
 )
 
 // HealthJob is one job a HealthHandler reports.
@@ -26,7 +29,9 @@ type HealthJob struct {
 	// job. Required unless Judge is set.
 	Status StatusReader
 	// Judge, instead of Status, judges a job that is several: a FanOut's Health, whose checks
-	// name the account that lags. It is given Policy and the request's deadline.
+	// name the account that lags. It is given Policy and the handler's Timeout. Its checks'
+	// reasons are shown as it writes them (keys redacted): like FanOut.Health's, they must not
+	// carry an error's text.
 	Judge func(ctx context.Context, p HealthPolicy) Health
 	// Policy is what healthy means for the job; the zero value is the defaults.
 	Policy HealthPolicy
@@ -36,8 +41,9 @@ type HealthJob struct {
 type HealthHandlerConfig struct {
 	// Jobs are the jobs reported, in this order. At least one; names unique.
 	Jobs []HealthJob
-	// Timeout bounds a request's reading of the statuses: a job whose status is not read in
-	// time is reported unknown, and the answer is 503. Zero means 5 seconds.
+	// Timeout bounds a request's wait for the statuses: a job whose status is not read in time
+	// is reported unknown, and the answer is 503. It bounds each read too, through its
+	// context. Zero means 5 seconds.
 	Timeout time.Duration
 	// Logger receives a line, with the error, for every status that could not be read; the
 	// answer itself only says that it could not. Nil means no logging.
@@ -53,11 +59,21 @@ const DefaultHealthTimeout = 5 * time.Second
 // The body is JSON by default and for "Accept: application/json": {"ok": ..., "jobs": [...]},
 // each job a Health in its JSON form (see Status), or {"job", "ok": false, "error"} when its
 // status could not be read. A person gets readable text with "Accept: text/plain" or
-// "?format=text": a line per job, then its checks. The answer holds what the store recorded
-// (figures, failure messages, finding kinds), with anything that looks like a Stripe key
-// redacted, and nothing of the configuration; a store error is logged and answered only as
-// "status unavailable". Each request reads every
-// job's status, so probe it every few seconds at most: pgstore's Status scans the host table.
+// "?format=text": a line per job, then its checks.
+//
+// Health endpoints usually have no sign-in, so the answer holds no failure's text, which may
+// hold SQL, a database's name or a credential: a failed batch or lane step is shown as its
+// FailureReason ("database error", "rate limited", ...), in the status and in the reasons,
+// and a status that cannot be read only as "status unavailable", its error logged. What else
+// the store recorded (figures, finding kinds, lane names) is shown with anything that looks
+// like a Stripe key redacted, and in the text form with control characters escaped, so that
+// no stored value can forge a line; nothing of the configuration is shown.
+//
+// Each request waits for every job's status. Requests that come while a job's status is being
+// read share that read rather than start their own, so a burst of probes costs one read per
+// job, and a reader that hangs holds one goroutine per job, not one per probe; each request
+// still answers within Timeout. Probe it every few seconds at most: pgstore's Status scans
+// the host table.
 //
 // # Readiness, liveness and alerting
 //
@@ -73,6 +89,7 @@ type HealthHandler struct {
 	jobs    []HealthJob
 	timeout time.Duration
 	logger  *slog.Logger
+	reads   singleflight.Group // by job name: the read in flight, which requests share
 }
 
 // NewHealthHandler checks cfg and returns a HealthHandler.
@@ -101,7 +118,7 @@ func NewHealthHandler(cfg HealthHandlerConfig) (*HealthHandler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &HealthHandler{jobs: append([]HealthJob(nil), cfg.Jobs...), timeout: cfg.Timeout, logger: cfg.Logger}, nil
+	return &HealthHandler{jobs: slices.Clone(cfg.Jobs), timeout: cfg.Timeout, logger: cfg.Logger}, nil
 }
 
 // healthBody is the JSON answer.
@@ -171,65 +188,77 @@ func (h *HealthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *HealthHandler) read(ctx context.Context) healthBody {
 	ctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
-	type result struct {
-		st  Status
-		hl  *Health // from Judge
-		err error
-	}
-	results := make([]chan result, len(h.jobs))
-	for i, j := range h.jobs {
-		results[i] = make(chan result, 1) // a reader that outlives the timeout must not block
-		go func() {
-			var res result
-			defer func() {
-				if p := recover(); p != nil {
-					res.err = fmt.Errorf("the status reader panicked: %v", p)
-				}
-				results[i] <- res
-			}()
-			if j.Judge != nil {
-				hl := j.Judge(ctx, j.Policy)
-				res.hl = &hl
-				return
-			}
-			res.st, res.err = j.Status.Status(ctx, j.Name)
-		}()
+	results := make([]<-chan singleflight.Result, len(h.jobs))
+	for i := range h.jobs {
+		results[i] = h.readJob(ctx, i)
 	}
 	body := healthBody{OK: true, Jobs: make([]jobHealth, len(h.jobs))}
 	for i, j := range h.jobs {
-		var res result
+		var res singleflight.Result
 		select {
 		case res = <-results[i]:
 		case <-ctx.Done():
 			select { // a status read in time counts, even if the wait for another ran out
 			case res = <-results[i]:
 			default:
-				res.err = fmt.Errorf("the status was not read within %v, or the client went away: %w", h.timeout, ctx.Err())
+				h.logger.LogAttrs(ctx, slog.LevelError, "reconcile health: could not read a job's status",
+					slog.String("job", j.Name), slog.String("error", fmt.Sprintf("not read within %v, or the client went away", h.timeout)))
+				res.Err = ctx.Err()
 			}
 		}
-		if res.err != nil {
-			h.logger.LogAttrs(ctx, slog.LevelError, "reconcile health: could not read a job's status",
-				slog.String("job", j.Name), slog.String("error", res.err.Error()))
+		if res.Err != nil {
 			body.Jobs[i] = jobHealth{Health: Health{Job: j.Name}, err: errStatusUnavailable}
 			body.OK = false
 			continue
 		}
 		var hl Health
-		if res.hl != nil {
-			hl = *res.hl
+		if r := res.Val.(jobRead); r.hl != nil {
+			hl = *r.hl
 			hl.Status = showable(hl.Status)
 			hl.Checks = slices.Clone(hl.Checks)
 			for k := range hl.Checks {
 				hl.Checks[k].Name, hl.Checks[k].Reason = redactKeys(hl.Checks[k].Name), redactKeys(hl.Checks[k].Reason)
 			}
 		} else {
-			hl = EvaluateHealth(showable(res.st), j.Policy)
+			hl = EvaluateHealth(showable(r.st), j.Policy)
 		}
 		hl.Job = j.Name
 		body.Jobs[i] = jobHealth{Health: hl}
 		body.OK = body.OK && hl.OK
 	}
 	return body
+}
+
+// jobRead is what a job's read returns: its status, or its Judge's health.
+type jobRead struct {
+	st Status
+	hl *Health
+}
+
+// readJob starts reading job i's status, or joins the read of it in flight, and returns where
+// the result will be sent. The read does not end with the request that started it, which
+// others may be waiting on too: it has the timeout of its own.
+func (h *HealthHandler) readJob(ctx context.Context, i int) <-chan singleflight.Result {
+	j := h.jobs[i]
+	return h.reads.DoChan(j.Name, func() (_ any, err error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.timeout)
+		defer cancel()
+		defer func() {
+			if p := recover(); p != nil { // singleflight would re-panic it in a goroutine of its own
+				err = fmt.Errorf("the status reader panicked: %v", p)
+			}
+			if err != nil {
+				h.logger.LogAttrs(ctx, slog.LevelError, "reconcile health: could not read a job's status",
+					slog.String("job", j.Name), slog.String("error", err.Error()))
+			}
+		}()
+		if j.Judge != nil {
+			hl := j.Judge(ctx, j.Policy)
+			return jobRead{hl: &hl}, nil
+		}
+		st, err := j.Status.Status(ctx, j.Name)
+		return jobRead{st: st}, err
+	})
 }
 
 // wantsText reports whether the request asks for text rather than JSON: ?format=text or
@@ -283,8 +312,10 @@ func acceptQuality(accept []string, typ, sub string) float64 {
 }
 
 // writeHealthText writes the answer for a person: a summary, then for each job a line, its
-// checks, the reasons of those that fail, and its open findings.
+// checks, the reasons of those that fail, and its open findings. Every value is escaped
+// (safetext.Line), so that each line is the handler's own.
 func writeHealthText(w io.Writer, body healthBody) {
+	x := safetext.Line
 	failing := 0
 	for _, j := range body.Jobs {
 		if !j.OK {
@@ -299,14 +330,14 @@ func writeHealthText(w io.Writer, body healthBody) {
 	for _, j := range body.Jobs {
 		fmt.Fprintln(w)
 		if j.err != "" {
-			fmt.Fprintf(w, "%s: UNKNOWN: %s\n", j.Job, j.err)
+			fmt.Fprintf(w, "%s: UNKNOWN: %s\n", x(j.Job), j.err)
 			continue
 		}
 		reasons := j.Reasons()
 		if j.OK {
-			fmt.Fprintln(w, j.Health.String())
+			fmt.Fprintln(w, x(j.Health.String()))
 		} else {
-			fmt.Fprintf(w, "%s: FAILING (%d of %d checks)\n", j.Job, len(reasons), len(j.Checks))
+			fmt.Fprintf(w, "%s: FAILING (%d of %d checks)\n", x(j.Job), len(reasons), len(j.Checks))
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		for _, c := range j.Checks {
@@ -314,16 +345,16 @@ func writeHealthText(w io.Writer, body healthBody) {
 			if !c.OK {
 				mark = "FAIL"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\tlimit %s\n", mark, c.Name, c.Value, c.Limit)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\tlimit %s\n", mark, x(c.Name), x(c.Value), x(c.Limit))
 		}
 		_ = tw.Flush()
 		for _, r := range reasons {
-			fmt.Fprintf(w, "  - %s\n", r)
+			fmt.Fprintf(w, "  - %s\n", x(r))
 		}
 		if len(j.Status.OpenFindings) > 0 {
 			var kinds []string
 			for _, k := range j.Status.OpenFindingKinds() {
-				kinds = append(kinds, fmt.Sprintf("%s %d", k, j.Status.OpenFindings[k]))
+				kinds = append(kinds, fmt.Sprintf("%s %d", x(k), j.Status.OpenFindings[k]))
 			}
 			fmt.Fprintf(w, "  open findings: %s\n", strings.Join(kinds, ", "))
 		}
@@ -334,12 +365,13 @@ func writeHealthText(w io.Writer, body healthBody) {
 // metrics do (redact.Keys).
 func redactKeys(s string) string { return redact.Keys(s) }
 
-// showable is st with every text it holds redacted (failures, finding kinds, lane names and
-// gaps), before it is judged, so that neither the status nor the reasons in an answer show a
-// key. Adapters keep keys out of what they store; a host's classifier may not (a kind made of
-// an external state), and this is the endpoint's own guard.
+// showable is st as an answer shows it, before it is judged, so that neither the status nor
+// the reasons show what they must not: its failures replaced by their reasons
+// (FailureReason), and its other texts (finding kinds, lane names and gaps) with anything that
+// looks like a key redacted. Adapters keep keys out of what they store; a host's classifier
+// may not (a kind made of an external state), and this is the endpoint's own guard.
 func showable(st Status) Status {
-	st.LastFailure = redactKeys(st.LastFailure)
+	st = withFailureReasons(st)
 	if len(st.OpenFindings) > 0 {
 		kinds := make(map[string]int, len(st.OpenFindings))
 		for k, n := range st.OpenFindings {
@@ -350,7 +382,7 @@ func showable(st Status) Status {
 	if len(st.Lanes) > 0 {
 		lanes := make([]LaneStatus, len(st.Lanes))
 		for i, l := range st.Lanes {
-			l.Lane, l.GapReason, l.LastFailure = redactKeys(l.Lane), redactKeys(l.GapReason), redactKeys(l.LastFailure)
+			l.Lane, l.GapReason = redactKeys(l.Lane), redactKeys(l.GapReason)
 			lanes[i] = l
 		}
 		st.Lanes = lanes

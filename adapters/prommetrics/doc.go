@@ -10,9 +10,14 @@
 // attempts by command and outcome. It is also a prometheus.Collector: register it once and
 // serve the registry.
 //
+//	var kinds []string // the policy's finding kinds, named in open_findings; any other is "unexpected"
+//	for _, k := range stripeadapter.Kinds() {
+//		kinds = append(kinds, k.Kind)
+//	}
 //	metrics, err := prommetrics.New(prommetrics.Options{
 //		Status: store, // a *pgstore.Store: health gauges read at scrape time
 //		Jobs:   []string{"payments", "refunds"},
+//		Kinds:  kinds,
 //		Policy: reconcile.HealthPolicy{LagSLO: 24 * time.Hour},
 //		Outbox: pgoutbox.Outbox{DB: pool, Tables: store.Tables()}, // backlog and dead commands
 //	})
@@ -69,7 +74,7 @@
 //	reconcile_since_last_cycle_seconds          gauge      job               time since the last completed cycle; absent until one completes
 //	reconcile_cycles_completed_total            counter    job               cycles completed, as the store counts them
 //	reconcile_last_batch_unverifiable_ratio     gauge      job               share of the last batch's rows that could not be checked
-//	reconcile_open_findings                     gauge      job, kind         open findings by kind; a kind with none is absent
+//	reconcile_open_findings                     gauge      job, kind         open findings by kind (Options.Kinds, the engine's; any other: unexpected); a kind with none is absent
 //	reconcile_stale_findings                    gauge      job               findings open past the store's threshold (pgstore's StaleAfter)
 //	reconcile_healthy                           gauge      job               1 if reconcile.EvaluateHealth passes against Options.Policy, else 0
 //	reconcile_health_check_ok                   gauge      job, check        1 or 0 per health check

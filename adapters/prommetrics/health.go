@@ -23,7 +23,8 @@ type healthCollector struct {
 	timeout time.Duration
 	now     func() time.Time
 	errors  *prometheus.CounterVec
-	writes  func() uint64 // the writes the Metrics observed
+	writes  func() uint64   // the writes the Metrics observed
+	kinds   map[string]bool // the kinds open_findings names; the rest are KindUnexpected
 
 	lag, lagSLO, rows, cycleAge, sinceLastCycle, cyclesCompleted, unverifiableRatio *prometheus.Desc
 	openFindings, staleFindings, healthy, checkOK, laneLag                          *prometheus.Desc
@@ -51,7 +52,7 @@ func newHealthCollector(opts Options, statusErrors *prometheus.CounterVec, write
 	h := &healthCollector{
 		status: opts.Status, readers: opts.Readers, jobs: opts.Jobs, policy: opts.Policy,
 		ttl: opts.StatusTTL, timeout: opts.StatusTimeout, now: opts.Now, errors: statusErrors, writes: writes,
-		cache: make(map[string]cachedStatus),
+		cache: make(map[string]cachedStatus), kinds: make(map[string]bool),
 
 		lag: prometheus.NewDesc(name("lag_seconds"),
 			"Longest time any of the job's rows has gone without being verified (the primary SLO).", job, nil),
@@ -67,7 +68,7 @@ func newHealthCollector(opts Options, statusErrors *prometheus.CounterVec, write
 		unverifiableRatio: prometheus.NewDesc(name("last_batch_unverifiable_ratio"),
 			"Share of the last non-empty batch's rows that could not be checked.", job, nil),
 		openFindings: prometheus.NewDesc(name("open_findings"),
-			"Open findings, by kind.", []string{"job", "kind"}, nil),
+			"Open findings, by kind; a kind the exporter does not know (Options.Kinds) counts as unexpected.", []string{"job", "kind"}, nil),
 		staleFindings: prometheus.NewDesc(name("stale_findings"),
 			"Findings open longer than the store's threshold: repairs that never applied, reviews nobody did.", job, nil),
 		healthy: prometheus.NewDesc(name("healthy"),
@@ -80,6 +81,10 @@ func newHealthCollector(opts Options, statusErrors *prometheus.CounterVec, write
 	}
 	for _, j := range h.jobs {
 		statusErrors.WithLabelValues(j) // present at zero from the start
+	}
+	for _, k := range append([]string{reconcile.KindMissingExternally, reconcile.KindMissingLocally, reconcile.KindInvalidExternalID,
+		reconcile.KindInvalidRow, reconcile.KindRejected}, opts.Kinds...) {
+		h.kinds[k] = true
 	}
 	return h
 }
@@ -206,9 +211,13 @@ func (h *healthCollector) send(ch chan<- prometheus.Metric, job string, st recon
 	}
 	ch <- prometheus.MustNewConstMetric(h.cyclesCompleted, prometheus.CounterValue, float64(st.CyclesCompleted), job)
 	gauge(h.unverifiableRatio, st.UnverifiableRatio())
+	// A bounded label set whatever the external system sends: the kinds known, then one bucket.
 	kinds := make(map[string]int, len(st.OpenFindings))
 	for kind, n := range st.OpenFindings {
-		kinds[labelValue(redactKeys(kind))] += n // two kinds may sanitize alike; one series each
+		if !h.kinds[kind] {
+			kind = KindUnexpected
+		}
+		kinds[kind] += n
 	}
 	for kind, n := range kinds {
 		gauge(h.openFindings, float64(n), kind)

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +23,14 @@ import (
 	"github.com/reconcilekit/reconcile/adapters/pgoutbox"
 	"github.com/reconcilekit/reconcile/internal/redact"
 )
+
+// KindUnexpected is the kind label of the open findings whose kind is not in Options.Kinds nor
+// one of the engine's own.
+const KindUnexpected = "unexpected"
+
+// MaxKindLength bounds the length in bytes of a kind in Options.Kinds, and so of every kind
+// label.
+const MaxKindLength = 100
 
 // Defaults a zero Options gets.
 const (
@@ -48,6 +57,15 @@ type Options struct {
 	Status reconcile.StatusReader
 	Jobs   []string
 	Policy reconcile.HealthPolicy
+	// Kinds are the finding kinds open_findings names in its kind label: your policy's, such
+	// as the Kind of each of stripeadapter.Kinds(). The engine's own kinds
+	// (reconcile.KindMissingExternally, KindMissingLocally, KindInvalidExternalID,
+	// KindInvalidRow, KindRejected) are named without being listed. Open findings of any other
+	// kind count under one label, KindUnexpected: a kind can be made of what the external
+	// system sent (an unexpected pair of states), and a series per distinct value would let it
+	// grow the label set, and each label, without bound. Each is valid UTF-8 without control
+	// characters, at most MaxKindLength bytes.
+	Kinds []string
 	// Readers gives jobs a StatusReader of their own, used instead of Status. A
 	// pgstore.Store counts the rows of its own table and filter: tiers, or jobs over other
 	// tables, each need their own store here.
@@ -289,6 +307,11 @@ func checkHealthOptions(opts *Options) error {
 			return fmt.Errorf("prommetrics: options: Readers has job %q, which is not in Jobs", job)
 		}
 	}
+	for i, kind := range opts.Kinds {
+		if kind == "" || len(kind) > MaxKindLength || !utf8.ValidString(kind) || strings.ContainsFunc(kind, unicode.IsControl) {
+			return fmt.Errorf("prommetrics: options: Kinds[%d] %q is empty, longer than %d bytes, not UTF-8 or has control characters", i, kind, MaxKindLength)
+		}
+	}
 	opts.Jobs = slices.Clone(opts.Jobs)
 	if opts.StatusTTL == 0 {
 		opts.StatusTTL = DefaultStatusTTL
@@ -348,10 +371,9 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.statusErrors.Collect(ch)
 }
 
-// redactKeys replaces anything in s that looks like a Stripe key (redact.Keys). A finding's
-// kind can hold an external state as the server sent it (a host classifier's
-// "unexpected:<local>-><external>"), and a label value is exported to every scraper: it must
-// not carry a key.
+// redactKeys replaces anything in s that looks like a Stripe key (redact.Keys). A label value
+// read from the database (a dead command's name) is exported to every scraper: it must not
+// carry a key.
 func redactKeys(s string) string { return redact.Keys(s) }
 
 // labelValue makes s safe as a label value: client_golang panics on invalid UTF-8, and a

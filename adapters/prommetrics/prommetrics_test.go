@@ -24,6 +24,9 @@ import (
 
 func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }
 
+// policyKinds are the kinds of the tests' policies, as a host lists stripeadapter.Kinds().
+var policyKinds = []string{"missed_success", "missed_cancel", "paid_locally_not_externally"}
+
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // answer is what the fake gateway says about one external id.
@@ -327,7 +330,7 @@ func TestHealthGaugesJudgeEachJobAtScrapeTime(t *testing.T) {
 		},
 		errs: map[string]error{"broken": errors.New("pgstore: connection refused")},
 	}
-	m, err := prommetrics.New(prommetrics.Options{Status: reader, Jobs: []string{"stuck", "broken", "fine"}})
+	m, err := prommetrics.New(prommetrics.Options{Status: reader, Jobs: []string{"stuck", "broken", "fine"}, Kinds: policyKinds})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +376,7 @@ reconcile_lag_slo_seconds{job="stuck"} 259200
 # TYPE reconcile_last_batch_unverifiable_ratio gauge
 reconcile_last_batch_unverifiable_ratio{job="fine"} 0.01
 reconcile_last_batch_unverifiable_ratio{job="stuck"} 1
-# HELP reconcile_open_findings Open findings, by kind.
+# HELP reconcile_open_findings Open findings, by kind; a kind the exporter does not know (Options.Kinds) counts as unexpected.
 # TYPE reconcile_open_findings gauge
 reconcile_open_findings{job="stuck",kind="missed_success"} 3
 reconcile_open_findings{job="stuck",kind="paid_locally_not_externally"} 1
@@ -595,9 +598,9 @@ func TestInvalidUTF8LabelsDoNotPanic(t *testing.T) {
 	m.BatchDone("job\xff", reconcile.Report{}, nil)
 	m.GatewayCalls("job\xff", 1, time.Millisecond, "class\xff")
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP reconcile_open_findings Open findings, by kind.
+# HELP reconcile_open_findings Open findings, by kind; a kind the exporter does not know (Options.Kinds) counts as unexpected.
 # TYPE reconcile_open_findings gauge
-reconcile_open_findings{job="a",kind="kind`+"\uFFFD"+`"} 3
+reconcile_open_findings{job="a",kind="unexpected"} 3
 `), "reconcile_open_findings"); err != nil {
 		t.Error(err)
 	}
@@ -651,6 +654,10 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"a nil store as Status", prommetrics.Options{Status: (*fakeStatus)(nil), Jobs: []string{"a"}}, "Status is a nil"},
 		{"a nil store in Readers", prommetrics.Options{Jobs: []string{"a"}, Readers: map[string]reconcile.StatusReader{"a": (*fakeStatus)(nil)}}, `Readers["a"] is a nil`},
 		{"a nil *Outbox", prommetrics.Options{Outbox: (*pgoutbox.Outbox)(nil)}, "Outbox is a nil"},
+		{"an empty kind", prommetrics.Options{Kinds: []string{"missed_success", ""}}, "Kinds[1]"},
+		{"an overlong kind", prommetrics.Options{Kinds: []string{strings.Repeat("k", prommetrics.MaxKindLength+1)}}, "Kinds[0]"},
+		{"a kind with a newline", prommetrics.Options{Kinds: []string{"missed\nsuccess"}}, "Kinds[0]"},
+		{"a kind that is not UTF-8", prommetrics.Options{Kinds: []string{"missed\xff"}}, "Kinds[0]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -27,8 +27,8 @@
 // # Database and tables
 //
 // Commands connect to $DATABASE_URL, or --database-url, by default
-// postgres://postgres@127.0.0.1:5432/test?sslmode=disable; an error names the URL with its
-// password hidden. --schema and --prefix name the reconciler's tables as the service's
+// postgres://postgres@127.0.0.1:5432/test?sslmode=disable; an error names where it points,
+// user@host:port/database, and none of its parameters (password, sslpassword, ...). --schema and --prefix name the reconciler's tables as the service's
 // pgstore.Tables does. The findings, dead and redrive commands need nothing else. status and
 // health read the lag from the service's table too, so they need --table, in --schema too
 // unless --table-schema says otherwise (and, if the service names them differently,
@@ -49,7 +49,10 @@
 // # Output
 //
 // Readable text by default; status, health, findings list and show, and dead print JSON with
-// --json (snake_case names, times in RFC 3339 UTC, unset ones left out). Messages go to standard error. Every value read from the database is printed with
-// anything that looks like a Stripe key (sk_live_..., sk_test_..., rk_..., whsec_...) replaced
-// by "[redacted key]", as the review console does: a repair handler's error may quote one.
+// --json (snake_case names, times in RFC 3339 UTC, unset ones left out). Messages go to
+// standard error. Every value read from the database is printed with anything that looks like
+// a Stripe key (sk_live_..., sk_test_..., rk_..., whsec_...) replaced by "[redacted key]", as
+// the review console does: a repair handler's error may quote one. In text output its control
+// characters are escaped (\x1b, \n, \u202e): an external state, a note or a handler's error can
+// neither send the terminal an escape sequence nor print a line of its own.
 package main

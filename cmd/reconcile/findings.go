@@ -244,10 +244,10 @@ func findingText(d reconcile.FindingDetail) string {
 	var b strings.Builder
 	state := "open"
 	if !d.Open() {
-		state = fmt.Sprintf("resolved as %s by %s at %s", d.Resolution, d.ResolvedBy, timeText(d.ResolvedAt))
+		state = fmt.Sprintf("resolved as %s by %s at %s", printable(d.Resolution), printable(d.ResolvedBy), timeText(d.ResolvedAt))
 	}
-	fmt.Fprintf(&b, "finding %d: %s, %s\n", d.ID, d.Kind, state)
-	line := func(k, v string) { fmt.Fprintf(&b, "  %-10s %s\n", k, v) }
+	fmt.Fprintf(&b, "finding %d: %s, %s\n", d.ID, printable(d.Kind), state)
+	line := func(k, v string) { fmt.Fprintf(&b, "  %-10s %s\n", k, printable(v)) }
 	line("job", d.Job)
 	line("record", d.RecordID)
 	line("external", orDash(d.ExternalID))
@@ -343,9 +343,9 @@ others are still resolved.`
 		}
 		switch {
 		case err == nil && resolve:
-			e.print(fmt.Sprintf("finding %d resolved as %s by %s\n", id, as, *actor))
+			e.print(fmt.Sprintf("finding %d resolved as %s by %s\n", id, printable(as), printable(*actor)))
 		case err == nil:
-			e.print(fmt.Sprintf("finding %d reopened by %s\n", id, *actor))
+			e.print(fmt.Sprintf("finding %d reopened by %s\n", id, printable(*actor)))
 		case errors.Is(err, reconcile.ErrFindingNotFound):
 			fmt.Fprintf(e.stderr, "reconcile: no finding %d; nothing changed\n", id)
 			result = max(result, exitNegative)

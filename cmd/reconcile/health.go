@@ -101,7 +101,7 @@ by kind and the job's lanes. It judges nothing; see "reconcile health".`+"\n"+jo
 func statusText(st reconcile.Status) string {
 	var b strings.Builder
 	round := func(d time.Duration) string { return d.Round(time.Second).String() }
-	fmt.Fprintf(&b, "job %s (read at %s)\n", st.Job, timeText(st.Now))
+	fmt.Fprintf(&b, "job %s (read at %s)\n", printable(st.Job), timeText(st.Now))
 	fmt.Fprintf(&b, "  lag                %s\n", round(st.Lag))
 	fmt.Fprintf(&b, "  rows               %d (%d created in the last hour)\n", st.Rows, st.NewRowsPerHour)
 	if st.CycleStartedAt.IsZero() {
@@ -116,7 +116,7 @@ func statusText(st reconcile.Status) string {
 		fmt.Fprintf(&b, "  last batch         %s: %d rows, %d unverifiable\n", timeText(st.LastBatchAt), st.LastBatchScanned, st.LastBatchUnverifiable)
 	}
 	if !st.LastFailureAt.IsZero() {
-		fmt.Fprintf(&b, "  last failure       %s: %s\n", timeText(st.LastFailureAt), st.LastFailure)
+		fmt.Fprintf(&b, "  last failure       %s: %s\n", timeText(st.LastFailureAt), printable(st.LastFailure))
 	}
 	open := 0
 	for _, n := range st.OpenFindings {
@@ -135,12 +135,12 @@ func statusText(st reconcile.Status) string {
 		b.WriteString(table(rows))
 	}
 	for _, l := range st.Lanes {
-		fmt.Fprintf(&b, "  lane %-13s last run %s; %d passes, last end %s", l.Lane, timeText(l.LastRunAt), l.PassesCompleted, timeText(l.LastEndAt))
+		fmt.Fprintf(&b, "  lane %-13s last run %s; %d passes, last end %s", printable(l.Lane), timeText(l.LastRunAt), l.PassesCompleted, timeText(l.LastEndAt))
 		if l.GapOpen {
-			fmt.Fprintf(&b, "; gap open since %s (%s)", timeText(l.GapAt), l.GapReason)
+			fmt.Fprintf(&b, "; gap open since %s (%s)", timeText(l.GapAt), printable(l.GapReason))
 		}
 		if l.Failing() {
-			fmt.Fprintf(&b, "; failing since %s: %s", timeText(l.LastFailureAt), l.LastFailure)
+			fmt.Fprintf(&b, "; failing since %s: %s", timeText(l.LastFailureAt), printable(l.LastFailure))
 		}
 		b.WriteString("\n")
 	}
@@ -203,5 +203,5 @@ func healthText(h reconcile.Health) string {
 		}
 		rows = append(rows, []string{c.Name, ok, orDash(c.Value), orDash(c.Limit), orDash(c.Reason)})
 	}
-	return h.String() + "\n\n" + table(rows)
+	return printable(h.String()) + "\n\n" + table(rows)
 }

@@ -74,7 +74,8 @@ Exit codes:
   3  the database or something else failed
 
 Output is readable text; --json prints JSON instead where a command lists it. Values that look
-like Stripe secret keys (sk_..., rk_..., whsec_...) are printed as "[redacted key]".
+like Stripe secret keys (sk_..., rk_..., whsec_...) are printed as "[redacted key]"; control
+characters in stored values are printed escaped (\x1b, \n).
 `
 
 // env is what a command runs with: where it writes, and how it reads the environment.
@@ -118,7 +119,7 @@ func overviewText() string {
 
 // usageError reports a wrong command line and where its help is.
 func (e *env) usageError(msg, help string) int {
-	fmt.Fprintf(e.stderr, "reconcile: %s\nRun '%s' for usage.\n", msg, help)
+	e.printErr("reconcile: %s\nRun '%s' for usage.\n", msg, help)
 	return exitUsage
 }
 
@@ -128,7 +129,7 @@ func (e *env) failed(err error) int {
 		fmt.Fprintln(e.stderr, "reconcile: interrupted")
 		return exitError
 	}
-	fmt.Fprintf(e.stderr, "reconcile: %s\n", redactSecrets(err.Error()))
+	e.printErr("reconcile: %s\n", err.Error())
 	// pgstore says what a service should call; here the fix is a command.
 	if pgErr := (*pgconn.PgError)(nil); errors.Is(err, pgstore.ErrNotMigrated) || errors.As(err, &pgErr) && pgErr.Code == "42P01" { // undefined_table
 		fmt.Fprintln(e.stderr, "The reconciler's tables are not there: check --schema and --prefix (as the service configures pgstore.Tables), or run 'reconcile migrate'.")

@@ -73,27 +73,31 @@ func newWorld(t *testing.T) *world {
 	reconciletest.Cycle(t, reconcile.Config[string, string]{Job: "payments", Source: store, Sink: store,
 		Gateway: reconciletest.NewGateway(ext), Classifier: reconciletest.Classifier(), BatchSize: 10}, 3)
 
-	d, err := pgoutbox.NewDispatcher(pool, pgoutbox.Config{Tables: tables, Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Handle("ApplyPaymentSucceeded", func(context.Context, pgx.Tx, pgoutbox.Delivery) error {
-		return pgoutbox.Permanent(errors.New("stripe refused the key " + leakedKey))
-	}); err != nil {
-		t.Fatal(err)
-	}
-	for range 10 {
-		if n, err := d.Work(ctx); err != nil {
-			t.Fatal(err)
-		} else if n == 0 {
-			break
-		}
-	}
+	killCommands(t, pool, tables, "ApplyPaymentSucceeded", errors.New("stripe refused the key "+leakedKey))
 	var leaked int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM reconcile_outbox WHERE status = 'dead' AND last_error LIKE '%'||$1||'%'`, leakedKey).Scan(&leaked); err != nil || leaked != 2 {
 		t.Fatalf("dead commands holding the key: %d, %v; want 2 (the world is not what the tests expect)", leaked, err)
 	}
 	return w
+}
+
+// killCommands makes every queued command of that name dead, its handler failing with err.
+func killCommands(t *testing.T, pool *pgxpool.Pool, tables pgstore.Tables, name string, err error) {
+	t.Helper()
+	d, derr := pgoutbox.NewDispatcher(pool, pgoutbox.Config{Tables: tables, Workers: 1})
+	if derr != nil {
+		t.Fatal(derr)
+	}
+	if err := d.Handle(name, func(context.Context, pgx.Tx, pgoutbox.Delivery) error { return pgoutbox.Permanent(err) }); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		if n, err := d.Work(context.Background()); err != nil {
+			t.Fatal(err)
+		} else if n == 0 {
+			break
+		}
+	}
 }
 
 // run runs the tool against the world's database and schema.
@@ -495,6 +499,8 @@ func TestAWrongCommandLineIsAUsageError(t *testing.T) {
 		{"search columns without a table", []string{"findings", "list", "--search-columns", "order_id"}},
 		{"a bad prefix", []string{"dead", "--prefix", "bad-prefix"}},
 		{"a bad prefix for the SQL", []string{"migrate", "sql", "--prefix", "bad-prefix"}},
+		{"a bad schema to migrate", []string{"migrate", "--schema", "bad;schema"}},
+		{"a bad prefix to migrate", []string{"migrate", "--prefix", "bad-prefix"}},
 		{"an argument to migrate", []string{"migrate", "up"}},
 		{"a duration that is none", []string{"health", "--job", "p", "--table", "t", "--lag-slo", "soon"}},
 		{"redrive ids and --all", []string{"redrive", "1", "--all", "X", "--actor", "ops"}},

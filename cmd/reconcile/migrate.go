@@ -51,6 +51,11 @@ prints only the versions after the one your tool has applied.`,
 	if *printSQL {
 		return migrationSQL(e, db.tables(), *after)
 	}
+	// Names checked before connecting: a bad one is the command line's fault, whatever the
+	// database's state.
+	if _, err := pgtables.Resolve(db.prefix, db.schema); err != nil {
+		return e.usageError("migrate: "+err.Error(), "reconcile migrate --help")
+	}
 
 	pool, err := db.connect(ctx, e)
 	if err != nil {

@@ -165,7 +165,7 @@ are), or if --all finds none.`,
 			return e.failed(err)
 		}
 		if len(cmds) == 0 {
-			fmt.Fprintf(e.stderr, "reconcile: no dead %s commands\n", *all)
+			e.printErr("reconcile: no dead %s commands\n", printable(*all))
 			return exitNegative
 		}
 		for _, c := range cmds {
@@ -176,7 +176,7 @@ are), or if --all finds none.`,
 		err := d.Redrive(ctx, id, *actor)
 		switch {
 		case err == nil:
-			e.print(fmt.Sprintf("command %d re-driven by %s\n", id, *actor))
+			e.print(fmt.Sprintf("command %d re-driven by %s\n", id, printable(*actor)))
 		case errors.Is(err, pgoutbox.ErrNotDead):
 			fmt.Fprintf(e.stderr, "reconcile: command %d is not dead (or not there); nothing changed\n", id)
 			result = max(result, exitNegative)
@@ -187,7 +187,7 @@ are), or if --all finds none.`,
 			return e.failed(ctx.Err())
 		default:
 			// "it changed meanwhile" and database errors alike: say it, go on with the others.
-			fmt.Fprintf(e.stderr, "reconcile: %s\n", redactSecrets(err.Error()))
+			e.printErr("reconcile: %s\n", printable(err.Error()))
 			result = max(result, exitError)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/reconcilekit/reconcile/internal/redact"
+	"github.com/reconcilekit/reconcile/internal/safetext"
 )
 
 // redactSecrets replaces anything in s that looks like a Stripe key. Everything this tool prints
@@ -18,9 +19,23 @@ func redactSecrets(s string) string {
 	return redact.Keys(s)
 }
 
-// print writes text to standard output, redacted.
+// printable is a stored value as text output prints it: redacted, and with its control
+// characters escaped (safetext.Line), so that it can neither send a terminal an escape
+// sequence (a new title, a clipboard write, a cleared screen) nor forge a line of its own.
+// Every stored value a command prints goes through it (or through table, which uses it).
+func printable(s string) string {
+	return safetext.Line(redactSecrets(s))
+}
+
+// print writes text to standard output, redacted and with every control character but the
+// newlines escaped: the lines are the command's own, as printable made its values.
 func (e *env) print(text string) {
-	fmt.Fprint(e.stdout, redactSecrets(text))
+	fmt.Fprint(e.stdout, safetext.Lines(redactSecrets(text)))
+}
+
+// printErr writes a line to standard error as print does.
+func (e *env) printErr(format string, args ...any) {
+	fmt.Fprint(e.stderr, safetext.Lines(redactSecrets(fmt.Sprintf(format, args...))))
 }
 
 // printJSON writes v as indented JSON to standard output, redacted.
@@ -39,8 +54,7 @@ func table(rows [][]string) string {
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	for _, r := range rows {
 		for i, c := range r {
-			// A tab or newline in a stored value would break the columns.
-			r[i] = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(c)
+			r[i] = printable(c) // a tab or newline in a stored value would break the columns too
 		}
 		fmt.Fprintln(w, strings.Join(r, "\t"))
 	}

@@ -268,11 +268,11 @@ func TestRunWithNoDatabaseToReachRunsTheStoryInMemory(t *testing.T) {
 		name, source, first string
 	}{
 		{"DATABASE_URL at a closed port", "$DATABASE_URL",
-			"No PostgreSQL at postgres://postgres:xxxxx@127.0.0.1:1/test?sslmode=disable ($DATABASE_URL: dial tcp 127.0.0.1:1: " +
+			"No PostgreSQL at postgres@127.0.0.1:1/test ($DATABASE_URL: dial tcp 127.0.0.1:1: " +
 				"connect: connection refused): running the same story on memstore, in memory (nothing is kept; -store postgres insists on a database)."},
 		// The default URL stands in for "nothing configured", with no Docker for a container.
 		{"nothing configured and no Docker", pgenv.DefaultSource,
-			"No PostgreSQL at postgres://postgres:xxxxx@127.0.0.1:1/test?sslmode=disable (the default URL: dial tcp 127.0.0.1:1: " +
+			"No PostgreSQL at postgres@127.0.0.1:1/test (the default URL: dial tcp 127.0.0.1:1: " +
 				"connect: connection refused), and no container could be started: running the same story on memstore, in memory " +
 				"(nothing is kept; -store postgres insists on a database)."},
 	} {

@@ -16,6 +16,7 @@
 //	}
 //	defer pool.Close()
 //
-// Redact makes a connection string fit to print: the password of a URL is hidden, and a
-// keyword/value string, which may hold a password anywhere, is not printed at all.
+// Redact makes a connection string fit to print: it shows where the string points,
+// user@host:port/database, and none of its parameters, which may hold a password under
+// several names (password, sslpassword, ...).
 package pgenv

@@ -1,12 +1,16 @@
 package pgenv
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -32,27 +36,95 @@ func URL(vars ...string) (url, source string) {
 // DefaultSource is URL's source when no variable was set.
 const DefaultSource = "the default URL"
 
-// Redact returns dbURL with its password hidden, for messages. A string that is not a URL
-// (such as a keyword/value connection string, which may hold a password anywhere) is
-// returned as "(connection string)".
+// Redact returns where dbURL points, as user@host:port/database, for messages: never a
+// password nor any other parameter (sslpassword, sslkey, options, ...), whatever their names.
+// Both forms pgx takes are read: a URL (postgres://...) and keyword/value pairs (host=...
+// dbname=...); the parts dbURL does not give are left out ("host:port/database" without a
+// user). A string neither form can read is "(connection string)".
 func Redact(dbURL string) string {
-	u, err := url.Parse(dbURL)
-	if err != nil || u.Scheme == "" || u.Opaque != "" {
+	var user, host, port, db string
+	if u, err := url.Parse(dbURL); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") && u.Opaque == "" {
+		q := u.Query()
+		user, host, port, db = u.User.Username(), u.Hostname(), u.Port(), strings.TrimPrefix(u.Path, "/")
+		if strings.Contains(u.Host, ",") { // several hosts: pgx tries each
+			host, port = u.Host, ""
+		}
+		user, host, port, db = cmp.Or(user, q.Get("user")), cmp.Or(host, q.Get("host")), cmp.Or(port, q.Get("port")), cmp.Or(db, q.Get("dbname"))
+		if strings.Contains(host, ":") && !strings.Contains(host, ",") {
+			host = "[" + host + "]" // an IPv6 address
+		}
+	} else if kv, ok := keywordValues(dbURL); ok {
+		user, host, port, db = kv["user"], kv["host"], kv["port"], kv["dbname"]
+	} else {
 		return "(connection string)"
 	}
-	// pgx also takes the password as a query parameter.
-	if q := u.Query(); q.Has("password") {
-		q.Set("password", "xxxxx")
-		u.RawQuery = q.Encode()
+	if user == "" && host == "" && port == "" && db == "" {
+		return "(connection string)"
 	}
-	return u.Redacted()
+	var b strings.Builder
+	if user != "" {
+		b.WriteString(user + "@")
+	}
+	b.WriteString(host)
+	if port != "" {
+		b.WriteString(":" + port)
+	}
+	if db != "" {
+		b.WriteString("/" + db)
+	}
+	return b.String()
+}
+
+// keywordValues reads a keyword/value connection string as libpq and pgx do: key=value pairs
+// separated by spaces, a value in single quotes if it holds spaces, a backslash escaping the
+// next character. It reports false for a string that is not one.
+func keywordValues(s string) (map[string]string, bool) {
+	kv := map[string]string{}
+	s = strings.TrimSpace(s)
+	for s != "" {
+		key, rest, ok := strings.Cut(s, "=")
+		key = strings.TrimSpace(key)
+		if !ok || key == "" || strings.ContainsAny(key, " \t\n'") {
+			return nil, false
+		}
+		rest = strings.TrimLeft(rest, " \t\n")
+		var v strings.Builder
+		quoted := strings.HasPrefix(rest, "'")
+		if quoted {
+			rest = rest[1:]
+		}
+		i, closed := 0, !quoted
+		for ; i < len(rest); i++ {
+			c := rest[i]
+			if c == '\\' && i+1 < len(rest) {
+				i++
+				v.WriteByte(rest[i])
+				continue
+			}
+			if quoted && c == '\'' {
+				i, closed = i+1, true
+				break
+			}
+			if !quoted && (c == ' ' || c == '\t' || c == '\n') {
+				break
+			}
+			v.WriteByte(c)
+		}
+		if !closed {
+			return nil, false
+		}
+		kv[key] = v.String()
+		s = strings.TrimLeft(rest[i:], " \t\n")
+	}
+	return kv, len(kv) > 0
 }
 
 // Connect opens a pool on dbURL and pings the server, allowing the ping 5 seconds. source
 // says where dbURL came from (see URL) and is only used in the error. If the database cannot
-// be reached, Connect closes the pool and returns an error that names the redacted URL and its
-// source, wraps the cause, and says how to provide a database; if ctx is done by then, it
-// returns ctx.Err() instead.
+// be reached, Connect closes the pool and returns an error that names where dbURL points
+// (Redact) and its source, wraps the cause, and says how to provide a database; if ctx is done
+// by then, it returns ctx.Err() instead. Its text never quotes dbURL, not even pgx's message
+// for a string it cannot parse.
 func Connect(ctx context.Context, dbURL, source string) (*pgxpool.Pool, error) {
 	pool, err := pgxpool.New(ctx, dbURL)
 	if err == nil {
@@ -67,6 +139,9 @@ func Connect(ctx context.Context, dbURL, source string) (*pgxpool.Pool, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		if pe := (*pgconn.ParseConfigError)(nil); errors.As(err, &pe) {
+			err = parseError{pe}
+		}
 		return nil, fmt.Errorf(`pgenv: cannot connect to PostgreSQL at %s (%s): %w
 Provide a database in one of these ways:
   - set DATABASE_URL (or TEST_DATABASE_URL for tests) to a reachable database you may create schemas in, e.g.
@@ -77,3 +152,28 @@ Provide a database in one of these ways:
 	}
 	return pool, nil
 }
+
+// parseError is pgx's error for a connection string it cannot parse, whose message quotes the
+// string (with what pgx recognizes as passwords masked, best effort): its text keeps only
+// what pgx says is wrong.
+type parseError struct{ pe *pgconn.ParseConfigError }
+
+func (e parseError) Error() string {
+	// pgx writes "cannot parse `<the string>`: <what is wrong>[ (<the cause>)]", and the cause
+	// may quote the string too (a key without "=" in it, say).
+	msg := e.pe.Error()
+	if i := strings.LastIndex(msg, "`: "); i >= 0 {
+		msg = msg[i+len("`: "):]
+	} else {
+		msg = ""
+	}
+	if i := strings.Index(msg, " ("); i >= 0 {
+		msg = msg[:i]
+	}
+	if msg == "" || strings.ContainsAny(msg, "`=@") {
+		return "the connection string cannot be parsed"
+	}
+	return "the connection string cannot be parsed: " + msg
+}
+
+func (e parseError) Unwrap() error { return e.pe }

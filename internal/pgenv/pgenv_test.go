@@ -44,22 +44,61 @@ func TestURLTakesTheFirstSetVariable(t *testing.T) {
 	}
 }
 
-func TestRedact(t *testing.T) {
+func TestRedactShowsWhereAConnectionPointsAndNothingElse(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name, in, want string
 	}{
-		{"password", "postgres://u:secret@h:5432/db?sslmode=disable", "postgres://u:xxxxx@h:5432/db?sslmode=disable"},
-		{"no password", pgenv.DefaultURL, pgenv.DefaultURL},
-		{"password parameter", "postgres://u@h/db?password=secret&sslmode=disable", "postgres://u@h/db?password=xxxxx&sslmode=disable"},
-		{"keyword/value", "host=h password=secret", "(connection string)"},
+		{"password", "postgres://u:secret@h:5432/db?sslmode=disable", "u@h:5432/db"},
+		{"no password", pgenv.DefaultURL, "postgres@127.0.0.1:5432/test"},
+		{"password parameter", "postgres://u@h/db?password=secret&sslmode=disable", "u@h/db"},
+		{"sslpassword parameter", "postgres://u@h:5432/db?sslpassword=secret&sslkey=/k.pem&sslmode=verify-full", "u@h:5432/db"},
+		{"postgresql scheme", "postgresql://u@h/db?options=-c%20search_path%3Dsecret", "u@h/db"},
+		{"the parts as parameters", "postgres:///?host=/run/postgresql&port=5433&user=u&dbname=db&sslpassword=secret", "u@/run/postgresql:5433/db"},
+		{"several hosts", "postgres://u:secret@h1:5432,h2:5433/db", "u@h1:5432,h2:5433/db"},
+		{"IPv6", "postgres://u:secret@[::1]:5432/db", "u@[::1]:5432/db"},
+		{"no user", "postgres://h:5432/db", "h:5432/db"},
+		{"keyword/value", "host=h port=5432 user=u dbname=db password=secret sslpassword=secret", "u@h:5432/db"},
+		{"keyword/value, quoted and spaced", "host = 'h' user='u' password='se cr\\'et' sslpassword = 'x y' dbname=db", "u@h/db"},
+		{"keyword/value, no host", "dbname=db sslpassword=secret", "/db"},
+		{"keyword/value, unterminated quote", "host=h password='secret", "(connection string)"},
 		{"not a URL", "u:secret@h", "(connection string)"},
+		{"another scheme", "mysql://u:secret@h/db?password=secret", "(connection string)"},
 		{"unparsable", "postgres://u:secret@h:port/db", "(connection string)"},
 		{"empty", "", "(connection string)"},
 	}
 	for _, tt := range tests {
-		if got := pgenv.Redact(tt.in); got != tt.want {
+		got := pgenv.Redact(tt.in)
+		if got != tt.want {
 			t.Errorf("%s: Redact(%q) = %q, want %q", tt.name, tt.in, got, tt.want)
+		}
+		if strings.Contains(got, "secret") || strings.Contains(got, "?") || strings.Contains(got, "=") {
+			t.Errorf("%s: Redact(%q) = %q shows a parameter", tt.name, tt.in, got)
+		}
+	}
+}
+
+// pgx quotes the connection string in its error for one it cannot parse (masking what it
+// recognizes as a password, best effort); Connect's error quotes none of it.
+func TestConnectWithAStringPgxCannotParseQuotesNoneOfIt(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ in, want string }{
+		{"postgres://u@127.0.0.1:1/db?sslpassword=s3cret&sslmode=bogus", "pgenv: cannot connect to PostgreSQL at u@127.0.0.1:1/db ($DATABASE_URL): the connection string cannot be parsed: failed to configure TLS\n"},
+		{"host=127.0.0.1 port=x user=u sslpassword=s3cret password=s3cret", "pgenv: cannot connect to PostgreSQL at u@127.0.0.1:x ($DATABASE_URL): the connection string cannot be parsed: invalid port\n"},
+		{"host=127.0.0.1 user=u s3cret", "pgenv: cannot connect to PostgreSQL at (connection string) ($DATABASE_URL): the connection string cannot be parsed: failed to parse as keyword/value\n"},
+	} {
+		pool, err := pgenv.Connect(t.Context(), tt.in, "$DATABASE_URL")
+		if err == nil {
+			pool.Close()
+			t.Fatalf("Connect(%q) succeeded", tt.in)
+		}
+		msg := err.Error()
+		if !strings.HasPrefix(msg, tt.want) {
+			t.Errorf("Connect(%q):\n%s\nwant it to begin %q", tt.in, msg, tt.want)
+		}
+		msg, _, _ = strings.Cut(msg, "\n") // the rest is the help, the same for every string
+		if strings.Contains(msg, "s3cret") || strings.Contains(msg, "sslpassword") || strings.Contains(msg, "sslmode") || strings.Contains(msg, "xxxxx") {
+			t.Errorf("Connect(%q) quotes the connection string:\n%s", tt.in, msg)
 		}
 	}
 }
@@ -77,7 +116,7 @@ func TestConnectWithoutADatabaseSaysHowToProvideOne(t *testing.T) {
 		t.Error("Connect returned a pool with its error")
 	}
 	msg := err.Error()
-	prefix := "pgenv: cannot connect to PostgreSQL at postgres://postgres:xxxxx@127.0.0.1:1/test?sslmode=disable ($DATABASE_URL): "
+	prefix := "pgenv: cannot connect to PostgreSQL at postgres@127.0.0.1:1/test ($DATABASE_URL): "
 	if !strings.HasPrefix(msg, prefix) {
 		t.Errorf("error does not start with %q:\n%s", prefix, msg)
 	}

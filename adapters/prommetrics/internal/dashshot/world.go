@@ -103,6 +103,7 @@ func newWorld(ctx context.Context, pool *pgxpool.Pool, duration time.Duration, l
 		readers[job] = t.store
 	}
 	w.metrics, err = prommetrics.New(prommetrics.Options{Jobs: jobs, Readers: readers,
+		Kinds:   []string{"missed_success", "paid_locally_not_externally"}, // reconciletest.Classifier's
 		Policy:  reconcile.HealthPolicy{LagSLO: lagSLO},
 		Outbox:  pgoutbox.Outbox{DB: pool, Tables: w.tables[0].store.Tables()},
 		Limiter: w.limiter})

@@ -1,0 +1,72 @@
+package prommetrics_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/prommetrics"
+)
+
+// oddKinds are the kinds of open findings when the external side sends what it likes: 300
+// states nobody anticipated (the engine names a kind after the pair of states), hostile bytes
+// among them, and one 10 KB state; with them, kinds the policy and the engine know.
+func oddKinds(job string) map[string]int {
+	kinds := map[string]int{"missed_success": 2, reconcile.KindInvalidRow: 1}
+	for i := range 300 {
+		kinds[fmt.Sprintf("unexpected:pending->%s_state_%d\x00\xff\n", job, i)] = 1
+	}
+	kinds["unexpected:pending->"+strings.Repeat("x", 10<<10)] = 1
+	return kinds
+}
+
+// The report: 300 odd states gave 616 open_findings series over two jobs, and a 10 KB state a
+// 10,260-byte label. The labels are the kinds known, then one bucket, whatever is sent.
+func TestOpenFindingsHasABoundedSetOfShortLabels(t *testing.T) {
+	reader := &fakeStatus{status: map[string]reconcile.Status{
+		"a": {Job: "a", Now: t0, OpenFindings: oddKinds("a")},
+		"b": {Job: "b", Now: t0, OpenFindings: oddKinds("b")},
+	}}
+	m, err := prommetrics.New(prommetrics.Options{Status: reader, Jobs: []string{"a", "b"}, Kinds: policyKinds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := newRegistry(t, m).Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "reconcile_open_findings" {
+			continue
+		}
+		for _, s := range mf.GetMetric() {
+			kind := label(s, "kind")
+			if len(kind) > prommetrics.MaxKindLength {
+				t.Errorf("a kind label of %d bytes: %.40q...", len(kind), kind)
+			}
+			got[label(s, "job")+" "+kind] = s.GetGauge().GetValue()
+		}
+	}
+	want := map[string]float64{
+		"a missed_success": 2, "a invalid_row": 1, "a unexpected": 301,
+		"b missed_success": 2, "b invalid_row": 1, "b unexpected": 301,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d open_findings series, want %d: %v", len(got), len(want), keys(got))
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("open_findings{%s} = %v, want %v", k, got[k], v)
+		}
+	}
+}
+
+func keys(m map[string]float64) []string {
+	var out []string
+	for k := range m {
+		out = append(out, fmt.Sprintf("%.60q", k))
+	}
+	return out
+}
