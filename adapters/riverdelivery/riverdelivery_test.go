@@ -268,8 +268,8 @@ func TestTheRepairsOfABatchAreRiverJobsAppliedOnceThroughTheWriter(t *testing.T)
 		}
 	}
 
-	// River running a completed job again (a retry by hand) applies nothing twice: the finding
-	// is resolved, so the writer is not called.
+	// River running a completed job again (a retry by hand) applies nothing twice: its outbox
+	// row is done. (deliverytest tries every such replay, after the finding was reopened.)
 	jobs, err := w.client.JobList(ctx, river.NewJobListParams().Kinds(riverdelivery.Kind).States(rivertype.JobStateCompleted))
 	if err != nil {
 		t.Fatal(err)
