@@ -250,7 +250,8 @@
 //   - [github.com/reconcilekit/reconcile/adapters/riverdelivery]: repair commands delivered as
 //     River jobs, applied through the canonical writer.
 //   - [github.com/reconcilekit/reconcile/reconciletest]: the conformance suite for Store
-//     adapters.
+//     adapters; [github.com/reconcilekit/reconcile/adapters/pgoutbox/deliverytest] the one for
+//     deliveries of repair commands (a command applies once, whatever the delivery does).
 //
 // Runnable programs are under examples/: examples/payments (PostgreSQL and a fake Stripe, end
 // to end) and examples/custom-classifier (another external system, both directions of truth,

@@ -28,6 +28,8 @@
 // Commands of one aggregate apply in order. Any number of dispatchers, in any number of
 // processes, may share a database. ApplyCommand is HandleCommand's apply step on its own, for
 // other deliverers of the same commands (adapters/riverdelivery applies them as River jobs).
+// Package deliverytest is the conformance suite the Dispatcher and every other delivery run: a
+// command applies once, whatever the delivery does.
 //
 // # Failures
 //

@@ -2,6 +2,7 @@ package riverdelivery
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -44,25 +45,123 @@ func New(client *river.Client[pgx.Tx], cfg Config) (*Deliverer, error) {
 	return &Deliverer{client: client, cfg: cfg}, nil
 }
 
-// Deliver inserts one job per command with InsertManyTx in tx, the commit's transaction: the
-// jobs exist exactly when the findings and their commands do. A command whose job River
-// already holds (the same OutboxID in the same tables) is skipped as a duplicate.
+// Deliver inserts one job per command with InsertManyTx in tx, the commit's transaction, and
+// names each job on its command's outbox row as the one job that may apply it: the jobs exist
+// exactly when the findings and their commands do. A command that has a job waiting or running
+// (the same OutboxID in the same tables) keeps it: River skips the insert as a duplicate.
 func (d *Deliverer) Deliver(ctx context.Context, tx pgx.Tx, cmds []pgstore.QueuedCommand) error {
 	if len(cmds) == 0 {
 		return nil
 	}
 	params := make([]river.InsertManyParams, len(cmds))
+	byTables := map[pgstore.Tables]outboxSQL{}
 	for i, c := range cmds {
-		opts := Args{}.InsertOpts()
-		opts.Queue, opts.MaxAttempts, opts.Priority = d.cfg.Queue, d.cfg.MaxAttempts, d.cfg.Priority
-		params[i] = river.InsertManyParams{
-			Args: Args{OutboxID: c.OutboxID, Schema: c.Tables.Schema, Prefix: c.Tables.Prefix,
-				Name: c.Command.Name, RecordID: c.Command.RecordID, Payload: c.Payload},
-			InsertOpts: &opts,
+		q, err := newOutboxSQL(c.Tables)
+		if err != nil {
+			return fmt.Errorf("riverdelivery: command %d: %w", c.OutboxID, err)
 		}
+		byTables[q.tables] = q
+		params[i] = river.InsertManyParams{Args: Args{OutboxID: c.OutboxID, Schema: q.tables.Schema, Prefix: q.tables.Prefix},
+			InsertOpts: d.insertOpts()}
 	}
-	if _, err := d.client.InsertManyTx(ctx, tx, params); err != nil {
+	res, err := d.client.InsertManyTx(ctx, tx, params)
+	if err != nil {
 		return fmt.Errorf("riverdelivery: insert %d jobs: %w", len(params), err)
 	}
+	// Each job's own args say which row it is for, whatever the order of the results.
+	type hand struct {
+		ids    []int64
+		fences []string
+	}
+	hands := map[pgstore.Tables]*hand{}
+	for _, r := range res {
+		var a Args
+		if err := json.Unmarshal(r.Job.EncodedArgs, &a); err != nil {
+			return fmt.Errorf("riverdelivery: job %d: args: %w", r.Job.ID, err)
+		}
+		t := pgstore.Tables{Schema: a.Schema, Prefix: a.Prefix}
+		if hands[t] == nil {
+			hands[t] = &hand{}
+		}
+		hands[t].ids, hands[t].fences = append(hands[t].ids, a.OutboxID), append(hands[t].fences, fence(r.Job.ID))
+	}
+	for t, h := range hands {
+		if _, err := tx.Exec(ctx, byTables[t].hand, h.ids, h.fences); err != nil {
+			return fmt.Errorf("riverdelivery: name %d jobs on their outbox rows: %w", len(h.ids), err)
+		}
+	}
 	return nil
+}
+
+func (d *Deliverer) insertOpts() *river.InsertOpts {
+	opts := Args{}.InsertOpts()
+	opts.Queue, opts.MaxAttempts, opts.Priority = d.cfg.Queue, d.cfg.MaxAttempts, d.cfg.Priority
+	return &opts
+}
+
+// ErrNotWaiting is returned by Redrive for a command that does not wait for River: it does
+// not exist, it is done, or it was queued for a pgoutbox Dispatcher (whose Redrive re-drives
+// it).
+var ErrNotWaiting = errors.New("riverdelivery: the command does not wait for River")
+
+// Redrive enqueues a new job for a command that waits for River (its outbox row pending and
+// handed over) and names it on the row as the one job that may apply it, in one transaction in
+// db (the store's database, or a transaction of the caller's); it records who did it in the
+// finding's history, and returns the job's id. The command's earlier jobs can no longer apply
+// it. Use it when the command's job is gone (River's cleaner removes discarded and cancelled
+// jobs, by default after a week) or when the row names none; while the job is kept, retrying it
+// with River (Client.JobRetry) does the same. If a job of the command is waiting or running
+// already, it is named instead of a new one. tables are the store's tables (Store.Tables). A
+// command that is done is not applied again: Redrive returns ErrNotWaiting.
+func (d *Deliverer) Redrive(ctx context.Context, db pgstore.DB, tables pgstore.Tables, outboxID int64, actor string) (int64, error) {
+	if actor == "" {
+		return 0, errors.New("riverdelivery: redrive: the actor is empty")
+	}
+	if db == nil {
+		return 0, errors.New("riverdelivery: redrive: db is nil")
+	}
+	q, err := newOutboxSQL(tables)
+	if err != nil {
+		return 0, fmt.Errorf("riverdelivery: redrive command %d: %w", outboxID, err)
+	}
+	var jobID int64
+	var notWaiting string
+	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		var status string
+		var handed bool
+		var findingID *int64
+		err := tx.QueryRow(ctx, q.lock, outboxID).Scan(&status, &handed, &findingID)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			notWaiting = "does not exist"
+		case err != nil:
+			return fmt.Errorf("read the outbox row: %w", err)
+		case !handed:
+			notWaiting = "was queued for a pgoutbox Dispatcher"
+		case status != "pending":
+			notWaiting = "is " + status
+		}
+		if notWaiting != "" {
+			return nil
+		}
+		res, err := d.client.InsertTx(ctx, tx, Args{OutboxID: outboxID, Schema: q.tables.Schema, Prefix: q.tables.Prefix}, d.insertOpts())
+		if err != nil {
+			return fmt.Errorf("insert the job: %w", err)
+		}
+		jobID = res.Job.ID
+		if _, err := tx.Exec(ctx, q.hand, []int64{outboxID}, []string{fence(jobID)}); err != nil {
+			return fmt.Errorf("name the job on the outbox row: %w", err)
+		}
+		if _, err := tx.Exec(ctx, q.event, findingID, actor, fmt.Sprintf("command %d, as %s", outboxID, fence(jobID))); err != nil {
+			return fmt.Errorf("record it in the finding's history: %w", err)
+		}
+		return nil
+	})
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("riverdelivery: redrive command %d: %w", outboxID, err)
+	case notWaiting != "":
+		return 0, fmt.Errorf("%w: command %d %s", ErrNotWaiting, outboxID, notWaiting)
+	}
+	return jobID, nil
 }

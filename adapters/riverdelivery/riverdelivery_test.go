@@ -1,10 +1,15 @@
 package riverdelivery_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"maps"
 	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -34,12 +39,60 @@ type world struct {
 	gw     *reconciletest.Gateway
 	// failing makes the writer fail, permanent fail with pgoutbox.Permanent.
 	failing, permanent atomic.Bool
+	// logs holds the worker's log.
+	logs lockedBuffer
+}
+
+// lockedBuffer is a log destination that the worker's goroutines may share.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // fastRetry retries a failed job at once, so a test sees River's retries without waiting.
 type fastRetry struct{}
 
 func (fastRetry) NextRetry(*rivertype.JobRow) time.Time { return time.Now().Add(time.Millisecond) }
+
+// newClient migrates River into the schema of pool and returns a client working worker's jobs,
+// maxWorkers at once, which retries a failed job at once.
+func newClient(t *testing.T, pool *pgxpool.Pool, schema string, worker *riverdelivery.Worker, maxWorkers int) *river.Client[pgx.Tx] {
+	t.Helper()
+	migrator, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrator.Migrate(context.Background(), rivermigrate.DirectionUp, nil); err != nil {
+		t.Fatal(err)
+	}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, worker)
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Schema:            schema,
+		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: maxWorkers}},
+		Workers:           workers,
+		RetryPolicy:       fastRetry{},
+		FetchPollInterval: 50 * time.Millisecond,
+		FetchCooldown:     10 * time.Millisecond,
+		TestOnly:          true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
+}
 
 // newWorld migrates River and the reconciler into the test's schema and loads payments: rows
 // 1 and 2 pending here though their PaymentIntents succeeded (repairable), 3 in sync, 4 paid
@@ -48,13 +101,6 @@ func newWorld(t *testing.T, maxAttempts int, wrap func(pgstore.Deliverer) pgstor
 	t.Helper()
 	ctx := context.Background()
 	pool, schema := pgtest.PoolSchema(t)
-	migrator, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		t.Fatal(err)
-	}
 	for _, q := range []string{shardtest.PaymentsDDL,
 		`CREATE TABLE effects (payment_id bigint NOT NULL, finding_id bigint NOT NULL)`,
 		`INSERT INTO payments (id, external_id, status, updated_at) SELECT id, 'pi_' || id, s, now() - interval '1 hour'
@@ -67,28 +113,14 @@ func newWorld(t *testing.T, maxAttempts int, wrap func(pgstore.Deliverer) pgstor
 	w := &world{pool: pool, gw: reconciletest.NewGateway(map[string]string{
 		"pi_1": "succeeded", "pi_2": "succeeded", "pi_3": "succeeded", "pi_4": "canceled"})}
 
-	tables := pgstore.Tables{Schema: schema}
-	worker, err := riverdelivery.NewWorker(pool, tables)
+	worker, err := riverdelivery.NewWorker(pool, riverdelivery.WorkerConfig{Logger: slog.New(slog.NewTextHandler(&w.logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := worker.Handle("ApplyPaymentSucceeded", w.markPaid); err != nil {
 		t.Fatal(err)
 	}
-	workers := river.NewWorkers()
-	river.AddWorker(workers, worker)
-	w.client, err = river.NewClient(riverpgxv5.New(pool), &river.Config{
-		Schema:            schema,
-		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 2}},
-		Workers:           workers,
-		RetryPolicy:       fastRetry{},
-		FetchPollInterval: 50 * time.Millisecond,
-		FetchCooldown:     10 * time.Millisecond,
-		TestOnly:          true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w.client = newClient(t, pool, schema, worker, 2)
 	var d pgstore.Deliverer
 	d, err = riverdelivery.New(w.client, riverdelivery.Config{MaxAttempts: maxAttempts})
 	if err != nil {
@@ -198,8 +230,8 @@ func TestTheRepairsOfABatchAreRiverJobsAppliedOnceThroughTheWriter(t *testing.T)
 		t.Fatalf("%d jobs available; want 2", n)
 	}
 	if n := w.count(t, `SELECT count(*) FROM river_job AS j JOIN reconcile_outbox AS o ON o.id = (j.args->>'outbox_id')::bigint
-		WHERE o.event_type = j.args->>'name' AND o.aggregate_id = j.args->>'record_id' AND o.processed_at IS NOT NULL AND o.status = 'pending'`); n != 2 {
-		t.Fatalf("%d jobs match a handed-over outbox row; want 2", n)
+		WHERE o.lease_owner = 'river job ' || j.id AND o.processed_at IS NOT NULL AND o.status = 'pending'`); n != 2 {
+		t.Fatalf("%d jobs named by a handed-over outbox row; want 2", n)
 	}
 
 	events := w.start(t)
@@ -236,8 +268,8 @@ func TestTheRepairsOfABatchAreRiverJobsAppliedOnceThroughTheWriter(t *testing.T)
 		}
 	}
 
-	// River running a completed job again (a retry by hand) applies nothing twice: the finding
-	// is resolved, so the writer is not called.
+	// River running a completed job again (a retry by hand) applies nothing twice: its outbox
+	// row is done. (deliverytest tries every such replay, after the finding was reopened.)
 	jobs, err := w.client.JobList(ctx, river.NewJobListParams().Kinds(riverdelivery.Kind).States(rivertype.JobStateCompleted))
 	if err != nil {
 		t.Fatal(err)
@@ -337,12 +369,13 @@ func TestAnEnqueueOfTheSameCommandTwiceIsSkippedAsADuplicate(t *testing.T) {
 	ctx := context.Background()
 	w := newWorld(t, 0, nil)
 	reconciletest.Cycle(t, w.config(), 3)
-	var args riverdelivery.Args
-	if err := w.pool.QueryRow(ctx, `SELECT (args->>'outbox_id')::bigint, args->>'schema', args->>'prefix', args->>'name', args->>'record_id', args->'payload' FROM river_job ORDER BY id LIMIT 1`).
-		Scan(&args.OutboxID, &args.Schema, &args.Prefix, &args.Name, &args.RecordID, &args.Payload); err != nil {
+	var id int64
+	var name string
+	var payload []byte
+	if err := w.pool.QueryRow(ctx, `SELECT id, event_type, payload FROM reconcile_outbox ORDER BY id LIMIT 1`).Scan(&id, &name, &payload); err != nil {
 		t.Fatal(err)
 	}
-	cmd, err := reconcile.DecodeCommand(args.Name, args.Payload)
+	cmd, err := reconcile.DecodeCommand(name, payload)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,15 +383,12 @@ func TestAnEnqueueOfTheSameCommandTwiceIsSkippedAsADuplicate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The deliverer again, with the same command, and River's own InsertTx with args that
-	// differ only outside the unique key.
+	// The deliverer again, with the same command, and River's own InsertTx with its args.
 	err = pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-		if err := d.Deliver(ctx, tx, []pgstore.QueuedCommand{{OutboxID: args.OutboxID, Tables: w.store.Tables(), Command: cmd, Payload: args.Payload}}); err != nil {
+		if err := d.Deliver(ctx, tx, []pgstore.QueuedCommand{{OutboxID: id, Tables: w.store.Tables(), Command: cmd, Payload: payload}}); err != nil {
 			return err
 		}
-		other := args
-		other.RecordID = "someone else's"
-		res, err := w.client.InsertTx(ctx, tx, other, nil)
+		res, err := w.client.InsertTx(ctx, tx, riverdelivery.Args{OutboxID: id, Schema: w.store.Tables().Schema, Prefix: w.store.Tables().Prefix}, nil)
 		if err != nil {
 			return err
 		}
@@ -372,6 +402,10 @@ func TestAnEnqueueOfTheSameCommandTwiceIsSkippedAsADuplicate(t *testing.T) {
 	}
 	if n := w.count(t, `SELECT count(*) FROM river_job`); n != 2 {
 		t.Fatalf("%d jobs; want 2, one per command", n)
+	}
+	if n := w.count(t, `SELECT count(*) FROM river_job AS j JOIN reconcile_outbox AS o ON o.id = (j.args->>'outbox_id')::bigint
+		WHERE o.lease_owner = 'river job ' || j.id`); n != 2 {
+		t.Fatalf("%d outbox rows name their job; want 2", n)
 	}
 	events := w.start(t)
 	await(t, events, river.EventKindJobCompleted, 2)
@@ -394,10 +428,10 @@ func TestNewAndNewWorkerRejectBadArguments(t *testing.T) {
 			t.Errorf("New accepted %+v", cfg)
 		}
 	}
-	if _, err := riverdelivery.NewWorker(nil, pgstore.Tables{}); err == nil {
+	if _, err := riverdelivery.NewWorker(nil, riverdelivery.WorkerConfig{}); err == nil {
 		t.Error("NewWorker accepted a nil db")
 	}
-	wk, err := riverdelivery.NewWorker(&pgxpool.Pool{}, pgstore.Tables{})
+	wk, err := riverdelivery.NewWorker(&pgxpool.Pool{}, riverdelivery.WorkerConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -493,5 +527,127 @@ func TestTheCommandsOfStoresWithDifferentTablesAreNotTakenForEachOther(t *testin
 		if n := w.count(t, `SELECT count(*) FROM `+outbox+` WHERE status = 'done'`); n != 2 {
 			t.Errorf("%s: %d commands done; want 2", outbox, n)
 		}
+	}
+}
+
+// A job its outbox row does not wait for completes having applied nothing, and says so in the
+// worker's log and in the job's output, which River's UI shows.
+func TestAJobItsOutboxRowDoesNotWaitForIsALoggedNoOp(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newWorld(t, 0, nil)
+	reconciletest.Cycle(t, w.config(), 3)
+	events := w.start(t)
+	await(t, events, river.EventKindJobCompleted, 2)
+	var job int64
+	if err := w.pool.QueryRow(ctx, `SELECT id FROM river_job ORDER BY id LIMIT 1`).Scan(&job); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.client.JobRetry(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	await(t, events, river.EventKindJobCompleted, 1)
+	if n := w.count(t, `SELECT count(*) FROM effects`); n != 2 {
+		t.Errorf("the writer changed %d rows; want 2", n)
+	}
+	rows, err := w.pool.Query(ctx, `SELECT metadata->>'output' FROM river_job ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	outputs := map[string]int{}
+	for _, o := range outs {
+		outputs[o]++
+	}
+	// The retried job's output is the refusal, which replaced the delivery's.
+	if want := map[string]int{`{"delivered": true}`: 1, `{"refused": "the command is done", "delivered": false}`: 1}; !maps.Equal(outputs, want) {
+		t.Errorf("jobs' outputs %v; want %v", outputs, want)
+	}
+	logs := w.logs.String()
+	if !strings.Contains(logs, "level=WARN msg=\"riverdelivery: the outbox row does not wait for this job; nothing applied\" job="+fmt.Sprint(job)) ||
+		!strings.Contains(logs, `reason="the command is done"`) {
+		t.Errorf("log %q; want a warning naming job %d and why", logs, job)
+	}
+}
+
+// Redrive enqueues a new job for a command whose job is gone, as River's cleaner leaves it,
+// or that names none; the job it replaces can no longer apply the command, and a command done
+// or queued for a dispatcher is not re-driven.
+func TestRedriveEnqueuesTheOneJobThatMayApplyAWaitingCommand(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newWorld(t, 1, nil)
+	w.failing.Store(true)
+	reconciletest.Cycle(t, w.config(), 3)
+	events := w.start(t)
+	await(t, events, river.EventKindJobFailed, 2)
+	d, err := riverdelivery.New(w.client, riverdelivery.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := w.pool.Query(ctx, `SELECT (args->>'outbox_id')::bigint, id FROM river_job WHERE state = 'discarded' ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	discarded, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct{ Command, Job int64 }])
+	if err != nil || len(discarded) != 2 {
+		t.Fatalf("discarded jobs %v: %v; want 2", discarded, err)
+	}
+	ids, jobs := []int64{discarded[0].Command, discarded[1].Command}, []int64{discarded[0].Job, discarded[1].Job}
+	// The first command's job removed by River's cleaner; the second's row handed over by an
+	// earlier version, naming no job.
+	if _, err := w.client.JobDelete(ctx, jobs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.pool.Exec(ctx, `UPDATE reconcile_outbox SET lease_owner = NULL WHERE id = $1`, ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	w.failing.Store(false)
+	if _, err := w.client.JobRetry(ctx, jobs[1]); err != nil {
+		t.Fatal(err)
+	}
+	await(t, events, river.EventKindJobCompleted, 1)
+	if n := w.count(t, `SELECT count(*) FROM effects`); n != 0 {
+		t.Fatalf("a job the outbox row does not name changed %d rows", n)
+	}
+
+	for _, id := range ids {
+		if _, err := d.Redrive(ctx, w.pool, w.store.Tables(), id, "ana"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	await(t, events, river.EventKindJobCompleted, 2)
+	if n := w.count(t, `SELECT count(*) FROM effects`); n != 2 {
+		t.Errorf("after the re-drives the writer changed %d rows; want 2", n)
+	}
+	if n := w.count(t, `SELECT count(*) FROM reconcile_outbox WHERE status = 'done' AND lease_owner IS NULL`); n != 2 {
+		t.Errorf("%d commands done; want 2", n)
+	}
+	if n := w.count(t, `SELECT count(*) FROM reconcile_finding_events WHERE action = 'command redriven' AND actor = 'ana'`); n != 2 {
+		t.Errorf("%d re-drives in the findings' history; want 2", n)
+	}
+
+	// Done, missing or a dispatcher's: nothing to re-drive.
+	if _, err := w.pool.Exec(ctx, `INSERT INTO reconcile_outbox (aggregate_type, aggregate_id, event_type, payload)
+		VALUES ('payments', '3', 'ApplyPaymentSucceeded', '{}')`); err != nil {
+		t.Fatal(err)
+	}
+	var dispatchers int64
+	if err := w.pool.QueryRow(ctx, `SELECT max(id) FROM reconcile_outbox`).Scan(&dispatchers); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int64{ids[0], dispatchers, dispatchers + 1} {
+		if job, err := d.Redrive(ctx, w.pool, w.store.Tables(), id, "ana"); !errors.Is(err, riverdelivery.ErrNotWaiting) {
+			t.Errorf("Redrive of command %d: job %d, %v; want ErrNotWaiting", id, job, err)
+		}
+	}
+	if _, err := d.Redrive(ctx, w.pool, w.store.Tables(), ids[0], ""); err == nil {
+		t.Error("a re-drive without an actor was accepted")
+	}
+	if n := w.count(t, `SELECT count(*) FROM river_job WHERE state NOT IN ('completed', 'discarded')`); n != 0 {
+		t.Errorf("%d jobs enqueued by refused re-drives", n)
 	}
 }

@@ -34,7 +34,7 @@ type host struct {
 func newHost(pool *pgxpool.Pool, schema, stripeKey, stripeURL string) (*host, error) {
 	h := &host{pool: pool}
 	// The worker applies each command through the canonical writer of its name.
-	worker, err := riverdelivery.NewWorker(pool, pgstore.Tables{Schema: schema}) // store.Tables(), known before the store
+	worker, err := riverdelivery.NewWorker(pool, riverdelivery.WorkerConfig{})
 	if err != nil {
 		return nil, err
 	}
