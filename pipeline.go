@@ -67,10 +67,10 @@ func (p *pipeline[L, E]) judgePair(o *Outcome, local L, ext E, current bool) err
 }
 
 // storableOutcomes makes what outcomes record storable in place: external id, kind, states,
-// detail and diffs valid UTF-8 without NUL characters and bounded (MaxExternalID, MaxKind,
-// MaxState, MaxDetail, storableDiffs), the kind printable (kindText), and so the record id of
-// an outcome that names an external object (NotARow). A classifier's or a server's
-// text must not fail a whole commit, and with it every later run of the job.
+// detail and diffs (and the record id of an outcome that names an external object, NotARow)
+// valid UTF-8 without NUL characters and bounded (MaxExternalID, MaxKind, MaxState, MaxDetail,
+// storableDiffs), the kind printable (kindText). A classifier's or a server's text must not
+// fail a whole commit, and with it every later run of the job.
 func storableOutcomes(outcomes []Outcome) {
 	for i := range outcomes {
 		o := &outcomes[i]
