@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -77,6 +78,19 @@ const (
 	MaxDiffValue = 200
 )
 
+// MaxKind, MaxState, MaxDetail and MaxExternalID bound, in bytes, what findings and
+// observations record of a decision's kind, of each side's state, of a decision's detail and
+// of an external id. The engine cuts longer text (on a character boundary, marked with "…")
+// before a commit, whatever the classifier or the external system made of it: a kind and an
+// id are keys of the findings' indexes, which a 10 KB value would overflow, and a kind is a
+// label in metrics.
+const (
+	MaxKind       = 200
+	MaxState      = 200
+	MaxDetail     = 2000
+	MaxExternalID = 1000
+)
+
 // Validate reports whether the decision can be acted on: a known verdict, a kind for
 // Repairable and NeedsReview, a command for Repairable and for nothing else, and a field name
 // on every diff.
@@ -122,6 +136,24 @@ func storableDiffs(diffs []Diff) []Diff {
 	}
 	return out
 }
+
+// kindText returns s as a finding kind holds it: storable, cut to max bytes, and printable
+// (control and formatting characters, such as a newline or a right-to-left override, become
+// U+FFFD, as invalid bytes do), so that a kind reads as it is on one line in a log, a terminal,
+// a page or a metrics label.
+func kindText(s string, max int) string {
+	if strings.ContainsFunc(s, notPrintable) {
+		s = strings.Map(func(r rune) rune {
+			if notPrintable(r) {
+				return utf8.RuneError
+			}
+			return r
+		}, s)
+	}
+	return storable(s, max)
+}
+
+func notPrintable(r rune) bool { return !unicode.IsPrint(r) }
 
 // storable returns s as PostgreSQL's text and jsonb can hold it: valid UTF-8 without NUL
 // characters (either would fail the whole commit), cut to max bytes on a rune boundary with
@@ -208,9 +240,25 @@ func (t *RuleTable[L, E]) Classify(local L, external E) Decision {
 
 // Unexpected is the decision for a combination nobody anticipated: NeedsReview with kind
 // "unexpected:<local>-><external>".
+//
+// Both states stay in the kind rather than in the detail of one kind "unexpected": a reviewer
+// reads the pair at a glance in the console's list and in metrics by kind; findings are
+// deduplicated per (job, record, kind), so a record whose pair changes gets a finding for the
+// new pair instead of one that describes the old; and a pair keeps the kind earlier releases
+// gave it, so their open findings are still found. The states come from outside (the external
+// system's answer, a host's row), so each is written as a kind may hold it: NUL, other control
+// and formatting characters, and bytes that are not UTF-8 become U+FFFD, and a state longer
+// than 93 bytes is cut, marked with "…". The kind is therefore printable text of at most
+// MaxKind bytes whatever the answer, and a hostile answer ("succeeded\x00", 10 KB of noise) is
+// one finding about its row like any other, both states recorded with it (to MaxState bytes).
+// Distinct hostile answers make distinct kinds: an exporter of findings by kind bounds its own
+// label set.
 func Unexpected(local, external string) Decision {
-	return Decision{Verdict: NeedsReview, Kind: "unexpected:" + local + "->" + external}
+	return Decision{Verdict: NeedsReview, Kind: "unexpected:" + kindText(local, maxKindState) + "->" + kindText(external, maxKindState)}
 }
+
+// maxKindState bounds each state in an Unexpected kind, so that the kind fits MaxKind.
+const maxKindState = (MaxKind - len("unexpected:->")) / 2
 
 // StateNamer is an optional ability of a Classifier: naming each side's state as its rules
 // spell it. New takes Config.LocalState and Config.ExternalState from it when they are nil, so

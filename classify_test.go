@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/reconcilekit/reconcile"
 )
@@ -277,5 +278,34 @@ func TestUnexpectedIsAValidReviewDecision(t *testing.T) {
 	}
 	if err := d.Validate(); err != nil {
 		t.Fatalf("Unexpected returned an invalid decision: %v", err)
+	}
+}
+
+func TestUnexpectedWritesEachStateAsAKindHoldsIt(t *testing.T) {
+	long := strings.Repeat("é", 5000)
+	for _, tc := range []struct {
+		name, local, external, want string
+	}{
+		{"plain states are kept as they are", "failed", "requires_payment_method", "unexpected:failed->requires_payment_method"},
+		{"an empty state stays empty", "pending", "", "unexpected:pending->"},
+		{"a NUL becomes U+FFFD", "paid", "succeeded\x00", "unexpected:paid->succeeded\uFFFD"},
+		{"bytes that are not UTF-8 become U+FFFD", "paid", "succ\xffeeded", "unexpected:paid->succ\uFFFDeeded"},
+		{"a newline and an escape become U+FFFD", "paid\n", "\x1b[0m", "unexpected:paid\uFFFD->\uFFFD[0m"},
+		{"a right-to-left override becomes U+FFFD", "paid", "\u202esucceeded", "unexpected:paid->\uFFFDsucceeded"},
+		{"letters of any script are kept", "payé", "réussi", "unexpected:payé->réussi"},
+		{"a long state is cut on a character boundary, marked",
+			"paid", long, "unexpected:paid->" + strings.Repeat("é", 45) + "…"},
+		{"two long states both fit", long, long,
+			"unexpected:" + strings.Repeat("é", 45) + "…->" + strings.Repeat("é", 45) + "…"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := reconcile.Unexpected(tc.local, tc.external)
+			if d.Kind != tc.want || d.Verdict != reconcile.NeedsReview {
+				t.Fatalf("Unexpected(%.40q, %.40q) = %s %q, want needs_review %q", tc.local, tc.external, d.Verdict, d.Kind, tc.want)
+			}
+			if len(d.Kind) > reconcile.MaxKind || !utf8.ValidString(d.Kind) {
+				t.Fatalf("kind of %d bytes (valid %v), want at most %d, valid", len(d.Kind), utf8.ValidString(d.Kind), reconcile.MaxKind)
+			}
+		})
 	}
 }

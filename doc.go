@@ -43,7 +43,8 @@
 // local and external states it applies to, as two naming functions spell them, and an optional
 // When condition on the whole pair, for comparing amounts or quantities as well as states. The
 // first matching rule decides; a pair no rule matches is [Unexpected]: NeedsReview of kind
-// "unexpected:<local>-><external>". [ClassifierFunc] adapts a plain function. A classifier
+// "unexpected:<local>-><external>", each state written as a kind holds it (printable, cut to
+// fit [MaxKind]). [ClassifierFunc] adapts a plain function. A classifier
 // that is also a [StateNamer] (as a RuleTable is) names the states that findings, observations
 // and repair commands record; wrap a RuleTable to record more than the states its rules match,
 // such as the amounts (see the StateNamer example and examples/custom-classifier).
@@ -118,6 +119,11 @@
 //     cycle completes only when every row was asked. When the first two calls of a batch fail
 //     and none answers (a failed bulk call counts as one), the batch stops asking
 //     (Report.Unavailable) and the cursor likewise stops before the first row not asked.
+//   - One bad answer (NUL, invalid UTF-8, control characters, 10 KB, in a state, an error's
+//     kind or detail, a lane's object or id) is one finding about its row, never a failed
+//     commit: RunBatch and a Lane make every kind printable and cut kinds, states, details and
+//     external ids to [MaxKind], [MaxState], [MaxDetail] and [MaxExternalID] bytes, all valid
+//     UTF-8 without NUL, before the Sink sees them.
 //
 // # Gateway errors
 //

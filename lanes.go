@@ -366,6 +366,7 @@ func (l *Lane[L, E]) judge(ctx context.Context, objs []FeedObject[E], p *pacer) 
 	}()
 	req := MatchRequest{Job: cfg.Job, Grace: cfg.Grace, ExternalIDs: make([]string, 0, len(objs))}
 	byID := make(map[string]int, len(objs))
+	since, anySince := make([]time.Time, 0, len(objs)), false
 	for i, o := range objs {
 		if o.ExternalID == "" {
 			return nil, fmt.Errorf("feed returned an object without an external id")
@@ -374,13 +375,17 @@ func (l *Lane[L, E]) judge(ctx context.Context, objs []FeedObject[E], p *pacer) 
 			return nil, fmt.Errorf("feed returned %s twice in one step", o.ExternalID)
 		}
 		byID[o.ExternalID] = i
-		req.ExternalIDs = append(req.ExternalIDs, o.ExternalID)
-		if !o.ObservedAt.IsZero() {
-			if req.Since == nil {
-				req.Since = make([]time.Time, len(objs))
-			}
-			req.Since[i] = o.ObservedAt
+		if storable(o.ExternalID, 0) != o.ExternalID {
+			// An id with NUL or bytes that are not UTF-8 is no row's (a database's text cannot
+			// hold it), and asking a store about it would fail this step and every later one.
+			continue
 		}
+		req.ExternalIDs = append(req.ExternalIDs, o.ExternalID)
+		since = append(since, o.ObservedAt)
+		anySince = anySince || !o.ObservedAt.IsZero()
+	}
+	if anySince {
+		req.Since = since
 	}
 	res, err := cfg.Matcher.Match(ctx, req)
 	if err != nil {
@@ -427,6 +432,9 @@ func (l *Lane[L, E]) judge(ctx context.Context, objs []FeedObject[E], p *pacer) 
 			detail := "no local row has this external id"
 			if !obj.CreatedAt.IsZero() {
 				detail += "; created " + obj.CreatedAt.UTC().Format(time.RFC3339)
+			}
+			if storable(obj.ExternalID, MaxExternalID) != obj.ExternalID {
+				detail += "; the id as sent is not text a store keeps whole: invalid bytes are recorded as U+FFFD, and it is cut to MaxExternalID bytes"
 			}
 			// The finding names an external object, not a row. A person who resolved it decided
 			// about an object that still exists: later passes that see it again do not reopen it.

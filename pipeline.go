@@ -66,14 +66,22 @@ func (p *pipeline[L, E]) judgePair(o *Outcome, local L, ext E, current bool) err
 	return nil
 }
 
-// storableOutcomes makes what outcomes record storable in place: states, detail and diffs valid
-// UTF-8 without NUL characters, diffs bounded (storableDiffs). A classifier's or a server's
-// text must not fail a whole commit, and with it every later run of the job.
+// storableOutcomes makes what outcomes record storable in place: external id, kind, states,
+// detail and diffs (and the record id of an outcome that names an external object, NotARow)
+// valid UTF-8 without NUL characters and bounded (MaxExternalID, MaxKind, MaxState, MaxDetail,
+// storableDiffs), the kind printable (kindText). A classifier's or a server's text must not
+// fail a whole commit, and with it every later run of the job.
 func storableOutcomes(outcomes []Outcome) {
 	for i := range outcomes {
 		o := &outcomes[i]
-		o.Local, o.External = storable(o.Local, 0), storable(o.External, 0)
-		o.Decision.Detail = storable(o.Decision.Detail, 0)
+		if o.NotARow {
+			// The record is an external object, named by its id as the external side gave it.
+			o.RecordID = storable(o.RecordID, MaxExternalID)
+		}
+		o.ExternalID = storable(o.ExternalID, MaxExternalID)
+		o.Local, o.External = storable(o.Local, MaxState), storable(o.External, MaxState)
+		o.Decision.Kind = kindText(o.Decision.Kind, MaxKind)
+		o.Decision.Detail = storable(o.Decision.Detail, MaxDetail)
 		o.Decision.Diffs = storableDiffs(o.Decision.Diffs)
 	}
 }

@@ -40,6 +40,11 @@
 //     missing finding, one resolved or open already, and drift found again; a finding keeps
 //     its decision's Diffs (values cut as the engine cuts them) and is found by a Search for
 //     its external id or record id, whole.
+//   - Hostile bytes: an answer with NUL, invalid UTF-8, control characters or 10 KB of noise,
+//     as a state or as a reconcile.ReviewError, is one finding about its row (a printable kind
+//     of at most reconcile.MaxKind bytes, states and detail bounded) and its batch commits; so
+//     do a lane's objects with such states or ids; a batch stopped by an error quoting such
+//     bytes is recorded as failed.
 //   - Stopping: a rate limit stops the rest of the batch's calls, the rows before it commit and
 //     the next batch starts with the row rate limited; an abort writes nothing and keeps the
 //     cursor.
@@ -57,7 +62,8 @@
 // over a map of states that counts calls (the states "!unavailable", "!ratelimited",
 // "!notfound" and "!abort" answer with those errors); [Classifier] is the suite's payment
 // policy; [Config] builds a job over a fixture; [Cycle] runs batches until the cursor wraps;
-// [Findings] lists every finding of a Reviewer.
+// [Findings] lists every finding of a Reviewer; [FuzzAnswers] is a fuzz target's body that
+// feeds arbitrary answers through the engine into a store.
 // For lanes, [Feed] is a fake feed of pages by position, [Objects] builds a page's objects,
 // [LaneConfig] a lane over a fixture and [Step] runs one step.
 package reconciletest

@@ -200,6 +200,9 @@ func Run(t *testing.T, newFixture func(t *testing.T) Fixture) {
 		{"rows inserted beyond the last key after a cycle's first batch are the next cycle's, and the cycle wraps", testHighWaterMark},
 		{"a backdated row inserted mid-cycle between the cursor and the cycle's end is read in that cycle", testBackdated},
 		{"a store's status reports rows, cycles, open findings, the last batch and the last failure, which health judges", testStatus},
+		{"a hostile answer (NUL, invalid UTF-8, control characters, 10 KB) is one finding with a bounded, valid kind, and its batch commits", testHostileAnswers},
+		{"a lane's objects with hostile states or ids are one finding each, with bounded, valid text, and the step commits", testHostileFeed},
+		{"a batch stopped by an error quoting hostile bytes is recorded as failed", testHostileFailure},
 	}
 	tests = append(tests, laneTests...)
 	for _, tt := range tests {

@@ -131,3 +131,8 @@ func TestDeletedRowsLeaveNoFindingsBehind(t *testing.T) {
 		t.Fatal("row 1's observation is gone")
 	}
 }
+
+// Arbitrary gateway answers cost their rows one finding each, with a bounded, valid kind.
+func FuzzAnswers(f *testing.F) {
+	reconciletest.FuzzAnswers(f, fixture{memstore.New[int64, string](memstore.Options{})})
+}

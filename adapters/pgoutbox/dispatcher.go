@@ -231,12 +231,11 @@ func (d *Dispatcher) run(claimCtx, handlerCtx context.Context) {
 				break more
 			}
 		}
-		// A claim that commits while its caller is being cancelled would strand its rows
-		// until their leases expire: let it finish.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(claimCtx), finalizeTimeout)
+		// Stop ends a claim under way; it claims nothing then (see claim).
+		cctx, cancel := context.WithTimeout(claimCtx, finalizeTimeout)
 		dels, err := d.claim(cctx, n)
 		cancel()
-		if err != nil {
+		if err != nil && claimCtx.Err() == nil {
 			d.cfg.Logger.LogAttrs(claimCtx, slog.LevelWarn, "reconcile dispatcher: claim failed", slog.String("error", err.Error()))
 		}
 		for range n - len(dels) {
@@ -265,6 +264,11 @@ func (d *Dispatcher) run(claimCtx, handlerCtx context.Context) {
 // Work claims up to Workers commands and applies them, concurrently, returning how many it
 // claimed once all are finished. It is for hosts that schedule the dispatcher themselves
 // (cron, a job queue) and for tests; a started Dispatcher does the same in a loop.
+//
+// The claim waits no longer than ctx allows (nor than 10 s): when ctx is done before a claim
+// commits (say, another session holds the outbox locked), Work returns ctx's error at once
+// and nothing is claimed. Handlers get ctx, and their commands are given back unfinished when
+// it ends.
 func (d *Dispatcher) Work(ctx context.Context) (int, error) {
 	d.mu.Lock()
 	d.frozen = true
@@ -272,11 +276,12 @@ func (d *Dispatcher) Work(ctx context.Context) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	// As in run: a claim must not be abandoned halfway, or its rows wait out their lease and
-	// are charged a failure.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalizeTimeout)
+	cctx, cancel := context.WithTimeout(ctx, finalizeTimeout)
 	dels, err := d.claim(cctx, d.cfg.Workers)
 	cancel()
+	if err != nil && ctx.Err() != nil {
+		return 0, ctx.Err()
+	}
 	if err != nil || len(dels) == 0 {
 		return 0, err
 	}
@@ -306,15 +311,33 @@ func (d *Dispatcher) Work(ctx context.Context) (int, error) {
 	return len(dels), nil
 }
 
-// claim takes up to n ready commands under a lease.
+// claim takes up to n ready commands under a lease, waiting as long as ctx allows. It claims in
+// a transaction of its own, so that a claim given up halfway (ctx done while the outbox is
+// locked, say) rolls back and claims nothing; only its commit, once sent, is seen through
+// (finalizeTimeout): rows claimed unknown to the caller would wait out their lease and be
+// charged a failure.
 func (d *Dispatcher) claim(ctx context.Context, n int) ([]Delivery, error) {
-	rows, err := d.db.Query(ctx, d.sql.claim, d.cfg.Owner, d.cfg.Lease, n)
+	tx, err := d.db.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("pgoutbox: claim: %w", err)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalizeTimeout)
+		defer cancel()
+		tx.Rollback(rctx) //nolint:errcheck // a no-op after Commit; a lost connection rolls back anyway
+	}()
+	rows, err := tx.Query(ctx, d.sql.claim, d.cfg.Owner, d.cfg.Lease, n)
 	if err != nil {
 		return nil, fmt.Errorf("pgoutbox: claim: %w", err)
 	}
 	dels, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Delivery])
 	if err != nil {
 		return nil, fmt.Errorf("pgoutbox: claim: %w", err)
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalizeTimeout)
+	defer cancel()
+	if err := tx.Commit(cctx); err != nil {
+		return nil, fmt.Errorf("pgoutbox: claim: commit: %w", err)
 	}
 	return dels, nil
 }

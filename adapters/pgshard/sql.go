@@ -78,18 +78,21 @@ func newShardSQL(t pgstore.Tables) shardSQL {
 		renew:   `UPDATE ` + shards + ` SET lease_until = now() + $4::interval` + fence,
 		release: `UPDATE ` + shards + ` SET lease_owner = NULL, lease_until = NULL` + fence,
 		// The shard's cursor, bounds and cycle, if the lease still holds, and whether the shard
-		// is open: not wrapped in the job's current cycle, and that cycle due to start.
+		// is open: not wrapped in the job's current cycle, and that cycle due to start. Its
+		// high-water mark counts only in the shard cycle it was fixed in (cycle_end_cycle): a
+		// release before migration 005 wraps and rolls shards without clearing it.
 		readShard: `SELECT coalesce(s.position::text, ''), s.version, coalesce(s.lower_bound::text, ''), coalesce(s.upper_bound::text, ''),
-				s.cycle <= j.cycles_completed AND ` + cycleDue + `, coalesce(s.cycle_end::text, '')
+				s.cycle <= j.cycles_completed AND ` + cycleDue + `,
+				coalesce(CASE WHEN s.cycle_end_cycle = s.cycle THEN s.cycle_end::text END, '')
 			FROM ` + shards + ` AS s JOIN ` + cursors + ` AS j ON j.job = s.job
 			WHERE s.job = $1 AND s.shard = $2 AND s.lease_token = $3`,
 		// Compare-and-set on the version read ($4), fenced by the lease token ($3).
 		advance: `UPDATE ` + shards + ` SET position = $5::jsonb, version = version + 1, last_batch_at = now(),
 				last_batch_scanned = $6::int, last_batch_unverifiable = $7::int, scanned_this_cycle = scanned_this_cycle + $6::int,
-				cycle_end = $8::jsonb` +
+				cycle_end = $8::jsonb, cycle_end_cycle = cycle` +
 			fence + ` AND version = $4`,
 		// A wrap may carry the shard's last rows ($5 scanned, $6 unverifiable).
-		wrap: `UPDATE ` + shards + ` SET position = NULL, cycle_end = NULL, version = version + 1, cycle = cycle + 1, last_wrapped_at = now(),
+		wrap: `UPDATE ` + shards + ` SET position = NULL, cycle_end = NULL, cycle_end_cycle = NULL, version = version + 1, cycle = cycle + 1, last_wrapped_at = now(),
 				last_batch_at = CASE WHEN $5::int > 0 THEN now() ELSE last_batch_at END,
 				last_batch_scanned = CASE WHEN $5::int > 0 THEN $5 ELSE last_batch_scanned END,
 				last_batch_unverifiable = CASE WHEN $5::int > 0 THEN $6 ELSE last_batch_unverifiable END,
@@ -107,7 +110,7 @@ func newShardSQL(t pgstore.Tables) shardSQL {
 			SELECT $1, n::int - 1, lo::jsonb, hi::jsonb, $2, NULL, 0, now() + $5::interval
 			FROM unnest($3::text[], $4::text[]) WITH ORDINALITY AS b(lo, hi, n)
 			ON CONFLICT (job, shard) DO UPDATE SET lower_bound = EXCLUDED.lower_bound, upper_bound = EXCLUDED.upper_bound,
-				cycle = EXCLUDED.cycle, position = NULL, cycle_end = NULL, version = s.version + 1, cycle_started_at = EXCLUDED.cycle_started_at,
+				cycle = EXCLUDED.cycle, position = NULL, cycle_end = NULL, cycle_end_cycle = NULL, version = s.version + 1, cycle_started_at = EXCLUDED.cycle_started_at,
 				scanned_this_cycle = 0`,
 		prune: `DELETE FROM ` + shards + ` WHERE job = $1 AND shard >= $2`,
 		// The next cycle starts $3 from now (ShardConfig.MinCycleInterval): no shard is leased

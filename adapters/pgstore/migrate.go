@@ -94,7 +94,9 @@ func Migrations(t Tables) (fs.FS, error) {
 }
 
 // Migrate applies the migrations not yet applied, in one transaction, under an advisory lock
-// so that processes starting together do not race. Running it again is a no-op.
+// so that processes starting together do not race. The lock is the tables' own, whichever way
+// they are named: Tables{Schema: S} and Tables{} with S first on the search_path take the same
+// one. Running it again is a no-op.
 func Migrate(ctx context.Context, db DB, t Tables) error {
 	t = t.withDefaults()
 	files, err := Migrations(t)
@@ -107,7 +109,15 @@ func Migrate(ctx context.Context, db DB, t Tables) error {
 	}
 	slices.Sort(names)
 	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", "pgstore.migrate:"+t.table("migrations")); err != nil {
+		// Named in full, the key is the one releases before this took for Tables{Schema: S}.
+		schema := t.Schema
+		if schema == "" {
+			if err := tx.QueryRow(ctx, "SELECT coalesce(current_schema(), '')").Scan(&schema); err != nil {
+				return fmt.Errorf("pgstore: migrate: lock: %w", err)
+			}
+		}
+		key := "pgstore.migrate:" + Tables{Prefix: t.Prefix, Schema: schema}.table("migrations")
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", key); err != nil {
 			return fmt.Errorf("pgstore: migrate: lock: %w", err)
 		}
 		if _, err := tx.Exec(ctx, createMigrationsTable(t)); err != nil {

@@ -111,6 +111,13 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// Arbitrary gateway answers cost their rows one finding each, with a bounded, valid kind: no
+// commit fails on a byte PostgreSQL cannot keep or an index entry too long.
+func FuzzAnswers(f *testing.F) {
+	pool, s := newStore(f, pgstore.Config{})
+	reconciletest.FuzzAnswers(f, fixture{pool, s})
+}
+
 // statusRow is the conformance table's row read as a typed row: the status and, as a host's
 // struct would, other columns of other types.
 type statusRow struct {

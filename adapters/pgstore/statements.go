@@ -187,22 +187,29 @@ func buildStatements(cfg Config, types map[string]string, keyCollations []string
 // the same in another.
 func (p *sqlParts) cursorStatements(st *statements) {
 	cursors := p.cfg.Tables.table("cursors")
-	st.readCursor = "SELECT coalesce(position::text, ''), version, coalesce(cycle_end::text, '') FROM " + cursors + " WHERE job = $1"
+	// The cycle's high-water mark counts only in the cycle it was fixed in (cycle_end_cycle):
+	// a release before migration 005 ends a cycle without clearing it, and a newer cycle must
+	// not stop at a mark of an older one.
+	st.readCursor = `SELECT coalesce(position::text, ''), version,
+				coalesce(CASE WHEN cycle_end_cycle = cycles_completed THEN cycle_end::text END, '')
+			FROM ` + cursors + ` WHERE job = $1`
 	// Compare-and-set on the version read ($2), as one upsert: it affects one row exactly
 	// when the cursor is still where the batch found it (or did not exist yet).
-	// $6 is the cycle's high-water mark, fixed by its first batch.
-	st.advance = `INSERT INTO ` + cursors + ` AS c (job, position, version, last_batch_at, last_batch_scanned, last_batch_unverifiable, cycle_end)
-			VALUES ($1, $3::jsonb, $2::bigint + 1, now(), $4, $5, $6::jsonb)
+	// $6 is the cycle's high-water mark, fixed by its first batch, and tagged with its cycle.
+	st.advance = `INSERT INTO ` + cursors + ` AS c (job, position, version, last_batch_at, last_batch_scanned, last_batch_unverifiable,
+				cycle_end, cycle_end_cycle)
+			VALUES ($1, $3::jsonb, $2::bigint + 1, now(), $4, $5, $6::jsonb, 0)
 			ON CONFLICT (job) DO UPDATE SET position = EXCLUDED.position, version = c.version + 1,
 				last_batch_at = EXCLUDED.last_batch_at, last_batch_scanned = EXCLUDED.last_batch_scanned,
-				last_batch_unverifiable = EXCLUDED.last_batch_unverifiable, cycle_end = EXCLUDED.cycle_end
+				last_batch_unverifiable = EXCLUDED.last_batch_unverifiable, cycle_end = EXCLUDED.cycle_end,
+				cycle_end_cycle = c.cycles_completed
 			WHERE c.version = $2`
 	// A wrap may carry the cycle's last rows ($3 scanned, $4 unverifiable): they count as
 	// the last batch. An empty wrap leaves the last batch's figures as they were.
 	st.wrap = `INSERT INTO ` + cursors + ` AS c (job, position, version, cycles_completed, last_cycle_completed_at,
 				last_batch_at, last_batch_scanned, last_batch_unverifiable)
 			VALUES ($1, NULL, $2::bigint + 1, 1, now(), CASE WHEN $3::int > 0 THEN now() END, $3, $4)
-			ON CONFLICT (job) DO UPDATE SET position = NULL, cycle_end = NULL, version = c.version + 1,
+			ON CONFLICT (job) DO UPDATE SET position = NULL, cycle_end = NULL, cycle_end_cycle = NULL, version = c.version + 1,
 				cycles_completed = c.cycles_completed + 1, last_cycle_completed_at = now(), cycle_started_at = now(),
 				last_batch_at = CASE WHEN $3::int > 0 THEN now() ELSE c.last_batch_at END,
 				last_batch_scanned = CASE WHEN $3::int > 0 THEN $3 ELSE c.last_batch_scanned END,

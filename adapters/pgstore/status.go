@@ -161,9 +161,11 @@ func (s *Store[L]) RecordFailure(ctx context.Context, job string, cause error) e
 
 var _ reconcile.FailureRecorder = (*Store[string])(nil)
 
-// failureText is cause's message cut to 1,000 bytes, on a character boundary.
+// failureText is cause's message as a text column keeps it: a server's NUL or invalid bytes in
+// it become U+FFFD (they would fail the write, and health would never see the failure), and it
+// is cut to 1,000 bytes, on a character boundary.
 func failureText(cause error) string {
-	msg := cause.Error()
+	msg := strings.ReplaceAll(strings.ToValidUTF8(cause.Error(), "\uFFFD"), "\x00", "\uFFFD")
 	if len(msg) > 1000 {
 		msg = strings.ToValidUTF8(msg[:1000], "") + "..."
 	}

@@ -8,9 +8,13 @@ import (
 
 // Local payment states the PaymentIntent classifier knows.
 const (
+	// LocalPending: the order waits for its payment; nothing was shipped.
 	LocalPending = "pending"
-	LocalPaid    = "paid"
-	LocalFailed  = "failed"
+	// LocalPaid: the order counts the money as taken, and may have shipped.
+	LocalPaid = "paid"
+	// LocalFailed: the order gave this payment up (declined, abandoned, canceled) and ships
+	// nothing for it.
+	LocalFailed = "failed"
 )
 
 // Finding kinds and repair commands of the PaymentIntent policy.
@@ -18,6 +22,9 @@ const (
 	KindMissedSuccess            = "missed_success"
 	KindMissedCancel             = "missed_cancel"
 	KindPaidLocallyNotExternally = "paid_locally_not_externally"
+	// KindFailedLocallyNotExternally: the row gave the payment up, but Stripe took the money
+	// (succeeded) or holds it on the customer's card (requires_capture).
+	KindFailedLocallyNotExternally = "failed_locally_not_externally"
 
 	CommandApplyPaymentSucceeded = "ApplyPaymentSucceeded"
 	CommandApplyPaymentCanceled  = "ApplyPaymentCanceled"
@@ -31,10 +38,18 @@ var (
 // paymentIntentRules is the payment policy. Stripe is the truth for a payment's outcome, so a
 // pending payment catches up automatically; anything where money may already have moved goes to
 // a person. A payment paid locally whose intent needs action is NeedsReview, never InFlight:
-// judging it later would let lag monitoring report health while money is in doubt.
+// judging it later would let lag monitoring report health while money is in doubt. A payment
+// failed locally agrees with every intent that took no money: a declined card leaves its intent
+// in requires_payment_method, and a customer who leaves a checkout midway leaves it wherever
+// they stopped (requires_confirmation, requires_action); should they pay after all, the intent
+// moves on to processing (judged later: it ends paid or declined), requires_capture or
+// succeeded, where money is held or taken for an order that ships nothing: a person decides.
 var paymentIntentRules = []reconcile.Rule[string, *stripe.PaymentIntent]{
 	{Local: []string{LocalPaid}, External: []string{"succeeded"}, Decision: inSync},
-	{Local: []string{LocalFailed}, External: []string{"canceled"}, Decision: inSync},
+	{Local: []string{LocalFailed}, External: []string{"canceled", "requires_payment_method", "requires_confirmation", "requires_action"}, Decision: inSync},
+	{Local: []string{LocalFailed}, External: []string{"processing"}, Decision: inFlight},
+	{Local: []string{LocalFailed}, External: []string{"requires_capture", "succeeded"},
+		Decision: reconcile.Decision{Verdict: reconcile.NeedsReview, Kind: KindFailedLocallyNotExternally}},
 	{Local: []string{LocalPending}, External: []string{"requires_payment_method"}, Decision: inSync},
 	{Local: []string{LocalPending}, External: []string{"processing", "requires_action", "requires_confirmation", "requires_capture"}, Decision: inFlight},
 	{Local: []string{LocalPending}, External: []string{"succeeded"},
@@ -46,7 +61,10 @@ var paymentIntentRules = []reconcile.Rule[string, *stripe.PaymentIntent]{
 }
 
 // PaymentIntentClassifier returns the payment policy, which judges a local payment status
-// (pending, paid, failed) against a PaymentIntent's status. It is pure: no network, no clock.
+// against a PaymentIntent's status. It is pure: no network, no clock. The local statuses mean:
+// pending, the order waits for its payment and nothing shipped; paid, the order counts the
+// money as taken and may have shipped; failed, the order gave this payment up (declined,
+// abandoned, canceled) and ships nothing for it.
 //
 //	pending × succeeded                      Repairable missed_success (ApplyPaymentSucceeded)
 //	pending × canceled                       Repairable missed_cancel (ApplyPaymentCanceled)
@@ -54,8 +72,16 @@ var paymentIntentRules = []reconcile.Rule[string, *stripe.PaymentIntent]{
 //	          requires_confirmation,
 //	          requires_capture               InFlight
 //	pending × requires_payment_method        InSync
-//	paid × succeeded, failed × canceled      InSync
+//	paid × succeeded                         InSync
 //	paid × any other known status            NeedsReview paid_locally_not_externally
+//	failed × canceled,
+//	         requires_payment_method,
+//	         requires_confirmation,
+//	         requires_action                 InSync (no money moved: a declined card, an
+//	                                         abandoned checkout)
+//	failed × processing                      InFlight (it ends succeeded or declined)
+//	failed × requires_capture, succeeded     NeedsReview failed_locally_not_externally (money
+//	                                         held or taken for an order that ships nothing)
 //	anything else                            NeedsReview unexpected:<local>-><external>
 //
 // The classifier is safe for concurrent use.

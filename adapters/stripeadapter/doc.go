@@ -129,7 +129,10 @@
 // PaymentIntentClassifier is the status policy as a pure function of a local payment status
 // and a PaymentIntent: Stripe is the truth for a payment's outcome, so a pending payment whose
 // intent succeeded or was canceled is repaired automatically, and anything where money may
-// already have moved (a payment paid locally but not at Stripe) goes to a person.
+// already have moved (a payment paid locally but not at Stripe, money taken or held for a
+// payment failed locally) goes to a person. A payment failed locally whose intent took no money
+// (a declined card back in requires_payment_method, an abandoned checkout) is in sync; its
+// godoc has the table of every pair.
 //
 // # Money
 //
@@ -193,7 +196,9 @@
 //
 //	currency differs (in any case)           NeedsReview currency_mismatch
 //	amount differs (in minor units)          NeedsReview amount_mismatch
-//	any status pair but paid × succeeded     as PaymentIntentClassifier decides it
+//	any status pair but paid × succeeded     as PaymentIntentClassifier decides it (failed
+//	                                         × requires_payment_method, a declined card, is
+//	                                         in sync)
 //	paid × succeeded, then:
 //	  amount_received ≠ the row's captured
 //	  amount (its amount unless it records

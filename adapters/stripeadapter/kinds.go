@@ -25,6 +25,7 @@ func Kinds() []KindInfo {
 		{KindMissedSuccess, "Stripe took the payment; the row is still pending (repaired by ApplyPaymentSucceeded).", true},
 		{KindMissedCancel, "Stripe canceled the payment; the row is still pending (repaired by ApplyPaymentCanceled).", false},
 		{KindPaidLocallyNotExternally, "The row is paid (or fulfilled) but Stripe has no successful payment: goods may have gone out unpaid.", true},
+		{KindFailedLocallyNotExternally, "The row gave the payment up, but Stripe took the money or holds it on the card: refund, release or fulfil.", true},
 		// The money policy.
 		{KindCurrencyMismatch, "The row and Stripe charge in different currencies.", true},
 		{KindAmountMismatch, "The row and Stripe charge different amounts.", true},

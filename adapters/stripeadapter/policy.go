@@ -32,7 +32,9 @@ const (
 // LocalPayment is a payments row as the money policy reads it; PaymentPolicy's view builds it
 // from the host's own row type.
 type LocalPayment struct {
-	// Status is pending, paid or failed.
+	// Status is pending (the order waits for its payment), paid (it counts the money as taken)
+	// or failed (it gave this payment up and ships nothing for it); PaymentIntentClassifier's
+	// table says which pairs with the intent's status are in sync.
 	Status string
 	// Amount is what the row charges, in the currency's minor units (cents, yen, fils).
 	Amount int64
@@ -54,6 +56,9 @@ type LocalPayment struct {
 // PaymentIntentClassifier does), then, for a payment both sides call paid, what was captured,
 // refunded and disputed; the first problem found names the decision, and Decision.Diffs lists
 // every field that differs. The package doc has the table, with the reason for each direction.
+// Status pairs are PaymentIntentClassifier's, whose table says what each local status means and
+// which pairs are in sync: a payment failed locally whose intent took no money (a declined card
+// back in requires_payment_method, an abandoned checkout) is.
 //
 // It is pure (no network, no clock) and safe for concurrent use, as view must be too. It is a
 // reconcile.StateNamer: findings record the local Status and the intent's status. It trusts

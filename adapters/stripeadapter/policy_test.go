@@ -235,11 +235,13 @@ var statusCases = func() []struct {
 	want     reconcile.Decision
 } {
 	var (
-		flight   = reconcile.Decision{Verdict: reconcile.InFlight}
-		success  = reconcile.Decision{Verdict: reconcile.Repairable, Kind: "missed_success", Command: "ApplyPaymentSucceeded"}
-		cancel   = reconcile.Decision{Verdict: reconcile.Repairable, Kind: "missed_cancel", Command: "ApplyPaymentCanceled"}
-		paidNot  = reconcile.Decision{Verdict: reconcile.NeedsReview, Kind: "paid_locally_not_externally"}
-		surprise = func(l, e string) reconcile.Decision {
+		flight  = reconcile.Decision{Verdict: reconcile.InFlight}
+		success = reconcile.Decision{Verdict: reconcile.Repairable, Kind: "missed_success", Command: "ApplyPaymentSucceeded"}
+		cancel  = reconcile.Decision{Verdict: reconcile.Repairable, Kind: "missed_cancel", Command: "ApplyPaymentCanceled"}
+		paidNot = reconcile.Decision{Verdict: reconcile.NeedsReview, Kind: "paid_locally_not_externally"}
+		// failedNot: the row gave the payment up, Stripe took or holds the money.
+		failedNot = reconcile.Decision{Verdict: reconcile.NeedsReview, Kind: "failed_locally_not_externally"}
+		surprise  = func(l, e string) reconcile.Decision {
 			return reconcile.Decision{Verdict: reconcile.NeedsReview, Kind: "unexpected:" + l + "->" + e}
 		}
 	)
@@ -263,12 +265,12 @@ var statusCases = func() []struct {
 		{"paid", "requires_capture", paidNot},
 		{"paid", "requires_payment_method", paidNot},
 		{"failed", "canceled", inSync},
-		{"failed", "succeeded", surprise("failed", "succeeded")},
-		{"failed", "processing", surprise("failed", "processing")},
-		{"failed", "requires_action", surprise("failed", "requires_action")},
-		{"failed", "requires_confirmation", surprise("failed", "requires_confirmation")},
-		{"failed", "requires_capture", surprise("failed", "requires_capture")},
-		{"failed", "requires_payment_method", surprise("failed", "requires_payment_method")},
+		{"failed", "requires_payment_method", inSync}, // a declined card, an abandoned checkout
+		{"failed", "requires_confirmation", inSync},
+		{"failed", "requires_action", inSync},
+		{"failed", "processing", flight},
+		{"failed", "requires_capture", failedNot},
+		{"failed", "succeeded", failedNot},
 		{"refunded", "succeeded", surprise("refunded", "succeeded")},
 		{"paid", "refunded", surprise("paid", "refunded")},
 	}

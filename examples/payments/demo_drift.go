@@ -123,9 +123,9 @@ var stories = []story{
 	{name: "paid here, requires_action at Stripe", share: 0.003, local: paid, external: stripe.PaymentIntentStatusRequiresAction,
 		verdict: reconcile.NeedsReview, kind: stripeadapter.KindPaidLocallyNotExternally},
 	// A customer retried after a failure and the retry succeeded: money taken for an order we
-	// gave up on. No rule covers it, so the classifier sends it to a person.
+	// gave up on. Refund it or fulfil the order: a person decides.
 	{name: "failed here, succeeded at Stripe", share: 0.002, local: failed, external: stripe.PaymentIntentStatusSucceeded,
-		verdict: reconcile.NeedsReview, kind: reconcile.Unexpected(failed, string(stripe.PaymentIntentStatusSucceeded)).Kind},
+		verdict: reconcile.NeedsReview, kind: stripeadapter.KindFailedLocallyNotExternally},
 	{name: "unknown to Stripe", share: 0.003, local: paid, notFound: true,
 		verdict: reconcile.NeedsReview, kind: reconcile.KindMissingExternally},
 	// The success webhook is being applied right now. The row looks like a missed success, but
