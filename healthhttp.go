@@ -15,7 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/reconcilekit/reconcile/internal/redact"
+	"github.com/reconcilekit/reconcile/internal/shared/redact"
 )
 
 // HealthJob is one job a HealthHandler reports.

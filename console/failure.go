@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"github.com/reconcilekit/reconcile"
-	"github.com/reconcilekit/reconcile/internal/redact"
+	"github.com/reconcilekit/reconcile/internal/shared/redact"
 )
 
 // The reasons a failure is shown as: a short fixed phrase, never the failure's text, which may

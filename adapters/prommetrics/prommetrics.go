@@ -20,7 +20,7 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgoutbox"
-	"github.com/reconcilekit/reconcile/internal/redact"
+	"github.com/reconcilekit/reconcile/internal/shared/redact"
 )
 
 // Defaults a zero Options gets.

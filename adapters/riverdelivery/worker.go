@@ -13,7 +13,7 @@ import (
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgoutbox"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
-	"github.com/reconcilekit/reconcile/internal/pgtables"
+	"github.com/reconcilekit/reconcile/internal/shared/pgtables"
 )
 
 // Worker is the River worker of repair commands: it applies each job's command through the

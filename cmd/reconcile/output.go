@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/reconcilekit/reconcile/internal/redact"
+	"github.com/reconcilekit/reconcile/internal/shared/redact"
 )
 
 // redactSecrets replaces anything in s that looks like a Stripe key. Everything this tool prints
