@@ -79,6 +79,15 @@ mod_index() {
   return 1
 }
 
+# owner PKG: the module (of load_modules) that holds package PKG: the longest prefix.
+owner() {
+  local best="" m
+  for m in "${mod_paths[@]}"; do
+    case "$1" in "$m" | "$m"/*) [ ${#m} -gt ${#best} ] && best="$m" ;; esac
+  done
+  echo "$best"
+}
+
 # tag_of DIR VERSION: the git tag of the module in DIR at VERSION.
 tag_of() {
   if [ "$1" = . ]; then echo "$2"; else echo "$1/$2"; fi
