@@ -17,8 +17,8 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
-	"github.com/reconcilekit/reconcile/internal/redact"
-	"github.com/reconcilekit/reconcile/internal/safetext"
+	"github.com/reconcilekit/reconcile/internal/shared/redact"
+	"github.com/reconcilekit/reconcile/internal/shared/safetext"
 )
 
 // HealthJob is one job a HealthHandler reports.

@@ -2,7 +2,7 @@ package console
 
 import (
 	"github.com/reconcilekit/reconcile"
-	"github.com/reconcilekit/reconcile/internal/redact"
+	"github.com/reconcilekit/reconcile/internal/shared/redact"
 )
 
 // redactSecrets replaces anything in s that looks like a Stripe key. Every stored text a page

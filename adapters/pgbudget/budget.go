@@ -15,7 +15,7 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
-	"github.com/reconcilekit/reconcile/internal/pgtables"
+	"github.com/reconcilekit/reconcile/internal/shared/pgtables"
 )
 
 // budgetThrottleTimeout bounds Throttle's statement: it runs on the goroutine of the call that

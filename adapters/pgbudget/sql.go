@@ -2,7 +2,7 @@ package pgbudget
 
 import (
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
-	"github.com/reconcilekit/reconcile/internal/pgtables"
+	"github.com/reconcilekit/reconcile/internal/shared/pgtables"
 )
 
 // budgetSQL holds a rate budget's statements. Every statement takes the time from

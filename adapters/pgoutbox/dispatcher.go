@@ -16,7 +16,7 @@ import (
 
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/internal/drain"
-	"github.com/reconcilekit/reconcile/internal/pgtables"
+	"github.com/reconcilekit/reconcile/internal/shared/pgtables"
 )
 
 // Dispatcher applies the repair commands of the outbox: it claims them with FOR UPDATE SKIP

@@ -12,7 +12,7 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
-	"github.com/reconcilekit/reconcile/internal/pgtables"
+	"github.com/reconcilekit/reconcile/internal/shared/pgtables"
 )
 
 // Delivery is one claimed command, as a handler sees it.

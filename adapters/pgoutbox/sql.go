@@ -2,7 +2,7 @@ package pgoutbox
 
 import (
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
-	"github.com/reconcilekit/reconcile/internal/pgtables"
+	"github.com/reconcilekit/reconcile/internal/shared/pgtables"
 )
 
 // dispatchSQL holds the dispatcher's statements for one set of tables. Every statement that

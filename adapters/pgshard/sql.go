@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
-	"github.com/reconcilekit/reconcile/internal/pgtables"
+	"github.com/reconcilekit/reconcile/internal/shared/pgtables"
 	"github.com/reconcilekit/reconcile/internal/storehook"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
-	"github.com/reconcilekit/reconcile/internal/pgenv"
+	"github.com/reconcilekit/reconcile/internal/shared/pgenv"
 )
 
 // exampleDB connects to the test database (DATABASE_URL, else the local default) with a new

@@ -15,7 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/reconcilekit/reconcile/internal/pgtables"
+	"github.com/reconcilekit/reconcile/internal/shared/pgtables"
 )
 
 //go:embed migrations/*.sql

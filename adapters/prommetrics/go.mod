@@ -7,7 +7,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.72.0
-	github.com/reconcilekit/reconcile v0.0.0-00010101000000-000000000000
+	github.com/reconcilekit/reconcile v0.0.0-20261204221145-e7f64efff051
 	golang.org/x/time v0.16.0
 )
 
@@ -25,5 +25,3 @@ require (
 	golang.org/x/text v0.43.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
-
-replace github.com/reconcilekit/reconcile => ../..

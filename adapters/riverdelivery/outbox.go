@@ -5,7 +5,7 @@ import (
 	"strconv"
 
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
-	"github.com/reconcilekit/reconcile/internal/pgtables"
+	"github.com/reconcilekit/reconcile/internal/shared/pgtables"
 )
 
 // fence is what an outbox row handed over to River holds in lease_owner while its command

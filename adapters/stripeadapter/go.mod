@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/google/go-cmp v0.7.0
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/reconcilekit/reconcile v0.0.0-00010101000000-000000000000
+	github.com/reconcilekit/reconcile v0.0.0-20261204221145-e7f64efff051
 	github.com/stripe/stripe-go/v82 v82.5.1
 )
 
@@ -17,5 +17,3 @@ require (
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
 )
-
-replace github.com/reconcilekit/reconcile => ../..

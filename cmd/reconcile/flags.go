@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
-	"github.com/reconcilekit/reconcile/internal/pgenv"
+	"github.com/reconcilekit/reconcile/internal/shared/pgenv"
 )
 
 // defaultURL is the database used when neither $DATABASE_URL nor --database-url names one.

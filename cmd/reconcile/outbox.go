@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/reconcilekit/reconcile/adapters/pgoutbox"
-	"github.com/reconcilekit/reconcile/internal/pgtables"
+	"github.com/reconcilekit/reconcile/internal/shared/pgtables"
 )
 
 // dispatcher opens the outbox through a pgoutbox.Dispatcher that is never started: only its

@@ -7,8 +7,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/reconcilekit/reconcile/internal/redact"
-	"github.com/reconcilekit/reconcile/internal/safetext"
+	"github.com/reconcilekit/reconcile/internal/shared/redact"
+	"github.com/reconcilekit/reconcile/internal/shared/safetext"
 )
 
 // redactSecrets replaces anything in s that looks like a Stripe key. Everything this tool prints

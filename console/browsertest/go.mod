@@ -2,13 +2,13 @@ module github.com/reconcilekit/reconcile/console/browsertest
 
 go 1.26.0
 
-require github.com/reconcilekit/reconcile v0.0.0-00010101000000-000000000000
+require github.com/reconcilekit/reconcile v0.0.0-20261204221145-e7f64efff051
 
 require (
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/reconcilekit/reconcile/console v0.0.0-00010101000000-000000000000
+	github.com/reconcilekit/reconcile/console v0.0.0-20261204221145-e7f64efff051
 )
 
 require (
@@ -20,7 +20,3 @@ require (
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
 )
-
-replace github.com/reconcilekit/reconcile => ../..
-
-replace github.com/reconcilekit/reconcile/console => ../../console

@@ -15,7 +15,7 @@ import (
 	"github.com/reconcilekit/reconcile/adapters/memstore"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/examples/internal/pgcontainer"
-	"github.com/reconcilekit/reconcile/internal/pgenv"
+	"github.com/reconcilekit/reconcile/internal/shared/pgenv"
 )
 
 // Where the run keeps its payments (-store). With auto, it connects as doc.go says ($DATABASE_URL,

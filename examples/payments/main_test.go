@@ -15,8 +15,8 @@ import (
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
-	"github.com/reconcilekit/reconcile/internal/pgenv"
 	"github.com/reconcilekit/reconcile/internal/pgtest"
+	"github.com/reconcilekit/reconcile/internal/shared/pgenv"
 )
 
 // testOptions are options for a test of run: the test database and a schema of the test's own,

@@ -29,7 +29,7 @@ import (
 	"os"
 	"os/signal"
 
-	"github.com/reconcilekit/reconcile/internal/pgenv"
+	"github.com/reconcilekit/reconcile/internal/shared/pgenv"
 )
 
 // options are the program's flags.

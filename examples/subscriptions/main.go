@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/reconcilekit/reconcile"
-	"github.com/reconcilekit/reconcile/internal/pgenv"
+	"github.com/reconcilekit/reconcile/internal/shared/pgenv"
 )
 
 // options are run's parameters; main fills them from flags and the environment.

@@ -2,13 +2,13 @@ module github.com/reconcilekit/reconcile/internal/bench
 
 go 1.26.0
 
-require github.com/reconcilekit/reconcile v0.0.0-00010101000000-000000000000
+require github.com/reconcilekit/reconcile v0.0.0-20261204221145-e7f64efff051
 
-require github.com/reconcilekit/reconcile/adapters/stripeadapter v0.0.0-00010101000000-000000000000
+require github.com/reconcilekit/reconcile/adapters/stripeadapter v0.0.0-20261204221145-e7f64efff051
 
 require (
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/reconcilekit/reconcile/internal/scale v0.0.0-00010101000000-000000000000
+	github.com/reconcilekit/reconcile/internal/scale v0.0.0-20261204221145-e7f64efff051
 	github.com/stripe/stripe-go/v82 v82.5.1
 	golang.org/x/time v0.16.0
 )
@@ -20,9 +20,3 @@ require (
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 )
-
-replace github.com/reconcilekit/reconcile => ../..
-
-replace github.com/reconcilekit/reconcile/adapters/stripeadapter => ../../adapters/stripeadapter
-
-replace github.com/reconcilekit/reconcile/internal/scale => ../../internal/scale

@@ -49,7 +49,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
-	"github.com/reconcilekit/reconcile/internal/pgenv"
+	"github.com/reconcilekit/reconcile/internal/shared/pgenv"
 )
 
 // command is one subcommand: it parses its own flags from args and writes its result to stdout.

@@ -12,8 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/reconcilekit/reconcile/internal/pgenv"
 	"github.com/reconcilekit/reconcile/internal/scale"
+	"github.com/reconcilekit/reconcile/internal/shared/pgenv"
 )
 
 // A process the scale subcommand starts as a worker runs the worker and exits here, before

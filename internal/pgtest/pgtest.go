@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/reconcilekit/reconcile/internal/pgenv"
+	"github.com/reconcilekit/reconcile/internal/shared/pgenv"
 )
 
 // MaxConns is the maximum number of connections in a pool returned by Pool

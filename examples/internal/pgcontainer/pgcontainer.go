@@ -1,5 +1,5 @@
 // Package pgcontainer is the examples' fallback when no PostgreSQL answers: a container started
-// with testcontainers. It lives in the examples module, not beside internal/pgenv, so that
+// with testcontainers. It lives in the examples module, not beside internal/shared/pgenv, so that
 // testcontainers (and Docker's client, OpenTelemetry and the rest it brings) never reaches the
 // go.sum of a service that imports the library.
 package pgcontainer
@@ -17,7 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/testcontainers/testcontainers-go/modules/postgres"
 
-	"github.com/reconcilekit/reconcile/internal/pgenv"
+	"github.com/reconcilekit/reconcile/internal/shared/pgenv"
 )
 
 // ContainerImage is the PostgreSQL image StartContainer runs.

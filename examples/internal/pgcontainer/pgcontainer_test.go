@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/reconcilekit/reconcile/examples/internal/pgcontainer"
-	"github.com/reconcilekit/reconcile/internal/pgenv"
+	"github.com/reconcilekit/reconcile/internal/shared/pgenv"
 )
 
 // A configured URL that does not answer is an error naming it: no container is started for a

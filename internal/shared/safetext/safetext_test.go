@@ -6,7 +6,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/reconcilekit/reconcile/internal/safetext"
+	"github.com/reconcilekit/reconcile/internal/shared/safetext"
 )
 
 func TestLine(t *testing.T) {

@@ -1,7 +1,8 @@
 // Package redact removes Stripe secrets from text before it reaches an error, a log, a metric
 // label, a health page or a console page. It is the one pattern every module of the project
 // uses (stripeadapter, prommetrics, console, the health handler, cmd/reconcile), so that what
-// one of them shows redacted no other shows in clear.
+// one of them shows redacted no other shows in clear. Other modules import it: its exported
+// names are only added within a major version (see internal/shared/README.md).
 package redact
 
 import (

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reconcilekit/reconcile/internal/pgenv"
 	"github.com/reconcilekit/reconcile/internal/pgtest"
+	"github.com/reconcilekit/reconcile/internal/shared/pgenv"
 )
 
 // unreachable refuses connections at once: nothing listens on port 1 of the loopback

@@ -1,6 +1,8 @@
 // Package pgtables names the reconciler's own tables (cursors, findings, outbox, ...) for the
-// packages that share them: pgstore, which migrates and writes them, and pgoutbox, which
-// applies the outbox. Its errors name no package: each caller says which one it is.
+// packages that share them: pgstore, which migrates and writes them, pgoutbox, which applies
+// the outbox, and, from other modules, riverdelivery and cmd/reconcile; so its exported names
+// are only added within a major version (see internal/shared/README.md). Its errors name no
+// package: each caller says which one it is.
 package pgtables
 
 import (

@@ -3,7 +3,7 @@ package redact_test
 import (
 	"testing"
 
-	"github.com/reconcilekit/reconcile/internal/redact"
+	"github.com/reconcilekit/reconcile/internal/shared/redact"
 )
 
 func TestKeys(t *testing.T) {
