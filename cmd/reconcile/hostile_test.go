@@ -58,9 +58,12 @@ func hostileWorld(t *testing.T) (url, schema string, findingID int64) {
 		t.Fatal(err)
 	}
 	killCommands(t, pool, tables, "Apply", errors.New("handler"+hostile))
-	fs, err := store.ListFindings(ctx, reconcile.FindingQuery{Job: "payments", Kind: "odd" + hostile})
+	// The store keeps a kind printable (reconcile.MaxKind), so the finding is found by its
+	// prefix; its other texts are stored as they came.
+	all, err := store.ListFindings(ctx, reconcile.FindingQuery{Job: "payments"})
+	fs := slices.DeleteFunc(all, func(f reconcile.Finding) bool { return !strings.HasPrefix(f.Kind, "odd") })
 	if err != nil || len(fs) != 1 {
-		t.Fatalf("the hostile finding: %v, %v", fs, err)
+		t.Fatalf("the hostile finding: %v, %v", all, err)
 	}
 	if err := store.ResolveFinding(ctx, fs[0].ID, reconcile.Resolution{As: reconcile.ResolutionAccepted, By: "eve" + hostile, Note: "note" + hostile}); err != nil {
 		t.Fatal(err)
@@ -96,7 +99,8 @@ func TestTextOutputEscapesWhatWasStored(t *testing.T) {
 		}
 	}
 	_, out, _ := runTool(t, append(show, db...)...)
-	for _, want := range []string{"odd", "canceled", "paid", "detail", "status", "ours", "theirs", "eve", "note"} {
+	// (The kind is not among them: the store made it printable when it was recorded.)
+	for _, want := range []string{"canceled", "paid", "detail", "status", "ours", "theirs", "eve", "note"} {
 		if !strings.Contains(out, want+escaped) {
 			t.Errorf("findings show lacks %q escaped:\n%s", want+hostile, out)
 		}
