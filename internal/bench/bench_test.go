@@ -77,13 +77,13 @@ func TestEngineFindsTheMixDriftInOneCycle(t *testing.T) {
 
 func TestStripeBenchBulkAgreesWithPerObjectAtAHundredthOfTheCalls(t *testing.T) {
 	t.Parallel()
-	for _, burst := range []bool{false, true} {
-		t.Run(map[bool]string{false: "rows 10 s apart", true: "a burst"}[burst], func(t *testing.T) {
+	for _, layout := range []string{"rows 10 s apart", "a burst", "rows a minute apart around an import"} {
+		t.Run(layout, func(t *testing.T) {
 			results := map[string]stripeResult{}
 			for _, mode := range []string{"bulk", "per-object"} {
 				pool, schema := pgtest.PoolSchema(t)
 				res, err := runStripe(context.Background(), pool, schema, stripeOptions{Rows: 3000, Batch: 1000, Concurrency: 4, Hint: "aligned",
-					PerObject: mode == "per-object", Burst: burst})
+					PerObject: mode == "per-object", Burst: layout == "a burst", Mix: layout == "rows a minute apart around an import"})
 				if err != nil {
 					t.Fatal(err)
 				}
