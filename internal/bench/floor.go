@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,7 +23,7 @@ import (
 // compare-and-set, the observations' upsert, and the findings with their commands in one
 // statement, pipelined. It writes the same observations, findings and commands as the engine
 // into reconciler tables of its own (pgstore's migrations, so the same indexes), judged by the
-// same policy from the same answers; it leaves out what buys the engine's other guarantees (a
+// same policy from the same gateway's answers; it leaves out what buys the engine's other guarantees (a
 // row deleted or changed since the read, lag marks, Once findings, the commit's time zone, a
 // cursor read by another process) and all of the engine's Go around the SQL.
 
@@ -74,11 +73,11 @@ func floorCycle(ctx context.Context, pool *pgxpool.Pool, schema string, tables p
 	advance, wrap := fmt.Sprintf(floorAdvance, table("cursors")), fmt.Sprintf(floorWrap, table("cursors"))
 	observe := fmt.Sprintf(floorObserve, table("observations"))
 	findings := fmt.Sprintf(floorFindings, table("findings"), table("outbox"))
-	const job, aggregate = "bench", "payment"
+	const job, aggregate = "bench", paymentsTable // pgstore's default aggregate type is the table
 	if _, err := pool.Exec(ctx, fmt.Sprintf(floorStart, table("cursors")), job); err != nil {
 		return c, fmt.Errorf("bench: floor: %w", err)
 	}
-	policy := stripeadapter.PaymentIntentClassifier()
+	policy, gw := stripeadapter.PaymentIntentClassifier(), &mixGateway{}
 	grace := reconcile.DefaultGrace
 	var last, version int64
 	start := time.Now()
@@ -99,13 +98,9 @@ func floorCycle(ctx context.Context, pool *pgxpool.Pool, schema string, tables p
 				return c, fmt.Errorf("bench: floor: read: %w", err)
 			}
 			n, last = n+1, id
-			v, state := floorJudge(policy, id, ext, local, recent)
-			c.Verdicts[v.Verdict.String()]++
-			if recent {
-				continue // InFlight, not asked
-			}
-			if c.GatewayCalls++; v.Verdict == reconcile.Unverifiable {
-				continue
+			v, state := floorJudge(ctx, gw, policy, ext, local, recent)
+			if c.Verdicts[v.Verdict.String()]++; recent || v.Verdict == reconcile.Unverifiable {
+				continue // not verified
 			}
 			rid := strconv.FormatInt(id, 10)
 			obsIDs, obsStates = append(obsIDs, rid), append(obsStates, state)
@@ -144,24 +139,22 @@ func floorCycle(ctx context.Context, pool *pgxpool.Pool, schema string, tables p
 	}
 	c.Seconds = round(elapsed.Seconds(), 3)
 	c.RowsPerS = math.Round(float64(scanned) / elapsed.Seconds())
+	c.GatewayCalls = gw.calls.Load()
 	var err error
 	c.Findings, c.Commands, err = countFindings(ctx, pool, tables)
 	return c, err
 }
 
-// floorJudge answers for row id as the engine bench's gateway does (seedMix by the number in
-// the PaymentIntent id) and judges the answer by policy, as the engine would: a recent row is
-// InFlight and not asked. It returns the decision and the external state.
-func floorJudge(policy reconcile.Classifier[string, *stripe.PaymentIntent], id int64, ext, local string, recent bool) (reconcile.Decision, string) {
+// floorJudge asks gw about the PaymentIntent ext and judges the answer by policy, as the engine
+// would: a recent row is InFlight and not asked. It returns the decision and the external state.
+func floorJudge(ctx context.Context, gw *mixGateway, policy reconcile.Classifier[string, *stripe.PaymentIntent], ext, local string, recent bool) (reconcile.Decision, string) {
 	if recent {
 		return reconcile.Decision{Verdict: reconcile.InFlight}, ""
 	}
-	i, _ := strconv.Atoi(strings.TrimPrefix(ext, "pi_"))
-	_, status, available := seedMix(i)
-	if !available {
+	pi, err := gw.fetch(ctx, ext)
+	if err != nil {
 		return reconcile.Decision{Verdict: reconcile.Unverifiable}, ""
 	}
-	pi := &stripe.PaymentIntent{ID: ext, Status: status}
 	return policy.Classify(local, pi), stripeadapter.PaymentIntentState(pi)
 }
 
