@@ -463,10 +463,10 @@ func TestBulkFetchFailures(t *testing.T) {
 	}
 }
 
-// splitWorld is a batch of 1000 rows a second apart, 300 recent and 700 from three years
-// earlier, with their PaymentIntents, and 20,000 unrelated PaymentIntents created at
-// stranger(i).
-func splitWorld(t *testing.T, stranger func(old time.Time, i int) time.Time) (*stripetest.Server, *memstore.Store[int64, string]) {
+// splitCycle runs one cycle at batch 1000, through a gateway with maxPages as MaxListPages, over
+// 1000 rows a second apart, 300 recent and 700 from three years earlier, with their
+// PaymentIntents, and 20,000 unrelated PaymentIntents created at stranger(i).
+func splitCycle(t *testing.T, stranger func(old time.Time, i int) time.Time, maxPages int) (*stripetest.Server, reconcile.Report) {
 	t.Helper()
 	srv := stripetest.NewServer(stripetest.Options{Now: func() time.Time { return now }})
 	t.Cleanup(srv.Close)
@@ -489,16 +489,7 @@ func splitWorld(t *testing.T, stranger func(old time.Time, i int) time.Time) (*s
 	for i := range 1000 {
 		s.Put(memstore.Row[int64, string]{Key: int64(i), ExternalID: ids[i], Local: stripeadapter.LocalPaid, CreatedAt: created(i), UpdatedAt: created(i)})
 	}
-	return srv, s
-}
-
-func TestBulkFetchStopsOnceTheListStopsMatching(t *testing.T) {
-	t.Parallel()
-	// The 700 older rows' intents are drowned among the 20,000 strangers, created within the
-	// same 700 seconds: the list finds the 300 recent ones in three pages, then meets mostly
-	// strangers: it must give up after two barren pages, not read through the crowd.
-	srv, s := splitWorld(t, func(old time.Time, i int) time.Time { return old.Add(time.Duration(i) * 35 * time.Millisecond) })
-	g, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL()})
+	g, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL(), MaxListPages: maxPages})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -506,6 +497,15 @@ func TestBulkFetchStopsOnceTheListStopsMatching(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return srv, rep
+}
+
+func TestBulkFetchStopsOnceTheListStopsMatching(t *testing.T) {
+	t.Parallel()
+	// The 700 older rows' intents are drowned among the 20,000 strangers, created within the
+	// same 700 seconds: the list finds the 300 recent ones in three pages, then meets mostly
+	// strangers: it must give up after two barren pages, not read through the crowd.
+	srv, rep := splitCycle(t, func(old time.Time, i int) time.Time { return old.Add(time.Duration(i) * 35 * time.Millisecond) }, 0)
 	lists := srv.Requests(stripetest.ListPaymentIntents)
 	if verified(rep) != 1000 || lists > 5 || rep.GatewayCalls > 705 {
 		t.Fatalf("%d list calls, %d calls in all, %d verified; want all verified with at most 5 list calls and 705 calls", lists, rep.GatewayCalls, verified(rep))
@@ -516,15 +516,7 @@ func TestBulkFetchNeverListsTheTimeBetweenTwoGroupsOfRows(t *testing.T) {
 	t.Parallel()
 	// The strangers are created between the two groups, one an hour over three years: each
 	// group is listed in a window of its own, and none of the strangers is read.
-	srv, s := splitWorld(t, func(old time.Time, i int) time.Time { return old.Add(time.Hour + time.Duration(i)*time.Hour) })
-	g, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := runCycle(t, s, g, 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, rep := splitCycle(t, func(old time.Time, i int) time.Time { return old.Add(time.Hour + time.Duration(i)*time.Hour) }, 0)
 	lists, retrieves := srv.Requests(stripetest.ListPaymentIntents), srv.Requests(stripetest.RetrievePaymentIntent)
 	if verified(rep) != 1000 || lists > 11 || retrieves > 0 {
 		t.Fatalf("%d list calls and %d retrieves, %d verified; want all verified with at most 11 list calls and no retrieve", lists, retrieves, verified(rep))
@@ -542,15 +534,7 @@ func TestBulkFetchMakesAtMostMaxListPagesListCalls(t *testing.T) {
 	t.Parallel()
 	// The batch's two groups of rows need ten pages; MaxListPages caps the list calls of the
 	// whole fetch, all its windows together, and the rest are asked one by one.
-	srv, s := splitWorld(t, func(old time.Time, i int) time.Time { return old.Add(time.Hour + time.Duration(i)*time.Hour) })
-	g, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL(), MaxListPages: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := runCycle(t, s, g, 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, rep := splitCycle(t, func(old time.Time, i int) time.Time { return old.Add(time.Hour + time.Duration(i)*time.Hour) }, 4)
 	lists, retrieves := srv.Requests(stripetest.ListPaymentIntents), srv.Requests(stripetest.RetrievePaymentIntent)
 	if verified(rep) != 1000 || lists != 4 || lists+retrieves != rep.GatewayCalls {
 		t.Fatalf("%d list calls and %d retrieves, %d verified; want all verified with 4 list calls", lists, retrieves, verified(rep))
