@@ -304,7 +304,8 @@ func TestBulkFetchOfRowsSpreadOutAroundAnImportCostsAboutOneCallPerHundredRows(t
 		batch    int
 		reversed bool
 	}{{200, false}, {1000, false}, {200, true}, {1000, true}} {
-		t.Run(fmt.Sprintf("batch %d, listed last row first within its second %t", tc.batch, tc.reversed), func(t *testing.T) {
+		order := map[bool]string{false: "in the rows' order", true: "in the reverse order"}[tc.reversed]
+		t.Run(fmt.Sprintf("batch %d, the import listed %s within its second", tc.batch, order), func(t *testing.T) {
 			t.Parallel()
 			batch := tc.batch
 			w := newWorld(t, worldOptions{rows: 2500, imported: 1500, spacing: time.Minute, reversed: tc.reversed})
