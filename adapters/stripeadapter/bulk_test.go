@@ -321,6 +321,35 @@ func TestBulkFetchOfRowsSpreadOutAroundAnImportCostsAboutOneCallPerHundredRows(t
 	}
 }
 
+func TestBulkFetchSharedByTwoSweepsAtOnceJudgesAsPerObject(t *testing.T) {
+	t.Parallel()
+	// Two jobs sweep the same rows through one gateway at once: each may meet the other's
+	// look-ahead and mark, which may cost calls but never change a verdict.
+	w := newWorld(t, worldOptions{rows: 2500, imported: 1500, spacing: time.Minute})
+	g := w.gateway(t)
+	one := w.newStore()
+	if _, err := runCycle(t, one, reconcile.PerObject[*stripe.PaymentIntent](g), 200); err != nil {
+		t.Fatal(err)
+	}
+	want := reconciletest.Findings(t, one, "")
+	stores := []*memstore.Store[int64, string]{w.newStore(), w.newStore()}
+	var wg sync.WaitGroup
+	reps := make([]reconcile.Report, len(stores))
+	errs := make([]error, len(stores))
+	for i, s := range stores {
+		wg.Go(func() { reps[i], errs[i] = runCycle(t, s, g, 200) })
+	}
+	wg.Wait()
+	for i, s := range stores {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		if diff := cmp.Diff(want, reconciletest.Findings(t, s, "")); diff != "" || verified(reps[i]) != 2500 {
+			t.Errorf("sweep %d: %d verified, findings differ from per-object (-want +got):\n%s", i, verified(reps[i]), diff)
+		}
+	}
+}
+
 func TestBulkFetchVerifiesNothingOnAListingOlderThanTheTTL(t *testing.T) {
 	t.Parallel()
 	const rows = 300
