@@ -273,9 +273,9 @@ func (r *bulkRead[T]) pass(ctx context.Context, w *listWindow, wi int, from list
 	return false, false, nil
 }
 
-// mark is where the last read from a cursor found its window's last row: the object past it,
-// which no row had asked for, and the direction of the read. It is safe for concurrent use;
-// a mark another job set costs at most a page.
+// readMark is where the last read of a window found its last row: the object at the edge of
+// that page, which no row had asked for, and the direction of the read. It is safe for
+// concurrent use; a mark another job set costs at most a page.
 type readMark struct {
 	mu  sync.Mutex
 	cur listCursor
