@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -46,12 +48,37 @@ type worldOptions struct {
 	burst bool
 	// spacing is the time between two rows' creation; zero means 10 s.
 	spacing time.Duration
+	// aligned creates each PaymentIntent in its row's second, not 0–30 s later.
+	aligned bool
+	// imported rows in the middle of the others are an import: created within one second,
+	// spacing after the row before them, their objects all at that second; the rows after
+	// follow them spacing apart again.
+	imported int
+	// reversed adds the import's objects last row first: Stripe's order among objects of
+	// one second is not documented.
+	reversed bool
+}
+
+// importSpan returns the first and last imported row, and the second they were created in.
+func (o worldOptions) importSpan() (first, last int, at time.Time) {
+	first = (o.rows-o.imported)/2 + 1
+	return first, first + o.imported - 1, t0.Add(time.Duration(first) * o.spacing)
 }
 
 // created is row i's creation time.
 func (o worldOptions) created(i int) time.Time {
 	if o.burst {
 		return t0.Add(time.Duration(i) * time.Second / time.Duration(o.rows+1))
+	}
+	if o.imported > 0 {
+		switch first, last, at := o.importSpan(); {
+		case i < first:
+			return t0.Add(time.Duration(i) * o.spacing)
+		case i <= last:
+			return at.Add(time.Duration(i-first+1) * time.Second / time.Duration(o.imported+1))
+		default:
+			return at.Add(time.Duration(i-last) * o.spacing)
+		}
 	}
 	if o.spacing > 0 {
 		return t0.Add(time.Duration(i) * o.spacing)
@@ -87,8 +114,14 @@ func newWorld(t *testing.T, o worldOptions) *world {
 		if o.missing == 0 || i%o.missing != 0 {
 			_, st := status(i)
 			piCreated := created.Add(time.Duration(i*7%31)*time.Second + o.shift)
+			if o.aligned {
+				piCreated = created.Add(o.shift)
+			}
 			if o.burst {
 				piCreated = t0.Add(o.shift)
+			}
+			if first, last, at := o.importSpan(); o.imported > 0 && i >= first && i <= last {
+				piCreated = at.Add(o.shift)
 			}
 			pis = append(pis, stripetest.PaymentIntent{Status: st, Created: piCreated, Amount: int64(i)})
 			which = append(which, i)
@@ -97,6 +130,11 @@ func newWorld(t *testing.T, o worldOptions) *world {
 			pis = append(pis, stripetest.PaymentIntent{Status: stripe.PaymentIntentStatusSucceeded, Created: created.Add(time.Duration(k) * time.Second)})
 			which = append(which, 0)
 		}
+	}
+	if first, last, _ := o.importSpan(); o.reversed {
+		// pis[k] is row which[k]'s: the import's rows are pis[first-1:last] without a crowd.
+		slices.Reverse(pis[first-1 : last])
+		slices.Reverse(which[first-1 : last])
 	}
 	ids := srv.AddPaymentIntents(pis)
 	ext := map[int]string{}
@@ -256,10 +294,66 @@ func TestBulkFetchOfABurstCostsAboutOneCallPerHundredRows(t *testing.T) {
 	})
 }
 
+func TestBulkFetchOfRowsSpreadOutAroundAnImportCostsAboutOneCallPerHundredRows(t *testing.T) {
+	t.Parallel()
+	// As a new user tried it: 1,000 rows a minute apart and, in their middle, an import of
+	// 1,500 created within one second. A batch holding the older rows and the import's oldest
+	// meets the import's newer objects first, newest first, and must read through them (they
+	// are the next batch's) rather than give up and ask a thousand rows one by one.
+	for _, tc := range []struct {
+		batch    int
+		reversed bool
+	}{{200, false}, {1000, false}, {200, true}, {1000, true}} {
+		order := map[bool]string{false: "in the rows' order", true: "in the reverse order"}[tc.reversed]
+		t.Run(fmt.Sprintf("batch %d, the import listed %s within its second", tc.batch, order), func(t *testing.T) {
+			t.Parallel()
+			batch := tc.batch
+			w := newWorld(t, worldOptions{rows: 2500, imported: 1500, spacing: time.Minute, reversed: tc.reversed})
+			_, bulk := compareRuns(t, w, batch)
+			lists, retrieves := w.srv.Requests(stripetest.ListPaymentIntents), w.srv.Requests(stripetest.RetrievePaymentIntent)
+			ratio := float64(bulk.GatewayCalls) / float64(verified(bulk))
+			t.Logf("%d lists and %d retrieves for %d verified rows: %.4f calls per row", lists, retrieves, verified(bulk), ratio)
+			if verified(bulk) != 2500 || ratio > 0.02 {
+				t.Fatalf("%d of 2500 rows verified at %.4f calls per row (%d lists, %d retrieves); want all at most 0.02",
+					verified(bulk), ratio, lists, retrieves)
+			}
+		})
+	}
+}
+
+func TestBulkFetchSharedByTwoSweepsAtOnceJudgesAsPerObject(t *testing.T) {
+	t.Parallel()
+	// Two jobs sweep the same rows through one gateway at once: each may meet the other's
+	// look-ahead and mark, which may cost calls but never change a verdict.
+	w := newWorld(t, worldOptions{rows: 2500, imported: 1500, spacing: time.Minute})
+	g := w.gateway(t)
+	one := w.newStore()
+	if _, err := runCycle(t, one, reconcile.PerObject[*stripe.PaymentIntent](g), 200); err != nil {
+		t.Fatal(err)
+	}
+	want := reconciletest.Findings(t, one, "")
+	stores := []*memstore.Store[int64, string]{w.newStore(), w.newStore()}
+	var wg sync.WaitGroup
+	reps := make([]reconcile.Report, len(stores))
+	errs := make([]error, len(stores))
+	for i, s := range stores {
+		wg.Go(func() { reps[i], errs[i] = runCycle(t, s, g, 200) })
+	}
+	wg.Wait()
+	for i, s := range stores {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		if diff := cmp.Diff(want, reconciletest.Findings(t, s, "")); diff != "" || verified(reps[i]) != 2500 {
+			t.Errorf("sweep %d: %d verified, findings differ from per-object (-want +got):\n%s", i, verified(reps[i]), diff)
+		}
+	}
+}
+
 func TestBulkFetchVerifiesNothingOnAListingOlderThanTheTTL(t *testing.T) {
 	t.Parallel()
 	const rows = 300
-	w := newWorld(t, worldOptions{rows: rows, burst: true})
+	w := newWorld(t, worldOptions{rows: rows, spacing: time.Second, aligned: true})
 	g, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: w.srv.Key(), BaseURL: w.srv.URL(), ListCacheTTL: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -274,11 +368,12 @@ func TestBulkFetchVerifiesNothingOnAListingOlderThanTheTTL(t *testing.T) {
 		Job: "sweep", Source: s, Sink: s, Gateway: g, Classifier: stripeadapter.PaymentIntentClassifier(),
 		BatchSize: 100, ExternalState: stripeadapter.PaymentIntentState,
 	}
-	// The first batch (the oldest rows) lists the whole burst and keeps the rest.
+	// The first batch (the oldest rows) lists the skew's margin above its rows, the next
+	// batches' intents, and keeps them.
 	if _, err := reconcile.RunBatch(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
-	lists := w.srv.Requests(stripetest.ListPaymentIntents)
+	calls := w.srv.Requests(stripetest.ListPaymentIntents) + w.srv.Requests(stripetest.RetrievePaymentIntent)
 	// Row 104 (local paid, intent succeeded) has its intent canceled meanwhile.
 	if err := w.srv.SetStatus(w.rows[103].ExternalID, stripe.PaymentIntentStatusCanceled); err != nil {
 		t.Fatal(err)
@@ -287,8 +382,8 @@ func TestBulkFetchVerifiesNothingOnAListingOlderThanTheTTL(t *testing.T) {
 	if _, err := reconcile.RunBatch(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
-	if got := w.srv.Requests(stripetest.ListPaymentIntents) + w.srv.Requests(stripetest.RetrievePaymentIntent); got != lists {
-		t.Fatalf("the second batch made %d calls, want none", got-lists)
+	if got := w.srv.Requests(stripetest.ListPaymentIntents) + w.srv.Requests(stripetest.RetrievePaymentIntent); got != calls {
+		t.Fatalf("the second batch made %d calls, want none", got-calls)
 	}
 	// Past the TTL nothing listed earlier is used: the last batch asks again, and sees the
 	// cancellation of row 204's intent.
@@ -301,7 +396,7 @@ func TestBulkFetchVerifiesNothingOnAListingOlderThanTheTTL(t *testing.T) {
 	if _, err := reconcile.RunBatch(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
-	if got := w.srv.Requests(stripetest.ListPaymentIntents) + w.srv.Requests(stripetest.RetrievePaymentIntent); got == lists {
+	if got := w.srv.Requests(stripetest.ListPaymentIntents) + w.srv.Requests(stripetest.RetrievePaymentIntent); got == calls {
 		t.Fatal("the third batch, past the TTL, made no call")
 	}
 	var kinds []string
@@ -398,11 +493,11 @@ func TestBulkFetchFailures(t *testing.T) {
 	}
 }
 
-func TestBulkFetchStopsOnceTheListStopsMatching(t *testing.T) {
-	t.Parallel()
-	// A batch of 1000 rows: 300 recent, 700 from three years earlier, and 20,000 unrelated
-	// PaymentIntents created between them. The list finds the 300 in three pages, then meets
-	// only strangers: it must give up after two barren pages, not read through the crowd.
+// splitCycle runs one cycle at batch 1000, through a gateway with maxPages as MaxListPages, over
+// 1000 rows a second apart, 300 recent and 700 from three years earlier, with their
+// PaymentIntents, and 20,000 unrelated PaymentIntents created at stranger(i).
+func splitCycle(t *testing.T, stranger func(old time.Time, i int) time.Time, maxPages int) (*stripetest.Server, reconcile.Report) {
+	t.Helper()
 	srv := stripetest.NewServer(stripetest.Options{Now: func() time.Time { return now }})
 	t.Cleanup(srv.Close)
 	recent, old := now.Add(-24*time.Hour), now.Add(-3*365*24*time.Hour)
@@ -417,14 +512,14 @@ func TestBulkFetchStopsOnceTheListStopsMatching(t *testing.T) {
 		pis = append(pis, stripetest.PaymentIntent{Status: stripe.PaymentIntentStatusSucceeded, Created: created(i)})
 	}
 	for i := range 20000 {
-		pis = append(pis, stripetest.PaymentIntent{Status: stripe.PaymentIntentStatusSucceeded, Created: old.Add(time.Hour + time.Duration(i)*time.Hour)})
+		pis = append(pis, stripetest.PaymentIntent{Status: stripe.PaymentIntentStatusSucceeded, Created: stranger(old, i)})
 	}
 	ids := srv.AddPaymentIntents(pis)
 	s := memstore.New[int64, string](memstore.Options{Now: func() time.Time { return now }})
 	for i := range 1000 {
 		s.Put(memstore.Row[int64, string]{Key: int64(i), ExternalID: ids[i], Local: stripeadapter.LocalPaid, CreatedAt: created(i), UpdatedAt: created(i)})
 	}
-	g, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL()})
+	g, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL(), MaxListPages: maxPages})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,9 +527,47 @@ func TestBulkFetchStopsOnceTheListStopsMatching(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return srv, rep
+}
+
+func TestBulkFetchStopsOnceTheListStopsMatching(t *testing.T) {
+	t.Parallel()
+	// The 700 older rows' intents are drowned among the 20,000 strangers, created within the
+	// same 700 seconds: the list finds the 300 recent ones in three pages, then meets mostly
+	// strangers: it must give up after two barren pages, not read through the crowd.
+	srv, rep := splitCycle(t, func(old time.Time, i int) time.Time { return old.Add(time.Duration(i) * 35 * time.Millisecond) }, 0)
 	lists := srv.Requests(stripetest.ListPaymentIntents)
 	if verified(rep) != 1000 || lists > 5 || rep.GatewayCalls > 705 {
 		t.Fatalf("%d list calls, %d calls in all, %d verified; want all verified with at most 5 list calls and 705 calls", lists, rep.GatewayCalls, verified(rep))
+	}
+}
+
+func TestBulkFetchNeverListsTheTimeBetweenTwoGroupsOfRows(t *testing.T) {
+	t.Parallel()
+	// The strangers are created between the two groups, one an hour over three years: each
+	// group is listed in a window of its own, and none of the strangers is read.
+	srv, rep := splitCycle(t, func(old time.Time, i int) time.Time { return old.Add(time.Hour + time.Duration(i)*time.Hour) }, 0)
+	lists, retrieves := srv.Requests(stripetest.ListPaymentIntents), srv.Requests(stripetest.RetrievePaymentIntent)
+	if verified(rep) != 1000 || lists > 11 || retrieves > 0 {
+		t.Fatalf("%d list calls and %d retrieves, %d verified; want all verified with at most 11 list calls and no retrieve", lists, retrieves, verified(rep))
+	}
+	for _, r := range srv.Log() {
+		gte, _ := strconv.ParseInt(r.Query.Get("created[gte]"), 10, 64)
+		lte, _ := strconv.ParseInt(r.Query.Get("created[lte]"), 10, 64)
+		if lte-gte > 3600 {
+			t.Errorf("list call %v spans %v", r.Query, time.Duration(lte-gte)*time.Second)
+		}
+	}
+}
+
+func TestBulkFetchMakesAtMostMaxListPagesListCalls(t *testing.T) {
+	t.Parallel()
+	// The batch's two groups of rows need ten pages; MaxListPages caps the list calls of the
+	// whole fetch, all its windows together, and the rest are asked one by one.
+	srv, rep := splitCycle(t, func(old time.Time, i int) time.Time { return old.Add(time.Hour + time.Duration(i)*time.Hour) }, 4)
+	lists, retrieves := srv.Requests(stripetest.ListPaymentIntents), srv.Requests(stripetest.RetrievePaymentIntent)
+	if verified(rep) != 1000 || lists != 4 || lists+retrieves != rep.GatewayCalls {
+		t.Fatalf("%d list calls and %d retrieves, %d verified; want all verified with 4 list calls", lists, retrieves, verified(rep))
 	}
 }
 

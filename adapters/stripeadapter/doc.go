@@ -49,18 +49,21 @@
 // # Bulk fetch
 //
 // The Gateway is also a reconcile.BatchGateway: for a batch of rows it lists the PaymentIntents
-// created within the rows' created_at window, widened by CreatedSkew, a hundred per call, and
+// created within the rows' created_at windows, widened by CreatedSkew, a hundred per call, and
 // the engine then retrieves one by one only the rows the list did not show. With rows and
 // PaymentIntents created close together this costs about one call per hundred rows instead of
-// one per row. A crowded or misaligned window stops after two pages (or MaxListPages) and
-// degrades to per-object calls. Rows created in a burst (an import: a batch's rows within a
-// minute, their intents too) are listed through, since Stripe lists the newest first and a
-// batch of the older rows sits behind the newer ones; intents listed but not asked about are
-// kept for the next batches, each for at most ListCacheTTL (30 s) from the call that listed
-// it and at most ListCacheSize (20,000) of them, so that a burst costs about one call per
-// hundred rows and no row is verified on an answer older than the TTL. Results are the same
-// either way; to force per-object calls,
-// pass reconcile.PerObject[*stripe.PaymentIntent](gateway), which keeps the id check.
+// one per row. Groups of rows far apart, for how far apart the rows usually are, get windows
+// of their own, so the time between them is never listed; a crowded or misaligned window stops after two barren pages and degrades to
+// per-object calls (MaxListPages caps a batch's list calls). Stripe lists the newest first, so
+// a batch of an import's older rows (a batch's rows crowded into one second, their intents
+// too) is read up from its oldest row (ending_before) rather than past the import's newer
+// intents, and a batch that follows goes on where the last one stopped; intents listed but
+// not asked about (the skew's margin above a batch, the rest of a page) are kept for the next
+// batches, each for at most ListCacheTTL (30 s) from the call that listed it and at most
+// ListCacheSize (20,000) of them, so that any mix of rows spread out and imports costs about
+// one call per hundred rows and no row is verified on an answer older than the TTL. Results
+// are the same either way; to force per-object calls, pass
+// reconcile.PerObject[*stripe.PaymentIntent](gateway), which keeps the id check.
 //
 // # Lanes
 //

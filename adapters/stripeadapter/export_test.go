@@ -13,6 +13,11 @@ func (g *Gateway) ListPage(ctx context.Context, gte, lte int64, after string) ([
 	return g.intents.ListPage(ctx, gte, lte, after)
 }
 
+// ListPageFrom is ListPage from the cursor id: up (ending_before) or down (starting_after).
+func (g *Gateway) ListPageFrom(ctx context.Context, gte, lte int64, id string, up bool) ([]*stripe.PaymentIntent, bool, error) {
+	return g.intents.listPageAt(ctx, &stripe.RangeQueryParams{GreaterThanOrEqual: gte, LesserThanOrEqual: lte}, listCursor{id: id, up: up})
+}
+
 // ListWithExpand makes the gateway's list call with another expand path, to see how an
 // expansion Stripe refuses surfaces.
 func (g *Gateway) ListWithExpand(ctx context.Context, path string) ([]*stripe.PaymentIntent, error) {

@@ -50,10 +50,11 @@ type GatewayConfig struct {
 	// object's created time may differ from its row's created_at, clock skew included.
 	// Zero means DefaultCreatedSkew.
 	CreatedSkew time.Duration
-	// MaxListPages caps the list calls of one bulk fetch, so that a crowded window degrades to
-	// per-object calls instead of reading the whole account. Zero means two pages per hundred
-	// rows plus two. A burst (rows created within a minute) may read up to a page per row
-	// still sought, unless MaxListPages is set.
+	// MaxListPages caps the list calls of one bulk fetch, all its windows together; the rows
+	// not found within them are asked one by one. Zero means one per row sought: never more
+	// than asking each alone. It is only a cap: a list stops before it once its rows are
+	// found, at its window's edge, or after two pages in a row that found few of them (a
+	// crowded or misaligned window), so raising it never makes a list read further.
 	MaxListPages int
 	// ListCacheTTL bounds how long an object a bulk fetch listed without being asked about it
 	// is kept for the next batches, counted from before the list call: no row is

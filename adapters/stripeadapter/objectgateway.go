@@ -25,6 +25,7 @@ type ObjectGateway[T any] struct {
 	cacheTTL time.Duration // the look-ahead's; negative when off
 	size     int
 	ahead    *lookaheadOf[T] // nil when off
+	mark     *readMark       // where the last bulk read from a cursor stopped (bulk.go)
 }
 
 var (
@@ -48,7 +49,7 @@ func NewObjectGateway[T any](cfg GatewayConfig, obj Object[T]) (*ObjectGateway[T
 		return nil, err
 	}
 	g := &ObjectGateway[T]{c: c, obj: obj, skew: cmp.Or(cfg.CreatedSkew, DefaultCreatedSkew), maxPages: cfg.MaxListPages,
-		cacheTTL: cmp.Or(cfg.ListCacheTTL, DefaultListCacheTTL), size: cmp.Or(cfg.ListCacheSize, DefaultListCacheSize)}
+		cacheTTL: cmp.Or(cfg.ListCacheTTL, DefaultListCacheTTL), size: cmp.Or(cfg.ListCacheSize, DefaultListCacheSize), mark: &readMark{}}
 	g.ahead = g.newLookahead()
 	return g, nil
 }
@@ -75,7 +76,7 @@ func (g *ObjectGateway[T]) ForAccount(acct string) (*ObjectGateway[T], error) {
 	}
 	fa := *g
 	fa.c = g.c.forAccount(acct)
-	fa.ahead = fa.newLookahead()
+	fa.ahead, fa.mark = fa.newLookahead(), &readMark{}
 	return &fa, nil
 }
 

@@ -40,9 +40,9 @@ func TestWireBulkListMatchesStripesSpec(t *testing.T) {
 		g := newMockGateway(t, account)
 		now := time.Now()
 		lookups := []reconcile.Lookup{
-			{ExternalID: "pi_1", CreatedAt: now.Add(-time.Hour)},
+			{ExternalID: "pi_1", CreatedAt: now.Add(-3 * time.Minute)},
 			{ExternalID: "pi_2", CreatedAt: now},
-			{ExternalID: "pi_3", CreatedAt: now.Add(-30 * time.Minute)},
+			{ExternalID: "pi_3", CreatedAt: now.Add(-time.Minute)},
 		}
 		calls := 0
 		wait := func(context.Context) error { calls++; return nil }
@@ -60,12 +60,15 @@ func TestWireBulkListMatchesStripesSpec(t *testing.T) {
 func TestWirePagingParametersMatchStripesSpec(t *testing.T) {
 	for _, account := range []string{"", "acct_1Connected"} {
 		g := newMockGateway(t, account)
-		items, _, err := g.ListPage(context.Background(), 1700000000, 1800000000, "pi_3MtwBwLkdIwHu7ix28a3tqPa")
-		if err != nil {
-			t.Fatalf("list with starting_after (account %q): %v", account, err)
-		}
-		if len(items) == 0 || items[0].ID == "" || items[0].Status == "" {
-			t.Fatalf("stripe-mock's one-item list decoded as %+v", items)
+		for _, up := range []bool{false, true} {
+			// starting_after pages down, ending_before up (the bulk fetch's read from a row).
+			items, _, err := g.ListPageFrom(context.Background(), 1700000000, 1800000000, "pi_3MtwBwLkdIwHu7ix28a3tqPa", up)
+			if err != nil {
+				t.Fatalf("list with a cursor (up %t, account %q): %v", up, account, err)
+			}
+			if len(items) == 0 || items[0].ID == "" || items[0].Status == "" {
+				t.Fatalf("stripe-mock's one-item list decoded as %+v", items)
+			}
 		}
 	}
 }

@@ -48,7 +48,7 @@ func TestEngineFindsTheMixDriftInOneCycle(t *testing.T) {
 			t.Parallel()
 			pool, schema := pgtest.PoolSchema(t)
 			var progress bytes.Buffer
-			res, err := runEngine(context.Background(), pool, schema, engineOptions{Rows: 2000, Batch: tc.batch, Progress: &progress, Typed: true, Rounds: 2})
+			res, err := runEngine(context.Background(), pool, schema, engineOptions{Rows: 2000, Batch: tc.batch, Progress: &progress, Typed: true, Rounds: 2, Floor: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -65,6 +65,13 @@ func TestEngineFindsTheMixDriftInOneCycle(t *testing.T) {
 			if n := strings.Count(progress.String(), "%"); n != 40 {
 				t.Errorf("progress has %d percentage lines, want 40:\n%s", n, progress.String())
 			}
+			// The SQL floor wrote what the engine did (runEngine checks) and was timed.
+			if res.SQLFloorRowsPerS <= 0 || res.FloorRatio != round(res.RowsPerS/res.SQLFloorRowsPerS, 3) {
+				t.Errorf("floor %v rows/s, ratio %v; want the floor's rate and the engine's ratio to it", res.SQLFloorRowsPerS, res.FloorRatio)
+			}
+			if n := strings.Count(progress.String(), "floor: "); n != 2 {
+				t.Errorf("progress has %d floor lines, want 2:\n%s", n, progress.String())
+			}
 			if res.TypedRowsPerS <= 0 || res.TypedRatio != round(res.TypedRowsPerS/res.RowsPerS, 3) {
 				t.Errorf("typed %v rows/s, ratio %v to %v; want the typed row's rate and its ratio to the one-column row's", res.TypedRowsPerS, res.TypedRatio, res.RowsPerS)
 			}
@@ -77,13 +84,13 @@ func TestEngineFindsTheMixDriftInOneCycle(t *testing.T) {
 
 func TestStripeBenchBulkAgreesWithPerObjectAtAHundredthOfTheCalls(t *testing.T) {
 	t.Parallel()
-	for _, burst := range []bool{false, true} {
-		t.Run(map[bool]string{false: "rows 10 s apart", true: "a burst"}[burst], func(t *testing.T) {
+	for _, layout := range []string{"rows 10 s apart", "a burst", "rows a minute apart around an import"} {
+		t.Run(layout, func(t *testing.T) {
 			results := map[string]stripeResult{}
 			for _, mode := range []string{"bulk", "per-object"} {
 				pool, schema := pgtest.PoolSchema(t)
 				res, err := runStripe(context.Background(), pool, schema, stripeOptions{Rows: 3000, Batch: 1000, Concurrency: 4, Hint: "aligned",
-					PerObject: mode == "per-object", Burst: burst})
+					PerObject: mode == "per-object", Burst: layout == "a burst", Mix: layout == "rows a minute apart around an import"})
 				if err != nil {
 					t.Fatal(err)
 				}

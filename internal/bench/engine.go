@@ -39,6 +39,8 @@ type engineOptions struct {
 	Typed bool
 	// Rounds is how many times each cycle is timed, the best counting; zero means one.
 	Rounds int
+	// Floor also times the SQL floor (floor.go) over the same rows, each round.
+	Floor bool
 }
 
 // engineResult is the engine subcommand's JSON line.
@@ -63,6 +65,10 @@ type engineResult struct {
 	// that over RowsPerS, the one-column row's in the same run.
 	TypedRowsPerS float64 `json:"typed_rows_per_sec,omitempty"`
 	TypedRatio    float64 `json:"typed_ratio,omitempty"`
+	// SQLFloorRowsPerS is the rows/s of the same cycle's database work as the plainest SQL by
+	// hand (-floor, floor.go), and FloorRatio RowsPerS over it.
+	SQLFloorRowsPerS float64 `json:"sql_floor_rows_per_s,omitempty"`
+	FloorRatio       float64 `json:"floor_ratio,omitempty"`
 }
 
 // engineCommand is the engine subcommand: it recreates its schema, runs runEngine in it and
@@ -77,11 +83,13 @@ func engineCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the first one-column cycle to this file")
 	typed := fs.Bool("typed", true, "also time a cycle over the same rows read as a typed row of four columns (typed_rows_per_sec, typed_ratio)")
 	rounds := fs.Int("rounds", 3, "time each cycle this many times, in turns, and report the best of each")
+	floor := fs.Bool("floor", true, "also time the same database work as the plainest SQL by hand, without the engine (sql_floor_rows_per_s, floor_ratio)")
 	if err := parseFlags(fs, args, stderr,
 		"usage: go run ./internal/bench engine [flags]",
 		"Loads a seed-shaped payments table with COPY and times one full reconcile cycle over it",
 		"with pgstore and a zero-latency in-process gateway, then (-typed) one over the same rows",
-		"read as a typed row of four columns. Database: $DATABASE_URL.",
+		"read as a typed row of four columns, and (-floor) the same database work as hand-written",
+		"SQL without the engine. Database: $DATABASE_URL.",
 	); err != nil {
 		return err
 	}
@@ -98,7 +106,7 @@ func engineCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		defer drop()
 	}
 
-	opts := engineOptions{Rows: *rows, Batch: *batch, Progress: stderr, NoAnalyze: !*analyze, Typed: *typed, Rounds: *rounds}
+	opts := engineOptions{Rows: *rows, Batch: *batch, Progress: stderr, NoAnalyze: !*analyze, Typed: *typed, Rounds: *rounds, Floor: *floor}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -166,8 +174,16 @@ func runEngine(ctx context.Context, pool *pgxpool.Pool, schema string, opts engi
 	// Each round times the one-column row and the typed row, in turns first, each cycle with
 	// reconciler tables of its own; the best of each counts, so that a moment of load on a
 	// shared machine does not decide the ratio.
-	var one, typed []cycle
+	var one, typed, floor []cycle
 	for r := range max(opts.Rounds, 1) {
+		if opts.Floor {
+			cy, err := floorCycle(ctx, pool, schema, pgstore.Tables{Prefix: fmt.Sprintf("floor_%d_", r), Schema: schema}, opts.Batch)
+			if err != nil {
+				return res, err
+			}
+			fmt.Fprintf(progress, "floor: %d rows, %d batches, %.2fs, %.0f rows/s\n", opts.Rows, cy.Batches, cy.Seconds, cy.RowsPerS)
+			floor = append(floor, cy)
+		}
 		for v := range 2 {
 			isTyped := (v+r)%2 == 1
 			if isTyped && !opts.Typed {
@@ -208,7 +224,7 @@ func runEngine(ctx context.Context, pool *pgxpool.Pool, schema string, opts engi
 			one = append(one, cy)
 		}
 	}
-	for _, c := range append(one[1:], typed...) {
+	for _, c := range slices.Concat(one[1:], typed, floor) {
 		if c.Findings != one[0].Findings || c.Commands != one[0].Commands || c.GatewayCalls != one[0].GatewayCalls || !maps.Equal(c.Verdicts, one[0].Verdicts) {
 			return res, fmt.Errorf("bench: cycles disagree: %+v and %+v", c, one[0])
 		}
@@ -219,6 +235,10 @@ func runEngine(ctx context.Context, pool *pgxpool.Pool, schema string, opts engi
 	if len(typed) > 0 {
 		res.TypedRowsPerS = slices.MaxFunc(typed, func(a, b cycle) int { return cmp.Compare(a.RowsPerS, b.RowsPerS) }).RowsPerS
 		res.TypedRatio = round(res.TypedRowsPerS/res.RowsPerS, 3)
+	}
+	if len(floor) > 0 {
+		res.SQLFloorRowsPerS = slices.MaxFunc(floor, func(a, b cycle) int { return cmp.Compare(a.RowsPerS, b.RowsPerS) }).RowsPerS
+		res.FloorRatio = round(res.RowsPerS/res.SQLFloorRowsPerS, 3)
 	}
 	res.PeakRSSMB = round(peakRSSMB(), 1)
 	return res, nil

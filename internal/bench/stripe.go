@@ -30,6 +30,9 @@ type stripeOptions struct {
 	// Burst creates every row and every PaymentIntent within one second (a backfill, an
 	// import), instead of one row every 10 s.
 	Burst bool
+	// Mix creates the rows a minute apart, each object 0–30 s after its row, except the middle
+	// 60%: an import, every row and object created within one second (see mixImport).
+	Mix bool
 	// Latency is added by stripetest to every request.
 	Latency  time.Duration
 	Progress io.Writer
@@ -43,6 +46,7 @@ type stripeResult struct {
 	Mode        string  `json:"mode"`
 	Hint        string  `json:"hint"`
 	Burst       bool    `json:"burst"`
+	ImportMix   bool    `json:"import_mix,omitempty"`
 	Concurrency int     `json:"concurrency"`
 	LatencyMS   float64 `json:"latency_ms"`
 	APICalls    int     `json:"api_calls"`
@@ -84,6 +88,7 @@ func stripeCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	conc := fs.Int("concurrency", 8, "gateway calls in flight")
 	latency := fs.Duration("latency", 0, "latency stripetest adds to every request")
 	burst := fs.Bool("burst", false, "create all rows and PaymentIntents within one second (a backfill, an import)")
+	mix := fs.Bool("mix", false, "create the rows a minute apart, but for 60% of them in the middle imported within one second")
 	schema := fs.String("schema", "bench_stripe", "schema to drop, recreate and work in")
 	money := fs.Bool("money", false, "the money policy over intents with charges, refunds and disputes, a typed row; runs both modes and compares them")
 	object := fs.String("object", paymentIntentObject.name, `the Stripe object: "payment_intent", "subscription" (subscription policy, lists with status=all) or "invoice" (invoice policy over a typed row)`)
@@ -91,6 +96,7 @@ func stripeCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		"usage: go run ./internal/bench stripe [flags]",
 		"One full cycle of the engine with pgstore and the Stripe gateway over HTTP to stripetest,",
 		"-burst: every row and PaymentIntent created within one second (a backfill, an import);",
+		"-mix: rows a minute apart, with 60% of them imported within one second in the middle;",
 		"-money: the money policy (refunds, disputes, amounts) over a typed row, in both modes;",
 		"-object subscription|invoice: the object kit's gateway and that object's policy;",
 		"no rate limit; counts the API calls. Database: $DATABASE_URL.",
@@ -106,11 +112,13 @@ func stripeCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return fmt.Errorf("bench: stripe: -mode must be bulk or per-object, not %q", *mode)
 	case *object != paymentIntentObject.name && *object != subscriptionObject.name && *object != invoiceObject.name:
 		return fmt.Errorf("bench: stripe: -object must be payment_intent, subscription or invoice, not %q", *object)
+	case *burst && *mix:
+		return fmt.Errorf("bench: stripe: -burst and -mix are two layouts of the rows; give one")
 	case *money && *object != paymentIntentObject.name:
 		return fmt.Errorf("bench: stripe: -money is the PaymentIntent money policy; it takes no -object %s", *object)
 	}
 	opts := stripeOptions{Rows: *rows, Batch: *batch, Concurrency: *conc, Hint: *hint,
-		PerObject: *mode == "per-object", Burst: *burst, Latency: *latency, Progress: stderr}
+		PerObject: *mode == "per-object", Burst: *burst, Mix: *mix, Latency: *latency, Progress: stderr}
 	pool, drop, err := benchSchema(ctx, *schema, stderr)
 	if err != nil {
 		return err
@@ -142,13 +150,32 @@ func stripeCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 // stripeBase is the first row's created_at; row i is created 10 s·i later.
 var stripeBase = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// stripeRowCreated is row n's created_at: 10 s·n after stripeBase, or within stripeBase's
-// second for a burst.
+// stripeRowCreated is row n's created_at: 10 s·n after stripeBase, within stripeBase's second
+// for a burst, or as mixImport says for a mix.
 func stripeRowCreated(n int, opts stripeOptions) time.Time {
+	if opts.Mix {
+		switch first, last, at := mixImport(opts.Rows); {
+		case n < first:
+			return stripeBase.Add(time.Duration(n) * time.Minute)
+		case n <= last:
+			return at.Add(time.Duration(n-first+1) * time.Second / time.Duration(last-first+2))
+		default:
+			return at.Add(time.Duration(n-last) * time.Minute)
+		}
+	}
 	if opts.Burst {
 		return stripeBase.Add(time.Duration(n) * time.Second / time.Duration(opts.Rows+1))
 	}
 	return stripeBase.Add(time.Duration(n) * 10 * time.Second)
+}
+
+// mixImport returns the first and last row of a mix's import, the middle 60% of the rows,
+// and the second they and their objects were created in: a minute after the row before them.
+// The rows before are a minute apart from stripeBase, the rows after a minute apart from it.
+func mixImport(rows int) (first, last int, at time.Time) {
+	n := rows * 3 / 5
+	first = (rows-n)/2 + 1
+	return first, first + n - 1, stripeBase.Add(time.Duration(first) * time.Minute)
 }
 
 // stripeMix is seedMix without the unavailable share: stripetest answers every row, so that
@@ -205,12 +232,15 @@ var paymentIntentObject = stripeObject[string, *stripe.PaymentIntent]{
 	classifier: stripeadapter.PaymentIntentClassifier(),
 }
 
-// stripeCreated is object n's created time: 0-30 s after its row, in one second for a burst,
-// 200 days later without a hint.
+// stripeCreated is object n's created time: 0-30 s after its row, in one second for a burst
+// or a mix's import, 200 days later without a hint.
 func stripeCreated(n int, opts stripeOptions) time.Time {
-	created := stripeBase.Add(time.Duration(n)*10*time.Second + time.Duration(n*7%31)*time.Second)
-	if opts.Burst {
+	created := stripeRowCreated(n, opts).Add(time.Duration(n*7%31) * time.Second)
+	switch first, last, at := mixImport(opts.Rows); {
+	case opts.Burst:
 		created = stripeBase // Stripe's created is whole seconds: all in one
+	case opts.Mix && n >= first && n <= last:
+		created = at
 	}
 	if opts.Hint == "none" {
 		created = created.Add(200 * 24 * time.Hour)
@@ -226,7 +256,7 @@ func runStripe(ctx context.Context, pool *pgxpool.Pool, schema string, opts stri
 // runObject loads opts.Rows rows into schema and as many objects into a stripetest server,
 // then times one full cycle and checks its results.
 func runObject[L, T any](ctx context.Context, pool *pgxpool.Pool, schema string, opts stripeOptions, obj stripeObject[L, T]) (stripeResult, error) {
-	res := stripeResult{Object: obj.name, Rows: opts.Rows, Batch: opts.Batch, Hint: opts.Hint, Burst: opts.Burst, Mode: "bulk", Concurrency: opts.Concurrency,
+	res := stripeResult{Object: obj.name, Rows: opts.Rows, Batch: opts.Batch, Hint: opts.Hint, Burst: opts.Burst, ImportMix: opts.Mix, Mode: "bulk", Concurrency: opts.Concurrency,
 		LatencyMS: float64(opts.Latency.Microseconds()) / 1000, Verdicts: map[string]int{}, GoVersion: runtime.Version()}
 	if opts.PerObject {
 		res.Mode = "per-object"

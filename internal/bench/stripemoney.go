@@ -154,7 +154,7 @@ func (r *moneyRun) record(f reconcile.Finding) {
 // reconciler tables of its own, and two bulk cycles whose second shows what the kept dispute
 // outcomes save.
 func runStripeMoney(ctx context.Context, pool *pgxpool.Pool, schema string, opts stripeOptions) (stripeResult, error) {
-	res := stripeResult{Object: paymentIntentObject.name, Rows: opts.Rows, Batch: opts.Batch, Hint: opts.Hint, Burst: opts.Burst, Mode: "bulk", Concurrency: opts.Concurrency,
+	res := stripeResult{Object: paymentIntentObject.name, Rows: opts.Rows, Batch: opts.Batch, Hint: opts.Hint, Burst: opts.Burst, ImportMix: opts.Mix, Mode: "bulk", Concurrency: opts.Concurrency,
 		LatencyMS: float64(opts.Latency.Microseconds()) / 1000, Verdicts: map[string]int{}, GoVersion: runtime.Version(), Money: true, Mix: moneyMix}
 	if opts.PerObject {
 		res.Mode = "per-object"
@@ -170,15 +170,8 @@ func runStripeMoney(ctx context.Context, pool *pgxpool.Pool, schema string, opts
 	for i := range pis {
 		n := i + 1
 		scen[i] = moneyScenario(n)
-		created := stripeBase.Add(time.Duration(n)*10*time.Second + time.Duration(n*7%31)*time.Second)
-		if opts.Burst {
-			created = stripeBase
-		}
-		if opts.Hint == "none" {
-			created = created.Add(200 * 24 * time.Hour)
-		}
 		pis[i] = scen[i].pi
-		pis[i].Created = created
+		pis[i].Created = stripeCreated(n, opts)
 	}
 	ids := srv.AddPaymentIntents(pis)
 	dueBy := time.Now().Add(7 * 24 * time.Hour)
