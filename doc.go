@@ -189,7 +189,8 @@
 // max(now − coalesce(last verified, created)) over the job's rows, which is the primary SLO; time since the last completed cycle and the current cycle's age; the last batch's
 // unverifiable ratio; open findings by kind and those open past a threshold (a dead repair
 // command shows up there); and the last failed batch, which a Sink that is a
-// [FailureRecorder] is told about. [EvaluateHealth] judges a Status against a [HealthPolicy]
+// [FailureRecorder] is told about (a batch that missed its context's deadline included; a
+// cancelled one, the host stopping, is not a failure). [EvaluateHealth] judges a Status against a [HealthPolicy]
 // (lag SLO [DefaultLagSLO] unless set) and returns a [Health] in which each failing [Check]
 // gives its reason: a job whose gateway is failing is never healthy, even while its lag is
 // still within the SLO.

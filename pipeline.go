@@ -167,11 +167,13 @@ func (p *pipeline[L, E]) runStep(ctx context.Context, name stepName, record func
 }
 
 // failureCause is what a failure recorder is told about a step, nil if nothing: its error,
-// or for a sweep batch that was deferred or stopped by an outage, why. A lost cursor race or a
-// cancellation is not a failure of the job, nor is a lane step deferred by a rate limit.
+// or for a sweep batch that was deferred or stopped by an outage, why. A lost cursor race is
+// not a failure of the job, nor is a cancellation (the host stopping), nor a lane step
+// deferred by a rate limit; a step that missed its context's deadline is one: whatever held
+// it up (a lock, a hung call) holds up every step.
 func failureCause(ctx context.Context, rep Report, err error) error {
 	switch {
-	case errors.Is(err, ErrConcurrentRun), ctx.Err() != nil:
+	case errors.Is(err, ErrConcurrentRun), cancelled(ctx):
 		return nil
 	case err != nil:
 		return err
@@ -186,3 +188,7 @@ func failureCause(ctx context.Context, rep Report, err error) error {
 	}
 	return nil
 }
+
+// cancelled reports whether ctx was cancelled: the host (or a Runner's Stop) ending the work,
+// as opposed to a deadline it missed.
+func cancelled(ctx context.Context) bool { return errors.Is(ctx.Err(), context.Canceled) }

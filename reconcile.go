@@ -25,7 +25,9 @@ type Sink interface {
 
 // FailureRecorder is an optional ability of a Sink: remembering that a batch of a job failed,
 // or could not make a single call, so that health reports the failure instead of the last good
-// batch. RunBatch calls it after such a batch, not after a lost cursor race or a cancellation.
+// batch. RunBatch calls it after such a batch, a batch that missed its context's deadline
+// included, but not after a lost cursor race or a cancelled context (the host stopping). It
+// should not wait for the cursor's lock: a batch held up by that lock is such a failure.
 type FailureRecorder interface {
 	RecordFailure(ctx context.Context, job string, cause error) error
 }
