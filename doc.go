@@ -61,8 +61,9 @@
 //
 // The engine decides some rows itself, without the classifier: a row with no external id is
 // NeedsReview [KindInvalidExternalID], an object the external system says does not exist is
-// NeedsReview [KindMissingExternally], and a [ReviewError] from the gateway is NeedsReview of
-// its kind ([KindRejected] by default).
+// NeedsReview [KindMissingExternally] (its detail is the gateway's error, which says what the
+// external system answered, keys redacted), and a [ReviewError] from the gateway is NeedsReview
+// of its kind ([KindRejected] by default).
 //
 // # The batch engine
 //

@@ -7,9 +7,13 @@ import (
 	"log/slog"
 	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/reconcilekit/reconcile/internal/redact"
 )
 
 // Sink records the results of a batch. Commit must apply everything in one transaction:
@@ -465,6 +469,22 @@ func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L]) (judgeme
 	return j, nil
 }
 
+// notFoundDetail is the detail of a missing_externally finding: what the external system
+// answered about id, as the gateway's error says it (the Stripe adapter's names the 404 and
+// the request), with anything that looks like a key redacted, and the id if the error does
+// not name it.
+func notFoundDetail(id string, err error) string {
+	msg := redact.Keys(err.Error())
+	if !strings.Contains(msg, id) {
+		msg = strconv.Quote(id) + ": " + msg
+	}
+	return storable(msg, maxNotFoundDetail)
+}
+
+// maxNotFoundDetail bounds a missing_externally finding's detail: the error's text comes from
+// the external system, or whatever stands in between.
+const maxNotFoundDetail = 500
+
 // isFailure reports whether a gateway error means the external system could not answer (as
 // opposed to an answer: not found, a rejected request).
 func isFailure(err error) bool {
@@ -539,7 +559,8 @@ func (r *Reconciler[L, E]) decide(ctx context.Context, p *pacer, o *Outcome, loc
 		// rather than record a wave of false Unverifiables.
 		return context.Cause(ctx)
 	case errors.Is(err, ErrNotFound):
-		o.Decision, o.Verified = Decision{Verdict: NeedsReview, Kind: KindMissingExternally}, true
+		o.Decision = Decision{Verdict: NeedsReview, Kind: KindMissingExternally, Detail: notFoundDetail(o.ExternalID, err)}
+		o.Verified = true
 	case errors.As(err, &review):
 		kind := review.Kind
 		if kind == "" {

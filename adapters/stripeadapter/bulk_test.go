@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -185,7 +186,7 @@ func compareRuns(t *testing.T, w *world, batch int) (perObject, bulk reconcile.R
 	if diff := cmp.Diff(perObject.Verdicts, bulk.Verdicts); diff != "" {
 		t.Errorf("verdicts differ (-per-object +bulk):\n%s", diff)
 	}
-	if diff := cmp.Diff(reconciletest.Findings(t, one, ""), reconciletest.Findings(t, many, "")); diff != "" {
+	if diff := cmp.Diff(reconciletest.Findings(t, one, ""), reconciletest.Findings(t, many, ""), ignoreRequestIDs); diff != "" {
 		t.Errorf("findings differ (-per-object +bulk):\n%s", diff)
 	}
 	if diff := cmp.Diff(one.Commands(), many.Commands()); diff != "" {
@@ -200,6 +201,13 @@ func compareRuns(t *testing.T, w *world, batch int) (perObject, bulk reconcile.R
 	}
 	return perObject, bulk
 }
+
+// ignoreRequestIDs compares findings' details without the ids of the requests they quote (a
+// missing_externally finding's names the 404's).
+var ignoreRequestIDs = cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Detail" },
+	cmp.Transformer("withoutRequestIDs", func(s string) string { return requestID.ReplaceAllString(s, "req_…") }))
+
+var requestID = regexp.MustCompile(`req_[A-Za-z0-9]+`)
 
 func TestBulkFetchWithAlignedCreatedTimesCostsAboutOneCallPerHundredRows(t *testing.T) {
 	t.Parallel()
