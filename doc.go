@@ -111,7 +111,9 @@
 //   - Rows changed within the grace period (judged by the store's clock) are InFlight and not
 //     sent to the gateway.
 //   - Only rows the external system answered for advance their last-verified time, so an outage
-//     shows as growing lag rather than false health.
+//     shows as growing lag rather than false health. That time is when the call that obtained
+//     the answer began ([Outcome].VerifiedAt), never later than the commit, and a cycle judges
+//     no row on an answer obtained before it started ([DatedBatchGateway]).
 //   - At most one finding is open per (job, record, kind), and a repair command is queued only
 //     with a new finding.
 //   - A rate limit ([ErrRateLimited]) stops the batch's remaining calls, and the cursor stops
@@ -139,7 +141,11 @@
 // A Gateway may also be a [BatchGateway], able to answer about many objects with one call (a
 // list endpoint). RunBatch then calls FetchBatch once per batch, through the same limiter, and
 // asks Fetch only about the rows the bulk answer did not cover. The Stripe gateway does this
-// through the PaymentIntents list, a hundred objects per call.
+// through the PaymentIntents list, a hundred objects per call. A gateway that keeps what a list
+// showed for the batches that follow is a [DatedBatchGateway]: RunBatch asks it for answers
+// obtained since the start of the job's cycle, as far as the [Reconciler] can tell (it remembers
+// the cycles it runs; the function RunBatch, running one batch, cannot), and dates each row's
+// verification by its answer.
 //
 // # Lanes
 //

@@ -200,6 +200,7 @@ func Run(t *testing.T, newFixture func(t *testing.T) Fixture) {
 		{"rows inserted beyond the last key after a cycle's first batch are the next cycle's, and the cycle wraps", testHighWaterMark},
 		{"a backdated row inserted mid-cycle between the cursor and the cycle's end is read in that cycle", testBackdated},
 		{"a store's status reports rows, cycles, open findings, the last batch and the last failure, which health judges", testStatus},
+		{"a row's verified time is when its answer was obtained, never later than the commit, and the lag counts from it", testAnswerTime},
 	}
 	tests = append(tests, laneTests...)
 	for _, tt := range tests {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -65,10 +66,12 @@ func (s *Store[L]) queueResults(batch *pgx.Batch, st *statements, job string, ou
 	// the session's.
 	batch.Queue(setTimeZone, s.cfg.TimeZone)
 	var obsIDs, obsStates []string
+	var obsTimes []*time.Time // when each answer was obtained; nil: the commit's time
 	var f findingCols
 	for _, o := range outcomes {
 		if o.Verified {
 			obsIDs, obsStates = append(obsIDs, o.RecordID), append(obsStates, o.External)
+			obsTimes = append(obsTimes, verifiedAt(o))
 		}
 		if d := o.Decision; d.Kind != "" && (d.Verdict == reconcile.Repairable || d.Verdict == reconcile.NeedsReview) {
 			f.add(job, o)
@@ -77,7 +80,7 @@ func (s *Store[L]) queueResults(batch *pgx.Batch, st *statements, job string, ou
 	switch {
 	case len(obsIDs) == 0:
 	case st.observeTakesJob:
-		batch.Queue(st.observe, job, obsIDs, obsStates)
+		batch.Queue(st.observe, job, obsIDs, obsStates, obsTimes)
 	default:
 		batch.Queue(st.lockObserved, obsIDs)
 		batch.Queue(st.observe, obsIDs, obsStates)
@@ -95,6 +98,14 @@ func (s *Store[L]) queueResults(batch *pgx.Batch, st *statements, job string, ou
 			return row.Scan(&res.Findings, &res.Commands)
 		})
 	return dl
+}
+
+// verifiedAt is o's VerifiedAt, nil if zero (the commit's time).
+func verifiedAt(o reconcile.Outcome) *time.Time {
+	if o.VerifiedAt.IsZero() {
+		return nil
+	}
+	return &o.VerifiedAt
 }
 
 type findingCols struct {

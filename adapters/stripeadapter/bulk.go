@@ -27,11 +27,11 @@ const (
 // must page past the newer ones. Such pages are read ahead, not counted barren.
 const burstSpan = time.Minute
 
-// FetchBatch returns the objects asked for that the look-ahead still holds, then lists the
-// objects created within the other lookups' created_at window (widened by
-// CreatedSkew), newest first, a hundred a call, and returns those whose ids were asked for;
-// the others listed are kept in the look-ahead for the next batches (see
-// GatewayConfig.ListCacheTTL).
+// FetchBatchSince returns the objects asked for that the look-ahead holds from since on, then
+// lists the objects created within the other lookups' created_at window (widened by
+// CreatedSkew), newest first, a hundred a call, and returns those whose ids were asked for,
+// each dated by the start of the call that listed it; the others listed are kept in the
+// look-ahead for the next batches (see GatewayConfig.ListCacheTTL).
 //
 // The list stops as soon as every id is found, when the window is exhausted, at MaxListPages,
 // or after two pages in a row that each matched fewer than ten rows: a crowded or misaligned
@@ -45,9 +45,10 @@ const burstSpan = time.Minute
 // and reported once, as ErrUnavailable, with the objects found. The list sends the object's
 // ListParams and expands "data." and each of its Expand paths. An object whose list cannot
 // filter by creation time (NoCreatedFilter) is not listed: every lookup is left to Fetch.
-func (g *ObjectGateway[T]) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wait func(context.Context) error) (map[string]T, error) {
+func (g *ObjectGateway[T]) FetchBatchSince(ctx context.Context, lookups []reconcile.Lookup, since time.Time,
+	wait func(context.Context) error) (map[string]reconcile.Answer[T], error) {
 	if g.obj.NoCreatedFilter {
-		return map[string]T{}, nil
+		return map[string]reconcile.Answer[T]{}, nil
 	}
 	asked := make(map[string]bool, len(lookups))
 	for _, l := range lookups {
@@ -55,7 +56,7 @@ func (g *ObjectGateway[T]) FetchBatch(ctx context.Context, lookups []reconcile.L
 			asked[l.ExternalID] = true
 		}
 	}
-	found := g.ahead.take(asked)
+	found := g.ahead.take(asked, since)
 	want := make(map[string]bool, len(lookups))
 	var lo, hi time.Time
 	for _, l := range lookups {
@@ -118,7 +119,7 @@ func (g *ObjectGateway[T]) FetchBatch(ctx context.Context, lookups []reconcile.L
 			case !asked[id]:
 				ahead = append(ahead, v)
 			case !had:
-				found[id] = v
+				found[id] = reconcile.Answer[T]{Object: v, At: at}
 				if want[id] {
 					matched++
 					seeking--
