@@ -160,3 +160,26 @@ func TestAnswersAreUsedAndDatedWithinTheirBatch(t *testing.T) {
 		}
 	}
 }
+
+// Answers kept from earlier calls are no sign that the external system is up: a batch whose
+// bulk call failed after serving kept answers asks one row alone, and stops when it fails too.
+func TestKeptAnswersDoNotHideAnOutage(t *testing.T) {
+	s := newStore(newClock(), 40, always("paid"))
+	gw := &keepingGateway{states: paymentsWorld(40), bulkErr: reconcile.ErrUnavailable, fetchErr: reconcile.ErrUnavailable,
+		date: func(id string, since time.Time) time.Time {
+			if id <= "pi_2" { // pi_1, pi_10-pi_19, pi_2: kept from an earlier batch of the cycle
+				return since
+			}
+			return time.Time{}
+		}}
+	cfg := config(s, gw)
+	cfg.BatchSize = 40
+	cfg.Concurrency = 4
+	rep, err := reconcile.RunBatch(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.GatewayCalls != 2 || len(gw.fetched) != 1 || !rep.Unavailable {
+		t.Fatalf("%+v, asked one by one %v; want the bulk call and one row alone, then Unavailable", rep, gw.fetched)
+	}
+}

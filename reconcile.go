@@ -557,6 +557,9 @@ func (r *Reconciler[L, E]) fetchBatch(ctx context.Context, bg BatchGateway[E], p
 	returned := time.Now()
 	calls := p.state().calls
 	r.p.observeCalls(r.name, calls, returned.Sub(batchStart), err)
+	// Only an answer obtained by this call is news that the external system is up: one kept
+	// from an earlier batch says nothing about it now.
+	fresh := false
 	for id, a := range found {
 		switch {
 		case a.At.IsZero():
@@ -568,6 +571,7 @@ func (r *Reconciler[L, E]) fetchBatch(ctx context.Context, bg BatchGateway[E], p
 			a.At = returned // it cannot have been obtained later
 		}
 		found[id] = a
+		fresh = fresh || !a.At.Before(batchStart)
 	}
 	if aerr := p.aborted(); aerr != nil && ctx.Err() == nil {
 		return nil, aerr // the limiter failed, whatever the gateway made of its error
@@ -588,7 +592,7 @@ func (r *Reconciler[L, E]) fetchBatch(ctx context.Context, bg BatchGateway[E], p
 				slog.String("job", r.cfg.Job), slog.String("error", err.Error()))
 		}
 	default:
-		p.answered(len(found) > 0) // some objects came back: the system is up
+		p.answered(fresh) // some objects came back now: the system is up
 		r.p.logger.LogAttrs(ctx, slog.LevelWarn, "reconcile batch fetch failure; asking one by one",
 			slog.String("job", r.cfg.Job), slog.Int("rows", len(ask)), slog.String("error", err.Error()))
 	}

@@ -2,6 +2,7 @@ package stripeadapter_test
 
 import (
 	"context"
+	"net/http"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 	"github.com/reconcilekit/reconcile/reconciletest"
 )
 
@@ -113,5 +115,107 @@ func TestAVerifiedTimeIsNoLaterThanTheAnswer(t *testing.T) {
 	if late > 0 {
 		t.Fatalf("%d rows have a verified time after Stripe's last answer (%v): the latest is %v, %v later",
 			late, last, latest, latest.Sub(last))
+	}
+}
+
+// An outage costs two calls a batch whatever the look-ahead holds: answers listed by an
+// earlier batch are answers, but not news that Stripe is up. 150 rows created a second apart
+// and 50 created a day later, in batches of 100: the first batch's list shows rows 101-150's
+// intents too. Then Stripe answers 503 to everything; the second batch has half its answers
+// kept, lists for the other half (503), and must then ask one row alone and stop, not ask
+// every row one by one.
+func TestAnOutageCostsTwoCallsWhateverTheLookAheadHolds(t *testing.T) {
+	t.Parallel()
+	w := newCovWorld(t, 150, false)
+	later := make([]time.Time, 50)
+	for i := range later {
+		later[i] = w.base.Add(24*time.Hour + time.Duration(i)*time.Second)
+	}
+	w.insertAt(later...)
+	r, err := reconcile.New(w.config(w.lookaheadGateway(time.Hour), 100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if rep, err := r.RunBatch(ctx); err != nil || rep.Verdicts[reconcile.InSync] != 100 {
+		t.Fatalf("first batch: %+v, %v", rep, err)
+	}
+	for _, route := range []stripetest.Route{stripetest.RetrievePaymentIntent, stripetest.ListPaymentIntents} {
+		w.srv.Inject(route, stripetest.Fault{Status: http.StatusServiceUnavailable})
+	}
+	w.srv.ResetLog()
+	rep, err := r.RunBatch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := w.srv.Requests(stripetest.ListPaymentIntents) + w.srv.Requests(stripetest.RetrievePaymentIntent)
+	if calls != 2 || rep.GatewayCalls != 2 || !rep.Unavailable {
+		t.Fatalf("outage batch: %d requests, report %+v; want 2 calls (the list and one retrieve) and Unavailable", calls, rep)
+	}
+	// The rows the look-ahead answered are verified (their answers are this cycle's); the row
+	// asked alone is Unverifiable, and the cursor stops after it.
+	if rep.Scanned != 51 || rep.Verdicts[reconcile.InSync] != 50 || rep.Verdicts[reconcile.Unverifiable] != 1 {
+		t.Fatalf("outage batch: %+v; want the 50 kept answers in sync and one row unverifiable", rep)
+	}
+	if pos := w.cursorPosition("sweep"); pos != 151 {
+		t.Fatalf("the cursor is at %d, want 151", pos)
+	}
+}
+
+// The same for the money gateway, whose kept intents may need a disputes call each: when the
+// list has failed, none is made; when the look-ahead answered every row, so that the first
+// call is a disputes call, none after it fails. The outage costs two calls.
+func TestAnOutageCostsTwoCallsWhateverTheLookAheadHoldsOfDisputedPayments(t *testing.T) {
+	t.Parallel()
+	for name, listed := range map[string]bool{"half the rows to list": true, "every row kept": false} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			w := newCovWorld(t, 150, false)
+			if listed {
+				later := make([]time.Time, 50)
+				for i := range later {
+					later[i] = w.base.Add(24*time.Hour + time.Duration(i)*time.Second)
+				}
+				w.insertAt(later...)
+			}
+			// Rows 101-150's payments are disputed, their outcome still open: each costs a
+			// disputes call when it is judged.
+			var ids []string
+			if err := w.pool.QueryRow(context.Background(), `SELECT array_agg(external_id ORDER BY id) FROM payments WHERE id BETWEEN 101 AND 150`).Scan(&ids); err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range ids {
+				if err := w.srv.SetStatus(id, stripe.PaymentIntentStatusSucceeded); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := w.srv.Dispute(id, 0, stripe.DisputeStatusNeedsResponse, w.base.Add(7*24*time.Hour)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			inSync := reconcile.ClassifierFunc[string, *stripeadapter.Payment](func(string, *stripeadapter.Payment) reconcile.Decision {
+				return reconcile.Decision{Verdict: reconcile.InSync}
+			})
+			r, err := reconcile.New(reconcile.Config[string, *stripeadapter.Payment]{Job: "sweep", Source: w.store, Sink: w.store,
+				Gateway: w.lookaheadGateway(time.Hour).Payments(), Classifier: inSync, BatchSize: 100,
+				LocalState: func(s string) string { return s }, ExternalState: func(p *stripeadapter.Payment) string { return string(p.Intent.Status) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			if rep, err := r.RunBatch(ctx); err != nil || rep.Verdicts[reconcile.InSync] != 100 {
+				t.Fatalf("first batch: %+v, %v", rep, err)
+			}
+			for _, route := range []stripetest.Route{stripetest.RetrievePaymentIntent, stripetest.ListPaymentIntents, stripetest.ListDisputes} {
+				w.srv.Inject(route, stripetest.Fault{Status: http.StatusServiceUnavailable})
+			}
+			w.srv.ResetLog()
+			rep, err := r.RunBatch(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if calls := len(w.srv.Log()); calls != 2 || rep.GatewayCalls != 2 || !rep.Unavailable || rep.Scanned != 1 {
+				t.Fatalf("outage batch: %d requests, report %+v; want 2 calls, Unavailable, the row asked alone committed", calls, rep)
+			}
+		})
 	}
 }
