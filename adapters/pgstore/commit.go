@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/reconcilekit/reconcile"
 )
@@ -66,12 +66,12 @@ func (s *Store[L]) queueResults(batch *pgx.Batch, st *statements, job string, ou
 	// the session's.
 	batch.Queue(setTimeZone, s.cfg.TimeZone)
 	var obsIDs, obsStates []string
-	var obsTimes []*time.Time // when each answer was obtained; nil: the commit's time
+	var obsTimes []pgtype.Timestamptz // when each answer was obtained; NULL: the commit's time
 	var f findingCols
 	for _, o := range outcomes {
 		if o.Verified {
 			obsIDs, obsStates = append(obsIDs, o.RecordID), append(obsStates, o.External)
-			obsTimes = append(obsTimes, verifiedAt(o))
+			obsTimes = append(obsTimes, verifiedAt(&o))
 		}
 		if d := o.Decision; d.Kind != "" && (d.Verdict == reconcile.Repairable || d.Verdict == reconcile.NeedsReview) {
 			f.add(job, o)
@@ -100,12 +100,9 @@ func (s *Store[L]) queueResults(batch *pgx.Batch, st *statements, job string, ou
 	return dl
 }
 
-// verifiedAt is o's VerifiedAt, nil if zero (the commit's time).
-func verifiedAt(o reconcile.Outcome) *time.Time {
-	if o.VerifiedAt.IsZero() {
-		return nil
-	}
-	return &o.VerifiedAt
+// verifiedAt is o's VerifiedAt, NULL if zero (the commit's time).
+func verifiedAt(o *reconcile.Outcome) pgtype.Timestamptz {
+	return pgtype.Timestamptz{Time: o.VerifiedAt, Valid: !o.VerifiedAt.IsZero()}
 }
 
 type findingCols struct {

@@ -201,12 +201,13 @@ func (s *Store[L]) queueLagMark(batch *pgx.Batch, st *statements, c reconcile.Co
 		return
 	}
 	var unverified []string
-	var oldest *time.Time // the oldest answer a row was verified on
-	for _, o := range c.Outcomes {
+	var oldest pgtype.Timestamptz // the oldest answer a row was verified on
+	for i := range c.Outcomes {
+		o := &c.Outcomes[i]
 		if !o.Verified && !o.NotARow {
 			unverified = append(unverified, o.RecordID)
 		}
-		if at := verifiedAt(o); o.Verified && at != nil && (oldest == nil || at.Before(*oldest)) {
+		if at := verifiedAt(o); o.Verified && at.Valid && (!oldest.Valid || at.Time.Before(oldest.Time)) {
 			oldest = at
 		}
 	}
