@@ -62,8 +62,9 @@
 //
 // The engine decides some rows itself, without the classifier: a row with no external id is
 // NeedsReview [KindInvalidExternalID], an object the external system says does not exist is
-// NeedsReview [KindMissingExternally], and a [ReviewError] from the gateway is NeedsReview of
-// its kind ([KindRejected] by default).
+// NeedsReview [KindMissingExternally] (its detail is the gateway's error, which says what the
+// external system answered, keys redacted), and a [ReviewError] from the gateway is NeedsReview
+// of its kind ([KindRejected] by default).
 //
 // # The batch engine
 //
@@ -111,7 +112,9 @@
 //   - Rows changed within the grace period (judged by the store's clock) are InFlight and not
 //     sent to the gateway.
 //   - Only rows the external system answered for advance their last-verified time, so an outage
-//     shows as growing lag rather than false health.
+//     shows as growing lag rather than false health. That time is when the call that obtained
+//     the answer began ([Outcome].VerifiedAt), never later than the commit, and a cycle judges
+//     no row on an answer obtained before it started ([DatedBatchGateway]).
 //   - At most one finding is open per (job, record, kind), and a repair command is queued only
 //     with a new finding.
 //   - A rate limit ([ErrRateLimited]) stops the batch's remaining calls, and the cursor stops
@@ -144,7 +147,11 @@
 // A Gateway may also be a [BatchGateway], able to answer about many objects with one call (a
 // list endpoint). RunBatch then calls FetchBatch once per batch, through the same limiter, and
 // asks Fetch only about the rows the bulk answer did not cover. The Stripe gateway does this
-// through the PaymentIntents list, a hundred objects per call.
+// through the PaymentIntents list, a hundred objects per call. A gateway that keeps what a list
+// showed for the batches that follow is a [DatedBatchGateway]: RunBatch asks it for answers
+// obtained since the start of the job's cycle, as far as the [Reconciler] can tell (it remembers
+// the cycles it runs; the function RunBatch, running one batch, cannot), and dates each row's
+// verification by its answer.
 //
 // # Lanes
 //
@@ -195,7 +202,8 @@
 // max(now − coalesce(last verified, created)) over the job's rows, which is the primary SLO; time since the last completed cycle and the current cycle's age; the last batch's
 // unverifiable ratio; open findings by kind and those open past a threshold (a dead repair
 // command shows up there); and the last failed batch, which a Sink that is a
-// [FailureRecorder] is told about. [EvaluateHealth] judges a Status against a [HealthPolicy]
+// [FailureRecorder] is told about (a batch that missed its context's deadline included; a
+// cancelled one, the host stopping, is not a failure). [EvaluateHealth] judges a Status against a [HealthPolicy]
 // (lag SLO [DefaultLagSLO] unless set) and returns a [Health] in which each failing [Check]
 // gives its reason: a job whose gateway is failing is never healthy, even while its lag is
 // still within the SLO.

@@ -279,9 +279,10 @@ func (e buildFailure) Unwrap() error { return e.error }
 
 // RunBatch runs one turn: one batch of the next account due in the round (see FanOut). The
 // report counts that batch's rows, verdicts, calls and findings under the fan-out's Name;
-// Wrapped reports that the round is complete. A failed account batch is logged and makes the
-// account sit out; it is not RunBatch's error, which is kept for ctx ending and for the
-// account list failing before it was ever read. Once it has been read, a list that fails is
+// Wrapped reports that the round is complete. A failed account batch (one that missed ctx's
+// deadline included) is logged and makes the account sit out; it is not RunBatch's error,
+// which is kept for ctx cancelled (the caller stopping) and for the account list failing
+// before it was ever read. Once it has been read, a list that fails is
 // logged and reported by Health, and the accounts listed last go on.
 func (f *FanOut) RunBatch(ctx context.Context) (Report, error) {
 	rep := Report{Job: f.cfg.Name, Verdicts: map[Verdict]int{}}
@@ -327,7 +328,7 @@ func (f *FanOut) RunBatch(ctx context.Context) (Report, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	a.busy = false
-	if ctx.Err() != nil && err != nil {
+	if cancelled(ctx) && err != nil {
 		return rep, err // the caller is stopping: nothing to hold against the account
 	}
 	if f.accounts[a.id] == a {

@@ -151,15 +151,43 @@ type Lookup struct {
 // type assertion and, when the Gateway has it, calls FetchBatch once per batch before any
 // Fetch; rows it did not answer are then asked one by one with Fetch. To force per-object
 // calls, wrap the gateway in PerObject, which keeps its IDChecker (a GatewayFunc of its Fetch
-// method would drop it).
+// method would drop it). A gateway that keeps answers for later batches (objects a list showed
+// beyond what it was asked) must be a DatedBatchGateway, whose FetchBatchSince RunBatch calls
+// instead.
 type BatchGateway[E any] interface {
 	Gateway[E]
-	// FetchBatch returns the objects it found among lookups, keyed by external id. It must
-	// call wait before every external call and return at once, with that error, when wait
-	// fails: wait is how RunBatch paces and counts the calls and stops them after a rate
+	// FetchBatch returns the objects it found among lookups, keyed by external id, each
+	// obtained by this call: RunBatch takes the call's start as the moment of every answer.
+	// It must call wait before every external call and return at once, with that error, when
+	// wait fails: wait is how RunBatch paces and counts the calls and stops them after a rate
 	// limit. An id missing from the result is not a claim that the object does not exist, only
 	// that this call did not see it. Errors are those of [Gateway.Fetch], except that after a
 	// rate limit the objects found so far still count, and on an error of the last kind
 	// RunBatch logs it and asks Fetch about every row not found.
 	FetchBatch(ctx context.Context, lookups []Lookup, wait func(context.Context) error) (map[string]E, error)
+}
+
+// DatedBatchGateway is an optional ability of a BatchGateway whose answers may come from
+// earlier calls, such as a look-ahead that keeps what a list showed beyond what it was asked,
+// for the batches that follow. RunBatch finds it by type assertion and calls FetchBatchSince
+// instead of FetchBatch, with the earliest moment an answer may come from; it records each
+// row's verified time as its answer's At (never later than the commit), and only answers
+// obtained by the call itself tell it that the external system is up (see Report.Unavailable).
+type DatedBatchGateway[E any] interface {
+	BatchGateway[E]
+	// FetchBatchSince is FetchBatch, except that it may return answers obtained before the
+	// call, though none obtained before since, each with the moment it was obtained. since is
+	// the start of the job's current cycle (or of the batch, when RunBatch cannot tell): a
+	// cycle judges no row on an answer obtained before it started. RunBatch asks Fetch about
+	// a row whose answer is dated before since, as about one not found.
+	FetchBatchSince(ctx context.Context, lookups []Lookup, since time.Time, wait func(context.Context) error) (map[string]Answer[E], error)
+}
+
+// Answer is an external object and when it was obtained.
+type Answer[E any] struct {
+	Object E
+	// At is when the call that obtained Object began: the object's state reflects every
+	// change the external system made before At, and none after it need be. Zero means the
+	// FetchBatchSince call that returned it.
+	At time.Time
 }

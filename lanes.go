@@ -108,7 +108,8 @@ type LaneSink interface {
 
 // LaneFailureRecorder is an optional ability of a LaneSink: remembering that a step of a lane
 // failed, so that health reports a lane that keeps failing. RunBatch calls it after a failed
-// step, not after a lost race, a cancellation or a deferred step.
+// step, one that missed its context's deadline included, not after a lost race, a cancelled
+// context (the host stopping) or a deferred step.
 type LaneFailureRecorder interface {
 	RecordLaneFailure(ctx context.Context, job, lane string, cause error) error
 }
@@ -251,7 +252,7 @@ func (l *Lane[L, E]) step(ctx context.Context) (Report, error) {
 
 	c := LaneCommit{Job: cfg.Job, Lane: cfg.Lane, Cursor: cur, Next: page.Next, End: page.End, Gap: page.Gap}
 	if len(page.Objects) > 0 {
-		c.Outcomes, err = l.judge(ctx, page.Objects, p)
+		c.Outcomes, err = l.judge(ctx, page.Objects, callStart, p)
 		ps := p.state() // with the calls for rows' present states
 		rep.GatewayCalls, rep.RateLimited, rep.RetryAfter = ps.calls, ps.stopped, ps.retryAfter
 		if err != nil {
@@ -278,9 +279,9 @@ func (l *Lane[L, E]) step(ctx context.Context) (Report, error) {
 // current asks LaneConfig.Current for the present state of the rows that came back Recent only
 // because they changed after the state the feed gave (ObservedAt), not within the grace: such a
 // row has moved on since the event, and the event's state says nothing about it any more. It
-// returns the states by record id; a row whose call fails (or is not made: a rate limit) is
+// returns the answers by record id; a row whose call fails (or is not made: a rate limit) is
 // left out and stays InFlight, for the sweep.
-func (l *Lane[L, E]) current(ctx context.Context, objs []FeedObject[E], byID map[string]int, rows []Record[L], p *pacer) (map[string]E, error) {
+func (l *Lane[L, E]) current(ctx context.Context, objs []FeedObject[E], byID map[string]int, rows []Record[L], p *pacer) (map[string]Answer[E], error) {
 	cfg := &l.cfg
 	if cfg.Current == nil {
 		return nil, nil
@@ -305,8 +306,8 @@ func (l *Lane[L, E]) current(ctx context.Context, objs []FeedObject[E], byID map
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]E)
-	fetched := make(map[string]*E)
+	out := make(map[string]Answer[E])
+	fetched := make(map[string]*Answer[E])
 	for _, rec := range again.Rows {
 		if rec.Recent || !slices.Contains(ids, rec.ExternalID) {
 			continue
@@ -319,7 +320,7 @@ func (l *Lane[L, E]) current(ctx context.Context, objs []FeedObject[E], byID map
 				}
 				break // out of budget: the rest stay InFlight
 			}
-			v, err := l.p.fetch(ctx, l.name, p, cfg.Current, rec.ExternalID)
+			v, at, err := l.p.fetch(ctx, l.name, p, cfg.Current, rec.ExternalID)
 			switch {
 			case errors.Is(err, ErrRateLimited):
 				// Not asked: the row stays InFlight, for the sweep.
@@ -329,7 +330,7 @@ func (l *Lane[L, E]) current(ctx context.Context, objs []FeedObject[E], byID map
 				return nil, err
 			}
 			if err == nil {
-				ext = &v
+				ext = &Answer[E]{Object: v, At: at}
 			}
 			fetched[rec.ExternalID] = ext
 		}
@@ -356,8 +357,9 @@ func (l *Lane[L, E]) next(ctx context.Context, pos string, wait func(context.Con
 	return l.cfg.Feed.Next(ctx, pos, wait)
 }
 
-// judge matches objects to local rows and classifies each pair.
-func (l *Lane[L, E]) judge(ctx context.Context, objs []FeedObject[E], p *pacer) (out []Outcome, err error) {
+// judge matches objects to local rows and classifies each pair. listed is when the feed's call
+// began: the moment of its current states.
+func (l *Lane[L, E]) judge(ctx context.Context, objs []FeedObject[E], listed time.Time, p *pacer) (out []Outcome, err error) {
 	cfg := &l.cfg
 	defer func() {
 		if v := recover(); v != nil {
@@ -408,16 +410,20 @@ func (l *Lane[L, E]) judge(ctx context.Context, objs []FeedObject[E], p *pacer) 
 		}
 		matched[i] = true
 		o, decided := l.p.start(rec)
-		if ext, ok := current[rec.ID]; ok && !decided {
+		if a, ok := current[rec.ID]; ok && !decided {
 			// The row changed after the event's state, but not recently: judged against the
 			// present state, which is a verification.
-			err = l.p.judgePair(&o, rec.Local, ext, true)
+			err = l.p.judgePair(&o, rec.Local, a.Object, a.At)
 		} else if rec.Recent && !decided {
 			o.Decision = Decision{Verdict: InFlight}
 		} else if !decided {
 			// A state taken from an event may be older than what the sweep last saw: it decides
 			// findings, but is not recorded as a verification of the row.
-			err = l.p.judgePair(&o, rec.Local, objs[i].Object, objs[i].ObservedAt.IsZero())
+			at := listed
+			if !objs[i].ObservedAt.IsZero() {
+				at = time.Time{}
+			}
+			err = l.p.judgePair(&o, rec.Local, objs[i].Object, at)
 		}
 		if err != nil {
 			return nil, err

@@ -55,14 +55,19 @@ func (p *pipeline[L, E]) start(rec Record[L]) (o Outcome, decided bool) {
 }
 
 // judgePair classifies a row against an external state and fills in o: the decision, the
-// external state, and whether the row counts as verified, which needs a current state (not an
-// older one taken from an event) and a verdict other than Unverifiable.
-func (p *pipeline[L, E]) judgePair(o *Outcome, local L, ext E, current bool) error {
+// external state, and whether and as of when the row counts as verified. at is when the call
+// that obtained ext began; zero for a state that is not current (taken from an event, older
+// than what the sweep may have seen), which decides findings but verifies nothing. An
+// Unverifiable verdict verifies nothing either.
+func (p *pipeline[L, E]) judgePair(o *Outcome, local L, ext E, at time.Time) error {
 	d := p.classifier.Classify(local, ext)
 	if err := d.Validate(); err != nil {
 		return fmt.Errorf("classifier on record %s: %w", o.RecordID, err)
 	}
-	o.Decision, o.External, o.Verified = d, p.externalState(ext), current && d.Verdict != Unverifiable
+	o.Decision, o.External = d, p.externalState(ext)
+	if !at.IsZero() && d.Verdict != Unverifiable {
+		o.Verified, o.VerifiedAt = true, at
+	}
 	return nil
 }
 
@@ -88,15 +93,15 @@ func storableOutcomes(outcomes []Outcome) {
 
 // fetch makes one call of gw about id, after the pacer's wait: timed for the Observer, and a
 // rate-limit answer handled by the pacer (see limited) before it is returned, for the caller to
-// leave the row unasked.
-func (p *pipeline[L, E]) fetch(ctx context.Context, name stepName, pc *pacer, gw Gateway[E], id string) (E, error) {
+// leave the row unasked. It returns when the call began, the moment of its answer.
+func (p *pipeline[L, E]) fetch(ctx context.Context, name stepName, pc *pacer, gw Gateway[E], id string) (E, time.Time, error) {
 	start := time.Now()
 	ext, err := gw.Fetch(ctx, id)
 	p.observeCalls(name, 1, time.Since(start), err)
 	if errors.Is(err, ErrRateLimited) {
 		pc.limited(err)
 	}
-	return ext, err
+	return ext, start, err
 }
 
 // observeCalls tells the Observer of n calls that took d and ended with err.
@@ -175,11 +180,13 @@ func (p *pipeline[L, E]) runStep(ctx context.Context, name stepName, record func
 }
 
 // failureCause is what a failure recorder is told about a step, nil if nothing: its error,
-// or for a sweep batch that was deferred or stopped by an outage, why. A lost cursor race or a
-// cancellation is not a failure of the job, nor is a lane step deferred by a rate limit.
+// or for a sweep batch that was deferred or stopped by an outage, why. A lost cursor race is
+// not a failure of the job, nor is a cancellation (the host stopping), nor a lane step
+// deferred by a rate limit; a step that missed its context's deadline is one: whatever held
+// it up (a lock, a hung call) holds up every step.
 func failureCause(ctx context.Context, rep Report, err error) error {
 	switch {
-	case errors.Is(err, ErrConcurrentRun), ctx.Err() != nil:
+	case errors.Is(err, ErrConcurrentRun), cancelled(ctx):
 		return nil
 	case err != nil:
 		return err
@@ -194,3 +201,7 @@ func failureCause(ctx context.Context, rep Report, err error) error {
 	}
 	return nil
 }
+
+// cancelled reports whether ctx was cancelled: the host (or a Runner's Stop) ending the work,
+// as opposed to a deadline it missed.
+func cancelled(ctx context.Context) bool { return errors.Is(ctx.Err(), context.Canceled) }

@@ -7,14 +7,20 @@ import (
 	"log/slog"
 	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/reconcilekit/reconcile/internal/shared/redact"
 )
 
 // Sink records the results of a batch. Commit must apply everything in one transaction:
 // observations, findings, repair commands and the cursor advance, compare-and-set on
-// Commit.Cursor (ErrConcurrentRun if it moved). Redoing a batch after a crash must be harmless:
+// Commit.Cursor (ErrConcurrentRun if it moved). A Verified outcome's row is recorded as
+// verified at the earlier of Outcome.VerifiedAt and the commit's clock (the commit's alone
+// when VerifiedAt is zero), never later. Redoing a batch after a crash must be harmless:
 // a finding already open for (job, record, kind) is not recorded again and queues no command.
 // The repair command a new finding queues is Outcome.RepairCommand with the finding's id. A
 // Sink knows no finding kind: what an outcome asks beyond that it says itself (Outcome.Once,
@@ -25,7 +31,9 @@ type Sink interface {
 
 // FailureRecorder is an optional ability of a Sink: remembering that a batch of a job failed,
 // or could not make a single call, so that health reports the failure instead of the last good
-// batch. RunBatch calls it after such a batch, not after a lost cursor race or a cancellation.
+// batch. RunBatch calls it after such a batch, a batch that missed its context's deadline
+// included, but not after a lost cursor race or a cancelled context (the host stopping). It
+// should not wait for the cursor's lock: a batch held up by that lock is such a failure.
 type FailureRecorder interface {
 	RecordFailure(ctx context.Context, job string, cause error) error
 }
@@ -76,6 +84,11 @@ type Outcome struct {
 	// Verified reports that the external system answered for this row: only then does the
 	// row's last-verified time advance.
 	Verified bool
+	// VerifiedAt, for a Verified outcome, is when the call that obtained the answer began:
+	// the answer reflects every change the external system made before it. The Sink records
+	// the earlier of VerifiedAt and its own clock as the row's verified time; zero means the
+	// commit's time.
+	VerifiedAt time.Time
 	// NotARow reports that RecordID names no local row but an external object (a
 	// KindMissingLocally finding): the Sink records the finding without checking that a row
 	// with that id still exists, as it does for the others.
@@ -138,9 +151,10 @@ type Config[L, E any] struct {
 // Reconciler runs batches of one job. It is safe for concurrent use, though two batches of one
 // job at once only make one of them fail with ErrConcurrentRun.
 type Reconciler[L, E any] struct {
-	cfg  Config[L, E]
-	p    pipeline[L, E]
-	name stepName
+	cfg   Config[L, E]
+	p     pipeline[L, E]
+	name  stepName
+	cycle cycleStart
 }
 
 // New checks cfg and returns a Reconciler.
@@ -289,6 +303,7 @@ func (r *Reconciler[L, E]) RunBatch(ctx context.Context) (Report, error) {
 func (r *Reconciler[L, E]) runBatch(ctx context.Context) (Report, error) {
 	cfg := &r.cfg
 	rep := Report{Job: cfg.Job, Verdicts: make(map[Verdict]int, len(Verdicts))}
+	start := time.Now()
 	batch, err := cfg.Source.Read(ctx, ReadRequest{Job: cfg.Job, Limit: cfg.BatchSize, Grace: cfg.Grace})
 	if err != nil {
 		return rep, err
@@ -300,8 +315,9 @@ func (r *Reconciler[L, E]) runBatch(ctx context.Context) (Report, error) {
 	// A short read is the cycle's end: the Source returns fewer rows than asked for only when
 	// no row of the cycle lies after them.
 	commit.Wrap = len(batch.Records) < cfg.BatchSize
+	since := r.cycle.since(batch.Cursor, start)
 	if len(batch.Records) > 0 {
-		j, err := r.judge(ctx, batch.Records)
+		j, err := r.judge(ctx, batch.Records, since)
 		rep.GatewayCalls = j.calls
 		if err != nil {
 			return rep, err
@@ -329,8 +345,45 @@ func (r *Reconciler[L, E]) runBatch(ctx context.Context) (Report, error) {
 	if err != nil {
 		return rep, err
 	}
+	r.cycle.committed(commit, since)
 	rep.NewFindings, rep.NewCommands = res.Findings, res.Commands
 	return rep, nil
+}
+
+// cycleStart remembers when the job's current cycle started, as far as this Reconciler can
+// tell: the start of the batch that began it, if this Reconciler committed every batch of the
+// cycle since (the cursor is the one its last commit left). Otherwise (another process ran the
+// job meanwhile, or this Reconciler is new) the batch's own start stands in: answers kept from
+// before it are then not used, which costs calls, never a stale verification.
+type cycleStart struct {
+	mu    sync.Mutex
+	left  Cursor    // the cursor the last commit left
+	at    time.Time // when that commit's cycle started; zero if none is known
+	known bool
+}
+
+// since is the earliest moment an answer may come from for a batch that started at start and
+// read cur: the start of the cycle cur is in, or start.
+func (c *cycleStart) since(cur Cursor, start time.Time) time.Time {
+	if cur.Position == "" {
+		return start // the batch starts a cycle
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.known && cur.Position == c.left.Position && cur.Version == c.left.Version {
+		return c.at
+	}
+	return start
+}
+
+// committed records that cm was committed in the cycle that started at since. The version a
+// commit leaves is the one it read plus one (Cursor.Version counts the advances); a Sink that
+// counts otherwise only makes since fall back to each batch's start.
+func (c *cycleStart) committed(cm Commit, since time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.known = !cm.Wrap
+	c.left, c.at = Cursor{Position: cm.Next, Version: cm.Cursor.Version + 1}, since
 }
 
 // judgement is what judge concluded about a batch.
@@ -344,9 +397,9 @@ type judgement struct {
 
 // judge turns records into outcomes, calling the gateway for every row not changed within the
 // grace period: first in bulk if the gateway is a BatchGateway, then one call per row not yet
-// answered. No database work happens here. Calls run on cfg.Concurrency goroutines, all of
-// which have returned when judge returns.
-func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L]) (judgement, error) {
+// answered. No answer obtained before since is used. No database work happens here. Calls run
+// on cfg.Concurrency goroutines, all of which have returned when judge returns.
+func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L], since time.Time) (judgement, error) {
 	cfg := &r.cfg
 	out := make([]Outcome, len(recs))
 	var ask []int
@@ -364,7 +417,7 @@ func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L]) (judgeme
 		case checker != nil:
 			if err := checker.CheckID(rec.ExternalID); err != nil {
 				var zero E
-				if err := r.decide(ctx, nil, &out[i], rec.Local, zero, err); err != nil {
+				if err := r.decide(ctx, nil, &out[i], rec.Local, zero, time.Time{}, err); err != nil {
 					return judgement{}, err
 				}
 				continue
@@ -385,7 +438,7 @@ func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L]) (judgeme
 	result := func() judgement { return judgement{paceState: p.state()} }
 	if bg, ok := cfg.Gateway.(BatchGateway[E]); ok {
 		var err error
-		if ask, err = r.fetchBatch(ctx, bg, p, recs, out, ask); err != nil {
+		if ask, err = r.fetchBatch(ctx, bg, p, recs, out, ask, since); err != nil {
 			return result(), err
 		}
 	}
@@ -415,7 +468,7 @@ func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L]) (judgeme
 			o.Decision, unasked[i] = Decision{Verdict: Unverifiable}, true
 			return true
 		}
-		ext, err := r.p.fetch(ctx, r.name, p, cfg.Gateway, o.ExternalID)
+		ext, at, err := r.p.fetch(ctx, r.name, p, cfg.Gateway, o.ExternalID)
 		if errors.Is(err, ErrRateLimited) {
 			// The row was not answered: it is asked again first thing next batch.
 			o.Decision, unasked[i] = Decision{Verdict: Unverifiable}, true
@@ -423,7 +476,7 @@ func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L]) (judgeme
 				slog.String("job", cfg.Job), slog.String("record", o.RecordID), slog.String("error", err.Error()))
 			return true
 		}
-		if err := r.decide(ctx, p, o, recs[i].Local, ext, err); err != nil {
+		if err := r.decide(ctx, p, o, recs[i].Local, ext, at, err); err != nil {
 			cancel(err)
 			return false
 		}
@@ -463,6 +516,22 @@ func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L]) (judgeme
 	return j, nil
 }
 
+// notFoundDetail is the detail of a missing_externally finding: what the external system
+// answered about id, as the gateway's error says it (the Stripe adapter's names the 404 and
+// the request), with anything that looks like a key redacted, and the id if the error does
+// not name it.
+func notFoundDetail(id string, err error) string {
+	msg := redact.Keys(err.Error())
+	if !strings.Contains(msg, id) {
+		msg = strconv.Quote(id) + ": " + msg
+	}
+	return storable(msg, maxNotFoundDetail)
+}
+
+// maxNotFoundDetail bounds a missing_externally finding's detail: the error's text comes from
+// the external system, or whatever stands in between.
+const maxNotFoundDetail = 500
+
 // isFailure reports whether a gateway error means the external system could not answer (as
 // opposed to an answer: not found, a rejected request).
 func isFailure(err error) bool {
@@ -471,8 +540,9 @@ func isFailure(err error) bool {
 }
 
 // fetchBatch asks bg about the rows ask indexes, decides the rows it answered and returns the
-// rest, to be asked one by one.
-func (r *Reconciler[L, E]) fetchBatch(ctx context.Context, bg BatchGateway[E], p *pacer, recs []Record[L], out []Outcome, ask []int) (rest []int, err error) {
+// rest, to be asked one by one. Answers obtained before since are not used.
+func (r *Reconciler[L, E]) fetchBatch(ctx context.Context, bg BatchGateway[E], p *pacer, recs []Record[L], out []Outcome, ask []int,
+	since time.Time) (rest []int, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			rest, err = nil, fmt.Errorf("batch fetch: panic: %v", v)
@@ -483,9 +553,26 @@ func (r *Reconciler[L, E]) fetchBatch(ctx context.Context, bg BatchGateway[E], p
 		lookups[k] = Lookup{ExternalID: recs[i].ExternalID, CreatedAt: recs[i].CreatedAt}
 	}
 	batchStart := time.Now()
-	found, err := bg.FetchBatch(ctx, lookups, p.wait)
+	found, err := fetchAnswers(ctx, bg, lookups, since, p.wait)
+	returned := time.Now()
 	calls := p.state().calls
-	r.p.observeCalls(r.name, calls, time.Since(batchStart), err)
+	r.p.observeCalls(r.name, calls, returned.Sub(batchStart), err)
+	// Only an answer obtained by this call is news that the external system is up: one kept
+	// from an earlier batch says nothing about it now.
+	fresh := false
+	for id, a := range found {
+		switch {
+		case a.At.IsZero():
+			a.At = batchStart
+		case a.At.Before(since):
+			delete(found, id) // the gateway broke its contract: ask again
+			continue
+		case a.At.After(returned):
+			a.At = returned // it cannot have been obtained later
+		}
+		found[id] = a
+		fresh = fresh || !a.At.Before(batchStart)
+	}
 	if aerr := p.aborted(); aerr != nil && ctx.Err() == nil {
 		return nil, aerr // the limiter failed, whatever the gateway made of its error
 	}
@@ -505,31 +592,50 @@ func (r *Reconciler[L, E]) fetchBatch(ctx context.Context, bg BatchGateway[E], p
 				slog.String("job", r.cfg.Job), slog.String("error", err.Error()))
 		}
 	default:
-		p.answered(len(found) > 0) // some objects came back: the system is up
+		p.answered(fresh) // some objects came back now: the system is up
 		r.p.logger.LogAttrs(ctx, slog.LevelWarn, "reconcile batch fetch failure; asking one by one",
 			slog.String("job", r.cfg.Job), slog.Int("rows", len(ask)), slog.String("error", err.Error()))
 	}
 	for _, i := range ask {
-		ext, ok := found[recs[i].ExternalID]
+		a, ok := found[recs[i].ExternalID]
 		if !ok {
 			rest = append(rest, i)
 			continue
 		}
-		if err := r.decide(ctx, p, &out[i], recs[i].Local, ext, nil); err != nil {
+		if err := r.decide(ctx, p, &out[i], recs[i].Local, a.Object, a.At, nil); err != nil {
 			return nil, err
 		}
 	}
 	return rest, nil
 }
 
-// decide fills in o from one gateway answer. It returns an error only when the batch must stop.
-// p, the batch's pacer, may be nil before any call.
-func (r *Reconciler[L, E]) decide(ctx context.Context, p *pacer, o *Outcome, local L, ext E, err error) error {
+// fetchAnswers asks bg about lookups with answers since since: through FetchBatchSince if bg
+// is a DatedBatchGateway, else through FetchBatch, whose answers are the call's (zero At).
+func fetchAnswers[E any](ctx context.Context, bg BatchGateway[E], lookups []Lookup, since time.Time,
+	wait func(context.Context) error) (map[string]Answer[E], error) {
+	if dg, ok := bg.(DatedBatchGateway[E]); ok {
+		found, err := dg.FetchBatchSince(ctx, lookups, since, wait)
+		if found == nil {
+			found = map[string]Answer[E]{}
+		}
+		return found, err
+	}
+	objs, err := bg.FetchBatch(ctx, lookups, wait)
+	found := make(map[string]Answer[E], len(objs))
+	for id, v := range objs {
+		found[id] = Answer[E]{Object: v}
+	}
+	return found, err
+}
+
+// decide fills in o from one gateway answer, obtained by a call that began at at. It returns an
+// error only when the batch must stop. p, the batch's pacer, may be nil before any call.
+func (r *Reconciler[L, E]) decide(ctx context.Context, p *pacer, o *Outcome, local L, ext E, at time.Time, err error) error {
 	cfg := &r.cfg
 	var review *ReviewError
 	switch {
 	case err == nil:
-		return r.p.judgePair(o, local, ext, true)
+		return r.p.judgePair(o, local, ext, at)
 	case errors.Is(err, ErrAbortBatch):
 		return err
 	case ctx.Err() != nil:
@@ -537,7 +643,8 @@ func (r *Reconciler[L, E]) decide(ctx context.Context, p *pacer, o *Outcome, loc
 		// rather than record a wave of false Unverifiables.
 		return context.Cause(ctx)
 	case errors.Is(err, ErrNotFound):
-		o.Decision, o.Verified = Decision{Verdict: NeedsReview, Kind: KindMissingExternally}, true
+		o.Decision = Decision{Verdict: NeedsReview, Kind: KindMissingExternally, Detail: notFoundDetail(o.ExternalID, err)}
+		o.Verified, o.VerifiedAt = true, at
 	case errors.As(err, &review):
 		kind := review.Kind
 		if kind == "" {

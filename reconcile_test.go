@@ -660,7 +660,12 @@ func TestRunBatchGatewayAnswers(t *testing.T) {
 		// A rate limit is no answer: the batch is Deferred, nothing is written and the row is
 		// asked again next batch.
 		{"a rate limit defers the row: nothing is written and it is asked again", &reconcile.RateLimitError{}, reconcile.Unverifiable, "", "", false},
-		{"ErrNotFound is a verified missing_externally finding", reconcile.ErrNotFound, reconcile.NeedsReview, reconcile.KindMissingExternally, "", true},
+		{"ErrNotFound is a verified missing_externally finding, which names the id and the answer",
+			reconcile.ErrNotFound, reconcile.NeedsReview, reconcile.KindMissingExternally, `"pi_1": reconcile: external object not found`, true},
+		{"an ErrNotFound that names the id is the finding's detail, any key in it redacted",
+			fmt.Errorf("gw: GET /v1/payment_intents/pi_1 with sk_live_51AbCdEfGh answered 404: %w", reconcile.ErrNotFound),
+			reconcile.NeedsReview, reconcile.KindMissingExternally,
+			"gw: GET /v1/payment_intents/pi_1 with [redacted key] answered 404: reconcile: external object not found", true},
 		{"a ReviewError with a kind is a finding of that kind, not verified",
 			&reconcile.ReviewError{Kind: "invalid_external_id", Detail: "pi_1 is not a PaymentIntent id"},
 			reconcile.NeedsReview, "invalid_external_id", "pi_1 is not a PaymentIntent id", false},

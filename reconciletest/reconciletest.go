@@ -203,6 +203,7 @@ func Run(t *testing.T, newFixture func(t *testing.T) Fixture) {
 		{"a hostile answer (NUL, invalid UTF-8, control characters, 10 KB) is one finding with a bounded, valid kind, and its batch commits", testHostileAnswers},
 		{"a lane's objects with hostile states or ids are one finding each, with bounded, valid text, and the step commits", testHostileFeed},
 		{"a batch stopped by an error quoting hostile bytes is recorded as failed", testHostileFailure},
+		{"a row's verified time is when its answer was obtained, never later than the commit, and the lag counts from it", testAnswerTime},
 	}
 	tests = append(tests, laneTests...)
 	for _, tt := range tests {

@@ -296,7 +296,15 @@ func (s *Store[K, L]) record(job string, outcomes []reconcile.Outcome, now time.
 			continue
 		}
 		if o.Verified {
-			s.observations[obsKey{job, o.RecordID}] = Observation{External: o.External, VerifiedAt: now}
+			// Verified when the answer was obtained, never later than the commit (by the
+			// store's clock); an observation is replaced only by one at least as recent.
+			at := now
+			if !o.VerifiedAt.IsZero() && o.VerifiedAt.Before(now) {
+				at = o.VerifiedAt
+			}
+			if old, ok := s.observations[obsKey{job, o.RecordID}]; !ok || !at.Before(old.VerifiedAt) {
+				s.observations[obsKey{job, o.RecordID}] = Observation{External: o.External, VerifiedAt: at}
+			}
 		}
 		d := o.Decision
 		if d.Kind == "" || (d.Verdict != reconcile.Repairable && d.Verdict != reconcile.NeedsReview) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/reconcilekit/reconcile"
 )
@@ -65,10 +66,12 @@ func (s *Store[L]) queueResults(batch *pgx.Batch, st *statements, job string, ou
 	// the session's.
 	batch.Queue(setTimeZone, s.cfg.TimeZone)
 	var obsIDs, obsStates []string
+	var obsTimes []pgtype.Timestamptz // when each answer was obtained; NULL: the commit's time
 	var f findingCols
 	for _, o := range outcomes {
 		if o.Verified {
 			obsIDs, obsStates = append(obsIDs, o.RecordID), append(obsStates, o.External)
+			obsTimes = append(obsTimes, verifiedAt(&o))
 		}
 		if d := o.Decision; d.Kind != "" && (d.Verdict == reconcile.Repairable || d.Verdict == reconcile.NeedsReview) {
 			f.add(job, o)
@@ -77,7 +80,7 @@ func (s *Store[L]) queueResults(batch *pgx.Batch, st *statements, job string, ou
 	switch {
 	case len(obsIDs) == 0:
 	case st.observeTakesJob:
-		batch.Queue(st.observe, job, obsIDs, obsStates)
+		batch.Queue(st.observe, job, obsIDs, obsStates, obsTimes)
 	default:
 		batch.Queue(st.lockObserved, obsIDs)
 		batch.Queue(st.observe, obsIDs, obsStates)
@@ -95,6 +98,11 @@ func (s *Store[L]) queueResults(batch *pgx.Batch, st *statements, job string, ou
 			return row.Scan(&res.Findings, &res.Commands)
 		})
 	return dl
+}
+
+// verifiedAt is o's VerifiedAt, NULL if zero (the commit's time).
+func verifiedAt(o *reconcile.Outcome) pgtype.Timestamptz {
+	return pgtype.Timestamptz{Time: o.VerifiedAt, Valid: !o.VerifiedAt.IsZero()}
 }
 
 type findingCols struct {

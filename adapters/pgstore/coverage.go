@@ -16,7 +16,8 @@ var _ reconcile.CoverageReader = (*Store[string])(nil)
 // Coverage reads how long the job's rows have gone unverified, bucketed by q.Ages, and its open
 // findings at each of the last q.Days days (reconcile.CoverageReader), for the console's
 // coverage chart. Like Status, it does not scan the host table: it reads the lag marks Status
-// reads (lagmarks.go), counting a mark's verified rows at the commit of its first batch and its
+// reads (lagmarks.go), counting a mark's verified rows at the commit of its first batch (or at
+// the oldest answer its batches verified a row on, if older) and its
 // other rows (unverifiable, in flight, invalid) at its floor, the earliest time any of them
 // kept (migration 009 records how many); of the previous cycle's mark that reaches back behind
 // the cursor, only the rows now past the cursor. Rows no mark has read — created since the

@@ -207,6 +207,7 @@ func ExampleMigrations() {
 	// 008_lag_marks.sql
 	// 009_coverage.sql
 	// 010_cycle_end_cycle.sql
+	// 011_failures.sql
 }
 
 // Check fails early, and says what to do, when the reconciler's tables were never migrated.

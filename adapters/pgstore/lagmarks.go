@@ -16,11 +16,12 @@ import (
 //
 // A sweep reads the rows in key order, each cycle up to its high-water mark, and every commit
 // records a mark: the key range (lo, hi] it read, and floor, the earliest
-// coalesce(last verified, created_at) of its rows right after the commit: the commit's time if
-// every row was verified, else the older time a row not verified kept (Unverifiable, InFlight,
-// invalid rows being left out as the scan leaves them out). Verifications only move a row's time
-// forward, so a row read by a batch is at least that batch's floor old... until the next batch
-// that reads it. Every row of the job is therefore covered by the marks of the current cycle (the
+// coalesce(last verified, created_at) of its rows right after the commit: the time of the oldest
+// answer the commit verified a row on (no later than the commit's), or the older time a row not
+// verified kept (Unverifiable, InFlight, invalid rows being left out as the scan leaves them
+// out). Verifications only move a row's time forward (an observation is replaced only by a more
+// recent one), so a row read by a batch is at least that batch's floor old... until the next
+// batch that reads it. Every row of the job is therefore covered by the marks of the current cycle (the
 // rows up to the cursor) and of the previous cycle beyond the cursor, except rows inserted since
 // the previous cycle started, which are found by created_at. Status then computes
 //
@@ -40,7 +41,8 @@ import (
 // scan is kept.
 type lagMarkSQL struct {
 	// insert records a commit's mark: $1 job, $2 wrap, $3 lo, $4 hi (JSON arrays or NULL),
-	// $5 the ids of the rows read but not verified, $6 the rows read, $7 the lag jobs.
+	// $5 the ids of the rows read but not verified, $6 the rows read, $7 the lag jobs, $8 the
+	// time of the oldest answer a row was verified on (NULL: none, or the commit's).
 	insert string
 	// prune deletes the marks of cycles before the previous one of job $1, at a wrap, and any
 	// of cycles not yet begun (left by a cursor reset by hand).
@@ -125,10 +127,11 @@ func (p *sqlParts) lagMarkStatements(st *statements) {
 	// starts a new one: Status reads at most a cycle's marks and one mark's rows. Its frontier
 	// walks the previous cycle's marks from the last mark's frontier on, in version order:
 	// amortized, a mark or two per commit. An extended mark keeps its first batch's commit time
-	// (first_at) and adds up the rows not verified, for Coverage.
+	// (first_at, or the oldest answer any of its batches verified a row on, if older) and adds
+	// up the rows not verified, for Coverage.
 	m.insert = fmt.Sprintf(`WITH c AS (SELECT * FROM %[2]s WHERE job = $1),
 		new AS (SELECT c.cycles_completed - CASE WHEN $2 THEN 1 ELSE 0 END AS cycle, c.version,
-			least(now(), (SELECT min(%[3]s) FROM %[4]s AS h WHERE %[5]s = ANY($5::text[]::%[6]s[]) AND %[7]s)) AS floor,
+			least(now(), $8::timestamptz, (SELECT min(%[3]s) FROM %[4]s AS h WHERE %[5]s = ANY($5::text[]::%[6]s[]) AND %[7]s)) AS floor,
 			CASE WHEN $2 THEN coalesce((SELECT min(m.started) FROM %[1]s AS m WHERE m.job = $1 AND m.cycle = c.cycles_completed - 1), '-infinity')
 				ELSE c.cycle_started_at END AS started,
 			CASE WHEN NOT $2 THEN coalesce(
@@ -141,11 +144,12 @@ func (p *sqlParts) lagMarkStatements(st *statements) {
 		last AS (SELECT l.version FROM %[1]s AS l, new WHERE l.job = $1 AND l.cycle = new.cycle AND l.hi IS NOT DISTINCT FROM $3::jsonb
 			AND l.rows + $6 <= %[10]d ORDER BY l.version DESC LIMIT 1),
 		extended AS (UPDATE %[1]s AS m SET hi = $4::jsonb, at = now(), floor = least(m.floor, new.floor), rows = m.rows + $6,
-				unverified = m.unverified + coalesce(cardinality($5::text[]), 0), frontier = new.frontier
+				unverified = m.unverified + coalesce(cardinality($5::text[]), 0), frontier = new.frontier,
+				first_at = CASE WHEN m.first_at IS NOT NULL THEN least(m.first_at, $8::timestamptz) END
 			FROM new, last WHERE m.job = $1 AND m.cycle = new.cycle AND m.version = last.version RETURNING 1)
 		INSERT INTO %[1]s (job, cycle, version, lo, hi, at, floor, rows, started, frontier, unverified, first_at)
 		SELECT $1, new.cycle, new.version, $3::jsonb, $4::jsonb, now(), new.floor, $6, new.started, new.frontier,
-			coalesce(cardinality($5::text[]), 0), now()
+			coalesce(cardinality($5::text[]), 0), least(now(), $8::timestamptz)
 		FROM new WHERE NOT EXISTS (SELECT 1 FROM extended)
 		ON CONFLICT (job, cycle, version) DO UPDATE SET lo = EXCLUDED.lo, hi = EXCLUDED.hi, at = EXCLUDED.at,
 			floor = EXCLUDED.floor, rows = EXCLUDED.rows, started = EXCLUDED.started, frontier = EXCLUDED.frontier,
@@ -197,16 +201,21 @@ func (s *Store[L]) queueLagMark(batch *pgx.Batch, st *statements, c reconcile.Co
 		return
 	}
 	var unverified []string
-	for _, o := range c.Outcomes {
+	var oldest pgtype.Timestamptz // the oldest answer a row was verified on
+	for i := range c.Outcomes {
+		o := &c.Outcomes[i]
 		if !o.Verified && !o.NotARow {
 			unverified = append(unverified, o.RecordID)
+		}
+		if at := verifiedAt(o); o.Verified && at.Valid && (!oldest.Valid || at.Time.Before(oldest.Time)) {
+			oldest = at
 		}
 	}
 	hi := c.Next
 	if c.Wrap {
 		hi = c.Cursor.End
 	}
-	batch.Queue(st.lagMarks.insert, c.Job, c.Wrap, nullIfEmpty(c.Cursor.Position), nullIfEmpty(hi), unverified, len(c.Outcomes), s.lagJobs(c.Job))
+	batch.Queue(st.lagMarks.insert, c.Job, c.Wrap, nullIfEmpty(c.Cursor.Position), nullIfEmpty(hi), unverified, len(c.Outcomes), s.lagJobs(c.Job), oldest)
 	if c.Wrap {
 		batch.Queue(st.lagMarks.prune, c.Job)
 	}

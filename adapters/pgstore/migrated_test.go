@@ -66,7 +66,7 @@ func TestCheckNamesTheMigrationsNotApplied(t *testing.T) {
 	}
 	err := s.Check(ctx)
 	if !errors.Is(err, pgstore.ErrNotMigrated) ||
-		!strings.Contains(err.Error(), "lack migration 006_finding_external_id.sql, 007_finding_diffs.sql, 008_lag_marks.sql, 009_coverage.sql, 010_cycle_end_cycle.sql: "+runMigrate) {
+		!strings.Contains(err.Error(), "lack migration 006_finding_external_id.sql, 007_finding_diffs.sql, 008_lag_marks.sql, 009_coverage.sql, 010_cycle_end_cycle.sql, 011_failures.sql: "+runMigrate) {
 		t.Fatalf("Check = %v; want it to name 006 to 010 and say to run Migrate", err)
 	}
 }

@@ -33,7 +33,9 @@ type Observations int
 
 const (
 	// ObserveInOwnTable keeps observations in the reconciler's observations table. The host
-	// table is only read: SELECT privilege suffices and no updated_at trigger ever fires.
+	// table is only read: SELECT privilege suffices and no updated_at trigger ever fires. A
+	// row's verified time is when the answer it was judged on was obtained
+	// (reconcile.Outcome.VerifiedAt), never later than the commit.
 	ObserveInOwnTable Observations = iota
 	// ObserveInHostColumns writes the observed state and the last-verified time to columns of the
 	// host table (the seed's layout). With an updated_at trigger on the host table, a row whose
@@ -43,7 +45,10 @@ const (
 	// clock_timestamp(), so a trigger writing now() or clock_timestamp() stays within the
 	// tolerance even after the commit waited for a host transaction's row lock; and it runs in
 	// Config.TimeZone, so a trigger writing now() into a timestamp without time zone column
-	// writes it in that zone, whatever the pool's session zone.
+	// writes it in that zone, whatever the pool's session zone. The verified-at time is
+	// therefore the commit's, not the answer's (reconcile.Outcome.VerifiedAt): it may be later
+	// than the moment Stripe answered by the batch's duration, and by the look-ahead's age
+	// within the cycle; ObserveInOwnTable records the answer's.
 	ObserveInHostColumns
 )
 

@@ -268,7 +268,10 @@ func (p *sqlParts) commitStatements(st *statements) {
 		// every row's lock: an updated_at trigger on the host table writes now() (earlier) or
 		// clock_timestamp() (microseconds later), however long a host transaction made the
 		// commit wait for a row. So the own-write test (updated_at within OwnWriteTolerance of
-		// the verified-at time) holds.
+		// the verified-at time) holds. It is therefore the commit's time, not the answer's
+		// (Outcome.VerifiedAt), which may be older by the batch's duration, and by the
+		// look-ahead's age within the cycle: the own-write test could not tell the write of a
+		// row verified on an older answer from a change the host made after it.
 		now := "clock_timestamp()"
 		if p.types[cfg.VerifiedAtColumn] == naiveTimestamp {
 			now = fmt.Sprintf("(clock_timestamp() AT TIME ZONE '%s')", cfg.TimeZone)
@@ -281,12 +284,16 @@ func (p *sqlParts) commitStatements(st *statements) {
 			p.host, pgx.Identifier{cfg.ObservedColumn}.Sanitize(), pgx.Identifier{cfg.VerifiedAtColumn}.Sanitize(), now,
 			p.q(cfg.IDColumn), p.types[cfg.IDColumn])
 	} else {
+		// A row's verified time is when its answer was obtained ($4, NULL: unknown), never
+		// later than the commit; an observation is replaced only by one at least as recent (an
+		// answer kept from earlier in the cycle may reach a commit after a lane's newer one).
 		st.observeTakesJob = true
-		st.observe = `INSERT INTO ` + t.table("observations") + ` (job, record_id, external_state, verified_at)
-			SELECT $1, r, e, now() FROM unnest($2::text[], $3::text[]) AS t(r, e)
+		st.observe = `INSERT INTO ` + t.table("observations") + ` AS o (job, record_id, external_state, verified_at)
+			SELECT $1, r, e, least(v, now()) FROM unnest($2::text[], $3::text[], $4::timestamptz[]) AS t(r, e, v)
 			WHERE ` + p.rowExists("t.r", "true") + `
 			ON CONFLICT (job, record_id) DO UPDATE
-			SET external_state = EXCLUDED.external_state, verified_at = EXCLUDED.verified_at`
+			SET external_state = EXCLUDED.external_state, verified_at = EXCLUDED.verified_at
+			WHERE o.verified_at <= EXCLUDED.verified_at`
 	}
 	// forgetDeleted closes the open findings of job $1 whose row no longer exists, as
 	// row_deleted by $2, in their history too, and removes the job's observations of such rows.

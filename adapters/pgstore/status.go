@@ -69,6 +69,14 @@ func (s *Store[L]) Status(ctx context.Context, job string) (reconcile.Status, er
 			}
 			return err
 		})
+	var lastFailedAt *time.Time
+	var lastFailure string
+	b.Queue(s.own.lastFailure, job).QueryRow(func(r pgx.Row) error {
+		if err := r.Scan(&lastFailedAt, &lastFailure); !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		return nil
+	})
 	s.queueLaneStatus(b, job, &st, &st.CyclesCompleted)
 	b.Queue(sql.openFindings, job, s.cfg.StaleAfter).Query(func(rows pgx.Rows) error {
 		var kind string
@@ -123,6 +131,11 @@ func (s *Store[L]) Status(ctx context.Context, job string) (reconcile.Status, er
 	if failure != nil {
 		st.LastFailure = *failure
 	}
+	// A failure recorded apart from the cursor (by this release), if later than one recorded
+	// in it (by an earlier release).
+	if lastFailedAt != nil && lastFailedAt.After(st.LastFailureAt) {
+		st.LastFailureAt, st.LastFailure = *lastFailedAt, lastFailure
+	}
 	return st, nil
 }
 
@@ -149,7 +162,9 @@ func lagOf(seconds float64) time.Duration {
 }
 
 // RecordFailure remembers that a batch of job failed, for Status and health: a
-// reconcile.FailureRecorder, called by RunBatch. The message is cut to 1,000 bytes.
+// reconcile.FailureRecorder, called by RunBatch. The message is cut to 1,000 bytes. It is kept
+// apart from the job's cursor row, so that it does not wait for that row's lock: a batch that
+// failed because another session held it is recorded all the same.
 func (s *Store[L]) RecordFailure(ctx context.Context, job string, cause error) error {
 	_, err := s.db.Exec(ctx, s.own.recordFailure, job, failureText(cause))
 	if err != nil {

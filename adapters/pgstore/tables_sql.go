@@ -10,7 +10,7 @@ type tableSQL struct {
 	// lanes.go
 	readLane, createLane, advanceLane, laneFailure string
 	// status.go
-	cursorStatus, recordFailure, laneStatus string
+	cursorStatus, recordFailure, lastFailure, laneStatus string
 	// coverage.go
 	openSamples string
 }
@@ -105,10 +105,12 @@ func newTableSQL(t Tables) tableSQL {
 		// cursorStatus reads the cycle and last batch figures and the last failure of job $1.
 		cursorStatus: `SELECT cycle_started_at, last_cycle_completed_at, cycles_completed, last_batch_at,
 		last_batch_scanned, last_batch_unverifiable, last_failure_at, last_failure FROM ` + t.table("cursors") + ` WHERE job = $1`,
-		// recordFailure records failure $2 of job $1.
-		recordFailure: `INSERT INTO ` + t.table("cursors") + ` AS c (job, last_failure_at, last_failure)
-		VALUES ($1, now(), $2)
-		ON CONFLICT (job) DO UPDATE SET last_failure_at = now(), last_failure = $2`,
+		// recordFailure records failure $2 of job $1, apart from the job's cursor row, whose lock
+		// may be what made the batch fail (migration 010).
+		recordFailure: `INSERT INTO ` + t.table("failures") + ` (job, failed_at, failure) VALUES ($1, now(), $2)
+		ON CONFLICT (job) DO UPDATE SET failed_at = EXCLUDED.failed_at, failure = EXCLUDED.failure`,
+		// lastFailure reads the last failure of job $1 that recordFailure recorded.
+		lastFailure: `SELECT failed_at, failure FROM ` + t.table("failures") + ` WHERE job = $1`,
 		// laneStatus reads the lanes of job $1.
 		laneStatus: `SELECT lane, created_at, last_run_at, passes_completed, last_end_at, gap_at, coalesce(gap_reason, ''), gap_sweep_cycles,
 			last_failure_at, coalesce(last_failure, '')

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/stripe/stripe-go/v82"
 
@@ -27,10 +28,10 @@ const (
 	anchorTries = 2
 )
 
-// FetchBatch returns the objects asked for that the look-ahead still holds, then lists the
-// others by their rows' created_at, a hundred a call, and returns those whose ids were asked
-// for; the others listed are kept in the look-ahead for the next batches (see
-// GatewayConfig.ListCacheTTL).
+// FetchBatchSince returns the objects asked for that the look-ahead holds from since on, then
+// lists the others by their rows' created_at, a hundred a call, and returns those whose ids
+// were asked for, each dated by the start of the call that listed it; the others listed are
+// kept in the look-ahead for the next batches (see GatewayConfig.ListCacheTTL).
 //
 // The rows are grouped into windows by their own creation times, each listed with created
 // from its oldest row's created_at minus CreatedSkew to its newest's plus the skew: a gap
@@ -60,9 +61,10 @@ const (
 // are reported once, as ErrUnavailable, with the objects found. The list sends the object's
 // ListParams and expands "data." and each of its Expand paths. An object whose list cannot
 // filter by creation time (NoCreatedFilter) is not listed: every lookup is left to Fetch.
-func (g *ObjectGateway[T]) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wait func(context.Context) error) (map[string]T, error) {
+func (g *ObjectGateway[T]) FetchBatchSince(ctx context.Context, lookups []reconcile.Lookup, since time.Time,
+	wait func(context.Context) error) (map[string]reconcile.Answer[T], error) {
 	if g.obj.NoCreatedFilter {
-		return map[string]T{}, nil
+		return map[string]reconcile.Answer[T]{}, nil
 	}
 	asked := make(map[string]bool, len(lookups))
 	for _, l := range lookups {
@@ -70,7 +72,7 @@ func (g *ObjectGateway[T]) FetchBatch(ctx context.Context, lookups []reconcile.L
 			asked[l.ExternalID] = true
 		}
 	}
-	found := g.ahead.take(asked)
+	found := g.ahead.take(asked, since)
 	taken := maps.Clone(found)
 	var rows []reconcile.Lookup
 	sought := make(map[string]int, len(lookups))
@@ -110,8 +112,8 @@ type bulkRead[T any] struct {
 	g     *ObjectGateway[T]
 	wait  func(context.Context) error
 	asked map[string]bool
-	found map[string]T
-	taken map[string]T // served from the look-ahead
+	found map[string]reconcile.Answer[T]
+	taken map[string]reconcile.Answer[T] // served from the look-ahead
 	// sought maps each row still sought to its window (-1: in none), left counts them per
 	// window, and calls is the list calls still allowed.
 	sought map[string]int
@@ -224,7 +226,7 @@ func (r *bulkRead[T]) cached(id string, w *listWindow) bool {
 	if !ok {
 		return false
 	}
-	created := r.g.obj.Created(v)
+	created := r.g.obj.Created(v.Object)
 	return created >= w.from && created <= w.to
 }
 
@@ -324,7 +326,7 @@ func (r *bulkRead[T]) page(ctx context.Context, w *listWindow, wi int, cur listC
 		if _, had := r.found[id]; !r.asked[id] {
 			ahead = append(ahead, v)
 		} else if !had {
-			r.found[id] = v
+			r.found[id] = reconcile.Answer[T]{Object: v, At: at}
 			if r.unseek(id) {
 				matched++
 			}

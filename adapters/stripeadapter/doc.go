@@ -61,8 +61,10 @@
 // not asked about (the skew's margin above a batch, the rest of a page) are kept for the next
 // batches, each for at most ListCacheTTL (30 s) from the call that listed it and at most
 // ListCacheSize (20,000) of them, so that any mix of rows spread out and imports costs about
-// one call per hundred rows and no row is verified on an answer older than the TTL. Results
-// are the same either way; to force per-object calls, pass
+// one call per hundred rows. It is a reconcile.DatedBatchGateway: a kept intent verifies its
+// row as of the list call that fetched it, and is served only to batches of a cycle that
+// started before that call, so that no row is verified on an answer older than the TTL or than
+// its cycle. Results are the same either way; to force per-object calls, pass
 // reconcile.PerObject[*stripe.PaymentIntent](gateway), which keeps the id check.
 //
 // # Lanes

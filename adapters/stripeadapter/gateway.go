@@ -58,7 +58,9 @@ type GatewayConfig struct {
 	MaxListPages int
 	// ListCacheTTL bounds how long an object a bulk fetch listed without being asked about it
 	// is kept for the next batches, counted from before the list call: no row is
-	// verified on an answer older than this. Keep it below the job's Grace (10 minutes by
+	// verified on an answer older than this, nor on one listed before its cycle started, and a
+	// row verified on a kept object is verified as of that list call (see
+	// ObjectGateway.FetchBatchSince). Keep it below the job's Grace (10 minutes by
 	// default), so that a row changed locally after the listing is still InFlight rather than
 	// judged against the older state. Zero means DefaultListCacheTTL (30 s); negative turns the
 	// look-ahead off.
@@ -89,8 +91,8 @@ type Gateway struct {
 }
 
 var (
-	_ reconcile.BatchGateway[*stripe.PaymentIntent] = (*Gateway)(nil)
-	_ reconcile.IDChecker                           = (*Gateway)(nil)
+	_ reconcile.DatedBatchGateway[*stripe.PaymentIntent] = (*Gateway)(nil)
+	_ reconcile.IDChecker                                = (*Gateway)(nil)
 )
 
 // NewGateway checks cfg and returns a Gateway.
@@ -247,10 +249,18 @@ func (g *Gateway) Fetch(ctx context.Context, externalID string) (*stripe.Payment
 	return g.intents.Fetch(ctx, externalID)
 }
 
-// FetchBatch is the bulk fetch of ObjectGateway.FetchBatch: the look-ahead's intents, then a
-// list of the intents created in the lookups' created_at window, their charges expanded.
+// FetchBatch is the bulk fetch of ObjectGateway.FetchBatch: a list of the intents created in
+// the lookups' created_at window, their charges expanded.
 func (g *Gateway) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wait func(context.Context) error) (map[string]*stripe.PaymentIntent, error) {
 	return g.intents.FetchBatch(ctx, lookups, wait)
+}
+
+// FetchBatchSince is the bulk fetch of ObjectGateway.FetchBatchSince: the look-ahead's intents
+// listed from since on, then a list of the intents created in the lookups' created_at window,
+// their charges expanded.
+func (g *Gateway) FetchBatchSince(ctx context.Context, lookups []reconcile.Lookup, since time.Time,
+	wait func(context.Context) error) (map[string]reconcile.Answer[*stripe.PaymentIntent], error) {
+	return g.intents.FetchBatchSince(ctx, lookups, since, wait)
 }
 
 // shorten quotes s, cut to 64 bytes: server-provided text in a message must stay short.

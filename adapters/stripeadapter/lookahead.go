@@ -1,8 +1,11 @@
 package stripeadapter
 
 import (
+	"context"
 	"sync"
 	"time"
+
+	"github.com/reconcilekit/reconcile"
 )
 
 // Defaults of GatewayConfig's look-ahead cache.
@@ -17,9 +20,11 @@ const (
 // of the oldest rows must page past the newer ones: kept here, those serve the batches that
 // follow instead of being listed again or retrieved one by one.
 //
-// An object is served at most once and only while younger than ttl, counted from before the
-// list call that returned it: no verification rests on an older answer. At most size objects
-// are kept, the oldest dropped first. It is safe for concurrent use.
+// An object is served at most once, dated by the start of the list call that returned it, and
+// only while younger than ttl and listed no earlier than the engine asks (the start of the
+// job's cycle, reconcile.DatedBatchGateway): no verification rests on an older answer, and no
+// cycle on the previous cycle's listing. At most size objects are kept, the oldest dropped
+// first. It is safe for concurrent use.
 type lookaheadOf[T any] struct {
 	ttl  time.Duration
 	size int
@@ -57,9 +62,10 @@ func (c *lookaheadOf[T]) clock() time.Time {
 	return c.now()
 }
 
-// take removes and returns the fresh objects kept for ids.
-func (c *lookaheadOf[T]) take(ids map[string]bool) map[string]T {
-	found := map[string]T{}
+// take removes the objects kept for ids and returns, with their listing times, those listed
+// at or after since and younger than ttl.
+func (c *lookaheadOf[T]) take(ids map[string]bool, since time.Time) map[string]reconcile.Answer[T] {
+	found := map[string]reconcile.Answer[T]{}
 	if c == nil {
 		return found
 	}
@@ -76,8 +82,8 @@ func (c *lookaheadOf[T]) take(ids map[string]bool) map[string]T {
 			continue
 		}
 		delete(c.objs, id) // served once: a row is asked about once a cycle
-		if now.Sub(o.at) < c.ttl {
-			found[id] = o.v
+		if now.Sub(o.at) < c.ttl && !o.at.Before(since) {
+			found[id] = reconcile.Answer[T]{Object: o.v, At: o.at}
 		}
 	}
 	return found
@@ -135,4 +141,21 @@ func (c *lookaheadOf[T]) compact() {
 		}
 		c.order, c.head = kept, 0
 	}
+}
+
+// FetchBatch is FetchBatchSince with answers obtained by this call only (the engine takes them
+// for the call's): the look-ahead serves none of what it keeps, though it keeps what the list
+// shows beyond the lookups, for FetchBatchSince.
+func (g *ObjectGateway[T]) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wait func(context.Context) error) (map[string]T, error) {
+	found, err := g.FetchBatchSince(ctx, lookups, g.ahead.clock(), wait)
+	return objects(found), err
+}
+
+// objects returns answers' objects, by the same keys.
+func objects[T any](answers map[string]reconcile.Answer[T]) map[string]T {
+	out := make(map[string]T, len(answers))
+	for id, a := range answers {
+		out[id] = a.Object
+	}
+	return out
 }

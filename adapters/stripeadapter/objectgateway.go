@@ -29,8 +29,8 @@ type ObjectGateway[T any] struct {
 }
 
 var (
-	_ reconcile.BatchGateway[*stripe.Subscription] = (*ObjectGateway[*stripe.Subscription])(nil)
-	_ reconcile.IDChecker                          = (*ObjectGateway[*stripe.Subscription])(nil)
+	_ reconcile.DatedBatchGateway[*stripe.Subscription] = (*ObjectGateway[*stripe.Subscription])(nil)
+	_ reconcile.IDChecker                               = (*ObjectGateway[*stripe.Subscription])(nil)
 )
 
 // NewObjectGateway checks cfg and obj and returns a gateway of obj's objects. cfg's

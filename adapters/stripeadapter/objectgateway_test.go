@@ -344,16 +344,17 @@ func TestObjectGatewayForAccountSendsTheHeaderAndKeepsAccountsApart(t *testing.T
 	}
 	// The account's bulk fetch lists 100 refunds and keeps those not asked about; the
 	// platform's gateway must not be served them from its look-ahead.
+	since := time.Now()
 	lookups := []reconcile.Lookup{{ExternalID: w.ids[118], CreatedAt: w.base.Add(118 * time.Second)}, {ExternalID: w.ids[119], CreatedAt: w.base.Add(119 * time.Second)}}
-	if got, err := g.FetchBatch(ctx, lookups, noWait); err != nil || len(got) != 2 {
-		t.Fatalf("FetchBatch for the account = %d, %v", len(got), err)
+	if got, err := g.FetchBatchSince(ctx, lookups, since, noWait); err != nil || len(got) != 2 {
+		t.Fatalf("FetchBatchSince for the account = %d, %v", len(got), err)
 	}
 	later := []reconcile.Lookup{{ExternalID: w.ids[30], CreatedAt: w.base.Add(30 * time.Second)}, {ExternalID: w.ids[31], CreatedAt: w.base.Add(31 * time.Second)}}
-	if got, _ := platform.FetchBatch(ctx, later, noWait); len(got) != 0 {
+	if got, _ := platform.FetchBatchSince(ctx, later, since, noWait); len(got) != 0 {
 		t.Fatalf("the platform was served the account's refunds: %v", got)
 	}
 	w.srv.ResetLog()
-	if got, err := g.FetchBatch(ctx, later, noWait); err != nil || len(got) != 2 || len(w.srv.Log()) != 0 {
+	if got, err := g.FetchBatchSince(ctx, later, since, noWait); err != nil || len(got) != 2 || len(w.srv.Log()) != 0 {
 		t.Fatalf("the account's next batch = %d, %v, %d calls; want both from its look-ahead", len(got), err, len(w.srv.Log()))
 	}
 	w.srv.ResetLog()

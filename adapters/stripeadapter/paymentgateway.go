@@ -34,8 +34,8 @@ type PaymentGateway struct {
 }
 
 var (
-	_ reconcile.BatchGateway[*Payment] = (*PaymentGateway)(nil)
-	_ reconcile.IDChecker              = (*PaymentGateway)(nil)
+	_ reconcile.DatedBatchGateway[*Payment] = (*PaymentGateway)(nil)
+	_ reconcile.IDChecker                   = (*PaymentGateway)(nil)
 )
 
 // Payments returns the gateway's PaymentGateway, the one for the money policy. Every call
@@ -56,35 +56,62 @@ func (p *PaymentGateway) Fetch(ctx context.Context, externalID string) (*Payment
 	return p.complete(ctx, pi, nil, false)
 }
 
-// FetchBatch lists as Gateway.FetchBatch does, then reads the disputes of each disputed charge
-// whose outcome is not known yet, in the batch's order, each call paced by wait. A row whose
-// disputes cannot be read is left out, so the engine asks Fetch about it, and it is never
-// judged without them; the first such failure is returned after the others are read. After a
-// rate limit (the list's, a follow-up's or wait's) no call is made, and the rows that need none
-// are still returned with the error.
+// FetchBatch is FetchBatchSince with answers obtained by this call only (see
+// ObjectGateway.FetchBatch).
 func (p *PaymentGateway) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wait func(context.Context) error) (map[string]*Payment, error) {
-	pis, err := p.g.FetchBatch(ctx, lookups, wait)
+	found, err := p.FetchBatchSince(ctx, lookups, p.g.intents.ahead.clock(), wait)
+	return objects(found), err
+}
+
+// FetchBatchSince lists as Gateway.FetchBatchSince does, then reads the disputes of each
+// disputed charge whose outcome is not known yet, in the batch's order, each call paced by
+// wait. A payment is dated by its intent's listing: its disputes are read later, or are final
+// outcomes kept for DisputeCacheTTL. A row whose disputes cannot be read is left out, so the
+// engine asks Fetch about it, and it is never judged without them; the first such failure is
+// returned after the others are read. After a rate limit (the list's, a follow-up's or
+// wait's) no call is made, and the rows that need none are still returned with the error. So
+// that an outage costs no more calls than the engine's rule allows, none is made either once
+// a call of this fetch failed before any answered (the list, or the first follow-up when the
+// look-ahead answered every row): the intents kept from earlier calls are no sign that Stripe
+// is up.
+func (p *PaymentGateway) FetchBatchSince(ctx context.Context, lookups []reconcile.Lookup, since time.Time,
+	wait func(context.Context) error) (map[string]reconcile.Answer[*Payment], error) {
+	start := p.g.intents.ahead.clock()
+	pis, err := p.g.FetchBatchSince(ctx, lookups, since, wait)
 	// After a rate limit no call is made, but payments that need none are still returned.
 	stopped := err != nil && !errors.Is(err, reconcile.ErrUnavailable)
-	out := make(map[string]*Payment, len(pis))
+	answered := false // a call of this fetch has answered
+	for _, a := range pis {
+		answered = answered || !a.At.Before(start)
+	}
+	down := err != nil && !answered // the list failed, and nothing this fetch asked has answered
+	out := make(map[string]reconcile.Answer[*Payment], len(pis))
 	done := make(map[string]bool, len(pis)) // rows may share an intent: read it once
 	var firstErr error
 	for _, l := range lookups {
-		pi := pis[l.ExternalID]
-		if pi == nil || done[l.ExternalID] || stopped && p.needsDisputes(pi) {
+		a, ok := pis[l.ExternalID]
+		if !ok || done[l.ExternalID] {
+			continue
+		}
+		needs := p.needsDisputes(a.Object)
+		if needs && (stopped || down) {
 			continue
 		}
 		done[l.ExternalID] = true
-		pay, ferr := p.complete(ctx, pi, wait, false)
+		pay, ferr := p.complete(ctx, a.Object, wait, false)
 		switch {
 		case ferr == nil:
-			out[l.ExternalID] = pay
+			out[l.ExternalID] = reconcile.Answer[*Payment]{Object: pay, At: a.At}
+			answered = answered || needs
 		case ctx.Err() != nil, errors.Is(ferr, reconcile.ErrAbortBatch):
 			return out, ferr
 		case errors.Is(ferr, reconcile.ErrRateLimited):
 			stopped, err = true, ferr
-		case firstErr == nil:
-			firstErr = ferr
+		default:
+			if firstErr == nil {
+				firstErr = ferr
+			}
+			down = down || !answered
 		}
 	}
 	if err != nil {

@@ -209,11 +209,25 @@ type hangingGateway struct {
 // FetchBatch implements reconcile.BatchGateway.
 func (g *hangingGateway) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wait func(context.Context) error) (map[string]*stripe.PaymentIntent, error) {
 	found, err := g.Gateway.FetchBatch(ctx, lookups, wait)
+	g.hang(ctx)
+	return found, err
+}
+
+// FetchBatchSince implements reconcile.DatedBatchGateway, which the engine calls instead of
+// FetchBatch.
+func (g *hangingGateway) FetchBatchSince(ctx context.Context, lookups []reconcile.Lookup, since time.Time,
+	wait func(context.Context) error) (map[string]reconcile.Answer[*stripe.PaymentIntent], error) {
+	found, err := g.Gateway.FetchBatchSince(ctx, lookups, since, wait)
+	g.hang(ctx)
+	return found, err
+}
+
+// hang hangs in the at-th bulk fetch, after saying so in the hangs table.
+func (g *hangingGateway) hang(ctx context.Context) {
 	if g.n++; g.n == g.at {
 		if _, err := g.pool.Exec(context.WithoutCancel(ctx), `INSERT INTO hangs (owner) VALUES ($1)`, g.owner); err != nil {
 			fmt.Fprintln(os.Stderr, "scale worker "+g.owner+": recording the hang:", err)
 		}
 		select {} // until killed
 	}
-	return found, err
 }
