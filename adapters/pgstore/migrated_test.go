@@ -39,7 +39,7 @@ func TestCheckAndTheFirstBatchSayToMigrateWhenTheReconcilersTablesAreMissing(t *
 		!strings.Contains(err.Error(), `"reconcile_*" in the search_path do not exist`) {
 		t.Fatalf("Check = %v; want ErrNotMigrated saying the tables do not exist and to run Migrate", err)
 	}
-	if len(me.Missing) != 10 || me.Missing[0] != "001_init.sql" {
+	if len(me.Missing) != 11 || me.Missing[0] != "001_init.sql" {
 		t.Errorf("Missing = %v; want every migration", me.Missing)
 	}
 	_, err = reconcile.RunBatch(ctx, reconcile.Config[string, string]{Job: "j", Source: s, Sink: s,
