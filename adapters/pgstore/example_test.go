@@ -206,6 +206,7 @@ func ExampleMigrations() {
 	// 007_finding_diffs.sql
 	// 008_lag_marks.sql
 	// 009_coverage.sql
+	// 010_finding_successor.sql
 }
 
 // Check fails early, and says what to do, when the reconciler's tables were never migrated.
