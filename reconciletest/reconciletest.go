@@ -202,6 +202,8 @@ func Run(t *testing.T, newFixture func(t *testing.T) Fixture) {
 		{"a store's status reports rows, cycles, open findings, the last batch and the last failure, which health judges", testStatus},
 	}
 	tests = append(tests, laneTests...)
+	tests = append(tests, changedRowTests...)
+	tests = append(tests, supersedeTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
