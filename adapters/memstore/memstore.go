@@ -147,7 +147,8 @@ func New[K cmp.Ordered, L any](opts Options) *Store[K, L] {
 	}
 }
 
-// Put inserts or replaces a row.
+// Put inserts or replaces a row, with a new version: a commit of a batch that read it before
+// leaves it alone (see reconcile.Sink).
 func (s *Store[K, L]) Put(r Row[K, L]) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
