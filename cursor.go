@@ -61,6 +61,10 @@ type Record[L any] struct {
 	// Recent reports that the row changed within the grace period. It is judged InFlight and
 	// the external system is not asked about it.
 	Recent bool
+	// Version is the row's version as read, encoded by the Source (a revision counter,
+	// PostgreSQL's xmin): the Sink of the same store records the row's outcome only if the row
+	// is still at this version when it commits (see Sink). Empty means no such check.
+	Version string
 	// Invalid, when not empty, says why the row cannot be judged (a value the Source could not
 	// read, an impossible time). The row becomes a NeedsReview finding of kind KindInvalidRow
 	// with Invalid as its detail, the external system is not asked, and the cursor moves on:

@@ -117,6 +117,13 @@
 //     no row on an answer obtained before it started ([DatedBatchGateway]).
 //   - At most one finding is open per (job, record, kind), and a repair command is queued only
 //     with a new finding.
+//   - A commit judges only rows that are as they were read: a row changed or deleted since (a
+//     webhook, a repair, a person) gets no observation, finding or command in that batch, as a
+//     row in grace, and the next cycle judges it ([Report].Changed counts them).
+//   - A verified judgment of a record decides its findings: it closes the record's other open
+//     findings in the job as superseded by its own ([ResolutionSuperseded]), or as cleared when
+//     the pair is in sync ([ResolutionCleared]), so a record keeps at most one open finding
+//     from the judging of its pair (see [Sink] for which findings, and why).
 //   - A rate limit ([ErrRateLimited]) stops the batch's remaining calls, and the cursor stops
 //     before the first row not asked: a rate limit delays rows, it never skips them, and a
 //     cycle completes only when every row was asked. When the first two calls of a batch fail

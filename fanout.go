@@ -336,7 +336,7 @@ func (f *FanOut) RunBatch(ctx context.Context) (Report, error) {
 	} // else removed while the batch ran: its report is ignored
 	if err == nil && f.accounts[a.id] == a {
 		rep.Scanned, rep.Verdicts, rep.GatewayCalls = inner.Scanned, inner.Verdicts, inner.GatewayCalls
-		rep.NewFindings, rep.NewCommands, rep.Duration = inner.NewFindings, inner.NewCommands, inner.Duration
+		rep.NewFindings, rep.NewCommands, rep.Changed, rep.Duration = inner.NewFindings, inner.NewCommands, inner.Changed, inner.Duration
 		if rep.Verdicts == nil {
 			rep.Verdicts = map[Verdict]int{}
 		}

@@ -31,6 +31,9 @@ type Finding struct {
 	Resolution     string
 	ResolvedBy     string
 	ResolutionNote string
+	// SupersededBy is the id of the finding that replaced this one, when it was closed as
+	// ResolutionSuperseded; zero otherwise.
+	SupersededBy int64
 }
 
 // Open reports whether the finding is unresolved.
@@ -131,6 +134,9 @@ type FindingDetail struct {
 	// History is oldest first: detection, every resolution and reopening, and the events of
 	// its repair commands.
 	History []FindingEvent
+	// Supersedes lists the findings this one replaced (closed as ResolutionSuperseded naming
+	// it), by id.
+	Supersedes []int64
 }
 
 // Reviewer is the review side of a store: what people (and the console) read and decide.

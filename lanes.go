@@ -100,9 +100,10 @@ type LaneSink interface {
 	// ReadLane returns the lane's position and version; the zero Cursor if it has none.
 	ReadLane(ctx context.Context, job, lane string) (Cursor, error)
 	// CommitLane writes observations, findings, repair commands and the lane's new position in
-	// one transaction, compare-and-set on LaneCommit.Cursor (ErrConcurrentRun if it moved), with
-	// the same deduplication as Sink.Commit: a finding already open for (job, record, kind),
-	// whoever opened it, is not recorded again and queues no command.
+	// one transaction, compare-and-set on LaneCommit.Cursor (ErrConcurrentRun if it moved), by
+	// the rules of Sink.Commit: a finding already open for (job, record, kind), whoever opened
+	// it, is not recorded again and queues no command; a row changed since the Matcher read it
+	// is left alone; a verified judgment closes the record's other open findings.
 	CommitLane(ctx context.Context, c LaneCommit) (CommitResult, error)
 }
 
@@ -272,7 +273,7 @@ func (l *Lane[L, E]) step(ctx context.Context) (Report, error) {
 	if err != nil {
 		return rep, err
 	}
-	rep.NewFindings, rep.NewCommands = res.Findings, res.Commands
+	rep.NewFindings, rep.NewCommands, rep.Changed = res.Findings, res.Commands, res.Changed
 	return rep, nil
 }
 

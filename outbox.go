@@ -65,10 +65,17 @@ const (
 	// ResolutionRowDeleted: the local row no longer exists, so there is nothing left to repair
 	// or review. Stores close such findings themselves when a cycle shows the row gone.
 	ResolutionRowDeleted = "row_deleted"
+	// ResolutionSuperseded: a later verified judgment of the record found a drift of another
+	// kind, whose finding (Finding.SupersededBy) replaced this one. Stores close such findings
+	// themselves (see Sink); a repair command of a superseded finding is not applied.
+	ResolutionSuperseded = "superseded"
+	// ResolutionCleared: a later verified judgment found the record in sync, the note saying
+	// both sides' states. Stores close such findings themselves (see Sink).
+	ResolutionCleared = "cleared"
 )
 
 // ResolvedByReconciler is the actor of resolutions the reconciler makes itself, such as
-// ResolutionRowDeleted.
+// ResolutionRowDeleted, ResolutionSuperseded and ResolutionCleared.
 const ResolvedByReconciler = "reconciler"
 
 // Resolution says how, by whom and why a finding was closed.

@@ -46,7 +46,7 @@ func (p *pipeline[L, E]) newPacer() *pacer { return &pacer{limiter: p.limiter} }
 // start begins a row's outcome. A row its Source or Matcher could not read or judge is decided
 // at once, NeedsReview invalid_row, without a call; decided reports that.
 func (p *pipeline[L, E]) start(rec Record[L]) (o Outcome, decided bool) {
-	o = Outcome{RecordID: rec.ID, ExternalID: rec.ExternalID, Local: p.localState(rec.Local)}
+	o = Outcome{RecordID: rec.ID, ExternalID: rec.ExternalID, Local: p.localState(rec.Local), Version: rec.Version}
 	if rec.Invalid != "" {
 		o.Decision = Decision{Verdict: NeedsReview, Kind: KindInvalidRow, Detail: rec.Invalid}
 		return o, true
@@ -173,7 +173,7 @@ func (p *pipeline[L, E]) runStep(ctx context.Context, name stepName, record func
 		slog.Int("in_sync", rep.Verdicts[InSync]), slog.Int("in_flight", rep.Verdicts[InFlight]),
 		slog.Int("repairable", rep.Verdicts[Repairable]), slog.Int("needs_review", rep.Verdicts[NeedsReview]),
 		slog.Int("unverifiable", rep.Verdicts[Unverifiable]), slog.Int("gateway_calls", rep.GatewayCalls),
-		slog.Int("new_findings", rep.NewFindings), slog.Int("new_commands", rep.NewCommands),
+		slog.Int("new_findings", rep.NewFindings), slog.Int("new_commands", rep.NewCommands), slog.Int("changed", rep.Changed),
 		slog.Bool("rate_limited", rep.RateLimited), slog.Bool("deferred", rep.Deferred),
 		slog.Duration("retry_after", rep.RetryAfter), slog.Duration("duration", rep.Duration))...)
 	return rep, nil

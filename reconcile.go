@@ -23,8 +23,33 @@ import (
 // when VerifiedAt is zero), never later. Redoing a batch after a crash must be harmless:
 // a finding already open for (job, record, kind) is not recorded again and queues no command.
 // The repair command a new finding queues is Outcome.RepairCommand with the finding's id. A
-// Sink knows no finding kind: what an outcome asks beyond that it says itself (Outcome.Once,
-// Outcome.NotARow).
+// Sink knows no finding kind but KindMissingLocally: what an outcome asks beyond that it says
+// itself (Outcome.Once, Outcome.NotARow).
+//
+// A commit judges only rows that are as they were read. An outcome whose row no longer exists,
+// or whose Version is not empty and is not the row's version under the commit's lock, is
+// about a row that changed since its batch read it (a webhook, a repair, a person): the Sink
+// records nothing of it, as for a row in grace (no observation, no finding, no command, no
+// finding closed), and counts it in CommitResult.Changed; the next cycle judges the row as it
+// is then. The reconciler's own writes (observations in host columns) are not changes. An
+// outcome that names no row (NotARow) is recorded as it is.
+//
+// A verified judgment of a record's pair decides the record's findings in the job. An outcome
+// that Decides (its row judged against the external object's current state: InSync,
+// Repairable or NeedsReview) closes every other open finding of (job, record), whoever opened
+// it and whatever its kind (another drift, invalid_row, a rejected or missing id, one a person
+// is handling or reopened), but KindMissingLocally ones, which name external objects: by
+// ResolvedByReconciler, in the findings' history, as ResolutionCleared when the verdict is
+// InSync (the note saying both sides' states), else as ResolutionSuperseded by the outcome's
+// own finding, opened or already open (Finding.SupersededBy; the note names it); one that
+// another transaction is changing at that moment (a person resolving it) it may leave to the
+// next verified judgment. So a verified judgment leaves a record at most one open finding in
+// the job (missing_locally aside). Other outcomes close nothing: a state from an event may be
+// older than the one an open finding was judged on, and an InFlight, Unverifiable or
+// unreadable row says nothing of the drift; their findings stand beside the record's others
+// until its next verified judgment. Findings of other jobs and resolved findings are never
+// touched. Two commits judging the same record at once (a sweep and a lane) must not deadlock
+// and must leave it at most one open finding.
 type Sink interface {
 	Commit(ctx context.Context, c Commit) (CommitResult, error)
 }
@@ -96,6 +121,20 @@ type Outcome struct {
 	// Once asks the Sink to open the finding only if (job, record, kind) never had one: a
 	// resolved one is not reopened. It is set on KindMissingLocally outcomes (see Lane).
 	Once bool
+	// Version is the row's Record.Version as read: the Sink records the outcome only if the
+	// row is still at that version (see Sink). Empty means only that the row still exists.
+	Version string
+}
+
+// Decides reports whether o is a verified judgment of a row's pair (Verified, InSync,
+// Repairable or NeedsReview), which decides the record's findings: its other open findings are
+// closed when it commits (see Sink).
+func (o Outcome) Decides() bool {
+	switch o.Decision.Verdict {
+	case InSync, Repairable, NeedsReview:
+		return o.Verified && !o.NotARow
+	}
+	return false
 }
 
 // CommitResult says what a commit added.
@@ -104,6 +143,9 @@ type CommitResult struct {
 	Findings int
 	// Commands is the number of repair commands queued.
 	Commands int
+	// Changed counts the outcomes not recorded because their row changed, or was deleted,
+	// since it was read (see Sink).
+	Changed int
 }
 
 // DefaultBatchSize and DefaultGrace are the values a zero Config gets.
@@ -274,6 +316,10 @@ type Report struct {
 	// NewFindings and NewCommands are what the commit added.
 	NewFindings int
 	NewCommands int
+	// Changed counts the rows the commit left alone because they changed (or were deleted)
+	// since they were read: nothing of them was recorded, as for a row in grace, and the next
+	// cycle judges them again. Verdicts counts them as they were judged.
+	Changed int
 	// Duration is the wall time of the batch, failed ones included.
 	Duration time.Duration
 }
@@ -346,7 +392,7 @@ func (r *Reconciler[L, E]) runBatch(ctx context.Context) (Report, error) {
 		return rep, err
 	}
 	r.cycle.committed(commit, since)
-	rep.NewFindings, rep.NewCommands = res.Findings, res.Commands
+	rep.NewFindings, rep.NewCommands, rep.Changed = res.Findings, res.Commands, res.Changed
 	return rep, nil
 }
 

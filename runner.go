@@ -33,6 +33,8 @@ type TickReport struct {
 	GatewayCalls int
 	NewFindings  int
 	NewCommands  int
+	// Changed sums the batches' Report.Changed.
+	Changed int
 	// Wrapped reports that the cycle completed during the tick.
 	Wrapped bool
 	// RateLimited, Unavailable and Deferred are the last batch's; RetryAfter the longest any
@@ -55,6 +57,7 @@ func (t *TickReport) add(r Report) {
 	t.GatewayCalls += r.GatewayCalls
 	t.NewFindings += r.NewFindings
 	t.NewCommands += r.NewCommands
+	t.Changed += r.Changed
 	for v, n := range r.Verdicts {
 		t.Verdicts[v] += n
 	}

@@ -433,6 +433,16 @@ type detailPage struct {
 	MaxNote   int
 	// NoteRequired is set for a kind that involves money: resolving it needs a note.
 	NoteRequired bool
+	// SupersededBy links the finding that replaced this one (resolved as superseded); Replaces
+	// the findings this one replaced.
+	SupersededBy *findingLink
+	Replaces     []findingLink
+}
+
+// findingLink is a link to another finding.
+type findingLink struct {
+	ID  int64
+	URL string
 }
 
 type eventView struct {
@@ -490,6 +500,12 @@ func (c *Console) detail(w http.ResponseWriter, r *http.Request) {
 		ResolutionNote: redactSecrets(d.ResolutionNote), Resolutions: c.resolutions, MaxNote: maxNote,
 		ResolveURL: findingURL(root, id) + "/resolve", ReopenURL: findingURL(root, id) + "/reopen",
 		ListURL: listURL(root, filter{Job: d.Job, State: reconcile.FindingsOpen}, 0),
+	}
+	if d.SupersededBy > 0 {
+		data.SupersededBy = &findingLink{d.SupersededBy, findingURL(root, d.SupersededBy)}
+	}
+	for _, id := range d.Supersedes {
+		data.Replaces = append(data.Replaces, findingLink{id, findingURL(root, id)})
 	}
 	if id := d.ExternalID; id != "" && id == strings.TrimSpace(id) && len(id) <= maxField && plainText(id, false) && redactSecrets(id) == id {
 		data.SearchURL = listURL(root, filter{Search: id, State: reconcile.FindingsAll}, 0)

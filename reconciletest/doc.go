@@ -55,6 +55,16 @@
 //     and writes nothing; a drift found by a lane and by the sweep is one finding with one
 //     command; an external object no row refers to is one missing_locally finding, not reopened
 //     once resolved (the store honours reconcile.Outcome.Once and NotARow).
+//   - Rows changed since their read: a row changed while its batch waits on the gateway, or
+//     between a lane's match and its commit (a repair applied, its finding resolved), gets no
+//     second finding, no command and no verification, and is judged again next cycle. A
+//     fixture that is an [Updater] changes rows in place, as a host's writer does.
+//   - Findings that no longer describe the drift: a verified judgment of another kind closes
+//     the record's open finding as superseded, naming its successor (Finding.SupersededBy,
+//     FindingDetail.Supersedes), one in sync closes it as cleared, both by the reconciler in the
+//     history, and redoing the judgment changes nothing; unverifiable, in-flight and
+//     event-state judgments close nothing, nor does a judgment close another job's findings or
+//     a missing_locally one.
 //
 // # Building blocks
 //
@@ -62,8 +72,9 @@
 // over a map of states that counts calls (the states "!unavailable", "!ratelimited",
 // "!notfound" and "!abort" answer with those errors); [Classifier] is the suite's payment
 // policy; [Config] builds a job over a fixture; [Cycle] runs batches until the cursor wraps;
-// [Findings] lists every finding of a Reviewer; [FuzzAnswers] is a fuzz target's body that
-// feeds arbitrary answers through the engine into a store.
+// [Findings] lists every finding of a Reviewer; [Money] is a policy whose drifts change kind;
+// [FuzzAnswers] is a fuzz target's body that feeds arbitrary answers through the engine into a
+// store.
 // For lanes, [Feed] is a fake feed of pages by position, [Objects] builds a page's objects,
 // [LaneConfig] a lane over a fixture and [Step] runs one step.
 package reconciletest

@@ -206,6 +206,8 @@ func Run(t *testing.T, newFixture func(t *testing.T) Fixture) {
 		{"a row's verified time is when its answer was obtained, never later than the commit, and the lag counts from it", testAnswerTime},
 	}
 	tests = append(tests, laneTests...)
+	tests = append(tests, changedRowTests...)
+	tests = append(tests, supersedeTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

@@ -24,9 +24,12 @@
 // high-water mark (reconcile.Cursor.End, the last key present at the cycle's first read), so a
 // cycle ends with a short read however fast rows are put. Commit compare-and-sets on the
 // cursor version ([reconcile.ErrConcurrentRun] when it moved) and applies observations,
-// findings and commands together. At most one finding is open
-// per (job, record, kind), and a command is queued only with a new finding. The package runs
-// the conformance suite of package reconciletest, as pgstore does.
+// findings and commands together, for the rows still as Read or Match returned them (every Put
+// and Delete gives a row a new version: reconcile.Record.Version). At most one finding is open
+// per (job, record, kind), a command is queued only with a new finding, and a verified
+// judgment closes the record's other open findings as superseded or cleared (see
+// reconcile.Sink). The package runs the conformance suite of package reconciletest, as pgstore
+// does.
 //
 // # Reading the results
 //

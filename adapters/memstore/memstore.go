@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -93,10 +95,16 @@ type Store[K cmp.Ordered, L any] struct {
 	observations map[obsKey]Observation
 	findings     []reconcile.Finding
 	open         map[findingKey]int                 // index into findings
+	openKinds    map[obsKey]map[string]bool         // the kinds of open, by job and record
 	events       map[int64][]reconcile.FindingEvent // resolutions and reopenings by finding id
 	commands     []QueuedCommand
 	lanes        map[laneKey]*LaneInfo
 	failures     map[string]failure // the last failed batch of each job
+
+	// versions holds each record id's version, from rev: a new one at every Put and Delete, so
+	// that a commit judges only rows that are as they were read.
+	versions map[string]uint64
+	rev      uint64
 }
 
 // failure is a job's last failed batch, for Status.
@@ -133,12 +141,14 @@ func New[K cmp.Ordered, L any](opts Options) *Store[K, L] {
 	}
 	return &Store[K, L]{
 		now: opts.Now, aggType: opts.AggregateType, staleAfter: opts.StaleAfter, failures: map[string]failure{},
-		rows: map[K]Row[K, L]{}, ids: map[string]int{}, cursors: map[string]*CursorInfo{},
-		observations: map[obsKey]Observation{}, open: map[findingKey]int{}, events: map[int64][]reconcile.FindingEvent{}, lanes: map[laneKey]*LaneInfo{},
+		rows: map[K]Row[K, L]{}, ids: map[string]int{}, versions: map[string]uint64{}, cursors: map[string]*CursorInfo{},
+		observations: map[obsKey]Observation{}, open: map[findingKey]int{}, openKinds: map[obsKey]map[string]bool{},
+		events: map[int64][]reconcile.FindingEvent{}, lanes: map[laneKey]*LaneInfo{},
 	}
 }
 
-// Put inserts or replaces a row.
+// Put inserts or replaces a row, with a new version: a commit of a batch that read it before
+// leaves it alone (see reconcile.Sink).
 func (s *Store[K, L]) Put(r Row[K, L]) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -155,6 +165,8 @@ func (s *Store[K, L]) Put(r Row[K, L]) {
 		s.ids[fmt.Sprint(r.Key)]++
 	}
 	s.rows[r.Key] = r
+	s.rev++
+	s.versions[fmt.Sprint(r.Key)] = s.rev
 }
 
 // Delete removes a row if present.
@@ -169,8 +181,11 @@ func (s *Store[K, L]) Delete(key K) {
 	delete(s.rows, key)
 	if id := fmt.Sprint(key); s.ids[id] > 1 {
 		s.ids[id]--
+		s.rev++
+		s.versions[id] = s.rev
 	} else {
 		delete(s.ids, id)
+		delete(s.versions, id)
 	}
 }
 
@@ -235,7 +250,7 @@ func (s *Store[K, L]) Read(ctx context.Context, req reconcile.ReadRequest) (reco
 		}
 		b.Records = append(b.Records, reconcile.Record[L]{
 			Key: string(pos), ID: fmt.Sprint(k), ExternalID: r.ExternalID, Local: r.Local,
-			CreatedAt: r.CreatedAt, Recent: req.Grace > 0 && now.Sub(r.UpdatedAt) < req.Grace,
+			CreatedAt: r.CreatedAt, Recent: req.Grace > 0 && now.Sub(r.UpdatedAt) < req.Grace, Version: s.version(k),
 		})
 	}
 	return b, nil
@@ -287,12 +302,32 @@ func (s *Store[K, L]) Commit(ctx context.Context, c reconcile.Commit) (reconcile
 	return res, nil
 }
 
-// record writes outcomes' observations, findings and commands; the caller holds s.mu.
+// version returns the version of the row with key k; the caller holds s.mu.
+func (s *Store[K, L]) version(k K) string {
+	return strconv.FormatUint(s.versions[fmt.Sprint(k)], 10)
+}
+
+// asRead reports whether o's row is as its batch read it: it still exists and, if o carries a
+// version, has that version. The caller holds s.mu.
+func (s *Store[K, L]) asRead(o reconcile.Outcome) bool {
+	if s.ids[o.RecordID] == 0 {
+		return false
+	}
+	return o.Version == "" || o.Version == strconv.FormatUint(s.versions[o.RecordID], 10)
+}
+
+// record writes outcomes' observations, findings and commands, and closes the findings that
+// verified judgments no longer describe (see reconcile.Sink); the caller holds s.mu.
 func (s *Store[K, L]) record(job string, outcomes []reconcile.Outcome, now time.Time) reconcile.CommitResult {
 	var res reconcile.CommitResult
 	for _, o := range outcomes {
-		// A row deleted since its batch was read leaves nothing behind.
-		if s.ids[o.RecordID] == 0 && !o.NotARow {
+		d := o.Decision
+		finding := d.Kind != "" && (d.Verdict == reconcile.Repairable || d.Verdict == reconcile.NeedsReview)
+		// A row changed or deleted since its batch was read is left for the next cycle.
+		if !o.NotARow && !s.asRead(o) {
+			if o.Verified || finding {
+				res.Changed++
+			}
 			continue
 		}
 		if o.Verified {
@@ -306,33 +341,86 @@ func (s *Store[K, L]) record(job string, outcomes []reconcile.Outcome, now time.
 				s.observations[obsKey{job, o.RecordID}] = Observation{External: o.External, VerifiedAt: at}
 			}
 		}
-		d := o.Decision
-		if d.Kind == "" || (d.Verdict != reconcile.Repairable && d.Verdict != reconcile.NeedsReview) {
-			continue
+		var successor int64
+		if finding {
+			successor = s.openFinding(job, o, now, &res)
 		}
-		fk := findingKey{job, o.RecordID, d.Kind}
-		if _, dup := s.open[fk]; dup {
-			continue
-		}
-		if o.Once && slices.ContainsFunc(s.findings, func(f reconcile.Finding) bool {
-			return f.Job == job && f.RecordID == o.RecordID && f.Kind == d.Kind
-		}) {
-			continue // opened once already, and resolved since
-		}
-		f := reconcile.Finding{
-			ID: int64(len(s.findings) + 1), Job: job, RecordID: o.RecordID, ExternalID: o.ExternalID, Kind: d.Kind,
-			Local: o.Local, External: o.External, Detail: d.Detail, Diffs: slices.Clone(d.Diffs), Command: d.Command, DetectedAt: now,
-		}
-		s.open[fk] = len(s.findings)
-		s.findings = append(s.findings, f)
-		res.Findings++
-		if cmd := o.RepairCommand(job); cmd != nil {
-			cmd.FindingID = f.ID
-			s.commands = append(s.commands, QueuedCommand{Seq: int64(len(s.commands) + 1), AggregateType: s.aggType, Command: *cmd})
-			res.Commands++
+		if o.Decides() {
+			s.closeOthers(job, o, successor, now)
 		}
 	}
 	return res
+}
+
+// openFinding opens o's finding unless one is open for (job, record, kind) (or, for o.Once,
+// ever was), queuing its command, and returns the record's open finding of that kind, zero if
+// none. The caller holds s.mu.
+func (s *Store[K, L]) openFinding(job string, o reconcile.Outcome, now time.Time, res *reconcile.CommitResult) int64 {
+	d := o.Decision
+	fk := findingKey{job, o.RecordID, d.Kind}
+	if i, dup := s.open[fk]; dup {
+		return s.findings[i].ID
+	}
+	if o.Once && slices.ContainsFunc(s.findings, func(f reconcile.Finding) bool {
+		return f.Job == job && f.RecordID == o.RecordID && f.Kind == d.Kind
+	}) {
+		return 0 // opened once already, and resolved since
+	}
+	f := reconcile.Finding{
+		ID: int64(len(s.findings) + 1), Job: job, RecordID: o.RecordID, ExternalID: o.ExternalID, Kind: d.Kind,
+		Local: o.Local, External: o.External, Detail: d.Detail, Diffs: slices.Clone(d.Diffs), Command: d.Command, DetectedAt: now,
+	}
+	s.setOpen(fk, len(s.findings))
+	s.findings = append(s.findings, f)
+	res.Findings++
+	if cmd := o.RepairCommand(job); cmd != nil {
+		cmd.FindingID = f.ID
+		s.commands = append(s.commands, QueuedCommand{Seq: int64(len(s.commands) + 1), AggregateType: s.aggType, Command: *cmd})
+		res.Commands++
+	}
+	return f.ID
+}
+
+// closeOthers closes the open findings of o's record in job other than o's own kind (and
+// missing_locally ones): as superseded by finding successor when o carries a finding, else as
+// cleared. The caller holds s.mu.
+func (s *Store[K, L]) closeOthers(job string, o reconcile.Outcome, successor int64, now time.Time) {
+	kinds := s.openKinds[obsKey{job, o.RecordID}]
+	for _, kind := range slices.Sorted(maps.Keys(kinds)) {
+		if kind == o.Decision.Kind || kind == reconcile.KindMissingLocally {
+			continue
+		}
+		fk := findingKey{job, o.RecordID, kind}
+		f := &s.findings[s.open[fk]]
+		f.ResolvedAt, f.ResolvedBy = now, reconcile.ResolvedByReconciler
+		if o.Decision.Kind == "" {
+			f.Resolution, f.ResolutionNote = reconcile.ResolutionCleared, fmt.Sprintf("in sync again: local %s, external %s", o.Local, o.External)
+		} else {
+			f.Resolution, f.SupersededBy = reconcile.ResolutionSuperseded, successor
+			f.ResolutionNote = fmt.Sprintf("superseded by finding %d: %s", successor, o.Decision.Kind)
+		}
+		s.events[f.ID] = append(s.events[f.ID], reconcile.FindingEvent{At: now, Action: reconcile.ActionResolved,
+			Actor: f.ResolvedBy, Resolution: f.Resolution, Note: f.ResolutionNote})
+		s.deleteOpen(fk)
+	}
+}
+
+// setOpen and deleteOpen keep open and its index openKinds; the caller holds s.mu.
+func (s *Store[K, L]) setOpen(fk findingKey, i int) {
+	s.open[fk] = i
+	rk := obsKey{fk.job, fk.record}
+	if s.openKinds[rk] == nil {
+		s.openKinds[rk] = map[string]bool{}
+	}
+	s.openKinds[rk][fk.kind] = true
+}
+
+func (s *Store[K, L]) deleteOpen(fk findingKey) {
+	delete(s.open, fk)
+	rk := obsKey{fk.job, fk.record}
+	if delete(s.openKinds[rk], fk.kind); len(s.openKinds[rk]) == 0 {
+		delete(s.openKinds, rk)
+	}
 }
 
 // forgetDeleted closes the job's open findings of rows that no longer exist, as
@@ -349,7 +437,7 @@ func (s *Store[K, L]) forgetDeleted(job string, now time.Time) {
 		f.ResolutionNote = "the row no longer exists; closed when the cycle completed"
 		s.events[f.ID] = append(s.events[f.ID], reconcile.FindingEvent{At: now, Action: reconcile.ActionResolved,
 			Actor: f.ResolvedBy, Resolution: f.Resolution, Note: f.ResolutionNote})
-		delete(s.open, fk)
+		s.deleteOpen(fk)
 	}
 	for ok := range s.observations {
 		if ok.job == job && s.ids[ok.record] == 0 {
@@ -390,7 +478,7 @@ func (s *Store[K, L]) Match(ctx context.Context, req reconcile.MatchRequest) (re
 		}
 		recent := (req.Grace > 0 && now.Sub(r.UpdatedAt) < req.Grace) || (!t.IsZero() && !r.UpdatedAt.Before(t))
 		res.Rows = append(res.Rows, reconcile.Record[L]{Key: string(pos), ID: fmt.Sprint(k), ExternalID: r.ExternalID,
-			Local: r.Local, CreatedAt: r.CreatedAt, Recent: recent})
+			Local: r.Local, CreatedAt: r.CreatedAt, Recent: recent, Version: s.version(k)})
 	}
 	return res, nil
 }
@@ -560,7 +648,13 @@ func (s *Store[K, L]) Finding(ctx context.Context, id int64) (reconcile.FindingD
 		return reconcile.FindingDetail{}, err
 	}
 	history := append([]reconcile.FindingEvent{{At: f.DetectedAt, Action: reconcile.ActionDetected, Actor: f.Job}}, s.events[id]...)
-	return reconcile.FindingDetail{Finding: *f, History: history}, nil
+	d := reconcile.FindingDetail{Finding: *f, History: history}
+	for _, g := range s.findings {
+		if g.SupersededBy == id {
+			d.Supersedes = append(d.Supersedes, g.ID)
+		}
+	}
+	return d, nil
 }
 
 // finding returns finding id, or an error wrapping reconcile.ErrFindingNotFound; the caller
@@ -593,7 +687,7 @@ func (s *Store[K, L]) ResolveFinding(ctx context.Context, id int64, r reconcile.
 	now := s.now()
 	f.ResolvedAt, f.Resolution, f.ResolvedBy, f.ResolutionNote = now, r.As, r.By, r.Note
 	s.events[id] = append(s.events[id], reconcile.FindingEvent{At: now, Action: reconcile.ActionResolved, Actor: r.By, Resolution: r.As, Note: r.Note})
-	delete(s.open, findingKey{f.Job, f.RecordID, f.Kind})
+	s.deleteOpen(findingKey{f.Job, f.RecordID, f.Kind})
 	return nil
 }
 
@@ -620,8 +714,8 @@ func (s *Store[K, L]) ReopenFinding(ctx context.Context, id int64, by, note stri
 	if f.Open() {
 		return fmt.Errorf("memstore: reopen finding %d: %w", id, reconcile.ErrAlreadyOpen)
 	}
-	f.ResolvedAt, f.Resolution, f.ResolvedBy, f.ResolutionNote = time.Time{}, "", "", ""
+	f.ResolvedAt, f.Resolution, f.ResolvedBy, f.ResolutionNote, f.SupersededBy = time.Time{}, "", "", "", 0
 	s.events[id] = append(s.events[id], reconcile.FindingEvent{At: s.now(), Action: reconcile.ActionReopened, Actor: by, Note: note})
-	s.open[fk] = int(id - 1)
+	s.setOpen(fk, int(id-1))
 	return nil
 }

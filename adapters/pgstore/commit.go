@@ -33,16 +33,24 @@ func (s *Store[L]) Commit(ctx context.Context, c reconcile.Commit) (reconcile.Co
 	} else {
 		batch.Queue(st.advance, c.Job, c.Cursor.Version, c.Next, len(c.Outcomes), c.Unverifiable(), nullIfEmpty(c.Cursor.End))
 	}
-	dl := s.queueResults(batch, st, c.Job, c.Outcomes, &res)
+	var changed []string
+	dl := s.queueResults(batch, st, c.Job, c.Outcomes, &res, &changed)
+	after := dl.run
 	if s.lagMarksApply() {
 		s.queueLagMark(batch, st, c)
+		after = func(ctx context.Context, tx pgx.Tx) error {
+			if err := s.fixLagMark(ctx, tx, st, c, changed); err != nil {
+				return err
+			}
+			return dl.run(ctx, tx)
+		}
 	}
 	if c.Wrap {
 		// The cycle is complete: close the findings of rows it showed gone.
 		batch.Queue(st.forgetDeleted, c.Job, reconcile.ResolvedByReconciler, forgetNote)
 	}
 
-	if err := s.sendFenced(ctx, batch, "commit", dl.run); err != nil {
+	if err := s.sendFenced(ctx, batch, "commit", after); err != nil {
 		return reconcile.CommitResult{}, err
 	}
 	return res, nil
@@ -54,10 +62,13 @@ const setTimeZone = "SELECT set_config('TimeZone', $1, true)"
 // forgetNote is the note on findings closed because their row was deleted.
 const forgetNote = "the row no longer exists; closed when the cycle completed"
 
-// queueResults queues the observations, findings and repair commands of outcomes; res receives
-// what the findings statement added. The delivery it returns (nil without Config.Deliver) is to
-// be run in the same transaction once the batch is read.
-func (s *Store[L]) queueResults(batch *pgx.Batch, st *statements, job string, outcomes []reconcile.Outcome, res *reconcile.CommitResult) *delivery {
+// queueResults queues the observations, findings and repair commands of outcomes and the
+// closing of the findings verified judgments no longer describe, each for the rows as they
+// were read (see reconcile.Sink); res receives what the findings statement added, and changed
+// (if not nil) the ids of the rows changed since their read. The delivery it returns (nil
+// without Config.Deliver) is to be run in the same transaction once the batch is read.
+func (s *Store[L]) queueResults(batch *pgx.Batch, st *statements, job string, outcomes []reconcile.Outcome, res *reconcile.CommitResult,
+	changed *[]string) *delivery {
 	// In record order, whoever commits: a sweep and a lane writing the same rows at once then
 	// lock them in the same order and cannot deadlock.
 	outcomes = slices.SortedStableFunc(slices.Values(outcomes), func(a, b reconcile.Outcome) int { return strings.Compare(a.RecordID, b.RecordID) })
@@ -65,38 +76,72 @@ func (s *Store[L]) queueResults(batch *pgx.Batch, st *statements, job string, ou
 	// writing now() into a timestamp without time zone column writes it in that zone, not in
 	// the session's.
 	batch.Queue(setTimeZone, s.cfg.TimeZone)
-	var obsIDs, obsStates []string
+	var obsIDs, obsStates, obsVersions []string
 	var obsTimes []pgtype.Timestamptz // when each answer was obtained; NULL: the commit's time
 	var f findingCols
+	// withFindings are the rows whose outcomes open findings; judged, those whose outcomes
+	// write anything.
+	var withFindings, judged []string
 	for _, o := range outcomes {
+		d := o.Decision
+		finding := d.Kind != "" && (d.Verdict == reconcile.Repairable || d.Verdict == reconcile.NeedsReview)
 		if o.Verified {
-			obsIDs, obsStates = append(obsIDs, o.RecordID), append(obsStates, o.External)
+			obsIDs, obsStates, obsVersions = append(obsIDs, o.RecordID), append(obsStates, o.External), append(obsVersions, o.Version)
 			obsTimes = append(obsTimes, verifiedAt(&o))
 		}
-		if d := o.Decision; d.Kind != "" && (d.Verdict == reconcile.Repairable || d.Verdict == reconcile.NeedsReview) {
-			f.add(job, o)
+		switch {
+		case finding:
+			f.add(job, o, d.Kind)
+		case o.Verified:
+			// No finding, but a verification that may close others (Decides), of a row
+			// that may have changed since its read (counted).
+			f.add(job, o, "")
 		}
+		if !o.NotARow && finding {
+			withFindings = append(withFindings, o.RecordID)
+		}
+		if !o.NotARow && (finding || o.Verified) {
+			judged = append(judged, o.RecordID)
+		}
+	}
+	// Locks, each set in one order and the sets in the canonical writer's order, so that no
+	// one waits on another in a circle: the records that may get findings, the host rows (with
+	// observations in host columns), the open findings of the records that may get findings.
+	// (The findings statement takes the other findings it closes only if no one holds them.)
+	if len(withFindings) > 0 {
+		batch.Queue(st.lockRecords, job, s.cfg.Tables.table("findings"), withFindings)
+	}
+	if st.lockObserved != "" && len(judged) > 0 {
+		batch.Queue(st.lockObserved, judged)
+	}
+	if len(withFindings) > 0 {
+		batch.Queue(st.lockFindings, job, withFindings)
+	}
+	var dl *delivery
+	if len(f.ids) > 0 {
+		dl = s.newDelivery()
+		batch.Queue(st.findings, job, s.cfg.AggregateType, f.ids, f.kinds, f.locals, f.externals, f.details, f.commands,
+			f.once, f.notARow, f.payloads, f.externalIDs, f.diffs, f.versions, f.decides).
+			QueryRow(func(row pgx.Row) error {
+				var ids []string
+				dest := []any{&res.Findings, &res.Commands, &ids}
+				if dl != nil {
+					dest = append(dest, &dl.raw)
+				}
+				err := row.Scan(dest...)
+				if res.Changed = len(ids); changed != nil {
+					*changed = ids
+				}
+				return err
+			})
 	}
 	switch {
 	case len(obsIDs) == 0:
 	case st.observeTakesJob:
-		batch.Queue(st.observe, job, obsIDs, obsStates, obsTimes)
+		batch.Queue(st.observe, job, obsIDs, obsStates, obsVersions, obsTimes)
 	default:
-		batch.Queue(st.lockObserved, obsIDs)
-		batch.Queue(st.observe, obsIDs, obsStates)
+		batch.Queue(st.observe, obsIDs, obsStates, obsVersions)
 	}
-	if len(f.ids) == 0 {
-		return nil
-	}
-	dl := s.newDelivery()
-	batch.Queue(st.findings, job, s.cfg.AggregateType, f.ids, f.kinds, f.locals, f.externals, f.details, f.commands,
-		f.once, f.notARow, f.payloads, f.externalIDs, f.diffs).
-		QueryRow(func(row pgx.Row) error {
-			if dl != nil {
-				return row.Scan(&res.Findings, &res.Commands, &dl.raw)
-			}
-			return row.Scan(&res.Findings, &res.Commands)
-		})
 	return dl
 }
 
@@ -107,15 +152,16 @@ func verifiedAt(o *reconcile.Outcome) pgtype.Timestamptz {
 
 type findingCols struct {
 	ids, kinds, locals, externals, details, commands []string
-	externalIDs                                      []string
-	once, notARow                                    []bool
+	externalIDs, versions                            []string
+	once, notARow, decides                           []bool
 	// payloads are the repair commands as JSON without their finding id; nil where none.
 	payloads []*string
 	// diffs are the decisions' Diffs as JSON; nil where none.
 	diffs []*string
 }
 
-func (f *findingCols) add(job string, o reconcile.Outcome) {
+// add adds outcome o, whose finding is of kind (none if empty).
+func (f *findingCols) add(job string, o reconcile.Outcome, kind string) {
 	var payload *string
 	if cmd := o.RepairCommand(job); cmd != nil {
 		b, _ := json.Marshal(cmd) // strings and an integer: it cannot fail
@@ -134,7 +180,9 @@ func (f *findingCols) add(job string, o reconcile.Outcome) {
 	f.notARow = append(f.notARow, o.NotARow)
 	f.ids = append(f.ids, o.RecordID)
 	f.externalIDs = append(f.externalIDs, o.ExternalID)
-	f.kinds = append(f.kinds, o.Decision.Kind)
+	f.kinds = append(f.kinds, kind)
+	f.versions = append(f.versions, o.Version)
+	f.decides = append(f.decides, o.Decides())
 	f.locals = append(f.locals, o.Local)
 	f.externals = append(f.externals, o.External)
 	f.details = append(f.details, o.Decision.Detail)

@@ -134,10 +134,29 @@
 //
 // # Batches
 //
-// Read takes two round trips (cursor, rows). Commit sends the cursor's compare-and-set,
-// observations (unnest), and findings with their outbox rows (one statement: a command is
-// queued only for a finding that was actually inserted) as one pipelined batch in one
-// transaction, so a batch costs a handful of round trips whatever its size.
+// Read takes two round trips (cursor, rows). Commit sends the cursor's compare-and-set, the
+// locks below, findings with their outbox rows and the closing of findings verified judgments
+// no longer describe (one statement: a command is queued only for a finding that was actually
+// inserted), and observations (unnest) as one pipelined batch in one transaction, so a batch
+// costs a handful of round trips whatever its size.
+//
+// # Rows changed since their read
+//
+// Read and Match return each row's version (reconcile.Record.Version): its xmin, which every
+// write of the row changes, whatever it does to updated_at. A commit records nothing of a row
+// whose version has changed since (no observation, finding or command, and it closes none;
+// CommitResult.Changed counts it): the next cycle judges it. With ObserveInHostColumns the
+// version also holds updated_at and the last-verified time, so that the reconciler's own write
+// (another job's, or a lane's, verifying the row meanwhile) is not taken for a change, judged
+// as the grace period judges it (OwnWriteTolerance). A commit takes, in this order, a
+// transaction advisory lock per record it may open a finding of (a sweep and a lane judging
+// one record take turns), the host rows it writes (ObserveInHostColumns only: by default the
+// store needs no UPDATE privilege on the host table, so it locks none), and those records'
+// open findings: a repair or webhook that changed a row and is resolving its finding (row
+// first, then finding, as the canonical writer does) has committed by then, and the commit
+// sees the row changed. The other findings a verified judgment closes (reconcile.Sink) it
+// closes only if no other transaction holds them at that moment (a person resolving one): such
+// a finding is left to the next verified judgment, and a commit never waits on one.
 //
 // # Applying repairs
 //

@@ -208,6 +208,7 @@ func ExampleMigrations() {
 	// 009_coverage.sql
 	// 010_cycle_end_cycle.sql
 	// 011_failures.sql
+	// 012_finding_successor.sql
 }
 
 // Check fails early, and says what to do, when the reconciler's tables were never migrated.

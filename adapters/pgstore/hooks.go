@@ -51,7 +51,7 @@ func (h hooks[L]) QueueResults(ctx context.Context, b *pgx.Batch, job string, ou
 	if err != nil {
 		return nil, err
 	}
-	return h.s.queueResults(b, st, job, outcomes, res).run, nil
+	return h.s.queueResults(b, st, job, outcomes, res, nil).run, nil
 }
 
 func (h hooks[L]) SendFenced(ctx context.Context, b *pgx.Batch, what string, deliver storehook.Deliver) error {

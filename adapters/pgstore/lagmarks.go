@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,6 +45,10 @@ type lagMarkSQL struct {
 	// $5 the ids of the rows read but not verified, $6 the rows read, $7 the lag jobs, $8 the
 	// time of the oldest answer a row was verified on (NULL: none, or the commit's).
 	insert string
+	// changed lowers the floor of the mark job $1's commit just recorded (the one written at
+	// the transaction's time) to the times of the rows $2 it verified but left unrecorded,
+	// because they changed since their read, and counts them unverified; $3 the lag jobs.
+	changed string
 	// prune deletes the marks of cycles before the previous one of job $1, at a wrap, and any
 	// of cycles not yet begun (left by a cursor reset by hand).
 	prune string
@@ -156,6 +161,9 @@ func (p *sqlParts) lagMarkStatements(st *statements) {
 			unverified = EXCLUDED.unverified, first_at = EXCLUDED.first_at`,
 		marks, cursors, p.rowTime(7), p.host, p.q(cfg.IDColumn), p.types[cfg.IDColumn], valid,
 		p.keyOf("p.hi", keyTypes), p.keyOf("$4::jsonb", keyTypes), markRows)
+	m.changed = fmt.Sprintf(`UPDATE %s SET unverified = unverified + cardinality($2::text[]),
+			floor = least(floor, (SELECT min(%s) FROM %s AS h WHERE %s = ANY($2::text[]::%s[]) AND %s))
+		WHERE job = $1 AND at = now()`, marks, p.rowTime(3), p.host, p.q(cfg.IDColumn), p.types[cfg.IDColumn], valid)
 	m.prune = fmt.Sprintf(`DELETE FROM %s AS m USING %s AS c WHERE m.job = $1 AND c.job = $1
 		AND (m.cycle < c.cycles_completed - 1 OR m.cycle > c.cycles_completed)`, marks, cursors)
 	// The covering marks: the current cycle's, and the previous cycle's from the current
@@ -219,6 +227,25 @@ func (s *Store[L]) queueLagMark(batch *pgx.Batch, st *statements, c reconcile.Co
 	if c.Wrap {
 		batch.Queue(st.lagMarks.prune, c.Job)
 	}
+}
+
+// fixLagMark runs in the transaction of commit c, once its batch is read, if c verified rows
+// that changed since their read (changed, their ids): the commit left them unrecorded, so
+// the mark it wrote must not count them verified. Rare, it costs a round trip then.
+func (s *Store[L]) fixLagMark(ctx context.Context, tx pgx.Tx, st *statements, c reconcile.Commit, changed []string) error {
+	var ids []string
+	for _, o := range c.Outcomes {
+		if o.Verified && !o.NotARow && slices.Contains(changed, o.RecordID) {
+			ids = append(ids, o.RecordID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, st.lagMarks.changed, c.Job, ids, s.lagJobs(c.Job)); err != nil {
+		return fmt.Errorf("lag mark of rows changed since their read: %w", err)
+	}
+	return nil
 }
 
 // lagJobs are the jobs whose verifications count for job's lag.

@@ -57,8 +57,8 @@ func (s *Store[L]) Match(ctx context.Context, req reconcile.MatchRequest) (recon
 	var inScope bool
 	inRows := make(map[string]bool)
 	var elsewhere []string
-	local := newRowScanner[L](s.row, rows, 7)
-	dest := append([]any{&r.Key, &r.ID, &ext, &created, &r.Recent, &inScope, &invalid}, local.dest()...)
+	local := newRowScanner[L](s.row, rows, 8)
+	dest := append([]any{&r.Key, &r.ID, &ext, &created, &r.Recent, &inScope, &invalid, &r.Version}, local.dest()...)
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return res, fmt.Errorf("pgstore: match %s: %w", s.hostTable(), err)
@@ -120,7 +120,7 @@ func (s *Store[L]) CommitLane(ctx context.Context, c reconcile.LaneCommit) (reco
 	} else {
 		batch.Queue(s.own.advanceLane, c.Job, c.Lane, c.Cursor.Version, c.Next, len(c.Outcomes), c.End, c.Gap)
 	}
-	dl := s.queueResults(batch, st, c.Job, c.Outcomes, &res)
+	dl := s.queueResults(batch, st, c.Job, c.Outcomes, &res, nil)
 	if err := s.sendFenced(ctx, batch, "commit lane", dl.run); err != nil {
 		return reconcile.CommitResult{}, err
 	}

@@ -39,13 +39,25 @@ type fixture struct {
 func (f fixture) Store() reconcile.Store[string] { return f.store }
 
 func (f fixture) Insert(t testing.TB, rows ...reconciletest.Row) {
+	f.each(t, `INSERT INTO payments (id, external_id, status, updated_at) VALUES ($1, $2, $3, %s)`, rows)
+}
+
+var _ reconciletest.Updater = fixture{}
+
+func (f fixture) Update(t testing.TB, rows ...reconciletest.Row) {
+	f.each(t, `UPDATE payments SET external_id = $2, status = $3, updated_at = %s WHERE id = $1`, rows)
+}
+
+// each runs stmt for every row, in one batch: $1 its id, $2 its external id, $3 its status, and
+// for %s its updated_at, now for a Recent row, else an hour ago.
+func (f fixture) each(t testing.TB, stmt string, rows []reconciletest.Row) {
 	b := &pgx.Batch{}
 	for _, r := range rows {
 		updated := "now() - interval '1 hour'"
 		if r.Recent {
 			updated = "now()"
 		}
-		b.Queue(`INSERT INTO payments (id, external_id, status, updated_at) VALUES ($1, $2, $3, `+updated+`)`, r.ID, r.ExternalID, r.Local)
+		b.Queue(fmt.Sprintf(stmt, updated), r.ID, r.ExternalID, r.Local)
 	}
 	if err := f.pool.SendBatch(context.Background(), b).Close(); err != nil {
 		t.Fatal(err)
@@ -135,7 +147,7 @@ func statuses(recs []reconcile.Record[statusRow]) []reconcile.Record[string] {
 	out := make([]reconcile.Record[string], len(recs))
 	for i, r := range recs {
 		out[i] = reconcile.Record[string]{Key: r.Key, ID: r.ID, ExternalID: r.ExternalID, Local: r.Local.Status,
-			CreatedAt: r.CreatedAt, Recent: r.Recent, Invalid: r.Invalid}
+			CreatedAt: r.CreatedAt, Recent: r.Recent, Invalid: r.Invalid, Version: r.Version}
 		if r.Invalid == "" && (r.Local.ExternalID != r.ExternalID || r.Local.Updated.IsZero() || r.Local.Created == nil) {
 			out[i].Invalid = fmt.Sprintf("statusStore: typed row %+v does not hold its own columns", r.Local)
 		}

@@ -99,8 +99,8 @@ func (s *Store[L]) readRecords(ctx context.Context, query string, args []any) ([
 	var r reconcile.Record[L]
 	var ext, invalid *string
 	var created *time.Time
-	local := newRowScanner[L](s.row, rows, 6)
-	dest := append([]any{&r.Key, &r.ID, &ext, &created, &r.Recent, &invalid}, local.dest()...)
+	local := newRowScanner[L](s.row, rows, 7)
+	dest := append([]any{&r.Key, &r.ID, &ext, &created, &r.Recent, &invalid, &r.Version}, local.dest()...)
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("read %s: %w", s.hostTable(), err)

@@ -115,7 +115,7 @@ func (s *Store[L]) ReopenFindingIn(ctx context.Context, q Querier, id int64, by,
 // table (its aggregate type; findings recorded before the column existed have none).
 const findingColumns = `f.id, f.job, f.record_id, f.kind, f.local_state, f.external_state, f.detail, f.command,
 	f.detected_at, f.resolved_at, coalesce(f.resolution, ''), coalesce(f.resolved_by, ''), coalesce(f.resolution_note, ''),
-	f.external_id, f.diffs, coalesce(f.aggregate_type = $1, true)`
+	f.external_id, f.diffs, coalesce(f.superseded_by, 0), coalesce(f.aggregate_type = $1, true)`
 
 // found is a finding as read, and whether its record is a row of this store's table.
 type found struct {
@@ -127,7 +127,7 @@ func scanFinding(row pgx.CollectableRow) (found, error) {
 	var f found
 	var resolved *time.Time
 	err := row.Scan(&f.ID, &f.Job, &f.RecordID, &f.Kind, &f.Local, &f.External, &f.Detail, &f.Command,
-		&f.DetectedAt, &resolved, &f.Resolution, &f.ResolvedBy, &f.ResolutionNote, &f.ExternalID, &f.Diffs, &f.ours)
+		&f.DetectedAt, &resolved, &f.Resolution, &f.ResolvedBy, &f.ResolutionNote, &f.ExternalID, &f.Diffs, &f.SupersededBy, &f.ours)
 	if resolved != nil {
 		f.ResolvedAt = *resolved
 	}
@@ -247,7 +247,7 @@ func (s *Store[L]) findingsWhere(ctx context.Context, fq reconcile.FindingQuery,
 
 // Finding returns one finding with its history (reconcile.Reviewer): detection, resolutions
 // and reopenings from the audit table, and its repair commands' states from the outbox, each
-// with its failures and last error.
+// with its failures and last error; and the findings it superseded.
 func (s *Store[L]) Finding(ctx context.Context, id int64) (reconcile.FindingDetail, error) {
 	rows, err := s.db.Query(ctx, s.own.finding,
 		s.cfg.AggregateType, id)
@@ -272,6 +272,13 @@ func (s *Store[L]) Finding(ctx context.Context, id int64) (reconcile.FindingDeta
 		return reconcile.FindingDetail{}, fmt.Errorf("pgstore: history of finding %d: %w", id, err)
 	}
 	d.History = append(d.History, events...)
+	rows, err = s.db.Query(ctx, s.own.findingSupersedes, id)
+	if err != nil {
+		return reconcile.FindingDetail{}, fmt.Errorf("pgstore: findings superseded by %d: %w", id, err)
+	}
+	if d.Supersedes, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
+		return reconcile.FindingDetail{}, fmt.Errorf("pgstore: findings superseded by %d: %w", id, err)
+	}
 	return d, nil
 }
 

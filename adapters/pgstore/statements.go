@@ -38,8 +38,11 @@ type statements struct {
 	filterArgs []any
 	// forgetDeleted and openFindings deal with findings of deleted rows.
 	forgetDeleted, openFindings string
-	// lockObserved locks the host rows observe writes, with ObserveInHostColumns: $1 their ids.
+	// lockObserved locks the host rows a commit judges, with ObserveInHostColumns: $1 their ids.
 	lockObserved string
+	// lockRecords and lockFindings serialize the commits that may open findings of the same
+	// records (commit.go).
+	lockRecords, lockFindings string
 	// keyset holds the keyset reads, of the whole job and of a key range (keyset.go).
 	keyset *keysetReads
 	// lagMarks are the statements of Status's lag without a scan (lagmarks.go).
@@ -141,6 +144,40 @@ func (p *sqlParts) rowExists(id, isRow string) string {
 		p.host, p.q(p.cfg.IDColumn), isRow, id, p.types[p.cfg.IDColumn])
 }
 
+// rowAsRead(id, version, isRow) is a condition: the host row with the text id exists and, unless
+// version is empty, is at that version (see version). It looks the row up as rowExists does.
+func (p *sqlParts) rowAsRead(id, version, isRow string) string {
+	return fmt.Sprintf("EXISTS (SELECT 1 FROM %s AS h WHERE %s = (CASE WHEN %s THEN %s END)::%s AND (CASE WHEN %s = '' THEN true ELSE %s END))",
+		p.host, p.q(p.cfg.IDColumn), isRow, id, p.types[p.cfg.IDColumn], version, p.unchanged(version))
+}
+
+// version is a row's version as a read returns it (reconcile.Record.Version): PostgreSQL's
+// xmin, which every write of the row changes, whatever it writes into updated_at. With
+// ObserveInHostColumns, the reconciler's own writes change it too, so the version also holds the
+// row's updated_at and last-verified time, as a JSON array (timestamps in ISO 8601, whatever
+// the session's settings), for unchanged to tell them apart.
+func (p *sqlParts) version() string {
+	if p.cfg.Observations != ObserveInHostColumns {
+		return "h.xmin::text"
+	}
+	return fmt.Sprintf("jsonb_build_array(h.xmin::text, %s, %s)::text", p.ts(p.cfg.UpdatedAtColumn), p.ts(p.cfg.VerifiedAtColumn))
+}
+
+// unchanged(v) is a condition on the host row h: it is at version v (the text version returned
+// when it was read), or, with ObserveInHostColumns, it has changed since only by the
+// reconciler's own write: its last-verified time moved and its updated_at is no later than
+// that, within OwnWriteTolerance, as the grace period judges (changedWhen). As there, a host
+// change followed by the reconciler's own write within one batch is taken for the latter when
+// a trigger rewrote updated_at.
+func (p *sqlParts) unchanged(v string) string {
+	if p.cfg.Observations != ObserveInHostColumns {
+		return fmt.Sprintf("h.xmin::text = %s", v)
+	}
+	updated, verified := p.ts(p.cfg.UpdatedAtColumn), p.ts(p.cfg.VerifiedAtColumn)
+	return fmt.Sprintf(`(h.xmin::text = (%[1]s::jsonb ->> 0) OR (%[3]s IS DISTINCT FROM (%[1]s::jsonb ->> 2)::timestamptz
+		AND coalesce(%[2]s <= %[3]s + make_interval(secs => %[4]f), false)))`, v, updated, verified, p.cfg.OwnWriteTolerance.Seconds())
+}
+
 // lagValue is a row's lag: how long it has gone unverified, counting a never-verified row from
 // its creation; NULL for a row with invalid times. The lag may be negative (rows created in the
 // future) or past what a time.Duration holds: lagOf clamps it.
@@ -220,41 +257,97 @@ func (p *sqlParts) cursorStatements(st *statements) {
 // keysetReads: the keyset reads of the host table, of the whole job and of a key range
 // (keyset.go).
 func (p *sqlParts) keysetReads(st *statements) {
-	sel := fmt.Sprintf("SELECT jsonb_build_array(%s)::text, %s::text, %s::text, %s, coalesce(%s, false), %s, %s FROM %s AS h",
+	sel := fmt.Sprintf("SELECT jsonb_build_array(%s)::text, %s::text, %s::text, %s, coalesce(%s, false), %s, %s, %s FROM %s AS h",
 		strings.Join(p.keys, ", "), p.q(p.cfg.IDColumn), p.q(p.cfg.ExternalIDColumn),
-		p.readableCreated, p.changedWhen(p.withinGrace), p.invalid, p.row.selectList(p), p.host)
+		p.readableCreated, p.changedWhen(p.withinGrace), p.invalid, p.version(), p.row.selectList(p), p.host)
 	order := fmt.Sprintf(" ORDER BY %s LIMIT $2", strings.Join(p.keys, ", "))
 	st.keyset = newKeysetReads(p.cfg, p.types, sel, order, p.keys, p.where)
 }
 
 // commitStatements: what a commit writes besides the cursor: observations, findings with their
-// repair commands, and, when a cycle completes, the closing of deleted rows' findings.
+// repair commands, the closing of findings that verified judgments no longer describe, and,
+// when a cycle completes, the closing of deleted rows' findings.
 func (p *sqlParts) commitStatements(st *statements) {
 	cfg, t := p.cfg, p.cfg.Tables
+	// lockRecords takes, for job $1, a transaction advisory lock on each record of $3, in a
+	// lock space of the findings table ($2, its name): the commits that may open findings of
+	// the same record (a sweep and a lane) take turns, so that the second judges against what
+	// the first opened and closed, and a record never keeps two open findings. The locks are
+	// taken in one order, so commits cannot deadlock on them.
+	st.lockRecords = `SELECT count(pg_advisory_xact_lock(hashtext($2), l.k)) FROM (
+			SELECT DISTINCT hashtext($1 || ' ' || r) AS k FROM unnest($3::text[]) AS r ORDER BY k) AS l`
+	// lockFindings locks the open findings of job $1's records $2 (those the commit may open
+	// findings of), after the host rows: in the canonical writer's order, a row, then its
+	// findings. A repair or webhook that changed one of those rows and is resolving its finding
+	// has committed when the lock is granted, so the findings statement, run after it, sees the
+	// row changed; without the lock it would read the row as before and then find the finding
+	// resolved: a second finding. One lookup per record, in the records' order, then the
+	// kinds': a lateral subquery, which the planner does not merge, in the order of the
+	// findings_open index, so that that index serves whatever the statistics say (of a table
+	// never analyzed, say).
+	st.lockFindings = `SELECT 1 FROM unnest($2::text[]) AS r(id), LATERAL (
+			SELECT f.id FROM ` + t.table("findings") + ` AS f WHERE f.job = $1 AND f.record_id = r.id AND f.resolved_at IS NULL
+			ORDER BY f.kind FOR NO KEY UPDATE OFFSET 0) AS l`
+	// findings records the outcomes that carry a finding or a verification, $3 their record ids.
 	// $9 and $10 are the outcomes' Once and NotARow; $11 their repair commands as JSON,
 	// marshalled in Go (reconcile.Outcome.RepairCommand), to which the new finding's id is
-	// added; $12 their external ids; $13 their decisions' Diffs as JSON (NULL for none).
-	// With a Config.Deliver, the commands are written as handed over (processed_at set, so no
-	// dispatcher claims them) and returned as a JSON array for the Deliverer.
+	// added; $12 their external ids; $13 their decisions' Diffs as JSON (NULL for none); $14
+	// the rows' versions as read; $15 whether each decides its record's findings
+	// (reconcile.Outcome.Decides); $4, the kind, is '' for an outcome that carries no finding.
+	// A row changed or deleted since its batch read it (judged) is left alone, and its id
+	// returned. A deciding outcome closes its record's other open findings (closed): as cleared
+	// without a kind, else as superseded by the finding of its kind left open (successor). It
+	// closes those it can lock at once (open_now; the records it opens findings of are locked
+	// already, by lockFindings): one that another transaction holds (a person resolving it, a
+	// repair) is left to the next verified judgment, so that the statement waits on no finding
+	// and commits judging the same records cannot deadlock. With a Config.Deliver, the
+	// commands are written as handed over (processed_at set, so no dispatcher claims them) and
+	// returned as a JSON array for the Deliverer.
 	var deliveredCol, deliveredVal, deliveredCmds string
 	if cfg.Deliver != nil {
 		deliveredCol, deliveredVal = ", processed_at", ", now()"
 		deliveredCmds = `, (SELECT coalesce(jsonb_agg(jsonb_build_object('id', id, 'name', event_type, 'payload', payload) ORDER BY id), '[]')
 				FROM queued)`
 	}
+	const reconciler = "'" + reconcile.ResolvedByReconciler + "'"
 	st.findings = `WITH input AS (
-				SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bool[], $10::bool[], $11::text[], $12::text[], $13::text[])
-					AS t(record_id, kind, local_state, external_state, detail, command, once, not_a_row, payload, external_id, diffs)
+				SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bool[], $10::bool[], $11::text[], $12::text[], $13::text[], $14::text[], $15::bool[])
+					AS t(record_id, kind, local_state, external_state, detail, command, once, not_a_row, payload, external_id, diffs, version, decides)
+			), judged AS MATERIALIZED (
+				SELECT *, not_a_row OR ` + p.rowAsRead("input.record_id", "input.version", "NOT input.not_a_row") + ` AS as_read FROM input
+			), live AS (
+				SELECT * FROM judged WHERE as_read
+			), open_now AS MATERIALIZED (
+				SELECT f.* FROM (SELECT DISTINCT record_id FROM live WHERE decides) AS r, LATERAL (
+					SELECT f.id, f.record_id, f.kind FROM ` + t.table("findings") + ` AS f
+					WHERE f.job = $1 AND f.record_id = r.record_id AND f.resolved_at IS NULL
+					ORDER BY f.kind FOR NO KEY UPDATE SKIP LOCKED OFFSET 0) AS f
 			), opened AS (
 				INSERT INTO ` + t.table("findings") + ` (job, record_id, kind, local_state, external_state, detail, command, aggregate_type, external_id, diffs)
-				SELECT $1, record_id, kind, local_state, external_state, detail, command, $2, external_id, diffs::jsonb FROM input
+				SELECT $1, record_id, kind, local_state, external_state, detail, command, $2, external_id, diffs::jsonb FROM live
+				WHERE kind <> ''
 				-- Once: a finding (job, record, kind) ever opened is not opened again.
-				WHERE NOT (once AND EXISTS (SELECT 1 FROM ` + t.table("findings") + ` AS f
-					WHERE f.job = $1 AND f.record_id = input.record_id AND f.kind = input.kind))
-				-- A row deleted since the batch read it leaves nothing behind.
-				AND (not_a_row OR ` + p.rowExists("input.record_id", "NOT input.not_a_row") + `)
+				AND NOT (once AND EXISTS (SELECT 1 FROM ` + t.table("findings") + ` AS f
+					WHERE f.job = $1 AND f.record_id = live.record_id AND f.kind = live.kind))
 				ON CONFLICT (job, record_id, kind) WHERE resolved_at IS NULL DO NOTHING
 				RETURNING id, record_id, kind, command
+			), successor AS (
+				SELECT l.record_id, coalesce(o.id, (SELECT n.id FROM open_now AS n WHERE n.record_id = l.record_id AND n.kind = l.kind)) AS id
+				FROM live AS l LEFT JOIN opened AS o ON o.record_id = l.record_id AND o.kind = l.kind
+				WHERE l.decides AND l.kind <> ''
+			), closed AS (
+				UPDATE ` + t.table("findings") + ` AS f SET resolved_at = now(), resolved_by = ` + reconciler + `,
+					resolution = CASE WHEN l.kind = '' THEN '` + reconcile.ResolutionCleared + `' ELSE '` + reconcile.ResolutionSuperseded + `' END,
+					resolution_note = CASE WHEN l.kind = '' THEN 'in sync again: local ' || l.local_state || ', external ' || l.external_state
+						ELSE 'superseded by ' || coalesce('finding ' || s.id, 'a finding') || ': ' || l.kind END,
+					superseded_by = s.id
+				FROM open_now AS n JOIN live AS l ON l.record_id = n.record_id LEFT JOIN successor AS s ON s.record_id = l.record_id
+				WHERE f.id = n.id AND f.resolved_at IS NULL AND l.decides
+					AND n.kind <> l.kind AND n.kind <> '` + reconcile.KindMissingLocally + `'
+				RETURNING f.id, f.resolution, f.resolution_note
+			), history AS (
+				INSERT INTO ` + t.table("finding_events") + ` (finding_id, action, actor, resolution, note)
+				SELECT id, 'resolved', ` + reconciler + `, resolution, resolution_note FROM closed
 			), queued AS (
 				INSERT INTO ` + t.table("outbox") + ` (aggregate_type, aggregate_id, event_type, finding_id, payload` + deliveredCol + `)
 				SELECT $2, o.record_id, o.command, o.id, (SELECT i.payload::jsonb FROM input AS i
@@ -262,7 +355,8 @@ func (p *sqlParts) commitStatements(st *statements) {
 				FROM opened AS o WHERE o.command <> '' ORDER BY o.id
 				RETURNING id, event_type, payload
 			)
-			SELECT (SELECT count(*) FROM opened), (SELECT count(*) FROM queued)` + deliveredCmds
+			SELECT (SELECT count(*) FROM opened), (SELECT count(*) FROM queued),
+				(SELECT coalesce(array_agg(record_id), '{}') FROM judged WHERE NOT as_read)` + deliveredCmds
 	if cfg.Observations == ObserveInHostColumns {
 		// The verified-at time is the clock when each row is written, after lockObserved took
 		// every row's lock: an updated_at trigger on the host table writes now() (earlier) or
@@ -276,21 +370,25 @@ func (p *sqlParts) commitStatements(st *statements) {
 		if p.types[cfg.VerifiedAtColumn] == naiveTimestamp {
 			now = fmt.Sprintf("(clock_timestamp() AT TIME ZONE '%s')", cfg.TimeZone)
 		}
-		// Locks in key order, so that commits writing the same rows cannot deadlock.
+		// Locks in key order, so that commits writing the same rows cannot deadlock. The rows a
+		// commit judges stay as they are until it ends: its findings and observations are of
+		// the rows as the commit saw them.
 		st.lockObserved = fmt.Sprintf(`SELECT 1 FROM %s AS h WHERE %s = ANY($1::text[]::%s[]) ORDER BY %s FOR NO KEY UPDATE`,
 			p.host, p.q(cfg.IDColumn), p.types[cfg.IDColumn], p.q(cfg.IDColumn))
+		// $3 are the rows' versions as read: a row changed since is not observed.
 		st.observe = fmt.Sprintf(`UPDATE %s AS h SET %s = t.e, %s = %s
-			FROM unnest($1::text[], $2::text[]) AS t(r, e) WHERE %s = t.r::%s`,
+			FROM unnest($1::text[], $2::text[], $3::text[]) AS t(r, e, v) WHERE %s = t.r::%s AND (CASE WHEN t.v = '' THEN true ELSE %s END)`,
 			p.host, pgx.Identifier{cfg.ObservedColumn}.Sanitize(), pgx.Identifier{cfg.VerifiedAtColumn}.Sanitize(), now,
-			p.q(cfg.IDColumn), p.types[cfg.IDColumn])
+			p.q(cfg.IDColumn), p.types[cfg.IDColumn], p.unchanged("t.v"))
 	} else {
-		// A row's verified time is when its answer was obtained ($4, NULL: unknown), never
+		// A row's verified time is when its answer was obtained ($5, NULL: unknown), never
 		// later than the commit; an observation is replaced only by one at least as recent (an
 		// answer kept from earlier in the cycle may reach a commit after a lane's newer one).
 		st.observeTakesJob = true
+		// $4 are the rows' versions as read: a row changed or deleted since is not observed.
 		st.observe = `INSERT INTO ` + t.table("observations") + ` AS o (job, record_id, external_state, verified_at)
-			SELECT $1, r, e, least(v, now()) FROM unnest($2::text[], $3::text[], $4::timestamptz[]) AS t(r, e, v)
-			WHERE ` + p.rowExists("t.r", "true") + `
+			SELECT $1, r, e, least(at, now()) FROM unnest($2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS t(r, e, v, at)
+			WHERE ` + p.rowAsRead("t.r", "t.v", "true") + `
 			ON CONFLICT (job, record_id) DO UPDATE
 			SET external_state = EXCLUDED.external_state, verified_at = EXCLUDED.verified_at
 			WHERE o.verified_at <= EXCLUDED.verified_at`
@@ -352,9 +450,9 @@ func (p *sqlParts) laneStatements(st *statements) {
 	if f, _ := renderFilter(cfg, p.types, 4); f != "" {
 		inScope = "coalesce(" + f + ", false)"
 	}
-	st.match = fmt.Sprintf("SELECT jsonb_build_array(%s)::text, %s::text, %s::text, %s, coalesce(%s, false), %s, %s, %s FROM %s AS h JOIN unnest($2::text[], $3::timestamptz[]) AS t(ext, since) ON %s",
+	st.match = fmt.Sprintf("SELECT jsonb_build_array(%s)::text, %s::text, %s::text, %s, coalesce(%s, false), %s, %s, %s, %s FROM %s AS h JOIN unnest($2::text[], $3::timestamptz[]) AS t(ext, since) ON %s",
 		strings.Join(p.keys, ", "), p.q(cfg.IDColumn), p.q(cfg.ExternalIDColumn),
-		p.readableCreated, changed, inScope, p.invalid, p.row.selectList(p), p.host, extMatch)
+		p.readableCreated, changed, inScope, p.invalid, p.version(), p.row.selectList(p), p.host, extMatch)
 }
 
 // reviewStatements: the external ids the review API shows beside findings.

@@ -7,6 +7,7 @@ package pgstore
 type tableSQL struct {
 	// review.go
 	resolveFinding, resolveRecordFindings, reopenFinding, listFindings, countFindings, finding, findingHistory string
+	findingSupersedes                                                                                          string
 	// lanes.go
 	readLane, createLane, advanceLane, laneFailure string
 	// status.go
@@ -48,7 +49,8 @@ func newTableSQL(t Tables) tableSQL {
 			SELECT EXISTS (SELECT 1 FROM ` + t.table("findings") + ` AS o, f WHERE o.job = f.job AND o.record_id = f.record_id
 				AND o.kind = f.kind AND o.resolved_at IS NULL AND o.id <> f.id) AS found
 		), upd AS (
-			UPDATE ` + t.table("findings") + ` AS t SET resolved_at = NULL, resolution = NULL, resolved_by = NULL, resolution_note = NULL
+			UPDATE ` + t.table("findings") + ` AS t SET resolved_at = NULL, resolution = NULL, resolved_by = NULL, resolution_note = NULL,
+				superseded_by = NULL
 			FROM sibling WHERE t.id = $1 AND t.resolved_at IS NOT NULL AND NOT sibling.found RETURNING t.id
 		), ev AS (
 			INSERT INTO ` + t.table("finding_events") + ` (finding_id, action, actor, note)
@@ -72,6 +74,8 @@ func newTableSQL(t Tables) tableSQL {
 				NULL, '', coalesce(last_error, ''), failures, 1, id
 			FROM ` + t.table("outbox") + ` WHERE finding_id = $1
 		) h ORDER BY at, src, id`,
+		// findingSupersedes reads the ids of the findings that finding $1 superseded.
+		findingSupersedes: `SELECT id FROM ` + t.table("findings") + ` WHERE superseded_by = $1 ORDER BY id`,
 		// readLane reads lane $2 of job $1: its position and version.
 		readLane: "SELECT position, version FROM " + t.table("lanes") + " WHERE job = $1 AND lane = $2",
 		// createLane creates lane $2 of job $1 at position $3 after a step of $4 objects ($5: the pass
