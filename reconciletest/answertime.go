@@ -51,10 +51,22 @@ func (g *datedGateway) FetchBatchSince(ctx context.Context, lookups []reconcile.
 	return out, nil
 }
 
+// CommitTimeFixture is an optional ability of a Fixture whose store records a row's verified
+// time as its commit's, not as its answer's (pgstore with observations in host columns, whose
+// own-write test compares the host's updated_at with that time): testAnswerTime then checks
+// that the time lies between the answer and the end of the batch.
+type CommitTimeFixture interface {
+	VerifiedAtCommit() bool
+}
+
 // testAnswerTime checks that a store records a row's verified time as the moment its answer
 // was obtained (reconcile.Outcome.VerifiedAt), not the commit's, and never later than the
 // commit, and that Status's lag counts it.
 func testAnswerTime(t *testing.T, f Fixture) {
+	if c, ok := f.(CommitTimeFixture); ok && c.VerifiedAtCommit() {
+		testCommitTime(t, f)
+		return
+	}
 	f.Insert(t, rows(4, paidRow)...)
 	gw := &datedGateway{Gateway: NewGateway(states(4, "succeeded"))}
 	cfg := Config(f, "sweep", gw, 10)
@@ -97,5 +109,29 @@ func testAnswerTime(t *testing.T, f Fixture) {
 	oldest, _, _ := f.Verified(t, "sweep", 1)
 	if want := st.Now.Sub(oldest); st.Lag < want-time.Microsecond {
 		t.Errorf("lag %v; want at least %v, since row 1's answer", st.Lag, want)
+	}
+}
+
+// testCommitTime checks a store that records the commit's time (CommitTimeFixture): each row's
+// verified time is no earlier than its answer and no later than the end of its batch.
+func testCommitTime(t *testing.T, f Fixture) {
+	f.Insert(t, rows(4, paidRow)...)
+	gw := &datedGateway{Gateway: NewGateway(states(4, "succeeded"))}
+	cfg := Config(f, "sweep", gw, 10)
+	for cycle := range 2 {
+		Cycle(t, cfg, 2)
+		after := time.Now()
+		gw.mu.Lock()
+		since := gw.since
+		gw.mu.Unlock()
+		for id := int64(1); id <= 4; id++ {
+			v, ext, ok := f.Verified(t, "sweep", id)
+			if !ok || ext != "succeeded" {
+				t.Fatalf("cycle %d: row %d not verified (%v, %q)", cycle, id, ok, ext)
+			}
+			if v.Before(since.Add(-time.Microsecond)) || v.After(after) {
+				t.Errorf("cycle %d: row %d verified at %v; want between its answer (%v) and the batch's end (%v)", cycle, id, v, since, after)
+			}
+		}
 	}
 }

@@ -17,6 +17,10 @@ import (
 // itself: the reconciler's own writes touch the rows it judges, as a host's trigger would.
 type hostFixture struct{ fixture }
 
+// VerifiedAtCommit: with observations in host columns the verified time is the commit's (see
+// pgstore.ObserveInHostColumns).
+func (hostFixture) VerifiedAtCommit() bool { return true }
+
 func (f hostFixture) Verified(t testing.TB, job string, id int64) (time.Time, string, bool) {
 	var at *time.Time
 	var ext *string
