@@ -25,15 +25,15 @@ import (
 const KindMissingLocally = "missing_locally"
 
 // DefaultLaneGrace is the Grace of a lane whose LaneConfig.Grace is zero and whose Feed is not
-// a LaneGracer: an events lane. It is shorter than the sweep's DefaultGrace, since an events
-// lane is how a missed webhook is found within minutes, and its Since rule already spares a row
-// that moved on after an event.
+// a LaneGracer: an events lane's. It is shorter than the sweep's DefaultGrace, since an events
+// lane is how a missed webhook is found within minutes, and it reads an event only once the
+// event's webhook has had time to be applied (stripeadapter's EventsOptions.Settle).
 const DefaultLaneGrace = time.Minute
 
 // LaneGracer is an optional ability of a Feed: the Grace a lane over it gives the rows when
-// LaneConfig.Grace is zero. A feed of present states that verifies rows as the sweep does, such
-// as a reverse scan, returns the sweep's DefaultGrace, so that its lane does not judge the rows
-// the sweep leaves in flight (a webhook being applied).
+// LaneConfig.Grace is zero. A feed that lists objects whatever happened to them lately, such as
+// a reverse scan, returns the sweep's DefaultGrace, so that its lane does not judge the rows the
+// sweep leaves in flight (a webhook being applied).
 type LaneGracer interface {
 	LaneGrace() time.Duration
 }

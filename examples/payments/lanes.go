@@ -63,14 +63,11 @@ func lanesOver(store paymentStore, gateway *stripeadapter.Gateway, t laneTimes, 
 		Limiter:    limiter,
 	}
 	l := lanes{times: t}
-	// A row changed after its event's state (by something else than the lost webhook) is
-	// judged against the intent's present state, one retrieve each, rather than left to the
-	// sweep.
-	cfg.Current = gateway.Payments()
+	// No Current: the payment events feed reads each payment's present state rather than an
+	// event's snapshot, so no row is ever judged against an older state.
 	if l.events, err = reconcile.NewLane(cfg); err != nil {
 		return lanes{}, err
 	}
-	cfg.Current = nil
 	cfg.Lane, cfg.Feed = laneReverse, reverseFeed
 	cfg.ReportMissing = true
 	// cfg.Grace stays zero: the reverse feed gives its rows the sweep's grace period rather than
