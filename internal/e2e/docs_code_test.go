@@ -1,9 +1,10 @@
 package e2e_test
 
-// The README's Go, each block inside a function that declares what the block takes from the
-// blocks before it or from the host (a pool, a context, the host's writer): it compiles here, so
-// it compiles for a reader, and TestTheREADMEsGoIsHere checks that every ```go block of the
-// README appears in this file verbatim. Change a block in both places.
+// The Go of the README and of the root package's doc, each block inside a function that
+// declares what the block takes from the blocks before it or from the host (a pool, a context,
+// the host's writer): it compiles here, so it compiles for a reader, and
+// TestEveryGoBlockOfTheREADMEAndPackageDocIsHere checks that every block appears in this file
+// verbatim. Change a block in both places.
 
 import (
 	"context"
@@ -276,5 +277,47 @@ func readmeConnect(pool *pgxpool.Pool, key string, listAccountIDs func(context.C
 	})
 	// run fan like any job: reconcile.RunnerJob{Name: "payments@connect", Batches: fan}
 	_ = fan
+	return err
+}
+
+// pkgdocJob is the root package doc's first example.
+func pkgdocJob(ctx context.Context, pool *pgxpool.Pool, key string) error {
+	store, err := pgstore.New(pool, pgstore.Config{
+		Table:            "payments",
+		ExternalIDColumn: "stripe_payment_intent_id",
+	})
+	if err != nil {
+		return err
+	}
+	gateway, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: key})
+	if err != nil {
+		return err
+	}
+	r, err := reconcile.New(reconcile.Config[string, *stripe.PaymentIntent]{
+		Job:        "payments",
+		Source:     store, // the rows after the job's cursor
+		Sink:       store, // observations, findings, repair commands and the cursor
+		Gateway:    gateway,
+		Classifier: stripeadapter.PaymentIntentClassifier(),
+	})
+	if err != nil {
+		return err
+	}
+	report, err := r.RunBatch(ctx) // one batch; a Runner calls it on a schedule
+	_ = report
+	return err
+}
+
+// pkgdocRuleTable is the root package doc's rule table.
+func pkgdocRuleTable() error {
+	classifier, err := reconcile.NewRuleTable(
+		func(status string) string { return status },
+		func(pi *stripe.PaymentIntent) string { return string(pi.Status) },
+		reconcile.Rule[string, *stripe.PaymentIntent]{Local: []string{"pending"}, External: []string{"succeeded"},
+			Decision: reconcile.Decision{Verdict: reconcile.Repairable, Kind: "missed_success", Command: "ApplyPaymentSucceeded"}},
+		reconcile.Rule[string, *stripe.PaymentIntent]{Local: []string{"paid"}, External: []string{"succeeded"},
+			Decision: reconcile.Decision{Verdict: reconcile.InSync}},
+	)
+	_ = classifier
 	return err
 }
