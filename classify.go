@@ -66,6 +66,9 @@ type Decision struct {
 // Diff is one field on which the two sides differ: its name and each side's value as a person
 // reads it, such as "JPY 1,000" for an amount (see FormatAmount). Values are stored and shown,
 // so they must hold what the field holds and nothing else: never a whole object or a secret.
+// The classifier names the fields, and its doc lists them: stripeadapter's policies use
+// Stripe's names (amount, amount_refunded, dispute_status, ...), which the console shows and
+// a host may match on.
 type Diff struct {
 	Field    string `json:"field"`
 	Local    string `json:"local"`

@@ -24,6 +24,11 @@ func (f orphanFeed) Next(ctx context.Context, pos string, wait func(context.Cont
 	return page, nil
 }
 
+// LaneGrace gives the rows the sweep's grace: a reverse scan judges present states as the sweep
+// does, so it leaves alone the rows the sweep leaves in flight. A lane over the feed gets it
+// unless its LaneConfig sets Grace.
+func (orphanFeed) LaneGrace() time.Duration { return reconcile.DefaultGrace }
+
 // A reverse scan: a lane that starts from the external system's objects, judges the ones our
 // rows refer to, and reports the one no row refers to.
 func ExampleNewLane() {
@@ -44,7 +49,6 @@ func ExampleNewLane() {
 		Feed:    orphanFeed{"ext_1": "succeeded", "ext_2": "succeeded", "ext_3": "succeeded"},
 		Matcher: store, Sink: store, Classifier: classifier,
 		ReportMissing: true,
-		Grace:         reconcile.DefaultGrace,
 	})
 	if err != nil {
 		panic(err)

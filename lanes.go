@@ -24,9 +24,19 @@ import (
 // is the external id, since there is no local row.
 const KindMissingLocally = "missing_locally"
 
-// DefaultLaneGrace is the Grace a zero LaneConfig gets. It is shorter than the sweep's
-// DefaultGrace: a lane is how a missed webhook is found within minutes.
+// DefaultLaneGrace is the Grace of a lane whose LaneConfig.Grace is zero and whose Feed is not
+// a LaneGracer: an events lane's. It is shorter than the sweep's DefaultGrace, since an events
+// lane is how a missed webhook is found within minutes, and it reads an event only once the
+// event's webhook has had time to be applied (stripeadapter's EventsOptions.Settle).
 const DefaultLaneGrace = time.Minute
+
+// LaneGracer is an optional ability of a Feed: the Grace a lane over it gives the rows when
+// LaneConfig.Grace is zero. A feed that lists objects whatever happened to them lately, such as
+// a reverse scan, returns the sweep's DefaultGrace, so that its lane does not judge the rows the
+// sweep leaves in flight (a webhook being applied).
+type LaneGracer interface {
+	LaneGrace() time.Duration
+}
 
 // Feed lists external objects a page at a time, from a position the lane keeps.
 type Feed[E any] interface {
@@ -148,10 +158,12 @@ type LaneConfig[L, E any] struct {
 	// KindMissingLocally. Without it such objects are skipped (an event log also carries objects
 	// created by other systems).
 	ReportMissing bool
-	// Grace: rows changed more recently are InFlight. Zero means DefaultLaneGrace, meant for an
-	// events lane, whose Since rule already spares rows that moved on after an event; a reverse
-	// scan should use the sweep's Grace (DefaultGrace), so that it does not judge rows the sweep
-	// deliberately leaves in flight. A negative value turns it off.
+	// Grace: local rows changed more recently than this (by the store's clock) are judged
+	// InFlight, as Config.Grace does for the sweep. It is about the rows, not the external
+	// objects: which objects a feed lists is the feed's own option (a reverse scan leaves out
+	// the objects created in its last minutes: stripeadapter.ObjectReverseOptions.MinAge).
+	// Zero means the Feed's LaneGrace if it is a LaneGracer (a reverse scan's is the sweep's
+	// DefaultGrace), else DefaultLaneGrace (an events lane's). A negative value turns it off.
 	Grace time.Duration
 	// Current, if set, is asked for the present state of an object whose row changed after the
 	// state the feed gave (FeedObject.ObservedAt) but not within Grace, and disagrees with that
@@ -198,7 +210,11 @@ func NewLane[L, E any](cfg LaneConfig[L, E]) (*Lane[L, E], error) {
 	}
 	if cfg.Grace == 0 {
 		cfg.Grace = DefaultLaneGrace
-	} else if cfg.Grace < 0 {
+		if g, ok := cfg.Feed.(LaneGracer); ok && g.LaneGrace() != 0 {
+			cfg.Grace = g.LaneGrace()
+		}
+	}
+	if cfg.Grace < 0 {
 		cfg.Grace = 0
 	}
 	p, err := newPipeline("lane config", cfg.Classifier, cfg.Limiter, cfg.LocalState, cfg.ExternalState, cfg.Logger, cfg.Observer)

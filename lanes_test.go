@@ -358,21 +358,37 @@ func TestALaneRecordsOnlyTheNamedStateOfStructs(t *testing.T) {
 	}
 }
 
+// graceFeed is a feed that names the grace its lane's rows need, as a reverse scan does.
+type graceFeed struct {
+	*laneFeed
+	grace time.Duration
+}
+
+func (f graceFeed) LaneGrace() time.Duration { return f.grace }
+
 func TestNewLaneGraceReachesTheMatcher(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name  string
-		grace time.Duration
-		want  time.Duration
+		name      string
+		feedGrace time.Duration // the feed is a LaneGracer of this grace, if not zero
+		grace     time.Duration
+		want      time.Duration
 	}{
-		{"zero means DefaultLaneGrace", 0, reconcile.DefaultLaneGrace},
-		{"a negative grace turns it off", -time.Second, 0},
-		{"a positive grace is kept", 5 * time.Minute, 5 * time.Minute},
+		{"zero means DefaultLaneGrace", 0, 0, reconcile.DefaultLaneGrace},
+		{"a negative grace turns it off", 0, -time.Second, 0},
+		{"a positive grace is kept", 0, 5 * time.Minute, 5 * time.Minute},
+		{"zero over a feed that names its grace means the feed's", reconcile.DefaultGrace, 0, reconcile.DefaultGrace},
+		{"a grace set overrules the feed's", reconcile.DefaultGrace, 2 * time.Minute, 2 * time.Minute},
+		{"a feed's negative grace turns it off", -time.Second, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := &laneMatcher{}
-			cfg := laneConfig(lanePage(1, reconcile.FeedPage[string]{Objects: laneObjects("pi_1", "succeeded")}), m, &laneSink{})
+			var feed reconcile.Feed[string] = lanePage(1, reconcile.FeedPage[string]{Objects: laneObjects("pi_1", "succeeded")})
+			if tt.feedGrace != 0 {
+				feed = graceFeed{feed.(*laneFeed), tt.feedGrace}
+			}
+			cfg := laneConfig(feed, m, &laneSink{})
 			cfg.Grace = tt.grace
 			if _, err := newLane(t, cfg).RunBatch(context.Background()); err != nil {
 				t.Fatal(err)

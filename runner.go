@@ -26,7 +26,11 @@ type TickBudget struct {
 
 // TickReport sums the batches of one tick.
 type TickReport struct {
+	// Job and Lane are the batches' Report.Job and Report.Lane: Lane names the lane whose
+	// steps the tick ran, empty for a sweep's batches. A tick whose first batch failed names
+	// them as that batch's Report does.
 	Job          string
+	Lane         string
 	Batches      int
 	Scanned      int
 	Verdicts     map[Verdict]int
@@ -51,7 +55,6 @@ type TickReport struct {
 }
 
 func (t *TickReport) add(r Report) {
-	t.Job = r.Job
 	t.Batches++
 	t.Scanned += r.Scanned
 	t.GatewayCalls += r.GatewayCalls
@@ -64,6 +67,14 @@ func (t *TickReport) add(r Report) {
 	t.Wrapped = t.Wrapped || r.Wrapped
 	t.RateLimited, t.Unavailable, t.Deferred = r.RateLimited, r.Unavailable, r.Deferred
 	t.RetryAfter = max(t.RetryAfter, r.RetryAfter)
+}
+
+// name takes the job and lane names of a batch's report, if it has them: a BatchRunner may
+// return a zero Report with its error.
+func (t *TickReport) name(r Report) {
+	if r.Job != "" {
+		t.Job, t.Lane = r.Job, r.Lane
+	}
 }
 
 // RunTick runs batches of b, one after another, until the cycle wraps, the external system
@@ -91,6 +102,7 @@ func runTick(batchCtx, stopCtx context.Context, b BatchRunner, budget TickBudget
 		batchStart := time.Now()
 		rep, err := b.RunBatch(batchCtx)
 		last = time.Since(batchStart)
+		t.name(rep)
 		if errors.Is(err, ErrConcurrentRun) {
 			t.Conflict = true
 			return t, nil
@@ -148,7 +160,8 @@ type RunnerConfig struct {
 type TickEnd struct {
 	// Job is the RunnerJob's Name.
 	Job string
-	// Report sums the tick's batches; Report.Wrapped reports that the cycle completed.
+	// Report sums the tick's batches; Report.Job and Report.Lane name what they ran (the
+	// lane, for a Lane's tick), and Report.Wrapped reports that the cycle completed.
 	Report TickReport
 	// Err is the error of the batch that failed and ended the tick (the Runner logs it too); nil
 	// otherwise, a lost cursor race (Report.Conflict) included.

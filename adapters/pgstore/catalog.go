@@ -104,17 +104,9 @@ func (s *Store[L]) columnTypes(ctx context.Context) (map[string]string, error) {
 	if len(types) == 0 {
 		return nil, fmt.Errorf("pgstore: table %s does not exist (or has no columns) in the search_path", s.hostTable())
 	}
-	need := append([]string{s.cfg.IDColumn, s.cfg.ExternalIDColumn, s.cfg.UpdatedAtColumn, s.cfg.CreatedAtColumn}, s.cfg.KeyColumns...)
-	if s.row.text {
-		need = append(need, s.cfg.StateColumn)
-	}
-	if s.cfg.Observations == ObserveInHostColumns {
-		need = append(need, s.cfg.ObservedColumn, s.cfg.VerifiedAtColumn)
-	}
-	need = append(need, s.cfg.SearchColumns...)
-	for _, c := range need {
-		if _, ok := types[c]; !ok {
-			return nil, fmt.Errorf("pgstore: table %s has no column %q", s.hostTable(), c)
+	for _, c := range s.cfg.hostColumns(s.row.text) {
+		if _, ok := types[c.name]; !ok {
+			return nil, fmt.Errorf("pgstore: table %s has no column %q: set Config.%s to %s", s.hostTable(), c.name, c.field, c.use)
 		}
 	}
 	for _, f := range s.row.fields {
@@ -134,9 +126,9 @@ func (s *Store[L]) columnTypes(ctx context.Context) (map[string]string, error) {
 			return nil, fmt.Errorf("pgstore: key column %q of %s is a floating-point %s; use an exact type", k, s.hostTable(), types[k])
 		}
 	}
-	for _, c := range []string{s.cfg.UpdatedAtColumn, s.cfg.CreatedAtColumn} {
-		if types[c] != naiveTimestamp && types[c] != "timestamp with time zone" {
-			return nil, fmt.Errorf("pgstore: column %q of %s is %s, not a timestamp", c, s.hostTable(), types[c])
+	for _, c := range s.cfg.timeColumns() {
+		if types[c.name] != naiveTimestamp && types[c.name] != "timestamp with time zone" {
+			return nil, fmt.Errorf("pgstore: column %q of %s is %s, not a timestamp: set Config.%s to %s", c.name, s.hostTable(), types[c.name], c.field, c.use)
 		}
 	}
 	if err := s.checkUnique(ctx, s.cfg.KeyColumns, "key columns"); err != nil {
@@ -149,6 +141,43 @@ func (s *Store[L]) columnTypes(ctx context.Context) (map[string]string, error) {
 		return nil, fmt.Errorf("pgstore: config: TimeZone %q: %w", s.cfg.TimeZone, err)
 	}
 	return types, nil
+}
+
+// hostColumn is a host column the store reads, the Config field that names it and what the
+// store reads it for: an error about the column says all three, so that a host whose table
+// names it otherwise knows which field to set, and to what.
+type hostColumn struct {
+	name, field, use string
+}
+
+// timeColumns are the two timestamps the store reads of every row.
+func (cfg *Config) timeColumns() []hostColumn {
+	return []hostColumn{
+		{cfg.UpdatedAtColumn, "UpdatedAtColumn", "the timestamp of a row's last change (rows changed within the grace period are in flight, not asked about)"},
+		{cfg.CreatedAtColumn, "CreatedAtColumn", "the timestamp of a row's creation (a never-verified row's lag counts from it; the bulk fetch lists the external objects created around it)"},
+	}
+}
+
+// hostColumns lists the host columns the store reads; the state column only for a store of
+// its text (state).
+func (cfg *Config) hostColumns(state bool) []hostColumn {
+	cols := append(cfg.timeColumns(), hostColumn{cfg.ExternalIDColumn, "ExternalIDColumn", "the column holding the external object's id"})
+	for i, k := range cfg.KeyColumns {
+		cols = append(cols, hostColumn{k, fmt.Sprintf("KeyColumns[%d]", i), "the columns the sweep walks the table by, unique together (the keyset)"})
+	}
+	cols = append(cols, hostColumn{cfg.IDColumn, "IDColumn", "the column that identifies a row in findings and repair commands"})
+	if state {
+		cols = append(cols, hostColumn{cfg.StateColumn, "StateColumn", "the column holding the row's local state (or read a struct of columns with NewOf)"})
+	}
+	if cfg.Observations == ObserveInHostColumns {
+		cols = append(cols,
+			hostColumn{cfg.ObservedColumn, "ObservedColumn", "the column ObserveInHostColumns writes the observed external state to"},
+			hostColumn{cfg.VerifiedAtColumn, "VerifiedAtColumn", "the column ObserveInHostColumns writes the last-verified time to"})
+	}
+	for i, c := range cfg.SearchColumns {
+		cols = append(cols, hostColumn{c, fmt.Sprintf("SearchColumns[%d]", i), "a column of the table that FindingQuery.Search matches"})
+	}
+	return cols
 }
 
 // checkUnique verifies that some unique index (or the primary key) covers only columns among

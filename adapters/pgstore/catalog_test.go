@@ -12,6 +12,7 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
+	"github.com/reconcilekit/reconcile/internal/pgtest"
 	"github.com/reconcilekit/reconcile/reconciletest"
 )
 
@@ -224,5 +225,64 @@ func TestNoConnectionIsHeldWhileTheGatewayIsAsked(t *testing.T) {
 		Classifier: reconciletest.Classifier(), Concurrency: 2}, 3)
 	if h := held.Load(); h != 0 {
 		t.Fatalf("%d connections were checked out while the gateway was asked, want 0", h)
+	}
+}
+
+// A host's table rarely has every column under the default name; the error about a missing
+// or mistyped one must say which Config field names it and what the store reads it for, or
+// the host cannot tell that updated_at is what makes a row in flight.
+func TestCheckNamesTheConfigFieldOfAMissingColumnAndWhatItIsFor(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	if _, err := pool.Exec(ctx, `CREATE TABLE orders (order_no bigint PRIMARY KEY, stripe_id text, status text,
+		placed_at timestamptz, changed_at timestamptz)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := pgstore.Migrate(ctx, pool, pgstore.Tables{}); err != nil {
+		t.Fatal(err)
+	}
+	named := pgstore.Config{Table: "orders", KeyColumns: []string{"order_no"}, ExternalIDColumn: "stripe_id",
+		UpdatedAtColumn: "changed_at", CreatedAtColumn: "placed_at"}
+	with := func(edit func(*pgstore.Config)) pgstore.Config {
+		c := named
+		edit(&c)
+		return c
+	}
+	for _, tt := range []struct {
+		name string
+		cfg  pgstore.Config
+		want string
+	}{
+		{"no updated_at", with(func(c *pgstore.Config) { c.UpdatedAtColumn = "" }),
+			`pgstore: table "orders" has no column "updated_at": set Config.UpdatedAtColumn to the timestamp of a row's last change ` +
+				`(rows changed within the grace period are in flight, not asked about)`},
+		{"no created_at", with(func(c *pgstore.Config) { c.CreatedAtColumn = "" }),
+			`pgstore: table "orders" has no column "created_at": set Config.CreatedAtColumn to the timestamp of a row's creation ` +
+				`(a never-verified row's lag counts from it; the bulk fetch lists the external objects created around it)`},
+		{"no external_id", with(func(c *pgstore.Config) { c.ExternalIDColumn = "" }),
+			`pgstore: table "orders" has no column "external_id": set Config.ExternalIDColumn to the column holding the external object's id`},
+		{"no id", with(func(c *pgstore.Config) { c.KeyColumns = nil }),
+			`pgstore: table "orders" has no column "id": set Config.KeyColumns[0] to the columns the sweep walks the table by, unique together (the keyset)`},
+		{"an updated_at that is text", with(func(c *pgstore.Config) { c.UpdatedAtColumn = "status" }),
+			`pgstore: column "status" of "orders" is text, not a timestamp: set Config.UpdatedAtColumn to the timestamp of a row's last change ` +
+				`(rows changed within the grace period are in flight, not asked about)`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := pgstore.New(pool, tt.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Check(ctx); err == nil || err.Error() != tt.want {
+				t.Errorf("Check = %v\nwant     %s", err, tt.want)
+			}
+		})
+	}
+	s, err := pgstore.New(pool, named)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Check(ctx); err != nil {
+		t.Errorf("Check with every column named = %v, want nil", err)
 	}
 }

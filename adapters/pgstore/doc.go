@@ -82,10 +82,12 @@
 //
 // Config names the table and its columns: the keyset (one ordered column, or several such as
 // created_at and id for UUID-keyed tables, compared as a row constructor), the row id, the
-// external id, the local state, updated_at for the grace period and created_at for lag. Every
-// identifier is checked to be a plain SQL identifier and quoted with pgx's sanitizer; values are
-// always bound parameters. The table and columns are checked against the catalog on first use
-// (Check does it up front), with an error naming what is missing.
+// external id, the local state, updated_at (UpdatedAtColumn: a row changed within the grace
+// period is in flight) and created_at (CreatedAtColumn: lag counts from it, and the bulk fetch
+// looks for each row's external object created around it). Every identifier is checked to be a
+// plain SQL identifier and quoted with pgx's sanitizer; values are always bound parameters. The
+// table and columns are checked against the catalog on first use (Check does it up front), with
+// an error naming the column, the Config field that names it and what the store reads it for.
 //
 // By default the store only reads the host table: observations go to the reconciler's own
 // table, so SELECT privilege suffices and no updated_at trigger fires. ObserveInHostColumns

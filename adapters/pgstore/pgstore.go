@@ -75,9 +75,19 @@ type Config struct {
 	// StateColumn holds the local state of a Store[string] (New); a store of a struct (NewOf)
 	// reads its fields' columns instead. Empty means "status".
 	StateColumn string
-	// UpdatedAtColumn is the row's last change, for the grace period. Empty means "updated_at".
+	// UpdatedAtColumn is when the row last changed, a timestamp the host's writes keep
+	// current. It drives the grace period: a row changed within reconcile.Config.Grace (or
+	// LaneConfig.Grace) is judged InFlight and not asked about, and a lane does not judge a row
+	// changed since the event it read against that event's state. NULL counts as not changed
+	// recently. Empty means "updated_at".
 	UpdatedAtColumn string
-	// CreatedAtColumn is the row's creation time, for lag. Empty means "created_at".
+	// CreatedAtColumn is when the row was created, a timestamp. A row never verified counts its
+	// lag from it (Status), and it drives the bulk fetch: each row's created_at goes to the
+	// gateway (reconcile.Lookup.CreatedAt), which lists the external objects created around
+	// it (stripeadapter: within GatewayConfig.CreatedSkew, 5 minutes), so it should be when
+	// the row was inserted, next to the call that created the external object, not a business
+	// date; a row whose object was created at another time costs a call of its own. Status
+	// finds the rows created since a cycle started by it: index it. Empty means "created_at".
 	CreatedAtColumn string
 
 	// SearchColumns are host columns, such as an order id, that FindingQuery.Search matches

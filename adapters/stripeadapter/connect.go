@@ -128,7 +128,7 @@ func NewAccountsCheck[L any](cfg AccountsCheckConfig[L]) (*AccountsCheck[L], err
 	if err != nil {
 		return nil, fmt.Errorf("stripeadapter: accounts check: %w", err)
 	}
-	feed, err := cfg.Gateway.ReverseFeed(ObjectReverseOptions[*stripe.Account]{Window: accountsWindow, Grace: grace, Now: cfg.Now, Logger: cfg.Logger})
+	feed, err := cfg.Gateway.ReverseFeed(ObjectReverseOptions[*stripe.Account]{Window: accountsWindow, MinAge: grace, Now: cfg.Now, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}

@@ -159,9 +159,12 @@ type ObjectReverseOptions[T any] struct {
 	// Window is how far back a pass lists objects by creation time. Zero means
 	// DefaultReverseWindow (7 days).
 	Window time.Duration
-	// Grace: objects created more recently are left to a later pass, since our own row for
-	// them may not be committed yet. Zero means reconcile.DefaultGrace.
-	Grace time.Duration
+	// MinAge: objects created more recently than this are left to a later pass, since our own
+	// row for them may not be committed yet. It is about the objects' creation at Stripe; the
+	// rows' grace, how recently a row may have changed and still be judged, is
+	// reconcile.LaneConfig.Grace, which a lane over this feed gets from LaneGrace. Zero means
+	// 10 minutes (reconcile.DefaultGrace).
+	MinAge time.Duration
 	// Include, if set, says which objects are this table's to account for; the others are
 	// skipped, neither judged nor reported missing. Objects another service of the same
 	// account created have no row here (for PaymentIntents, also those of Invoices, Checkout,
@@ -199,17 +202,17 @@ var _ reconcile.Feed[*stripe.PaymentIntent] = (*ReverseFeed)(nil)
 
 // ReverseFeed returns a reverse-scan feed of the account's objects, through g's client.
 func (g *ObjectGateway[T]) ReverseFeed(opt ObjectReverseOptions[T]) (*ObjectReverseFeed[T], error) {
-	if opt.Window < 0 || opt.Grace < 0 {
-		return nil, errors.New("stripeadapter: reverse options: Window and Grace must not be negative")
+	if opt.Window < 0 || opt.MinAge < 0 {
+		return nil, errors.New("stripeadapter: reverse options: Window and MinAge must not be negative")
 	}
 	if opt.Window == 0 {
 		opt.Window = DefaultReverseWindow
 	}
-	if opt.Grace == 0 {
-		opt.Grace = reconcile.DefaultGrace
+	if opt.MinAge == 0 {
+		opt.MinAge = reconcile.DefaultGrace
 	}
-	if opt.Grace >= opt.Window {
-		return nil, fmt.Errorf("stripeadapter: reverse options: Grace %v leaves nothing of Window %v", opt.Grace, opt.Window)
+	if opt.MinAge >= opt.Window {
+		return nil, fmt.Errorf("stripeadapter: reverse options: MinAge %v leaves nothing of Window %v", opt.MinAge, opt.Window)
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now
@@ -219,6 +222,14 @@ func (g *ObjectGateway[T]) ReverseFeed(opt ObjectReverseOptions[T]) (*ObjectReve
 	}
 	return &ObjectReverseFeed[T]{g: g, opt: opt}, nil
 }
+
+var _ reconcile.LaneGracer = (*ObjectReverseFeed[*stripe.PaymentIntent])(nil)
+
+// LaneGrace is the grace a lane over the feed gives its rows unless LaneConfig.Grace is set:
+// the sweep's, reconcile.DefaultGrace. The scan verifies the rows whose objects it lists as the
+// sweep does, so a row the sweep leaves in flight (a webhook being applied) is left by the scan
+// too.
+func (f *ObjectReverseFeed[T]) LaneGrace() time.Duration { return reconcile.DefaultGrace }
 
 // ReverseFeed returns a reverse-scan feed of the account's PaymentIntents, through g's client.
 func (g *Gateway) ReverseFeed(opt ReverseOptions) (*ReverseFeed, error) {
@@ -238,7 +249,7 @@ func (f *ObjectReverseFeed[T]) Next(ctx context.Context, pos string, wait func(c
 	var rp reversePosition
 	if pos == "" {
 		now := f.opt.Now()
-		rp = reversePosition{From: now.Add(-f.opt.Window).Unix(), To: now.Add(-f.opt.Grace).Unix()}
+		rp = reversePosition{From: now.Add(-f.opt.Window).Unix(), To: now.Add(-f.opt.MinAge).Unix()}
 	} else if err := json.Unmarshal([]byte(pos), &rp); err != nil || rp.From <= 0 || rp.To < rp.From || (rp.After != "" && !obj.validID(rp.After)) {
 		return reconcile.FeedPage[T]{}, fmt.Errorf("stripeadapter: reverse scan position %q is not one of this feed's", pos)
 	}

@@ -56,7 +56,9 @@ type LocalInvoice struct {
 // collected, voided or wrote off is caught up through ApplyInvoiceStatus; a row ahead of
 // Stripe (paid, voided or written off here only) or another amount or currency goes to a
 // person. The first rule that matches names the decision, and Decision.Diffs lists every
-// field that differs. The package doc has the table, with the reason for each direction.
+// field that differs (currency, amount_due, status, amount_paid, amount_remaining; amounts
+// written in their currency). The package doc has the table, with the reason for each
+// direction.
 //
 // It is pure (no network, no clock) and safe for concurrent use, as view must be too. It is a
 // reconcile.StateNamer: findings record the local Status and the invoice's status.

@@ -270,6 +270,34 @@ func TestReverseScanReportsStripeOnlyIntentsOnce(t *testing.T) {
 	w.noDuplicates()
 }
 
+// A reverse lane configured with no Grace must give its rows the sweep's grace (10 minutes),
+// not the events lane's minute: the scan verifies what it lists as the sweep does, and a row
+// changed minutes ago (a webhook being applied) is the sweep's to leave in flight too.
+func TestAReverseLaneBuiltFromDefaultsLeavesInFlightTheRowsTheSweepDoes(t *testing.T) {
+	t.Parallel()
+	w := newLaneWorld(t, 3)
+	ctx := context.Background()
+	for _, pi := range w.pis[:2] {
+		if err := w.srv.SetStatus(pi, stripe.PaymentIntentStatusSucceeded); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Row 1 changed five minutes ago: past the events lane's minute, within the sweep's grace.
+	if _, err := w.pool.Exec(ctx, `UPDATE payments SET updated_at = now() - interval '5 minutes' WHERE id = 1`); err != nil {
+		t.Fatal(err)
+	}
+	tr := untilEnd(t, w.reverseLane())
+	if tr.Verdicts[reconcile.InFlight] != 1 || tr.Verdicts[reconcile.Repairable] != 1 {
+		t.Errorf("verdicts %v, want row 1 in flight and row 2's missed success repairable", tr.Verdicts)
+	}
+	if n := w.count(`SELECT count(*) FROM reconcile_findings WHERE record_id = '1'`); n != 0 {
+		t.Errorf("row 1, changed five minutes ago, has %d findings; want none: the sweep's grace holds it in flight", n)
+	}
+	if n := w.count(`SELECT count(*) FROM reconcile_findings WHERE record_id = '2' AND kind = $1`, stripeadapter.KindMissedSuccess); n != 1 {
+		t.Errorf("row 2 has %d missed_success findings, want 1", n)
+	}
+}
+
 func TestEventsLaneFindsAMissedWebhookInOneRun(t *testing.T) {
 	t.Parallel()
 	w := newLaneWorld(t, 60)

@@ -292,7 +292,7 @@ func TestObjectReverseFeedListsTheWindowNewestFirst(t *testing.T) {
 	g := w.gateway(t, nil)
 	now := w.base.Add(time.Hour)
 	f, err := g.ReverseFeed(stripeadapter.ObjectReverseOptions[*stripe.Refund]{
-		Window: 2 * time.Hour, Grace: time.Minute, Now: func() time.Time { return now },
+		Window: 2 * time.Hour, MinAge: time.Minute, Now: func() time.Time { return now },
 		Include: func(r *stripe.Refund) bool { return r.ID != w.ids[0] },
 	})
 	if err != nil {
@@ -523,7 +523,7 @@ func TestObjectGatewaySendsItsListParamsAndExpandPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := base.Add(250*time.Second + 10*time.Minute)
-	f, err := ng.ReverseFeed(stripeadapter.ObjectReverseOptions[*stripe.Customer]{Window: 10*time.Minute + 150*time.Second, Grace: 10*time.Minute + 50*time.Second, Now: func() time.Time { return now }})
+	f, err := ng.ReverseFeed(stripeadapter.ObjectReverseOptions[*stripe.Customer]{Window: 10*time.Minute + 150*time.Second, MinAge: 10*time.Minute + 50*time.Second, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -216,7 +216,10 @@ type PaymentReverseFeed struct {
 	p *PaymentGateway
 }
 
-var _ reconcile.Feed[*Payment] = (*PaymentReverseFeed)(nil)
+var (
+	_ reconcile.Feed[*Payment] = (*PaymentReverseFeed)(nil)
+	_ reconcile.LaneGracer     = (*PaymentReverseFeed)(nil)
+)
 
 // PaymentReverseFeed returns a reverse-scan feed of the account's payments, through g's client.
 func (g *Gateway) PaymentReverseFeed(opt ReverseOptions) (*PaymentReverseFeed, error) {
@@ -226,6 +229,9 @@ func (g *Gateway) PaymentReverseFeed(opt ReverseOptions) (*PaymentReverseFeed, e
 	}
 	return &PaymentReverseFeed{r: r, p: g.payments}, nil
 }
+
+// LaneGrace is the ReverseFeed's: the sweep's grace, reconcile.DefaultGrace.
+func (f *PaymentReverseFeed) LaneGrace() time.Duration { return f.r.LaneGrace() }
 
 // Next lists the next page of the current pass, starting a pass when pos is empty, and reads
 // the disputes its payments need. A payment whose disputes cannot be read is left out of the

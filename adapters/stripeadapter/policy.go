@@ -44,7 +44,9 @@ type LocalPayment struct {
 	// Amount. A host that never captures part of a payment leaves it 0. A partial capture is
 	// recorded by a person, through the host's own writer, after the partial_capture finding.
 	AmountCaptured int64
-	// AmountRefunded is what the row records as refunded, in minor units.
+	// AmountRefunded is what the row records as refunded, in minor units, compared with
+	// Payment.AmountRefunded: the canonical writer records that, not the charge's
+	// amount_refunded, which after a partial capture counts the released amount too.
 	AmountRefunded int64
 	// DisputeStatus is the status of the charge's dispute as the row records it, one of
 	// Stripe's dispute statuses; "" means no dispute.
@@ -55,7 +57,12 @@ type LocalPayment struct {
 // against a Payment. It compares the currency, the amount, the status (as
 // PaymentIntentClassifier does), then, for a payment both sides call paid, what was captured,
 // refunded and disputed; the first problem found names the decision, and Decision.Diffs lists
-// every field that differs. The package doc has the table, with the reason for each direction.
+// every field that differs, by Stripe's name for it: currency, amount, status (when the status
+// pair alone would make a finding), amount_captured (what the row records as captured against
+// the intent's amount_received), amount_refunded (LocalPayment.AmountRefunded against
+// Payment.AmountRefunded, which is not the charge's amount_refunded after a partial capture)
+// and dispute_status, amounts written in their currency. The package doc has the table, with
+// the reason for each direction.
 // Status pairs are PaymentIntentClassifier's, whose table says what each local status means and
 // which pairs are in sync: a payment failed locally whose intent took no money (a declined card
 // back in requires_payment_method, an abandoned checkout) is.

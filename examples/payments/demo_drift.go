@@ -40,8 +40,8 @@ type story struct {
 	// from Stripe, must report it.
 	stripeOnly bool
 	// young: a stripeOnly PaymentIntent created youngAge before the reverse scan runs, a
-	// checkout under way whose row may not be committed yet. It is inside the scan's grace
-	// window, so the scan must not report it.
+	// checkout under way whose row may not be committed yet. It is younger than the scan's
+	// MinAge, so the scan must not report it.
 	young bool
 	// money is what differs in the payment's money, here or at Stripe, from a payment that
 	// agrees on amount and currency and was never refunded or disputed.
@@ -222,7 +222,7 @@ const (
 	// retrieve it one by one, and that retrieve is the call that fails.
 	unavailableEarly = history
 	// youngAge is how old the young Stripe-only PaymentIntent is when the reverse scan starts:
-	// well inside the scan's grace window (stripeadapter.ReverseOptions.Grace, 10 minutes).
+	// younger than the scan's MinAge (stripeadapter.ReverseOptions.MinAge, 10 minutes).
 	youngAge = 2 * time.Minute
 )
 

@@ -36,7 +36,7 @@ type lanes struct {
 // laneTimes are the times the lanes run by, for their feeds and the report.
 type laneTimes struct {
 	settle        time.Duration // the events feed's settle time
-	window, grace time.Duration // the reverse scan's window and grace
+	window, grace time.Duration // the reverse scan's Window and MinAge
 	young         string        // how long ago the checkout under way began when the scan starts, in words
 }
 
@@ -49,7 +49,7 @@ func lanesOver(store paymentStore, gateway *stripeadapter.Gateway, t laneTimes, 
 	if err != nil {
 		return lanes{}, err
 	}
-	reverseFeed, err := gateway.PaymentReverseFeed(stripeadapter.ReverseOptions{Window: t.window, Grace: t.grace, Include: include})
+	reverseFeed, err := gateway.PaymentReverseFeed(stripeadapter.ReverseOptions{Window: t.window, MinAge: t.grace, Include: include})
 	if err != nil {
 		return lanes{}, err
 	}
@@ -63,20 +63,16 @@ func lanesOver(store paymentStore, gateway *stripeadapter.Gateway, t laneTimes, 
 		Limiter:    limiter,
 	}
 	l := lanes{times: t}
-	// A row changed after its event's state (by something else than the lost webhook) is
-	// judged against the intent's present state, one retrieve each, rather than left to the
-	// sweep.
-	cfg.Current = gateway.Payments()
+	// No Current: the payment events feed reads each payment's present state rather than an
+	// event's snapshot, so no row is ever judged against an older state.
 	if l.events, err = reconcile.NewLane(cfg); err != nil {
 		return lanes{}, err
 	}
-	cfg.Current = nil
 	cfg.Lane, cfg.Feed = laneReverse, reverseFeed
 	cfg.ReportMissing = true
-	// The reverse scan verifies every row whose PaymentIntent it lists, so it gives rows the
-	// sweep's grace period rather than the events lane's minute: a row the sweep leaves alone
-	// as just changed (a webhook being applied) is not reported by the scan either.
-	cfg.Grace = reconcile.DefaultGrace
+	// cfg.Grace stays zero: the reverse feed gives its rows the sweep's grace period rather than
+	// the events lane's minute (LaneGrace), so a row the sweep leaves alone as just changed (a
+	// webhook being applied) is not reported by the scan either.
 	if l.reverse, err = reconcile.NewLane(cfg); err != nil {
 		return lanes{}, err
 	}

@@ -34,9 +34,15 @@ import (
 // Every change is recorded as Stripe holds the payment, which the caller passes in: the
 // PaymentIntent a payment_intent.succeeded event carries, or the payment read again from
 // Stripe (outside any lock) for a refund, a dispute or a repair command: the amount received,
-// the amount refunded on the payment's charge, the status of its latest dispute. Events and
-// commands arrive late and out of order; the state Stripe holds now does not. A cancel alone
-// follows from what happened: payment_intent.canceled moves no money.
+// the amount refunded, the status of its latest dispute. Events and commands arrive late and
+// out of order; the state Stripe holds now does not. A cancel alone follows from what
+// happened: payment_intent.canceled moves no money.
+//
+// The amount refunded is Payment.AmountRefunded(), never the charge's amount_refunded: after
+// a partial capture Stripe counts the released part there too, though no money went back, and
+// the money policy compares the row with Payment.AmountRefunded(). A writer that booked the
+// charge's field would record money that never went back, which the policy then reports as a
+// refund that failed (refund_failed).
 
 // Actors, as recorded on ledger rows and finding resolutions.
 const (
