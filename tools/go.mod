@@ -1,4 +1,4 @@
-module github.com/reconcilekit/reconcile/internal/bench
+module github.com/reconcilekit/reconcile/tools
 
 go 1.26.0
 
@@ -8,7 +8,6 @@ require github.com/reconcilekit/reconcile/adapters/stripeadapter v0.0.0-20261204
 
 require (
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/reconcilekit/reconcile/internal/scale v0.0.0-20261204225519-b11970b11a4a
 	github.com/stripe/stripe-go/v82 v82.5.1
 	golang.org/x/time v0.16.0
 )
