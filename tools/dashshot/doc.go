@@ -31,8 +31,8 @@
 //
 //	go run ./tools/dashshot -duration 12m -data /tmp/dashshot.json
 //
-// writes docs/grafana-dashboard.png. -data keeps Prometheus's answers, so that the drawing can
-// be redone without running again:
+// writes tools/docs/grafana-dashboard.png. -data keeps Prometheus's answers, so that the drawing
+// can be redone without running again:
 //
 //	go run ./tools/dashshot -render -data /tmp/dashshot.json
 package main
