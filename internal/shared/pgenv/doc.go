@@ -1,5 +1,5 @@
 // Package pgenv finds and connects to the PostgreSQL database that the commands
-// (cmd/reconcile, examples/payments, internal/bench) and the test harness (internal/pgtest)
+// (cmd/reconcile, examples/payments, tools/bench) and the test harness (internal/pgtest)
 // use. It needs pgx only; the examples' container fallback is examples/internal/pgcontainer,
 // in the examples module. Other modules import it: its exported names are only added within a
 // major version (see internal/shared/README.md).

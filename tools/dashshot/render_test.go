@@ -68,7 +68,7 @@ func TestAGapInASeriesBreaksItsLine(t *testing.T) {
 // The repository's dashboard, drawn with a series for every query, is well-formed SVG with
 // every panel's title in it.
 func TestTheDashboardDrawsAsWellFormedSVG(t *testing.T) {
-	d, err := readDashboard("../../mixin/dashboard.json")
+	d, err := readDashboard("../../adapters/prommetrics/mixin/dashboard.json")
 	if err != nil {
 		t.Fatal(err)
 	}

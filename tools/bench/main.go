@@ -2,7 +2,7 @@
 //
 // Usage:
 //
-//	go run ./internal/bench <subcommand> [flags]
+//	go run ./tools/bench <subcommand> [flags]
 //
 // Subcommands:
 //
@@ -100,7 +100,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: go run ./internal/bench <subcommand> [flags]   (-h after a subcommand lists its flags)")
+	fmt.Fprintln(w, "usage: go run ./tools/bench <subcommand> [flags]   (-h after a subcommand lists its flags)")
 	fmt.Fprintln(w, "subcommands:")
 	names := make([]string, 0, len(commands))
 	for n := range commands {

@@ -66,7 +66,7 @@ func statusCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	schema := fs.String("schema", "bench_status", "schema to drop, recreate and work in")
 	keep := fs.Bool("keep", false, "keep the schema, with the largest table, after the run")
 	if err := parseFlags(fs, args, stderr,
-		"usage: go run ./internal/bench status [flags]",
+		"usage: go run ./tools/bench status [flags]",
 		"Builds a payments table (UNLOGGED, one INSERT ... SELECT generate_series) as a sweep leaves it",
 		"halfway through its second cycle — every row verified batch by batch, a few rows unverifiable",
 		"since the first cycle, rows created since that are not yet read, one with an impossible time —",

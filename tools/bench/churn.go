@@ -179,7 +179,7 @@ func churnCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	o.Progress = stderr
 	schema := fs.String("schema", "bench_churn", "schema to drop, recreate and work in")
 	if err := parseFlags(fs, args, stderr,
-		"usage: go run ./internal/bench churn [flags]",
+		"usage: go run ./tools/bench churn [flags]",
 		"Runs batches on a fixed schedule in simulated time (the schema's now()) over a payments table",
 		"with inserts, deletes and updates between batches, behind an in-process gateway with Unavailable",
 		"answers and 429 bursts; compares the measured time to verify each row with PlanCoverage and",

@@ -12,8 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/reconcilekit/reconcile/internal/scale"
 	"github.com/reconcilekit/reconcile/internal/shared/pgenv"
+	"github.com/reconcilekit/reconcile/tools/scale"
 )
 
 // A process the scale subcommand starts as a worker runs the worker and exits here, before
@@ -69,7 +69,7 @@ func scaleCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	mode := fs.String("mode", "bulk", `"bulk": the gateway lists in pages of 100; "per-object": one retrieve per row`)
 	schema := fs.String("schema", "bench_scale", "schema to drop, recreate and work in")
 	if err := parseFlags(fs, args, stderr,
-		"usage: go run ./internal/bench scale [flags]",
+		"usage: go run ./tools/bench scale [flags]",
 		"One full cycle of a sharded job per worker count, each worker a process of its own (this",
 		"binary, re-executed), all drawing from one rate budget kept in PostgreSQL, against an",
 		"in-process stripetest over HTTP. Checks every row verified once; prints rows/s per count.",

@@ -93,7 +93,7 @@ func stripeCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	money := fs.Bool("money", false, "the money policy over intents with charges, refunds and disputes, a typed row; runs both modes and compares them")
 	object := fs.String("object", paymentIntentObject.name, `the Stripe object: "payment_intent", "subscription" (subscription policy, lists with status=all) or "invoice" (invoice policy over a typed row)`)
 	if err := parseFlags(fs, args, stderr,
-		"usage: go run ./internal/bench stripe [flags]",
+		"usage: go run ./tools/bench stripe [flags]",
 		"One full cycle of the engine with pgstore and the Stripe gateway over HTTP to stripetest,",
 		"-burst: every row and PaymentIntent created within one second (a backfill, an import);",
 		"-mix: rows a minute apart, with 60% of them imported within one second in the middle;",

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/reconcilekit/reconcile/internal/pgtest"
-	"github.com/reconcilekit/reconcile/internal/scale"
+	"github.com/reconcilekit/reconcile/tools/scale"
 )
 
 // TestMain runs the tests, or, in the worker processes the tests start (re-executions of this

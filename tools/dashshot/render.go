@@ -93,7 +93,7 @@ func render(d dashboard, c capture, o options) (string, int) {
 	}
 	s.text(margin, float64(height-13), 12, weakText, "start", "400",
 		"Not Grafana: the queries of adapters/prommetrics/mixin/dashboard.json, asked of a real Prometheus (honor_labels: true) "+
-			"scraping a reconciler run, drawn by adapters/prommetrics/internal/dashshot.")
+			"scraping a reconciler run, drawn by tools/dashshot.")
 	page := fmt.Sprintf(`<!DOCTYPE html><html><head><meta charset="utf-8"><title>%s</title></head>`+
 		`<body style="margin:0;background:%s"><svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="%s">%s</svg></body></html>`,
 		html.EscapeString(d.Title), pageBG, pageWidth, height, fontStack, s.b.String())

@@ -65,7 +65,7 @@ func lanesCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.DurationVar(&o.Interval, "interval", 5*time.Second, "how often the events lane runs (e.g. 1m in production)")
 	schema := fs.String("schema", "bench_lanes", "schema to drop, recreate and work in")
 	if err := parseFlags(fs, args, stderr,
-		"usage: go run ./internal/bench lanes [flags]",
+		"usage: go run ./tools/bench lanes [flags]",
 		"The events catch-up lane finding missed webhooks (detection time, API calls) and one full",
 		"reverse-scan pass (API calls per object), over HTTP to stripetest. Database: $DATABASE_URL.",
 	); err != nil {

@@ -85,7 +85,7 @@ func engineCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	rounds := fs.Int("rounds", 3, "time each cycle this many times, in turns, and report the best of each")
 	floor := fs.Bool("floor", true, "also time the same database work as the plainest SQL by hand, without the engine (sql_floor_rows_per_s, floor_ratio)")
 	if err := parseFlags(fs, args, stderr,
-		"usage: go run ./internal/bench engine [flags]",
+		"usage: go run ./tools/bench engine [flags]",
 		"Loads a seed-shaped payments table with COPY and times one full reconcile cycle over it",
 		"with pgstore and a zero-latency in-process gateway, then (-typed) one over the same rows",
 		"read as a typed row of four columns, and (-floor) the same database work as hand-written",

@@ -1,7 +1,8 @@
-// Command dashshot draws the README's picture of the Grafana dashboard in ../../mixin without
-// Grafana: it runs a reconciler world that exposes /metrics through prommetrics, has a real
-// Prometheus scrape it, asks Prometheus every panel's queries over the run, and draws the
-// dashboard's grid from the answers as SVG, screenshotted by headless Chromium.
+// Command dashshot draws the README's picture of the Grafana dashboard in
+// adapters/prommetrics/mixin without Grafana: it runs a reconciler world that exposes /metrics
+// through prommetrics, has a real Prometheus scrape it, asks Prometheus every panel's queries
+// over the run, and draws the dashboard's grid from the answers as SVG, screenshotted by
+// headless Chromium.
 //
 // The picture is the dashboard's own queries and layout, the series Prometheus returned and
 // each panel's units, stacking, overrides and thresholds; the drawing is this program's,
@@ -28,10 +29,10 @@
 // dpkg-deb -x it, then pass -prometheus) and Chromium (an interrupt ends the run early and
 // draws what was recorded):
 //
-//	go run ./adapters/prommetrics/internal/dashshot -duration 12m -data /tmp/dashshot.json
+//	go run ./tools/dashshot -duration 12m -data /tmp/dashshot.json
 //
-// writes docs/grafana-dashboard.png. -data keeps Prometheus's answers, so that the drawing can
-// be redone without running again:
+// writes tools/docs/grafana-dashboard.png. -data keeps Prometheus's answers, so that the drawing
+// can be redone without running again:
 //
-//	go run ./adapters/prommetrics/internal/dashshot -render -data /tmp/dashshot.json
+//	go run ./tools/dashshot -render -data /tmp/dashshot.json
 package main

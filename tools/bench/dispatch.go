@@ -49,7 +49,7 @@ func dispatchCommand(ctx context.Context, args []string, stdout, stderr io.Write
 	conc := fs.Int("concurrency", 8, "commands each dispatcher handles at once")
 	schema := fs.String("schema", "bench_dispatch", "schema to drop, recreate and work in")
 	if err := parseFlags(fs, args, stderr,
-		"usage: go run ./internal/bench dispatch [flags]",
+		"usage: go run ./tools/bench dispatch [flags]",
 		"Queues commands in the outbox and times dispatchers applying them all; a handler writes one",
 		"effect row per application in the claiming transaction. Database: $DATABASE_URL.",
 	); err != nil {

@@ -1,6 +1,6 @@
 // Package scale runs a sharded reconciliation job in several worker processes against one
 // PostgreSQL database and one in-process stripetest server, and measures it: the harness of the
-// multi-process tests of sharding and the shared rate budget, and of `go run ./internal/bench
+// multi-process tests of sharding and the shared rate budget, and of `go run ./tools/bench
 // scale`.
 //
 // The parent process loads a payments table and the matching PaymentIntents (Load), then Run

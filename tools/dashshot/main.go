@@ -33,7 +33,7 @@ func main() {
 	flag.StringVar(&o.prometheus, "prometheus", "/usr/bin/prometheus", "the Prometheus binary")
 	flag.StringVar(&o.chromium, "chromium", "/usr/bin/chromium", "the Chromium binary that takes the screenshot")
 	flag.StringVar(&o.dashboard, "dashboard", "adapters/prommetrics/mixin/dashboard.json", "the dashboard whose queries are drawn")
-	flag.StringVar(&o.out, "out", "docs/grafana-dashboard.png", "the screenshot")
+	flag.StringVar(&o.out, "out", "tools/docs/grafana-dashboard.png", "the screenshot")
 	flag.StringVar(&o.data, "data", "", "save the query results here; with -render, read them from here instead of running")
 	flag.BoolVar(&o.render, "render", false, "only draw the results saved in -data")
 	flag.Parse()

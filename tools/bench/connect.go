@@ -77,7 +77,7 @@ func connectCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.Float64Var(&o.Rate, "rate", 20, "the budget all accounts share, requests per second")
 	schema := fs.String("schema", "bench_connect", "schema to drop, recreate and work in")
 	if err := parseFlags(fs, args, stderr,
-		"usage: go run ./internal/bench connect [flags]",
+		"usage: go run ./tools/bench connect [flags]",
 		"One fan-out round over many connected accounts (one huge, the others small), each with its own",
 		"cursor, sweeping PaymentIntents over HTTP to stripetest with Stripe-Account, within one shared",
 		"rate budget: the predicted and measured time until every account has completed a cycle, and",

@@ -1,0 +1,32 @@
+module github.com/reconcilekit/reconcile/tools
+
+go 1.26.0
+
+require github.com/reconcilekit/reconcile v0.0.0-20261204230929-31fa951f15aa
+
+require github.com/reconcilekit/reconcile/adapters/stripeadapter v0.0.0-20261204230929-31fa951f15aa
+
+require (
+	github.com/jackc/pgx/v5 v5.12.0
+	github.com/prometheus/client_golang v1.25.0
+	github.com/prometheus/common v0.72.0
+	github.com/reconcilekit/reconcile/adapters/prommetrics v0.0.0-20261204230929-31fa951f15aa
+	github.com/reconcilekit/reconcile/console v0.0.0-20261204230929-31fa951f15aa
+	github.com/stripe/stripe-go/v82 v82.5.1
+	golang.org/x/time v0.16.0
+)
+
+require (
+	github.com/beorn7/perks v1.0.1 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/prometheus/client_model v0.6.3 // indirect
+	github.com/prometheus/procfs v0.22.0 // indirect
+	golang.org/x/sync v0.24.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
+)
