@@ -2,16 +2,19 @@ module github.com/reconcilekit/reconcile/tools
 
 go 1.26.0
 
-require github.com/reconcilekit/reconcile v0.0.0-20261204230929-31fa951f15aa
+require github.com/reconcilekit/reconcile v0.0.0-20261204233051-9d5a2a582795
 
-require github.com/reconcilekit/reconcile/adapters/stripeadapter v0.0.0-20261204230929-31fa951f15aa
+require github.com/reconcilekit/reconcile/adapters/stripeadapter v0.0.0-20261204233051-9d5a2a582795
 
 require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/common v0.72.0
-	github.com/reconcilekit/reconcile/adapters/prommetrics v0.0.0-20261204230929-31fa951f15aa
-	github.com/reconcilekit/reconcile/console v0.0.0-20261204230929-31fa951f15aa
+	github.com/reconcilekit/reconcile/adapters/prommetrics v0.0.0-20261204233051-9d5a2a582795
+	github.com/reconcilekit/reconcile/adapters/riverdelivery v0.0.0-20261204233051-9d5a2a582795
+	github.com/reconcilekit/reconcile/console v0.0.0-20261204233051-9d5a2a582795
+	github.com/riverqueue/river v0.51.2
+	github.com/riverqueue/river/riverdriver/riverpgxv5 v0.51.2
 	github.com/stripe/stripe-go/v82 v82.5.1
 	golang.org/x/time v0.16.0
 )
@@ -25,6 +28,13 @@ require (
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
+	github.com/riverqueue/river/riverdriver v0.51.2 // indirect
+	github.com/riverqueue/river/rivershared v0.51.2 // indirect
+	github.com/riverqueue/river/rivertype v0.51.2 // indirect
+	github.com/tidwall/gjson v1.20.0 // indirect
+	github.com/tidwall/match v1.2.0 // indirect
+	github.com/tidwall/pretty v1.2.1 // indirect
+	github.com/tidwall/sjson v1.2.5 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
