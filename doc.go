@@ -208,7 +208,8 @@
 // gives its reason: a job whose gateway is failing is never healthy, even while its lag is
 // still within the SLO.
 //
-// A [HealthHandler] serves that over HTTP for one or several jobs: 200 when all are healthy,
+// A [Monitor] reads and judges the jobs, with one cache and one timeout, for every surface: a
+// [HealthHandler] serves its judgement over HTTP: 200 when all are healthy,
 // 503 with the reasons otherwise, as JSON (the health types' JSON form: snake_case, durations
 // in seconds and as text, times in RFC 3339) or as text for a person (?format=text). It is for
 // alerting, and for the readiness of a deployment that runs only the reconciler; never for a

@@ -164,6 +164,16 @@ func (m *Monitor) Jobs() []string {
 	return names
 }
 
+// Policy returns job's policy with its defaults filled in (HealthPolicy.WithDefaults), and
+// false if the Monitor has no such job.
+func (m *Monitor) Policy(job string) (HealthPolicy, bool) {
+	i, ok := m.index[job]
+	if !ok {
+		return HealthPolicy{}, false
+	}
+	return m.jobs[i].Policy.WithDefaults(), true
+}
+
 // Timeout is the bound of each read and of each wait for them: an exporter reading more (the
 // outbox) at the same time keeps to it too.
 func (m *Monitor) Timeout() time.Duration { return m.timeout }
