@@ -86,8 +86,13 @@ func (j jobHealth) MarshalJSON() ([]byte, error) {
 	return json.Marshal(j.Health)
 }
 
-// ServeHTTP answers with the jobs' health; see HealthHandler.
+// ServeHTTP answers with the jobs' health; see HealthHandler. A HealthHandler not made by
+// NewHealthHandler answers 500.
 func (h *HealthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h == nil || h.monitor == nil {
+		http.Error(w, "health handler not configured", http.StatusInternalServerError)
+		return
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "method not allowed: the health endpoint is read-only (GET, HEAD)", http.StatusMethodNotAllowed)

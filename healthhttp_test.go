@@ -324,3 +324,14 @@ func TestTheHealthHandlerShowsNoKeyAJudgeReports(t *testing.T) {
 		}
 	}
 }
+
+// A HealthHandler not made by NewHealthHandler has no jobs to judge: it must not answer that
+// all is well.
+func TestAZeroHealthHandlerAnswers500(t *testing.T) {
+	t.Parallel()
+	for _, h := range []*reconcile.HealthHandler{nil, {}} {
+		if w := get(h, http.MethodGet, "/healthz"); w.Code != http.StatusInternalServerError {
+			t.Errorf("%#v answered %d: %s", h, w.Code, w.Body)
+		}
+	}
+}

@@ -45,8 +45,8 @@ type Options struct {
 	// Monitor's Timeout, from its cache when kept. Give it the Monitor the health endpoint and
 	// the console use: the gauges then agree with them, and the batches and repairs this
 	// Metrics observes drop its cache (Monitor.Forget), so the gauges never show a state older
-	// than this process's last write. Set it in one process only: the gauges describe the
-	// database, not the process.
+	// than this process's last write. Give it to the Metrics of one process only: the gauges
+	// describe the database, not the process.
 	Monitor *reconcile.Monitor
 	// Kinds are the finding kinds open_findings names in its kind label: your policy's, such
 	// as the Kind of each of stripeadapter.Kinds(). The engine's own kinds
@@ -60,7 +60,7 @@ type Options struct {
 	// Outbox, if set, is read at every scrape for the repair outbox's backlog and dead
 	// commands: pgoutbox.Outbox{DB: pool, Tables: store.Tables()}. It is read alongside the
 	// statuses, within the Monitor's Timeout (reconcile.DefaultMonitorTimeout without one). Set
-	// it in one process only, as the Monitor.
+	// it in one process only, as Monitor.
 	Outbox reconcile.OutboxReader
 
 	// Limiter, if set, is the rate limiter the jobs share (a *reconcile.AdaptiveLimiter or a
