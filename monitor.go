@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -125,6 +126,12 @@ func NewMonitor(cfg MonitorConfig) (*Monitor, error) {
 		}
 		if j.Status != nil && isNilPointer(j.Status) {
 			m.jobs[i].Status = nil // a nil store beside a Judge
+		}
+		// The policy is the Monitor's from now on: the caller's map and plan are not shared.
+		m.jobs[i].Policy.LaneLag = maps.Clone(j.Policy.LaneLag)
+		if j.Policy.Schedule != nil {
+			plan := *j.Policy.Schedule
+			m.jobs[i].Policy.Schedule = &plan
 		}
 		if j.Coverage == nil {
 			m.jobs[i].Coverage, _ = m.jobs[i].Status.(CoverageReader)
