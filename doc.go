@@ -148,10 +148,12 @@
 //
 // A store that is a [StatusReader] reads a job's [Status]: the reconciliation lag (the primary
 // SLO), cycle times, the last batch's unverifiable ratio, open and stale findings by kind, lanes
-// and the last failure. [EvaluateHealth] judges it against a [HealthPolicy], a
-// [HealthHandler] serves that over HTTP for alerting, and [PlanCoverage] says whether a schedule
-// keeps up with the rows that arrive. [Config].Observer is told of every call and batch
-// (package prommetrics turns that into Prometheus metrics).
+// and the last failure. [EvaluateHealth] judges it against a [HealthPolicy]. A [Monitor] reads
+// and judges a service's jobs with one cache and one timeout for every surface: a
+// [HealthHandler] serves its judgement over HTTP for alerting, and the review console and
+// package prommetrics take the same Monitor. [PlanCoverage] says whether a schedule keeps up
+// with the rows that arrive. [Config].Observer is told of every call and batch (package
+// prommetrics turns that into Prometheus metrics).
 //
 // # Repairs and review
 //

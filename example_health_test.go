@@ -13,7 +13,7 @@ import (
 )
 
 // A Runner tells the host when a job's cycle completes, and a HealthHandler serves the job's
-// health, here over a store in memory: 200 while it is healthy, 503 with the reasons once a row
+// health as a Monitor judges it, here over a store in memory: 200 while it is healthy, 503 with the reasons once a row
 // has gone unverified past the lag SLO.
 func ExampleHealthHandler() {
 	clock := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -50,9 +50,15 @@ func ExampleHealthHandler() {
 		panic(err)
 	}
 
-	health, err := reconcile.NewHealthHandler(reconcile.HealthHandlerConfig{Jobs: []reconcile.HealthJob{
+	// One Monitor per process: the health endpoint, the review console and the metrics share
+	// its reads and its policies. Its clock here is the example's, which jumps a day.
+	monitor, err := reconcile.NewMonitor(reconcile.MonitorConfig{Jobs: []reconcile.MonitorJob{
 		{Name: "payments", Status: store, Policy: reconcile.HealthPolicy{LagSLO: 24 * time.Hour}},
-	}})
+	}, Now: func() time.Time { return clock }})
+	if err != nil {
+		panic(err)
+	}
+	health, err := reconcile.NewHealthHandler(monitor)
 	if err != nil {
 		panic(err)
 	}

@@ -505,7 +505,8 @@ func (f *FanOut) Accounts() []string {
 
 // Health judges every account: it reads the Status of each account's jobs (FanOutJob.Status)
 // and evaluates it with p. The result is the fan-out's, under its Name: its Status sums the
-// accounts' rows and findings and carries the largest lag, and it has one check per account
+// accounts' rows and findings and carries the largest lag (and their StaleAfter, when they all
+// say the same), and it has one check per account
 // job, named "account:" and the account's id (and ":" and the job's name when the account has
 // more than one job), whose Value is that job's lag and whose Reason, when it fails, names the
 // account and says which of its checks failed. An account whose jobs cannot be built, or whose
@@ -553,7 +554,7 @@ func (f *FanOut) Health(ctx context.Context, p HealthPolicy) Health {
 	listErr := f.listError
 	f.mu.Unlock()
 
-	pd := p.withDefaults()
+	pd := p.WithDefaults()
 	round := func(d time.Duration) string { return d.Round(time.Second).String() }
 	h := Health{Job: f.cfg.Name, OK: true, Status: Status{Job: f.cfg.Name, OpenFindings: map[string]int{}}}
 	add := func(c Check) {
@@ -567,6 +568,7 @@ func (f *FanOut) Health(ctx context.Context, p HealthPolicy) Health {
 		add(Check{Name: "accounts", OK: false, Value: "cannot be listed", Limit: "listed",
 			Reason: "accounts: the account list cannot be read: " + FailureReason(listErr.Error())})
 	}
+	thresholds := map[time.Duration]bool{} // the accounts' Status.StaleAfter
 	for _, t := range targets {
 		c := Check{Name: "account:" + t.account, Limit: round(pd.LagSLO)}
 		if t.several {
@@ -602,6 +604,12 @@ func (f *FanOut) Health(ctx context.Context, p HealthPolicy) Health {
 		c.Reason = fmt.Sprintf("account %s (job %s): %s", t.account, t.job, strings.Join(jh.Reasons(), "; "))
 		add(c)
 		mergeStatus(&h.Status, st)
+		thresholds[st.StaleAfter] = true
+	}
+	if len(thresholds) == 1 { // the accounts' stores agree on what is stale
+		for d := range thresholds {
+			h.Status.StaleAfter = d
+		}
 	}
 	return h
 }

@@ -591,17 +591,14 @@ func TestTheHealthHandlerServesAFanOut(t *testing.T) {
 		st.CycleStartedAt, st.LastCycleCompletedAt, st.LastBatchAt, st.LastBatchScanned = now.Add(-time.Minute), now.Add(-2*time.Minute), now.Add(-time.Minute), 10
 		w.statuses[job] = st
 	}
-	h, err := reconcile.NewHealthHandler(reconcile.HealthHandlerConfig{Jobs: []reconcile.HealthJob{{Name: "connect", Judge: w.fanOut().Health}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := healthHandlerOf(t, reconcile.MonitorConfig{Jobs: []reconcile.MonitorJob{{Name: "connect", Judge: w.fanOut().Health}}})
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz?format=text", nil))
 	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "account acct_big (job payments@acct_big): lag") ||
 		strings.Contains(rec.Body.String(), "account acct_small (job") {
 		t.Errorf("answer %d:\n%s", rec.Code, rec.Body)
 	}
-	if _, err := reconcile.NewHealthHandler(reconcile.HealthHandlerConfig{Jobs: []reconcile.HealthJob{
+	if _, err := reconcile.NewMonitor(reconcile.MonitorConfig{Jobs: []reconcile.MonitorJob{
 		{Name: "connect", Judge: w.fanOut().Health, Status: reconcile.StatusReader(nil)},
 		{Name: "both", Judge: w.fanOut().Health, Status: w.statuses},
 	}}); err == nil || !strings.Contains(err.Error(), `job "both" needs exactly one of Status and Judge`) {

@@ -38,9 +38,14 @@ type Status struct {
 	OpenFindings map[string]int `json:"open_findings"`
 	// OldestOpenFinding is the detection time of the oldest open finding; zero if none.
 	OldestOpenFinding time.Time `json:"oldest_open_finding,omitzero"`
-	// StaleFindings counts the findings open longer than the store's threshold: repairs that
-	// never applied and reviews nobody did.
+	// StaleFindings counts the findings open longer than StaleAfter: repairs that never
+	// applied and reviews nobody did.
 	StaleFindings int `json:"stale_findings"`
+	// StaleAfter is the store's threshold for StaleFindings (pgstore.Config.StaleAfter,
+	// memstore.Options.StaleAfter), so that what shows the count can say, and list, which
+	// findings it counts; zero if the store does not say. In JSON: stale_after_seconds and
+	// stale_after (the Duration's text), left out when zero.
+	StaleAfter time.Duration `json:"-"`
 	// LastFailureAt and LastFailure describe the last batch that failed or could not make a
 	// call (see FailureRecorder); zero if none.
 	LastFailureAt time.Time `json:"last_failure_at,omitzero"`
@@ -132,8 +137,8 @@ type HealthPolicy struct {
 	// Zero means 0.25: a few percent is an API's normal weather, a quarter is an outage or a
 	// bad key. Negative turns the check off.
 	MaxUnverifiableRatio float64
-	// MaxStaleFindings bounds the findings open past the store's threshold. Zero means none
-	// may be; a negative value turns the check off.
+	// MaxStaleFindings bounds the findings open past the store's threshold
+	// (Status.StaleAfter). Zero means none may be; a negative value turns the check off.
 	MaxStaleFindings int
 	// MaxLaneLag bounds, for each lane, the time since it last reached its feed's End (caught up
 	// with an event log, completed a reverse pass). Zero means LagSLO. LaneLag overrides it per
@@ -147,7 +152,9 @@ type HealthPolicy struct {
 	Schedule *PlanInput
 }
 
-func (p HealthPolicy) withDefaults() HealthPolicy {
+// WithDefaults is p with every zero field given the default its doc names, as EvaluateHealth
+// judges by it: for a check of one's own that should agree with the policy's limits.
+func (p HealthPolicy) WithDefaults() HealthPolicy {
 	if p.LagSLO == 0 {
 		p.LagSLO = DefaultLagSLO
 	}
@@ -217,7 +224,7 @@ func (h Health) String() string {
 // with the reason "unverifiable" even while its lag is still within the SLO, so an outage is
 // never reported healthy.
 func EvaluateHealth(st Status, p HealthPolicy) Health {
-	p = p.withDefaults()
+	p = p.WithDefaults()
 	h := Health{Job: st.Job, Status: st, OK: true}
 	add := func(c Check) {
 		h.Checks = append(h.Checks, c)
@@ -266,7 +273,7 @@ func EvaluateHealth(st Status, p HealthPolicy) Health {
 	if p.MaxStaleFindings >= 0 {
 		add(Check{Name: "stale_findings", OK: st.StaleFindings <= p.MaxStaleFindings,
 			Value: fmt.Sprint(st.StaleFindings), Limit: fmt.Sprint(p.MaxStaleFindings),
-			Reason: fmt.Sprintf("stale_findings: %d findings open past the threshold (dead repairs or reviews nobody did)", st.StaleFindings)})
+			Reason: fmt.Sprintf("stale_findings: %d findings open %s (dead repairs or reviews nobody did)", st.StaleFindings, staleThreshold(st.StaleAfter))})
 	}
 	if p.Schedule != nil {
 		in := *p.Schedule
@@ -312,6 +319,15 @@ func EvaluateHealth(st Status, p HealthPolicy) Health {
 		}
 	}
 	return h
+}
+
+// staleThreshold says which findings count as stale: "longer than 24h0m0s", or "past the
+// store's threshold" when the store does not say.
+func staleThreshold(d time.Duration) string {
+	if d <= 0 {
+		return "past the store's threshold"
+	}
+	return "longer than " + d.String()
 }
 
 // OpenFindingKinds returns the kinds with open findings, sorted, for stable output.

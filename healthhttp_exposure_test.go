@@ -56,8 +56,8 @@ func TestTheHealthAnswerShowsAFailureOnlyByItsReason(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newHealthHandler(t,
-		reconcile.HealthJob{Name: job, Status: statusReader(failed)},
-		reconcile.HealthJob{Name: "connect", Judge: fan.Health})
+		reconcile.MonitorJob{Name: job, Status: statusReader(failed)},
+		reconcile.MonitorJob{Name: "connect", Judge: fan.Health})
 	for _, target := range []string{"/healthz", "/healthz?format=text"} {
 		body := get(h, http.MethodGet, target).Body.String()
 		if s := shown(body); len(s) > 0 {
@@ -89,7 +89,7 @@ func TestTheHealthTextAnswerCannotBeForged(t *testing.T) {
 	judge := func(context.Context, reconcile.HealthPolicy) reconcile.Health {
 		return reconcile.Health{Job: "fan", Checks: []reconcile.Check{{Name: "account:" + forged, Value: forged, Limit: forged, Reason: forged}}}
 	}
-	h := newHealthHandler(t, reconcile.HealthJob{Name: job, Status: statusReader(st)}, reconcile.HealthJob{Name: "fan", Judge: judge})
+	h := newHealthHandler(t, reconcile.MonitorJob{Name: job, Status: statusReader(st)}, reconcile.MonitorJob{Name: "fan", Judge: judge})
 	body := get(h, http.MethodGet, "/healthz?format=text").Body.String()
 	for _, line := range strings.Split(body, "\n") {
 		if strings.HasPrefix(line, "OK:") || strings.ContainsAny(line, "\x1b\a\r") {
@@ -124,14 +124,11 @@ func (r *countingReader) Status(context.Context, string) (reconcile.Status, erro
 func TestConcurrentHealthProbesShareOneRead(t *testing.T) {
 	t.Parallel()
 	r := &countingReader{release: make(chan struct{})}
-	h, err := reconcile.NewHealthHandler(reconcile.HealthHandlerConfig{Timeout: 20 * time.Millisecond,
-		Jobs: []reconcile.HealthJob{{Name: job, Status: r}, {Name: "fan", Judge: func(ctx context.Context, _ reconcile.HealthPolicy) reconcile.Health {
+	h := healthHandlerOf(t, reconcile.MonitorConfig{Timeout: 20 * time.Millisecond,
+		Jobs: []reconcile.MonitorJob{{Name: job, Status: r}, {Name: "fan", Judge: func(ctx context.Context, _ reconcile.HealthPolicy) reconcile.Health {
 			st, _ := r.Status(ctx, "fan")
 			return reconcile.Health{Job: "fan", OK: true, Status: st}
 		}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const probes = 300
 	var wg sync.WaitGroup
 	codes := make([]int, probes)

@@ -29,9 +29,19 @@ func healthStores(t *testing.T) (*store, *clock) {
 	return s, c
 }
 
-func newHealthHandler(t *testing.T, jobs ...reconcile.HealthJob) *reconcile.HealthHandler {
+func newHealthHandler(t *testing.T, jobs ...reconcile.MonitorJob) *reconcile.HealthHandler {
 	t.Helper()
-	h, err := reconcile.NewHealthHandler(reconcile.HealthHandlerConfig{Jobs: jobs})
+	return healthHandlerOf(t, reconcile.MonitorConfig{Jobs: jobs})
+}
+
+// healthHandlerOf returns the health handler of a Monitor made of cfg.
+func healthHandlerOf(t *testing.T, cfg reconcile.MonitorConfig) *reconcile.HealthHandler {
+	t.Helper()
+	m, err := reconcile.NewMonitor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := reconcile.NewHealthHandler(m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +82,7 @@ func decode(t *testing.T, w *httptest.ResponseRecorder) answer {
 
 func TestTheHealthHandlerAnswers200ForAHealthyJob(t *testing.T) {
 	s, _ := healthStores(t)
-	h := newHealthHandler(t, reconcile.HealthJob{Name: job, Status: s})
+	h := newHealthHandler(t, reconcile.MonitorJob{Name: job, Status: s})
 	w := get(h, http.MethodGet, "/healthz")
 	a := decode(t, w)
 	if w.Code != http.StatusOK || !a.OK || len(a.Jobs) != 1 || a.Jobs[0].Job != job || !a.Jobs[0].OK || a.Jobs[0].Error != "" {
@@ -91,8 +101,8 @@ func TestTheHealthHandlerAnswers200ForAHealthyJob(t *testing.T) {
 func TestTheHealthHandlerAnswers503WithTheReasons(t *testing.T) {
 	s, c := healthStores(t)
 	h := newHealthHandler(t,
-		reconcile.HealthJob{Name: job, Status: s, Policy: reconcile.HealthPolicy{LagSLO: time.Hour}},
-		reconcile.HealthJob{Name: "refunds", Status: s})
+		reconcile.MonitorJob{Name: job, Status: s, Policy: reconcile.HealthPolicy{LagSLO: time.Hour}},
+		reconcile.MonitorJob{Name: "refunds", Status: s})
 	c.Advance(2 * time.Hour) // past sweep's SLO of an hour
 	w := get(h, http.MethodGet, "/healthz", "Accept", "application/json")
 	a := decode(t, w)
@@ -110,9 +120,9 @@ func TestTheHealthHandlerAnswers503WithTheReasons(t *testing.T) {
 func TestTheHealthHandlerForAPerson(t *testing.T) {
 	s, c := healthStores(t)
 	h := newHealthHandler(t,
-		reconcile.HealthJob{Name: job, Status: s},
-		reconcile.HealthJob{Name: "refunds", Status: s},
-		reconcile.HealthJob{Name: "payouts", Status: failingReader{errors.New("pgstore: status of job payouts: connection refused")}})
+		reconcile.MonitorJob{Name: job, Status: s},
+		reconcile.MonitorJob{Name: "refunds", Status: s},
+		reconcile.MonitorJob{Name: "payouts", Status: failingReader{errors.New("pgstore: status of job payouts: connection refused")}})
 	c.Advance(time.Hour)
 	for _, req := range []struct{ target, accept string }{{"/healthz?format=text", ""}, {"/healthz", "text/plain"}} {
 		w := get(h, http.MethodGet, req.target, "Accept", req.accept)
@@ -126,8 +136,8 @@ func TestTheHealthHandlerForAPerson(t *testing.T) {
 func TestTheJSONAnswerOfTheHealthHandler(t *testing.T) {
 	s, _ := healthStores(t)
 	h := newHealthHandler(t,
-		reconcile.HealthJob{Name: job, Status: s},
-		reconcile.HealthJob{Name: "payouts", Status: failingReader{errors.New("boom")}})
+		reconcile.MonitorJob{Name: job, Status: s},
+		reconcile.MonitorJob{Name: "payouts", Status: failingReader{errors.New("boom")}})
 	golden(t, "health_answer.json", get(h, http.MethodGet, "/healthz").Body.Bytes())
 }
 
@@ -140,13 +150,10 @@ func (r failingReader) Status(context.Context, string) (reconcile.Status, error)
 
 func TestAStoreErrorIs503WithAGenericMessageAndTheDetailsLogged(t *testing.T) {
 	var logged bytes.Buffer
-	h, err := reconcile.NewHealthHandler(reconcile.HealthHandlerConfig{
+	h := healthHandlerOf(t, reconcile.MonitorConfig{
 		Logger: slog.New(slog.NewTextHandler(&logged, nil)),
-		Jobs:   []reconcile.HealthJob{{Name: job, Status: failingReader{errors.New("connect to host=db password=hunter2: refused")}}},
+		Jobs:   []reconcile.MonitorJob{{Name: job, Status: failingReader{errors.New("connect to host=db password=hunter2: refused")}}},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The store's error names a secret, as a careless driver's might: the answer must not.
 	for _, target := range []string{"/healthz", "/healthz?format=text"} {
 		w := get(h, http.MethodGet, target)
@@ -181,14 +188,11 @@ func TestTheHealthHandlerAnswersWithinItsTimeout(t *testing.T) {
 	s, _ := healthStores(t)
 	stuck := stuckReader{release: make(chan struct{})}
 	defer close(stuck.release)
-	h, err := reconcile.NewHealthHandler(reconcile.HealthHandlerConfig{Timeout: 20 * time.Millisecond, Jobs: []reconcile.HealthJob{
+	h := healthHandlerOf(t, reconcile.MonitorConfig{Timeout: 20 * time.Millisecond, Jobs: []reconcile.MonitorJob{
 		{Name: job, Status: s},
 		{Name: "stuck", Status: stuck},
 		{Name: "panicky", Status: panickyReader{}},
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	a := decode(t, get(h, http.MethodGet, "/healthz"))
 	if a.OK || !a.Jobs[0].OK || a.Jobs[1].Error != "status unavailable" || a.Jobs[2].Error != "status unavailable" {
 		t.Fatalf("answer %+v; want sweep healthy, and the stuck and the panicking readers unknown", a)
@@ -197,7 +201,7 @@ func TestTheHealthHandlerAnswersWithinItsTimeout(t *testing.T) {
 
 func TestTheHealthHandlerIsReadOnly(t *testing.T) {
 	s, _ := healthStores(t)
-	h := newHealthHandler(t, reconcile.HealthJob{Name: job, Status: s})
+	h := newHealthHandler(t, reconcile.MonitorJob{Name: job, Status: s})
 	for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions} {
 		w := get(h, m, "/healthz")
 		if w.Code != http.StatusMethodNotAllowed || w.Header().Get("Allow") != "GET, HEAD" {
@@ -211,7 +215,7 @@ func TestTheHealthHandlerIsReadOnly(t *testing.T) {
 
 func TestTheHealthHandlerChoosesJSONOrText(t *testing.T) {
 	s, _ := healthStores(t)
-	h := newHealthHandler(t, reconcile.HealthJob{Name: job, Status: s})
+	h := newHealthHandler(t, reconcile.MonitorJob{Name: job, Status: s})
 	tests := []struct {
 		name, target, accept string
 		want                 string // the Content-Type's media type, or "400"
@@ -246,20 +250,29 @@ func TestTheHealthHandlerChoosesJSONOrText(t *testing.T) {
 	}
 }
 
-func TestNewHealthHandlerRejectsBadConfigs(t *testing.T) {
+func TestNewMonitorRejectsBadConfigs(t *testing.T) {
 	s := newStore(newClock(), 1, always("paid"))
 	var nilStore *store
-	for name, cfg := range map[string]reconcile.HealthHandlerConfig{
-		"no jobs":            {},
-		"a job without name": {Jobs: []reconcile.HealthJob{{Status: s}}},
-		"a job twice":        {Jobs: []reconcile.HealthJob{{Name: "a", Status: s}, {Name: "a", Status: s}}},
-		"no reader":          {Jobs: []reconcile.HealthJob{{Name: "a"}}},
-		"a nil reader":       {Jobs: []reconcile.HealthJob{{Name: "a", Status: nilStore}}},
-		"a negative timeout": {Jobs: []reconcile.HealthJob{{Name: "a", Status: s}}, Timeout: -time.Second},
+	judge := func(context.Context, reconcile.HealthPolicy) reconcile.Health { return reconcile.Health{} }
+	for name, cfg := range map[string]reconcile.MonitorConfig{
+		"no jobs":                  {},
+		"a job without name":       {Jobs: []reconcile.MonitorJob{{Status: s}}},
+		"a job twice":              {Jobs: []reconcile.MonitorJob{{Name: "a", Status: s}, {Name: "a", Status: s}}},
+		"no reader":                {Jobs: []reconcile.MonitorJob{{Name: "a"}}},
+		"a nil reader":             {Jobs: []reconcile.MonitorJob{{Name: "a", Status: nilStore}}},
+		"a reader and a judge":     {Jobs: []reconcile.MonitorJob{{Name: "a", Status: s, Judge: judge}}},
+		"a nil coverage reader":    {Jobs: []reconcile.MonitorJob{{Name: "a", Status: s, Coverage: nilStore}}},
+		"a name with a line break": {Jobs: []reconcile.MonitorJob{{Name: "a\nb", Status: s}}},
+		"a name of invalid UTF-8":  {Jobs: []reconcile.MonitorJob{{Name: "a\xff", Status: s}}},
+		"a negative lag SLO":       {Jobs: []reconcile.MonitorJob{{Name: "a", Status: s, Policy: reconcile.HealthPolicy{LagSLO: -time.Hour}}}},
+		"a negative timeout":       {Jobs: []reconcile.MonitorJob{{Name: "a", Status: s}}, Timeout: -time.Second},
 	} {
-		if _, err := reconcile.NewHealthHandler(cfg); err == nil {
-			t.Errorf("%s: NewHealthHandler succeeded", name)
+		if _, err := reconcile.NewMonitor(cfg); err == nil {
+			t.Errorf("%s: NewMonitor succeeded", name)
 		}
+	}
+	if _, err := reconcile.NewHealthHandler(nil); err == nil {
+		t.Error("NewHealthHandler(nil) succeeded")
 	}
 }
 
@@ -281,7 +294,7 @@ func TestTheHealthHandlerShowsNoKeyAStoreHolds(t *testing.T) {
 		Lanes: []reconcile.LaneStatus{{Lane: "events", CreatedAt: now, GapAt: now, GapOpen: true, GapReason: "restarted with " + key,
 			LastFailureAt: now, LastFailure: "whsec_abcdef0123 rejected"}},
 	}
-	h := newHealthHandler(t, reconcile.HealthJob{Name: job, Status: statusReader(st)})
+	h := newHealthHandler(t, reconcile.MonitorJob{Name: job, Status: statusReader(st)})
 	for _, target := range []string{"/healthz", "/healthz?format=text"} {
 		body := get(h, http.MethodGet, target).Body.String()
 		if strings.Contains(body, "sk_test_") || strings.Contains(body, "whsec_") {
@@ -303,11 +316,22 @@ func TestTheHealthHandlerShowsNoKeyAJudgeReports(t *testing.T) {
 		return reconcile.Health{Job: "fan", Status: reconcile.Status{Job: "fan", OpenFindings: map[string]int{"unexpected:" + key: 1}},
 			Checks: []reconcile.Check{{Name: "account:" + key, Value: "1h", Limit: "72h", Reason: "account " + key + " lags"}}}
 	}
-	h := newHealthHandler(t, reconcile.HealthJob{Name: "fan", Judge: judge})
+	h := newHealthHandler(t, reconcile.MonitorJob{Name: "fan", Judge: judge})
 	for _, target := range []string{"/healthz", "/healthz?format=text"} {
 		body := get(h, http.MethodGet, target).Body.String()
 		if strings.Contains(body, "sk_live_") || !strings.Contains(body, "account:[redacted key]") {
 			t.Errorf("%s:\n%s", target, body)
+		}
+	}
+}
+
+// A HealthHandler not made by NewHealthHandler has no jobs to judge: it must not answer that
+// all is well.
+func TestAZeroHealthHandlerAnswers500(t *testing.T) {
+	t.Parallel()
+	for _, h := range []*reconcile.HealthHandler{nil, {}} {
+		if w := get(h, http.MethodGet, "/healthz"); w.Code != http.StatusInternalServerError {
+			t.Errorf("%#v answered %d: %s", h, w.Code, w.Body)
 		}
 	}
 }

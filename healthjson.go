@@ -16,7 +16,8 @@ import (
 // durationJSON is a Duration in its two JSON fields; the names are the caller's.
 func durationJSON(d time.Duration) (float64, string) { return d.Seconds(), d.String() }
 
-// MarshalJSON writes the status in its JSON form: its tags, with the lag as lag_seconds and lag.
+// MarshalJSON writes the status in its JSON form: its tags, with the lag as lag_seconds and lag,
+// and the stale threshold, when the store says it, as stale_after_seconds and stale_after.
 func (s Status) MarshalJSON() ([]byte, error) {
 	type plain Status // the fields and tags, without this method
 	p := plain(s)
@@ -31,10 +32,16 @@ func (s Status) MarshalJSON() ([]byte, error) {
 	}
 	w := struct {
 		plain
-		LagSeconds float64 `json:"lag_seconds"`
-		Lag        string  `json:"lag"`
+		LagSeconds        float64  `json:"lag_seconds"`
+		Lag               string   `json:"lag"`
+		StaleAfterSeconds *float64 `json:"stale_after_seconds,omitempty"`
+		StaleAfter        string   `json:"stale_after,omitempty"`
 	}{plain: p}
 	w.LagSeconds, w.Lag = durationJSON(s.Lag)
+	if s.StaleAfter != 0 {
+		secs, text := durationJSON(s.StaleAfter)
+		w.StaleAfterSeconds, w.StaleAfter = &secs, text
+	}
 	return json.Marshal(w)
 }
 
@@ -43,8 +50,10 @@ func (s *Status) UnmarshalJSON(b []byte) error {
 	type plain Status
 	var w struct {
 		plain
-		LagSeconds float64 `json:"lag_seconds"`
-		Lag        string  `json:"lag"`
+		LagSeconds        float64 `json:"lag_seconds"`
+		Lag               string  `json:"lag"`
+		StaleAfterSeconds float64 `json:"stale_after_seconds"`
+		StaleAfter        string  `json:"stale_after"`
 	}
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
@@ -53,8 +62,12 @@ func (s *Status) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return err
 	}
+	staleAfter, err := durationOf("stale_after", w.StaleAfter, w.StaleAfterSeconds)
+	if err != nil {
+		return err
+	}
 	*s = Status(w.plain)
-	s.Lag = lag
+	s.Lag, s.StaleAfter = lag, staleAfter
 	if len(s.Lanes) == 0 {
 		s.Lanes = nil // as stores report a job without lanes
 	}

@@ -42,7 +42,7 @@ func judgedHealth() reconcile.Health {
 		CycleStartedAt: now.Add(-30 * time.Hour), LastCycleCompletedAt: now.Add(-30 * time.Hour), CyclesCompleted: 7,
 		LastBatchAt: now.Add(-2 * time.Minute), LastBatchScanned: 200, LastBatchUnverifiable: 3,
 		OpenFindings:      map[string]int{"missed_cancel": 11, "amount_mismatch": 2},
-		OldestOpenFinding: now.Add(-50 * time.Hour), StaleFindings: 2,
+		OldestOpenFinding: now.Add(-50 * time.Hour), StaleFindings: 2, StaleAfter: 24 * time.Hour,
 		LastFailureAt: now.Add(-3 * time.Hour), LastFailure: "stripeadapter: list payment intents: unavailable",
 		Lanes: []reconcile.LaneStatus{{
 			Lane: "events", CreatedAt: now.Add(-100 * time.Hour), LastRunAt: now.Add(-time.Minute), PassesCompleted: 90,

@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net/http"
 	"net/url"
 	"path"
 	"slices"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/reconcilekit/reconcile"
@@ -20,10 +18,8 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultPageSize      = 50
-	MaxPageSize          = 500
-	DefaultStatusTTL     = 30 * time.Second
-	DefaultStatusTimeout = 10 * time.Second
+	DefaultPageSize = 50
+	MaxPageSize     = 500
 )
 
 // DefaultResolutions are offered in the resolve form when Config.Resolutions is empty: what a
@@ -40,10 +36,6 @@ type Config struct {
 	// by reconcile.ErrFindingNotFound, ErrAlreadyResolved, ErrAlreadyOpen and ErrFoundAgain.
 	// Required.
 	Store reconcile.Reviewer
-	// Status reads each job's monitoring figures for the overview: StatusByJob gives each job
-	// its own store (tiers over one table each see their own rows). Nil means Store, which
-	// must then be a reconcile.StatusReader (pgstore.Store[L] is).
-	Status reconcile.StatusReader
 	// Authenticate returns the actor making the request (a login, recorded as the author of
 	// resolutions and reopenings), or an error to refuse it. Every request goes through it,
 	// reads included. It is the host's: a session cookie, a header set by an authenticating
@@ -62,29 +54,19 @@ type Config struct {
 	// are relative, so both work under any prefix.
 	BasePath string
 
-	// Jobs are the jobs the console is for: the overview shows them, in this order, and the
-	// findings list, the finding pages and the writes are limited to their findings (another
-	// job's finding is a 404, a filter by another job a 400). Empty means the jobs of Status
-	// (or Store) if it is a JobLister (StatusByJob is); if it is not, the overview shows none
-	// and the rest is not limited by job.
+	// Monitor reads and judges the jobs the overview shows, in its order, each by its own
+	// policy, with the coverage chart of each job whose store reads one (the Monitor's
+	// cache and timeout bound both): give it the Monitor the health endpoint and the metrics
+	// use. The console tells it of every resolution and reopening (Monitor.Forget), so that
+	// the overview, the health answer and the gauges show them at once. Nil means an overview
+	// without jobs.
+	Monitor *reconcile.Monitor
+	// Jobs are the jobs whose findings the console is for: the findings list, the finding
+	// pages and the writes are limited to their findings (another job's finding is a 404, a
+	// filter by another job a 400). Empty means the Monitor's jobs; with neither, findings are
+	// not limited by job. A FanOut's accounts' jobs (payments@acct_...) are not the Monitor's,
+	// which judges the fan-out as one: list them here.
 	Jobs []string
-	// Policy judges each job's status on the overview; Policies overrides it per job. The
-	// zero Policy is reconcile's defaults.
-	Policy   reconcile.HealthPolicy
-	Policies map[string]reconcile.HealthPolicy
-	// StatusTTL caches each job's status for the overview: pgstore's Status scans the job's
-	// table. A resolution or reopening through the console clears the cache. Zero means
-	// DefaultStatusTTL; a negative value reads on every request.
-	StatusTTL time.Duration
-	// StatusTimeout bounds the overview's status reads, which run concurrently. Zero means
-	// DefaultStatusTimeout.
-	StatusTimeout time.Duration
-	// Coverage reads each job's coverage for the overview's chart (how long its rows have
-	// gone unverified, and its open findings over the last 14 days), cached and bounded like
-	// the statuses (StatusTTL, StatusTimeout). Nil means Status, for each job whose status
-	// reader is also a reconcile.CoverageReader (through StatusByJob, the job's own store;
-	// pgstore and memstore are); a job without one has no chart.
-	Coverage reconcile.CoverageReader
 
 	// Resolutions are the words a person may resolve a finding with. Empty means
 	// DefaultResolutions.
@@ -101,10 +83,6 @@ type Config struct {
 	// TimeZones are the zones a reviewer may choose from; the choice is kept in a cookie.
 	// Empty means DefaultTimeZones (those the system's zone database has).
 	TimeZones []string
-	// StaleAfter is the store's threshold for stale findings (pgstore.Config.StaleAfter), for
-	// the overview's link from its stale findings to the list of them. Zero means 24 hours,
-	// pgstore's default.
-	StaleAfter time.Duration
 	// ExternalURL links a finding to its external object; an empty string means no link.
 	// html/template drops URLs with unsafe schemes (javascript:) whatever it returns. Nil
 	// means StripeDashboardURL(false).
@@ -128,25 +106,18 @@ type Config struct {
 // Console is the review console, an http.Handler. It is safe for concurrent use.
 type Console struct {
 	store        reconcile.Reviewer
-	status       reconcile.StatusReader
+	monitor      *reconcile.Monitor
 	authenticate func(*http.Request) (string, error)
 	challenge    string
 	base         string
 	jobs         []string
-	policy       reconcile.HealthPolicy
-	policies     map[string]reconcile.HealthPolicy
 	resolutions  []string
 	kinds        kindTable
 	zones        zones
-	staleAfter   time.Duration
 	externalURL  func(reconcile.Finding) string
 	pageSize     int
-	timeout      time.Duration
 	csrf         *tokens
 	origins      *http.CrossOriginProtection
-	coverage     reconcile.CoverageReader
-	statuses     *readCache[reconcile.Status]
-	coverages    *readCache[reconcile.Coverage]
 	log          *slog.Logger
 	mux          *http.ServeMux
 }
@@ -160,38 +131,22 @@ func New(cfg Config) (*Console, error) {
 		return nil, errors.New("console: Config.Authenticate is nil; the console needs the host's authentication and will not serve without it")
 	case cfg.PageSize < 0 || cfg.PageSize > MaxPageSize:
 		return nil, fmt.Errorf("console: Config.PageSize %d is not between 0 and %d", cfg.PageSize, MaxPageSize)
-	case cfg.StatusTimeout < 0:
-		return nil, fmt.Errorf("console: Config.StatusTimeout %v is negative", cfg.StatusTimeout)
 	case len(cfg.CSRFKey) > 0 && len(cfg.CSRFKey) < 32:
 		return nil, fmt.Errorf("console: Config.CSRFKey has %d bytes; at least 32 are needed", len(cfg.CSRFKey))
 	case strings.ContainsAny(cfg.Challenge, "\r\n"):
 		return nil, errors.New("console: Config.Challenge has a line break")
-	case cfg.StaleAfter < 0:
-		return nil, fmt.Errorf("console: Config.StaleAfter %v is negative", cfg.StaleAfter)
 	}
 	base, err := basePath(cfg.BasePath)
 	if err != nil {
 		return nil, err
 	}
 	c := &Console{
-		store: cfg.Store, status: cfg.Status, coverage: cfg.Coverage, authenticate: cfg.Authenticate, challenge: cfg.Challenge, base: base,
-		jobs: slices.Clone(cfg.Jobs), policy: cfg.Policy, policies: maps.Clone(cfg.Policies),
-		resolutions: slices.Clone(cfg.Resolutions), externalURL: cfg.ExternalURL,
-		pageSize: cfg.PageSize, timeout: cfg.StatusTimeout, log: cfg.Logger,
+		store: cfg.Store, monitor: cfg.Monitor, authenticate: cfg.Authenticate, challenge: cfg.Challenge, base: base,
+		jobs: slices.Clone(cfg.Jobs), resolutions: slices.Clone(cfg.Resolutions), externalURL: cfg.ExternalURL,
+		pageSize: cfg.PageSize, log: cfg.Logger,
 	}
-	if c.status == nil {
-		sr, ok := cfg.Store.(reconcile.StatusReader)
-		if !ok {
-			return nil, errors.New("console: Config.Status is nil and Config.Store reads no statuses")
-		}
-		c.status = sr
-	}
-	if len(c.jobs) == 0 {
-		if jl, ok := c.status.(JobLister); ok {
-			c.jobs = jl.Jobs()
-		} else if jl, ok := cfg.Store.(JobLister); ok {
-			c.jobs = jl.Jobs()
-		}
+	if len(c.jobs) == 0 && c.monitor != nil {
+		c.jobs = c.monitor.Jobs()
 	}
 	for _, j := range c.jobs {
 		if j == "" {
@@ -215,20 +170,12 @@ func New(cfg Config) (*Console, error) {
 	if c.zones, err = newZones(cfg.TimeZone, cfg.TimeZones); err != nil {
 		return nil, err
 	}
-	if c.staleAfter = cfg.StaleAfter; c.staleAfter == 0 {
-		c.staleAfter = 24 * time.Hour
-	}
 	if c.externalURL == nil {
 		c.externalURL = StripeDashboardURL(false)
 	}
 	if c.pageSize == 0 {
 		c.pageSize = DefaultPageSize
 	}
-	if c.timeout == 0 {
-		c.timeout = DefaultStatusTimeout
-	}
-	c.statuses = newReadCache[reconcile.Status]("status", cfg.StatusTTL, c.timeout)
-	c.coverages = newReadCache[reconcile.Coverage]("coverage", cfg.StatusTTL, c.timeout)
 	if c.log == nil {
 		c.log = slog.Default()
 	}

@@ -51,8 +51,8 @@ func TestTheOverviewJudgesEachJobAndCountsItsOpenFindingsByKind(t *testing.T) {
 	}
 
 	// A resolution through the console shows on the overview at once, whatever the cache.
-	w2 := newWorld(t, false, func(c *console.Config) { c.StatusTTL = 0 })
-	w2.get(t, "/", "alice") // cached now, for DefaultStatusTTL
+	w2 := newWorldTTL(t, false, 0, nil)
+	w2.get(t, "/", "alice") // kept now, for DefaultMonitorTTL
 	id := w2.ids["1"]
 	r := w2.do(t, http.MethodPost, fmt.Sprintf("/findings/%d/resolve", id), "alice",
 		url.Values{"csrf_token": {w2.token(t, id, "alice")}, "resolution": {"fixed"}})
@@ -593,8 +593,8 @@ func TestHostileFindingDataIsRenderedHarmlessly(t *testing.T) {
 func TestAFailingStoreIsA500ThatShowsNoInternals(t *testing.T) {
 	t.Parallel()
 	secret := "password=hunter2 host=db.internal.example"
-	c, err := console.New(console.Config{Store: &fakeStore{err: fmt.Errorf("dial %s: refused", secret)},
-		Authenticate: headerAuth, Jobs: []string{"sweep"}, Logger: discard})
+	store := &fakeStore{err: fmt.Errorf("dial %s: refused", secret)}
+	c, err := console.New(console.Config{Store: store, Monitor: monitorOf(t, store, "sweep"), Authenticate: headerAuth, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -613,7 +613,7 @@ func TestAFailingStoreIsA500ThatShowsNoInternals(t *testing.T) {
 func TestTheConsoleWorksUnderAPrefixStrippedOrNot(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, false, func(c *console.Config) { c.BasePath = "/ops/review" })
-	stripped, err := console.New(console.Config{Store: w.store, Status: console.StatusByJob{"sweep": w.store, "hostile": w.store, "idle": w.store}, Authenticate: headerAuth, StatusTTL: -1, Logger: discard})
+	stripped, err := console.New(console.Config{Store: w.store, Monitor: w.monitor(t, -1), Authenticate: headerAuth, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,22 +92,24 @@ func fortnight(now time.Time, open ...int) []reconcile.OpenSample {
 	return out
 }
 
-// coverageConsole serves a console over findings (none unless given) whose jobs' statuses
-// are read through status, cfg changed by mod.
-func coverageConsole(t *testing.T, status reconcile.StatusReader, mod func(*console.Config), findings ...reconcile.Finding) *httptest.Server {
+// coverageConsole serves a console over findings (none unless given) whose Monitor reads the
+// job "sweep" through status, with an SLO of 24 hours, its config changed by mod.
+func coverageConsole(t *testing.T, status reconcile.StatusReader, mod func(*reconcile.MonitorConfig), findings ...reconcile.Finding) *httptest.Server {
 	t.Helper()
-	cfg := console.Config{
+	mc := reconcile.MonitorConfig{Jobs: []reconcile.MonitorJob{{Name: "sweep", Status: status, Policy: reconcile.HealthPolicy{LagSLO: 24 * time.Hour}}}}
+	if mod != nil {
+		mod(&mc)
+	}
+	monitor, err := reconcile.NewMonitor(mc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := console.New(console.Config{
 		Store:        &memReviewer{findings: findings},
-		Status:       status,
-		Jobs:         []string{"sweep"},
-		Policy:       reconcile.HealthPolicy{LagSLO: 24 * time.Hour},
+		Monitor:      monitor,
 		Authenticate: headerAuth,
 		Logger:       discard,
-	}
-	if mod != nil {
-		mod(&cfg)
-	}
-	c, err := console.New(cfg)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,8 +238,8 @@ func TestTheChartSaysWhatTheStoreCannotTell(t *testing.T) {
 func TestAJobWhoseStoreReadsNoCoverageHasNoChart(t *testing.T) {
 	t.Parallel()
 	withCov, without := newCoverageStore(sixBuckets), statusOnly{newCoverageStore(sixBuckets)}
-	body := overviewOf(t, coverageConsole(t, console.StatusByJob{"sweep": withCov, "plain": without}, func(c *console.Config) {
-		c.Jobs = []string{"sweep", "plain"}
+	body := overviewOf(t, coverageConsole(t, withCov, func(c *reconcile.MonitorConfig) {
+		c.Jobs = append(c.Jobs, reconcile.MonitorJob{Name: "plain", Status: without})
 	}))
 	if sweep := section(t, body, "sweep"); !strings.Contains(sweep, `id="cov-0-ages"`) {
 		t.Errorf("the job whose store reads coverage has no chart:\n%s", sweep)
@@ -247,11 +249,11 @@ func TestAJobWhoseStoreReadsNoCoverageHasNoChart(t *testing.T) {
 		t.Errorf("the job whose store reads no coverage shows a chart or an error:\n%s", plain)
 	}
 
-	// Config.Coverage gives the chart to a status reader that reads none.
+	// MonitorJob.Coverage gives the chart to a status reader that reads none.
 	explicit := newCoverageStore(sixBuckets)
-	body = overviewOf(t, coverageConsole(t, statusOnly{newCoverageStore(reconcile.Coverage{})}, func(c *console.Config) { c.Coverage = explicit }))
+	body = overviewOf(t, coverageConsole(t, statusOnly{newCoverageStore(reconcile.Coverage{})}, func(c *reconcile.MonitorConfig) { c.Jobs[0].Coverage = explicit }))
 	if sweep := section(t, body, "sweep"); !strings.Contains(sweep, `id="cov-0-ages"`) || explicit.readsOf("sweep") != 1 {
-		t.Errorf("Config.Coverage was read %d times, want 1, and the chart:\n%s", explicit.readsOf("sweep"), sweep)
+		t.Errorf("MonitorJob.Coverage was read %d times, want 1, and the chart:\n%s", explicit.readsOf("sweep"), sweep)
 	}
 }
 
@@ -267,9 +269,11 @@ func TestTheChartIsBoundedByTheJobsSLO(t *testing.T) {
 		mu.Unlock()
 		return store.Coverage(ctx, job, q)
 	})
-	body := overviewOf(t, coverageConsole(t, store, func(c *console.Config) {
-		c.Jobs, c.Coverage, c.Policy = []string{"slow", "fast"}, reader, reconcile.HealthPolicy{}
-		c.Policies = map[string]reconcile.HealthPolicy{"fast": {LagSLO: 15 * time.Minute}}
+	body := overviewOf(t, coverageConsole(t, store, func(c *reconcile.MonitorConfig) {
+		c.Jobs = []reconcile.MonitorJob{
+			{Name: "slow", Status: store, Coverage: reader},
+			{Name: "fast", Status: store, Coverage: reader, Policy: reconcile.HealthPolicy{LagSLO: 15 * time.Minute}},
+		}
 	}))
 	for job, want := range map[string]string{"slow": "SLO 3d", "fast": "SLO 15m"} {
 		if s := section(t, body, job); !strings.Contains(s, `class="slo">`+want+`</text>`) {
@@ -305,7 +309,7 @@ func TestTheCoverageIsReadOnceAViewAndKeptLikeTheStatus(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			store := newCoverageStore(sixBuckets)
-			srv := coverageConsole(t, store, func(c *console.Config) { c.StatusTTL = tt.ttl }, open)
+			srv := coverageConsole(t, store, func(c *reconcile.MonitorConfig) { c.TTL = tt.ttl }, open)
 			w := &world{srv: srv}
 			for range tt.views {
 				w.get(t, "/", "alice")

@@ -7,11 +7,16 @@
 //
 // New returns a *Console, an http.Handler. Mount it under any path:
 //
+//	// The process's one Monitor: the health endpoint and the metrics take it too.
+//	monitor, err := reconcile.NewMonitor(reconcile.MonitorConfig{Jobs: []reconcile.MonitorJob{
+//		{Name: "payments-hot", Status: hot, Policy: reconcile.HealthPolicy{LagSLO: 24 * time.Hour}},
+//		{Name: "payments-cold", Status: cold}, // each job through its own store
+//	}})
+//	if err != nil { ... }
 //	c, err := console.New(console.Config{
 //		Store:        hot, // a *pgstore.Store[L]: every job's findings, in the shared tables
-//		Status:       console.StatusByJob{"payments-hot": hot, "payments-cold": cold},
+//		Monitor:      monitor,
 //		Authenticate: host.ReviewerOf, // func(*http.Request) (string, error)
-//		Policy:       reconcile.HealthPolicy{LagSLO: 24 * time.Hour},
 //	})
 //	if err != nil { ... }
 //	mux.Handle("/review/", http.StripPrefix("/review", c))
@@ -41,16 +46,16 @@
 // the finding was resolved (or reopened) already or its drift was found again, 500 when the
 // store fails. They never show an internal error's text: that goes to Config.Logger.
 //
-// The console is for its jobs only (Config.Jobs, else those of StatusByJob): the list, the
-// finding pages and the writes see no other job's findings, even when they share the tables.
+// The console is for its jobs only (Config.Jobs, else the Monitor's): the list, the finding
+// pages and the writes see no other job's findings, even when they share the tables.
 //
 // Config.Store is the core's reconcile.Reviewer, which pgstore.Store[L] and memstore.Store[K, L]
 // implement: the findings, their history (pgstore's append-only audit table and its repair
 // commands' states), ResolveFinding and ReopenFinding, and each finding's external id (the
-// PaymentIntent), to link to it. Config.Status reads each job's Status, through the store over
-// that job's rows (StatusByJob). Both interfaces are small so that a host can wrap them, for
-// instance to resolve through its own canonical writer in the same transaction as a business
-// change, or fake them in tests.
+// PaymentIntent), to link to it. Config.Monitor reads each job's Status through the store over
+// that job's rows (reconcile.MonitorJob.Status, a reconcile.StatusReader). Both interfaces are
+// small so that a host can wrap them, for instance to resolve through its own canonical writer
+// in the same transaction as a business change, or fake them in tests.
 //
 // # Authentication
 //
@@ -94,38 +99,39 @@
 //
 // # What is shown
 //
-// The overview shows, per job (Config.Jobs, else the store's jobs): OK or FAILING against the
-// job's HealthPolicy (Config.Policy, or Config.Policies[job]) with the reason of every failing
-// check (a failed batch or lane step by a short classified reason — database error, external
-// system unavailable, rate limited, authentication rejected by the external system, invalid
-// request, cancelled/timeout or other error — never by the failure's text, which may hold SQL,
-// host names or a credential a broken server echoed back), the reconciliation lag, the last
+// The overview shows, per job of Config.Monitor: OK or FAILING against the job's HealthPolicy
+// (reconcile.MonitorJob.Policy), as the health endpoint and the metrics judge it, with the reason
+// of every failing check (a failed batch or lane step by a short classified reason — database
+// error, external system unavailable, rate limited, authentication rejected by the external system,
+// invalid request, cancelled/timeout or other error — never by the failure's text, which may hold
+// SQL, host names or a credential a broken server echoed back), the reconciliation lag, the last
 // completed cycle, the current cycle's age, the last batch's unverifiable ratio, the stale
 // findings, and the open findings by kind, each a link to the list filtered by job and kind.
-// Statuses are cached for Config.StatusTTL (30 s) because pgstore's Status scans the job's
-// table; a write through the console clears the cache. A job whose status cannot be read is
-// shown as STATUS UNAVAILABLE, never as OK.
+// Statuses are read through the Monitor, which keeps them for its TTL (30 s) because pgstore's
+// Status may scan the job's table and bounds each read by its Timeout; a write through the console
+// drops what it keeps (Monitor.Forget). A job whose status cannot be read is shown as STATUS
+// UNAVAILABLE, never as OK.
 //
-// Coverage: where a job's store also reads its coverage (a reconcile.CoverageReader, as
-// pgstore and memstore are; Config.Coverage names another), the overview charts how long the
-// job's rows have gone unverified: a bar a bucket (≤1h, 1h–6h, 6h–24h, 24h–3d, 3d–7d, >7d for
-// a 24h SLO: two round spans below the job's LagSLO, the SLO, two above), the SLO a dashed
-// line labelled "SLO 24h", the buckets past it hatched and outlined under a "past the SLO"
-// label, each bar with its count; and beside it the job's open findings a day over the last
-// 14 days, each day's value written over its point. Both are inline SVG (no script, no style
-// attribute: the Content-Security-Policy holds), each an image labelled with its job and
-// described by a sentence of what it shows, with the same figures as a table under "The
-// coverage as a table". A store that cannot tell without a full scan says why
-// (Coverage.Unknown), and the sentence is shown instead of the bars; counts estimated from the
-// sweep's batch records (Coverage.Estimated) are said to be so, since a row may then show
-// older than it is. A job whose store reads no coverage has no chart, and a failed read shows
-// a line saying so (the error is logged) without touching the job's health. Coverage is read
-// like the status, and with it: once per job per StatusTTL at most, within StatusTimeout, and
-// forgotten after a write through the console.
+// Coverage: where a job's store also reads its coverage (a reconcile.CoverageReader, as pgstore and
+// memstore are; reconcile.MonitorJob.Coverage names another), the overview charts how long the
+// job's rows have gone unverified: a bar a bucket (≤1h, 1h–6h, 6h–24h, 24h–3d, 3d–7d, >7d for a 24h
+// SLO: two round spans below the job's LagSLO, the SLO, two above), the SLO a dashed line labelled
+// "SLO 24h", the buckets past it hatched and outlined under a "past the SLO" label, each bar with
+// its count; and beside it the job's open findings a day over the last 14 days, each day's value
+// written over its point. Both are inline SVG (no script, no style attribute: the
+// Content-Security-Policy holds), each an image labelled with its job and described by a sentence
+// of what it shows, with the same figures as a table under "The coverage as a table". A store that
+// cannot tell without a full scan says why (Coverage.Unknown), and the sentence is shown instead of
+// the bars; counts estimated from the sweep's batch records (Coverage.Estimated) are said to be so,
+// since a row may then show older than it is. A job whose store reads no coverage has no chart, and
+// a failed read shows a line saying so (the error is logged) without touching the job's health.
+// Coverage is read like the status, and with it, through the Monitor (Monitor.Coverage): once per
+// job per TTL at most, within its Timeout, and forgotten after a write through the console.
 //
 // The overview's counts link to the findings behind them: each kind's count, the job's open
-// findings, and its stale findings (open for more than Config.StaleAfter, 24 hours by default
-// as pgstore's; the failing stale_findings reason links there too).
+// findings, and its stale findings (open for more than the threshold the store's status says,
+// reconcile.Status.StaleAfter: pgstore.Config.StaleAfter, 24 hours by default; the failing
+// stale_findings reason links there too).
 //
 // The findings list filters by job, kind (a pick list of the kinds the console knows, each
 // with its one-line meaning), record, state (open by default) and age (detected more than 1

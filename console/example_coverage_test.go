@@ -27,13 +27,21 @@ func (c coverageOf) Coverage(_ context.Context, job string, q reconcile.Coverage
 }
 
 func ExampleConfig_coverage() {
-	c, err := console.New(console.Config{
-		Store:        &memStore{},
-		Jobs:         []string{"payments"},
-		Authenticate: func(*http.Request) (string, error) { return "alice", nil },
+	store := &memStore{}
+	monitor, err := reconcile.NewMonitor(reconcile.MonitorConfig{Jobs: []reconcile.MonitorJob{{
+		Name: "payments", Status: store,
 		// The chart's buckets are drawn around the SLO: ≤1h, 1h–6h, 6h–24h, 24h–3d, 3d–7d, >7d.
 		Policy:   reconcile.HealthPolicy{LagSLO: 24 * time.Hour},
-		Coverage: coverageOf{"payments": {900, 50, 30, 15, 4, 1}},
+		Coverage: coverageOf{"payments": {900, 50, 30, 15, 4, 1}}, // a pgstore.Store reads its own
+	}}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	c, err := console.New(console.Config{
+		Store:        store,
+		Monitor:      monitor,
+		Authenticate: func(*http.Request) (string, error) { return "alice", nil },
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -55,8 +55,15 @@ func Example() {
 		// What the classifier saw differ, its amounts formatted in their own decimals.
 		Diffs: []reconcile.Diff{{Field: "amount", Local: reconcile.FormatAmount(1000, "jpy"), External: reconcile.FormatAmount(1200, "jpy")}},
 	}}}
+	// The jobs the overview shows, read and judged as the health endpoint and the metrics do.
+	monitor, err := reconcile.NewMonitor(reconcile.MonitorConfig{Jobs: []reconcile.MonitorJob{{Name: "payments", Status: store}}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	c, err := console.New(console.Config{
-		Store: store,
+		Store:   store,
+		Monitor: monitor,
 		// The host's own authentication: here, a reviewer's name set by a trusted proxy.
 		// Trusting a client header such as X-Reviewer is only safe behind a proxy that
 		// authenticates every request and sets the header itself, stripping any the client
@@ -68,7 +75,6 @@ func Example() {
 			}
 			return "", errors.New("not signed in")
 		},
-		Jobs: []string{"payments"},
 	})
 	if err != nil {
 		fmt.Println(err)

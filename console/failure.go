@@ -1,7 +1,6 @@
 package console
 
 import (
-	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/internal/shared/redact"
 )
 
@@ -12,23 +11,5 @@ func redactSecrets(s string) string {
 	return redact.Keys(s)
 }
 
-// showableStatus is st with its failure texts replaced by their reasons
-// (reconcile.FailureReason) and its other stored texts redacted, for EvaluateHealth's reasons
-// on the overview.
-func showableStatus(st reconcile.Status) reconcile.Status {
-	if st.LastFailure != "" || !st.LastFailureAt.IsZero() {
-		st.LastFailure = reconcile.FailureReason(st.LastFailure)
-	}
-	if len(st.Lanes) > 0 {
-		lanes := make([]reconcile.LaneStatus, len(st.Lanes))
-		for i, l := range st.Lanes {
-			if l.LastFailure != "" || !l.LastFailureAt.IsZero() {
-				l.LastFailure = reconcile.FailureReason(l.LastFailure)
-			}
-			l.Lane, l.GapReason = redactSecrets(l.Lane), redactSecrets(l.GapReason)
-			lanes[i] = l
-		}
-		st.Lanes = lanes
-	}
-	return st
-}
+// redactedKey is what redactSecrets (and the Monitor) put in place of a key.
+const redactedKey = redact.Mask

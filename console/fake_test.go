@@ -192,3 +192,17 @@ func (m *memReviewer) lastQuery() reconcile.FindingQuery {
 	defer m.mu.Unlock()
 	return m.last
 }
+
+// monitorOf is a Monitor of jobs, each read through sr, that keeps nothing.
+func monitorOf(t *testing.T, sr reconcile.StatusReader, jobs ...string) *reconcile.Monitor {
+	t.Helper()
+	var mj []reconcile.MonitorJob
+	for _, job := range jobs {
+		mj = append(mj, reconcile.MonitorJob{Name: job, Status: sr})
+	}
+	m, err := reconcile.NewMonitor(reconcile.MonitorConfig{Jobs: mj, TTL: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}

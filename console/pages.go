@@ -91,17 +91,22 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 	_, loc := c.zones.of(r)
 	data := overviewPage{FindingsURL: listURL(root, filter{State: reconcile.FindingsOpen}, 0)}
 	for i, js := range c.readStatuses(r.Context()) {
-		v := jobView{Name: js.job, FindingsURL: listURL(root, filter{Job: js.job, State: reconcile.FindingsOpen}, 0)}
-		if js.err != nil {
-			c.log.ErrorContext(r.Context(), "console: read job status", "job", js.job, "error", js.err.Error())
+		v := jobView{Name: js.Job, FindingsURL: listURL(root, filter{Job: js.Job, State: reconcile.FindingsOpen}, 0)}
+		if js.Err != nil {
+			// The page says only that the read failed; the log says why.
+			c.log.ErrorContext(r.Context(), "console: read job status", "job", js.Job, "error", js.Err.Error())
 			v.Err = true
 			data.Jobs = append(data.Jobs, v)
 			continue
 		}
-		h, st := js.health, js.health.Status
-		// The stale findings are the job's open findings detected more than StaleAfter ago.
-		stale := filter{Job: js.job, State: reconcile.FindingsOpen, Age: shortDuration(c.staleAfter)}
-		v.StaleURL = listURL(root, stale, 0)
+		// The Monitor hands out the status as it may be shown: failures by their reasons
+		// (reconcile.FailureReason), keys redacted.
+		h, st := js.Health, js.Health.Status
+		if st.StaleAfter > 0 {
+			// The stale findings are the job's open findings detected more than the store's
+			// threshold ago, which its status says.
+			v.StaleURL = listURL(root, filter{Job: js.Job, State: reconcile.FindingsOpen, Age: shortDuration(st.StaleAfter)}, 0)
+		}
 		v.OK = h.OK
 		for _, chk := range h.Checks {
 			if chk.OK {
@@ -127,15 +132,15 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 		v.Unverify = fmt.Sprintf("%.0f%% (%d of %d rows of the last batch)", 100*st.UnverifiableRatio(), st.LastBatchUnverifiable, st.LastBatchScanned)
 		v.Stale = st.StaleFindings
 		for _, k := range st.OpenFindingKinds() {
-			// The link filters by the kind, unless the kind holds a key: a link is text the
-			// page shows too, so it then lists the job's open findings instead.
-			f := filter{Job: js.job, Kind: k, State: reconcile.FindingsOpen}
-			shown := redactSecrets(k)
-			if shown != k {
+			// The link filters by the kind, unless the kind held a key (the Monitor redacted
+			// it): the redacted kind matches no finding, so the link lists the job's open
+			// findings instead.
+			f := filter{Job: js.Job, Kind: k, State: reconcile.FindingsOpen}
+			if strings.Contains(k, redactedKey) {
 				f.Kind = ""
 			}
 			v.Open += st.OpenFindings[k]
-			v.Kinds = append(v.Kinds, kindView{Kind: shown, Meaning: c.kinds.meaning(k), N: st.OpenFindings[k], URL: listURL(root, f, 0)})
+			v.Kinds = append(v.Kinds, kindView{Kind: k, Meaning: c.kinds.meaning(k), N: st.OpenFindings[k], URL: listURL(root, f, 0)})
 		}
 		if js.hasCov {
 			v.Coverage, v.CoverageErr = c.coverageView(r, js, i, loc)
@@ -150,13 +155,13 @@ func (c *Console) coverageView(r *http.Request, js jobStatus, idx int, loc *time
 	err := js.covErr
 	if err == nil {
 		cov := js.cov
-		cov.Job, cov.Unknown = js.job, redactSecrets(cov.Unknown)
+		cov.Job, cov.Unknown = js.Job, redactSecrets(cov.Unknown)
 		var ch coverageChart
-		if ch, err = newCoverageChart(cov, lagSLO(js.policy), idx, loc); err == nil {
+		if ch, err = newCoverageChart(cov, js.Policy.LagSLO, idx, loc); err == nil {
 			return &ch, false
 		}
 	}
-	c.log.ErrorContext(r.Context(), "console: read job coverage", "job", js.job, "error", err.Error())
+	c.log.ErrorContext(r.Context(), "console: read job coverage", "job", js.Job, "error", err.Error())
 	return nil, true
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/console"
 )
 
@@ -66,7 +68,6 @@ func TestNewRefusesBadKindsAndTimeZones(t *testing.T) {
 		{"a meaning of two lines", func(c *console.Config) { c.Kinds = []console.KindInfo{{Kind: "k", Meaning: "a\nb"}} }, "one line"},
 		{"an unknown default zone", func(c *console.Config) { c.TimeZone = "Mars/Olympus" }, "Mars/Olympus"},
 		{"an unknown zone to choose", func(c *console.Config) { c.TimeZones = []string{"UTC", "Nowhere/Else"} }, "Nowhere/Else"},
-		{"a negative stale threshold", func(c *console.Config) { c.StaleAfter = -time.Hour }, "StaleAfter"},
 	} {
 		cfg := console.Config{Store: &fakeStore{}, Authenticate: headerAuth}
 		tt.mod(&cfg)
@@ -263,11 +264,43 @@ func TestTheOverviewsStaleFindingsAndItsReasonLinkToThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	sweep := section(t, w.get(t, "/", "alice"), "sweep")
-	want := `<a href="./findings?age=24h&amp;job=sweep">stale_findings: 2 findings open past the threshold`
+	want := `<a href="./findings?age=24h&amp;job=sweep">stale_findings: 2 findings open longer than 24h0m0s`
 	if !strings.Contains(sweep, want) || !strings.Contains(sweep, `<a href="./findings?age=24h&amp;job=sweep" class="stale">2</a>`) {
 		t.Fatalf("the overview's stale findings are not linked to their list:\n%s", sweep)
 	}
 	if got := findingIDs(w.get(t, "/findings?age=24h&job=sweep", "alice")); !slices.Equal(got, w.idsOf("1", "3")) {
+		t.Errorf("the stale findings' link lists %v, want %v", got, w.idsOf("1", "3"))
+	}
+}
+
+// The store says which findings are stale (Status.StaleAfter): the overview's link lists those
+// it counted, whatever the store's threshold. (The console had a StaleAfter of its own, 24
+// hours unless told again, so a store set to 90 minutes counted two and linked to none.)
+func TestTheStaleLinkListsWhatTheStoreCountsAsStale(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, false, nil)
+	store, err := pgstore.New(w.pool, pgstore.Config{Table: "payments", AggregateType: "payment", StaleAfter: 90 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := console.New(console.Config{Store: store, Monitor: monitorOf(t, store, "sweep"), Authenticate: headerAuth, Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.srv = httptest.NewServer(c)
+	t.Cleanup(w.srv.Close)
+	if _, err := w.pool.Exec(context.Background(), `UPDATE reconcile_findings SET detected_at = now() - interval '2 hours' WHERE id = ANY($1)`,
+		[]int64{w.ids["1"], w.ids["3"]}); err != nil {
+		t.Fatal(err)
+	}
+	sweep := section(t, w.get(t, "/", "alice"), "sweep")
+	if want := `<a href="./findings?age=90m&amp;job=sweep" class="stale">2</a>`; !strings.Contains(sweep, want) {
+		t.Fatalf("the overview lacks %q:\n%s", want, sweep)
+	}
+	if !strings.Contains(sweep, "stale_findings: 2 findings open longer than 1h30m0s") {
+		t.Errorf("the stale_findings reason does not say the store's threshold:\n%s", sweep)
+	}
+	if got := findingIDs(w.get(t, "/findings?age=90m&job=sweep", "alice")); !slices.Equal(got, w.idsOf("1", "3")) {
 		t.Errorf("the stale findings' link lists %v, want %v", got, w.idsOf("1", "3"))
 	}
 }

@@ -10,8 +10,10 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -66,8 +68,18 @@ var sweepRows = []struct{ id, ext, local, remote string }{
 
 // newWorld migrates a schema of the test's own, plants the sweep job's drift and reconciles it
 // for one cycle, and serves a console over it. With hostile, a second job ("hostile") records
-// a finding made of hostile strings, through the store's Commit.
+// a finding made of hostile strings, through the store's Commit. The console's Monitor reads
+// every status anew (TTL -1); see newWorldTTL.
 func newWorld(t *testing.T, hostile bool, mod func(*console.Config)) *world {
+	t.Helper()
+	return newWorldTTL(t, hostile, -1, mod)
+}
+
+// newWorldTTL is newWorld with a Monitor that keeps statuses for ttl. The Monitor's jobs are
+// Config.Jobs after mod ("hostile", "idle" and "sweep" if none), each read through the store
+// but for a job the store does not have, whose status cannot be read; unless mod sets
+// Config.Monitor.
+func newWorldTTL(t *testing.T, hostile bool, ttl time.Duration, mod func(*console.Config)) *world {
 	t.Helper()
 	ctx := context.Background()
 	w := &world{pool: pgtest.Pool(t), ids: map[string]int64{}}
@@ -102,13 +114,14 @@ func newWorld(t *testing.T, hostile bool, mod func(*console.Config)) *world {
 
 	cfg := console.Config{
 		Store:        w.store,
-		Status:       console.StatusByJob{"sweep": w.store, "hostile": w.store, "idle": w.store},
 		Authenticate: headerAuth,
-		StatusTTL:    -1,
 		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	if mod != nil {
 		mod(&cfg)
+	}
+	if cfg.Monitor == nil {
+		cfg.Monitor = w.monitor(t, ttl, cfg.Jobs...)
 	}
 	if w.console, err = console.New(cfg); err != nil {
 		t.Fatal(err)
@@ -116,6 +129,36 @@ func newWorld(t *testing.T, hostile bool, mod func(*console.Config)) *world {
 	w.srv = httptest.NewServer(w.console)
 	t.Cleanup(w.srv.Close)
 	return w
+}
+
+// monitor is a Monitor of jobs ("hostile", "idle" and "sweep" if none) over the world's store,
+// keeping statuses for ttl; a job other than those three has no store, and its status cannot
+// be read.
+func (w *world) monitor(t *testing.T, ttl time.Duration, jobs ...string) *reconcile.Monitor {
+	t.Helper()
+	if len(jobs) == 0 {
+		jobs = []string{"hostile", "idle", "sweep"}
+	}
+	var mj []reconcile.MonitorJob
+	for _, job := range jobs {
+		var sr reconcile.StatusReader = w.store
+		if !slices.Contains([]string{"hostile", "idle", "sweep"}, job) {
+			sr = noStore{}
+		}
+		mj = append(mj, reconcile.MonitorJob{Name: job, Status: sr})
+	}
+	m, err := reconcile.NewMonitor(reconcile.MonitorConfig{Jobs: mj, TTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// noStore is the status reader of a job without a store.
+type noStore struct{}
+
+func (noStore) Status(_ context.Context, job string) (reconcile.Status, error) {
+	return reconcile.Status{}, fmt.Errorf("console test: no store is configured for job %q", job)
 }
 
 // cycle runs job over the payments against a fake Stripe answering ext, until the cursor wraps.

@@ -204,6 +204,7 @@ func Run(t *testing.T, newFixture func(t *testing.T) Fixture) {
 		{"a lane's objects with hostile states or ids are one finding each, with bounded, valid text, and the step commits", testHostileFeed},
 		{"a batch stopped by an error quoting hostile bytes is recorded as failed", testHostileFailure},
 		{"a row's verified time is when its answer was obtained, never later than the commit, and the lag counts from it", testAnswerTime},
+		{"a store's status says its stale-finding threshold, and health's reason names it", testStaleThreshold},
 	}
 	tests = append(tests, laneTests...)
 	tests = append(tests, changedRowTests...)

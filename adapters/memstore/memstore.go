@@ -72,8 +72,9 @@ type Options struct {
 	Now func() time.Time
 	// AggregateType is written on queued commands. Empty means "record".
 	AggregateType string
-	// StaleAfter is how long a finding may stay open before Status counts it stale. Zero means
-	// DefaultStaleAfter; negative is treated as zero.
+	// StaleAfter is how long a finding may stay open before Status counts it stale; Status
+	// reports it (reconcile.Status.StaleAfter). Zero means DefaultStaleAfter; negative is
+	// treated as zero.
 	StaleAfter time.Duration
 }
 

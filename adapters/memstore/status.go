@@ -23,7 +23,7 @@ func (s *Store[K, L]) Status(ctx context.Context, job string) (reconcile.Status,
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
-	st := reconcile.Status{Job: job, Now: now, Rows: int64(len(s.keys)), OpenFindings: map[string]int{}}
+	st := reconcile.Status{Job: job, Now: now, Rows: int64(len(s.keys)), OpenFindings: map[string]int{}, StaleAfter: s.staleAfter}
 	for _, k := range s.keys {
 		r := s.rows[k]
 		since := r.CreatedAt

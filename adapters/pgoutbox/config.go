@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 )
 
@@ -53,7 +54,8 @@ type Config struct {
 	HandlerTimeout time.Duration
 	// Logger receives a line per failure. Nil means no logging.
 	Logger *slog.Logger
-	// Observer receives the outcome of every attempt, for metrics (adapters/prommetrics
-	// implements it). Nil means none.
-	Observer Observer
+	// Observer receives the outcome of every attempt (reconcile.CommandAttempt, its Outcome
+	// one of reconcile.AttemptOutcomes), for metrics (adapters/prommetrics implements it). Nil
+	// means none.
+	Observer reconcile.CommandObserver
 }

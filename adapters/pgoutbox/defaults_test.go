@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgoutbox"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/internal/pgtest"
@@ -91,7 +92,7 @@ func TestStopBeforeStartAndAfterStopDoesNothing(t *testing.T) {
 	verifyNoLeaks(t)
 	pool := outboxWorld(t)
 	ctx := context.Background()
-	attempts := make(chan pgoutbox.Attempt, 10)
+	attempts := make(chan reconcile.CommandAttempt, 10)
 	d := newDispatcher(t, pool, pgoutbox.Config{Observer: chanObserver(attempts)}, map[string]pgoutbox.Handler{"Apply": recordEffect})
 	if err := d.Stop(ctx); err != nil {
 		t.Fatalf("Stop before Start = %v, want nil", err)
@@ -102,7 +103,7 @@ func TestStopBeforeStartAndAfterStopDoesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range ids {
-		if a := <-attempts; a.Outcome != pgoutbox.OutcomeDone {
+		if a := <-attempts; a.Outcome != reconcile.AttemptDone {
 			t.Fatalf("attempt %+v, want done", a)
 		}
 	}
@@ -120,9 +121,9 @@ func TestStopBeforeStartAndAfterStopDoesNothing(t *testing.T) {
 }
 
 // chanObserver sends every attempt to its channel.
-type chanObserver chan pgoutbox.Attempt
+type chanObserver chan reconcile.CommandAttempt
 
-func (c chanObserver) CommandAttempted(a pgoutbox.Attempt) { c <- a }
+func (c chanObserver) CommandAttempted(a reconcile.CommandAttempt) { c <- a }
 
 // A dispatcher given other tables than the store's (the schema forgotten in Config.Tables)
 // refuses to start instead of logging a failed claim every second.

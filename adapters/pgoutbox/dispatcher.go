@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/internal/drain"
 	"github.com/reconcilekit/reconcile/internal/shared/pgtables"
@@ -369,19 +370,19 @@ func (d *Dispatcher) process(ctx context.Context, del Delivery) {
 	}
 	d.leaseMu.Unlock()
 	if err == nil {
-		d.observe(del, start, OutcomeDone, nil)
+		d.observe(del, start, reconcile.AttemptDone, nil)
 		return
 	}
 	if errors.Is(context.Cause(hctx), ErrLeaseLost) || errors.Is(err, ErrLeaseLost) {
 		d.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile dispatcher: lease lost; nothing kept",
 			slog.Int64("command", del.ID), slog.Int64("attempt", del.Attempt))
-		d.observe(del, start, OutcomeLeaseLost, err)
+		d.observe(del, start, reconcile.AttemptLeaseLost, err)
 		return
 	}
 	if ctx.Err() != nil {
 		// Stopped: give the command back without counting a failure.
 		d.finalize(ctx, d.sql.release, del, err)
-		d.observe(del, start, OutcomeReleased, err)
+		d.observe(del, start, reconcile.AttemptReleased, err)
 		return
 	}
 	d.fail(ctx, del, start, err)
@@ -442,16 +443,16 @@ func (d *Dispatcher) fail(ctx context.Context, del Delivery, start time.Time, er
 	switch {
 	case later:
 		d.finalize(ctx, d.sql.snooze, del, err, after)
-		d.observe(del, start, OutcomeDeferred, err)
+		d.observe(del, start, reconcile.AttemptDeferred, err)
 	case IsPermanent(err) || del.Failures+1 >= d.cfg.MaxAttempts:
 		d.finalize(ctx, d.sql.bury, del, err)
-		d.observe(del, start, OutcomeDead, err)
+		d.observe(del, start, reconcile.AttemptDead, err)
 		d.cfg.Logger.LogAttrs(ctx, slog.LevelError, "reconcile dispatcher: command dead",
 			slog.Int64("command", del.ID), slog.String("name", del.Name), slog.String("aggregate", del.AggregateID),
 			slog.Int("failures", del.Failures+1), slog.String("error", err.Error()))
 	default:
 		d.finalize(ctx, d.sql.retry, del, err, d.backoff(del.Failures+1))
-		d.observe(del, start, OutcomeRetry, err)
+		d.observe(del, start, reconcile.AttemptRetry, err)
 		d.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile dispatcher: command failed; will retry",
 			slog.Int64("command", del.ID), slog.String("name", del.Name), slog.Int("failures", del.Failures+1),
 			slog.String("error", err.Error()))

@@ -42,8 +42,9 @@
 //
 // # Monitoring
 //
-// Config.Observer sees the outcome of every attempt by command name (done, retry, dead,
-// deferred, released, lease_lost; observer.go), and Outbox.Stats reads the backlog (commands
-// queued, the age of the oldest) and the dead commands by name (outbox.go); package
-// adapters/prommetrics exports both.
+// Config.Observer (a reconcile.CommandObserver) sees the outcome of every attempt by command
+// name (done, retry, dead, deferred, released, lease_lost: reconcile.AttemptOutcomes), and
+// Outbox.Stats reads the backlog (commands queued, the age of the oldest) and the dead commands
+// by name (reconcile.OutboxStats, outbox.go); package adapters/prommetrics exports both, and
+// imports neither this package nor pgx to do so.
 package pgoutbox

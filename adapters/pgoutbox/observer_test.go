@@ -10,16 +10,17 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgoutbox"
 )
 
 // attemptLog records attempts.
 type attemptLog struct {
 	mu  sync.Mutex
-	all []pgoutbox.Attempt
+	all []reconcile.CommandAttempt
 }
 
-func (l *attemptLog) CommandAttempted(a pgoutbox.Attempt) {
+func (l *attemptLog) CommandAttempted(a reconcile.CommandAttempt) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.all = append(l.all, a)
@@ -32,7 +33,7 @@ func (l *attemptLog) outcomes() []string {
 	var out []string
 	for _, a := range l.all {
 		out = append(out, a.Command+" "+a.Outcome)
-		if (a.Err == nil) != (a.Outcome == pgoutbox.OutcomeDone) {
+		if (a.Err == nil) != (a.Outcome == reconcile.AttemptDone) {
 			out = append(out, "error and outcome disagree: "+a.Outcome)
 		}
 	}

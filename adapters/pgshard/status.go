@@ -156,8 +156,8 @@ func slower(a, b ShardInfo) bool {
 
 // Health reads the job's status and judges it against p, as reconcile.EvaluateHealth does, with
 // one more check, "slowest_shard": the slowest shard must have committed a batch (or started
-// its cycle) within p.MaxSinceLastBatch (zero means LagSLO/2, with LagSLO's default
-// reconcile.DefaultLagSLO), and its lag must be within the SLO. It names the shard, so that a
+// its cycle) within p.MaxSinceLastBatch, and its lag must be within p.LagSLO (both with their
+// defaults, p.WithDefaults()). It names the shard, so that a
 // shard held by a hung worker, or one much larger than the others, is found.
 func (j *Job[L]) Health(ctx context.Context, p reconcile.HealthPolicy) (reconcile.Health, ShardStatus, error) {
 	st, err := j.ShardStatus(ctx)
@@ -168,14 +168,8 @@ func (j *Job[L]) Health(ctx context.Context, p reconcile.HealthPolicy) (reconcil
 	if st.Slowest < 0 {
 		return h, st, nil
 	}
-	slo := p.LagSLO
-	if slo == 0 {
-		slo = reconcile.DefaultLagSLO
-	}
-	stall := p.MaxSinceLastBatch
-	if stall == 0 {
-		stall = slo / 2
-	}
+	pd := p.WithDefaults() // the limits EvaluateHealth judged by
+	slo, stall := pd.LagSLO, pd.MaxSinceLastBatch
 	s := st.Shards[st.Slowest]
 	since := st.Now.Sub(s.Progress())
 	round := func(d time.Duration) string { return d.Round(time.Second).String() }

@@ -101,8 +101,9 @@ type Config struct {
 	// only to keep them apart from the host table (jobs over host tables in different schemas
 	// that should share one outbox and one dispatcher set it alike).
 	Tables Tables
-	// StaleAfter is how long a finding may stay open before Status counts it stale. Zero means
-	// DefaultStaleAfter.
+	// StaleAfter is how long a finding may stay open before Status counts it stale; Status
+	// reports it (reconcile.Status.StaleAfter), so the console and the health reasons say it
+	// without being told. Zero means DefaultStaleAfter.
 	StaleAfter time.Duration
 	// AggregateType is written on outbox rows and findings. Empty means Table.
 	AggregateType string

@@ -46,7 +46,7 @@ func (s *Store[L]) Status(ctx context.Context, job string) (reconcile.Status, er
 	if err != nil {
 		return reconcile.Status{}, err
 	}
-	st := reconcile.Status{Job: job, OpenFindings: map[string]int{}}
+	st := reconcile.Status{Job: job, OpenFindings: map[string]int{}, StaleAfter: s.cfg.StaleAfter}
 	b := &pgx.Batch{}
 	var lagSeconds float64
 	marks := s.lagMarksApply()

@@ -28,7 +28,7 @@ func TestOpenFindingsHasABoundedSetOfShortLabels(t *testing.T) {
 		"a": {Job: "a", Now: t0, OpenFindings: oddKinds("a")},
 		"b": {Job: "b", Now: t0, OpenFindings: oddKinds("b")},
 	}}
-	m, err := prommetrics.New(prommetrics.Options{Status: reader, Jobs: []string{"a", "b"}, Kinds: policyKinds})
+	m, err := prommetrics.New(prommetrics.Options{Monitor: newMonitor(t, reconcile.MonitorConfig{Jobs: jobsOf(reader, reconcile.HealthPolicy{}, "a", "b")}), Kinds: policyKinds})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,44 +6,49 @@
 //
 // One Metrics serves every job of a process. It is a reconcile.Observer: set it as each job's
 // Config.Observer and it counts batches, rows, gateway calls, findings and commands as they
-// happen. It is a pgoutbox.Observer: set it as the dispatcher's Config.Observer and it counts
-// attempts by command and outcome. It is also a prometheus.Collector: register it once and
-// serve the registry.
+// happen. It is a reconcile.CommandObserver: set it as the dispatcher's Config.Observer and it
+// counts attempts by command and outcome. It is also a prometheus.Collector: register it once
+// and serve the registry. Its health gauges are those of a reconcile.Monitor, the one the
+// health endpoint and the review console use: each job judged by its own policy, from one
+// cache. The package imports neither pgoutbox nor pgx.
 //
 //	var kinds []string // the policy's finding kinds, named in open_findings; any other is "unexpected"
 //	for _, k := range stripeadapter.Kinds() {
 //		kinds = append(kinds, k.Kind)
 //	}
+//	monitor, err := reconcile.NewMonitor(reconcile.MonitorConfig{Jobs: []reconcile.MonitorJob{
+//		{Name: "payments", Status: payments, Policy: reconcile.HealthPolicy{LagSLO: 24 * time.Hour}},
+//		{Name: "refunds", Status: refunds}, // each job its own store (*pgstore.Store)
+//	}})
+//	if err != nil { ... }
 //	metrics, err := prommetrics.New(prommetrics.Options{
-//		Status: store, // a *pgstore.Store: health gauges read at scrape time
-//		Jobs:   []string{"payments", "refunds"},
-//		Kinds:  kinds,
-//		Policy: reconcile.HealthPolicy{LagSLO: 24 * time.Hour},
-//		Outbox: pgoutbox.Outbox{DB: pool, Tables: store.Tables()}, // backlog and dead commands
+//		Monitor: monitor, // health gauges read at scrape time
+//		Kinds:   kinds,
+//		Outbox:  pgoutbox.Outbox{DB: pool, Tables: payments.Tables()}, // backlog and dead commands
 //	})
 //	if err != nil { ... }
 //	reg := prometheus.NewRegistry()
 //	if err := metrics.Register(reg); err != nil { ... }
 //	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 //	cfg := reconcile.Config[Payment, *stripe.PaymentIntent]{..., Observer: metrics}
-//	dispatcher, err := pgoutbox.NewDispatcher(pool, pgoutbox.Config{Tables: store.Tables(), Observer: metrics})
+//	dispatcher, err := pgoutbox.NewDispatcher(pool, pgoutbox.Config{Tables: payments.Tables(), Observer: metrics})
 //
 // The event counters describe this process; run several workers and sum them by job. The
 // health and outbox gauges describe the database, which every process reads alike; set
-// Status, Jobs and Outbox in one process only (or deduplicate with max by (job)). Reads run
-// concurrently, bounded together by Options.StatusTimeout. A read that fails or times out
+// Monitor and Outbox in one process only (or deduplicate with max by (job)). Reads run
+// concurrently, bounded together by the Monitor's Timeout. A read that fails or times out
 // counts in status_errors_total (outbox_errors_total) and leaves those gauges out of the
 // scrape, which still succeeds: a job whose status cannot be read is never reported healthy.
 //
 // # Freshness
 //
-// Each job's Status is cached for Options.StatusTTL, 30 s by default, so that several
-// scrapers do not each scan a large table; but a cached Status is used only while no write
-// made through this process could have changed it. Every batch or lane step observed
-// (BatchDone), every dispatcher attempt observed (CommandAttempted) and every write through a
-// pgstore.Store of the process (a commit, a finding resolved or reopened in the console)
-// drops it. So the gauges never show a state older than this process's last write; what
-// other processes write shows within StatusTTL. A process whose jobs commit between every two
+// Each job's Status is kept by the Monitor for its TTL, 30 s by default, so that several
+// scrapers (and health probes, and the console) do not each scan a large table; but a kept
+// Status is used only while no write made through this process could have changed it. Every
+// batch or lane step observed (BatchDone), every dispatcher attempt observed
+// (CommandAttempted), every resolution in the console and every write through a
+// pgstore.Store of the process drops it. So the gauges never show a state older than this
+// process's last write; what other processes write shows within the TTL. A process whose jobs commit between every two
 // scrapes thus reads each job's Status at every scrape: mind its cost on a large table
 // (pgstore's Status doc), or export the health gauges from a process that runs no job. The
 // outbox is read at every scrape. Times are the store's clock.
@@ -68,7 +73,7 @@
 //	reconcile_status_errors_total               counter    job               failed Status reads at scrape time
 //	reconcile_rate_budget_calls_per_second      gauge      -                 calls per second the shared limiter allows now (Options.Limiter)
 //	reconcile_lag_seconds                       gauge      job               the longest any row has gone unverified: the primary SLO
-//	reconcile_lag_slo_seconds                   gauge      job               the lag the job's health is judged against (Options.Policy.LagSLO)
+//	reconcile_lag_slo_seconds                   gauge      job               the lag the job's health is judged against (its HealthPolicy.LagSLO)
 //	reconcile_covered_rows                      gauge      job               rows the job covers
 //	reconcile_cycle_age_seconds                 gauge      job               age of the current cycle; absent before the first batch
 //	reconcile_since_last_cycle_seconds          gauge      job               time since the last completed cycle; absent until one completes
@@ -76,7 +81,7 @@
 //	reconcile_last_batch_unverifiable_ratio     gauge      job               share of the last batch's rows that could not be checked
 //	reconcile_open_findings                     gauge      job, kind         open findings by kind (Options.Kinds, the engine's; any other: unexpected); a kind with none is absent
 //	reconcile_stale_findings                    gauge      job               findings open past the store's threshold (pgstore's StaleAfter)
-//	reconcile_healthy                           gauge      job               1 if reconcile.EvaluateHealth passes against Options.Policy, else 0
+//	reconcile_healthy                           gauge      job               1 if the job's health (reconcile.Monitor) passes, else 0
 //	reconcile_health_check_ok                   gauge      job, check        1 or 0 per health check
 //	reconcile_lane_lag_seconds                  gauge      job, lane         time since the lane last reached its feed's end (or first ran)
 //	reconcile_outbox_queued                     gauge      -                 repair commands queued: due, waiting to retry, or running
@@ -85,8 +90,8 @@
 //	reconcile_outbox_errors_total               counter    -                 failed outbox reads at scrape time
 //
 // The first ten are counted as events happen; the rest are read at scrape time: the rate
-// budget with Options.Limiter, the health gauges for each of Options.Jobs (with Status or
-// Readers; lag_slo_seconds even when the status cannot be read), the outbox ones with
+// budget with Options.Limiter, the health gauges for each job of Options.Monitor
+// (lag_slo_seconds even when the status cannot be read), the outbox ones with
 // Options.Outbox. The labels with a fixed set of values take these:
 //
 //	reconcile_rows_total{verdict}                 in_sync, in_flight, repairable, needs_review, unverifiable
@@ -98,7 +103,7 @@
 // A batch is wrapped when it completed the cycle, deferred when its first row could not be
 // asked (nothing written), conflict when another replica moved the cursor. Of the checks,
 // since_last_cycle appears once a cycle has completed, since_last_batch once a batch has
-// committed rows, plan with a Policy.Schedule, and one lane:<lane> per lane of the job; an
+// committed rows, plan with a HealthPolicy.Schedule, and one lane:<lane> per lane of the job; an
 // attempt is deferred by pgoutbox.RetryLater, released when the dispatcher stopped during it,
 // lease_lost when another dispatcher took the command over.
 //
@@ -119,6 +124,6 @@
 // did), ReconcileDeadCommands, ReconcileOutboxBacklogGrowing and ReconcileOutboxStalled (a
 // dispatcher that stopped or cannot keep up), ReconcileRepairsFailing and ReconcileLaneBehind
 // (a lane past its HealthPolicy's MaxLaneLag). reconcile_healthy already covers lag, cycle
-// progress, unverifiable rows and stale findings against Options.Policy; the finer alerts page
+// progress, unverifiable rows and stale findings against each job's policy; the finer alerts page
 // with a clearer reason. Tune the durations and ratios to your jobs.
 package prommetrics

@@ -14,7 +14,6 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/memstore"
-	"github.com/reconcilekit/reconcile/adapters/pgoutbox"
 	"github.com/reconcilekit/reconcile/adapters/prommetrics"
 )
 
@@ -96,10 +95,14 @@ func Example_health() {
 			CycleStartedAt: now.Add(-time.Hour), LastCycleCompletedAt: now.Add(-2 * time.Hour), CyclesCompleted: 41,
 			LastBatchScanned: 200, LastBatchUnverifiable: 180}, nil
 	})
-	metrics, err := prommetrics.New(prommetrics.Options{
-		Status: store, Jobs: []string{"payments"},
-		Policy: reconcile.HealthPolicy{LagSLO: 72 * time.Hour},
-	})
+	// The Monitor the health endpoint and the review console use too.
+	monitor, err := reconcile.NewMonitor(reconcile.MonitorConfig{Jobs: []reconcile.MonitorJob{
+		{Name: "payments", Status: store, Policy: reconcile.HealthPolicy{LagSLO: 72 * time.Hour}},
+	}})
+	if err != nil {
+		panic(err)
+	}
+	metrics, err := prommetrics.New(prommetrics.Options{Monitor: monitor})
 	if err != nil {
 		panic(err)
 	}
@@ -122,11 +125,11 @@ func Example_health() {
 	// reconcile_last_batch_unverifiable_ratio{job="payments"} 0.9
 }
 
-// outboxSays is an OutboxReader over fixed stats; pgoutbox.Outbox is the real one.
-type outboxSays pgoutbox.OutboxStats
+// outboxSays is a reconcile.OutboxReader over fixed stats; pgoutbox.Outbox is the real one.
+type outboxSays reconcile.OutboxStats
 
-func (o outboxSays) Stats(context.Context) (pgoutbox.OutboxStats, error) {
-	return pgoutbox.OutboxStats(o), nil
+func (o outboxSays) Stats(context.Context) (reconcile.OutboxStats, error) {
+	return reconcile.OutboxStats(o), nil
 }
 
 // The repair side: the dispatcher's attempts (Metrics is its Observer) and the outbox, read at
@@ -145,8 +148,8 @@ func Example_repairs() {
 		panic(err)
 	}
 	// pgoutbox.Config{Observer: metrics} makes the dispatcher call this after every attempt.
-	metrics.CommandAttempted(pgoutbox.Attempt{Command: "ApplyPaymentSucceeded", Outcome: pgoutbox.OutcomeRetry})
-	metrics.CommandAttempted(pgoutbox.Attempt{Command: "ApplyPaymentSucceeded", Outcome: pgoutbox.OutcomeDead})
+	metrics.CommandAttempted(reconcile.CommandAttempt{Command: "ApplyPaymentSucceeded", Outcome: reconcile.AttemptRetry})
+	metrics.CommandAttempted(reconcile.CommandAttempt{Command: "ApplyPaymentSucceeded", Outcome: reconcile.AttemptDead})
 
 	printScrape(reg, "reconcile_dispatcher_attempts_total", "reconcile_outbox_queued",
 		"reconcile_outbox_oldest_queued_age_seconds", "reconcile_dead_commands")

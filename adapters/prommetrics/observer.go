@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/reconcilekit/reconcile"
-	"github.com/reconcilekit/reconcile/adapters/pgoutbox"
 )
 
 // GatewayCalls counts calls by outcome class and observes their duration: d itself for a
@@ -23,7 +22,7 @@ func (m *Metrics) GatewayCalls(job string, calls int, d time.Duration, class str
 // BatchDone counts the batch by outcome and observes its duration; a successful batch also
 // adds its rows per verdict and the findings and commands its commit added.
 func (m *Metrics) BatchDone(job string, rep reconcile.Report, err error) {
-	m.writes.Add(1) // even a failed batch records its failure
+	m.forget() // even a failed batch records its failure
 	job = m.touch(job)
 	m.batchDuration.WithLabelValues(job).Observe(rep.Duration.Seconds())
 	m.batches.WithLabelValues(job, outcome(rep, err)).Inc()
@@ -88,12 +87,13 @@ func (m *Metrics) touch(job string) string {
 }
 
 // CommandAttempted counts one attempt of the repair dispatcher by command and outcome
-// (pgoutbox.Observer). An applied command changed the findings: cached statuses are dropped.
-func (m *Metrics) CommandAttempted(a pgoutbox.Attempt) {
-	m.writes.Add(1)
+// (reconcile.CommandObserver). An applied command changed the findings: the Monitor's cached
+// statuses are dropped.
+func (m *Metrics) CommandAttempted(a reconcile.CommandAttempt) {
+	m.forget()
 	cmd := labelValue(a.Command)
 	if _, seen := m.seenCommands.Load(cmd); !seen {
-		for _, o := range pgoutbox.Outcomes {
+		for _, o := range reconcile.AttemptOutcomes {
 			m.attempts.WithLabelValues(cmd, o)
 		}
 		m.seenCommands.Store(cmd, struct{}{})
@@ -101,5 +101,9 @@ func (m *Metrics) CommandAttempted(a pgoutbox.Attempt) {
 	m.attempts.WithLabelValues(cmd, labelValue(a.Outcome)).Inc()
 }
 
-// writeCount is the number of writes this Metrics observed.
-func (m *Metrics) writeCount() uint64 { return m.writes.Load() }
+// forget tells the Monitor of a write observed: what it keeps may be out of date.
+func (m *Metrics) forget() {
+	if m.monitor != nil {
+		m.monitor.Forget()
+	}
+}

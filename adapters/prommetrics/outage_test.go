@@ -38,7 +38,7 @@ func TestAnOutageShowsAsGrowingLagAndFailingHealthUntilOneCycleAfterRecovery(t *
 		t.Fatal(err)
 	}
 	policy := reconcile.HealthPolicy{LagSLO: time.Hour}
-	m, err := prommetrics.New(prommetrics.Options{Status: store, Jobs: []string{"sweep"}, Policy: policy, StatusTTL: -1})
+	m, err := prommetrics.New(prommetrics.Options{Monitor: newMonitor(t, reconcile.MonitorConfig{Jobs: jobsOf(store, policy, "sweep"), TTL: -1})})
 	if err != nil {
 		t.Fatal(err)
 	}

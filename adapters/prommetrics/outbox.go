@@ -6,13 +6,15 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/reconcilekit/reconcile"
 )
 
 // outboxCollector reads the repair outbox at every scrape and sends its backlog and dead
 // commands as const metrics: like the health gauges, they describe the database, not this
 // process.
 type outboxCollector struct {
-	reader  OutboxReader
+	reader  reconcile.OutboxReader
 	timeout time.Duration
 	errors  prometheus.Counter
 
@@ -24,8 +26,12 @@ type outboxCollector struct {
 
 func newOutboxCollector(opts Options) *outboxCollector {
 	name := func(n string) string { return prometheus.BuildFQName(opts.Namespace, "", n) }
+	timeout := reconcile.DefaultMonitorTimeout
+	if opts.Monitor != nil {
+		timeout = opts.Monitor.Timeout()
+	}
 	return &outboxCollector{
-		reader: opts.Outbox, timeout: opts.StatusTimeout,
+		reader: opts.Outbox, timeout: timeout,
 		errors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: opts.Namespace, Name: "outbox_errors_total",
 			Help: "Failed reads of the outbox at scrape time; that scrape has none of the outbox gauges."}),
 		queued: prometheus.NewDesc(name("outbox_queued"),

@@ -1,18 +1,12 @@
 package prommetrics
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"reflect"
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -20,7 +14,6 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/reconcilekit/reconcile"
-	"github.com/reconcilekit/reconcile/adapters/pgoutbox"
 	"github.com/reconcilekit/reconcile/internal/shared/redact"
 )
 
@@ -32,12 +25,8 @@ const KindUnexpected = "unexpected"
 // label.
 const MaxKindLength = 100
 
-// Defaults a zero Options gets.
-const (
-	DefaultNamespace     = "reconcile"
-	DefaultStatusTTL     = 30 * time.Second
-	DefaultStatusTimeout = 5 * time.Second
-)
+// DefaultNamespace is the namespace a zero Options gets.
+const DefaultNamespace = "reconcile"
 
 // DefaultBuckets are the batch duration buckets a zero Options gets: 10 ms to about 5 minutes,
 // doubling, so that a paced batch of a few hundred calls still lands in a bucket.
@@ -51,12 +40,14 @@ type Options struct {
 	// Namespace prefixes every metric name. Empty means DefaultNamespace.
 	Namespace string
 
-	// Status, Jobs and Policy turn on the health gauges: at scrape time each job's Status is
-	// read and judged by reconcile.EvaluateHealth against Policy. Jobs must be set together
-	// with Status or Readers; the zero Policy is reconcile's defaults.
-	Status reconcile.StatusReader
-	Jobs   []string
-	Policy reconcile.HealthPolicy
+	// Monitor, if set, turns on the health gauges: at scrape time each of its jobs' health is
+	// read and judged (reconcile.Monitor.Health), each job by its own policy, within the
+	// Monitor's Timeout, from its cache when kept. Give it the Monitor the health endpoint and
+	// the console use: the gauges then agree with them, and the batches and repairs this
+	// Metrics observes drop its cache (Monitor.Forget), so the gauges never show a state older
+	// than this process's last write. Give it to the Metrics of one process only: the gauges
+	// describe the database, not the process.
+	Monitor *reconcile.Monitor
 	// Kinds are the finding kinds open_findings names in its kind label: your policy's, such
 	// as the Kind of each of stripeadapter.Kinds(). The engine's own kinds
 	// (reconcile.KindMissingExternally, KindMissingLocally, KindInvalidExternalID,
@@ -66,29 +57,11 @@ type Options struct {
 	// grow the label set, and each label, without bound. Each is valid UTF-8 without control
 	// characters, at most MaxKindLength bytes.
 	Kinds []string
-	// Readers gives jobs a StatusReader of their own, used instead of Status. A
-	// pgstore.Store counts the rows of its own table and filter: tiers, or jobs over other
-	// tables, each need their own store here.
-	Readers map[string]reconcile.StatusReader
-	// StatusTTL caches each job's Status so that several scrapers (a pair of Prometheus
-	// servers) do not each scan a large table. A cached Status is used only until a write
-	// made through this process could have changed it: a batch or lane step this Metrics
-	// observed (BatchDone), a command the dispatcher applied (CommandAttempted), or any write
-	// through a pgstore.Store (a finding resolved in the console, say), so the gauges never
-	// show a state older than this process's last write. Writes by other processes are seen
-	// within StatusTTL. Failed reads are not cached. Zero means DefaultStatusTTL; a negative
-	// value reads on every scrape.
-	StatusTTL time.Duration
-	// StatusTimeout bounds a scrape's Status reads, which run concurrently, one per job. Zero
-	// means DefaultStatusTimeout.
-	StatusTimeout time.Duration
-	// Now is the clock of the Status cache. Nil means time.Now.
-	Now func() time.Time
-
-	// Outbox, if set, is read at every scrape (within StatusTimeout) for the repair outbox's
-	// backlog and dead commands: pgoutbox.Outbox{DB: pool, Tables: store.Tables()}. Set it in
-	// one process only, as the health gauges.
-	Outbox OutboxReader
+	// Outbox, if set, is read at every scrape for the repair outbox's backlog and dead
+	// commands: pgoutbox.Outbox{DB: pool, Tables: store.Tables()}. It is read alongside the
+	// statuses, within the Monitor's Timeout (reconcile.DefaultMonitorTimeout without one). Set
+	// it in one process only, as Monitor.
+	Outbox reconcile.OutboxReader
 
 	// Limiter, if set, is the rate limiter the jobs share (a *reconcile.AdaptiveLimiter or a
 	// *rate.Limiter): its current rate is exported at scrape time as the rate budget, so that a
@@ -104,19 +77,15 @@ type Options struct {
 	CallBuckets []float64
 }
 
-// OutboxReader reads the repair outbox's backlog and dead commands; pgoutbox.Outbox is one.
-type OutboxReader interface {
-	Stats(ctx context.Context) (pgoutbox.OutboxStats, error)
-}
-
 // RateReader reads a rate limiter's current rate; *reconcile.AdaptiveLimiter and *rate.Limiter
 // are ones.
 type RateReader interface {
 	Limit() rate.Limit
 }
 
-// Metrics is a reconcile.Observer that counts what the engine does, a pgoutbox.Observer that
-// counts the repair dispatcher's attempts, and a prometheus.Collector that exposes those counts
+// Metrics is a reconcile.Observer that counts what the engine does, a
+// reconcile.CommandObserver that counts the repair dispatcher's attempts (pgoutbox's
+// Config.Observer), and a prometheus.Collector that exposes those counts
 // together with health gauges read at scrape time. Set it as Config.Observer of every job and
 // of the dispatcher, and register it once. It is safe for concurrent use.
 type Metrics struct {
@@ -135,18 +104,15 @@ type Metrics struct {
 	seenCommands    sync.Map // command label -> struct{}
 	eventCollectors []prometheus.Collector
 
-	// writes counts the writes observed (batches, applied commands): a cached Status read
-	// before the last of them is out of date.
-	writes atomic.Uint64
-
-	health *healthCollector // nil without Options.Status
-	outbox *outboxCollector // nil without Options.Outbox
+	monitor *reconcile.Monitor // nil without Options.Monitor: told of the writes observed
+	health  *healthCollector   // nil without Options.Monitor
+	outbox  *outboxCollector   // nil without Options.Outbox
 }
 
 var (
-	_ reconcile.Observer   = (*Metrics)(nil)
-	_ pgoutbox.Observer    = (*Metrics)(nil)
-	_ prometheus.Collector = (*Metrics)(nil)
+	_ reconcile.Observer        = (*Metrics)(nil)
+	_ reconcile.CommandObserver = (*Metrics)(nil)
+	_ prometheus.Collector      = (*Metrics)(nil)
 )
 
 // Outcomes of a batch, as the outcome label of batches_total names them.
@@ -194,12 +160,13 @@ func New(opts Options) (*Metrics, error) {
 	if err := checkNilPointers(opts); err != nil {
 		return nil, err
 	}
-	if err := checkHealthOptions(&opts); err != nil {
+	if err := checkKinds(opts.Kinds); err != nil {
 		return nil, err
 	}
 
 	ns := opts.Namespace
 	m := &Metrics{
+		monitor: opts.Monitor,
 		rows: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "rows_total",
 			Help: "Rows judged by successful batches, by verdict."}, []string{"job", "verdict"}),
 		batches: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "batches_total",
@@ -240,8 +207,8 @@ func New(opts Options) (*Metrics, error) {
 				return math.Inf(1)
 			}))
 	}
-	if len(opts.Jobs) > 0 {
-		m.health = newHealthCollector(opts, m.statusErrors, m.writeCount)
+	if opts.Monitor != nil {
+		m.health = newHealthCollector(opts, m.statusErrors)
 	}
 	if opts.Outbox != nil {
 		m.outbox = newOutboxCollector(opts)
@@ -261,17 +228,13 @@ func checkBuckets(field string, b []float64) error {
 	return nil
 }
 
-// checkNilPointers rejects a nil pointer behind a non-nil interface (a *pgstore.Store or
+// checkNilPointers rejects a nil pointer behind a non-nil interface (a *pgoutbox.Outbox or
 // *reconcile.AdaptiveLimiter variable left nil), as reconcile.New does a Limiter's: it would
 // pass the nil checks and panic at the first scrape, in a goroutine of its own, which takes
 // the process down.
 func checkNilPointers(opts Options) error {
-	names := []string{"Status", "Outbox", "Limiter"}
-	values := []any{opts.Status, opts.Outbox, opts.Limiter}
-	for _, job := range slices.Sorted(maps.Keys(opts.Readers)) {
-		names = append(names, fmt.Sprintf("Readers[%q]", job))
-		values = append(values, opts.Readers[job])
-	}
+	names := []string{"Outbox", "Limiter"}
+	values := []any{opts.Outbox, opts.Limiter}
 	for i, v := range values {
 		if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
 			return fmt.Errorf("prommetrics: options: %s is a nil %T; leave it nil to turn it off", names[i], v)
@@ -280,47 +243,11 @@ func checkNilPointers(opts Options) error {
 	return nil
 }
 
-func checkHealthOptions(opts *Options) error {
-	switch {
-	case (opts.Status != nil || len(opts.Readers) > 0) && len(opts.Jobs) == 0:
-		return errors.New("prommetrics: options: Status or Readers is set but Jobs is empty")
-	case opts.StatusTimeout < 0:
-		return fmt.Errorf("prommetrics: options: StatusTimeout %s is negative", opts.StatusTimeout)
-	case opts.Policy.LagSLO < 0:
-		// EvaluateHealth would fail every job's lag check against it.
-		return fmt.Errorf("prommetrics: options: Policy.LagSLO %s is negative", opts.Policy.LagSLO)
-	}
-	for i, job := range opts.Jobs {
-		switch {
-		case job == "":
-			return fmt.Errorf("prommetrics: options: Jobs[%d] is empty", i)
-		case !utf8.ValidString(job):
-			return fmt.Errorf("prommetrics: options: Jobs[%d] %q is not valid UTF-8", i, job)
-		case slices.Contains(opts.Jobs[:i], job):
-			return fmt.Errorf("prommetrics: options: job %q is listed twice", job)
-		case opts.Status == nil && opts.Readers[job] == nil:
-			return fmt.Errorf("prommetrics: options: job %q has no StatusReader (Status or Readers)", job)
-		}
-	}
-	for job := range opts.Readers {
-		if !slices.Contains(opts.Jobs, job) {
-			return fmt.Errorf("prommetrics: options: Readers has job %q, which is not in Jobs", job)
-		}
-	}
-	for i, kind := range opts.Kinds {
+func checkKinds(kinds []string) error {
+	for i, kind := range kinds {
 		if kind == "" || len(kind) > MaxKindLength || !utf8.ValidString(kind) || strings.ContainsFunc(kind, unicode.IsControl) {
 			return fmt.Errorf("prommetrics: options: Kinds[%d] %q is empty, longer than %d bytes, not UTF-8 or has control characters", i, kind, MaxKindLength)
 		}
-	}
-	opts.Jobs = slices.Clone(opts.Jobs)
-	if opts.StatusTTL == 0 {
-		opts.StatusTTL = DefaultStatusTTL
-	}
-	if opts.StatusTimeout == 0 {
-		opts.StatusTimeout = DefaultStatusTimeout
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
 	}
 	return nil
 }
@@ -350,13 +277,13 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Collect sends the event metrics and, when Options.Status is set, reads each job's status
-// and sends its health gauges. A failed read counts in status_errors_total and leaves that
+// Collect sends the event metrics and, when Options.Monitor is set, reads each job's health
+// and sends its gauges. A failed read counts in status_errors_total and leaves that
 // job's gauges out; it never fails the scrape.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	// The outbox is read alongside the statuses, so that a database that hangs holds the scrape
-	// for one StatusTimeout, not two: two defaults make Prometheus's default scrape_timeout, and
-	// a scrape that times out has none of the series the alerts need.
+	// for one timeout, not two: two defaults make Prometheus's default scrape_timeout, and a
+	// scrape that times out has none of the series the alerts need.
 	var outbox sync.WaitGroup
 	if m.outbox != nil {
 		outbox.Go(func() { m.outbox.collect(ch) })

@@ -57,6 +57,25 @@ func (refuse) Wait(context.Context) error {
 	return &reconcile.RateLimitError{RetryAfter: time.Minute}
 }
 
+// newMonitor returns the Monitor of cfg.
+func newMonitor(t *testing.T, cfg reconcile.MonitorConfig) *reconcile.Monitor {
+	t.Helper()
+	m, err := reconcile.NewMonitor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// jobsOf are the jobs names, each read through r and judged by p.
+func jobsOf(r reconcile.StatusReader, p reconcile.HealthPolicy, names ...string) []reconcile.MonitorJob {
+	jobs := make([]reconcile.MonitorJob, len(names))
+	for i, n := range names {
+		jobs[i] = reconcile.MonitorJob{Name: n, Status: r, Policy: p}
+	}
+	return jobs
+}
+
 func newRegistry(t *testing.T, m *prommetrics.Metrics) *prometheus.Registry {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
@@ -330,7 +349,7 @@ func TestHealthGaugesJudgeEachJobAtScrapeTime(t *testing.T) {
 		},
 		errs: map[string]error{"broken": errors.New("pgstore: connection refused")},
 	}
-	m, err := prommetrics.New(prommetrics.Options{Status: reader, Jobs: []string{"stuck", "broken", "fine"}, Kinds: policyKinds})
+	m, err := prommetrics.New(prommetrics.Options{Monitor: newMonitor(t, reconcile.MonitorConfig{Jobs: jobsOf(reader, reconcile.HealthPolicy{}, "stuck", "broken", "fine")}), Kinds: policyKinds})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -438,8 +457,8 @@ func TestStatusCache(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			reader := &fakeStatus{status: map[string]reconcile.Status{"payments": st}}
 			now := t0
-			m, err := prommetrics.New(prommetrics.Options{Status: reader, Jobs: []string{"payments"},
-				StatusTTL: tt.ttl, Now: func() time.Time { return now }})
+			m, err := prommetrics.New(prommetrics.Options{Monitor: newMonitor(t, reconcile.MonitorConfig{Jobs: jobsOf(reader, reconcile.HealthPolicy{}, "payments"),
+				TTL: tt.ttl, Now: func() time.Time { return now }})})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -466,8 +485,8 @@ func TestSlowStatusReadsAreBoundedByTheTimeout(t *testing.T) {
 		status: map[string]reconcile.Status{"ok": {Job: "ok", Now: t0, CycleStartedAt: t0}},
 		block:  release,
 	}
-	m, err := prommetrics.New(prommetrics.Options{Status: reader, Jobs: []string{"hung", "slow", "ok"},
-		StatusTimeout: 50 * time.Millisecond})
+	m, err := prommetrics.New(prommetrics.Options{Monitor: newMonitor(t, reconcile.MonitorConfig{Jobs: jobsOf(reader, reconcile.HealthPolicy{}, "hung", "slow", "ok"),
+		Timeout: 50 * time.Millisecond})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -505,13 +524,13 @@ func (r rendezvous) Status(ctx context.Context, job string) (reconcile.Status, e
 	}
 }
 
-func (r rendezvous) Stats(ctx context.Context) (pgoutbox.OutboxStats, error) {
+func (r rendezvous) Stats(ctx context.Context) (reconcile.OutboxStats, error) {
 	close(r.outbox)
 	select {
 	case <-r.status:
-		return pgoutbox.OutboxStats{Now: t0}, nil
+		return reconcile.OutboxStats{Now: t0}, nil
 	case <-ctx.Done():
-		return pgoutbox.OutboxStats{}, ctx.Err()
+		return reconcile.OutboxStats{}, ctx.Err()
 	}
 }
 
@@ -521,7 +540,7 @@ func (r rendezvous) Stats(ctx context.Context) (pgoutbox.OutboxStats, error) {
 // ReconcileStatusUnreadable nor any other alert of the mixin fires.
 func TestTheStatusAndTheOutboxAreReadTogether(t *testing.T) {
 	r := rendezvous{status: make(chan struct{}), outbox: make(chan struct{})}
-	m, err := prommetrics.New(prommetrics.Options{Status: r, Jobs: []string{"a"}, Outbox: r})
+	m, err := prommetrics.New(prommetrics.Options{Monitor: newMonitor(t, reconcile.MonitorConfig{Jobs: jobsOf(r, reconcile.HealthPolicy{}, "a")}), Outbox: r})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -540,7 +559,7 @@ reconcile_outbox_queued 0
 
 func TestObserverIsSafeForConcurrentUse(t *testing.T) {
 	reader := &fakeStatus{status: map[string]reconcile.Status{"a": {Job: "a", Now: t0}}}
-	m, err := prommetrics.New(prommetrics.Options{Status: reader, Jobs: []string{"a"}, StatusTTL: -1})
+	m, err := prommetrics.New(prommetrics.Options{Monitor: newMonitor(t, reconcile.MonitorConfig{Jobs: jobsOf(reader, reconcile.HealthPolicy{}, "a"), TTL: -1})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -590,7 +609,7 @@ func TestInvalidUTF8LabelsDoNotPanic(t *testing.T) {
 	bad := "kind\xff"
 	reader := &fakeStatus{status: map[string]reconcile.Status{"a": {Job: "a", Now: t0,
 		OpenFindings: map[string]int{bad: 1, "kind\xfe": 2}}}}
-	m, err := prommetrics.New(prommetrics.Options{Status: reader, Jobs: []string{"a"}})
+	m, err := prommetrics.New(prommetrics.Options{Monitor: newMonitor(t, reconcile.MonitorConfig{Jobs: jobsOf(reader, reconcile.HealthPolicy{}, "a")})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -609,7 +628,7 @@ reconcile_open_findings{job="a",kind="unexpected"} 3
 func TestMetricNamesPassPromlint(t *testing.T) {
 	reader := &fakeStatus{status: map[string]reconcile.Status{"a": {Job: "a", Now: t0, CycleStartedAt: t0,
 		LastCycleCompletedAt: t0, OpenFindings: map[string]int{"missed_success": 1}}}}
-	m, err := prommetrics.New(prommetrics.Options{Status: reader, Jobs: []string{"a"}})
+	m, err := prommetrics.New(prommetrics.Options{Monitor: newMonitor(t, reconcile.MonitorConfig{Jobs: jobsOf(reader, reconcile.HealthPolicy{}, "a")})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -630,7 +649,6 @@ func TestMetricNamesPassPromlint(t *testing.T) {
 }
 
 func TestNewRejectsBadOptions(t *testing.T) {
-	reader := &fakeStatus{}
 	tests := []struct {
 		name string
 		opts prommetrics.Options
@@ -639,20 +657,10 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"a namespace with a dash", prommetrics.Options{Namespace: "my-app"}, "Namespace"},
 		{"buckets out of order", prommetrics.Options{Buckets: []float64{1, 0.5}}, "Buckets"},
 		{"empty call buckets", prommetrics.Options{CallBuckets: []float64{}}, "CallBuckets"},
-		{"jobs without a status reader", prommetrics.Options{Jobs: []string{"a"}}, "has no StatusReader"},
-		{"a reader for a job not listed", prommetrics.Options{Status: reader, Jobs: []string{"a"}, Readers: map[string]reconcile.StatusReader{"b": reader}}, "not in Jobs"},
-		{"a status reader without jobs", prommetrics.Options{Status: reader}, "Jobs is empty"},
-		{"an empty job", prommetrics.Options{Status: reader, Jobs: []string{"a", ""}}, "Jobs[1] is empty"},
-		{"a job listed twice", prommetrics.Options{Status: reader, Jobs: []string{"a", "b", "a"}}, "listed twice"},
-		{"a negative timeout", prommetrics.Options{Status: reader, Jobs: []string{"a"}, StatusTimeout: -time.Second}, "StatusTimeout"},
-		// EvaluateHealth would fail every job's lag check, while lag_slo_seconds said 72h.
-		{"a negative lag SLO", prommetrics.Options{Status: reader, Jobs: []string{"a"}, Policy: reconcile.HealthPolicy{LagSLO: -time.Hour}}, "LagSLO"},
 		// A typed nil behind the interface passed New and panicked in the scrape's goroutine,
 		// which takes the process down.
 		{"a nil *AdaptiveLimiter", prommetrics.Options{Limiter: (*reconcile.AdaptiveLimiter)(nil)}, "Limiter is a nil *reconcile.AdaptiveLimiter"},
 		{"a nil *rate.Limiter", prommetrics.Options{Limiter: (*rate.Limiter)(nil)}, "Limiter is a nil *rate.Limiter"},
-		{"a nil store as Status", prommetrics.Options{Status: (*fakeStatus)(nil), Jobs: []string{"a"}}, "Status is a nil"},
-		{"a nil store in Readers", prommetrics.Options{Jobs: []string{"a"}, Readers: map[string]reconcile.StatusReader{"a": (*fakeStatus)(nil)}}, `Readers["a"] is a nil`},
 		{"a nil *Outbox", prommetrics.Options{Outbox: (*pgoutbox.Outbox)(nil)}, "Outbox is a nil"},
 		{"an empty kind", prommetrics.Options{Kinds: []string{"missed_success", ""}}, "Kinds[1]"},
 		{"an overlong kind", prommetrics.Options{Kinds: []string{strings.Repeat("k", prommetrics.MaxKindLength+1)}}, "Kinds[0]"},
@@ -684,8 +692,8 @@ func TestRegisteringTwiceFails(t *testing.T) {
 func TestEachTierIsReadThroughItsOwnReader(t *testing.T) {
 	shared := &fakeStatus{status: map[string]reconcile.Status{"hot": {Job: "hot", Rows: 1}, "cold": {Job: "cold", Rows: 1}}}
 	cold := &fakeStatus{status: map[string]reconcile.Status{"cold": {Job: "cold", Rows: 41}}}
-	m, err := prommetrics.New(prommetrics.Options{Status: shared, Jobs: []string{"hot", "cold"},
-		Readers: map[string]reconcile.StatusReader{"cold": cold}, StatusTTL: -1})
+	m, err := prommetrics.New(prommetrics.Options{Monitor: newMonitor(t, reconcile.MonitorConfig{TTL: -1,
+		Jobs: []reconcile.MonitorJob{{Name: "hot", Status: shared}, {Name: "cold", Status: cold}}})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -708,7 +716,7 @@ reconcile_covered_rows{job="hot"} 1
 
 func TestAnObservedBatchOrRepairDropsTheCachedStatus(t *testing.T) {
 	reader := &fakeStatus{status: map[string]reconcile.Status{"payments": {Job: "payments", Now: t0, CycleStartedAt: t0}}}
-	m, err := prommetrics.New(prommetrics.Options{Status: reader, Jobs: []string{"payments"}, Now: func() time.Time { return t0 }})
+	m, err := prommetrics.New(prommetrics.Options{Monitor: newMonitor(t, reconcile.MonitorConfig{Jobs: jobsOf(reader, reconcile.HealthPolicy{}, "payments"), Now: func() time.Time { return t0 }})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -729,7 +737,7 @@ func TestAnObservedBatchOrRepairDropsTheCachedStatus(t *testing.T) {
 	if got := reader.readsOf("payments"); got != 2 {
 		t.Fatalf("%d reads after a batch, want 2", got)
 	}
-	m.CommandAttempted(pgoutbox.Attempt{Command: "ApplyPaymentSucceeded", Outcome: pgoutbox.OutcomeDone})
+	m.CommandAttempted(reconcile.CommandAttempt{Command: "ApplyPaymentSucceeded", Outcome: reconcile.AttemptDone})
 	scrape()
 	scrape()
 	if got := reader.readsOf("payments"); got != 3 {

@@ -98,7 +98,8 @@ func TestAResolutionThroughThisProcessShowsInTheNextScrape(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := t0 // the cache's clock stands still: only a write can make it read again
-	m, err := prommetrics.New(prommetrics.Options{Status: store, Jobs: []string{"payments"}, Kinds: policyKinds, Now: func() time.Time { return now }})
+	m, err := prommetrics.New(prommetrics.Options{Kinds: policyKinds,
+		Monitor: newMonitor(t, reconcile.MonitorConfig{Jobs: jobsOf(store, reconcile.HealthPolicy{}, "payments"), Now: func() time.Time { return now }})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,8 +182,8 @@ func aRealRun(t *testing.T) *prometheus.Registry {
 		t.Fatal(err)
 	}
 	gw := reconciletest.NewGateway(map[string]string{"pi_1": "succeeded", "pi_2": "succeeded", "pi_3": "canceled", "pi_4": "succeeded"})
-	m, err := prommetrics.New(prommetrics.Options{Status: store, Jobs: []string{"payments"}, Kinds: policyKinds,
-		Policy: reconcile.HealthPolicy{LagSLO: 24 * time.Hour, Schedule: &reconcile.PlanInput{BatchSize: 2, BatchesPerHour: 60}},
+	m, err := prommetrics.New(prommetrics.Options{Kinds: policyKinds, Monitor: newMonitor(t, reconcile.MonitorConfig{Jobs: jobsOf(store,
+		reconcile.HealthPolicy{LagSLO: 24 * time.Hour, Schedule: &reconcile.PlanInput{BatchSize: 2, BatchesPerHour: 60}}, "payments")}),
 		Outbox: pgoutbox.Outbox{DB: pool, Tables: store.Tables()}, Limiter: limiter})
 	if err != nil {
 		t.Fatal(err)

@@ -106,9 +106,14 @@ func (v *violations) waitFor(url string) chromedp.Action[chromedp.Void] {
 func TestTheOverviewChartsCoverageInABrowser(t *testing.T) {
 	b := newSession(t, "alice")
 	w := newWorld(t, func(c *console.Config) {
-		c.Jobs = []string{"payments", "sweep"}
-		c.Status = console.StatusByJob{"payments": busyJob{now: time.Now()}, "sweep": c.Store.(reconcile.StatusReader)}
-		c.Policies = map[string]reconcile.HealthPolicy{"payments": {LagSLO: 24 * time.Hour}}
+		monitor, err := reconcile.NewMonitor(reconcile.MonitorConfig{TTL: -1, Jobs: []reconcile.MonitorJob{
+			{Name: "payments", Status: busyJob{now: time.Now()}, Policy: reconcile.HealthPolicy{LagSLO: 24 * time.Hour}},
+			{Name: "sweep", Status: c.Store.(reconcile.StatusReader)},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Monitor = monitor
 		c.Kinds = slices.Concat(kinds, []console.KindInfo{{Kind: "amount_mismatch", Meaning: "The row's amount differs from what Stripe charged.", Money: true}})
 	})
 	mux := http.NewServeMux()

@@ -88,17 +88,33 @@ func newWorld(t *testing.T, mods ...func(*console.Config)) *world {
 		Kinds:        kinds,
 		TimeZones:    []string{"UTC", "Asia/Tokyo"},
 		Authenticate: headerAuth,
-		StatusTTL:    -1,
 		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	for _, mod := range mods {
 		mod(&cfg)
+	}
+	if cfg.Monitor == nil {
+		cfg.Monitor = monitorOf(t, w.store, cfg.Jobs...)
 	}
 	w.console, err = console.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return w
+}
+
+// monitorOf is a Monitor of jobs, each read through sr, that keeps nothing.
+func monitorOf(t *testing.T, sr reconcile.StatusReader, jobs ...string) *reconcile.Monitor {
+	t.Helper()
+	var mj []reconcile.MonitorJob
+	for _, job := range jobs {
+		mj = append(mj, reconcile.MonitorJob{Name: job, Status: sr})
+	}
+	m, err := reconcile.NewMonitor(reconcile.MonitorConfig{Jobs: mj, TTL: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // kinds are the meanings of the test policy's kinds, as a host passes its policies' table
@@ -246,7 +262,7 @@ func newMoneyWorld(t *testing.T) *moneyWorld {
 		w.ids[id] = f.ID
 	}
 	w.console, err = console.New(console.Config{
-		Store: store, Jobs: []string{"orders"}, Authenticate: headerAuth, StatusTTL: -1,
+		Store: store, Monitor: monitorOf(t, store, "orders"), Authenticate: headerAuth,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {

@@ -137,7 +137,7 @@ func serveConsoleTo(ctx context.Context, out, errOut io.Writer, addr string, rv 
 
 // newConsole returns the console over the example's findings, for people holding token: store
 // lists, resolves and reopens them (the host's reviewer, or the store itself) and reads the
-// job's status.
+// job's status, through the process's Monitor (newMonitor).
 func newConsole(store interface {
 	reconcile.Reviewer
 	reconcile.StatusReader
@@ -145,9 +145,13 @@ func newConsole(store interface {
 	if token == "" {
 		return nil, errors.New("payments: console: the token is empty")
 	}
+	monitor, err := newMonitor(store, logger)
+	if err != nil {
+		return nil, err
+	}
 	return console.New(console.Config{
 		Store:        store,
-		Jobs:         []string{job},
+		Monitor:      monitor, // the job, judged by healthPolicy as the report judges it
 		Authenticate: tokenAuth(token),
 		Challenge:    consoleRealm,
 		// The PaymentIntents are stripetest's, so test mode; they will not be found there.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -93,6 +94,14 @@ func reconcilerOver(store paymentStore, gateway *stripeadapter.Gateway, batchSiz
 // the reverse scan completes its pass at once, but a host that spreads a pass over hours must
 // raise the bound to that, for the events lane too.
 var healthPolicy = reconcile.HealthPolicy{MaxLaneLag: 15 * time.Minute}
+
+// newMonitor is the process's one reconcile.Monitor of the job: the health endpoint
+// (reconcile.NewHealthHandler), the review console and the metrics read the job's status
+// through it, share its reads and judge it by healthPolicy, as jobHealth does.
+func newMonitor(store reconcile.StatusReader, logger *slog.Logger) (*reconcile.Monitor, error) {
+	return reconcile.NewMonitor(reconcile.MonitorConfig{Logger: logger,
+		Jobs: []reconcile.MonitorJob{{Name: job, Status: store, Policy: healthPolicy}}})
+}
 
 // jobHealth reads the job's status (the sweep's and the lanes') and judges it by healthPolicy:
 // what a host serves on its health endpoint and alerts on.

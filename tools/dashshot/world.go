@@ -70,7 +70,7 @@ func newWorld(ctx context.Context, pool *pgxpool.Pool, duration time.Duration, l
 	if err != nil {
 		return nil, err
 	}
-	readers := map[string]reconcile.StatusReader{}
+	var monitored []reconcile.MonitorJob
 	for _, job := range jobs {
 		t := &table{job: job, name: "payments_" + job[len("payments-"):]}
 		ident := pgx.Identifier{t.name}.Sanitize()
@@ -100,11 +100,14 @@ func newWorld(ctx context.Context, pool *pgxpool.Pool, duration time.Duration, l
 			}
 		}
 		w.tables = append(w.tables, t)
-		readers[job] = t.store
+		monitored = append(monitored, reconcile.MonitorJob{Name: job, Status: t.store, Policy: reconcile.HealthPolicy{LagSLO: lagSLO}})
 	}
-	w.metrics, err = prommetrics.New(prommetrics.Options{Jobs: jobs, Readers: readers,
+	monitor, err := reconcile.NewMonitor(reconcile.MonitorConfig{Jobs: monitored})
+	if err != nil {
+		return nil, err
+	}
+	w.metrics, err = prommetrics.New(prommetrics.Options{Monitor: monitor,
 		Kinds:   []string{"missed_success", "paid_locally_not_externally"}, // reconciletest.Classifier's
-		Policy:  reconcile.HealthPolicy{LagSLO: lagSLO},
 		Outbox:  pgoutbox.Outbox{DB: pool, Tables: w.tables[0].store.Tables()},
 		Limiter: w.limiter})
 	return w, err

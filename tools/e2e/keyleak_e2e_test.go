@@ -214,7 +214,13 @@ func leakCheck(t *testing.T, url string, classifier reconcile.Classifier[string,
 		t.Fatal(err)
 	}
 	const job = "payments"
-	metrics, err := prommetrics.New(prommetrics.Options{Status: store, Jobs: []string{job}, StatusTTL: -1})
+	// One Monitor for the metrics, the health endpoint and the console, reading anew each time.
+	monitor, err := reconcile.NewMonitor(reconcile.MonitorConfig{Logger: logger, TTL: -1, Jobs: []reconcile.MonitorJob{
+		{Name: job, Status: store}, {Name: job + "_single", Status: store}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, err := prommetrics.New(prommetrics.Options{Monitor: monitor})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,8 +285,7 @@ func leakCheck(t *testing.T, url string, classifier reconcile.Classifier[string,
 		note("health", reconcile.EvaluateHealth(st, reconcile.HealthPolicy{}), nil)
 	}
 	// The health endpoint's answers, JSON and text.
-	health, err := reconcile.NewHealthHandler(reconcile.HealthHandlerConfig{Logger: logger, Jobs: []reconcile.HealthJob{
-		{Name: job, Status: store}, {Name: job + "_single", Status: store}}})
+	health, err := reconcile.NewHealthHandler(monitor)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +336,7 @@ func leakCheck(t *testing.T, url string, classifier reconcile.Classifier[string,
 	}
 
 	// Every console page.
-	con, err := console.New(console.Config{Store: store, Status: console.StatusByJob{job: store, job + "_single": store}, Logger: logger,
+	con, err := console.New(console.Config{Store: store, Monitor: monitor, Logger: logger,
 		Authenticate: func(*http.Request) (string, error) { return "alice", nil }})
 	if err != nil {
 		t.Fatal(err)
