@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/reconcilekit/reconcile v0.0.0-20261204233051-9d5a2a582795
+	github.com/reconcilekit/reconcile v0.0.0-20261204234223-9d5fa0361ab4
 )
 
 require (
