@@ -218,24 +218,29 @@ func readmeRunner(hot, cold reconcile.BatchRunner) error {
 }
 
 // readmeHealth is "Operating it": the health endpoint.
-func readmeHealth(logger *slog.Logger, hotStore, coldStore reconcile.StatusReader, mux *http.ServeMux) error {
-	health, err := reconcile.NewHealthHandler(reconcile.HealthHandlerConfig{Logger: logger, Jobs: []reconcile.HealthJob{
+func readmeHealth(logger *slog.Logger, hotStore, coldStore reconcile.StatusReader, mux *http.ServeMux) (*reconcile.Monitor, error) {
+	monitor, err := reconcile.NewMonitor(reconcile.MonitorConfig{Logger: logger, Jobs: []reconcile.MonitorJob{
 		{Name: "payments-hot", Status: hotStore, Policy: reconcile.HealthPolicy{LagSLO: 6 * time.Hour}},
 		{Name: "payments-cold", Status: coldStore}, // the default policy: a lag SLO of 72 h
 	}})
+	if err != nil {
+		return nil, err
+	}
+	health, err := reconcile.NewHealthHandler(monitor)
 	mux.Handle("GET /reconcile/health", health)
-	return err
+	return monitor, err
 }
 
 // readmeConsole is "Operating it": the review console.
-func readmeConsole(payments *pgstore.Store[string], reviewerOf func(*http.Request) (string, error), mux *http.ServeMux) error {
+func readmeConsole(payments *pgstore.Store[string], monitor *reconcile.Monitor, reviewerOf func(*http.Request) (string, error), mux *http.ServeMux) error {
 	// What each policy kind means, and which involve money; the console does not import the adapter.
 	var kinds []console.KindInfo
 	for _, k := range stripeadapter.Kinds() {
 		kinds = append(kinds, console.KindInfo(k))
 	}
-	// payments is a *pgstore.Store: the console reviews findings and reads statuses through it.
-	c, err := console.New(console.Config{Store: payments, Jobs: []string{"payments"}, Kinds: kinds,
+	// payments is a *pgstore.Store: the console reviews findings through it; the overview shows
+	// the Monitor's jobs, judged as the health endpoint judges them.
+	c, err := console.New(console.Config{Store: payments, Monitor: monitor, Kinds: kinds,
 		Authenticate: reviewerOf}) // func(*http.Request) (string, error)
 	mux.Handle("/review/", http.StripPrefix("/review", c))
 	return err
