@@ -141,7 +141,9 @@
 // wrap, waits out rate limits and backs off after failures. [RunnerConfig].OnTick and OnCycle
 // are told of every tick that ends with a [TickEnd], whose report names the job and lane it
 // ran. Hosts that schedule work themselves (cron, River) call [RunTick], one tick of the same
-// loop. A [FanOut] covers many accounts (tenants, Stripe connected accounts) with one
+// loop, and act on its [After]. What follows a batch is decided in one place, [AfterBatch]:
+// go on, wait for the next cycle, wait out a rate limit, back off, retry after a lost race,
+// or stop. A [FanOut] covers many accounts (tenants, Stripe connected accounts) with one
 // BatchRunner, each account with its own cursor, taking turns under one Limiter.
 //
 // # Health
@@ -149,7 +151,7 @@
 // A store that is a [StatusReader] reads a job's [Status]: the reconciliation lag (the primary
 // SLO), cycle times, the last batch's unverifiable ratio, open and stale findings by kind, lanes
 // and the last failure. [EvaluateHealth] judges it against a [HealthPolicy], a
-// [HealthHandler] serves that over HTTP for alerting, and [PlanCoverage] says whether a schedule
+// [HealthHandler] serves that over HTTP for alerting, and [PlanSchedule] says whether a schedule
 // keeps up with the rows that arrive. [Config].Observer is told of every call and batch
 // (package prommetrics turns that into Prometheus metrics).
 //
