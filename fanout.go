@@ -378,7 +378,7 @@ func (f *FanOut) settleLocked(ctx context.Context, a *fanAccount, j int, rep Rep
 	case AfterConflict:
 		// Another process runs this job (another replica's fan-out, say): routine, and that
 		// process completes the cycle.
-		away(f.cfg.Backoff)
+		away(max(f.cfg.Backoff, rep.RetryAfter))
 		f.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "reconcile fan-out: another reconciler moved the account's cursor; it sits out", attrs()...)
 	case AfterIdle:
 		// The job had nothing it could do now (a sharded job's shards all leased by other
@@ -386,7 +386,7 @@ func (f *FanOut) settleLocked(ctx context.Context, a *fanAccount, j int, rep Rep
 		away(max(f.cfg.Backoff, rep.RetryAfter))
 	case AfterFailure:
 		a.failures++
-		away(backoff(f.cfg.Backoff, a.failures))
+		away(max(backoff(f.cfg.Backoff, a.failures), rep.RetryAfter))
 		f.cfg.Logger.LogAttrs(ctx, slog.LevelError, "reconcile fan-out: the account's batch failed; it sits out",
 			attrs(slog.String("error", err.Error()))...)
 	case AfterOutage, AfterDeferred:

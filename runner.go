@@ -42,7 +42,7 @@ type TickReport struct {
 	// Wrapped reports that a batch of the tick completed the cycle (Report.Wrapped).
 	Wrapped bool
 	// RateLimited, Unavailable and Deferred are the last batch's; RetryAfter the longest any
-	// batch asked.
+	// batch asked, a failed one included.
 	RateLimited bool
 	Unavailable bool
 	Deferred    bool
@@ -113,6 +113,7 @@ func runTick(batchCtx, stopCtx context.Context, b BatchRunner, budget TickBudget
 		rep, err := b.RunBatch(batchCtx)
 		last = time.Since(batchStart)
 		t.name(rep)
+		t.RetryAfter = max(t.RetryAfter, rep.RetryAfter) // a failed batch's rate limit holds too
 		switch t.After = AfterBatch(batchCtx, rep, err); t.After {
 		case AfterConflict:
 			t.Conflict = true
@@ -335,7 +336,7 @@ func (r *Runner) loop(batchCtx, stopCtx context.Context, j RunnerJob) {
 			// Another process runs this job: not a failure, try again next tick.
 			r.logger.LogAttrs(stopCtx, slog.LevelInfo, "reconcile runner: another reconciler moved the cursor; retrying next tick",
 				slog.String("job", j.Name))
-			failures, wait = 0, spread(j.Interval, j.Interval, j.Jitter)
+			failures, wait = 0, max(spread(j.Interval, j.Interval, j.Jitter), tick.RetryAfter)
 		case a == AfterRateLimit:
 			failures, wait = 0, max(tick.RetryAfter, retry)+spread(0, retry, j.Jitter)
 		case a == AfterIdle && tick.RetryAfter > 0:
