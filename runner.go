@@ -52,8 +52,9 @@ type TickReport struct {
 	// right. It is not an error: two schedulers of one job are a normal, safe configuration.
 	Conflict bool
 	// After is what follows the tick: what AfterBatch decided about its last batch, or
-	// AfterProgress when the budget or the context's deadline ended the tick with work left,
-	// AfterStop when its context ended it between batches.
+	// AfterProgress when the budget or the context's deadline ended the tick with work left;
+	// when its context was cancelled between batches, AfterStop, or AfterConflict if the
+	// cause is an ErrConcurrentRun (a lost shard lease).
 	After    After
 	Duration time.Duration
 }
@@ -102,8 +103,15 @@ func runTick(batchCtx, stopCtx context.Context, b BatchRunner, budget TickBudget
 	defer func() { t.Duration = time.Since(start) }()
 	var last time.Duration
 	for {
-		if stopCtx.Err() != nil {
-			t.After = AfterStop
+		if err := stopCtx.Err(); err != nil {
+			switch {
+			case errors.Is(err, context.DeadlineExceeded):
+				// Out of time, with work left: t.After stays the last batch's.
+			case errors.Is(context.Cause(stopCtx), ErrConcurrentRun):
+				t.After, t.Conflict = AfterConflict, true // another took the work over (a lost lease)
+			default:
+				t.After = AfterStop
+			}
 			return t, nil
 		}
 		if d, ok := batchCtx.Deadline(); ok && last > 0 && time.Until(d) < last {

@@ -109,3 +109,20 @@ func TestRunTickStoppedBetweenBatchesIsAStop(t *testing.T) {
 		t.Fatalf("tick %+v, %v; want two batches, then a stop", tick, err)
 	}
 }
+
+// A tick whose context a lost race cancels between batches (a shard's lease lost while no
+// batch ran) ends as a conflict, not as the host stopping.
+func TestRunTickCancelledBetweenBatchesByALostRaceIsAConflict(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	b := &scripted{next: func(_ context.Context, n int) (reconcile.Report, error) {
+		if n == 1 {
+			cancel(fmt.Errorf("pgshard: shard lease lost: %w", reconcile.ErrConcurrentRun))
+		}
+		return batchOf(10), nil
+	}}
+	tick, err := reconcile.RunTick(ctx, b, reconcile.TickBudget{})
+	if err != nil || !tick.Conflict || tick.After != reconcile.AfterConflict || tick.Batches != 1 {
+		t.Fatalf("tick %+v, %v; want one batch, then a conflict", tick, err)
+	}
+}

@@ -29,7 +29,7 @@ type Tick struct {
 	ShardWrapped bool
 	// CycleCompleted reports that the shard's wrap completed the job's cycle.
 	CycleCompleted bool
-	// LeaseLost reports that the lease was lost during the tick; the batch under way wrote
+	// LeaseLost reports that the lease was lost during the tick; a batch under way wrote
 	// nothing (Tick.Conflict is set too).
 	LeaseLost bool
 }
