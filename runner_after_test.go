@@ -54,17 +54,7 @@ func TestARunnerWaitsAsAfterBatchDecides(t *testing.T) {
 		}
 		return true
 	})
-	r, err := reconcile.NewRunner(reconcile.RunnerConfig{Jobs: jobs, OnTick: k.onTick})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	k.wait(t)
-	if err := r.Stop(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	k.runUntil(t, reconcile.RunnerConfig{Jobs: jobs, OnTick: k.onTick})
 	for _, tt := range tests {
 		for i, e := range k.of(tt.name) {
 			if e.Next == 0 || i >= len(tt.want) {
