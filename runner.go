@@ -47,9 +47,10 @@ type TickReport struct {
 	Unavailable bool
 	Deferred    bool
 	RetryAfter  time.Duration
-	// Conflict reports that another reconciler moved the job's cursor during the last batch
-	// (After is AfterConflict): that batch wrote nothing, and running the job again later is
-	// right. It is not an error: two schedulers of one job are a normal, safe configuration.
+	// Conflict reports that After is AfterConflict: another reconciler moved the job's cursor
+	// during the last batch, or took its work over (a shard's lease), so that batch wrote
+	// nothing, and running the job again later is right. It is not an error: two schedulers of
+	// one job are a normal, safe configuration.
 	Conflict bool
 	// After is what follows the tick: what AfterBatch decided about its last batch, or
 	// AfterProgress when the budget or the context's deadline ended the tick with work left;
@@ -201,7 +202,8 @@ type TickEnd struct {
 //     Interval, if shorter);
 //   - AfterFailure, AfterOutage and AfterDeferred: a backoff from that minute, doubled per
 //     consecutive one up to 32 times, at least RetryAfter, logged (a failure at Error);
-//   - AfterConflict (another process runs the job): the Interval, logged at Info.
+//   - AfterConflict (another process runs the job): the Interval, logged at Info;
+//   - AfterStop: nothing; the job's loop ends.
 //
 // No wait is shorter than a batch's RetryAfter. RunnerConfig.OnTick and OnCycle tell the host
 // when a tick or a cycle ends.
