@@ -141,7 +141,9 @@
 // wrap, waits out rate limits and backs off after failures. [RunnerConfig].OnTick and OnCycle
 // are told of every tick that ends with a [TickEnd], whose report names the job and lane it
 // ran. Hosts that schedule work themselves (cron, River) call [RunTick], one tick of the same
-// loop. A [FanOut] covers many accounts (tenants, Stripe connected accounts) with one
+// loop, and act on its [After]. What follows a batch is decided in one place, [AfterBatch]:
+// go on, wait for the next cycle, wait out a rate limit, back off, retry after a lost race,
+// or stop. A [FanOut] covers many accounts (tenants, Stripe connected accounts) with one
 // BatchRunner, each account with its own cursor, taking turns under one Limiter.
 //
 // # Health
@@ -151,7 +153,7 @@
 // and the last failure. [EvaluateHealth] judges it against a [HealthPolicy]. A [Monitor] reads
 // and judges a service's jobs with one cache and one timeout for every surface: a
 // [HealthHandler] serves its judgement over HTTP for alerting, and the review console and
-// package prommetrics take the same Monitor. [PlanCoverage] says whether a schedule keeps up
+// package prommetrics take the same Monitor. [PlanSchedule] says whether a schedule keeps up
 // with the rows that arrive. [Config].Observer is told of every call and batch (package
 // prommetrics turns that into Prometheus metrics).
 //

@@ -98,13 +98,13 @@ func ExampleNewAdaptiveLimiter() {
 
 // The planner with the seed design's figures: a schedule, a rate budget, and a schedule that
 // new rows outrun.
-func ExamplePlanCoverage() {
+func ExamplePlanSchedule() {
 	for _, in := range []reconcile.PlanInput{
 		{Rows: 120000, BatchSize: 200, BatchesPerHour: 12},
 		{Rows: 120000, RequestsPerSecond: 5},
 		{Rows: 120000, BatchSize: 200, BatchesPerHour: 12, NewRowsPerHour: 3000},
 	} {
-		p, err := reconcile.PlanCoverage(in)
+		p, err := reconcile.PlanSchedule(in)
 		if err != nil {
 			panic(err)
 		}

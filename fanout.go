@@ -19,16 +19,16 @@ const (
 	DefaultFanOutBackoff = time.Minute
 )
 
-// FanOutJob is one runner of an account: its sweep or one of its lanes.
+// FanOutJob is one BatchRunner of an account: its sweep or one of its lanes.
 type FanOutJob struct {
-	// Job is the job the runner records under (Config.Job, or LaneConfig.Job for a lane,
+	// Job is the job its batches record under (Config.Job, or LaneConfig.Job for a lane,
 	// which is its sweep's): FanOut.Health reads its Status. It must be the account's own:
 	// two accounts sharing a job would share a cursor.
 	Job string
 	// Batches runs the job's batches: a *Reconciler or a *Lane.
 	Batches BatchRunner
 	// Status reads the job's Status for FanOut.Health: usually the account's store (a
-	// pgstore.Store whose Filter selects the account's rows). Of several runners of one job
+	// pgstore.Store whose Filter selects the account's rows). Of several FanOutJobs of one job
 	// (a sweep and its lanes), one having it is enough; a job none has it for fails health.
 	Status StatusReader
 }
@@ -42,7 +42,7 @@ type FanOutConfig struct {
 	// added to and removed from the table are followed. When it fails, the accounts it listed
 	// last go on (Health reports the failure). Required.
 	Accounts func(ctx context.Context) ([]string, error)
-	// Build returns the runners of one account, when it first appears. It should do no I/O.
+	// Build returns the FanOutJobs of one account, when it first appears. It should do no I/O.
 	// An account it fails for takes no turn, is tried again at the next refresh, and fails
 	// the fan-out's health meanwhile. Required.
 	Build func(account string) ([]FanOutJob, error)
@@ -66,27 +66,31 @@ type FanOutConfig struct {
 // fan-out takes turns among them:
 //
 //   - A round is the fan-out's cycle. It starts with the accounts the host lists, and it ends
-//     when every account in it has completed a cycle: each of its runners reported Wrapped
+//     when every account in it has completed a cycle: each of its FanOutJobs reported Wrapped
 //     once during the round (a sweep's cycle, a reverse lane's pass, an events lane's
 //     catch-up). The batch that ends the round reports Wrapped.
 //   - Within a round, accounts take turns in the order of their ids, one batch per turn; an
-//     account with several runners runs the next of them not yet wrapped this round. An
+//     account with several FanOutJobs runs the next of them not yet wrapped this round. An
 //     account that has completed its cycle sits the rest of the round out, so a huge account
 //     cannot starve small ones (they get one batch for each of its batches) and small ones do
 //     not spin (they wait for the next round instead of verifying their rows again and again).
 //   - An account added during a round joins it. An account removed during a round leaves it
 //     at once; a batch of it already running finishes, and what it reports is ignored.
-//   - An account whose batch fails, or learns nothing (the external system unavailable, every
-//     call refused by a rate limit), sits out for Backoff, doubled with each consecutive such
-//     batch (or the Retry-After, if longer), and does not hold the round up meanwhile: the
-//     others go on, their round completes without it, and it takes its turn again, in
-//     whatever round is under way, once its time has passed. Its health shows the failure and
-//     its growing lag. An account rate limited after some progress stays in the round and
-//     waits what the answer asked. The fan-out's batch reports neither an error nor pushback
-//     for one account; only when every account left in the round waits does a batch report
-//     Deferred and RateLimited, and when every account is away after failing, Deferred and
-//     Unavailable, each with the wait until the first may go again.
-//   - Give every account's runners the same Limiter: the budget is the platform's (see the
+//   - What an account's batch leaves to do is AfterBatch's. An account whose batch fails or
+//     finds the external system down or refusing (AfterFailure, AfterOutage, AfterDeferred)
+//     sits out for Backoff, doubled with each consecutive such batch (or the Retry-After, if
+//     longer), and does not hold the round up meanwhile: the others go on, their round
+//     completes without it, and it takes its turn again, in whatever round is under way, once
+//     its time has passed. Its health shows the failure and its growing lag. One that lost a
+//     cursor race (AfterConflict) or had nothing to do (AfterIdle: a sharded job's shards all
+//     leased elsewhere) sits out for Backoff, not doubled, or the Retry-After if longer. An
+//     account rate limited after some progress (AfterRateLimit) stays in the round and waits
+//     what the answer asked. The fan-out's batch reports neither an error nor pushback for one
+//     account; only when every account left in the round waits does a batch report Deferred
+//     and RateLimited, and when every account is away after failing, Deferred and
+//     Unavailable, each with the wait until the first may go again; when every account left
+//     runs in another call, it reports Deferred alone (AfterIdle).
+//   - Give every account's jobs the same Limiter: the budget is the platform's (see the
 //     Stripe adapter's Connect section for how Stripe counts), and a rate-limit answer for one
 //     account then slows them all (an AdaptiveLimiter halves its rate and pauses for
 //     Retry-After).
@@ -116,8 +120,8 @@ type fanAccount struct {
 	id        string
 	jobs      []FanOutJob
 	buildErr  error
-	wrapped   []bool // per runner: reported Wrapped during this round
-	next      int    // the runner whose turn is next
+	wrapped   []bool // per FanOutJob: reported Wrapped during this round
+	next      int    // the FanOutJob whose turn is next
 	busy      bool   // a batch of it is running
 	notBefore time.Time
 	failures  int  // consecutive batches that made no progress
@@ -154,7 +158,7 @@ func NewFanOut(cfg FanOutConfig) (*FanOut, error) {
 	return &FanOut{cfg: cfg, accounts: map[string]*fanAccount{}}, nil
 }
 
-// Refresh calls Accounts and follows the list: it builds the runners of new accounts (and
+// Refresh calls Accounts and follows the list: it builds the FanOutJobs of new accounts (and
 // retries those whose build failed) and drops removed ones. RunBatch calls it at the start of
 // every round and every RefreshEvery; call it yourself to follow a change at once.
 func (f *FanOut) Refresh(ctx context.Context) error {
@@ -328,11 +332,12 @@ func (f *FanOut) RunBatch(ctx context.Context) (Report, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	a.busy = false
-	if cancelled(ctx) && err != nil {
+	after := AfterBatch(ctx, inner, err)
+	if after == AfterStop {
 		return rep, err // the caller is stopping: nothing to hold against the account
 	}
 	if f.accounts[a.id] == a {
-		f.settleLocked(ctx, a, j, inner, err)
+		f.settleLocked(ctx, a, j, inner, after, err)
 	} // else removed while the batch ran: its report is ignored
 	if err == nil && f.accounts[a.id] == a {
 		rep.Scanned, rep.Verdicts, rep.GatewayCalls = inner.Scanned, inner.Verdicts, inner.GatewayCalls
@@ -359,8 +364,9 @@ func (f *FanOut) runOne(ctx context.Context, b BatchRunner) (rep Report, err err
 	return b.RunBatch(ctx)
 }
 
-// settleLocked records what one batch of account a's runner j did.
-func (f *FanOut) settleLocked(ctx context.Context, a *fanAccount, j int, rep Report, err error) {
+// settleLocked records what one batch of account a's FanOutJob j did, as AfterBatch decided
+// (after).
+func (f *FanOut) settleLocked(ctx context.Context, a *fanAccount, j int, rep Report, after After, err error) {
 	now := f.cfg.Now()
 	a.next = (j + 1) % len(a.jobs)
 	away := func(d time.Duration) { a.notBefore, a.away = now.Add(d), true }
@@ -368,32 +374,34 @@ func (f *FanOut) settleLocked(ctx context.Context, a *fanAccount, j int, rep Rep
 		return append([]slog.Attr{slog.String("fanout", f.cfg.Name), slog.String("account", a.id), slog.String("job", a.jobs[j].Job),
 			slog.Int("consecutive_failures", a.failures), slog.Time("until", a.notBefore)}, extra...)
 	}
-	switch {
-	case errors.Is(err, ErrConcurrentRun):
+	switch after {
+	case AfterConflict:
 		// Another process runs this job (another replica's fan-out, say): routine, and that
 		// process completes the cycle.
-		away(f.cfg.Backoff)
+		away(max(f.cfg.Backoff, rep.RetryAfter))
 		f.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "reconcile fan-out: another reconciler moved the account's cursor; it sits out", attrs()...)
-	case err != nil:
+	case AfterIdle:
+		// The job had nothing it could do now (a sharded job's shards all leased by other
+		// workers): routine, as a conflict is, for at least the wait it asked.
+		away(max(f.cfg.Backoff, rep.RetryAfter))
+	case AfterFailure:
 		a.failures++
-		away(backoff(f.cfg.Backoff, a.failures))
+		away(max(backoff(f.cfg.Backoff, a.failures), rep.RetryAfter))
 		f.cfg.Logger.LogAttrs(ctx, slog.LevelError, "reconcile fan-out: the account's batch failed; it sits out",
 			attrs(slog.String("error", err.Error()))...)
-	case rep.Unavailable || rep.Deferred:
-		// Nothing was learned: the external system is down for the account, or refused it
-		// every call. A Retry-After longer than the backoff is honoured.
+	case AfterOutage, AfterDeferred:
+		// The external system is down for the account, or refused it every call: as a
+		// failure. A Retry-After longer than the backoff is honoured.
 		a.failures++
 		away(max(backoff(f.cfg.Backoff, a.failures), rep.RetryAfter))
 		f.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile fan-out: the account's batch could not ask the external system; it sits out",
 			attrs(slog.Bool("rate_limited", rep.RateLimited))...)
-	default:
+	default: // AfterProgress, AfterRateLimit, AfterCycle
 		a.failures, a.away = 0, false
-		if rep.RateLimited {
-			// Progress, then a rate limit: the shared limiter slows everyone already; the
-			// account stays in the round and waits what the answer asked.
-			a.notBefore = now.Add(rep.RetryAfter)
-		}
-		if rep.Wrapped {
+		// After a rate limit that followed progress, the shared limiter slows everyone
+		// already; the account stays in the round and waits what the answer asked.
+		a.notBefore = now.Add(rep.RetryAfter)
+		if after == AfterCycle {
 			a.wrapped[j] = true
 		}
 	}
@@ -434,7 +442,7 @@ func (f *FanOut) roundDoneLocked() bool {
 	return completed || !away
 }
 
-// pickLocked returns the account whose turn it is and the runner to run: the first account
+// pickLocked returns the account whose turn it is and the FanOutJob to run: the first account
 // after the last one served, in id order, that is not done this round, not busy and not
 // sitting out. With none, it returns a nil account, and a Deferred report if some are still to
 // run this round or every account is away after failing (nil if the round is complete).
@@ -483,6 +491,10 @@ func (f *FanOut) pickLocked() (*fanAccount, int, *Report) {
 		return nil, 0, &Report{Job: f.cfg.Name, Verdicts: map[Verdict]int{}, Deferred: true, Unavailable: true, RetryAfter: away}
 	case !pending:
 		return nil, 0, nil
+	}
+	if wait == 0 {
+		// Every account left in the round runs in another call: nothing to do here now.
+		return nil, 0, &Report{Job: f.cfg.Name, Verdicts: map[Verdict]int{}, Deferred: true}
 	}
 	// Every account left in the round waits out a rate limit (or runs in another call).
 	return nil, 0, &Report{Job: f.cfg.Name, Verdicts: map[Verdict]int{}, Deferred: true, RateLimited: true, RetryAfter: wait}

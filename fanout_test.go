@@ -233,6 +233,12 @@ func TestFanOutAccountThatFailsSitsOutAndTheOthersGoOn(t *testing.T) {
 		{"another reconciler holds the cursor: the backoff, not doubled", func(w *fanWorld) {
 			w.answer["b"] = func() error { return reconcile.ErrConcurrentRun }
 		}, [2]time.Duration{time.Minute, time.Minute}},
+		{"nothing to do now (every shard leased elsewhere): the backoff, not doubled", func(w *fanWorld) {
+			w.report["b"] = func() reconcile.Report { return reconcile.Report{Deferred: true} }
+		}, [2]time.Duration{time.Minute, time.Minute}},
+		{"nothing to do until the next cycle is due: its Retry-After, not doubled", func(w *fanWorld) {
+			w.report["b"] = func() reconcile.Report { return reconcile.Report{Deferred: true, RetryAfter: 90 * time.Second} }
+		}, [2]time.Duration{90 * time.Second, 90 * time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -268,6 +274,39 @@ func TestFanOutAccountThatFailsSitsOutAndTheOthersGoOn(t *testing.T) {
 				t.Errorf("b did not complete its cycle")
 			}
 		})
+	}
+}
+
+// A fan-out whose every account left in the round runs in another call has nothing to do
+// here now: that is no rate limit, and no account sits out for it.
+func TestFanOutWithEveryAccountBusyIsIdle(t *testing.T) {
+	w := newFanWorld(t, map[string][]int{"a": {2}})
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	w.during = func(string) {
+		once.Do(func() {
+			close(entered)
+			<-release
+		})
+	}
+	f := w.fanOut()
+	ctx := context.Background()
+	done := make(chan error)
+	go func() {
+		_, err := f.RunBatch(ctx)
+		done <- err
+	}()
+	<-entered
+	rep, err := f.RunBatch(ctx)
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err != nil || !rep.Deferred || rep.RateLimited || rep.Unavailable || rep.RetryAfter != 0 || reconcile.AfterBatch(ctx, rep, err) != reconcile.AfterIdle {
+		t.Fatalf("with a busy in another call: %+v, %v; want Deferred alone (idle)", rep, err)
+	}
+	if rep, err := f.RunBatch(ctx); err != nil || !rep.Wrapped {
+		t.Fatalf("a's second batch: %+v, %v; want the round complete", rep, err)
 	}
 }
 

@@ -147,8 +147,8 @@ type HealthPolicy struct {
 	LaneLag    map[string]time.Duration
 	// Schedule, if set, is the job's schedule (BatchSize, BatchesPerHour, RequestsPerSecond,
 	// CallsPerRow); Rows and NewRowsPerHour are taken from the Status. The health report then
-	// carries the coverage plan, and fails the check "plan" when a cycle can never complete or
-	// will take longer than LagSLO.
+	// carries the schedule's plan (PlanSchedule), and fails the check "plan" when a cycle can
+	// never complete or will take longer than LagSLO.
 	Schedule *PlanInput
 }
 
@@ -196,7 +196,7 @@ type Health struct {
 	// OK is true when every check passes.
 	OK     bool    `json:"ok"`
 	Checks []Check `json:"checks"`
-	// Plan is the coverage plan when the policy has a Schedule.
+	// Plan is the schedule's plan (PlanSchedule) when the policy has a Schedule.
 	Plan   *Plan  `json:"plan,omitempty"`
 	Status Status `json:"status"`
 }
@@ -281,7 +281,7 @@ func EvaluateHealth(st Status, p HealthPolicy) Health {
 		if st.NewRowsPerHour > 0 {
 			in.NewRowsPerHour = float64(st.NewRowsPerHour)
 		}
-		if plan, err := PlanCoverage(in); err != nil {
+		if plan, err := PlanSchedule(in); err != nil {
 			add(Check{Name: "plan", OK: false, Value: "invalid schedule", Reason: "plan: " + err.Error()})
 		} else {
 			h.Plan = &plan

@@ -118,9 +118,9 @@ type LaneSink interface {
 }
 
 // LaneFailureRecorder is an optional ability of a LaneSink: remembering that a step of a lane
-// failed, so that health reports a lane that keeps failing. RunBatch calls it after a failed
-// step, one that missed its context's deadline included, not after a lost race, a cancelled
-// context (the host stopping) or a deferred step.
+// failed, so that health reports a lane that keeps failing. RunBatch calls it after a step
+// that AfterBatch finds AfterFailure (one that missed its context's deadline included), not
+// after a lost race, a cancelled context (the host stopping) or a deferred step.
 type LaneFailureRecorder interface {
 	RecordLaneFailure(ctx context.Context, job, lane string, cause error) error
 }

@@ -179,29 +179,27 @@ func (p *pipeline[L, E]) runStep(ctx context.Context, name stepName, record func
 	return rep, nil
 }
 
-// failureCause is what a failure recorder is told about a step, nil if nothing: its error,
-// or for a sweep batch that was deferred or stopped by an outage, why. A lost cursor race is
-// not a failure of the job, nor is a cancellation (the host stopping), nor a lane step
-// deferred by a rate limit; a step that missed its context's deadline is one: whatever held
-// it up (a lock, a hung call) holds up every step.
+// failureCause is what a failure recorder is told about a step, nil if nothing, by what
+// AfterBatch decides: a failed step's error (one that missed its context's deadline included:
+// whatever held it up, a lock or a hung call, holds up every step), or for a sweep batch that
+// was deferred or stopped by an outage, why. A lane step is recorded only when it failed (see
+// LaneFailureRecorder).
 func failureCause(ctx context.Context, rep Report, err error) error {
-	switch {
-	case errors.Is(err, ErrConcurrentRun), cancelled(ctx):
-		return nil
-	case err != nil:
+	switch AfterBatch(ctx, rep, err) {
+	case AfterFailure:
 		return err
-	case rep.Lane != "":
-		return nil
-	case rep.Deferred && rep.Unavailable:
-		return errors.New("deferred: the external system is unavailable")
-	case rep.Deferred:
-		return errors.New("deferred: the limiter (or a rate limit) refused the batch's first call")
-	case rep.Unavailable:
-		return errors.New("stopped: the external system is unavailable")
+	case AfterDeferred:
+		switch {
+		case rep.Lane != "":
+		case rep.Unavailable:
+			return errors.New("deferred: the external system is unavailable")
+		default:
+			return errors.New("deferred: the limiter (or a rate limit) refused the batch's first call")
+		}
+	case AfterOutage:
+		if rep.Lane == "" {
+			return errors.New("stopped: the external system is unavailable")
+		}
 	}
 	return nil
 }
-
-// cancelled reports whether ctx was cancelled: the host (or a Runner's Stop) ending the work,
-// as opposed to a deadline it missed.
-func cancelled(ctx context.Context) bool { return errors.Is(ctx.Err(), context.Canceled) }

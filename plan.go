@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// PlanInput describes a job's coverage: how many rows, how fast they are checked, how fast new
+// PlanInput describes a job's schedule: how many rows, how fast they are checked, how fast new
 // ones arrive.
 type PlanInput struct {
 	// Rows is the number of rows the job covers (N).
@@ -59,8 +59,9 @@ type Plan struct {
 	Verdict string `json:"verdict"`
 }
 
-// PlanCoverage computes the cycle time of a schedule and says whether it can meet the lag SLO.
-func PlanCoverage(in PlanInput) (Plan, error) {
+// PlanSchedule computes the cycle time of a schedule and says whether it can meet the lag SLO:
+// the lag a schedule predicts, where a CoverageReader measures the lag the rows have.
+func PlanSchedule(in PlanInput) (Plan, error) {
 	for _, f := range []float64{in.BatchesPerHour, in.NewRowsPerHour, in.RequestsPerSecond, in.CallsPerRow} {
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			return Plan{}, fmt.Errorf("reconcile: plan: input %+v is not finite", in)

@@ -11,7 +11,7 @@ import (
 )
 
 // TestMeasuredCycleTimeIsThePlans runs the engine on a schedule over a memstore with a fake
-// clock while rows arrive (B×R > G) and checks that every cycle takes PlanCoverage's CycleTime
+// clock while rows arrive (B×R > G) and checks that every cycle takes PlanSchedule's CycleTime
 // for the N rows present at its first read: (⌊N/B⌋+1)/R. A cycle is measured from the end of
 // the one before (for the first, from one period before its first batch, as a scheduler that
 // starts with the job would run it) to the batch that wraps.
@@ -64,7 +64,7 @@ func TestMeasuredCycleTimeIsThePlans(t *testing.T) {
 			t.Fatal(err)
 		}
 		if rep.Wrapped {
-			plan, err := reconcile.PlanCoverage(reconcile.PlanInput{Rows: n, BatchSize: batch, BatchesPerHour: perHour, NewRowsPerHour: growth})
+			plan, err := reconcile.PlanSchedule(reconcile.PlanInput{Rows: n, BatchSize: batch, BatchesPerHour: perHour, NewRowsPerHour: growth})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -74,7 +74,7 @@ func TestMeasuredCycleTimeIsThePlans(t *testing.T) {
 			measured := now.Sub(cycleStart)
 			want := time.Duration(n/batch+1) * step
 			if measured != plan.CycleTime || measured != want {
-				t.Errorf("cycle %d over %d rows took %s; PlanCoverage says %s, (⌊N/B⌋+1)/R is %s",
+				t.Errorf("cycle %d over %d rows took %s; PlanSchedule says %s, (⌊N/B⌋+1)/R is %s",
 					len(got)+1, n, measured, plan.CycleTime, want)
 			}
 			if c := store.Cursor("plan"); !c.LastCycleCompletedAt.Equal(now) {

@@ -8,7 +8,7 @@ import (
 	"github.com/reconcilekit/reconcile"
 )
 
-func TestPlanCoverage(t *testing.T) {
+func TestPlanSchedule(t *testing.T) {
 	tests := []struct {
 		name       string
 		in         reconcile.PlanInput
@@ -39,7 +39,7 @@ func TestPlanCoverage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := reconcile.PlanCoverage(tt.in)
+			p, err := reconcile.PlanSchedule(tt.in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -53,7 +53,7 @@ func TestPlanCoverage(t *testing.T) {
 	}
 }
 
-func TestPlanCoverageRejectsInputsThatBoundNothing(t *testing.T) {
+func TestPlanScheduleRejectsInputsThatBoundNothing(t *testing.T) {
 	for _, in := range []reconcile.PlanInput{
 		{Rows: 10},
 		{Rows: 10, BatchesPerHour: 12},
@@ -61,15 +61,15 @@ func TestPlanCoverageRejectsInputsThatBoundNothing(t *testing.T) {
 		{Rows: 10, RequestsPerSecond: math.NaN()},
 		{Rows: 10, RequestsPerSecond: math.Inf(1)},
 	} {
-		if _, err := reconcile.PlanCoverage(in); err == nil {
-			t.Errorf("PlanCoverage(%+v) succeeded", in)
+		if _, err := reconcile.PlanSchedule(in); err == nil {
+			t.Errorf("PlanSchedule(%+v) succeeded", in)
 		}
 	}
 }
 
-func TestPlanCoverageOfAnEndlessCycleDoesNotOverflowIntoHealth(t *testing.T) {
+func TestPlanScheduleOfAnEndlessCycleDoesNotOverflowIntoHealth(t *testing.T) {
 	// 10 million rows gaining on arrivals by 0.01 rows an hour: a billion hours.
-	p, err := reconcile.PlanCoverage(reconcile.PlanInput{Rows: 10_000_000, BatchSize: 100, BatchesPerHour: 1, NewRowsPerHour: 99.99})
+	p, err := reconcile.PlanSchedule(reconcile.PlanInput{Rows: 10_000_000, BatchSize: 100, BatchesPerHour: 1, NewRowsPerHour: 99.99})
 	if err != nil {
 		t.Fatal(err)
 	}

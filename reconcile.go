@@ -56,9 +56,10 @@ type Sink interface {
 
 // FailureRecorder is an optional ability of a Sink: remembering that a batch of a job failed,
 // or could not make a single call, so that health reports the failure instead of the last good
-// batch. RunBatch calls it after such a batch, a batch that missed its context's deadline
-// included, but not after a lost cursor race or a cancelled context (the host stopping). It
-// should not wait for the cursor's lock: a batch held up by that lock is such a failure.
+// batch. RunBatch calls it after a batch that AfterBatch finds AfterFailure (one that missed
+// its context's deadline included), AfterDeferred or AfterOutage; not after a lost cursor race
+// or a cancelled context (the host stopping). It should not wait for the cursor's lock: a batch
+// held up by that lock is such a failure.
 type FailureRecorder interface {
 	RecordFailure(ctx context.Context, job string, cause error) error
 }
@@ -294,9 +295,12 @@ type Report struct {
 	Scanned int
 	// Verdicts counts rows per verdict.
 	Verdicts map[Verdict]int
-	// Wrapped reports that the batch completed the cycle: the read came back short (fewer rows
-	// than BatchSize, none at all included) and every row of it was asked. For a Lane, that the
-	// feed reported End.
+	// Wrapped reports that the batch completed its BatchRunner's cycle, and so the scheduler
+	// waits for the next one (AfterCycle). It means only that, whoever sets it: for a sweep,
+	// the read came back short (fewer rows than BatchSize, none at all included) and every row
+	// of it was asked; for a Lane, the feed reported End (a pass complete, an event log caught
+	// up); for a FanOut, every account completed its cycle (the round); for a sharded sweep,
+	// the job's cycle completed, not only the shard's.
 	Wrapped bool
 	// GatewayCalls is the number of external calls made.
 	GatewayCalls int
@@ -309,9 +313,12 @@ type Report struct {
 	// RetryAfter is the longest wait a rate-limit answer (or a limiter paused by one) asked for;
 	// zero if none named one. A scheduler should not run the job again sooner.
 	RetryAfter time.Duration
-	// Deferred reports that the batch (or a Lane's step) wrote nothing because its first row
-	// (or the feed) could not be asked; Scanned and Verdicts are zero and RateLimited or
-	// Unavailable is set. Run the job again after RetryAfter.
+	// Deferred reports that the batch (or a Lane's step) did nothing: it wrote nothing, and
+	// Scanned and Verdicts are zero. It means only that; RateLimited or Unavailable says why
+	// when the external system could not be asked (its first call refused, or down: the
+	// feed's, for a Lane), and neither is set when the BatchRunner had nothing it could do
+	// now (a sharded job with no shard free, or its next cycle not due). Run the job again no
+	// sooner than RetryAfter; AfterBatch says how.
 	Deferred bool
 	// NewFindings and NewCommands are what the commit added.
 	NewFindings int

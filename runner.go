@@ -39,18 +39,24 @@ type TickReport struct {
 	NewCommands  int
 	// Changed sums the batches' Report.Changed.
 	Changed int
-	// Wrapped reports that the cycle completed during the tick.
+	// Wrapped reports that a batch of the tick completed the cycle (Report.Wrapped).
 	Wrapped bool
 	// RateLimited, Unavailable and Deferred are the last batch's; RetryAfter the longest any
-	// batch asked.
+	// batch asked, a failed one included.
 	RateLimited bool
 	Unavailable bool
 	Deferred    bool
 	RetryAfter  time.Duration
-	// Conflict reports that another reconciler moved the job's cursor during the last batch
-	// (ErrConcurrentRun): that batch wrote nothing, and running the job again later is right.
-	// It is not an error: two schedulers of one job are a normal, safe configuration.
+	// Conflict reports that After is AfterConflict: another reconciler moved the job's cursor
+	// during the last batch, or took its work over (a shard's lease), so that batch wrote
+	// nothing, and running the job again later is right. It is not an error: two schedulers of
+	// one job are a normal, safe configuration.
 	Conflict bool
+	// After is what follows the tick: what AfterBatch decided about its last batch, or
+	// AfterProgress when the budget or the context's deadline ended the tick with work left;
+	// when its context was cancelled between batches, AfterStop, or AfterConflict if the
+	// cause is an ErrConcurrentRun (a lost shard lease).
+	After    After
 	Duration time.Duration
 }
 
@@ -77,13 +83,15 @@ func (t *TickReport) name(r Report) {
 	}
 }
 
-// RunTick runs batches of b, one after another, until the cycle wraps, the external system
-// pushes back (a rate limit or a deferred batch) or looks down (an Unavailable batch: running
-// on would walk the table two calls a batch), another reconciler holds the cursor
-// (Conflict), a batch fails, ctx is done, or the budget is spent. It does not start a batch
-// that ctx's deadline would cut short, judging by the last batch's duration. It is what a Runner
-// does on every tick, for hosts that schedule ticks themselves (cron, a job queue such as
-// River): call it, then wait at least RetryAfter if it is set.
+// RunTick runs batches of b, one after another, while AfterBatch finds that the cycle goes on
+// (AfterProgress) and the budget lasts: until the cycle wraps, the external system pushes back
+// (a rate limit, a deferred batch) or looks down (an Unavailable batch: running on would walk
+// the table two calls a batch), another reconciler holds the cursor (a Conflict, not an
+// error), b has nothing to do now (AfterIdle), a batch fails (its error is returned), or ctx
+// is done. It does not start a batch that ctx's deadline would cut short, judging by the last
+// batch's duration. TickReport.After says what follows. It is what a Runner does on every
+// tick, for hosts that schedule ticks themselves (cron, a job queue such as River): call it,
+// then act on After, waiting at least RetryAfter.
 func RunTick(ctx context.Context, b BatchRunner, budget TickBudget) (TickReport, error) {
 	return runTick(ctx, ctx, b, budget)
 }
@@ -95,7 +103,18 @@ func runTick(batchCtx, stopCtx context.Context, b BatchRunner, budget TickBudget
 	start := time.Now()
 	defer func() { t.Duration = time.Since(start) }()
 	var last time.Duration
-	for stopCtx.Err() == nil {
+	for {
+		if err := stopCtx.Err(); err != nil {
+			switch {
+			case errors.Is(err, context.DeadlineExceeded):
+				// Out of time, with work left: t.After stays the last batch's.
+			case errors.Is(context.Cause(stopCtx), ErrConcurrentRun):
+				t.After, t.Conflict = AfterConflict, true // another took the work over (a lost lease)
+			default:
+				t.After = AfterStop
+			}
+			return t, nil
+		}
 		if d, ok := batchCtx.Deadline(); ok && last > 0 && time.Until(d) < last {
 			return t, nil // the next batch would not finish in time
 		}
@@ -103,16 +122,17 @@ func runTick(batchCtx, stopCtx context.Context, b BatchRunner, budget TickBudget
 		rep, err := b.RunBatch(batchCtx)
 		last = time.Since(batchStart)
 		t.name(rep)
-		if errors.Is(err, ErrConcurrentRun) {
+		t.RetryAfter = max(t.RetryAfter, rep.RetryAfter) // a failed batch's rate limit holds too
+		switch t.After = AfterBatch(batchCtx, rep, err); t.After {
+		case AfterConflict:
 			t.Conflict = true
 			return t, nil
-		}
-		if err != nil {
+		case AfterFailure, AfterStop:
 			return t, err
 		}
 		t.add(rep)
 		switch {
-		case rep.Wrapped, rep.RateLimited, rep.Unavailable, rep.Deferred:
+		case t.After != AfterProgress:
 			return t, nil
 		case budget.MaxRows > 0 && t.Scanned >= budget.MaxRows:
 			return t, nil
@@ -120,7 +140,6 @@ func runTick(batchCtx, stopCtx context.Context, b BatchRunner, budget TickBudget
 			return t, nil
 		}
 	}
-	return t, nil
 }
 
 // RunnerJob is one job a Runner schedules.
@@ -161,22 +180,33 @@ type TickEnd struct {
 	// Job is the RunnerJob's Name.
 	Job string
 	// Report sums the tick's batches; Report.Job and Report.Lane name what they ran (the
-	// lane, for a Lane's tick), and Report.Wrapped reports that the cycle completed.
+	// lane, for a Lane's tick), Report.Wrapped reports that the cycle completed, and
+	// Report.After is what the Runner acted on.
 	Report TickReport
 	// Err is the error of the batch that failed and ended the tick (the Runner logs it too); nil
 	// otherwise, a lost cursor race (Report.Conflict) included.
 	Err error
 	// Next is how long the job waits before its next tick: the interval, the idle time after a
-	// wrap, a rate limit's RetryAfter or a failure's backoff, jitter included. Zero when the
-	// Runner is stopping and the job will not tick again.
+	// wrap, a rate limit's RetryAfter or a backoff, jitter included. Zero when the Runner is
+	// stopping and the job will not tick again.
 	Next time.Duration
 }
 
-// Runner runs jobs on intervals in the host's process: each job ticks on its own goroutine,
-// runs batches while there is work (within its budget), sleeps after a wrap, and backs off
-// when the external system pushes back or looks down (an Unavailable batch) or a batch fails.
-// A lost cursor race (ErrConcurrentRun: another process runs the job) is logged and retried
-// next tick. RunnerConfig.OnTick and OnCycle tell the host when a tick or a cycle ends.
+// Runner runs jobs on intervals in the host's process: each job ticks (RunTick) on its own
+// goroutine and then waits, as the tick's After says:
+//
+//   - AfterProgress (the budget was spent) and AfterIdle: the Interval, or an idle runner's
+//     RetryAfter (a sharded job's next cycle not due);
+//   - AfterCycle: IdleAfterWrap;
+//   - AfterRateLimit: the RetryAfter the external system asked, at least a minute (or the
+//     Interval, if shorter);
+//   - AfterFailure, AfterOutage and AfterDeferred: a backoff from that minute, doubled per
+//     consecutive one up to 32 times, at least RetryAfter, logged (a failure at Error);
+//   - AfterConflict (another process runs the job): the Interval, logged at Info;
+//   - AfterStop: nothing; the job's loop ends.
+//
+// No wait is shorter than a batch's RetryAfter. RunnerConfig.OnTick and OnCycle tell the host
+// when a tick or a cycle ends.
 type Runner struct {
 	jobs            []RunnerJob
 	logger          *slog.Logger
@@ -298,32 +328,33 @@ func (r *Runner) loop(batchCtx, stopCtx context.Context, j RunnerJob) {
 		// Retries and backoff start from a minute (or the interval, if shorter), not from the
 		// interval: a daily tier must not wait a day after a blip.
 		retry := min(j.Interval, time.Minute)
-		switch {
-		case stopping:
+		switch a := tick.After; {
+		case stopping || a == AfterStop:
 			wait = 0 // an error here is most likely the stop's own cancellation: not logged
-		case err != nil:
+		case a == AfterFailure || a == AfterOutage || a == AfterDeferred:
 			failures++
-			wait = spread(backoff(retry, failures), retry, j.Jitter)
-			r.logger.LogAttrs(stopCtx, slog.LevelError, "reconcile runner: batch failed",
-				slog.String("job", j.Name), slog.Int("consecutive_failures", failures),
-				slog.Duration("next_try_in", wait), slog.String("error", err.Error()))
-		case tick.Conflict:
+			wait = max(spread(backoff(retry, failures), retry, j.Jitter), tick.RetryAfter)
+			attrs := []slog.Attr{slog.String("job", j.Name), slog.String("after", a.String()),
+				slog.Int("consecutive_failures", failures), slog.Duration("next_try_in", wait)}
+			if a == AfterFailure {
+				r.logger.LogAttrs(stopCtx, slog.LevelError, "reconcile runner: batch failed",
+					append(attrs, slog.String("error", err.Error()))...)
+			} else {
+				r.logger.LogAttrs(stopCtx, slog.LevelWarn, "reconcile runner: the external system is unavailable or refused the calls; backing off", attrs...)
+			}
+		case a == AfterConflict:
 			// Another process runs this job: not a failure, try again next tick.
 			r.logger.LogAttrs(stopCtx, slog.LevelInfo, "reconcile runner: another reconciler moved the cursor; retrying next tick",
 				slog.String("job", j.Name))
-			failures, wait = 0, spread(j.Interval, j.Interval, j.Jitter)
-		case tick.Unavailable:
-			// The external system looks down: back off as after a failure.
-			failures++
-			wait = spread(backoff(retry, failures), retry, j.Jitter)
-			r.logger.LogAttrs(stopCtx, slog.LevelWarn, "reconcile runner: the external system is unavailable; backing off",
-				slog.String("job", j.Name), slog.Int("consecutive_failures", failures), slog.Duration("next_try_in", wait))
-		case tick.RateLimited || tick.Deferred:
+			failures, wait = 0, max(spread(j.Interval, j.Interval, j.Jitter), tick.RetryAfter)
+		case a == AfterRateLimit:
 			failures, wait = 0, max(tick.RetryAfter, retry)+spread(0, retry, j.Jitter)
-		case tick.Wrapped:
-			failures, wait = 0, spread(j.IdleAfterWrap, j.Interval, j.Jitter)
-		default:
-			failures, wait = 0, spread(j.Interval, j.Interval, j.Jitter)
+		case a == AfterIdle && tick.RetryAfter > 0:
+			failures, wait = 0, tick.RetryAfter+spread(0, retry, j.Jitter)
+		case a == AfterCycle:
+			failures, wait = 0, max(spread(j.IdleAfterWrap, j.Interval, j.Jitter), tick.RetryAfter)
+		default: // AfterProgress, AfterIdle
+			failures, wait = 0, max(spread(j.Interval, j.Interval, j.Jitter), tick.RetryAfter)
 		}
 		r.tickEnded(TickEnd{Job: j.Name, Report: tick, Err: err, Next: wait})
 		if stopping {

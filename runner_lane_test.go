@@ -39,18 +39,8 @@ func TestTheRunnerTellsOnTickTheLaneOfItsTick(t *testing.T) {
 	defer leaktest.VerifyNone(t)
 	events := newLane(t, laneConfig(lanePage(1, reconcile.FeedPage[string]{End: true}), &laneMatcher{}, &laneSink{}))
 	k := newTicks(func(k *ticks) bool { return len(k.ticks) > 0 })
-	r, err := reconcile.NewRunner(reconcile.RunnerConfig{OnTick: k.onTick, Jobs: []reconcile.RunnerJob{
+	k.runUntil(t, reconcile.RunnerConfig{OnTick: k.onTick, Jobs: []reconcile.RunnerJob{
 		{Name: "payments-events", Batches: events, Jitter: -1, Interval: 1}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	k.wait(t)
-	if err := r.Stop(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	e := k.of("payments-events")[0]
 	if e.Report.Job != "payments" || e.Report.Lane != "events" || !e.Report.Wrapped {
 		t.Fatalf("OnTick was told %+v; want the report of lane events of job payments, wrapped", e.Report)

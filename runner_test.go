@@ -165,6 +165,23 @@ func (k *ticks) wait(t *testing.T) {
 	}
 }
 
+// runUntil starts a Runner of cfg, whose hooks report to k, waits until k's condition holds,
+// and stops it.
+func (k *ticks) runUntil(t *testing.T, cfg reconcile.RunnerConfig) {
+	t.Helper()
+	r, err := reconcile.NewRunner(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	k.wait(t)
+	if err := r.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestARunnerCompletesCyclesOfSeveralJobsAndStopsCleanly(t *testing.T) {
 	defer leaktest.VerifyNone(t)
 	a, b := newStore(newClock(), 30, always("paid")), newStore(newClock(), 45, always("paid"))
@@ -364,20 +381,10 @@ func TestALostCursorRaceIsNotAnErrorAndFailuresBackOff(t *testing.T) {
 	k := newTicks(func(k *ticks) bool {
 		return countJob(k.ticks, "broken") >= len(wantBroken) && countJob(k.ticks, "race") >= 10
 	})
-	r, err := reconcile.NewRunner(reconcile.RunnerConfig{Logger: slog.New(lv), OnTick: k.onTick, Jobs: []reconcile.RunnerJob{
+	k.runUntil(t, reconcile.RunnerConfig{Logger: slog.New(lv), OnTick: k.onTick, Jobs: []reconcile.RunnerJob{
 		{Name: "race", Batches: race, Interval: interval, Jitter: -1},
 		{Name: "broken", Batches: broken, Interval: interval, Jitter: -1},
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	k.wait(t)
-	if err := r.Stop(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	// A tick that ends while the runner stops (Next zero) is neither logged nor backed off.
 	logged := map[string]int{}
 	for i, e := range k.of("broken") {

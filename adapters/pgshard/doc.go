@@ -11,14 +11,14 @@
 //	job, err := pgshard.NewJob(store, pgshard.Config{Job: "payments", Shards: 8})
 //	if err != nil { ... }
 //	// in each worker process, from any scheduler:
-//	tick, err := pgshard.RunTick(ctx, job, reconcile.Config[string, *stripe.PaymentIntent]{
+//	tick, err := pgshard.RunShard(ctx, job, reconcile.Config[string, *stripe.PaymentIntent]{
 //		Gateway: gateway, Classifier: stripeadapter.PaymentIntentClassifier(),
 //		ExternalState: stripeadapter.PaymentIntentState, Limiter: budget, // a pgbudget.Budget
 //	}, reconcile.TickBudget{})
 //
 // # Leases
 //
-// Workers lease free shards with FOR UPDATE SKIP LOCKED (Job.Acquire, or RunTick and Runner,
+// Workers lease free shards with FOR UPDATE SKIP LOCKED (Job.Acquire, or RunShard and Sweep,
 // which lease, run and release; run.go). A Lease is the shard's reconcile.Source and Sink
 // (lease.go): every read and commit is fenced by the lease's token and the shard cursor's
 // compare-and-set, a crashed worker's shard is taken over once its lease expires, and a lease

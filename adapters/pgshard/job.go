@@ -29,7 +29,8 @@ const (
 // ErrNoShardFree means every shard of the job is leased by a worker, or has wrapped in the
 // current cycle and waits for the others, or the next cycle is not due yet
 // (Config.MinCycleInterval; the error is then a *CycleNotDueError saying when it is). Try
-// again later.
+// again later. Acquire returns it; Sweep and RunShard report it as a worker with nothing to
+// do now (reconcile.AfterIdle), not as a lost race.
 var ErrNoShardFree = errors.New("pgshard: no shard of the job is free")
 
 // CycleNotDueError is the ErrNoShardFree of a job whose last cycle completed less than
@@ -49,7 +50,8 @@ func (e *CycleNotDueError) Unwrap() error { return ErrNoShardFree }
 
 // ErrLeaseLost means the shard's lease expired and another worker took it over (or the
 // shard set was remade for a new cycle): nothing this worker did since its last commit is kept.
-// It is a reconcile.ErrConcurrentRun, so RunTick reports a conflict rather than a failure.
+// It is a reconcile.ErrConcurrentRun, so reconcile.AfterBatch finds a conflict rather than a
+// failure.
 var ErrLeaseLost = fmt.Errorf("pgshard: shard lease lost: %w", reconcile.ErrConcurrentRun)
 
 // errShardWrapped is Read's answer on a shard that already wrapped in the current cycle.
@@ -82,12 +84,12 @@ type Config struct {
 	// MinCycleInterval is the least time from the completion of one cycle to the start of the
 	// next: the commit that completes a cycle makes the next one's shard set at once, but no
 	// shard of it is leased before MinCycleInterval has passed, by the database clock. Acquire
-	// then fails with a *CycleNotDueError saying how long is left, and Runner and
-	// RunTick report it as a deferred tick with that RetryAfter, which reconcile.Runner
-	// (and a scheduler honouring RetryAfter, such as River snoozing) waits out. It is how a
-	// rarely run tier sweeps once per interval however many workers run it: a Runner's
-	// IdleAfterWrap only idles the worker whose batch completed the cycle. Zero means no wait:
-	// the next cycle starts as soon as the last one completes.
+	// then fails with a *CycleNotDueError saying how long is left, and Sweep and RunShard
+	// report an idle batch or tick (reconcile.AfterIdle) with that RetryAfter, which a
+	// reconcile.Runner (and a scheduler honouring RetryAfter, such as River snoozing) waits
+	// out. It is how a rarely run tier sweeps once per interval however many workers run it:
+	// a Runner's IdleAfterWrap only idles the worker whose batch completed the cycle. Zero
+	// means no wait: the next cycle starts as soon as the last one completes.
 	MinCycleInterval time.Duration
 	// Logger receives a line per lease renewal that failed or was lost. Nil means no logging.
 	Logger *slog.Logger
@@ -96,7 +98,7 @@ type Config struct {
 // Job is a job split into shards, key ranges over the first key column of the store's
 // table, each with its own cursor, worked on by any number of workers in any number of
 // processes. A worker leases a free shard (Acquire), runs batches on it with the lease as the
-// engine's Source and Sink, and releases it; RunTick and Runner do all that.
+// engine's Source and Sink, and releases it; RunShard and Sweep do all that.
 //
 // # Shards
 //

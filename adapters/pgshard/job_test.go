@@ -450,7 +450,7 @@ func countRows(t testing.TB, pool *pgxpool.Pool, table string) int {
 	return n
 }
 
-func TestShardRunnersDriveAShardedJobThroughRunTick(t *testing.T) {
+func TestShardSweepsDriveAShardedJobThroughRunTick(t *testing.T) {
 	t.Parallel()
 	pool, s := shardtest.NewStore(t, pgstore.Config{})
 	ids := seq(1, 500)
@@ -462,7 +462,7 @@ func TestShardRunnersDriveAShardedJobThroughRunTick(t *testing.T) {
 	var mu sync.Mutex
 	wraps := 0
 	for w := range 3 {
-		r, err := pgshard.NewRunner(shardtest.NewJob(t, s, pgshard.Config{Shards: 5, Owner: fmt.Sprint("w", w)}), shardtest.EngineConfig(gw, 30))
+		r, err := pgshard.NewSweep(shardtest.NewJob(t, s, pgshard.Config{Shards: 5, Owner: fmt.Sprint("w", w)}), shardtest.EngineConfig(gw, 30))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -483,7 +483,7 @@ func TestShardRunnersDriveAShardedJobThroughRunTick(t *testing.T) {
 					wraps++
 					mu.Unlock()
 				}
-				if tick.Conflict {
+				if tick.After == reconcile.AfterIdle {
 					time.Sleep(5 * time.Millisecond) // no shard free: as a Runner would, wait a little
 				}
 			}
@@ -503,7 +503,7 @@ func TestShardRunnersDriveAShardedJobThroughRunTick(t *testing.T) {
 	}
 }
 
-func TestNewShardedJobAndRunnerRejectBadConfig(t *testing.T) {
+func TestNewShardedJobAndSweepRejectBadConfig(t *testing.T) {
 	t.Parallel()
 	_, s := shardtest.NewStore(t, pgstore.Config{})
 	for _, cfg := range []pgshard.Config{
@@ -519,16 +519,16 @@ func TestNewShardedJobAndRunnerRejectBadConfig(t *testing.T) {
 	j := shardtest.NewJob(t, s, pgshard.Config{})
 	bad := shardtest.EngineConfig(reconciletest.NewGateway(nil), 10)
 	bad.Job = "other"
-	if _, err := pgshard.NewRunner(j, bad); err == nil {
-		t.Error("a runner for another job's config was made")
+	if _, err := pgshard.NewSweep(j, bad); err == nil {
+		t.Error("a sweep for another job's config was made")
 	}
 	bad = shardtest.EngineConfig(reconciletest.NewGateway(nil), 10)
 	bad.Source = s
-	if _, err := pgshard.NewRunner(j, bad); err == nil {
-		t.Error("a runner with its own Source was made")
+	if _, err := pgshard.NewSweep(j, bad); err == nil {
+		t.Error("a sweep with its own Source was made")
 	}
-	if _, err := pgshard.RunTick(context.Background(), j, reconcile.Config[string, string]{}, reconcile.TickBudget{}); err == nil {
-		t.Error("RunShardTick without a gateway succeeded")
+	if _, err := pgshard.RunShard(context.Background(), j, reconcile.Config[string, string]{}, reconcile.TickBudget{}); err == nil {
+		t.Error("RunShard without a gateway succeeded")
 	}
 }
 
@@ -621,7 +621,7 @@ func TestALeaseHeldPastMaxHoldIsGivenUpSoThatAHungWorkerLosesItsShard(t *testing
 }
 
 // Not parallel: it counts goroutines, which other tests' would disturb.
-func TestLeasesRunnersAndTicksLeaveNoGoroutineBehind(t *testing.T) {
+func TestLeasesSweepsAndShardRunsLeaveNoGoroutineBehind(t *testing.T) {
 	pool, schema := pgtest.PoolSchema(t)
 	ctx := context.Background()
 	if _, err := pool.Exec(ctx, shardtest.PaymentsDDL); err != nil {
@@ -649,11 +649,11 @@ func TestLeasesRunnersAndTicksLeaveNoGoroutineBehind(t *testing.T) {
 	j := shardtest.NewJob(t, s, pgshard.Config{Shards: 3})
 	gw := succeededFor(seq(1, 50))
 	for range 4 {
-		if _, err := pgshard.RunTick(ctx, j, shardtest.EngineConfig(gw, 10), reconcile.TickBudget{}); err != nil {
+		if _, err := pgshard.RunShard(ctx, j, shardtest.EngineConfig(gw, 10), reconcile.TickBudget{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	r, err := pgshard.NewRunner(j, shardtest.EngineConfig(gw, 10))
+	r, err := pgshard.NewSweep(j, shardtest.EngineConfig(gw, 10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -707,17 +707,17 @@ func TestMinCycleIntervalKeepsEveryShardUnleasedUntilItHasPassed(t *testing.T) {
 	if !errors.Is(err, pgshard.ErrNoShardFree) || !errors.As(err, &nd) || nd.StartsIn <= 0 || nd.StartsIn > interval+time.Millisecond {
 		t.Fatalf("Acquire right after the cycle: %v, want a CycleNotDueError within %v", err, interval)
 	}
-	tick, err := pgshard.RunTick(ctx, jobs[0], shardtest.EngineConfig(gw, 10), reconcile.TickBudget{})
+	tick, err := pgshard.RunShard(ctx, jobs[0], shardtest.EngineConfig(gw, 10), reconcile.TickBudget{})
 	if err != nil || tick.Leased || !tick.Tick.Deferred || tick.Tick.RetryAfter <= 0 || tick.Tick.RetryAfter > interval+time.Millisecond {
-		t.Fatalf("RunShardTick right after the cycle: %+v, %v; want nothing leased, deferred with RetryAfter within %v", tick, err, interval)
+		t.Fatalf("RunShard right after the cycle: %+v, %v; want nothing leased, deferred with RetryAfter within %v", tick, err, interval)
 	}
-	r, err := pgshard.NewRunner(jobs[1], shardtest.EngineConfig(gw, 10))
+	r, err := pgshard.NewSweep(jobs[1], shardtest.EngineConfig(gw, 10))
 	if err != nil {
 		t.Fatal(err)
 	}
 	rt, err := reconcile.RunTick(ctx, r, reconcile.TickBudget{})
 	if err != nil || rt.Conflict || !rt.Deferred || rt.RetryAfter <= 0 || rt.RetryAfter > interval+time.Millisecond || rt.Scanned != 0 {
-		t.Fatalf("a ShardRunner's tick right after the cycle: %+v, %v; want deferred with RetryAfter within %v", rt, err, interval)
+		t.Fatalf("a Sweep's tick right after the cycle: %+v, %v; want deferred with RetryAfter within %v", rt, err, interval)
 	}
 	calls := gw.Calls("")
 	// Until the interval has passed, by the database clock, nothing is leased.

@@ -23,7 +23,7 @@ func TestAnOlderReleasesShardWrapAndRollLeaveNoMarkThatLimitsTheNextCycle(t *tes
 	gw := succeededFor(seq(1, 40))
 	cfg := shardtest.EngineConfig(gw, 10)
 	// The new code reads the shard's first batch and fixes its mark at row 20.
-	if tick, err := pgshard.RunTick(ctx, j, cfg, reconcile.TickBudget{MaxRows: 10}); err != nil || !tick.Leased || tick.Tick.Scanned != 10 {
+	if tick, err := pgshard.RunShard(ctx, j, cfg, reconcile.TickBudget{MaxRows: 10}); err != nil || !tick.Leased || tick.Tick.Scanned != 10 {
 		t.Fatalf("first tick %+v, %v; want 10 rows of the leased shard", tick, err)
 	}
 	for _, q := range []string{

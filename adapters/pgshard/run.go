@@ -9,36 +9,40 @@ import (
 	"github.com/reconcilekit/reconcile"
 )
 
-// Tick describes one RunTick.
+// Tick describes one RunShard.
 type Tick struct {
-	// Leased reports that a shard was leased; false when none was free (ErrNoShardFree), and
-	// then nothing else is set, unless the next cycle is not due yet
-	// (Config.MinCycleInterval): then Tick.Deferred is set and Tick.RetryAfter says when it
-	// is, so that a scheduler that honours RetryAfter does not run the job before.
+	// Leased reports that a shard was leased; false when none was free (ErrNoShardFree): then
+	// Tick says only that the worker had nothing to do (Deferred, After AfterIdle), and if the
+	// next cycle is not due yet (Config.MinCycleInterval), RetryAfter says when it is, so that
+	// a scheduler that honours RetryAfter does not run the job before.
 	Leased bool
 	// Shard is the shard worked on.
 	Shard int
 	// TookOver reports that the shard's previous lease had expired unreleased: its worker
 	// crashed or stalled, and this tick resumed its work.
 	TookOver bool
-	// Tick sums the batches run on the shard. Tick.Wrapped reports that the shard wrapped.
+	// Tick sums the batches run on the shard. Tick.Wrapped reports, as everywhere, that the
+	// job's cycle completed (the same as CycleCompleted); Tick.After is what follows for the
+	// job: AfterProgress when the shard wrapped but other shards are still to do.
 	Tick reconcile.TickReport
+	// ShardWrapped reports that the shard wrapped: every row of it was asked this cycle.
+	ShardWrapped bool
 	// CycleCompleted reports that the shard's wrap completed the job's cycle.
 	CycleCompleted bool
-	// LeaseLost reports that the lease was lost during the tick; the batch under way wrote
+	// LeaseLost reports that the lease was lost during the tick; a batch under way wrote
 	// nothing (Tick.Conflict is set too).
 	LeaseLost bool
 }
 
-// RunTick leases a free shard of j, runs batches on it as reconcile.RunTick does (until
-// it wraps, the external system pushes back, the budget is spent or ctx is done), and releases
+// RunShard leases a free shard of j, runs batches on it as reconcile.RunTick does (until it
+// wraps, the external system pushes back, the budget is spent or ctx is done), and releases
 // it. cfg is the job's engine configuration; its Source and Sink are set to the lease, and its
-// Job must be empty or j's. When no shard is free it returns at once, with Leased false and no
-// error; if that is because the next cycle is not due yet, Tick.Deferred and Tick.RetryAfter
-// say so. It is one unit of work for a scheduler: a cron tick, a job of a queue such as River.
-// Bound the tick (budget.MaxTime) well below Config.MaxHold: past it the lease is given up
-// and the batch under way is cancelled.
-func RunTick[L, E any](ctx context.Context, j *Job[L], cfg reconcile.Config[L, E], budget reconcile.TickBudget) (Tick, error) {
+// Job must be empty or j's. When no shard is free it returns at once, with Leased false, no
+// error and an idle Tick (see Tick.Leased). It is one unit of work for a scheduler: a cron
+// tick, a job of a queue such as River; act on Tick.Tick.After. Bound the tick
+// (budget.MaxTime) well below Config.MaxHold: past it the lease is given up and the batch
+// under way is cancelled.
+func RunShard[L, E any](ctx context.Context, j *Job[L], cfg reconcile.Config[L, E], budget reconcile.TickBudget) (Tick, error) {
 	var t Tick
 	cfg, err := engineConfig(j, cfg)
 	if err != nil {
@@ -46,11 +50,9 @@ func RunTick[L, E any](ctx context.Context, j *Job[L], cfg reconcile.Config[L, E
 	}
 	l, err := j.Acquire(ctx)
 	if errors.Is(err, ErrNoShardFree) {
-		t.Tick = reconcile.TickReport{Job: j.cfg.Job, Verdicts: map[reconcile.Verdict]int{}}
-		var nd *CycleNotDueError
-		if errors.As(err, &nd) {
-			t.Tick.Deferred, t.Tick.RetryAfter = true, nd.StartsIn
-		}
+		rep := idle(j.cfg.Job, err)
+		t.Tick = reconcile.TickReport{Job: rep.Job, Verdicts: rep.Verdicts, Deferred: true, RetryAfter: rep.RetryAfter,
+			After: reconcile.AfterBatch(ctx, rep, nil)}
 		return t, nil
 	}
 	if err != nil {
@@ -65,15 +67,31 @@ func RunTick[L, E any](ctx context.Context, j *Job[L], cfg reconcile.Config[L, E
 	}
 	lctx, cancel := l.Context(ctx)
 	defer cancel()
+	// A lost lease cancels lctx with ErrLeaseLost as its cause, which reconcile.RunTick
+	// reports as a Conflict: only a newer holder moves the shard's cursor.
 	t.Tick, err = reconcile.RunTick(lctx, rec, budget)
-	t.CycleCompleted = l.CycleCompleted()
 	if err != nil && l.LostErr() != nil && ctx.Err() == nil {
-		// Cancelled mid-statement by the lost lease: nothing of the batch was written.
-		t.Tick.Conflict, err = true, nil
+		// Failed as the lease was lost, before its context said so: nothing of the batch was
+		// written.
+		t.Tick.Conflict, t.Tick.After, err = true, reconcile.AfterConflict, nil
 	}
-	// A conflict on a leased shard is always a lost lease: only a newer holder moves its cursor.
+	t.CycleCompleted = l.CycleCompleted()
+	t.ShardWrapped, t.Tick.Wrapped = t.Tick.Wrapped, t.CycleCompleted
+	if t.Tick.After == reconcile.AfterCycle && !t.CycleCompleted {
+		t.Tick.After = reconcile.AfterProgress // the job's cycle goes on in other shards
+	}
 	t.LeaseLost = t.Tick.Conflict
 	return t, err
+}
+
+// idle is the report of a worker that found no shard free (err, an ErrNoShardFree): Deferred,
+// with the time until the next cycle if that is why.
+func idle(job string, err error) reconcile.Report {
+	rep := reconcile.Report{Job: job, Verdicts: map[reconcile.Verdict]int{}, Deferred: true}
+	if nd := (*CycleNotDueError)(nil); errors.As(err, &nd) {
+		rep.RetryAfter = nd.StartsIn
+	}
+	return rep
 }
 
 // engineConfig checks that cfg is for j's job, without Source and Sink (each lease is both),
@@ -105,55 +123,52 @@ func (j *Job[L]) release(ctx context.Context, l *Lease[L]) {
 	}
 }
 
-// Runner is a reconcile.BatchRunner over a sharded job: every RunBatch leases a free
-// shard, runs one batch on it and releases it, so that reconcile.RunTick and reconcile.Runner
-// drive sharded jobs as they drive unsharded ones. Run one per worker (in a Runner, one
+// Sweep is a reconcile.BatchRunner over a sharded job: every RunBatch leases a free shard,
+// runs one batch on it and releases it, so that reconcile.RunTick and reconcile.Runner drive
+// sharded jobs as they drive unsharded ones. Run one per worker (in a reconcile.Runner, one
 // RunnerJob each); batches of different shards then run side by side, in one process or many.
 //
 // A shard's wrap is not the job's: RunBatch reports Wrapped only when the wrap completed the
-// job's cycle, so a tick goes on with the next shard. When no shard is free it returns an error
-// that is ErrNoShardFree and reconcile.ErrConcurrentRun, which RunTick reports as a Conflict
-// and a Runner retries at its next tick; but when the next cycle is not due yet
-// (Config.MinCycleInterval) it returns no error and a Deferred report whose RetryAfter is
-// the time left, which RunTick passes on and a Runner waits out.
+// job's cycle, so a tick goes on with the next shard. When no shard is free it returns no
+// error and a Deferred report, with the time left as RetryAfter if the next cycle is not due
+// yet (Config.MinCycleInterval): reconcile.AfterBatch finds it AfterIdle, which
+// reconcile.RunTick passes on and a reconcile.Runner waits out (the interval, or RetryAfter). It is not a lost race: that
+// is a lease lost during the batch (ErrLeaseLost, a reconcile.ErrConcurrentRun).
 //
 // Leasing per batch costs two statements a batch; a worker that works through a whole shard at
-// a time uses RunTick instead.
-type Runner[L, E any] struct {
+// a time uses RunShard instead.
+type Sweep[L, E any] struct {
 	job *Job[L]
 	cfg reconcile.Config[L, E]
 }
 
-var _ reconcile.BatchRunner = (*Runner[string, int])(nil)
+var _ reconcile.BatchRunner = (*Sweep[string, int])(nil)
 
-// NewRunner checks cfg, the job's engine configuration without Source and Sink, and
-// returns a Runner.
-func NewRunner[L, E any](j *Job[L], cfg reconcile.Config[L, E]) (*Runner[L, E], error) {
+// NewSweep checks cfg, the job's engine configuration without Source and Sink, and returns a
+// Sweep.
+func NewSweep[L, E any](j *Job[L], cfg reconcile.Config[L, E]) (*Sweep[L, E], error) {
 	cfg, err := engineConfig(j, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Runner[L, E]{job: j, cfg: cfg}, nil
+	return &Sweep[L, E]{job: j, cfg: cfg}, nil
 }
 
 // RunBatch leases a free shard, runs one batch on it, and releases it.
-func (r *Runner[L, E]) RunBatch(ctx context.Context) (reconcile.Report, error) {
-	l, err := r.job.Acquire(ctx)
-	if nd := (*CycleNotDueError)(nil); errors.As(err, &nd) {
-		return reconcile.Report{Job: r.job.cfg.Job, Verdicts: map[reconcile.Verdict]int{}, Deferred: true, RetryAfter: nd.StartsIn}, nil
-	}
+func (s *Sweep[L, E]) RunBatch(ctx context.Context) (reconcile.Report, error) {
+	l, err := s.job.Acquire(ctx)
 	if errors.Is(err, ErrNoShardFree) {
-		return reconcile.Report{Job: r.job.cfg.Job}, fmt.Errorf("%w: %w", ErrNoShardFree, reconcile.ErrConcurrentRun)
+		return idle(s.job.cfg.Job, err), nil
 	}
 	if err != nil {
-		return reconcile.Report{Job: r.job.cfg.Job}, err
+		return reconcile.Report{Job: s.job.cfg.Job}, err
 	}
-	defer r.job.release(ctx, l)
-	cfg := r.cfg
+	defer s.job.release(ctx, l)
+	cfg := s.cfg
 	cfg.Source, cfg.Sink = l, l
 	rec, err := reconcile.New(cfg)
 	if err != nil {
-		return reconcile.Report{Job: r.job.cfg.Job}, err
+		return reconcile.Report{Job: s.job.cfg.Job}, err
 	}
 	lctx, cancel := l.Context(ctx)
 	defer cancel()

@@ -1,7 +1,7 @@
 package prommetrics
 
 import (
-	"errors"
+	"context"
 	"time"
 
 	"github.com/reconcilekit/reconcile"
@@ -45,17 +45,19 @@ func (m *Metrics) BatchDone(job string, rep reconcile.Report, err error) {
 	}
 }
 
+// outcome is the batch's outcome label, by what reconcile.AfterBatch decides. The Observer is
+// not given the batch's context: a cancelled batch counts as an error, as a failed one does.
 func outcome(rep reconcile.Report, err error) string {
-	switch {
-	case errors.Is(err, reconcile.ErrConcurrentRun):
+	switch reconcile.AfterBatch(context.Background(), rep, err) {
+	case reconcile.AfterConflict:
 		return OutcomeConflict
-	case err != nil:
+	case reconcile.AfterFailure, reconcile.AfterStop:
 		return OutcomeError
-	case rep.Deferred:
+	case reconcile.AfterDeferred, reconcile.AfterIdle:
 		return OutcomeDeferred
-	case rep.Wrapped:
+	case reconcile.AfterCycle:
 		return OutcomeWrapped
-	default:
+	default: // AfterProgress, AfterRateLimit, AfterOutage: rows were committed
 		return OutcomeOK
 	}
 }

@@ -115,7 +115,10 @@ var (
 	_ prometheus.Collector      = (*Metrics)(nil)
 )
 
-// Outcomes of a batch, as the outcome label of batches_total names them.
+// Outcomes of a batch, as the outcome label of batches_total names them, by what
+// reconcile.AfterBatch decides: ok for a batch that committed rows (AfterProgress,
+// AfterRateLimit, AfterOutage), wrapped for AfterCycle, deferred for a batch that wrote nothing
+// (AfterDeferred, AfterIdle), conflict for AfterConflict, error for a failed or cancelled one.
 const (
 	OutcomeOK       = "ok"
 	OutcomeWrapped  = "wrapped"

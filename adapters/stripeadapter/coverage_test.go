@@ -267,7 +267,7 @@ func TestAShardedJobCompletesCyclesWhileRowsArriveBetweenTicks(t *testing.T) {
 	start := w.startCycle()
 	for tick := range ticks {
 		// One batch a tick (MaxRows 1): rows arrive between any two batches.
-		tr, err := pgshard.RunTick(ctx, j, cfg, reconcile.TickBudget{MaxRows: 1})
+		tr, err := pgshard.RunShard(ctx, j, cfg, reconcile.TickBudget{MaxRows: 1})
 		if err != nil {
 			t.Fatalf("tick %d: %v", tick, err)
 		}

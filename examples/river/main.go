@@ -17,7 +17,7 @@
 //   - one periodic job per shard slot, "reconcile_shard_tick" {slot: i}, every -interval. The
 //     River leader inserts them; a unique option keeps at most one job per slot waiting or
 //     running, so slow ticks never pile up;
-//   - its worker calls pgshard.RunTick: it leases whichever shard of the job is free (not
+//   - its worker calls pgshard.RunShard: it leases whichever shard of the job is free (not
 //     the slot's: slots only set how many ticks run at once), runs batches until the shard
 //     wraps or the tick's time budget is spent, and releases it. Leases, fencing and cycles are
 //     the reconciler's (pgshard.Job), not River's: River only decides when and where a

@@ -116,7 +116,7 @@ var rescueAfter = tickTimeout + 10*time.Second
 // stopTimeout bounds a graceful stop: running ticks may finish. Past it they are cancelled.
 const stopTimeout = time.Minute
 
-// shardTickWorker works ShardTickArgs jobs: one pgshard.RunTick each.
+// shardTickWorker works ShardTickArgs jobs: one pgshard.RunShard each.
 type shardTickWorker struct {
 	river.WorkerDefaults[ShardTickArgs]
 	job    *pgshard.Job[string]
@@ -126,12 +126,12 @@ type shardTickWorker struct {
 	sum workerSummary
 }
 
-// Work runs one tick. A failed tick is retried by River with backoff; a tick the external
-// system or the budget pushed back on, or one that found the job's next cycle not yet due
-// (pgshard.Config.MinCycleInterval), is snoozed for the wait asked, without spending an
-// attempt.
+// Work runs one tick and acts on what follows it (Tick.After). A failed tick is retried by
+// River with backoff; a tick the external system or the budget pushed back on, or one that
+// found the job's next cycle not yet due (pgshard.Config.MinCycleInterval), is snoozed for the
+// wait asked, without spending an attempt.
 func (w *shardTickWorker) Work(ctx context.Context, j *river.Job[ShardTickArgs]) error {
-	t, err := pgshard.RunTick(ctx, w.job, w.engine, tickBudget)
+	t, err := pgshard.RunShard(ctx, w.job, w.engine, tickBudget)
 	if err != nil {
 		return err
 	}
@@ -143,8 +143,14 @@ func (w *shardTickWorker) Work(ctx context.Context, j *river.Job[ShardTickArgs])
 		w.sum.Shards = append(w.sum.Shards, t.Shard)
 		w.mu.Unlock()
 	}
-	if t.Tick.RateLimited || t.Tick.Deferred {
+	switch t.Tick.After {
+	case reconcile.AfterRateLimit, reconcile.AfterDeferred, reconcile.AfterOutage:
 		return river.JobSnooze(max(t.Tick.RetryAfter, time.Second))
+	case reconcile.AfterIdle:
+		if t.Tick.RetryAfter > 0 { // the next cycle is not due yet
+			return river.JobSnooze(t.Tick.RetryAfter)
+		}
+		// No shard free: other workers hold them all, and the next periodic job tries again.
 	}
 	return nil
 }

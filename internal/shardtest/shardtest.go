@@ -101,7 +101,7 @@ func RunCycle[L, E any](t testing.TB, s *pgstore.Store[L], jobs []*pgshard.Job[L
 				if stop {
 					return
 				}
-				tick, err := pgshard.RunTick(ctx, j, cfg, reconcile.TickBudget{})
+				tick, err := pgshard.RunShard(ctx, j, cfg, reconcile.TickBudget{})
 				if err != nil {
 					t.Error(err)
 					return

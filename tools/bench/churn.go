@@ -24,7 +24,7 @@ import (
 
 // The churn subcommand runs the engine on a fixed schedule, in simulated time, over a payments
 // table that grows, shrinks and changes between batches, behind a gateway that fails 5% of its
-// answers and rate-limits in bursts, and checks what PlanCoverage and the health checks say
+// answers and rate-limits in bursts, and checks what PlanSchedule and the health checks say
 // against what happened to every row.
 //
 // # Simulated time
@@ -57,14 +57,14 @@ import (
 //     gateway was not asked about in that cycle is skipped_unasked; one asked but only ever
 //     answered Unavailable in it is an unverified_row (not verified: reported, not hidden);
 //     for the others, time to verify is its verification time minus the cycle's start;
-//   - predicted is PlanCoverage's CycleTime for the cycle's N, B, R and G; ratio is the
+//   - predicted is PlanSchedule's CycleTime for the cycle's N, B, R and G; ratio is the
 //     cycle's longest time to verify over it, and the JSON's top-level figures are those of
 //     the cycle with the highest ratio (every cycle is listed under "cycles");
 //   - after each batch, the lag is also computed from the log (max over present rows of now
 //     minus the last verification, else creation); a health check that said OK while that lag
 //     exceeded the SLO is false_healthy. The stale_findings check is off: no dispatcher runs,
 //     so repair findings stay open and would fail every check whatever the lag. max_lag_s is
-//     the longest lag the log saw, beside PlanCoverage's MaxLag (plan_max_lag_s): the plan
+//     the longest lag the log saw, beside PlanSchedule's MaxLag (plan_max_lag_s): the plan
 //     does not count rows answered Unavailable, which wait for the next cycle.
 //
 // At the end the observations table is compared with the log: every present row's verified_at
@@ -141,7 +141,7 @@ type churnResult struct {
 	HealthFailing int `json:"health_failing"`
 	// LagPastSLO counts the checks at which, by the gateway's log, some row was past the SLO;
 	// MaxLagS is the longest lag the log saw at a check. PlanMaxLagS is the longest MaxLag
-	// PlanCoverage gave for a cycle, PlanMeetsSLO whether it met the SLO for every cycle.
+	// PlanSchedule gave for a cycle, PlanMeetsSLO whether it met the SLO for every cycle.
 	LagPastSLO   int     `json:"lag_past_slo"`
 	MaxLagS      float64 `json:"max_lag_s"`
 	PlanMaxLagS  float64 `json:"plan_max_lag_s"`
@@ -182,7 +182,7 @@ func churnCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		"usage: go run ./tools/bench churn [flags]",
 		"Runs batches on a fixed schedule in simulated time (the schema's now()) over a payments table",
 		"with inserts, deletes and updates between batches, behind an in-process gateway with Unavailable",
-		"answers and 429 bursts; compares the measured time to verify each row with PlanCoverage and",
+		"answers and 429 bursts; compares the measured time to verify each row with PlanSchedule and",
 		"the health checks with the lag per row. Database: $DATABASE_URL.",
 	); err != nil {
 		return err
@@ -506,7 +506,7 @@ func runChurn(ctx context.Context, pool *pgxpool.Pool, schema string, opts churn
 			if !started {
 				return res, errors.New("bench: churn: a cycle wrapped without a committed read")
 			}
-			plan, err := reconcile.PlanCoverage(reconcile.PlanInput{Rows: int64(cur.Rows), BatchSize: opts.Batch,
+			plan, err := reconcile.PlanSchedule(reconcile.PlanInput{Rows: int64(cur.Rows), BatchSize: opts.Batch,
 				BatchesPerHour: opts.PerHour, NewRowsPerHour: opts.Growth, LagSLO: opts.LagSLO})
 			if err != nil {
 				return res, err

@@ -13,7 +13,7 @@ import (
 // default faults (5% Unavailable answers, 429 bursts), and checks its JSON line. Time is
 // simulated and the gateway answers one call at a time from a seeded generator, so the run is
 // the same every time: the ratio is not noisy. It is above 1 by the batches the 429 bursts
-// cost (a burst stops one batch and defers the next), which PlanCoverage does not count.
+// cost (a burst stops one batch and defers the next), which PlanSchedule does not count.
 func TestChurnBenchVerifiesEveryRowWithinThePlannedCycle(t *testing.T) {
 	t.Parallel()
 	pool, schema := pgtest.PoolSchema(t)

@@ -25,7 +25,7 @@
 //	         has completed a cycle against the prediction, and the largest and smallest account's lag
 //	churn    batches on a fixed schedule in simulated time (the schema's now()) over a table with
 //	         inserts, deletes and updates, behind an in-process gateway with Unavailable answers and
-//	         429 bursts: each row's time to verify against PlanCoverage, false health, skipped rows
+//	         429 bursts: each row's time to verify against PlanSchedule, false health, skipped rows
 //
 // The database comes from $DATABASE_URL, else pgenv.DefaultURL. Each subcommand prints progress
 // to stderr and, as its last stdout line, one JSON object with its figures, so that runs can be
@@ -67,7 +67,7 @@ var commands = map[string]command{
 	"lanes":    {summary: "the events lane finding missed webhooks and a reverse-scan pass; detection time and API calls", run: lanesCommand},
 	"status":   {summary: "Store.Status over 1M and 10M rows from lag marks, timed against the full scan it replaced; agreement", run: statusCommand},
 	"connect":  {summary: "one fan-out round over many connected accounts in one rate budget; predicted vs measured time, lags", run: connectCommand},
-	"churn":    {summary: "a schedule in simulated time over a changing table with faults; time to verify vs PlanCoverage, false health", run: churnCommand},
+	"churn":    {summary: "a schedule in simulated time over a changing table with faults; time to verify vs PlanSchedule, false health", run: churnCommand},
 }
 
 // errUsage marks errors already explained to the user by a flag set's own output.

@@ -251,7 +251,7 @@ func readmeShards(ctx context.Context, pool *pgxpool.Pool, store *pgstore.Store[
 	job, err := pgshard.NewJob(store, pgshard.Config{Job: "payments", Shards: 8})
 	budget, err := pgbudget.New(pool, pgbudget.Config{Key: "acct_main", Rate: 80, Burst: 10})
 	// in each worker process, from any scheduler:
-	tick, err := pgshard.RunTick(ctx, job, reconcile.Config[string, *stripe.PaymentIntent]{
+	tick, err := pgshard.RunShard(ctx, job, reconcile.Config[string, *stripe.PaymentIntent]{
 		Job: "payments", Gateway: gateway, Classifier: stripeadapter.PaymentIntentClassifier(), Limiter: budget,
 	}, reconcile.TickBudget{MaxTime: time.Minute})
 	_, _ = tick, budget

@@ -6,7 +6,7 @@
 // The parent process loads a payments table and the matching PaymentIntents (Load), then Run
 // starts worker processes, re-executions of its own binary told what to do through an
 // environment variable (a binary that may be one calls MaybeRunWorker first thing, in main or
-// TestMain). Each worker leases shards (pgshard.RunTick), asks stripetest over HTTP through
+// TestMain). Each worker leases shards (pgshard.RunShard), asks stripetest over HTTP through
 // the real Stripe gateway (bulk list calls), paced by one pgbudget.Budget shared by all, and
 // stops when the job has completed the cycles asked for. A trigger logs every verification the
 // reconciler commits with the job cycle it belongs to, so that Run can check that every row was

@@ -164,7 +164,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, log io.Writer) (WorkerRepo
 	defer func() { <-done }()
 
 	for ctx.Err() == nil {
-		tick, err := pgshard.RunTick(ctx, job, engine, reconcile.TickBudget{})
+		tick, err := pgshard.RunShard(ctx, job, engine, reconcile.TickBudget{})
 		if ctx.Err() != nil {
 			break
 		}
