@@ -7,12 +7,13 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
 	"unicode/utf8"
 
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/reconcilekit/reconcile"
-	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 	"github.com/reconcilekit/reconcile/reconciletest"
 )
 
@@ -33,34 +34,6 @@ func printableKind(kind string) bool {
 		!strings.ContainsFunc(kind, func(r rune) bool { return !unicode.IsPrint(r) })
 }
 
-// Every policy's fallback names the pair in a kind that is bounded and printable, whatever the
-// status; money diffs and states are cut by the engine.
-func TestPoliciesWriteAHostileStatusAsAKindHoldsIt(t *testing.T) {
-	for _, status := range hostileStatuses {
-		decisions := map[string]reconcile.Decision{
-			"PaymentIntentClassifier": stripeadapter.PaymentIntentClassifier().Classify(stripeadapter.LocalPending,
-				&stripe.PaymentIntent{Status: stripe.PaymentIntentStatus(status)}),
-			"PaymentPolicy": stripeadapter.PaymentPolicy(func(p stripeadapter.LocalPayment) stripeadapter.LocalPayment { return p }).Classify(
-				stripeadapter.LocalPayment{Status: stripeadapter.LocalPending, Amount: 100, Currency: "usd"},
-				&stripeadapter.Payment{Intent: &stripe.PaymentIntent{Status: stripe.PaymentIntentStatus(status), Amount: 100, Currency: "usd"}}),
-			"SubscriptionPolicy": stripeadapter.SubscriptionPolicy(func(s stripeadapter.LocalSubscription) stripeadapter.LocalSubscription { return s }).Classify(
-				stripeadapter.LocalSubscription{Status: "active"}, &stripe.Subscription{Status: stripe.SubscriptionStatus(status)}),
-			"InvoicePolicy": stripeadapter.InvoicePolicy(func(i stripeadapter.LocalInvoice) stripeadapter.LocalInvoice { return i }).Classify(
-				stripeadapter.LocalInvoice{Status: "open", Currency: "usd"}, &stripe.Invoice{Status: stripe.InvoiceStatus(status), Currency: "usd"}),
-			"CheckoutPolicy": stripeadapter.CheckoutPolicy(func(c stripeadapter.LocalCheckout) stripeadapter.LocalCheckout { return c }).Classify(
-				stripeadapter.LocalCheckout{Status: "open", PaymentStatus: "unpaid"},
-				&stripe.CheckoutSession{Status: stripe.CheckoutSessionStatus(status), PaymentStatus: "unpaid"}),
-		}
-		for policy, d := range decisions {
-			if d.Verdict != reconcile.NeedsReview || !strings.HasPrefix(d.Kind, "unexpected:") || !printableKind(d.Kind) ||
-				strings.Contains(d.Kind, "sk_live") {
-				t.Errorf("%s on status %.40q: %s %.120q (%d bytes); want needs_review unexpected:..., printable, at most %d bytes, no key",
-					policy, status, d.Verdict, d.Kind, len(d.Kind), reconcile.MaxKind)
-			}
-		}
-	}
-}
-
 // Over HTTP: each hostile status is one finding about its row, printable and bounded, the key
 // it quotes redacted, and the batch commits with the others.
 func TestAHostileStatusOverHTTPIsOneFindingAboutItsRow(t *testing.T) {
@@ -71,7 +44,7 @@ func TestAHostileStatusOverHTTPIsOneFindingAboutItsRow(t *testing.T) {
 			defer srv.Close()
 			s := pendingRows(3)
 			cfg := reconcile.Config[string, *stripe.PaymentIntent]{
-				Job: "sweep", Source: s, Sink: s, Gateway: newGateway(t, srv.URL, nil), Classifier: stripeadapter.PaymentIntentClassifier(),
+				Job: "sweep", Source: s, Sink: s, Gateway: newGateway(t, srv.URL, nil), Classifier: stripepolicy.PaymentIntentPolicy(),
 				BatchSize: 2,
 			}
 			for range 2 {
