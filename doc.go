@@ -257,9 +257,10 @@
 //     status.
 //   - [github.com/reconcilekit/reconcile/adapters/memstore]: the same in memory, for tests and
 //     trying classifiers.
-//   - [github.com/reconcilekit/reconcile/adapters/stripeadapter]: the Stripe PaymentIntent
-//     gateway and classifier; [github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest]
-//     is a stateful fake of Stripe for tests.
+//   - [github.com/reconcilekit/reconcile/adapters/stripeadapter]: the Stripe client and object
+//     kit (gateways of PaymentIntents, Subscriptions, Invoices, Checkout Sessions, accounts);
+//     its stripepolicy holds the policies, stripemoney the money reads (refunds, disputes),
+//     stripeconnect the accounts check, and stripetest is a stateful fake of Stripe for tests.
 //   - [github.com/reconcilekit/reconcile/adapters/prommetrics]: Prometheus metrics and health.
 //   - [github.com/reconcilekit/reconcile/adapters/riverdelivery]: repair commands delivered as
 //     River jobs, applied through the canonical writer.

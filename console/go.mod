@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/reconcilekit/reconcile v0.0.0-20261204225519-b11970b11a4a
+	github.com/reconcilekit/reconcile v0.0.0-20261204233658-9bab90fd67fc
 )
 
 require (

@@ -11,7 +11,7 @@
 // serve the registry.
 //
 //	var kinds []string // the policy's finding kinds, named in open_findings; any other is "unexpected"
-//	for _, k := range stripeadapter.Kinds() {
+//	for _, k := range stripepolicy.Kinds() {
 //		kinds = append(kinds, k.Kind)
 //	}
 //	metrics, err := prommetrics.New(prommetrics.Options{

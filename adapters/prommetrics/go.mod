@@ -7,7 +7,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.72.0
-	github.com/reconcilekit/reconcile v0.0.0-20261204225519-b11970b11a4a
+	github.com/reconcilekit/reconcile v0.0.0-20261204233658-9bab90fd67fc
 	golang.org/x/time v0.16.0
 )
 

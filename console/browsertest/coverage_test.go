@@ -109,7 +109,7 @@ func TestTheOverviewChartsCoverageInABrowser(t *testing.T) {
 		c.Jobs = []string{"payments", "sweep"}
 		c.Status = console.StatusByJob{"payments": busyJob{now: time.Now()}, "sweep": c.Store.(reconcile.StatusReader)}
 		c.Policies = map[string]reconcile.HealthPolicy{"payments": {LagSLO: 24 * time.Hour}}
-		c.Kinds = slices.Concat(kinds, []console.KindInfo{{Kind: "amount_mismatch", Meaning: "The row's amount differs from what Stripe charged.", Money: true}})
+		c.Kinds = slices.Concat(kinds, []reconcile.KindInfo{{Kind: "amount_mismatch", Meaning: "The row's amount differs from what Stripe charged.", Money: true}})
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/review/", http.StripPrefix("/review", w.console))

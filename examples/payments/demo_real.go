@@ -14,7 +14,6 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/reconcilekit/reconcile"
-	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 )
 
 // Real mode: with STRIPE_SECRET_KEY set to a test-mode key, the run plants its PaymentIntents in
@@ -164,7 +163,7 @@ func runReal(ctx context.Context, out io.Writer, opts options, schema string) er
 		return err
 	}
 	// What a host gives: its key and no BaseURL (see gatewayConfig).
-	gateway, err := stripeadapter.NewGateway(rs.gatewayConfig())
+	gateway, err := newPayments(rs.gatewayConfig())
 	if err != nil {
 		return fmt.Errorf("payments: %w", err)
 	}
@@ -238,7 +237,7 @@ func runReal(ctx context.Context, out io.Writer, opts options, schema string) er
 		return err
 	}
 
-	rr, err := repair(ctx, pool, schema, store, gateway.Payments(), p, slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	rr, err := repair(ctx, pool, schema, store, gateway, p, slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		return err
 	}
@@ -246,7 +245,7 @@ func runReal(ctx context.Context, out io.Writer, opts options, schema string) er
 	if err := rs.enforce(out, checkRepairs(out, p, rr)); err != nil {
 		return err
 	}
-	return serveConsole(ctx, out, opts.Console, newReviewer(pool, store, gateway.Payments()))
+	return serveConsole(ctx, out, opts.Console, newReviewer(pool, store, gateway))
 }
 
 // keyKind says what kind of key k is, without showing it.

@@ -2,13 +2,13 @@ module github.com/reconcilekit/reconcile/internal/bench
 
 go 1.26.0
 
-require github.com/reconcilekit/reconcile v0.0.0-20261204225519-b11970b11a4a
+require github.com/reconcilekit/reconcile v0.0.0-20261204233658-9bab90fd67fc
 
-require github.com/reconcilekit/reconcile/adapters/stripeadapter v0.0.0-20261204225519-b11970b11a4a
+require github.com/reconcilekit/reconcile/adapters/stripeadapter v0.0.0-20261204233658-9bab90fd67fc
 
 require (
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/reconcilekit/reconcile/internal/scale v0.0.0-20261204225519-b11970b11a4a
+	github.com/reconcilekit/reconcile/internal/scale v0.0.0-20261204233658-9bab90fd67fc
 	github.com/stripe/stripe-go/v82 v82.5.1
 	golang.org/x/time v0.16.0
 )

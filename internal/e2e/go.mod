@@ -2,17 +2,17 @@ module github.com/reconcilekit/reconcile/internal/e2e
 
 go 1.26.0
 
-require github.com/reconcilekit/reconcile v0.0.0-20261204225519-b11970b11a4a
+require github.com/reconcilekit/reconcile v0.0.0-20261204233658-9bab90fd67fc
 
-require github.com/reconcilekit/reconcile/adapters/stripeadapter v0.0.0-20261204225519-b11970b11a4a
+require github.com/reconcilekit/reconcile/adapters/stripeadapter v0.0.0-20261204233658-9bab90fd67fc
 
-require github.com/reconcilekit/reconcile/adapters/prommetrics v0.0.0-20261204225519-b11970b11a4a
+require github.com/reconcilekit/reconcile/adapters/prommetrics v0.0.0-20261204233658-9bab90fd67fc
 
 require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/common v0.72.0
-	github.com/reconcilekit/reconcile/console v0.0.0-20261204225519-b11970b11a4a
+	github.com/reconcilekit/reconcile/console v0.0.0-20261204233658-9bab90fd67fc
 	github.com/stripe/stripe-go/v82 v82.5.1
 )
 
