@@ -6,38 +6,21 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"unicode"
 
 	"unicode/utf8"
 
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/internal/hostile"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 	"github.com/reconcilekit/reconcile/reconciletest"
 )
 
-// hostileStatuses are statuses a server (a proxy in between, a broken or hostile one) may send
-// in place of Stripe's: JSON carries NUL and control characters, and any length.
-var hostileStatuses = []string{
-	"succeeded\x00",
-	"succeeded\nlevel=ERROR msg=forged",
-	"\u202esucceeded",
-	"sk_live_0123456789abcdefSECRET succeeded",
-	strings.Repeat("x", 10_000),
-}
-
-// printableKind reports whether kind is as findings keep kinds: printable UTF-8 of at most
-// reconcile.MaxKind bytes.
-func printableKind(kind string) bool {
-	return utf8.ValidString(kind) && len(kind) <= reconcile.MaxKind &&
-		!strings.ContainsFunc(kind, func(r rune) bool { return !unicode.IsPrint(r) })
-}
-
 // Over HTTP: each hostile status is one finding about its row, printable and bounded, the key
 // it quotes redacted, and the batch commits with the others.
 func TestAHostileStatusOverHTTPIsOneFindingAboutItsRow(t *testing.T) {
-	for _, status := range hostileStatuses {
+	for _, status := range hostile.Statuses {
 		t.Run(fmt.Sprintf("%.30q", status), func(t *testing.T) {
 			quoted, _ := json.Marshal(status) // none holds a %
 			srv := httptest.NewServer(misrouted(`{"id":"%s","object":"payment_intent","status":` + string(quoted) + `}`))
@@ -54,7 +37,7 @@ func TestAHostileStatusOverHTTPIsOneFindingAboutItsRow(t *testing.T) {
 			byRow := map[string]int{}
 			for _, f := range fs {
 				byRow[f.RecordID]++
-				if !printableKind(f.Kind) || len(f.External) > reconcile.MaxState || !utf8.ValidString(f.External) ||
+				if !hostile.PrintableKind(f.Kind) || len(f.External) > reconcile.MaxState || !utf8.ValidString(f.External) ||
 					strings.Contains(f.Kind+f.External, "sk_live") {
 					t.Errorf("finding of row %s: kind %.120q (%d bytes), external %.120q (%d bytes); want printable and bounded, no key",
 						f.RecordID, f.Kind, len(f.Kind), f.External, len(f.External))

@@ -33,6 +33,30 @@ var checkoutStates = [][2]string{
 	{"expired", "unpaid"},
 }
 
+// stateDiffs are the diffs of a row's state against a session's: status, payment_status, and
+// whether the order is fulfilled against whether the session calls for it.
+func stateDiffs(row orderRow, st [2]string) []reconcile.Diff {
+	var diffs []reconcile.Diff
+	if row.status != st[0] {
+		diffs = append(diffs, diff("status", row.status, st[0]))
+	}
+	if row.payment != st[1] {
+		diffs = append(diffs, diff("payment_status", row.payment, st[1]))
+	}
+	if due := st[0] == "complete" && st[1] != "unpaid"; row.fulfilled != due {
+		diffs = append(diffs, diff("fulfilled", fmt.Sprint(row.fulfilled), fmt.Sprint(due)))
+	}
+	return diffs
+}
+
+// findingDiffs is diffs when want is a finding, none otherwise.
+func findingDiffs(want reconcile.Decision, diffs []reconcile.Diff) []reconcile.Diff {
+	if want.Verdict != reconcile.Repairable && want.Verdict != reconcile.NeedsReview {
+		return nil
+	}
+	return diffs
+}
+
 // checkoutMatrix is the checkout policy's decision for every row state and session state.
 func checkoutMatrix() map[orderRow][6]reconcile.Decision {
 	var (
@@ -71,20 +95,7 @@ func TestCheckoutPolicyCoversEveryStateAndFulfilment(t *testing.T) {
 	for row, wants := range matrix {
 		for i, st := range checkoutStates {
 			want := wants[i]
-			due := st[0] == "complete" && st[1] != "unpaid"
-			var diffs []reconcile.Diff
-			if row.status != st[0] {
-				diffs = append(diffs, diff("status", row.status, st[0]))
-			}
-			if row.payment != st[1] {
-				diffs = append(diffs, diff("payment_status", row.payment, st[1]))
-			}
-			if row.fulfilled != due {
-				diffs = append(diffs, diff("fulfilled", fmt.Sprint(row.fulfilled), fmt.Sprint(due)))
-			}
-			if want.Verdict != reconcile.Repairable && want.Verdict != reconcile.NeedsReview {
-				diffs = nil
-			}
+			diffs := findingDiffs(want, stateDiffs(row, st))
 			t.Run(fmt.Sprintf("%s/%s fulfilled=%t against %s/%s", row.status, row.payment, row.fulfilled, st[0], st[1]), func(t *testing.T) {
 				checkDecision(t, policy.Classify(row, session(st[0], st[1])), want, diffs, "")
 			})
@@ -213,19 +224,7 @@ func TestCheckoutPolicyComparesTheTotalOfACompletedSession(t *testing.T) {
 				if compared[i] && a.diffTotal {
 					diffs = append(diffs, diff("amount_total", reconcile.FormatAmount(a.total, a.currency), "USD 25.00"))
 				}
-				due := st[0] == "complete" && st[1] != "unpaid"
-				if row.status != st[0] {
-					diffs = append(diffs, diff("status", row.status, st[0]))
-				}
-				if row.payment != st[1] {
-					diffs = append(diffs, diff("payment_status", row.payment, st[1]))
-				}
-				if row.fulfilled != due {
-					diffs = append(diffs, diff("fulfilled", fmt.Sprint(row.fulfilled), fmt.Sprint(due)))
-				}
-				if want.Verdict != reconcile.Repairable && want.Verdict != reconcile.NeedsReview {
-					diffs = nil
-				}
+				diffs = findingDiffs(want, append(diffs, stateDiffs(row, st)...))
 				r := orderWithTotal{row, a.currency, a.total}
 				t.Run(fmt.Sprintf("%s/%s fulfilled=%t with %s against %s/%s", row.status, row.payment, row.fulfilled, a.name, st[0], st[1]), func(t *testing.T) {
 					checkDecision(t, policy.Classify(r, sessionWithTotal(st[0], st[1], "usd", 2500)), want, diffs, "")

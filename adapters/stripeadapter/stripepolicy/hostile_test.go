@@ -3,36 +3,18 @@ package stripepolicy_test
 import (
 	"strings"
 	"testing"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/internal/hostile"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 )
-
-// hostileStatuses are statuses a server (a proxy in between, a broken or hostile one) may send
-// in place of Stripe's: JSON carries NUL and control characters, and any length.
-var hostileStatuses = []string{
-	"succeeded\x00",
-	"succeeded\nlevel=ERROR msg=forged",
-	"\u202esucceeded",
-	"sk_live_0123456789abcdefSECRET succeeded",
-	strings.Repeat("x", 10_000),
-}
-
-// printableKind reports whether kind is as findings keep kinds: printable UTF-8 of at most
-// reconcile.MaxKind bytes.
-func printableKind(kind string) bool {
-	return utf8.ValidString(kind) && len(kind) <= reconcile.MaxKind &&
-		!strings.ContainsFunc(kind, func(r rune) bool { return !unicode.IsPrint(r) })
-}
 
 // Every policy's fallback names the pair in a kind that is bounded and printable, whatever the
 // status; money diffs and states are cut by the engine.
 func TestPoliciesWriteAHostileStatusAsAKindHoldsIt(t *testing.T) {
-	for _, status := range hostileStatuses {
+	for _, status := range hostile.Statuses {
 		decisions := map[string]reconcile.Decision{
 			"PaymentIntentPolicy": stripepolicy.PaymentIntentPolicy().Classify(stripepolicy.LocalPending,
 				&stripe.PaymentIntent{Status: stripe.PaymentIntentStatus(status)}),
@@ -48,7 +30,7 @@ func TestPoliciesWriteAHostileStatusAsAKindHoldsIt(t *testing.T) {
 				&stripe.CheckoutSession{Status: stripe.CheckoutSessionStatus(status), PaymentStatus: "unpaid"}),
 		}
 		for policy, d := range decisions {
-			if d.Verdict != reconcile.NeedsReview || !strings.HasPrefix(d.Kind, "unexpected:") || !printableKind(d.Kind) ||
+			if d.Verdict != reconcile.NeedsReview || !strings.HasPrefix(d.Kind, "unexpected:") || !hostile.PrintableKind(d.Kind) ||
 				strings.Contains(d.Kind, "sk_live") {
 				t.Errorf("%s on status %.40q: %s %.120q (%d bytes); want needs_review unexpected:..., printable, at most %d bytes, no key",
 					policy, status, d.Verdict, d.Kind, len(d.Kind), reconcile.MaxKind)
