@@ -59,8 +59,8 @@
 //	400                                     NeedsReview rejected_by_external_system with
 //	                                        Stripe's message
 //
-// An id that is not a PaymentIntent id (pi_ and letters and digits) is never sent: it is a
-// NeedsReview finding invalid_external_id. API keys are removed from every error: the
+// An id that is not one of the object's (for PaymentIntents, pi_ and letters and digits) is never
+// sent: it is a NeedsReview finding invalid_external_id. API keys are removed from every error: the
 // configured key and anything that looks like a secret or restricted key (sk_, rk_) in every
 // server-provided string (error type, code, param, message, decline code, Request-Id,
 // Stripe-Rate-Limited-Reason) before it reaches an error, a log, a finding or a reason.
@@ -69,45 +69,45 @@
 // # Bulk fetch
 //
 // An ObjectGateway is also a reconcile.BatchGateway: for a batch of rows it lists the objects
-// created within the rows' created_at windows, widened by CreatedSkew, a hundred per call, and
-// the engine then retrieves one by one only the rows the list did not show. With rows and
-// PaymentIntents created close together this costs about one call per hundred rows instead of
-// one per row. Groups of rows far apart, for how far apart the rows usually are, get windows
-// of their own, so the time between them is never listed; a crowded or misaligned window stops after two barren pages and degrades to
-// per-object calls (MaxListPages caps a batch's list calls). Stripe lists the newest first, so
-// a batch of an import's older rows (a batch's rows crowded into one second, their intents
-// too) is read up from its oldest row (ending_before) rather than past the import's newer
-// intents, and a batch that follows goes on where the last one stopped; intents listed but
-// not asked about (the skew's margin above a batch, the rest of a page) are kept for the next
-// batches, each for at most ListCacheTTL (30 s) from the call that listed it and at most
-// ListCacheSize (20,000) of them, so that any mix of rows spread out and imports costs about
-// one call per hundred rows. It is a reconcile.DatedBatchGateway: a kept intent verifies its
-// row as of the list call that fetched it, and is served only to batches of a cycle that
-// started before that call, so that no row is verified on an answer older than the TTL or than
-// its cycle. Results are the same either way; to force per-object calls, pass
-// reconcile.PerObject[*stripe.PaymentIntent](gateway), which keeps the id check.
+// created within the rows' created_at windows, widened by CreatedSkew, a hundred per call, and the
+// engine then retrieves one by one only the rows the list did not show. With rows and objects
+// created close together this costs about one call per hundred rows instead of one per row. Groups
+// of rows far apart, for how far apart the rows usually are, get windows of their own, so the time
+// between them is never listed; a crowded or misaligned window stops after two barren pages and
+// degrades to per-object calls (MaxListPages caps a batch's list calls). Stripe lists the newest
+// first, so a batch of an import's older rows (a batch's rows crowded into one second, their
+// objects too) is read up from its oldest row (ending_before) rather than past the import's newer
+// objects, and a batch that follows goes on where the last one stopped; objects listed but not
+// asked about (the skew's margin above a batch, the rest of a page) are kept for the next batches,
+// each for at most ListCacheTTL (30 s) from the call that listed it and at most ListCacheSize
+// (20,000) of them, so that any mix of rows spread out and imports costs about one call per hundred
+// rows. It is a reconcile.DatedBatchGateway: a kept object verifies its row as of the list call
+// that fetched it, and is served only to batches of a cycle that started before that call, so that
+// no row is verified on an answer older than the TTL or than its cycle. Results are the same either
+// way; to force per-object calls, pass reconcile.PerObject[*stripe.PaymentIntent](gateway), which
+// keeps the id check.
 //
 // # Lanes
 //
-// Two feeds for reconcile.Lane read Stripe's side first, through the gateway's client and error
-// mapping. [ObjectGateway.EventsFeed] reads the object's events (payment_intent.* for
-// PaymentIntents) after a checkpoint, oldest first
-// (ending_before), a hundred per call, and yields the newest state each intent's events carry:
-// run every minute, it turns a missed webhook into a finding within two minutes. Events
-// younger than Settle (1 minute) wait for the next step; a checkpoint older than MaxAge (25
-// days; Stripe keeps events 30) is not replayed but restarted with a gap that health reports
-// until the sweep has covered it. [ObjectGateway.ReverseFeed] lists the objects created in a
-// window (7 days, without the last 10 minutes), newest first, a page per step, so that a lane
-// with ReportMissing finds the objects no row refers to; ObjectReverseOptions.Include leaves
-// out objects the table does not account for (for PaymentIntents: those of Invoices, Checkout, other services). Neither uses
+// Two feeds for reconcile.Lane read Stripe's side first, through the gateway's client and
+// error mapping. [ObjectGateway.EventsFeed] reads the object's events (payment_intent.* for
+// PaymentIntents) after a checkpoint, oldest first (ending_before), a hundred per call, and
+// yields the newest state each object's events carry: run every minute, it turns a missed
+// webhook into a finding within two minutes. Events younger than Settle (1 minute) wait for
+// the next step; a checkpoint older than MaxAge (25 days; Stripe keeps events 30) is not
+// replayed but restarted with a gap that health reports until the sweep has covered it.
+// [ObjectGateway.ReverseFeed] lists the objects created in a window (7 days, without the last
+// 10 minutes), newest first, a page per step, so that a lane with ReportMissing finds the
+// objects no row refers to; ObjectReverseOptions.Include leaves out objects the table does not
+// account for (for PaymentIntents: those of Invoices, Checkout, other services). Neither uses
 // the Search API, which can lag by an hour.
 //
 // # Object kit
 //
 // Everything above is the object kit's, for any Stripe object type: an [Object] describes the
-// type (its "object" name, collection path, id prefix, list parameters
-// sent on every list, expand paths, event types, and how to read an object's id, creation
-// time and state), and [NewObjectGateway] builds from it an [ObjectGateway] with the same error
+// type (its "object" name, collection path, id prefix, list parameters sent on every list,
+// expand paths, event types, and how to read an object's id, creation time and state), and
+// [NewObjectGateway] builds from it an [ObjectGateway] with the same error
 // mapping, client defaults, id check, bulk list by created window with per-object fallback and
 // look-ahead, events feed ([ObjectEventsFeed]) and reverse feed ([ObjectReverseFeed]). Shipped:
 //
