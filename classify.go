@@ -201,17 +201,23 @@ type Rule[L, E any] struct {
 	// When, if set, is a further condition on the whole pair, for comparing amounts or
 	// quantities as well as states.
 	When func(local L, external E) bool
-	// Decision is the answer when the rule matches.
+	// Decision is the answer when the rule matches. Its verdict, kind and command are fixed, so
+	// that a table can say what it decides without a pair to judge (KindsRepairedBy).
 	Decision Decision
+	// Detail, if set, writes the decision's Detail from the pair when the rule matches: the
+	// amounts, ids or dates a person needs to act on the finding.
+	Detail func(local L, external E) string
 }
 
 // RuleTable is a declarative classifier: the first matching rule decides, and a pair no rule
 // matches is NeedsReview with kind "unexpected:<local>-><external>". Build it with
-// NewRuleTable, which checks every rule once.
+// NewRuleTable, which checks every rule once; WithDiffs makes its findings list the fields
+// that differ.
 type RuleTable[L, E any] struct {
 	localState    func(L) string
 	externalState func(E) string
 	rules         []Rule[L, E]
+	diffs         func(L, E) []Diff
 }
 
 // NewRuleTable returns a classifier over the given rules. localState and externalState name
@@ -228,17 +234,54 @@ func NewRuleTable[L, E any](localState func(L) string, externalState func(E) str
 	return &RuleTable[L, E]{localState: localState, externalState: externalState, rules: slices.Clone(rules)}, nil
 }
 
-// Classify returns the decision of the first matching rule.
+// WithDiffs returns a copy of t whose findings (its Repairable and NeedsReview decisions, an
+// unexpected pair's included) carry diffs(local, external) as their Diffs: every field on
+// which the two sides differ, whichever rule decided, so that a person sees the whole drift
+// and not only the line that named it. diffs is called only for a finding.
+func (t *RuleTable[L, E]) WithDiffs(diffs func(local L, external E) []Diff) *RuleTable[L, E] {
+	c := *t
+	c.diffs = diffs
+	return &c
+}
+
+// Classify returns the decision of the first matching rule, its Detail written by the rule's
+// Detail and its Diffs by the table's (WithDiffs).
 func (t *RuleTable[L, E]) Classify(local L, external E) Decision {
 	ls, es := t.localState(local), t.externalState(external)
+	d, matched := Decision{}, false
 	for _, r := range t.rules {
 		if (len(r.Local) == 0 || slices.Contains(r.Local, ls)) &&
 			(len(r.External) == 0 || slices.Contains(r.External, es)) &&
 			(r.When == nil || r.When(local, external)) {
-			return r.Decision
+			d, matched = r.Decision, true
+			if r.Detail != nil {
+				d.Detail = r.Detail(local, external)
+			}
+			break
 		}
 	}
-	return Unexpected(ls, es)
+	if !matched {
+		d = Unexpected(ls, es)
+	}
+	if t.diffs != nil && (d.Verdict == Repairable || d.Verdict == NeedsReview) {
+		d.Diffs = t.diffs(local, external)
+	}
+	return d
+}
+
+// KindsRepairedBy returns the kinds of the findings whose repair is command, in the order of
+// the rules that decide them, each once: the findings a canonical writer carrying out command
+// repairs, and so the kinds it resolves (pgstore's ResolveRecordFindings) when it has written.
+// Resolving every kind of the record instead would close the findings meant for a person. A
+// command no rule queues repairs nothing.
+func (t *RuleTable[L, E]) KindsRepairedBy(command string) []string {
+	var kinds []string
+	for _, r := range t.rules {
+		if r.Decision.Command == command && command != "" && !slices.Contains(kinds, r.Decision.Kind) {
+			kinds = append(kinds, r.Decision.Kind)
+		}
+	}
+	return kinds
 }
 
 // Unexpected is the decision for a combination nobody anticipated: NeedsReview with kind

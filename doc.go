@@ -18,7 +18,7 @@
 //	if err != nil {
 //		return err
 //	}
-//	gateway, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: key})
+//	gateway, err := stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Key: key}, stripeadapter.PaymentIntents())
 //	if err != nil {
 //		return err
 //	}
@@ -27,7 +27,7 @@
 //		Source:     store, // the rows after the job's cursor
 //		Sink:       store, // observations, findings, repair commands and the cursor
 //		Gateway:    gateway,
-//		Classifier: stripeadapter.PaymentIntentClassifier(),
+//		Classifier: stripepolicy.PaymentIntentPolicy(),
 //	})
 //	if err != nil {
 //		return err
@@ -183,9 +183,10 @@
 //     rate budget in PostgreSQL that every worker shares.
 //   - [github.com/reconcilekit/reconcile/adapters/memstore]: the same semantics in memory, for
 //     tests and quick starts.
-//   - [github.com/reconcilekit/reconcile/adapters/stripeadapter]: Stripe's gateways, feeds and
-//     policies (PaymentIntents and their money, Subscriptions, Invoices, Checkout Sessions, any
-//     object through the object kit, connected accounts);
+//   - [github.com/reconcilekit/reconcile/adapters/stripeadapter]: the Stripe client and object
+//     kit (gateways of PaymentIntents, Subscriptions, Invoices, Checkout Sessions, accounts);
+//     its stripepolicy holds the policies, stripemoney the money reads (refunds, disputes),
+//     stripeconnect the accounts check, and
 //     [github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest] is a stateful fake
 //     of Stripe for tests.
 //   - [github.com/reconcilekit/reconcile/adapters/prommetrics]: Prometheus metrics and health.

@@ -102,7 +102,7 @@ func (c *Console) ownFinding(w http.ResponseWriter, r *http.Request, id int64) (
 }
 
 // needsNote is the message refusing to resolve a finding of kind without a note, or "" if
-// it needs none: a kind that involves money does (KindInfo.Money).
+// it needs none: a kind that involves money does (reconcile.KindInfo.Money).
 func (c *Console) needsNote(kind, note string) string {
 	if note != "" || !c.kinds.money(kind) {
 		return ""

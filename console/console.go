@@ -74,9 +74,8 @@ type Config struct {
 	// Kinds say what the finding kinds of the host's policies mean, for the kind pick list,
 	// the list and the finding pages; a finding of a kind marked Money cannot be resolved
 	// without a note. The engine's own kinds (CoreKinds) are known without them; an entry
-	// here redefines one. A host on Stripe passes stripeadapter.Kinds(), each entry
-	// converted: console.KindInfo(k).
-	Kinds []KindInfo
+	// here redefines one. A host on Stripe passes stripepolicy.Kinds().
+	Kinds []reconcile.KindInfo
 	// TimeZone is the zone times are shown in until a reviewer chooses one (an IANA name such
 	// as "Europe/Berlin"). Empty means UTC.
 	TimeZone string

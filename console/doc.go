@@ -146,7 +146,7 @@
 // the Stripe dashboard and gives other findings no link), its state, and when it was resolved.
 //
 // Kinds: the console knows the engine's own kinds (CoreKinds) and those of Config.Kinds, which
-// a host fills from its policies (stripeadapter.Kinds(), each entry converted to KindInfo). A
+// a host fills from its policies (stripepolicy.Kinds(), a []reconcile.KindInfo). A
 // kind's meaning is shown in the pick list, the list, the overview and the finding's page. A
 // finding of a kind marked Money cannot be resolved without a note: the server refuses it
 // (400, naming the kind), whatever the form sent.

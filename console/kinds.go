@@ -7,38 +7,25 @@ import (
 	"github.com/reconcilekit/reconcile"
 )
 
-// KindInfo says what a finding kind means: Config.Kinds. Its fields are those of
-// stripeadapter.KindInfo, so that a host converts that package's table entry by entry
-// (console.KindInfo(k)) without the console importing the adapter.
-type KindInfo struct {
-	// Kind is the finding kind.
-	Kind string
-	// Meaning is one line for reviewers: what differs, and which side is ahead.
-	Meaning string
-	// Money is whether the drift involves money (an amount charged, refunded, disputed, owed
-	// or billed for). Resolving a finding of such a kind needs a note.
-	Money bool
-}
-
 // CoreKinds are the meanings of the kinds the engine itself records, whatever the gateway;
 // the console knows them without Config.Kinds.
-var CoreKinds = []KindInfo{
-	{reconcile.KindMissingExternally, "The external system has no object by the row's external id.", false},
-	{reconcile.KindMissingLocally, "The external system has an object that no row refers to (a local transaction that rolled back, say).", false},
-	{reconcile.KindInvalidExternalID, "The row's external id is empty or cannot be valid, so it could not be checked.", false},
-	{reconcile.KindInvalidRow, "The row could not be read or judged (a value its field cannot hold, say).", false},
-	{reconcile.KindRejected, "The external system refused to answer about the row (a bad request).", false},
+var CoreKinds = []reconcile.KindInfo{
+	{Kind: reconcile.KindMissingExternally, Meaning: "The external system has no object by the row's external id.", Money: false},
+	{Kind: reconcile.KindMissingLocally, Meaning: "The external system has an object that no row refers to (a local transaction that rolled back, say).", Money: false},
+	{Kind: reconcile.KindInvalidExternalID, Meaning: "The row's external id is empty or cannot be valid, so it could not be checked.", Money: false},
+	{Kind: reconcile.KindInvalidRow, Meaning: "The row could not be read or judged (a value its field cannot hold, say).", Money: false},
+	{Kind: reconcile.KindRejected, Meaning: "The external system refused to answer about the row (a bad request).", Money: false},
 }
 
 // kindTable is the console's kinds: CoreKinds, then Config.Kinds (which may redefine a core
 // kind), in order.
 type kindTable struct {
-	list []KindInfo
-	by   map[string]KindInfo
+	list []reconcile.KindInfo
+	by   map[string]reconcile.KindInfo
 }
 
-func newKindTable(extra []KindInfo) (kindTable, error) {
-	t := kindTable{by: map[string]KindInfo{}}
+func newKindTable(extra []reconcile.KindInfo) (kindTable, error) {
+	t := kindTable{by: map[string]reconcile.KindInfo{}}
 	for i, k := range slices.Concat(CoreKinds, extra) {
 		switch {
 		case k.Kind == "" || len(k.Kind) > maxField || !plainText(k.Kind, false):
@@ -47,7 +34,7 @@ func newKindTable(extra []KindInfo) (kindTable, error) {
 			return t, fmt.Errorf("console: Config.Kinds[%d]: the meaning of %q is not one line of text", i-len(CoreKinds), k.Kind)
 		}
 		if _, seen := t.by[k.Kind]; seen {
-			t.list = slices.DeleteFunc(t.list, func(o KindInfo) bool { return o.Kind == k.Kind })
+			t.list = slices.DeleteFunc(t.list, func(o reconcile.KindInfo) bool { return o.Kind == k.Kind })
 		}
 		t.by[k.Kind] = k
 		t.list = append(t.list, k)

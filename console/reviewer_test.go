@@ -18,8 +18,8 @@ import (
 	"github.com/reconcilekit/reconcile/console"
 )
 
-// The tests' kind table, as a host passes its policies' (stripeadapter.Kinds()).
-var testKinds = []console.KindInfo{
+// The tests' kind table, as a host passes its policies' (stripepolicy.Kinds()).
+var testKinds = []reconcile.KindInfo{
 	{Kind: "paid_locally_not_externally", Meaning: "The row is paid but Stripe has no successful payment.", Money: true},
 	{Kind: "missed_success", Meaning: "Stripe took the payment; the row is still pending.", Money: false},
 }
@@ -64,8 +64,8 @@ func TestNewRefusesBadKindsAndTimeZones(t *testing.T) {
 		mod  func(*console.Config)
 		want string
 	}{
-		{"an empty kind", func(c *console.Config) { c.Kinds = []console.KindInfo{{Meaning: "x"}} }, "Config.Kinds[0]"},
-		{"a meaning of two lines", func(c *console.Config) { c.Kinds = []console.KindInfo{{Kind: "k", Meaning: "a\nb"}} }, "one line"},
+		{"an empty kind", func(c *console.Config) { c.Kinds = []reconcile.KindInfo{{Meaning: "x"}} }, "Config.Kinds[0]"},
+		{"a meaning of two lines", func(c *console.Config) { c.Kinds = []reconcile.KindInfo{{Kind: "k", Meaning: "a\nb"}} }, "one line"},
 		{"an unknown default zone", func(c *console.Config) { c.TimeZone = "Mars/Olympus" }, "Mars/Olympus"},
 		{"an unknown zone to choose", func(c *console.Config) { c.TimeZones = []string{"UTC", "Nowhere/Else"} }, "Nowhere/Else"},
 	} {

@@ -12,8 +12,8 @@
 //	if err != nil { ... }
 //	// in each worker process, from any scheduler:
 //	tick, err := pgshard.RunShard(ctx, job, reconcile.Config[string, *stripe.PaymentIntent]{
-//		Gateway: gateway, Classifier: stripeadapter.PaymentIntentClassifier(),
-//		ExternalState: stripeadapter.PaymentIntentState, Limiter: budget, // a pgbudget.Budget
+//		Gateway: gateway, Classifier: stripepolicy.PaymentIntentPolicy(),
+//		ExternalState: stripepolicy.PaymentIntentState, Limiter: budget, // a pgbudget.Budget
 //	}, reconcile.TickBudget{})
 //
 // # Leases

@@ -15,8 +15,8 @@
 //	if err := pgstore.Migrate(ctx, pool, store.Tables()); err != nil { ... }
 //	rec, err := reconcile.New(reconcile.Config[string, *stripe.PaymentIntent]{
 //		Job: "payments", Source: store, Sink: store,
-//		Gateway: gateway, Classifier: stripeadapter.PaymentIntentClassifier(),
-//		ExternalState: stripeadapter.PaymentIntentState,
+//		Gateway: gateway, Classifier: stripepolicy.PaymentIntentPolicy(),
+//		ExternalState: stripepolicy.PaymentIntentState,
 //	})
 //	if err != nil { ... }
 //	// run rec from a reconcile.Runner, or call reconcile.RunTick from your own scheduler

@@ -13,7 +13,7 @@
 // cache. The package imports neither pgoutbox nor pgx.
 //
 //	var kinds []string // the policy's finding kinds, named in open_findings; any other is "unexpected"
-//	for _, k := range stripeadapter.Kinds() {
+//	for _, k := range stripepolicy.Kinds() {
 //		kinds = append(kinds, k.Kind)
 //	}
 //	monitor, err := reconcile.NewMonitor(reconcile.MonitorConfig{Jobs: []reconcile.MonitorJob{

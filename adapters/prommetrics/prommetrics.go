@@ -49,7 +49,7 @@ type Options struct {
 	// describe the database, not the process.
 	Monitor *reconcile.Monitor
 	// Kinds are the finding kinds open_findings names in its kind label: your policy's, such
-	// as the Kind of each of stripeadapter.Kinds(). The engine's own kinds
+	// as the Kind of each of stripepolicy.Kinds(). The engine's own kinds
 	// (reconcile.KindMissingExternally, KindMissingLocally, KindInvalidExternalID,
 	// KindInvalidRow, KindRejected) are named without being listed. Open findings of any other
 	// kind count under one label, KindUnexpected: a kind can be made of what the external

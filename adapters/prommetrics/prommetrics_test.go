@@ -24,7 +24,7 @@ import (
 
 func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }
 
-// policyKinds are the kinds of the tests' policies, as a host lists stripeadapter.Kinds().
+// policyKinds are the kinds of the tests' policies, as a host lists stripepolicy.Kinds().
 var policyKinds = []string{"missed_success", "missed_cancel", "paid_locally_not_externally"}
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)

@@ -18,6 +18,8 @@ import (
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/memstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/internal/keyecho"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 	"github.com/reconcilekit/reconcile/reconciletest"
 )
 
@@ -70,7 +72,7 @@ func pendingRows(n int) *memstore.Store[int64, string] {
 	s := memstore.New[int64, string](memstore.Options{})
 	for i := 1; i <= n; i++ {
 		old := now.Add(-time.Hour)
-		s.Put(memstore.Row[int64, string]{Key: int64(i), ExternalID: fmt.Sprintf("pi_%d", i), Local: stripeadapter.LocalPending, CreatedAt: old, UpdatedAt: old})
+		s.Put(memstore.Row[int64, string]{Key: int64(i), ExternalID: fmt.Sprintf("pi_%d", i), Local: stripepolicy.LocalPending, CreatedAt: old, UpdatedAt: old})
 	}
 	return s
 }
@@ -92,8 +94,8 @@ func TestNonAnswersVerifyNothingAndQueueNothing(t *testing.T) {
 				var logged bytes.Buffer
 				s := pendingRows(n)
 				cfg := reconcile.Config[string, *stripe.PaymentIntent]{
-					Job: "sweep", Source: s, Sink: s, Gateway: gw, Classifier: stripeadapter.PaymentIntentClassifier(),
-					ExternalState: stripeadapter.PaymentIntentState, BatchSize: 100,
+					Job: "sweep", Source: s, Sink: s, Gateway: gw, Classifier: stripepolicy.PaymentIntentPolicy(),
+					ExternalState: stripepolicy.PaymentIntentState, BatchSize: 100,
 					Logger: slog.New(slog.NewJSONHandler(&logged, nil)),
 				}
 				rep, err := reconcile.RunBatch(context.Background(), cfg)
@@ -181,7 +183,7 @@ func TestFeedsSkipObjectsWithoutAnIDOrAState(t *testing.T) {
 		srv := httptest.NewServer(eventsAndList(nil, append([]string{good}, bad...)))
 		defer srv.Close()
 		var logged bytes.Buffer
-		feed, err := newGateway(t, srv.URL, nil).ReverseFeed(stripeadapter.ReverseOptions{Logger: slog.New(slog.NewJSONHandler(&logged, nil))})
+		feed, err := newGateway(t, srv.URL, nil).ReverseFeed(stripeadapter.ObjectReverseOptions[*stripe.PaymentIntent]{Logger: slog.New(slog.NewJSONHandler(&logged, nil))})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,7 +199,7 @@ func TestFeedsTakeNoCursorOrObjectFromAnIDThatIsNotOne(t *testing.T) {
 	created := time.Now().Add(-time.Hour).Unix()
 	t.Run("events", func(t *testing.T) {
 		good := fmt.Sprintf(`{"id":"pi_good","object":"payment_intent","status":"succeeded","created":%d}`, created)
-		srv := httptest.NewServer(eventsAndList([]string{event("evt_1 "+echoedKey, created, good)}, nil))
+		srv := httptest.NewServer(eventsAndList([]string{event("evt_1 "+keyecho.Key, created, good)}, nil))
 		defer srv.Close()
 		feed, err := newGateway(t, srv.URL, nil).EventsFeed(stripeadapter.EventsOptions{})
 		if err != nil {
@@ -208,16 +210,16 @@ func TestFeedsTakeNoCursorOrObjectFromAnIDThatIsNotOne(t *testing.T) {
 		if !errors.Is(err, reconcile.ErrUnavailable) || page.Next != "" || len(page.Objects) != 0 {
 			t.Fatalf("page %+v, err %v; want no progress and ErrUnavailable", page, err)
 		}
-		assertNoKey(t, "the error", err.Error())
+		keyecho.AssertNone(t, "the error", err.Error())
 	})
 	t.Run("reverse", func(t *testing.T) {
 		listed := []string{
 			fmt.Sprintf(`{"id":"pi_good","object":"payment_intent","status":"succeeded","created":%d}`, created),
-			fmt.Sprintf(`{"id":"pi_1/%s","object":"payment_intent","status":"succeeded","created":%d}`, echoedKey, created),
+			fmt.Sprintf(`{"id":"pi_1/%s","object":"payment_intent","status":"succeeded","created":%d}`, keyecho.Key, created),
 		}
 		srv := httptest.NewServer(eventsAndList(nil, listed))
 		defer srv.Close()
-		feed, err := newGateway(t, srv.URL, nil).ReverseFeed(stripeadapter.ReverseOptions{})
+		feed, err := newGateway(t, srv.URL, nil).ReverseFeed(stripeadapter.ObjectReverseOptions[*stripe.PaymentIntent]{})
 		if err != nil {
 			t.Fatal(err)
 		}

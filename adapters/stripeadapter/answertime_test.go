@@ -10,15 +10,17 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripemoney"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 	"github.com/reconcilekit/reconcile/reconciletest"
 )
 
 // lookaheadGateway is a Gateway over w's fake Stripe whose look-ahead keeps what it listed for
 // an hour, so that no test depends on how fast the machine runs; ttl -1 turns it off.
-func (w *covWorld) lookaheadGateway(ttl time.Duration) *stripeadapter.Gateway {
+func (w *covWorld) lookaheadGateway(ttl time.Duration) *stripeadapter.ObjectGateway[*stripe.PaymentIntent] {
 	w.t.Helper()
-	g, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: w.srv.Key(), BaseURL: w.srv.URL(), ListCacheTTL: ttl})
+	g, err := stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Key: w.srv.Key(), BaseURL: w.srv.URL(), ListCacheTTL: ttl}, stripeadapter.PaymentIntents())
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -192,12 +194,16 @@ func TestAnOutageCostsTwoCallsWhateverTheLookAheadHoldsOfDisputedPayments(t *tes
 					t.Fatal(err)
 				}
 			}
-			inSync := reconcile.ClassifierFunc[string, *stripeadapter.Payment](func(string, *stripeadapter.Payment) reconcile.Decision {
+			inSync := reconcile.ClassifierFunc[string, *stripepolicy.Payment](func(string, *stripepolicy.Payment) reconcile.Decision {
 				return reconcile.Decision{Verdict: reconcile.InSync}
 			})
-			r, err := reconcile.New(reconcile.Config[string, *stripeadapter.Payment]{Job: "sweep", Source: w.store, Sink: w.store,
-				Gateway: w.lookaheadGateway(time.Hour).Payments(), Classifier: inSync, BatchSize: 100,
-				LocalState: func(s string) string { return s }, ExternalState: func(p *stripeadapter.Payment) string { return string(p.Intent.Status) }})
+			payments, err := stripemoney.New(w.lookaheadGateway(time.Hour), stripemoney.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := reconcile.New(reconcile.Config[string, *stripepolicy.Payment]{Job: "sweep", Source: w.store, Sink: w.store,
+				Gateway: payments, Classifier: inSync, BatchSize: 100,
+				LocalState: func(s string) string { return s }, ExternalState: func(p *stripepolicy.Payment) string { return string(p.Intent.Status) }})
 			if err != nil {
 				t.Fatal(err)
 			}

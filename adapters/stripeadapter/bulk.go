@@ -304,7 +304,7 @@ func (r *bulkRead[T]) page(ctx context.Context, w *listWindow, wi int, cur listC
 	}
 	r.calls--
 	left := r.left[wi]
-	at := r.g.ahead.clock()
+	at := r.g.c.now()
 	items, more, err := r.g.listPageAt(ctx, &stripe.RangeQueryParams{GreaterThanOrEqual: w.from, LesserThanOrEqual: w.to}, cur)
 	if err != nil {
 		return p, err

@@ -19,6 +19,7 @@ import (
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/memstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 	"github.com/reconcilekit/reconcile/reconciletest"
 )
@@ -92,15 +93,15 @@ func (o worldOptions) created(i int) time.Time {
 func status(i int) (string, stripe.PaymentIntentStatus) {
 	switch i % 10 {
 	case 0:
-		return stripeadapter.LocalPending, stripe.PaymentIntentStatusSucceeded
+		return stripepolicy.LocalPending, stripe.PaymentIntentStatusSucceeded
 	case 1:
-		return stripeadapter.LocalPending, stripe.PaymentIntentStatusCanceled
+		return stripepolicy.LocalPending, stripe.PaymentIntentStatusCanceled
 	case 2:
-		return stripeadapter.LocalPaid, stripe.PaymentIntentStatusProcessing
+		return stripepolicy.LocalPaid, stripe.PaymentIntentStatusProcessing
 	case 3:
-		return stripeadapter.LocalPending, stripe.PaymentIntentStatusRequiresPaymentMethod
+		return stripepolicy.LocalPending, stripe.PaymentIntentStatusRequiresPaymentMethod
 	default:
-		return stripeadapter.LocalPaid, stripe.PaymentIntentStatusSucceeded
+		return stripepolicy.LocalPaid, stripe.PaymentIntentStatusSucceeded
 	}
 }
 
@@ -165,9 +166,9 @@ func (w *world) newStore() *memstore.Store[int64, string] {
 	return s
 }
 
-func (w *world) gateway(t *testing.T) *stripeadapter.Gateway {
+func (w *world) gateway(t *testing.T) *stripeadapter.ObjectGateway[*stripe.PaymentIntent] {
 	t.Helper()
-	g, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: w.srv.Key(), BaseURL: w.srv.URL()})
+	g, err := stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Key: w.srv.Key(), BaseURL: w.srv.URL()}, stripeadapter.PaymentIntents())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,8 +180,8 @@ func (w *world) gateway(t *testing.T) *stripeadapter.Gateway {
 func runCycle(t *testing.T, s *memstore.Store[int64, string], gw reconcile.Gateway[*stripe.PaymentIntent], batch int) (reconcile.Report, error) {
 	t.Helper()
 	r, err := reconcile.New(reconcile.Config[string, *stripe.PaymentIntent]{
-		Job: "sweep", Source: s, Sink: s, Gateway: gw, Classifier: stripeadapter.PaymentIntentClassifier(),
-		BatchSize: batch, Concurrency: 4, ExternalState: stripeadapter.PaymentIntentState,
+		Job: "sweep", Source: s, Sink: s, Gateway: gw, Classifier: stripepolicy.PaymentIntentPolicy(),
+		BatchSize: batch, Concurrency: 4, ExternalState: stripepolicy.PaymentIntentState,
 	})
 	if err != nil {
 		return reconcile.Report{}, err
@@ -366,7 +367,7 @@ func TestBulkFetchVerifiesNothingOnAListingOlderThanTheTTL(t *testing.T) {
 	t.Parallel()
 	const rows = 300
 	w := newWorld(t, worldOptions{rows: rows, spacing: time.Second, aligned: true})
-	g, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: w.srv.Key(), BaseURL: w.srv.URL(), ListCacheTTL: time.Hour})
+	g, err := stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Key: w.srv.Key(), BaseURL: w.srv.URL(), ListCacheTTL: time.Hour}, stripeadapter.PaymentIntents())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,8 +379,8 @@ func TestBulkFetchVerifiesNothingOnAListingOlderThanTheTTL(t *testing.T) {
 	g.SetListCacheClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return time.Now().Add(ahead) })
 	s := w.newStore()
 	r, err := reconcile.New(reconcile.Config[string, *stripe.PaymentIntent]{
-		Job: "sweep", Source: s, Sink: s, Gateway: g, Classifier: stripeadapter.PaymentIntentClassifier(),
-		BatchSize: 100, ExternalState: stripeadapter.PaymentIntentState,
+		Job: "sweep", Source: s, Sink: s, Gateway: g, Classifier: stripepolicy.PaymentIntentPolicy(),
+		BatchSize: 100, ExternalState: stripepolicy.PaymentIntentState,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -421,8 +422,8 @@ func TestBulkFetchVerifiesNothingOnAListingOlderThanTheTTL(t *testing.T) {
 			kinds = append(kinds, f.Kind)
 		}
 	}
-	if len(kinds) != 1 || kinds[0] != stripeadapter.KindPaidLocallyNotExternally {
-		t.Fatalf("findings of row 204: %v; want %s, from the state after the TTL", kinds, stripeadapter.KindPaidLocallyNotExternally)
+	if len(kinds) != 1 || kinds[0] != stripepolicy.KindPaidLocallyNotExternally {
+		t.Fatalf("findings of row 204: %v; want %s, from the state after the TTL", kinds, stripepolicy.KindPaidLocallyNotExternally)
 	}
 }
 
@@ -533,9 +534,9 @@ func splitCycle(t *testing.T, stranger func(old time.Time, i int) time.Time, max
 	ids := srv.AddPaymentIntents(pis)
 	s := memstore.New[int64, string](memstore.Options{Now: func() time.Time { return now }})
 	for i := range 1000 {
-		s.Put(memstore.Row[int64, string]{Key: int64(i), ExternalID: ids[i], Local: stripeadapter.LocalPaid, CreatedAt: created(i), UpdatedAt: created(i)})
+		s.Put(memstore.Row[int64, string]{Key: int64(i), ExternalID: ids[i], Local: stripepolicy.LocalPaid, CreatedAt: created(i), UpdatedAt: created(i)})
 	}
-	g, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL(), MaxListPages: maxPages})
+	g, err := stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL(), MaxListPages: maxPages}, stripeadapter.PaymentIntents())
 	if err != nil {
 		t.Fatal(err)
 	}

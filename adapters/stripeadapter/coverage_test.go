@@ -12,6 +12,7 @@ import (
 	"github.com/reconcilekit/reconcile/adapters/pgshard"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 	"github.com/reconcilekit/reconcile/internal/pgtest"
 )
@@ -23,7 +24,7 @@ type covWorld struct {
 	srv   *stripetest.Server
 	pool  *pgxpool.Pool
 	store *pgstore.Store[string]
-	gw    *stripeadapter.Gateway
+	gw    *stripeadapter.ObjectGateway[*stripe.PaymentIntent]
 	base  time.Time // the i-th row added is created at base + i seconds
 	added int64     // rows added by add
 	next  int64     // the next id of a bigint-keyed table
@@ -57,7 +58,7 @@ func newCovWorld(t *testing.T, rows int, composite bool) *covWorld {
 	if w.store, err = pgstore.New(w.pool, cfg); err != nil {
 		t.Fatal(err)
 	}
-	if w.gw, err = stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: w.srv.Key(), BaseURL: w.srv.URL()}); err != nil {
+	if w.gw, err = stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Key: w.srv.Key(), BaseURL: w.srv.URL()}, stripeadapter.PaymentIntents()); err != nil {
 		t.Fatal(err)
 	}
 	w.add(rows)
@@ -102,7 +103,7 @@ func (w *covWorld) insertAt(created ...time.Time) {
 func (w *covWorld) config(gw reconcile.Gateway[*stripe.PaymentIntent], batch int) reconcile.Config[string, *stripe.PaymentIntent] {
 	return reconcile.Config[string, *stripe.PaymentIntent]{
 		Job: "sweep", Source: w.store, Sink: w.store, Gateway: gw,
-		Classifier: stripeadapter.PaymentIntentClassifier(), BatchSize: batch,
+		Classifier: stripepolicy.PaymentIntentPolicy(), BatchSize: batch,
 	}
 }
 

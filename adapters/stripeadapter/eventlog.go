@@ -1,8 +1,8 @@
 package stripeadapter
 
 // The account's event log, read after a checkpoint, oldest first, a hundred events per call: what
-// the events feeds of objects (ObjectEventsFeed, EventsFeed) and of payments (PaymentEventsFeed)
-// share. They differ only in what they make of the events.
+// the events feeds of objects (ObjectEventsFeed) and of payments (package stripemoney's) share.
+// They differ only in what they make of the events.
 
 import (
 	"context"
@@ -23,14 +23,23 @@ import (
 // the oldest event since its checkpoint time.
 const maxUnanchoredPages = 50
 
-// eventLog reads the events of opt.Types through c.
-type eventLog struct {
-	c   *client
+// EventLog reads an account's events of some types after a checkpoint, oldest first, a hundred
+// per call, through a Client: what ObjectEventsFeed is built on, for a feed that makes
+// something else of the events (package stripemoney's reads the payment each event touches).
+// Its checkpoints are opaque strings, as reconcile.Feed positions are.
+type EventLog struct {
+	c   *Client
 	opt EventsOptions
 }
 
+// EventLog returns a reader of the account's events of opt.Types, or of types when opt.Types
+// is empty, checking opt as ObjectGateway.EventsFeed does and filling in its defaults.
+func (c *Client) EventLog(opt EventsOptions, types []string) (*EventLog, error) {
+	return newEventLog(c, opt, types)
+}
+
 // newEventLog checks opt, whose empty Types mean types, and fills in its defaults.
-func newEventLog(c *client, opt EventsOptions, types []string) (*eventLog, error) {
+func newEventLog(c *Client, opt EventsOptions, types []string) (*EventLog, error) {
 	switch {
 	case opt.Settle < 0, opt.MaxAge < 0, opt.PerStep < 0:
 		return nil, errors.New("stripeadapter: events options: Settle, MaxAge and PerStep must not be negative")
@@ -65,7 +74,7 @@ func newEventLog(c *client, opt EventsOptions, types []string) (*eventLog, error
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &eventLog{c: c, opt: opt}, nil
+	return &EventLog{c: c, opt: opt}, nil
 }
 
 // eventsPosition is the events feed's checkpoint: the last event read, and the time up to which
@@ -85,7 +94,7 @@ type eventPage = listPageOf[*stripe.Event]
 
 // page lists one page of events: with after, the hundred just newer than it (ending_before);
 // without, the newest created after since. Both only up to cutoff.
-func (l *eventLog) page(ctx context.Context, after string, since, cutoff int64, startingAfter string, limit int64) (*eventPage, error) {
+func (l *EventLog) page(ctx context.Context, after string, since, cutoff int64, startingAfter string, limit int64) (*eventPage, error) {
 	params := &stripe.EventListParams{CreatedRange: &stripe.RangeQueryParams{LesserThanOrEqual: cutoff}}
 	if len(l.opt.Types) == 1 {
 		params.Type = stripe.String(l.opt.Types[0])
@@ -129,12 +138,12 @@ func (l *eventLog) page(ctx context.Context, after string, since, cutoff int64, 
 	return &p, nil
 }
 
-// read reads the events after pos, oldest first, up to PerStep of them and none younger than
-// Settle. Without a checkpoint it starts at the newest settled event (events before it are the
-// sweep's to find). A checkpoint older than MaxAge, or whose event Stripe no longer has, starts
-// again the same way and reports a Gap. On a rate limit after some events were read it returns
-// them with the error; on any other error, no batch.
-func (l *eventLog) read(ctx context.Context, pos string, wait func(context.Context) error) (*eventBatch, error) {
+// Read reads the events after pos, oldest first, up to PerStep of them and none younger than
+// Settle, each list call paced by wait. Without a checkpoint it starts at the newest settled
+// event (events before it are the sweep's to find). A checkpoint older than MaxAge, or whose
+// event Stripe no longer has, starts again the same way and reports a Gap. On a rate limit
+// after some events were read it returns them with the error; on any other error, no batch.
+func (l *EventLog) Read(ctx context.Context, pos string, wait func(context.Context) error) (*EventBatch, error) {
 	now := l.opt.Now()
 	cutoff := now.Add(-l.opt.Settle).Unix()
 	if pos == "" {
@@ -177,27 +186,32 @@ func (l *eventLog) read(ctx context.Context, pos string, wait func(context.Conte
 	if len(events) > l.opt.PerStep {
 		events, end = events[:l.opt.PerStep], false
 	}
-	return &eventBatch{from: cp, events: events, cutoff: cutoff, end: end}, err
+	return &EventBatch{Events: events, End: end, from: cp, cutoff: cutoff}, err
 }
 
-// eventBatch is one step's events, oldest first, and where they leave the checkpoint.
-type eventBatch struct {
+// EventBatch is one step's events, oldest first, and where they leave the checkpoint.
+type EventBatch struct {
+	// Events are the events read, oldest first.
+	Events []*stripe.Event
+	// End reports that every settled event after the checkpoint was read: a feed's page ends
+	// its pass when it took all of Events.
+	End bool
+	// Gap, if not empty, says why events were skipped: the checkpoint was too old to replay.
+	Gap string
+
 	from   eventsPosition // the checkpoint read from
-	events []*stripe.Event
-	cutoff int64 // the settle cutoff: every event up to it is read when end
-	end    bool
-	gap    string
+	cutoff int64          // the settle cutoff: every event up to it is read when End
 }
 
-// next is the checkpoint after the first n events: a step may cut its batch short where it
+// Next is the checkpoint after the first n events: a step may cut its batch short where it
 // could not read what an event touched, so that the rest is read again.
-func (b *eventBatch) next(n int) string {
+func (b *EventBatch) Next(n int) string {
 	p := b.from
 	if n > 0 {
-		last := b.events[n-1]
+		last := b.Events[n-1]
 		p.After, p.Until = last.ID, max(p.Until, last.Created)
 	}
-	if n == len(b.events) && b.end {
+	if n == len(b.Events) && b.End {
 		p.Until = max(p.Until, b.cutoff)
 	}
 	return p.String()
@@ -205,7 +219,7 @@ func (b *eventBatch) next(n int) string {
 
 // readAfter reads the events just newer than the event after, oldest first, up to PerStep and
 // none after cutoff; end reports that none remain. On an error it returns the events read so far.
-func (l *eventLog) readAfter(ctx context.Context, wait func(context.Context) error, after string, cutoff int64) (events []*stripe.Event, end bool, err error) {
+func (l *EventLog) readAfter(ctx context.Context, wait func(context.Context) error, after string, cutoff int64) (events []*stripe.Event, end bool, err error) {
 	seen := make(map[string]bool)
 	for len(events) < l.opt.PerStep {
 		if err := wait(ctx); err != nil {
@@ -239,7 +253,7 @@ var errTooManyEvents = fmt.Errorf("more than %d events arrived while the lane ha
 // readSince reads every event created after since and up to cutoff, oldest first: the path
 // without an event to page from (none existed when the lane started, or Stripe no longer has
 // it). The list is newest first, so it is read whole before it can be taken oldest first.
-func (l *eventLog) readSince(ctx context.Context, wait func(context.Context) error, since, cutoff int64) ([]*stripe.Event, error) {
+func (l *EventLog) readSince(ctx context.Context, wait func(context.Context) error, since, cutoff int64) ([]*stripe.Event, error) {
 	var newestFirst []*stripe.Event
 	for startingAfter, pages := "", 0; ; pages++ {
 		if pages == maxUnanchoredPages {
@@ -270,7 +284,7 @@ func (l *eventLog) readSince(ctx context.Context, wait func(context.Context) err
 }
 
 // anchor starts the feed at the newest settled event, reporting gap (empty for a first start).
-func (l *eventLog) anchor(ctx context.Context, wait func(context.Context) error, cutoff int64, gap string) (*eventBatch, error) {
+func (l *EventLog) anchor(ctx context.Context, wait func(context.Context) error, cutoff int64, gap string) (*EventBatch, error) {
 	if err := wait(ctx); err != nil {
 		return nil, err
 	}
@@ -282,5 +296,5 @@ func (l *eventLog) anchor(ctx context.Context, wait func(context.Context) error,
 	if len(p.Data) > 0 {
 		cp.After = p.Data[0].ID
 	}
-	return &eventBatch{from: cp, cutoff: cutoff, end: true, gap: gap}, nil
+	return &EventBatch{End: true, Gap: gap, from: cp, cutoff: cutoff}, nil
 }

@@ -10,12 +10,14 @@ import (
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/memstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 )
 
-// The Stripe gateway against the fake Stripe: two pending payments whose success and
-// cancellation webhooks were lost, and one paid payment Stripe has never heard of.
-func ExampleNewGateway() {
+// A gateway of PaymentIntents against the fake Stripe, judged by the status policy: two pending
+// payments whose success and cancellation webhooks were lost, and one paid payment Stripe has
+// never heard of.
+func Example() {
 	ctx := context.Background()
 	srv := stripetest.NewServer(stripetest.Options{})
 	defer srv.Close()
@@ -24,17 +26,17 @@ func ExampleNewGateway() {
 	canceled := srv.AddPaymentIntent(stripetest.PaymentIntent{Status: stripe.PaymentIntentStatusCanceled, Created: created})
 
 	store := memstore.New[int, string](memstore.Options{})
-	store.Put(memstore.Row[int, string]{Key: 1, ExternalID: succeeded, Local: stripeadapter.LocalPending, CreatedAt: created, UpdatedAt: created})
-	store.Put(memstore.Row[int, string]{Key: 2, ExternalID: canceled, Local: stripeadapter.LocalPending, CreatedAt: created, UpdatedAt: created})
-	store.Put(memstore.Row[int, string]{Key: 3, ExternalID: "pi_NeverCreated", Local: stripeadapter.LocalPaid, CreatedAt: created, UpdatedAt: created})
+	store.Put(memstore.Row[int, string]{Key: 1, ExternalID: succeeded, Local: stripepolicy.LocalPending, CreatedAt: created, UpdatedAt: created})
+	store.Put(memstore.Row[int, string]{Key: 2, ExternalID: canceled, Local: stripepolicy.LocalPending, CreatedAt: created, UpdatedAt: created})
+	store.Put(memstore.Row[int, string]{Key: 3, ExternalID: "pi_NeverCreated", Local: stripepolicy.LocalPaid, CreatedAt: created, UpdatedAt: created})
 
-	gateway, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL()})
+	gateway, err := stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL()}, stripeadapter.PaymentIntents())
 	if err != nil {
 		panic(err)
 	}
 	report, err := reconcile.RunBatch(ctx, reconcile.Config[string, *stripe.PaymentIntent]{
 		Job: "payments", Source: store, Sink: store, Gateway: gateway,
-		Classifier: stripeadapter.PaymentIntentClassifier(), ExternalState: stripeadapter.PaymentIntentState,
+		Classifier: stripepolicy.PaymentIntentPolicy(), ExternalState: stripepolicy.PaymentIntentState,
 	})
 	if err != nil {
 		panic(err)

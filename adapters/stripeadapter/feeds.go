@@ -16,7 +16,7 @@ import (
 // Feeds for reconcile.Lane: the events catch-up lane and the reverse scan. Both list through the
 // gateway's client, key, account and error mapping, one page of a hundred per call.
 
-// Defaults of EventsOptions and ReverseOptions.
+// Defaults of EventsOptions and ObjectReverseOptions.
 const (
 	DefaultEventSettle   = time.Minute
 	DefaultEventMaxAge   = 25 * 24 * time.Hour
@@ -24,12 +24,11 @@ const (
 	DefaultReverseWindow = 7 * 24 * time.Hour
 )
 
-// EventsOptions configures EventsFeed.
+// EventsOptions configures ObjectGateway.EventsFeed and an EventLog.
 type EventsOptions struct {
 	// Types are the event types to read, "*" matching any run of characters. Empty means the
-	// object's EventTypes (payment_intent.* for EventsFeed), PaymentEventTypes for
-	// PaymentEventsFeed. At most 20; a
-	// pattern with * must be the only one.
+	// object's EventTypes (payment_intent.* for PaymentIntents), or the extension's own
+	// (stripemoney.EventTypes). At most 20; a pattern with * must be the only one.
 	Types []string
 	// Settle: events younger than this are left for the next step, so that an event Stripe
 	// lists a little late is not skipped, and a webhook merely on its way is not taken for a
@@ -48,8 +47,8 @@ type EventsOptions struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Logger receives a warning for each step that skipped events because their object cannot
-	// be read or has no id or status, and, from PaymentEventsFeed, for each step it ended
-	// before an event whose payment could not be read. Nil means no logging.
+	// be read or has no id or status, and, from stripemoney's events feed, for each step it
+	// ended before an event whose payment could not be read. Nil means no logging.
 	Logger *slog.Logger
 }
 
@@ -59,14 +58,11 @@ type EventsOptions struct {
 // than when the sweep reaches its row. It costs one call per hundred events. Objects carry the
 // event's time as ObservedAt, so a row changed since is not judged against the older state.
 type ObjectEventsFeed[T any] struct {
-	log *eventLog
+	log *EventLog
 	obj *Object[T]
 }
 
-// EventsFeed reads PaymentIntent events: the ObjectEventsFeed of PaymentIntents.
-type EventsFeed = ObjectEventsFeed[*stripe.PaymentIntent]
-
-var _ reconcile.Feed[*stripe.PaymentIntent] = (*EventsFeed)(nil)
+var _ reconcile.Feed[*stripe.PaymentIntent] = (*ObjectEventsFeed[*stripe.PaymentIntent])(nil)
 
 // EventsFeed returns a feed of the account's events of the object's EventTypes (opt.Types, if
 // set, instead), through g's client and account.
@@ -78,21 +74,16 @@ func (g *ObjectGateway[T]) EventsFeed(opt EventsOptions) (*ObjectEventsFeed[T], 
 	return &ObjectEventsFeed[T]{log: log, obj: &g.obj}, nil
 }
 
-// EventsFeed returns a feed of the account's PaymentIntent events, through g's client.
-func (g *Gateway) EventsFeed(opt EventsOptions) (*EventsFeed, error) {
-	return g.intents.EventsFeed(opt)
-}
-
 // Next reads the events after pos, oldest first, up to PerStep of them and none younger than
 // Settle. Without a checkpoint it starts at the newest settled event (events before it are the
 // sweep's to find). A checkpoint older than MaxAge, or whose event Stripe no longer has, starts
 // again the same way and reports a Gap.
 func (f *ObjectEventsFeed[T]) Next(ctx context.Context, pos string, wait func(context.Context) error) (reconcile.FeedPage[T], error) {
-	b, err := f.log.read(ctx, pos, wait)
+	b, err := f.log.Read(ctx, pos, wait)
 	if b == nil {
 		return reconcile.FeedPage[T]{}, err
 	}
-	return reconcile.FeedPage[T]{Objects: f.newestStates(b.events), Next: b.next(len(b.events)), End: b.end, Gap: b.gap}, err
+	return reconcile.FeedPage[T]{Objects: f.newestStates(b.Events), Next: b.Next(len(b.Events)), End: b.End, Gap: b.Gap}, err
 }
 
 // newestStates turns events, oldest first, into the newest state each object's events carry.
@@ -178,9 +169,6 @@ type ObjectReverseOptions[T any] struct {
 	Logger *slog.Logger
 }
 
-// ReverseOptions configures ReverseFeed: ObjectReverseOptions of PaymentIntents.
-type ReverseOptions = ObjectReverseOptions[*stripe.PaymentIntent]
-
 // ObjectReverseFeed lists the objects created within a window, newest first, a page of a
 // hundred per step: a reconcile.Feed for the reverse scan, which finds objects that no local
 // row refers to (with LaneConfig.ReportMissing) and verifies the others in bulk. A pass fixes
@@ -195,10 +183,7 @@ type ObjectReverseFeed[T any] struct {
 	opt ObjectReverseOptions[T]
 }
 
-// ReverseFeed lists PaymentIntents: the ObjectReverseFeed of PaymentIntents.
-type ReverseFeed = ObjectReverseFeed[*stripe.PaymentIntent]
-
-var _ reconcile.Feed[*stripe.PaymentIntent] = (*ReverseFeed)(nil)
+var _ reconcile.Feed[*stripe.PaymentIntent] = (*ObjectReverseFeed[*stripe.PaymentIntent])(nil)
 
 // ReverseFeed returns a reverse-scan feed of the account's objects, through g's client.
 func (g *ObjectGateway[T]) ReverseFeed(opt ObjectReverseOptions[T]) (*ObjectReverseFeed[T], error) {
@@ -230,11 +215,6 @@ var _ reconcile.LaneGracer = (*ObjectReverseFeed[*stripe.PaymentIntent])(nil)
 // sweep does, so a row the sweep leaves in flight (a webhook being applied) is left by the scan
 // too.
 func (f *ObjectReverseFeed[T]) LaneGrace() time.Duration { return reconcile.DefaultGrace }
-
-// ReverseFeed returns a reverse-scan feed of the account's PaymentIntents, through g's client.
-func (g *Gateway) ReverseFeed(opt ReverseOptions) (*ReverseFeed, error) {
-	return g.intents.ReverseFeed(opt)
-}
 
 // reversePosition is a pass's window and the last object listed.
 type reversePosition struct {

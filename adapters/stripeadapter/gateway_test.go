@@ -16,6 +16,7 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 )
 
 const secretKey = "sk_test_51SECRETsecretSECRET0123456789"
@@ -57,13 +58,13 @@ func stripeError(typ, code, msg string) string {
 	return b + `}}`
 }
 
-func newGateway(t *testing.T, url string, mod func(*stripeadapter.GatewayConfig)) *stripeadapter.Gateway {
+func newGateway(t *testing.T, url string, mod func(*stripeadapter.GatewayConfig)) *stripeadapter.ObjectGateway[*stripe.PaymentIntent] {
 	t.Helper()
 	cfg := stripeadapter.GatewayConfig{Key: secretKey, BaseURL: url, Timeout: 2 * time.Second}
 	if mod != nil {
 		mod(&cfg)
 	}
-	g, err := stripeadapter.NewGateway(cfg)
+	g, err := stripeadapter.NewObjectGateway(cfg, stripeadapter.PaymentIntents())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +231,7 @@ func TestGatewaySendsTheConnectedAccount(t *testing.T) {
 	}
 }
 
-func TestNewGatewayRejectsBadConfig(t *testing.T) {
+func TestNewObjectGatewayRejectsBadConfig(t *testing.T) {
 	client := stripe.NewClient(secretKey) // stripe-go's default: two retries
 	tests := []struct {
 		name string
@@ -254,9 +255,9 @@ func TestNewGatewayRejectsBadConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+" is an error", func(t *testing.T) {
-			_, err := stripeadapter.NewGateway(tt.cfg)
+			_, err := stripeadapter.NewObjectGateway(tt.cfg, stripeadapter.PaymentIntents())
 			if err == nil {
-				t.Fatal("NewGateway accepted it")
+				t.Fatal("NewObjectGateway accepted it")
 			}
 			if strings.Contains(err.Error(), "SECRET") || strings.Contains(err.Error(), "pk_test_123") {
 				t.Fatalf("error %q shows the key", err)
@@ -264,14 +265,14 @@ func TestNewGatewayRejectsBadConfig(t *testing.T) {
 		})
 	}
 	quiet := stripe.NewClient(secretKey, stripe.WithBackends(stripe.NewBackendsWithConfig(&stripe.BackendConfig{MaxNetworkRetries: stripe.Int64(0)})))
-	if _, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Client: quiet}); err != nil {
+	if _, err := stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Client: quiet}, stripeadapter.PaymentIntents()); err != nil {
 		t.Fatalf("a client without retries: %v", err)
 	}
 }
 
 func TestPrintingTheGatewayOrItsConfigShowsNoKey(t *testing.T) {
 	cfg := stripeadapter.GatewayConfig{Key: secretKey, BaseURL: "http://127.0.0.1:1"}
-	g, err := stripeadapter.NewGateway(cfg)
+	g, err := stripeadapter.NewObjectGateway(cfg, stripeadapter.PaymentIntents())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,5 +283,16 @@ func TestPrintingTheGatewayOrItsConfigShowsNoKey(t *testing.T) {
 		if strings.Contains(out, "SECRET") {
 			t.Fatalf("%q shows the key", out)
 		}
+	}
+}
+
+func TestABadExpandPathIsAClearError(t *testing.T) {
+	srv := stripetest.NewServer(stripetest.Options{})
+	t.Cleanup(srv.Close)
+	gw := objectGateway(t, srv, stripeadapter.PaymentIntents())
+	_, err := gw.ListWithExpand(context.Background(), "data.latest_chargee")
+	var re *reconcile.ReviewError
+	if !errors.As(err, &re) || !strings.Contains(re.Detail, "cannot be expanded") || !strings.Contains(re.Detail, "data.latest_chargee") {
+		t.Fatalf("list with a bad expand path: %v; want a ReviewError naming the path", err)
 	}
 }

@@ -6,72 +6,28 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"unicode"
+
 	"unicode/utf8"
 
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/reconcilekit/reconcile"
-	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/internal/hostile"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 	"github.com/reconcilekit/reconcile/reconciletest"
 )
-
-// hostileStatuses are statuses a server (a proxy in between, a broken or hostile one) may send
-// in place of Stripe's: JSON carries NUL and control characters, and any length.
-var hostileStatuses = []string{
-	"succeeded\x00",
-	"succeeded\nlevel=ERROR msg=forged",
-	"\u202esucceeded",
-	"sk_live_0123456789abcdefSECRET succeeded",
-	strings.Repeat("x", 10_000),
-}
-
-// printableKind reports whether kind is as findings keep kinds: printable UTF-8 of at most
-// reconcile.MaxKind bytes.
-func printableKind(kind string) bool {
-	return utf8.ValidString(kind) && len(kind) <= reconcile.MaxKind &&
-		!strings.ContainsFunc(kind, func(r rune) bool { return !unicode.IsPrint(r) })
-}
-
-// Every policy's fallback names the pair in a kind that is bounded and printable, whatever the
-// status; money diffs and states are cut by the engine.
-func TestPoliciesWriteAHostileStatusAsAKindHoldsIt(t *testing.T) {
-	for _, status := range hostileStatuses {
-		decisions := map[string]reconcile.Decision{
-			"PaymentIntentClassifier": stripeadapter.PaymentIntentClassifier().Classify(stripeadapter.LocalPending,
-				&stripe.PaymentIntent{Status: stripe.PaymentIntentStatus(status)}),
-			"PaymentPolicy": stripeadapter.PaymentPolicy(func(p stripeadapter.LocalPayment) stripeadapter.LocalPayment { return p }).Classify(
-				stripeadapter.LocalPayment{Status: stripeadapter.LocalPending, Amount: 100, Currency: "usd"},
-				&stripeadapter.Payment{Intent: &stripe.PaymentIntent{Status: stripe.PaymentIntentStatus(status), Amount: 100, Currency: "usd"}}),
-			"SubscriptionPolicy": stripeadapter.SubscriptionPolicy(func(s stripeadapter.LocalSubscription) stripeadapter.LocalSubscription { return s }).Classify(
-				stripeadapter.LocalSubscription{Status: "active"}, &stripe.Subscription{Status: stripe.SubscriptionStatus(status)}),
-			"InvoicePolicy": stripeadapter.InvoicePolicy(func(i stripeadapter.LocalInvoice) stripeadapter.LocalInvoice { return i }).Classify(
-				stripeadapter.LocalInvoice{Status: "open", Currency: "usd"}, &stripe.Invoice{Status: stripe.InvoiceStatus(status), Currency: "usd"}),
-			"CheckoutPolicy": stripeadapter.CheckoutPolicy(func(c stripeadapter.LocalCheckout) stripeadapter.LocalCheckout { return c }).Classify(
-				stripeadapter.LocalCheckout{Status: "open", PaymentStatus: "unpaid"},
-				&stripe.CheckoutSession{Status: stripe.CheckoutSessionStatus(status), PaymentStatus: "unpaid"}),
-		}
-		for policy, d := range decisions {
-			if d.Verdict != reconcile.NeedsReview || !strings.HasPrefix(d.Kind, "unexpected:") || !printableKind(d.Kind) ||
-				strings.Contains(d.Kind, "sk_live") {
-				t.Errorf("%s on status %.40q: %s %.120q (%d bytes); want needs_review unexpected:..., printable, at most %d bytes, no key",
-					policy, status, d.Verdict, d.Kind, len(d.Kind), reconcile.MaxKind)
-			}
-		}
-	}
-}
 
 // Over HTTP: each hostile status is one finding about its row, printable and bounded, the key
 // it quotes redacted, and the batch commits with the others.
 func TestAHostileStatusOverHTTPIsOneFindingAboutItsRow(t *testing.T) {
-	for _, status := range hostileStatuses {
+	for _, status := range hostile.Statuses {
 		t.Run(fmt.Sprintf("%.30q", status), func(t *testing.T) {
 			quoted, _ := json.Marshal(status) // none holds a %
 			srv := httptest.NewServer(misrouted(`{"id":"%s","object":"payment_intent","status":` + string(quoted) + `}`))
 			defer srv.Close()
 			s := pendingRows(3)
 			cfg := reconcile.Config[string, *stripe.PaymentIntent]{
-				Job: "sweep", Source: s, Sink: s, Gateway: newGateway(t, srv.URL, nil), Classifier: stripeadapter.PaymentIntentClassifier(),
+				Job: "sweep", Source: s, Sink: s, Gateway: newGateway(t, srv.URL, nil), Classifier: stripepolicy.PaymentIntentPolicy(),
 				BatchSize: 2,
 			}
 			for range 2 {
@@ -81,7 +37,7 @@ func TestAHostileStatusOverHTTPIsOneFindingAboutItsRow(t *testing.T) {
 			byRow := map[string]int{}
 			for _, f := range fs {
 				byRow[f.RecordID]++
-				if !printableKind(f.Kind) || len(f.External) > reconcile.MaxState || !utf8.ValidString(f.External) ||
+				if !hostile.PrintableKind(f.Kind) || len(f.External) > reconcile.MaxState || !utf8.ValidString(f.External) ||
 					strings.Contains(f.Kind+f.External, "sk_live") {
 					t.Errorf("finding of row %s: kind %.120q (%d bytes), external %.120q (%d bytes); want printable and bounded, no key",
 						f.RecordID, f.Kind, len(f.Kind), f.External, len(f.External))

@@ -17,6 +17,7 @@ import (
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 	"github.com/reconcilekit/reconcile/internal/pgtest"
 )
@@ -29,7 +30,7 @@ type laneWorld struct {
 	srv    *stripetest.Server
 	pool   *pgxpool.Pool
 	store  *pgstore.Store[string]
-	gw     *stripeadapter.Gateway
+	gw     *stripeadapter.ObjectGateway[*stripe.PaymentIntent]
 	offset atomic.Int64
 	pis    []string // pis[i] is row i+1's PaymentIntent
 }
@@ -75,7 +76,7 @@ func newLaneWorld(t *testing.T, rows int) *laneWorld {
 		FROM generate_series(1, $2::int) AS i`, w.pis, rows); err != nil {
 		t.Fatal(err)
 	}
-	w.gw, err = stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: w.srv.Key(), BaseURL: w.srv.URL()})
+	w.gw, err = stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Key: w.srv.Key(), BaseURL: w.srv.URL()}, stripeadapter.PaymentIntents())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func (w *laneWorld) sweep() *reconcile.Reconciler[string, *stripe.PaymentIntent]
 	w.t.Helper()
 	r, err := reconcile.New(reconcile.Config[string, *stripe.PaymentIntent]{
 		Job: laneJob, Source: w.store, Sink: w.store, Gateway: w.gw,
-		Classifier: stripeadapter.PaymentIntentClassifier(), BatchSize: 100,
+		Classifier: stripepolicy.PaymentIntentPolicy(), BatchSize: 100,
 	})
 	if err != nil {
 		w.t.Fatal(err)
@@ -105,7 +106,7 @@ func (w *laneWorld) eventsLane(sink reconcile.LaneSink, perStep int) *reconcile.
 
 func (w *laneWorld) reverseLane() *reconcile.Lane[string, *stripe.PaymentIntent] {
 	w.t.Helper()
-	feed, err := w.gw.ReverseFeed(stripeadapter.ReverseOptions{Now: w.now})
+	feed, err := w.gw.ReverseFeed(stripeadapter.ObjectReverseOptions[*stripe.PaymentIntent]{Now: w.now})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func (w *laneWorld) lane(name string, feed reconcile.Feed[*stripe.PaymentIntent]
 	}
 	l, err := reconcile.NewLane(reconcile.LaneConfig[string, *stripe.PaymentIntent]{
 		Job: laneJob, Lane: name, Feed: feed, Matcher: w.store, Sink: sink,
-		Classifier: stripeadapter.PaymentIntentClassifier(), ReportMissing: missing,
+		Classifier: stripepolicy.PaymentIntentPolicy(), ReportMissing: missing,
 	})
 	if err != nil {
 		w.t.Fatal(err)
@@ -293,7 +294,7 @@ func TestAReverseLaneBuiltFromDefaultsLeavesInFlightTheRowsTheSweepDoes(t *testi
 	if n := w.count(`SELECT count(*) FROM reconcile_findings WHERE record_id = '1'`); n != 0 {
 		t.Errorf("row 1, changed five minutes ago, has %d findings; want none: the sweep's grace holds it in flight", n)
 	}
-	if n := w.count(`SELECT count(*) FROM reconcile_findings WHERE record_id = '2' AND kind = $1`, stripeadapter.KindMissedSuccess); n != 1 {
+	if n := w.count(`SELECT count(*) FROM reconcile_findings WHERE record_id = '2' AND kind = $1`, stripepolicy.KindMissedSuccess); n != 1 {
 		t.Errorf("row 2 has %d missed_success findings, want 1", n)
 	}
 }
@@ -620,13 +621,13 @@ func TestReverseScanOverATierAndResolvedOrphans(t *testing.T) {
 	}
 	ours := w.srv.AddPaymentIntent(stripetest.PaymentIntent{Created: time.Now().Add(-3 * time.Hour)})
 	w.srv.AddPaymentIntent(stripetest.PaymentIntent{Created: time.Now().Add(-3 * time.Hour), Metadata: map[string]string{"source": "invoice"}})
-	feed, err := w.gw.ReverseFeed(stripeadapter.ReverseOptions{Now: w.now, Include: func(pi *stripe.PaymentIntent) bool { return pi.Metadata["source"] != "invoice" }})
+	feed, err := w.gw.ReverseFeed(stripeadapter.ObjectReverseOptions[*stripe.PaymentIntent]{Now: w.now, Include: func(pi *stripe.PaymentIntent) bool { return pi.Metadata["source"] != "invoice" }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	reverse, err := reconcile.NewLane(reconcile.LaneConfig[string, *stripe.PaymentIntent]{
 		Job: laneJob, Lane: "reverse", Feed: feed, Matcher: hot, Sink: hot,
-		Classifier: stripeadapter.PaymentIntentClassifier(), ReportMissing: true,
+		Classifier: stripepolicy.PaymentIntentPolicy(), ReportMissing: true,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -694,7 +695,7 @@ func TestEventsLaneJudgesARowTouchedAfterTheEventAgainstThePresent(t *testing.T)
 	}
 	lane := func(current bool) *reconcile.Lane[string, *stripe.PaymentIntent] {
 		cfg := reconcile.LaneConfig[string, *stripe.PaymentIntent]{Job: laneJob, Lane: "events", Feed: feed, Matcher: w.store, Sink: w.store,
-			Classifier: stripeadapter.PaymentIntentClassifier()}
+			Classifier: stripepolicy.PaymentIntentPolicy()}
 		if current {
 			cfg.Current = w.gw
 		}
@@ -729,7 +730,7 @@ func TestEventsLaneJudgesARowTouchedAfterTheEventAgainstThePresent(t *testing.T)
 	crashing := &crashingSink{Store: w.store}
 	crashing.before.Store(1)
 	without, err := reconcile.NewLane(reconcile.LaneConfig[string, *stripe.PaymentIntent]{Job: laneJob, Lane: "events", Feed: feed,
-		Matcher: w.store, Sink: crashing, Classifier: stripeadapter.PaymentIntentClassifier()})
+		Matcher: w.store, Sink: crashing, Classifier: stripepolicy.PaymentIntentPolicy()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,52 +17,10 @@ import (
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/memstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/internal/keyecho"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 	"github.com/reconcilekit/reconcile/reconciletest"
 )
-
-const (
-	echoedKey = "sk_test_51EchoSECRETechoSECRET0123456789"
-	// otherKey is another key-like string a broken server might send: it must not pass either.
-	otherKey = "rk_live_51OtherSECRETotherSECRET987654"
-)
-
-// secrets are the parts of the keys that must never be seen, however they were cut.
-var secrets = []string{"EchoSECRET", "OtherSECRET"}
-
-// echoing answers every request with status, echoing the request's Authorization header, the
-// bare key and another key into every field of a Stripe error and into every header. code is
-// the error code when it decides the answer's meaning (resource_missing, lock_timeout); empty
-// means the code echoes too. html sends a proxy's page instead of JSON.
-func echoing(status int, code string, html bool) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		auth := r.Header.Get("Authorization")
-		echo := fmt.Sprintf("echo %s | %s | %s | sk_test_****%s", auth, strings.TrimPrefix(auth, "Bearer "), otherKey, echoedKey[len(echoedKey)-4:])
-		for _, h := range []string{"Request-Id", "Stripe-Rate-Limited-Reason", "Stripe-Version", "Stripe-Should-Retry",
-			"Idempotency-Key", "Original-Request", "Stripe-Account", "Www-Authenticate", "Location", "X-Echo", "Server"} {
-			w.Header().Set(h, echo)
-		}
-		w.Header().Set("Retry-After", echo)
-		if status == http.StatusTooManyRequests && code == "" {
-			w.Header().Set("Retry-After", "1")
-		}
-		if html {
-			w.Header().Set("Content-Type", "text/html")
-			w.WriteHeader(status)
-			fmt.Fprintf(w, "<html><body>%s</body></html>", echo)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		c := code
-		if c == "" {
-			c = echo
-		}
-		e := map[string]any{"type": echo, "code": c, "message": echo, "param": echo, "doc_url": echo,
-			"decline_code": echo, "charge": echo, "request_log_url": echo, "advice_code": echo, "network_decline_code": echo,
-			"payment_intent": map[string]any{"id": echo, "status": echo}}
-		_ = json.NewEncoder(w).Encode(map[string]any{"error": e})
-	})
-}
 
 // failSink is a memstore Sink that also records failed batches, as pgstore does for health.
 type failSink struct {
@@ -97,17 +54,6 @@ func (o *argsObserver) BatchDone(job string, rep reconcile.Report, err error) {
 	o.args = append(o.args, fmt.Sprintf("%s %v %+v %#v %v %+v %#v", job, rep, rep, rep, err, err, err))
 }
 
-func assertNoKey(t *testing.T, what string, texts ...string) {
-	t.Helper()
-	for _, text := range texts {
-		for _, s := range secrets {
-			if strings.Contains(text, s) {
-				t.Errorf("%s shows a key: %s", what, text)
-			}
-		}
-	}
-}
-
 func TestTheKeyAppearsNowhereWhateverTheServerEchoes(t *testing.T) {
 	faults := []struct {
 		name   string
@@ -132,10 +78,10 @@ func TestTheKeyAppearsNowhereWhateverTheServerEchoes(t *testing.T) {
 	for _, f := range faults {
 		for _, bulk := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s, bulk %t", f.name, bulk), func(t *testing.T) {
-				srv := httptest.NewServer(echoing(f.status, f.code, f.html))
+				srv := httptest.NewServer(keyecho.Handler(f.status, f.code, f.html))
 				defer srv.Close()
-				cfg := stripeadapter.GatewayConfig{Key: echoedKey, BaseURL: srv.URL, Timeout: 2 * time.Second}
-				g, err := stripeadapter.NewGateway(cfg)
+				cfg := stripeadapter.GatewayConfig{Key: keyecho.Key, BaseURL: srv.URL, Timeout: 2 * time.Second}
+				g, err := stripeadapter.NewObjectGateway(cfg, stripeadapter.PaymentIntents())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -149,8 +95,8 @@ func TestTheKeyAppearsNowhereWhateverTheServerEchoes(t *testing.T) {
 				sink := &failSink{Store: store}
 				obs := &argsObserver{}
 				rcfg := reconcile.Config[string, *stripe.PaymentIntent]{
-					Job: "sweep", Source: store, Sink: sink, Gateway: gw, Classifier: stripeadapter.PaymentIntentClassifier(),
-					ExternalState: stripeadapter.PaymentIntentState, BatchSize: 100, Concurrency: 2,
+					Job: "sweep", Source: store, Sink: sink, Gateway: gw, Classifier: stripepolicy.PaymentIntentPolicy(),
+					ExternalState: stripepolicy.PaymentIntentState, BatchSize: 100, Concurrency: 2,
 					Logger: logger, Observer: obs,
 				}
 				var errs []string
@@ -163,13 +109,13 @@ func TestTheKeyAppearsNowhereWhateverTheServerEchoes(t *testing.T) {
 						errs = append(errs, fmt.Sprintf("%+v", o))
 					}
 				}
-				assertNoKey(t, "an error or report", errs...)
-				assertNoKey(t, "the log", logged.String())
-				assertNoKey(t, "an observer argument", obs.args...)
-				assertNoKey(t, "a recorded failure", sink.causes...)
-				assertNoKey(t, "a finding", fmt.Sprintf("%+v", reconciletest.Findings(t, store, "")))
-				assertNoKey(t, "a command", fmt.Sprintf("%+v", store.Commands()))
-				assertNoKey(t, "the cursor", fmt.Sprintf("%+v", store.Cursor("sweep")))
+				keyecho.AssertNone(t, "an error or report", errs...)
+				keyecho.AssertNone(t, "the log", logged.String())
+				keyecho.AssertNone(t, "an observer argument", obs.args...)
+				keyecho.AssertNone(t, "a recorded failure", sink.causes...)
+				keyecho.AssertNone(t, "a finding", fmt.Sprintf("%+v", reconciletest.Findings(t, store, "")))
+				keyecho.AssertNone(t, "a command", fmt.Sprintf("%+v", store.Commands()))
+				keyecho.AssertNone(t, "the cursor", fmt.Sprintf("%+v", store.Cursor("sweep")))
 
 				// The gateway's own calls, and the lanes' feeds.
 				_, ferr := g.Fetch(context.Background(), "pi_123")
@@ -179,7 +125,7 @@ func TestTheKeyAppearsNowhereWhateverTheServerEchoes(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				reverse, err := g.ReverseFeed(stripeadapter.ReverseOptions{Logger: logger})
+				reverse, err := g.ReverseFeed(stripeadapter.ObjectReverseOptions[*stripe.PaymentIntent]{Logger: logger})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -192,9 +138,9 @@ func TestTheKeyAppearsNowhereWhateverTheServerEchoes(t *testing.T) {
 					if err == nil {
 						t.Fatal("a fault answer gave no error")
 					}
-					assertNoKey(t, "a gateway or feed error", fmt.Sprintf("%v %+v %#v", err, err, err))
+					keyecho.AssertNone(t, "a gateway or feed error", fmt.Sprintf("%v %+v %#v", err, err, err))
 				}
-				assertNoKey(t, "the log", logged.String())
+				keyecho.AssertNone(t, "the log", logged.String())
 			})
 		}
 	}
@@ -203,31 +149,31 @@ func TestTheKeyAppearsNowhereWhateverTheServerEchoes(t *testing.T) {
 func TestTheGatewayConfigPrintsAndMarshalsWithoutItsKey(t *testing.T) {
 	hc := &http.Client{Timeout: time.Second}
 	for _, cfg := range []stripeadapter.GatewayConfig{
-		{Key: echoedKey, BaseURL: "http://127.0.0.1:1", Timeout: time.Second, StripeAccount: "acct_1"},
-		{Key: echoedKey, HTTPClient: hc},
-		{Client: stripe.NewClient(echoedKey, stripe.WithBackends(stripe.NewBackendsWithConfig(&stripe.BackendConfig{MaxNetworkRetries: stripe.Int64(0)})))},
+		{Key: keyecho.Key, BaseURL: "http://127.0.0.1:1", Timeout: time.Second, StripeAccount: "acct_1"},
+		{Key: keyecho.Key, HTTPClient: hc},
+		{Client: stripe.NewClient(keyecho.Key, stripe.WithBackends(stripe.NewBackendsWithConfig(&stripe.BackendConfig{MaxNetworkRetries: stripe.Int64(0)})))},
 	} {
-		assertNoKey(t, "the printed config", fmt.Sprintf("%v %+v %#v %s", cfg, cfg, cfg, cfg), fmt.Sprintf("%v %+v %#v", &cfg, &cfg, &cfg))
+		keyecho.AssertNone(t, "the printed config", fmt.Sprintf("%v %+v %#v %s", cfg, cfg, cfg, cfg), fmt.Sprintf("%v %+v %#v", &cfg, &cfg, &cfg))
 		b, err := json.Marshal(cfg)
 		if err != nil {
 			t.Fatalf("json.Marshal(config): %v", err)
 		}
-		assertNoKey(t, "the config as JSON", string(b))
+		keyecho.AssertNone(t, "the config as JSON", string(b))
 		b, err = json.Marshal(&cfg)
 		if err != nil {
 			t.Fatalf("json.Marshal(&config): %v", err)
 		}
-		assertNoKey(t, "the config as JSON", string(b))
+		keyecho.AssertNone(t, "the config as JSON", string(b))
 		var logged bytes.Buffer
 		slog.New(slog.NewJSONHandler(&logged, nil)).Info("config", "cfg", cfg)
 		slog.New(slog.NewTextHandler(&logged, nil)).Info("config", "cfg", cfg)
-		assertNoKey(t, "the logged config", logged.String())
+		keyecho.AssertNone(t, "the logged config", logged.String())
 	}
 }
 
 func TestAStatusEchoingAKeyIsStoredRedacted(t *testing.T) {
-	pi := &stripe.PaymentIntent{ID: "pi_1", Status: stripe.PaymentIntentStatus("echo " + echoedKey + " " + otherKey)}
-	assertNoKey(t, "the external state", stripeadapter.PaymentIntentState(pi))
-	d := stripeadapter.PaymentIntentClassifier().Classify(stripeadapter.LocalPending, pi)
-	assertNoKey(t, "the decision", fmt.Sprintf("%+v", d))
+	pi := &stripe.PaymentIntent{ID: "pi_1", Status: stripe.PaymentIntentStatus("echo " + keyecho.Key + " " + keyecho.OtherKey)}
+	keyecho.AssertNone(t, "the external state", stripepolicy.PaymentIntentState(pi))
+	d := stripepolicy.PaymentIntentPolicy().Classify(stripepolicy.LocalPending, pi)
+	keyecho.AssertNone(t, "the decision", fmt.Sprintf("%+v", d))
 }

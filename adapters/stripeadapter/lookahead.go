@@ -49,17 +49,8 @@ type orderEntry struct {
 	seq uint64
 }
 
-func newLookaheadOf[T any](ttl time.Duration, size int, id func(T) string) *lookaheadOf[T] {
-	return &lookaheadOf[T]{ttl: ttl, size: size, id: id, now: time.Now, objs: map[string]cached[T]{}}
-}
-
-// clock is the look-ahead's clock, time.Now when it is off: a listing is dated by it, so that
-// its age is measured on one clock.
-func (c *lookaheadOf[T]) clock() time.Time {
-	if c == nil {
-		return time.Now()
-	}
-	return c.now()
+func newLookaheadOf[T any](ttl time.Duration, size int, id func(T) string, now func() time.Time) *lookaheadOf[T] {
+	return &lookaheadOf[T]{ttl: ttl, size: size, id: id, now: now, objs: map[string]cached[T]{}}
 }
 
 // take removes the objects kept for ids and returns, with their listing times, those listed
@@ -147,7 +138,7 @@ func (c *lookaheadOf[T]) compact() {
 // for the call's): the look-ahead serves none of what it keeps, though it keeps what the list
 // shows beyond the lookups, for FetchBatchSince.
 func (g *ObjectGateway[T]) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wait func(context.Context) error) (map[string]T, error) {
-	found, err := g.FetchBatchSince(ctx, lookups, g.ahead.clock(), wait)
+	found, err := g.FetchBatchSince(ctx, lookups, g.c.now(), wait)
 	return objects(found), err
 }
 

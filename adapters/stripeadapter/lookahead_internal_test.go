@@ -13,7 +13,7 @@ import (
 type lookahead = lookaheadOf[*stripe.PaymentIntent]
 
 func newLookahead(ttl time.Duration, size int) *lookahead {
-	return newLookaheadOf(ttl, size, PaymentIntents().ID)
+	return newLookaheadOf(ttl, size, PaymentIntents().ID, time.Now)
 }
 
 func TestLookaheadServesFreshObjectsOnceWithinItsSize(t *testing.T) {

@@ -172,7 +172,7 @@ func isNil[T any](v T) bool {
 // PaymentIntents describes PaymentIntents, their latest charge expanded (it carries the money:
 // refunds, disputes). Their state is the status; among events of one second the furthest
 // status along wins (a payment that succeeds in the second it is created lists both events in
-// either order). NewGateway is this descriptor's gateway, with the money reads on top.
+// either order). Package stripemoney reads Payments on this descriptor's gateway.
 func PaymentIntents() Object[*stripe.PaymentIntent] {
 	return Object[*stripe.PaymentIntent]{
 		Name:       "payment_intent",

@@ -18,7 +18,7 @@ import (
 // logging silenced) and map Stripe's answers as the package doc's table says. It is safe for
 // concurrent use.
 type ObjectGateway[T any] struct {
-	c        *client
+	c        *Client
 	obj      Object[T]
 	skew     time.Duration
 	maxPages int
@@ -33,9 +33,8 @@ var (
 	_ reconcile.IDChecker                               = (*ObjectGateway[*stripe.Subscription])(nil)
 )
 
-// NewObjectGateway checks cfg and obj and returns a gateway of obj's objects. cfg's
-// DisputeCacheTTL is the PaymentGateway's and is not used here. A Platform object (Accounts)
-// refuses a cfg with StripeAccount.
+// NewObjectGateway checks cfg and obj and returns a gateway of obj's objects. A Platform object
+// (Accounts) refuses a cfg with StripeAccount.
 func NewObjectGateway[T any](cfg GatewayConfig, obj Object[T]) (*ObjectGateway[T], error) {
 	obj, err := obj.check()
 	if err != nil {
@@ -59,7 +58,7 @@ func (g *ObjectGateway[T]) newLookahead() *lookaheadOf[T] {
 	if g.cacheTTL < 0 {
 		return nil
 	}
-	return newLookaheadOf(g.cacheTTL, g.size, g.obj.ID)
+	return newLookaheadOf(g.cacheTTL, g.size, g.obj.ID, g.c.now)
 }
 
 // ForAccount returns a gateway of the same objects on the connected account acct (acct_...):
@@ -82,6 +81,10 @@ func (g *ObjectGateway[T]) ForAccount(acct string) (*ObjectGateway[T], error) {
 
 // Account is the connected account g acts on, "" for the platform.
 func (g *ObjectGateway[T]) Account() string { return g.c.account }
+
+// Client is the client g calls through, for an extension of the kit that reads more than g's
+// objects with the same key, account, timeout and error mapping (see Client).
+func (g *ObjectGateway[T]) Client() *Client { return g.c }
 
 // Object returns g's descriptor (a copy: changing it changes nothing in g).
 func (g *ObjectGateway[T]) Object() Object[T] {

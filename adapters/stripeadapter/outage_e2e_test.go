@@ -30,7 +30,7 @@ func TestAnOutageStopsTheBatchAfterTwoCallsAndShowsInHealth(t *testing.T) {
 			ctx := context.Background()
 			// Without the look-ahead, whose cache from the first batch's list would answer the
 			// next batch without a call.
-			g, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: w.srv.Key(), BaseURL: w.srv.URL(), ListCacheTTL: -1})
+			g, err := stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Key: w.srv.Key(), BaseURL: w.srv.URL(), ListCacheTTL: -1}, stripeadapter.PaymentIntents())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -34,7 +34,7 @@ func TestBulkFetchReportsAListOutageAsUnavailable(t *testing.T) {
 			srv := stripetest.NewServer(stripetest.Options{})
 			defer srv.Close()
 			srv.Inject(stripetest.ListPaymentIntents, fault)
-			g, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL(), Timeout: 100 * time.Millisecond})
+			g, err := stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL(), Timeout: 100 * time.Millisecond}, stripeadapter.PaymentIntents())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -65,7 +65,7 @@ func TestBulkFetchReportsAListOutageAsUnavailable(t *testing.T) {
 		srv := stripetest.NewServer(stripetest.Options{})
 		defer srv.Close()
 		srv.Inject(stripetest.ListPaymentIntents, stripetest.Fault{Hang: true})
-		g, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL()})
+		g, err := stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL()}, stripeadapter.PaymentIntents())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +88,7 @@ func TestFeedsReportA200ThatIsNotAListAsUnavailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reverse, err := g.ReverseFeed(stripeadapter.ReverseOptions{})
+	reverse, err := g.ReverseFeed(stripeadapter.ObjectReverseOptions[*stripe.PaymentIntent]{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func TestARateLimitStormDelaysRowsAndNeverSkipsThem(t *testing.T) {
 			ctx := context.Background()
 			// Without the look-ahead: its cache, fresh from the first batch's list, would answer
 			// the storm's first batches without a call (rightly), and this test is about calls.
-			g, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: w.srv.Key(), BaseURL: w.srv.URL(), ListCacheTTL: -1})
+			g, err := stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Key: w.srv.Key(), BaseURL: w.srv.URL(), ListCacheTTL: -1}, stripeadapter.PaymentIntents())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,7 +6,7 @@ import (
 	"sync"
 )
 
-// statusRecorder is the transport of the clients NewGateway builds. It notes each response's
+// statusRecorder is the transport of the clients NewObjectGateway builds. It notes each response's
 // status and headers in the call's answer, because stripe-go keeps neither when the body of
 // an error is not Stripe's JSON: a proxy's 429 page would otherwise look like an outage.
 type statusRecorder struct {

@@ -114,7 +114,7 @@ func TestTheOverviewChartsCoverageInABrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.Monitor = monitor
-		c.Kinds = slices.Concat(kinds, []console.KindInfo{{Kind: "amount_mismatch", Meaning: "The row's amount differs from what Stripe charged.", Money: true}})
+		c.Kinds = slices.Concat(kinds, []reconcile.KindInfo{{Kind: "amount_mismatch", Meaning: "The row's amount differs from what Stripe charged.", Money: true}})
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/review/", http.StripPrefix("/review", w.console))

@@ -118,8 +118,8 @@ func monitorOf(t *testing.T, sr reconcile.StatusReader, jobs ...string) *reconci
 }
 
 // kinds are the meanings of the test policy's kinds, as a host passes its policies' table
-// (stripeadapter.Kinds()).
-var kinds = []console.KindInfo{
+// (stripepolicy.Kinds()).
+var kinds = []reconcile.KindInfo{
 	{Kind: "paid_locally_not_externally", Meaning: "The row is paid but Stripe has no successful payment.", Money: true},
 	{Kind: "missed_success", Meaning: "Stripe took the payment; the row is still pending."},
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/reconcilekit/reconcile"
-	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 )
 
 // expected is what the sweep's cycle and the lanes over the plan must find.
@@ -335,11 +335,11 @@ func b2i(b bool) int {
 func (pay payment) repaired() paymentState {
 	st := paymentState{status: pay.story.local, refunded: pay.refundedHere()}
 	switch pay.story.command {
-	case stripeadapter.CommandApplyPaymentSucceeded:
-		st.status, st.touched, st.ledger = stripeadapter.LocalPaid, true, 1
-	case stripeadapter.CommandApplyPaymentCanceled:
-		st.status, st.touched = stripeadapter.LocalFailed, true
-	case stripeadapter.CommandApplyRefund:
+	case stripepolicy.CommandApplyPaymentSucceeded:
+		st.status, st.touched, st.ledger = stripepolicy.LocalPaid, true, 1
+	case stripepolicy.CommandApplyPaymentCanceled:
+		st.status, st.touched = stripepolicy.LocalFailed, true
+	case stripepolicy.CommandApplyRefund:
 		st.refunded, st.touched, st.ledger = pay.refund(), true, 1
 	}
 	return st

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/reconcilekit/reconcile"
-	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 	"github.com/reconcilekit/reconcile/console"
 )
 
@@ -157,19 +157,9 @@ func newConsole(store interface {
 		// The PaymentIntents are stripetest's, so test mode; they will not be found there.
 		ExternalURL: console.StripeDashboardURL(true),
 		// What each of the policy's kinds means, and which need a note to resolve.
-		Kinds:  consoleKinds(),
+		Kinds:  stripepolicy.Kinds(),
 		Logger: logger,
 	})
-}
-
-// consoleKinds is the Stripe policies' table of kinds, for the console (which does not import
-// the adapter): its entries convert one to one.
-func consoleKinds() []console.KindInfo {
-	var kinds []console.KindInfo
-	for _, k := range stripeadapter.Kinds() {
-		kinds = append(kinds, console.KindInfo(k))
-	}
-	return kinds
 }
 
 // reviewerName is what a reviewer may call themselves: it is recorded in the audit history.

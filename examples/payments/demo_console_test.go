@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/reconcilekit/reconcile"
-	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 )
 
 func TestTheConsoleTokenIsTheConsolesAuthentication(t *testing.T) {
@@ -49,7 +49,7 @@ func TestTheConsoleTokenIsTheConsolesAuthentication(t *testing.T) {
 
 func TestTheConsoleShowsTheRunsFindingsToTokenHolders(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, stripeadapter.CommandApplyPaymentSucceeded, 3)
+	f := newFixture(t, stripepolicy.CommandApplyPaymentSucceeded, 3)
 	h, err := newConsole(f.store, "s3cret-token", slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +72,7 @@ func TestTheConsoleShowsTheRunsFindingsToTokenHolders(t *testing.T) {
 			t.Errorf("the list lacks the link %s to payment %s's PaymentIntent", want, p.orderID)
 		}
 	}
-	// Each says what its kind means: the policy's table (stripeadapter.Kinds) is the console's.
+	// Each says what its kind means: the policy's table (stripepolicy.Kinds) is the console's.
 	if n := strings.Count(body, `<span title="Stripe took the payment; the row is still pending (repaired by ApplyPaymentSucceeded).">missed_success</span>`); n != 3 {
 		t.Errorf("the list shows %d missed successes with their meaning, want 3", n)
 	}
@@ -80,7 +80,7 @@ func TestTheConsoleShowsTheRunsFindingsToTokenHolders(t *testing.T) {
 
 func TestTheConsoleFindsAPaymentsFindingsByItsOrderID(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, stripeadapter.CommandApplyRefund, 3)
+	f := newFixture(t, stripepolicy.CommandApplyRefund, 3)
 	h, err := newConsole(f.store, "s3cret-token", slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +126,7 @@ func (s *syncBuffer) String() string {
 
 func TestServeConsoleServesUntilCanceledThenShutsDown(t *testing.T) {
 	t.Setenv("CONSOLE_TOKEN", "") // a token of its own, printed
-	f := newFixture(t, stripeadapter.CommandApplyPaymentCanceled, 2)
+	f := newFixture(t, stripepolicy.CommandApplyPaymentCanceled, 2)
 	if err := serveConsole(t.Context(), io.Discard, "", nil); err != nil {
 		t.Fatalf("no -console: %v", err)
 	}

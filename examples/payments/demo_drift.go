@@ -10,7 +10,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/reconcilekit/reconcile"
-	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 )
 
 // A story is one way a payment row and its PaymentIntent can relate, together with what the
@@ -99,9 +99,9 @@ func (s *story) laneVerdict() reconcile.Verdict {
 }
 
 const (
-	paid    = stripeadapter.LocalPaid
-	pending = stripeadapter.LocalPending
-	failed  = stripeadapter.LocalFailed
+	paid    = stripepolicy.LocalPaid
+	pending = stripepolicy.LocalPending
+	failed  = stripepolicy.LocalFailed
 )
 
 // stories is the drift a payments table accumulates in real life, in realistic proportions.
@@ -115,17 +115,17 @@ var stories = []story{
 	{name: "in flight: processing at Stripe", share: 0.04, local: pending, external: stripe.PaymentIntentStatusProcessing,
 		verdict: reconcile.InFlight},
 	{name: "missed success webhook", share: 0.06, local: pending, external: stripe.PaymentIntentStatusSucceeded,
-		verdict: reconcile.Repairable, kind: stripeadapter.KindMissedSuccess, command: stripeadapter.CommandApplyPaymentSucceeded},
+		verdict: reconcile.Repairable, kind: stripepolicy.KindMissedSuccess, command: stripepolicy.CommandApplyPaymentSucceeded},
 	{name: "missed cancel webhook", share: 0.03, local: pending, external: stripe.PaymentIntentStatusCanceled,
-		verdict: reconcile.Repairable, kind: stripeadapter.KindMissedCancel, command: stripeadapter.CommandApplyPaymentCanceled},
+		verdict: reconcile.Repairable, kind: stripepolicy.KindMissedCancel, command: stripepolicy.CommandApplyPaymentCanceled},
 	{name: "paid here, canceled at Stripe", share: 0.004, local: paid, external: stripe.PaymentIntentStatusCanceled,
-		verdict: reconcile.NeedsReview, kind: stripeadapter.KindPaidLocallyNotExternally},
+		verdict: reconcile.NeedsReview, kind: stripepolicy.KindPaidLocallyNotExternally},
 	{name: "paid here, requires_action at Stripe", share: 0.003, local: paid, external: stripe.PaymentIntentStatusRequiresAction,
-		verdict: reconcile.NeedsReview, kind: stripeadapter.KindPaidLocallyNotExternally},
+		verdict: reconcile.NeedsReview, kind: stripepolicy.KindPaidLocallyNotExternally},
 	// A customer retried after a failure and the retry succeeded: money taken for an order we
 	// gave up on. Refund it or fulfil the order: a person decides.
 	{name: "failed here, succeeded at Stripe", share: 0.002, local: failed, external: stripe.PaymentIntentStatusSucceeded,
-		verdict: reconcile.NeedsReview, kind: stripeadapter.KindFailedLocallyNotExternally},
+		verdict: reconcile.NeedsReview, kind: stripepolicy.KindFailedLocallyNotExternally},
 	{name: "unknown to Stripe", share: 0.003, local: paid, notFound: true,
 		verdict: reconcile.NeedsReview, kind: reconcile.KindMissingExternally},
 	// The success webhook is being applied right now. The row looks like a missed success, but
@@ -139,7 +139,7 @@ var stories = []story{
 	// reads Stripe's event log and finds them within a minute.
 	{name: "succeeds after the sweep, webhook lost", share: 0.003, local: pending,
 		external: stripe.PaymentIntentStatusRequiresPaymentMethod, later: stripe.PaymentIntentStatusSucceeded,
-		verdict: reconcile.InSync, kind: stripeadapter.KindMissedSuccess, command: stripeadapter.CommandApplyPaymentSucceeded},
+		verdict: reconcile.InSync, kind: stripepolicy.KindMissedSuccess, command: stripepolicy.CommandApplyPaymentSucceeded},
 	// Our transaction rolled back after the PaymentIntent was created, and the customer paid:
 	// money taken for an order we do not have. The share is of the rows, but these stories
 	// add PaymentIntents, not rows.
@@ -155,28 +155,28 @@ var stories = []story{
 	// answer the dispute or correct the order.
 	{name: "partly refunded in the Dashboard", share: 0.002, local: paid, external: stripe.PaymentIntentStatusSucceeded,
 		money:   money{refunded: 0.5},
-		verdict: reconcile.Repairable, kind: stripeadapter.KindMissedPartialRefund, command: stripeadapter.CommandApplyRefund},
+		verdict: reconcile.Repairable, kind: stripepolicy.KindMissedPartialRefund, command: stripepolicy.CommandApplyRefund},
 	{name: "dispute lost", share: 0.002, local: paid, external: stripe.PaymentIntentStatusSucceeded,
 		money:   money{dispute: stripe.DisputeStatusLost},
-		verdict: reconcile.NeedsReview, kind: stripeadapter.KindDisputeLost},
+		verdict: reconcile.NeedsReview, kind: stripepolicy.KindDisputeLost},
 	// The order was changed after checkout and the PaymentIntent was not updated.
 	{name: "amount differs from Stripe's", share: 0.002, local: paid, external: stripe.PaymentIntentStatusSucceeded,
 		money:   money{amountOff: 100},
-		verdict: reconcile.NeedsReview, kind: stripeadapter.KindAmountMismatch},
+		verdict: reconcile.NeedsReview, kind: stripepolicy.KindAmountMismatch},
 	// The same number of minor units, in yen here and in cents at Stripe: the amounts agree and
 	// the money does not. JPY has no minor unit, so 1000 is ¥1,000 and $10.00.
 	{name: "JPY here, USD at Stripe", share: 0.002, local: paid, external: stripe.PaymentIntentStatusSucceeded,
 		money:   money{currency: "jpy"},
-		verdict: reconcile.NeedsReview, kind: stripeadapter.KindCurrencyMismatch},
+		verdict: reconcile.NeedsReview, kind: stripepolicy.KindCurrencyMismatch},
 	{name: "Dashboard refund after the sweep", share: 0.002, local: paid, external: stripe.PaymentIntentStatusSucceeded,
 		money:   money{refunded: 1, afterSweep: true},
-		verdict: reconcile.InSync, kind: stripeadapter.KindMissedRefund, command: stripeadapter.CommandApplyRefund},
+		verdict: reconcile.InSync, kind: stripepolicy.KindMissedRefund, command: stripepolicy.CommandApplyRefund},
 	{name: "refund fails after the sweep", share: 0.002, local: paid, external: stripe.PaymentIntentStatusSucceeded,
 		money:   money{refunded: 1, refundFails: true, afterSweep: true},
-		verdict: reconcile.InSync, kind: stripeadapter.KindRefundFailed},
+		verdict: reconcile.InSync, kind: stripepolicy.KindRefundFailed},
 	{name: "disputed after the sweep", share: 0.002, local: paid, external: stripe.PaymentIntentStatusSucceeded,
 		money:   money{dispute: stripe.DisputeStatusNeedsResponse, afterSweep: true},
-		verdict: reconcile.InSync, kind: stripeadapter.KindDisputeNeedsResponse},
+		verdict: reconcile.InSync, kind: stripepolicy.KindDisputeNeedsResponse},
 }
 
 // payment is one row to load, with the story it tells; in plan.stripeOnly, a PaymentIntent
@@ -222,7 +222,7 @@ const (
 	// retrieve it one by one, and that retrieve is the call that fails.
 	unavailableEarly = history
 	// youngAge is how old the young Stripe-only PaymentIntent is when the reverse scan starts:
-	// younger than the scan's MinAge (stripeadapter.ReverseOptions.MinAge, 10 minutes).
+	// younger than the scan's MinAge (stripeadapter.ObjectReverseOptions.MinAge, 10 minutes).
 	youngAge = 2 * time.Minute
 )
 
@@ -356,7 +356,7 @@ func (p plan) where(pred func(*story) bool) []payment {
 // missed successes the sweep finds.
 func (p plan) lateWebhook() payment {
 	return p.where(func(s *story) bool {
-		return s.command == stripeadapter.CommandApplyPaymentSucceeded && s.finder() == laneSweep
+		return s.command == stripepolicy.CommandApplyPaymentSucceeded && s.finder() == laneSweep
 	})[0]
 }
 

@@ -14,7 +14,6 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/reconcilekit/reconcile"
-	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 )
 
 // Real mode: with STRIPE_SECRET_KEY set to a test-mode key, the run plants its PaymentIntents in
@@ -28,7 +27,7 @@ import (
 //     about them as it would about older rows: the one liberty the demo takes with its data.
 //   - The account holds other PaymentIntents and events than the run's. Every PaymentIntent the
 //     run creates carries the metadata reconcile_demo=<run id>; the reverse scan accounts only
-//     for those (ReverseOptions.Include), and the checks count only the run's rows and intents.
+//     for those (ObjectReverseOptions.Include), and the checks count only the run's rows and intents.
 //     The lanes' calls, which page through the whole account, are only bounded below.
 //   - Stripe lists an event a moment after it happens, so the events feed keeps a 30-second
 //     settle time (production keeps a minute), and the run waits it out twice: once after the
@@ -164,7 +163,7 @@ func runReal(ctx context.Context, out io.Writer, opts options, schema string) er
 		return err
 	}
 	// What a host gives: its key and no BaseURL (see gatewayConfig).
-	gateway, err := stripeadapter.NewGateway(rs.gatewayConfig())
+	gateway, err := newPayments(rs.gatewayConfig())
 	if err != nil {
 		return fmt.Errorf("payments: %w", err)
 	}
@@ -238,7 +237,7 @@ func runReal(ctx context.Context, out io.Writer, opts options, schema string) er
 		return err
 	}
 
-	rr, err := repair(ctx, pool, schema, store, gateway.Payments(), p, slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	rr, err := repair(ctx, pool, schema, store, gateway, p, slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		return err
 	}
@@ -246,7 +245,7 @@ func runReal(ctx context.Context, out io.Writer, opts options, schema string) er
 	if err := rs.enforce(out, checkRepairs(out, p, rr)); err != nil {
 		return err
 	}
-	return serveConsole(ctx, out, opts.Console, newReviewer(pool, store, gateway.Payments()))
+	return serveConsole(ctx, out, opts.Console, newReviewer(pool, store, gateway))
 }
 
 // keyKind says what kind of key k is, without showing it.

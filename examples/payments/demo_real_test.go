@@ -20,6 +20,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 	"github.com/reconcilekit/reconcile/internal/stripemock"
 )
@@ -329,7 +330,7 @@ func TestRealPlanLeavesOutWhatNoTestCardMakes(t *testing.T) {
 	// What must be found is what was planted, and some of every kind of drift is.
 	e := p.expected()
 	if e.unavailable != 0 || e.notFound == 0 || e.missed == 0 || e.orphans == 0 || len(e.commands) != 3 ||
-		e.commands[stripeadapter.CommandApplyRefund] == 0 || e.findings[stripeadapter.KindCurrencyMismatch] == 0 {
+		e.commands[stripepolicy.CommandApplyRefund] == 0 || e.findings[stripepolicy.KindCurrencyMismatch] == 0 {
 		t.Errorf("the real plan expects %+v", e)
 	}
 }
@@ -345,7 +346,7 @@ func TestRequestLogCountsWhatStripetestCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	reqs := newRequestLog(nil)
-	g, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL(),
+	g, err := newPayments(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL(),
 		HTTPClient: &http.Client{Transport: reqs}})
 	if err != nil {
 		t.Fatal(err)
@@ -354,16 +355,16 @@ func TestRequestLogCountsWhatStripetestCounts(t *testing.T) {
 	// The calls the run makes: a payment whose charge is disputed, read with its disputes; one
 	// Stripe does not have; a reverse scan's page, the disputed charge's disputes again (its
 	// outcome is not final); the events lane's anchor.
-	_, _ = g.Payments().Fetch(ctx, "pi_known")
-	_, _ = g.Payments().Fetch(ctx, "pi_unknown")
-	feed, err := g.PaymentReverseFeed(stripeadapter.ReverseOptions{})
+	_, _ = g.Fetch(ctx, "pi_known")
+	_, _ = g.Fetch(ctx, "pi_unknown")
+	feed, err := g.ReverseFeed(stripeadapter.ObjectReverseOptions[*stripe.PaymentIntent]{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := feed.Next(ctx, "", func(context.Context) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	events, err := g.PaymentEventsFeed(stripeadapter.EventsOptions{})
+	events, err := g.EventsFeed(stripeadapter.EventsOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

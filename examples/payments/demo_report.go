@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/reconcilekit/reconcile"
-	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 )
 
 // reviewShown is how many of the findings a person must review are listed, of each kind.
@@ -301,7 +301,7 @@ func lagWhy(c reconcile.Check, st reconcile.Status, unverified int64) string {
 
 // detailed are the kinds whose findings' detail the review list shows: it names the refund or
 // the dispute, why the refund failed, and by when a dispute must be answered.
-var detailed = []string{stripeadapter.KindRefundFailed, stripeadapter.KindDisputeNeedsResponse, stripeadapter.KindDisputeLost}
+var detailed = []string{stripepolicy.KindRefundFailed, stripepolicy.KindDisputeNeedsResponse, stripepolicy.KindDisputeLost}
 
 // differs writes the fields that differ, as a finding records them.
 func differs(diffs []reconcile.Diff) string {

@@ -15,6 +15,7 @@ import (
 	"github.com/stripe/stripe-go/v82/webhook"
 
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripemoney"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 )
 
@@ -306,7 +307,7 @@ func deliver(ctx context.Context, h http.Handler, body []byte, header string) *h
 }
 
 // newGateway returns the Stripe gateway a host uses against Stripe itself, pointed at srv.
-func newGateway(srv *stripetest.Server) (*stripeadapter.Gateway, error) {
+func newGateway(srv *stripetest.Server) (*stripemoney.Gateway, error) {
 	// A host gives its own key and no BaseURL.
-	return stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL()})
+	return newPayments(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL()})
 }

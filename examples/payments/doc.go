@@ -30,8 +30,9 @@
 // finding with one repair command:
 //
 //   - The events lane, started first: its first run only anchors at Stripe's newest event.
-//   - The sweep (pgstore over the table, its rows typed as paymentRow; stripeadapter's money
-//     policy; and the real Stripe gateway of stripeadapter, stripe-go over HTTP to stripetest)
+//   - The sweep (pgstore over the table, its rows typed as paymentRow; stripepolicy's money
+//     policy; and the real Stripe gateways, stripeadapter's of PaymentIntents with stripemoney's
+//     reads on it, stripe-go over HTTP to stripetest)
 //     runs batch by batch until the cursor wraps, printing a line per batch, the Stripe API
 //     calls it made (a list call per hundred rows, each PaymentIntent with its latest charge,
 //     so its refunds and whether it is disputed; a retrieve for each row the lists did not
@@ -138,7 +139,7 @@
 //
 // Only a test-mode secret or restricted key (sk_test_..., rk_test_...) is taken; a live key is
 // refused, and the key is never printed. The reconciler is the same, built the same way
-// (stripeadapter.NewGateway with the key and no BaseURL, its events feed and reverse scan):
+// (newPayments with the key and no BaseURL, its events feed and reverse scan):
 // only the planting differs. The PaymentIntents are created in the test account with
 // stripe-go and Stripe's test payment methods (pm_card_visa confirmed for succeeded,
 // pm_card_authenticationRequired for requires_action, created and left, created and

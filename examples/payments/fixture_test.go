@@ -16,7 +16,7 @@ import (
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgoutbox"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
-	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 	"github.com/reconcilekit/reconcile/internal/pgtest"
 )
@@ -38,7 +38,7 @@ type fixture struct {
 	// gateway reads payments at srv, as the webhook handler and the dispatcher do.
 	gateway paymentReader
 	// rec is the sweep that found the story's drift, to sweep again.
-	rec *reconcile.Reconciler[paymentRow, *stripeadapter.Payment]
+	rec *reconcile.Reconciler[paymentRow, *stripepolicy.Payment]
 	p   plan
 }
 
@@ -90,7 +90,7 @@ func newFixtureOf(t *testing.T, s *story, n int) *fixture {
 	if f.rec, err = reconcilerOver(f.store, gateway, 100, nil); err != nil {
 		t.Fatal(err)
 	}
-	f.srv, f.gateway = srv, gateway.Payments()
+	f.srv, f.gateway = srv, gateway
 	if _, err := runCycle(ctx, io.Discard, f.rec); err != nil {
 		t.Fatal(err)
 	}
@@ -175,9 +175,9 @@ func assertAppliedOnce(t *testing.T, pay payment, st rowState, dispute, actor st
 	}
 	var wantLedger []string
 	switch pay.story.command {
-	case stripeadapter.CommandApplyPaymentSucceeded:
+	case stripepolicy.CommandApplyPaymentSucceeded:
 		wantLedger = []string{fmt.Sprintf("payment_succeeded %d %s", pay.amount, actor)}
-	case stripeadapter.CommandApplyRefund:
+	case stripepolicy.CommandApplyRefund:
 		wantLedger = []string{fmt.Sprintf("refund %d %s", pay.refundedHere()-pay.refund(), actor)}
 	}
 	if !slices.Equal(st.ledger, wantLedger) {

@@ -10,6 +10,8 @@ import (
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripemoney"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 )
 
 // The host's wiring of the sweep: what a service taking payments would copy. The lanes are in
@@ -32,8 +34,8 @@ type paymentRow struct {
 }
 
 // localPayment is the money policy's view of a row.
-func localPayment(r paymentRow) stripeadapter.LocalPayment {
-	p := stripeadapter.LocalPayment{Status: r.Status, Amount: r.Amount, Currency: r.Currency, AmountRefunded: r.AmountRefunded}
+func localPayment(r paymentRow) stripepolicy.LocalPayment {
+	p := stripepolicy.LocalPayment{Status: r.Status, Amount: r.Amount, Currency: r.Currency, AmountRefunded: r.AmountRefunded}
 	if r.DisputeStatus != nil {
 		p.DisputeStatus = *r.DisputeStatus
 	}
@@ -41,8 +43,8 @@ func localPayment(r paymentRow) stripeadapter.LocalPayment {
 }
 
 // moneyPolicy judges a row against its payment at Stripe: the status, and then the amount, the
-// currency, the refunds and the disputes (the table is in stripeadapter's package doc).
-var moneyPolicy = stripeadapter.PaymentPolicy(localPayment)
+// currency, the refunds and the disputes (the table is in stripepolicy's package doc).
+var moneyPolicy = stripepolicy.PaymentPolicy(localPayment)
 
 // paymentStore is what the sweep, the lanes and the health check need of a store: the
 // reconciler's interfaces. A host passes its *pgstore.Store[paymentRow] (newStore); the demo,
@@ -69,15 +71,26 @@ func newStore(pool *pgxpool.Pool, schema string) (*pgstore.Store[paymentRow], er
 	})
 }
 
+// newPayments returns the gateway the sweep, the lanes and the repairs share, as a host has
+// one: the object kit's gateway of PaymentIntents, and stripemoney's reads of each payment's
+// refunds and disputes on it.
+func newPayments(cfg stripeadapter.GatewayConfig) (*stripemoney.Gateway, error) {
+	intents, err := stripeadapter.NewObjectGateway(cfg, stripeadapter.PaymentIntents())
+	if err != nil {
+		return nil, err
+	}
+	return stripemoney.New(intents, stripemoney.Config{})
+}
+
 // reconcilerOver returns the reconciler of store's payments through gateway, stripetest's or
 // real Stripe's: the one the run uses either way. It reads each PaymentIntent with its latest
 // charge (amount refunded, disputed) in the same list call, and a disputed charge's disputes.
-func reconcilerOver(store paymentStore, gateway *stripeadapter.Gateway, batchSize int, limiter reconcile.Limiter) (*reconcile.Reconciler[paymentRow, *stripeadapter.Payment], error) {
-	return reconcile.New(reconcile.Config[paymentRow, *stripeadapter.Payment]{
+func reconcilerOver(store paymentStore, gateway *stripemoney.Gateway, batchSize int, limiter reconcile.Limiter) (*reconcile.Reconciler[paymentRow, *stripepolicy.Payment], error) {
+	return reconcile.New(reconcile.Config[paymentRow, *stripepolicy.Payment]{
 		Job:        job,
 		Source:     store,
 		Sink:       store,
-		Gateway:    gateway.Payments(),
+		Gateway:    gateway,
 		Classifier: moneyPolicy,
 		BatchSize:  batchSize,
 		Limiter:    limiter,

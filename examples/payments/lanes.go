@@ -7,6 +7,8 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripemoney"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 )
 
 // The sweep starts from our rows, so it cannot see a PaymentIntent that no row refers to, and
@@ -29,7 +31,7 @@ import (
 
 // lanes are the job's events lane and reverse scan, and the times they run by.
 type lanes struct {
-	events, reverse *reconcile.Lane[paymentRow, *stripeadapter.Payment]
+	events, reverse *reconcile.Lane[paymentRow, *stripepolicy.Payment]
 	times           laneTimes
 }
 
@@ -42,18 +44,18 @@ type laneTimes struct {
 
 // lanesOver returns the lanes of store's payments through gateway, stripetest's or real
 // Stripe's, with the times t. include, if not nil, says which PaymentIntents the reverse scan
-// accounts for (stripeadapter.ReverseOptions.Include).
-func lanesOver(store paymentStore, gateway *stripeadapter.Gateway, t laneTimes, include func(*stripe.PaymentIntent) bool,
+// accounts for (stripeadapter.ObjectReverseOptions.Include).
+func lanesOver(store paymentStore, gateway *stripemoney.Gateway, t laneTimes, include func(*stripe.PaymentIntent) bool,
 	limiter reconcile.Limiter) (lanes, error) {
-	eventsFeed, err := gateway.PaymentEventsFeed(stripeadapter.EventsOptions{Settle: t.settle})
+	eventsFeed, err := gateway.EventsFeed(stripeadapter.EventsOptions{Settle: t.settle})
 	if err != nil {
 		return lanes{}, err
 	}
-	reverseFeed, err := gateway.PaymentReverseFeed(stripeadapter.ReverseOptions{Window: t.window, MinAge: t.grace, Include: include})
+	reverseFeed, err := gateway.ReverseFeed(stripeadapter.ObjectReverseOptions[*stripe.PaymentIntent]{Window: t.window, MinAge: t.grace, Include: include})
 	if err != nil {
 		return lanes{}, err
 	}
-	cfg := reconcile.LaneConfig[paymentRow, *stripeadapter.Payment]{
+	cfg := reconcile.LaneConfig[paymentRow, *stripepolicy.Payment]{
 		Job:        job, // the sweep's: one finding per drift, whoever finds it
 		Lane:       laneEvents,
 		Feed:       eventsFeed,

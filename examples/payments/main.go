@@ -174,7 +174,7 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 		printSkippedInMemory(out, opts, sum(lr.commands))
 		return nil
 	}
-	rr, err := repair(ctx, pg.pool, schema, pg.s, gateway.Payments(), p, slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	rr, err := repair(ctx, pg.pool, schema, pg.s, gateway, p, slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		return err
 	}
@@ -182,7 +182,7 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 	if err := checkRepairs(out, p, rr); err != nil {
 		return err
 	}
-	return serveConsole(ctx, out, opts.Console, newReviewer(pg.pool, pg.s, gateway.Payments()))
+	return serveConsole(ctx, out, opts.Console, newReviewer(pg.pool, pg.s, gateway))
 }
 
 // connect returns a pool over the run's database, for real mode, which keeps its payments in

@@ -14,6 +14,7 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 	"github.com/reconcilekit/reconcile/internal/pgtest"
 	"github.com/reconcilekit/reconcile/internal/shared/pgenv"
@@ -417,7 +418,7 @@ func TestPlanDealsEveryStoryAndIsRepeatable(t *testing.T) {
 	if young := len(p.stripeOnly) - len(p.orphans()); young != 1 {
 		t.Errorf("%d young Stripe-only PaymentIntents, want 1", young)
 	}
-	if late := p.lateWebhook(); late.story.finder() != laneSweep || late.story.command != stripeadapter.CommandApplyPaymentSucceeded {
+	if late := p.lateWebhook(); late.story.finder() != laneSweep || late.story.command != stripepolicy.CommandApplyPaymentSucceeded {
 		t.Errorf("the late webhook's payment tells %q, want a missed success the sweep finds", late.story.name)
 	}
 	if _, err := newPlan(rowStories-1, 1); err == nil {
@@ -447,7 +448,7 @@ func TestCompareReportsEveryCountThatDiffers(t *testing.T) {
 	}
 
 	r := perfect(p)
-	r.status.OpenFindings[stripeadapter.KindMissedSuccess]--
+	r.status.OpenFindings[stripepolicy.KindMissedSuccess]--
 	r.status.OpenFindings["unexpected:paid->processing"] = 1
 	r.calls++
 	r.aboutGrace = 2
@@ -486,17 +487,17 @@ func TestCompareRepairsReportsEveryCountThatDiffers(t *testing.T) {
 	st := r.payments[review.externalID]
 	st.touched = true // a payment nothing should change was written to
 	r.payments[review.externalID] = st
-	success := p.where(func(s *story) bool { return s.command == stripeadapter.CommandApplyPaymentSucceeded })[1]
+	success := p.where(func(s *story) bool { return s.command == stripepolicy.CommandApplyPaymentSucceeded })[1]
 	st = r.payments[success.externalID]
 	st.ledger = 2 // booked twice
 	r.payments[success.externalID] = st
-	refund := p.where(func(s *story) bool { return s.command == stripeadapter.CommandApplyRefund })[0]
+	refund := p.where(func(s *story) bool { return s.command == stripepolicy.CommandApplyRefund })[0]
 	st = r.payments[refund.externalID]
 	st.refunded = 0 // a refund the repairs did not record
 	r.payments[refund.externalID] = st
 	r.lateResolvedBy = actorReconciler
-	r.commands[stripeadapter.CommandApplyPaymentCanceled][commandDone]--
-	r.commands[stripeadapter.CommandApplyPaymentCanceled][commandDead] = 1
+	r.commands[stripepolicy.CommandApplyPaymentCanceled][commandDone]--
+	r.commands[stripepolicy.CommandApplyPaymentCanceled][commandDead] = 1
 	got := compareRepairs(p, r)
 	want := []string{
 		"repairable payments not in Stripe's state now",

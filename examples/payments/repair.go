@@ -13,7 +13,7 @@ import (
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgoutbox"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
-	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 )
 
 // repairStats counts what the repair handlers' writer calls did: changed a payment, or found
@@ -40,20 +40,20 @@ func newDispatcher(db pgstore.DB, schema string, store *pgstore.Store[paymentRow
 	cancel := func(ctx context.Context, tx pgx.Tx, id int64) (bool, error) {
 		return applyPaymentCanceled(ctx, tx, store, id, actorReconciler)
 	}
-	if err := pgoutbox.HandleCommand(d, stripeadapter.CommandApplyPaymentCanceled, repairWith(cancel, stats)); err != nil {
+	if err := pgoutbox.HandleCommand(d, stripepolicy.CommandApplyPaymentCanceled, repairWith(cancel, stats)); err != nil {
 		return nil, err
 	}
 	for name, apply := range map[string]moneyWriter{
-		stripeadapter.CommandApplyPaymentSucceeded: applyPaymentSucceeded,
-		stripeadapter.CommandApplyRefund:           applyRefunds,
-		stripeadapter.CommandApplyDisputeStatus:    applyDispute,
+		stripepolicy.CommandApplyPaymentSucceeded: applyPaymentSucceeded,
+		stripepolicy.CommandApplyRefund:           applyRefunds,
+		stripepolicy.CommandApplyDisputeStatus:    applyDispute,
 	} {
 		run := func(ctx context.Context, tx pgx.Tx, id int64) (bool, error) {
-			read := func(ctx context.Context) (*stripeadapter.Payment, error) {
+			read := func(ctx context.Context) (*stripepolicy.Payment, error) {
 				return readAtStripe(ctx, tx, schema, gateway, id)
 			}
 			// In a savepoint, whose rollback releases the row's lock before a second read.
-			return applyFresh(ctx, tx, read, func(ctx context.Context, sp pgx.Tx, pay *stripeadapter.Payment) (bool, error) {
+			return applyFresh(ctx, tx, read, func(ctx context.Context, sp pgx.Tx, pay *stripepolicy.Payment) (bool, error) {
 				return apply(ctx, sp, store, id, pay, actorReconciler)
 			})
 		}
@@ -70,7 +70,7 @@ const intentOf = `SELECT external_id FROM reconcile_demo.payments WHERE id = $1`
 // readAtStripe reads the payment paymentID as Stripe holds it now. The command's transaction
 // is open meanwhile, holding its connection but no lock on the payment: one call, bounded by
 // the gateway's timeout.
-func readAtStripe(ctx context.Context, tx pgx.Tx, schema string, gateway paymentReader, paymentID int64) (*stripeadapter.Payment, error) {
+func readAtStripe(ctx context.Context, tx pgx.Tx, schema string, gateway paymentReader, paymentID int64) (*stripepolicy.Payment, error) {
 	var intentID string
 	err := tx.QueryRow(ctx, inSchema(schema, intentOf), paymentID).Scan(&intentID)
 	if errors.Is(err, pgx.ErrNoRows) {

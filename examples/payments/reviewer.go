@@ -10,14 +10,14 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
-	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 )
 
 // decidedKinds are the findings whose fix is a person's decision the row must then record:
 // a dispute lost, or one that needs a response. The writer refuses to record either by
 // itself (disputeForAPerson), so without the person's record the sweep would find the
 // dispute again after every resolution.
-var decidedKinds = []string{stripeadapter.KindDisputeLost, stripeadapter.KindDisputeNeedsResponse}
+var decidedKinds = []string{stripepolicy.KindDisputeLost, stripepolicy.KindDisputeNeedsResponse}
 
 // reviewer is what the review console resolves findings through (console.Config.Store): the
 // store, except that a person who resolves a decidedKinds finding as fixed or accepted also

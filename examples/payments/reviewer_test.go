@@ -8,14 +8,14 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/reconcilekit/reconcile"
-	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 )
 
 // disputeNeedsResponse is a story no run plants before its sweep: a dispute awaiting evidence
 // that the row does not know of.
 var disputeNeedsResponse = story{name: "dispute needs a response, unknown here", local: paid, external: stripe.PaymentIntentStatusSucceeded,
 	money:   money{dispute: stripe.DisputeStatusNeedsResponse},
-	verdict: reconcile.NeedsReview, kind: stripeadapter.KindDisputeNeedsResponse}
+	verdict: reconcile.NeedsReview, kind: stripepolicy.KindDisputeNeedsResponse}
 
 // telling returns the first planted story of kind.
 func telling(t *testing.T, kind string) *story {
@@ -38,10 +38,10 @@ func TestAPersonsDecisionOnADisputeIsRecordedWithItsResolution(t *testing.T) {
 		dispute string
 		refound bool
 	}{
-		{"a dispute lost, accepted", telling(t, stripeadapter.KindDisputeLost), reconcile.ResolutionAccepted, "lost", false},
+		{"a dispute lost, accepted", telling(t, stripepolicy.KindDisputeLost), reconcile.ResolutionAccepted, "lost", false},
 		{"a dispute needing a response, answered", &disputeNeedsResponse, reconcile.ResolutionFixed, "needs_response", false},
 		// Not the payment's fault: nothing is recorded, and the sweep finds the dispute again.
-		{"a false positive", telling(t, stripeadapter.KindDisputeLost), reconcile.ResolutionFalsePositive, "", true},
+		{"a false positive", telling(t, stripepolicy.KindDisputeLost), reconcile.ResolutionFalsePositive, "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -15,7 +15,7 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
-	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 )
 
 // maxWebhookBody bounds what the handler reads of a request: Stripe's events are a few KiB.
@@ -27,8 +27,8 @@ const paymentByIntent = `SELECT id FROM reconcile_demo.payments WHERE external_i
 // errUnknownIntent means no payment has the PaymentIntent an event is about.
 var errUnknownIntent = errors.New("payments: no payment has this PaymentIntent")
 
-// paymentReader reads a payment as Stripe holds it now (stripeadapter's (*Gateway).Payments()).
-type paymentReader = reconcile.Gateway[*stripeadapter.Payment]
+// paymentReader reads a payment as Stripe holds it now (a stripemoney.Gateway).
+type paymentReader = reconcile.Gateway[*stripepolicy.Payment]
 
 // webhookHandler receives Stripe's webhooks and applies them through the canonical writer, as
 // actor "stripe-webhook": a PaymentIntent's outcome as the event's PaymentIntent says it, and
@@ -149,10 +149,10 @@ func (h *webhookHandler) apply(ctx context.Context, handling handling, ev stripe
 			return err
 		})
 	} else {
-		read := func(ctx context.Context) (*stripeadapter.Payment, error) {
+		read := func(ctx context.Context) (*stripepolicy.Payment, error) {
 			return h.read(ctx, handling, ev, intentID)
 		}
-		changed, err = applyFresh(ctx, h.db, read, func(ctx context.Context, tx pgx.Tx, pay *stripeadapter.Payment) (bool, error) {
+		changed, err = applyFresh(ctx, h.db, read, func(ctx context.Context, tx pgx.Tx, pay *stripepolicy.Payment) (bool, error) {
 			return handling.money(ctx, tx, h.store, paymentID, pay, actorWebhook)
 		})
 	}
@@ -164,14 +164,14 @@ func (h *webhookHandler) apply(ctx context.Context, handling handling, ev stripe
 
 // read returns the payment as Stripe holds it, for a money writer: the PaymentIntent ev
 // carries, or the payment read at Stripe.
-func (h *webhookHandler) read(ctx context.Context, handling handling, ev stripe.Event, intentID string) (*stripeadapter.Payment, error) {
+func (h *webhookHandler) read(ctx context.Context, handling handling, ev stripe.Event, intentID string) (*stripepolicy.Payment, error) {
 	if handling.fromEvent {
 		// A succeeded PaymentIntent's amounts are final: the event's copy is Stripe's.
 		var pi stripe.PaymentIntent
 		if err := json.Unmarshal(ev.Data.Raw, &pi); err != nil {
 			return nil, fmt.Errorf("payments: read %s from event %s: %w", intentID, ev.ID, err)
 		}
-		return &stripeadapter.Payment{Intent: &pi}, nil
+		return &stripepolicy.Payment{Intent: &pi}, nil
 	}
 	pay, err := h.gateway.Fetch(ctx, intentID)
 	if err != nil {
@@ -219,9 +219,9 @@ var handled = func() map[stripe.EventType]handling {
 	dispute := handling{money: applyDispute, changed: "dispute recorded as at Stripe", unchanged: "dispute already as at Stripe"}
 	return map[stripe.EventType]handling{
 		stripe.EventTypePaymentIntentSucceeded: {money: applyPaymentSucceeded, fromEvent: true,
-			changed: "pending -> " + stripeadapter.LocalPaid, unchanged: "already " + stripeadapter.LocalPaid},
+			changed: "pending -> " + stripepolicy.LocalPaid, unchanged: "already " + stripepolicy.LocalPaid},
 		stripe.EventTypePaymentIntentCanceled: {status: applyPaymentCanceled,
-			changed: "pending -> " + stripeadapter.LocalFailed, unchanged: "already " + stripeadapter.LocalFailed},
+			changed: "pending -> " + stripepolicy.LocalFailed, unchanged: "already " + stripepolicy.LocalFailed},
 		stripe.EventTypeChargeRefunded:               refunds,
 		stripe.EventTypeChargeRefundUpdated:          refunds,
 		stripe.EventTypeRefundCreated:                refunds,

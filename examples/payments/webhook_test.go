@@ -15,7 +15,7 @@ import (
 	"github.com/stripe/stripe-go/v82/webhook"
 
 	"github.com/reconcilekit/reconcile"
-	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 )
 
@@ -32,7 +32,7 @@ func send(h http.Handler, method string, body []byte, header string) *httptest.R
 
 func TestWebhookChangesNothingForARequestItCannotTrustOrUse(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, stripeadapter.CommandApplyPaymentSucceeded, 1)
+	f := newFixture(t, stripepolicy.CommandApplyPaymentSucceeded, 1)
 	pay := f.p.payments[0]
 	var logs bytes.Buffer
 	h := newWebhookHandler(f.pool, f.store, f.gateway, testSecret, slog.New(slog.NewTextHandler(&logs, nil)))
@@ -113,7 +113,7 @@ func TestWebhookChangesNothingForARequestItCannotTrustOrUse(t *testing.T) {
 
 func TestWebhookLeavesAConflictForAPerson(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, stripeadapter.CommandApplyPaymentSucceeded, 1)
+	f := newFixture(t, stripepolicy.CommandApplyPaymentSucceeded, 1)
 	pay := f.p.payments[0]
 	body, header := signedEvent(testSecret, stripe.EventTypePaymentIntentSucceeded, pay.externalID, pay.amount)
 	if resp := deliver(t.Context(), f.hook, body, header); resp.Code != http.StatusOK {
@@ -133,7 +133,7 @@ func TestWebhookLeavesAConflictForAPerson(t *testing.T) {
 
 func TestRepairOfAPaymentThatMovedElsewhereGoesDeadAndLeavesItsFindingOpen(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, stripeadapter.CommandApplyPaymentCanceled, 1)
+	f := newFixture(t, stripepolicy.CommandApplyPaymentCanceled, 1)
 	pay := f.p.payments[0]
 	// A success arrives for the payment the reconciler found canceled at Stripe.
 	body, header := signedEvent(testSecret, stripe.EventTypePaymentIntentSucceeded, pay.externalID, pay.amount)
@@ -158,7 +158,7 @@ func TestRepairOfAPaymentThatMovedElsewhereGoesDeadAndLeavesItsFindingOpen(t *te
 
 func TestRepairWithARecordIDThatIsNotAPaymentIDGoesDead(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, stripeadapter.CommandApplyPaymentSucceeded, 1)
+	f := newFixture(t, stripepolicy.CommandApplyPaymentSucceeded, 1)
 	_, err := f.pool.Exec(t.Context(), inSchema(f.schema, `INSERT INTO reconcile_demo.reconcile_outbox
 		(aggregate_type, aggregate_id, event_type, finding_id, payload)
 		VALUES ('payment', 'ord_000001', 'ApplyPaymentSucceeded', 999,
@@ -183,7 +183,7 @@ func TestRepairWithARecordIDThatIsNotAPaymentIDGoesDead(t *testing.T) {
 
 func TestWebhookLeavesARefundThatFailedAtStripeForAPerson(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, stripeadapter.CommandApplyRefund, 1)
+	f := newFixture(t, stripepolicy.CommandApplyRefund, 1)
 	pay := f.p.payments[0]
 	body, header := signedEvent(testSecret, stripe.EventTypeChargeRefunded, pay.externalID, pay.amount)
 	if resp := deliver(t.Context(), f.hook, body, header); resp.Code != http.StatusOK {
@@ -286,7 +286,7 @@ func TestWebhookLeavesARefundOfAPaymentThatFailedHereForAPerson(t *testing.T) {
 
 func TestWebhookAsksStripeToRetryWhenItCannotReadThePayment(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, stripeadapter.CommandApplyRefund, 1)
+	f := newFixture(t, stripepolicy.CommandApplyRefund, 1)
 	pay := f.p.payments[0]
 	f.srv.Inject(stripetest.RetrievePaymentIntent, stripetest.Fault{Status: http.StatusServiceUnavailable, ID: pay.externalID})
 	body, header := signedEvent(testSecret, stripe.EventTypeChargeRefunded, pay.externalID, pay.amount)
@@ -309,7 +309,7 @@ func TestWebhookAsksStripeToRetryWhenItCannotReadThePayment(t *testing.T) {
 
 func TestARefundOfAPaymentIntentStripeDoesNotHaveIsNeitherRetriedNorApplied(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, stripeadapter.CommandApplyRefund, 1)
+	f := newFixture(t, stripepolicy.CommandApplyRefund, 1)
 	pay := f.p.payments[0]
 	f.srv.Inject(stripetest.RetrievePaymentIntent, stripetest.Fault{Status: http.StatusNotFound, Type: "invalid_request_error",
 		Code: "resource_missing", Message: "No such payment_intent", ID: pay.externalID})
@@ -337,7 +337,7 @@ func TestWebhookLeavesARefundLargerThanThePaymentForAPerson(t *testing.T) {
 	// PaymentIntent was refunded: more than the row charges.
 	f := newFixtureOf(t, &story{name: "amount cut here, refunded whole at Stripe", local: paid, external: stripe.PaymentIntentStatusSucceeded,
 		money:   money{amountOff: -500, refunded: 1},
-		verdict: reconcile.NeedsReview, kind: stripeadapter.KindAmountMismatch}, 1)
+		verdict: reconcile.NeedsReview, kind: stripepolicy.KindAmountMismatch}, 1)
 	pay := f.p.payments[0]
 	body, header := signedEvent(testSecret, stripe.EventTypeChargeRefunded, pay.externalID, pay.amount)
 	resp := deliver(t.Context(), f.hook, body, header)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
-	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 )
 
 // The canonical writer: the one place a payment's status, refunds and dispute change.
@@ -55,7 +55,7 @@ type writer func(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow
 
 // moneyWriter is the signature of applyPaymentSucceeded, applyRefunds and applyDispute: they
 // record what pay, the payment as Stripe holds it, says.
-type moneyWriter func(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], paymentID int64, pay *stripeadapter.Payment, actor string) (changed bool, err error)
+type moneyWriter func(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], paymentID int64, pay *stripepolicy.Payment, actor string) (changed bool, err error)
 
 const (
 	// markPaid moves a locked pending payment to paid and books what Stripe received ($3) in
@@ -106,7 +106,7 @@ SELECT id, 'refund', $3, $4 FROM refunded`
 // and whether to ship, charge again or refund is a person's decision (currency_mismatch,
 // amount_mismatch, partial_capture). A host that captures in part records the capture here,
 // and compares amount_received with it instead.
-func applyPaymentSucceeded(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], paymentID int64, pay *stripeadapter.Payment, actor string) (bool, error) {
+func applyPaymentSucceeded(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], paymentID int64, pay *stripepolicy.Payment, actor string) (bool, error) {
 	schema := store.Config().Schema
 	row, err := lock(ctx, tx, schema, paymentID)
 	if err != nil {
@@ -125,16 +125,16 @@ func applyPaymentSucceeded(ctx context.Context, tx pgx.Tx, store *pgstore.Store[
 	case pi.AmountReceived != pi.Amount:
 		return false, &conflictError{PaymentID: paymentID, Reason: fmt.Sprintf("charges %s, Stripe captured %s",
 			reconcile.FormatAmount(row.Amount, row.Currency), reconcile.FormatAmount(pi.AmountReceived, row.Currency))}
-	case row.Status == stripeadapter.LocalPaid:
-		return false, resolve(ctx, tx, store, paymentID, []string{stripeadapter.KindMissedSuccess}, actor, "already paid; nothing to change")
-	case row.Status != stripeadapter.LocalPending:
+	case row.Status == stripepolicy.LocalPaid:
+		return false, resolve(ctx, tx, store, paymentID, succeededKinds, actor, "already paid; nothing to change")
+	case row.Status != stripepolicy.LocalPending:
 		return false, &conflictError{PaymentID: paymentID, Reason: fmt.Sprintf("is %s, not pending or paid", row.Status)}
 	}
 	if _, err := tx.Exec(ctx, inSchema(schema, markPaid), paymentID, actor, pi.AmountReceived); err != nil {
 		return false, fmt.Errorf("payments: mark payment %d paid: %w", paymentID, err)
 	}
 	note := "pending -> paid, " + reconcile.FormatAmount(pi.AmountReceived, row.Currency) + " received"
-	return true, resolve(ctx, tx, store, paymentID, []string{stripeadapter.KindMissedSuccess}, actor, note)
+	return true, resolve(ctx, tx, store, paymentID, succeededKinds, actor, note)
 }
 
 // applyPaymentCanceled records that a payment's PaymentIntent was canceled: a pending payment
@@ -145,14 +145,14 @@ func applyPaymentCanceled(ctx context.Context, tx pgx.Tx, store *pgstore.Store[p
 	if err := tx.QueryRow(ctx, inSchema(store.Config().Schema, markFailed), paymentID).Scan(&n); err != nil {
 		return false, fmt.Errorf("payments: mark payment %d failed: %w", paymentID, err)
 	}
-	return settle(ctx, tx, store, paymentID, n == 1, stripeadapter.LocalFailed, stripeadapter.KindMissedCancel, actor)
+	return settle(ctx, tx, store, paymentID, n == 1, stripepolicy.LocalFailed, canceledKinds, actor)
 }
 
 // settle finishes a transition to status to after its guarded update: if the update changed
 // nothing, the payment must be in status to already (the other path got there first), or it
-// is a conflict. Then it resolves the open findings of kind about the payment, as repaired by
+// is a conflict. Then it resolves the open findings of kinds about the payment, as repaired by
 // actor.
-func settle(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], paymentID int64, changed bool, to, kind, actor string) (bool, error) {
+func settle(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], paymentID int64, changed bool, to string, kinds []string, actor string) (bool, error) {
 	note := "pending -> " + to
 	if !changed {
 		var status string
@@ -168,11 +168,21 @@ func settle(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], pa
 		}
 		note = "already " + to + "; nothing to change"
 	}
-	return changed, resolve(ctx, tx, store, paymentID, []string{kind}, actor, note)
+	return changed, resolve(ctx, tx, store, paymentID, kinds, actor, note)
 }
 
-// refundKinds are the findings applyRefunds repairs.
-var refundKinds = []string{stripeadapter.KindMissedRefund, stripeadapter.KindMissedPartialRefund}
+// The findings each writer repairs, and resolves once it has written: the policy's kinds whose
+// repair is the writer's command (missed_success; missed_cancel; missed_refund and
+// missed_partial_refund; dispute_won and dispute_updated). Never every kind of the payment:
+// the findings meant for a person (a refund that failed, a dispute lost) stay open.
+var (
+	succeededKinds = moneyPolicy.KindsRepairedBy(stripepolicy.CommandApplyPaymentSucceeded)
+	canceledKinds  = moneyPolicy.KindsRepairedBy(stripepolicy.CommandApplyPaymentCanceled)
+	refundKinds    = moneyPolicy.KindsRepairedBy(stripepolicy.CommandApplyRefund)
+	// A dispute's outcome or progress, which asks nothing of anyone. A dispute that needs a
+	// response, or one lost, stays with a person whatever the row records.
+	disputeKinds = moneyPolicy.KindsRepairedBy(stripepolicy.CommandApplyDisputeStatus)
+)
 
 // applyRefunds records the refunds of a payment as Stripe holds them in pay: a payment that has
 // recorded less than its charge's amount_refunded catches up, with a ledger row for the
@@ -182,7 +192,7 @@ var refundKinds = []string{stripeadapter.KindMissedRefund, stripeadapter.KindMis
 // read of Stripe agrees: applyFresh) or in another currency is a conflict: whether to charge the customer again, or to refund once more, is a
 // person's decision. So is one that failed here: its ledger never booked the money, and a
 // refund row would book money going back that, for our books, never came.
-func applyRefunds(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], paymentID int64, pay *stripeadapter.Payment, actor string) (bool, error) {
+func applyRefunds(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], paymentID int64, pay *stripepolicy.Payment, actor string) (bool, error) {
 	schema := store.Config().Schema
 	row, err := lock(ctx, tx, schema, paymentID)
 	if err != nil {
@@ -191,7 +201,7 @@ func applyRefunds(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRo
 	currency, recorded := row.Currency, row.AmountRefunded
 	refunded, stripeCurrency := refundedAtStripe(pay)
 	switch {
-	case row.Status == stripeadapter.LocalFailed:
+	case row.Status == stripepolicy.LocalFailed:
 		return false, &conflictError{PaymentID: paymentID, Reason: fmt.Sprintf("is %s, Stripe refunded %s of it",
 			row.Status, reconcile.FormatAmount(refunded, stripeCurrency))}
 	case !strings.EqualFold(stripeCurrency, currency):
@@ -214,11 +224,6 @@ func applyRefunds(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRo
 	return true, resolve(ctx, tx, store, paymentID, refundKinds, actor, note)
 }
 
-// disputeKinds are the findings applyDispute repairs: a dispute's outcome or progress, which
-// asks nothing of anyone. A dispute that needs a response, or one lost, stays with a person
-// whatever the row records.
-var disputeKinds = []string{stripeadapter.KindDisputeWon, stripeadapter.KindDisputeUpdated}
-
 // disputeForAPerson are the dispute statuses the money policy sends to a person
 // (dispute_lost, dispute_needs_response). applyDispute never records one: the row would then
 // agree with Stripe, and the sweep and the lanes would find nothing to show anyone, however
@@ -231,7 +236,7 @@ var disputeForAPerson = []string{
 // resolves the open dispute_won and dispute_updated findings about the payment by actor. A
 // payment that records a dispute Stripe does not have, or whose dispute at Stripe was lost or
 // needs a response, is a conflict, for a person.
-func applyDispute(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], paymentID int64, pay *stripeadapter.Payment, actor string) (bool, error) {
+func applyDispute(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], paymentID int64, pay *stripepolicy.Payment, actor string) (bool, error) {
 	changed, note, err := recordDispute(ctx, tx, store.Config().Schema, paymentID, pay, disputeForAPerson)
 	if err != nil {
 		return false, err
@@ -243,14 +248,14 @@ func applyDispute(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRo
 // pay, whatever it is: a person decided the dispute_lost or dispute_needs_response finding
 // about it, and resolves that finding in tx (reviewer.go). A payment that records a dispute
 // Stripe does not have is a conflict still.
-func applyDisputeDecided(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], paymentID int64, pay *stripeadapter.Payment) (bool, error) {
+func applyDisputeDecided(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], paymentID int64, pay *stripepolicy.Payment) (bool, error) {
 	changed, _, err := recordDispute(ctx, tx, store.Config().Schema, paymentID, pay, nil)
 	return changed, err
 }
 
 // recordDispute sets a payment's dispute status to that of its latest dispute in pay, unless
 // that is one of refused, and returns what it did, for the resolution's note.
-func recordDispute(ctx context.Context, tx pgx.Tx, schema string, paymentID int64, pay *stripeadapter.Payment, refused []string) (changed bool, note string, err error) {
+func recordDispute(ctx context.Context, tx pgx.Tx, schema string, paymentID int64, pay *stripepolicy.Payment, refused []string) (changed bool, note string, err error) {
 	row, err := lock(ctx, tx, schema, paymentID)
 	if err != nil {
 		return false, "", err
@@ -287,12 +292,12 @@ func lock(ctx context.Context, tx pgx.Tx, schema string, paymentID int64) (payme
 // refundedAtStripe returns what pay's charge refunded to the customer, as the money policy
 // reads it (failed and canceled refunds not counted, nor what a partial capture released), and
 // the payment's currency.
-func refundedAtStripe(pay *stripeadapter.Payment) (refunded int64, currency string) {
+func refundedAtStripe(pay *stripepolicy.Payment) (refunded int64, currency string) {
 	return pay.AmountRefunded(), string(pay.Intent.Currency)
 }
 
 // latestDispute returns the status of pay's newest dispute, "" if it has none.
-func latestDispute(pay *stripeadapter.Payment) string {
+func latestDispute(pay *stripepolicy.Payment) string {
 	var latest *stripe.Dispute
 	for _, d := range pay.Disputes {
 		if latest == nil || d.Created > latest.Created {
@@ -322,7 +327,7 @@ func resolve(ctx context.Context, tx pgx.Tx, store *pgstore.Store[paymentRow], p
 // no transaction of db's open, so that no row stays locked during the call.
 func applyFresh(ctx context.Context, db interface {
 	Begin(context.Context) (pgx.Tx, error)
-}, read func(context.Context) (*stripeadapter.Payment, error), apply func(context.Context, pgx.Tx, *stripeadapter.Payment) (bool, error)) (bool, error) {
+}, read func(context.Context) (*stripepolicy.Payment, error), apply func(context.Context, pgx.Tx, *stripepolicy.Payment) (bool, error)) (bool, error) {
 	for again := false; ; again = true {
 		pay, err := read(ctx)
 		if err != nil {

@@ -14,14 +14,14 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/reconcilekit/reconcile"
-	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 )
 
 // disputeUnderReview is a story no run plants: a dispute under review at Stripe that the row
 // does not know of. Its progress is recorded through the writer.
 var disputeUnderReview = story{name: "dispute under review, unknown here", local: paid, external: stripe.PaymentIntentStatusSucceeded,
 	money:   money{dispute: stripe.DisputeStatusUnderReview},
-	verdict: reconcile.Repairable, kind: stripeadapter.KindDisputeUpdated, command: stripeadapter.CommandApplyDisputeStatus}
+	verdict: reconcile.Repairable, kind: stripepolicy.KindDisputeUpdated, command: stripepolicy.CommandApplyDisputeStatus}
 
 // queuing returns the first planted story that queues command, nil if none does.
 func queuing(command string) *story {
@@ -43,11 +43,11 @@ var transitions = []struct {
 	changed, unchanged string
 	dispute            string
 }{
-	{"a missed success", queuing(stripeadapter.CommandApplyPaymentSucceeded), stripe.EventTypePaymentIntentSucceeded,
+	{"a missed success", queuing(stripepolicy.CommandApplyPaymentSucceeded), stripe.EventTypePaymentIntentSucceeded,
 		"pending -> paid", "already paid", ""},
-	{"a missed cancel", queuing(stripeadapter.CommandApplyPaymentCanceled), stripe.EventTypePaymentIntentCanceled,
+	{"a missed cancel", queuing(stripepolicy.CommandApplyPaymentCanceled), stripe.EventTypePaymentIntentCanceled,
 		"pending -> failed", "already failed", ""},
-	{"a missed partial refund", queuing(stripeadapter.CommandApplyRefund), stripe.EventTypeChargeRefunded,
+	{"a missed partial refund", queuing(stripepolicy.CommandApplyRefund), stripe.EventTypeChargeRefunded,
 		"refunds recorded as at Stripe", "refunds already as at Stripe", ""},
 	// The event's type says nothing of the outcome: "updated" is applied as Stripe holds it.
 	{"a dispute's progress", &disputeUnderReview, stripe.EventTypeChargeDisputeUpdated,
@@ -210,7 +210,7 @@ func TestRefundedAtStripeLeavesOutWhatAPartialCaptureReleased(t *testing.T) {
 		{"captured 600, 200 refunded", 600, 600, 200},
 		{"captured 600, all refunded", 600, 1000, 600},
 	} {
-		pay := &stripeadapter.Payment{Intent: &stripe.PaymentIntent{ID: "pi_1", Amount: 1000, Currency: "usd", AmountReceived: tc.captured,
+		pay := &stripepolicy.Payment{Intent: &stripe.PaymentIntent{ID: "pi_1", Amount: 1000, Currency: "usd", AmountReceived: tc.captured,
 			LatestCharge: &stripe.Charge{ID: "ch_1", Object: "charge", Amount: 1000, Captured: true, AmountCaptured: tc.captured, AmountRefunded: tc.amountRefunded}}}
 		if got, currency := refundedAtStripe(pay); got != tc.want || currency != "usd" {
 			t.Errorf("%s: refundedAtStripe = %d %s, want %d usd", tc.name, got, currency, tc.want)
@@ -237,7 +237,7 @@ func TestWebhookLeavesASuccessInOtherMoneyForAPerson(t *testing.T) {
 	for _, tc := range moneyThatDiffers {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := newFixture(t, stripeadapter.CommandApplyPaymentSucceeded, 1)
+			f := newFixture(t, stripepolicy.CommandApplyPaymentSucceeded, 1)
 			pay := f.p.payments[0]
 			pi := map[string]any{"id": pay.externalID, "object": "payment_intent", "status": stripe.PaymentIntentStatusSucceeded,
 				"amount": pay.amount, "amount_received": pay.amount, "currency": "usd"}
@@ -279,7 +279,7 @@ func TestRepairOfASuccessInOtherMoneyGoesDead(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := newFixture(t, stripeadapter.CommandApplyPaymentSucceeded, 1)
+			f := newFixture(t, stripepolicy.CommandApplyPaymentSucceeded, 1)
 			pay := f.p.payments[0]
 			tc.change(t, f, pay)
 
@@ -301,11 +301,11 @@ func TestRepairOfASuccessInOtherMoneyGoesDead(t *testing.T) {
 // stale: the payment as another writer's slower read of Stripe would have it.
 type staleOnce struct {
 	paymentReader
-	stale *stripeadapter.Payment
+	stale *stripepolicy.Payment
 	reads atomic.Int32
 }
 
-func (s *staleOnce) Fetch(ctx context.Context, id string) (*stripeadapter.Payment, error) {
+func (s *staleOnce) Fetch(ctx context.Context, id string) (*stripepolicy.Payment, error) {
 	if s.reads.Add(1) == 1 {
 		return s.stale, nil
 	}
@@ -319,7 +319,7 @@ func TestAWriterWithAStaleReadOfARefundReadsAgain(t *testing.T) {
 	for _, path := range []string{"webhook", "repair"} {
 		t.Run(path, func(t *testing.T) {
 			t.Parallel()
-			f := newFixture(t, stripeadapter.CommandApplyRefund, 1)
+			f := newFixture(t, stripepolicy.CommandApplyRefund, 1)
 			pay := f.p.payments[0]
 			ctx := t.Context()
 			before, err := f.gateway.Fetch(ctx, pay.externalID)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/riverdelivery"
-	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 )
 
 // demo sweeps once, shows the jobs the commits enqueued, lets River work them and checks that
@@ -54,7 +54,7 @@ func demo(ctx context.Context, out io.Writer, h *host, fx *fixture) error {
 			(SELECT count(*) FROM reconcile_findings WHERE kind = $1 AND resolution = 'repaired'),
 			(SELECT count(*) FROM reconcile_finding_events WHERE action = 'resolved'),
 			(SELECT count(*) FROM reconcile_findings WHERE kind <> $1 AND resolved_at IS NULL),
-			(SELECT count(*) FROM reconcile_outbox WHERE status = 'done')`, stripeadapter.KindMissedSuccess).
+			(SELECT count(*) FROM reconcile_outbox WHERE status = 'done')`, stripepolicy.KindMissedSuccess).
 		Scan(&paid, &repaired, &resolutions, &reviewOpen, &outboxDone); err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/riverdelivery"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 )
 
 // The host's wiring: what a service that runs River would copy. setup.go is the demo's own.
@@ -38,7 +39,7 @@ func newHost(pool *pgxpool.Pool, schema, stripeKey, stripeURL string) (*host, er
 	if err != nil {
 		return nil, err
 	}
-	if err := worker.Handle(stripeadapter.CommandApplyPaymentSucceeded, func(ctx context.Context, tx pgx.Tx, cmd reconcile.Command) error {
+	if err := worker.Handle(stripepolicy.CommandApplyPaymentSucceeded, func(ctx context.Context, tx pgx.Tx, cmd reconcile.Command) error {
 		return markPaid(ctx, tx, h.store, cmd.RecordID, "repair of finding "+fmt.Sprint(cmd.FindingID))
 	}); err != nil {
 		return nil, err
@@ -61,12 +62,12 @@ func newHost(pool *pgxpool.Pool, schema, stripeKey, stripeURL string) (*host, er
 		ExternalIDColumn: "stripe_payment_intent_id", Deliver: deliverer}); err != nil {
 		return nil, err
 	}
-	gw, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: stripeKey, BaseURL: stripeURL})
+	gw, err := stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Key: stripeKey, BaseURL: stripeURL}, stripeadapter.PaymentIntents())
 	if err != nil {
 		return nil, err
 	}
 	h.sweep, err = reconcile.New(reconcile.Config[string, *stripe.PaymentIntent]{Job: job, Source: h.store, Sink: h.store,
-		Gateway: gw, Classifier: stripeadapter.PaymentIntentClassifier(), ExternalState: stripeadapter.PaymentIntentState})
+		Gateway: gw, Classifier: stripepolicy.PaymentIntentPolicy(), ExternalState: stripepolicy.PaymentIntentState})
 	return h, err
 }
 
@@ -78,7 +79,9 @@ func markPaid(ctx context.Context, tx pgx.Tx, store *pgstore.Store[string], paym
 	if _, err := tx.Exec(ctx, `UPDATE payments SET status = 'paid', updated_at = now() WHERE id = $1::bigint AND status = 'pending'`, paymentID); err != nil {
 		return fmt.Errorf("mark payment %s paid: %w", paymentID, err)
 	}
-	_, err := store.ResolveRecordFindings(ctx, tx, paymentID, []string{stripeadapter.KindMissedSuccess},
+	// The findings ApplyPaymentSucceeded repairs (missed_success), no finding for a person.
+	repaired := stripepolicy.PaymentIntentPolicy().KindsRepairedBy(stripepolicy.CommandApplyPaymentSucceeded)
+	_, err := store.ResolveRecordFindings(ctx, tx, paymentID, repaired,
 		reconcile.Resolution{As: reconcile.ResolutionRepaired, By: reconcile.ResolvedByReconciler, Note: note})
 	return err
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
-	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 	"github.com/reconcilekit/reconcile/internal/shared/pgenv"
 )
@@ -77,10 +77,10 @@ func load(ctx context.Context, pool *pgxpool.Pool, opts options) (*fixture, erro
 	locals := make([]string, opts.Rows)
 	for i := range pis {
 		n := i + 1
-		local, ext := stripeadapter.LocalPaid, stripe.PaymentIntentStatusSucceeded
+		local, ext := stripepolicy.LocalPaid, stripe.PaymentIntentStatusSucceeded
 		switch {
 		case n%20 == 0:
-			local = stripeadapter.LocalPending
+			local = stripepolicy.LocalPending
 			fx.repairable++
 		case n%47 == 0:
 			ext = stripe.PaymentIntentStatusCanceled

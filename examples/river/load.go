@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stripe/stripe-go/v82"
 
-	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 )
 
@@ -33,10 +33,10 @@ func load(ctx context.Context, pool *pgxpool.Pool, schema string, rows int) (*fi
 	locals := make([]string, rows)
 	for i := range pis {
 		n := i + 1
-		local, ext := stripeadapter.LocalPaid, stripe.PaymentIntentStatusSucceeded
+		local, ext := stripepolicy.LocalPaid, stripe.PaymentIntentStatusSucceeded
 		switch {
 		case n%40 == 0:
-			local = stripeadapter.LocalPending
+			local = stripepolicy.LocalPending
 			fx.repairable++
 		case n%97 == 0:
 			ext = stripe.PaymentIntentStatusCanceled

@@ -24,6 +24,7 @@ import (
 	"github.com/reconcilekit/reconcile/adapters/pgshard"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 )
 
 // workerEnv carries a worker process's configuration, as JSON.
@@ -187,12 +188,12 @@ func runWorker(ctx context.Context, cfg workerConfig) (workerSummary, error) {
 		return workerSummary{}, err
 	}
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4 * cfg.Slots}}
-	gw, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: cfg.StripeKey, BaseURL: cfg.StripeURL, HTTPClient: hc})
+	gw, err := stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Key: cfg.StripeKey, BaseURL: cfg.StripeURL, HTTPClient: hc}, stripeadapter.PaymentIntents())
 	if err != nil {
 		return workerSummary{}, err
 	}
 	w := &shardTickWorker{job: job, engine: reconcile.Config[string, *stripe.PaymentIntent]{
-		Gateway: gw, Classifier: stripeadapter.PaymentIntentClassifier(), ExternalState: stripeadapter.PaymentIntentState,
+		Gateway: gw, Classifier: stripepolicy.PaymentIntentPolicy(), ExternalState: stripepolicy.PaymentIntentState,
 		BatchSize: 500, Concurrency: 2, Limiter: limiter,
 	}}
 	workers := river.NewWorkers()

@@ -1,7 +1,7 @@
 // Subscriptions reconciles a PostgreSQL subscriptions table against Stripe Subscriptions with
-// stripeadapter's object kit and subscription policy, repairs what it found through the
-// canonical writer a webhook handler would call, and checks the outcome against the drift it
-// planted.
+// stripeadapter's object kit and stripepolicy's subscription policy, repairs what it found
+// through the canonical writer a webhook handler would call, and checks the outcome against the
+// drift it planted.
 //
 //	go run ./examples/subscriptions
 //

@@ -13,6 +13,7 @@ import (
 	"github.com/reconcilekit/reconcile/adapters/pgoutbox"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 )
 
 // The host's wiring: what a service selling subscriptions would copy. The table is in
@@ -29,9 +30,9 @@ type subscriptionRow struct {
 	PaidThrough       *time.Time `db:"paid_through"` // nil: never recorded
 }
 
-// policy is stripeadapter's subscription policy over the row (its table is in the package doc).
-var policy = stripeadapter.SubscriptionPolicy(func(r subscriptionRow) stripeadapter.LocalSubscription {
-	ls := stripeadapter.LocalSubscription{Status: r.Status, CancelAtPeriodEnd: r.CancelAtPeriodEnd}
+// policy is stripepolicy's subscription policy over the row (its table is in the package doc).
+var policy = stripepolicy.SubscriptionPolicy(func(r subscriptionRow) stripepolicy.LocalSubscription {
+	ls := stripepolicy.LocalSubscription{Status: r.Status, CancelAtPeriodEnd: r.CancelAtPeriodEnd}
 	if r.PaidThrough != nil {
 		ls.PaidThrough = *r.PaidThrough
 	}
@@ -84,7 +85,7 @@ func newDispatcher(pool *pgxpool.Pool, store *pgstore.Store[subscriptionRow], ga
 	if err != nil {
 		return nil, err
 	}
-	return d, pgoutbox.HandleCommand(d, stripeadapter.CommandApplySubscriptionStatus, func(ctx context.Context, tx pgx.Tx, cmd reconcile.Command) error {
+	return d, pgoutbox.HandleCommand(d, stripepolicy.CommandApplySubscriptionStatus, func(ctx context.Context, tx pgx.Tx, cmd reconcile.Command) error {
 		_, err := applySubscription(ctx, tx, store, gateway, cmd.RecordID, actorReconciler)
 		var conflict *conflictError
 		if errors.As(err, &conflict) || errors.Is(err, errNoRow) || errors.Is(err, reconcile.ErrNotFound) {

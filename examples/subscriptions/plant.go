@@ -14,7 +14,7 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
-	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 )
 
@@ -38,23 +38,23 @@ type story struct {
 
 var stories = []story{
 	{name: "canceled at Stripe (Dashboard, dunning), active here; only a status=all list shows it", n: 6,
-		sub: setStatus("canceled"), kind: stripeadapter.KindSubscriptionCanceledExternally, repaired: true},
+		sub: setStatus("canceled"), kind: stripepolicy.KindSubscriptionCanceledExternally, repaired: true},
 	{name: "canceled at both, in sync; only a status=all list shows it", n: 6,
 		row: func(r *rowSpec) { r.status = "canceled" }, sub: setStatus("canceled")},
 	{name: "past_due at Stripe, its renewal failed; active here", n: 3,
-		sub: setStatus("past_due"), kind: stripeadapter.KindMissedStatusChange, repaired: true},
+		sub: setStatus("past_due"), kind: stripepolicy.KindMissedStatusChange, repaired: true},
 	{name: "unpaid at Stripe after dunning, active here", n: 2,
-		sub: setStatus("unpaid"), kind: stripeadapter.KindAccessWithoutBilling, repaired: true},
+		sub: setStatus("unpaid"), kind: stripepolicy.KindAccessWithoutBilling, repaired: true},
 	{name: "first invoice paid at Stripe, incomplete here", n: 2,
-		row: func(r *rowSpec) { r.status = "incomplete" }, kind: stripeadapter.KindMissedActivation, repaired: true},
+		row: func(r *rowSpec) { r.status = "incomplete" }, kind: stripepolicy.KindMissedActivation, repaired: true},
 	{name: "set to cancel at period end in the customer portal, the row expects a renewal", n: 3,
-		sub: func(s *stripetest.Subscription) { s.CancelAtPeriodEnd = true }, kind: stripeadapter.KindCancellationScheduledExternally, repaired: true},
+		sub: func(s *stripetest.Subscription) { s.CancelAtPeriodEnd = true }, kind: stripepolicy.KindCancellationScheduledExternally, repaired: true},
 	{name: "paid through a month past Stripe's period end", n: 3,
-		row: func(r *rowSpec) { r.paidThrough = r.paidThrough.AddDate(0, 1, 0) }, kind: stripeadapter.KindPaidThroughAhead, repaired: true},
+		row: func(r *rowSpec) { r.paidThrough = r.paidThrough.AddDate(0, 1, 0) }, kind: stripepolicy.KindPaidThroughAhead, repaired: true},
 	{name: "cancelled here, the cancellation never reached Stripe, which still bills", n: 2,
-		row: func(r *rowSpec) { r.status = "canceled" }, kind: stripeadapter.KindBillingWithoutAccess},
+		row: func(r *rowSpec) { r.status = "canceled" }, kind: stripepolicy.KindBillingWithoutAccess},
 	{name: "set to cancel at period end here, not at Stripe: it will renew", n: 1,
-		row: func(r *rowSpec) { r.cancel = true }, kind: stripeadapter.KindCancellationMissingExternally},
+		row: func(r *rowSpec) { r.cancel = true }, kind: stripepolicy.KindCancellationMissingExternally},
 	{name: "missing at Stripe", n: 1, missing: true, kind: reconcile.KindMissingExternally},
 }
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
-	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 )
 
 // The canonical writer: the one place a subscription row changes. The customer.subscription.*
@@ -38,13 +38,10 @@ type subscriptionReader interface {
 	Fetch(ctx context.Context, id string) (*stripe.Subscription, error)
 }
 
-// repairedKinds are the findings a write of Stripe's side repairs: every Repairable kind of
-// the subscription policy.
-var repairedKinds = []string{
-	stripeadapter.KindSubscriptionCanceledExternally, stripeadapter.KindAccessWithoutBilling,
-	stripeadapter.KindMissedActivation, stripeadapter.KindMissedStatusChange, stripeadapter.KindPaidThroughAhead,
-	stripeadapter.KindCancellationScheduledExternally, stripeadapter.KindPaidThroughBehind,
-}
+// repairedKinds are the findings a write of Stripe's side repairs, and resolves: those the
+// policy repairs by ApplySubscriptionStatus, every Repairable kind of it. The findings meant
+// for a person stay open.
+var repairedKinds = policy.KindsRepairedBy(stripepolicy.CommandApplySubscriptionStatus)
 
 const (
 	// lockRow reads what the writer changes and locks the row until the transaction ends.
@@ -92,7 +89,7 @@ func applySubscription(ctx context.Context, tx pgx.Tx, store *pgstore.Store[subs
 // policy compares. A past_due subscription's period has moved on unpaid, so a row that records
 // an earlier end keeps it; nil without a period.
 func paidThrough(row subscriptionRow, sub *stripe.Subscription) *time.Time {
-	end := stripeadapter.SubscriptionPeriodEnd(sub)
+	end := stripepolicy.SubscriptionPeriodEnd(sub)
 	switch {
 	case end.IsZero():
 		return nil

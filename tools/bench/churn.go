@@ -19,7 +19,7 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
-	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 )
 
 // The churn subcommand runs the engine on a fixed schedule, in simulated time, over a payments
@@ -446,7 +446,7 @@ func runChurn(ctx context.Context, pool *pgxpool.Pool, schema string, opts churn
 	}
 	rec, err := reconcile.New(reconcile.Config[string, *stripe.PaymentIntent]{
 		Job: "churn", Source: store, Sink: store, Gateway: reconcile.GatewayFunc[*stripe.PaymentIntent](gw.fetch),
-		Classifier: stripeadapter.PaymentIntentClassifier(), ExternalState: stripeadapter.PaymentIntentState,
+		Classifier: stripepolicy.PaymentIntentPolicy(), ExternalState: stripepolicy.PaymentIntentState,
 		BatchSize: opts.Batch, Grace: grace, Concurrency: 1,
 	})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 )
 
@@ -168,9 +169,9 @@ func runConnect(ctx context.Context, pool *pgxpool.Pool, schema string, o connec
 		ids := srv.AddPaymentIntents(pis)
 		for i, pi := range ids {
 			id++
-			local := stripeadapter.LocalPaid
+			local := stripepolicy.LocalPaid
 			if i == 0 {
-				local = stripeadapter.LocalPending // a missed webhook in every account
+				local = stripepolicy.LocalPending // a missed webhook in every account
 			}
 			created := base.Add(time.Duration(i) * time.Hour)
 			rows = append(rows, []any{id, a.id, pi, local, created, created})
@@ -226,7 +227,7 @@ func runConnect(ctx context.Context, pool *pgxpool.Pool, schema string, o connec
 		}
 		job := "payments@" + acct
 		r, err := reconcile.New(reconcile.Config[string, *stripe.PaymentIntent]{Job: job, Source: store, Sink: store, Gateway: gw,
-			Classifier: stripeadapter.PaymentIntentClassifier(), ExternalState: stripeadapter.PaymentIntentState,
+			Classifier: stripepolicy.PaymentIntentPolicy(), ExternalState: stripepolicy.PaymentIntentState,
 			BatchSize: o.Batch, Limiter: limiter})
 		if err != nil {
 			return nil, err

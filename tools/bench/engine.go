@@ -20,7 +20,7 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
-	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 )
 
 // engineOptions configures one engine run.
@@ -167,7 +167,7 @@ func runEngine(ctx context.Context, pool *pgxpool.Pool, schema string, opts engi
 		ExternalIDColumn: "stripe_payment_intent_id",
 		StateColumn:      "status",
 	}
-	statuses := stripeadapter.PaymentIntentClassifier()
+	statuses := stripepolicy.PaymentIntentPolicy()
 	policy := reconcile.ClassifierFunc[typedPayment, *stripe.PaymentIntent](func(p typedPayment, pi *stripe.PaymentIntent) reconcile.Decision {
 		return statuses.Classify(p.Status, pi)
 	})
@@ -284,7 +284,7 @@ func timeCycle[L any](ctx context.Context, pool *pgxpool.Pool, store *pgstore.St
 		Classifier:    policy,
 		BatchSize:     opts.Batch,
 		LocalState:    local,
-		ExternalState: stripeadapter.PaymentIntentState,
+		ExternalState: stripepolicy.PaymentIntentState,
 	})
 	if err != nil {
 		return c, err

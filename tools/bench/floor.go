@@ -14,7 +14,7 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
-	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 )
 
 // The SQL floor: the engine bench's database work written by hand as the plainest set-based
@@ -77,7 +77,7 @@ func floorCycle(ctx context.Context, pool *pgxpool.Pool, schema string, tables p
 	if _, err := pool.Exec(ctx, fmt.Sprintf(floorStart, table("cursors")), job); err != nil {
 		return c, fmt.Errorf("bench: floor: %w", err)
 	}
-	policy, gw := stripeadapter.PaymentIntentClassifier(), &mixGateway{}
+	policy, gw := stripepolicy.PaymentIntentPolicy(), &mixGateway{}
 	grace := reconcile.DefaultGrace
 	var last, version int64
 	start := time.Now()
@@ -155,7 +155,7 @@ func floorJudge(ctx context.Context, gw *mixGateway, policy reconcile.Classifier
 	if err != nil {
 		return reconcile.Decision{Verdict: reconcile.Unverifiable}, ""
 	}
-	return policy.Classify(local, pi), stripeadapter.PaymentIntentState(pi)
+	return policy.Classify(local, pi), stripepolicy.PaymentIntentState(pi)
 }
 
 // floorCommit runs b in one transaction, its first statement the cursor's compare-and-set.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 )
 
@@ -107,9 +108,9 @@ func runLanes(ctx context.Context, pool *pgxpool.Pool, schema string, o lanesOpt
 	step := 6 * 24 * time.Hour / time.Duration(o.Rows)
 	local := func(i int) (string, stripe.PaymentIntentStatus) {
 		if i%2 == 0 {
-			return stripeadapter.LocalPending, stripe.PaymentIntentStatusRequiresPaymentMethod
+			return stripepolicy.LocalPending, stripe.PaymentIntentStatusRequiresPaymentMethod
 		}
-		return stripeadapter.LocalPaid, stripe.PaymentIntentStatusSucceeded
+		return stripepolicy.LocalPaid, stripe.PaymentIntentStatusSucceeded
 	}
 	pis := make([]stripetest.PaymentIntent, o.Rows, o.Rows+o.Orphans)
 	for i := range pis {
@@ -131,13 +132,13 @@ func runLanes(ctx context.Context, pool *pgxpool.Pool, schema string, o lanesOpt
 	if err != nil {
 		return res, err
 	}
-	gw, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL()})
+	gw, err := stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL()}, stripeadapter.PaymentIntents())
 	if err != nil {
 		return res, err
 	}
 	newLane := func(name string, feed reconcile.Feed[*stripe.PaymentIntent], missing bool) (*reconcile.Lane[string, *stripe.PaymentIntent], error) {
 		return reconcile.NewLane(reconcile.LaneConfig[string, *stripe.PaymentIntent]{Job: "bench", Lane: name, Feed: feed,
-			Matcher: store, Sink: store, Classifier: stripeadapter.PaymentIntentClassifier(), ReportMissing: missing})
+			Matcher: store, Sink: store, Classifier: stripepolicy.PaymentIntentPolicy(), ReportMissing: missing})
 	}
 	evFeed, err := gw.EventsFeed(stripeadapter.EventsOptions{Settle: o.Settle})
 	if err != nil {
@@ -169,7 +170,7 @@ func runLanes(ctx context.Context, pool *pgxpool.Pool, schema string, o lanesOpt
 	found := func() (int, error) {
 		var n int
 		err := pool.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{schema, "reconcile_findings"}.Sanitize()+
-			" WHERE kind = $1", stripeadapter.KindMissedSuccess).Scan(&n)
+			" WHERE kind = $1", stripepolicy.KindMissedSuccess).Scan(&n)
 		return n, err
 	}
 	tick := time.NewTicker(o.Interval)
@@ -208,7 +209,7 @@ func runLanes(ctx context.Context, pool *pgxpool.Pool, schema string, o lanesOpt
 	fmt.Fprintf(progress, "lanes: events lane found %d missed successes %.2f s after the last one, %d list calls\n",
 		res.FoundMissed, res.DetectSeconds, res.APICalls)
 
-	rvFeed, err := gw.ReverseFeed(stripeadapter.ReverseOptions{})
+	rvFeed, err := gw.ReverseFeed(stripeadapter.ObjectReverseOptions[*stripe.PaymentIntent]{})
 	if err != nil {
 		return res, err
 	}

@@ -10,8 +10,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
-
-	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 )
 
 // paymentsTable is the host table the benchmarks reconcile, in the benchmark's own schema.
@@ -42,15 +41,15 @@ const paymentsDDL = `CREATE TABLE %s (
 func seedMix(i int) (local string, external stripe.PaymentIntentStatus, available bool) {
 	switch r := i % 100; {
 	case r < 90:
-		return stripeadapter.LocalPaid, stripe.PaymentIntentStatusSucceeded, true
+		return stripepolicy.LocalPaid, stripe.PaymentIntentStatusSucceeded, true
 	case r < 94:
-		return stripeadapter.LocalPending, stripe.PaymentIntentStatusSucceeded, true
+		return stripepolicy.LocalPending, stripe.PaymentIntentStatusSucceeded, true
 	case r < 97:
-		return stripeadapter.LocalPaid, stripe.PaymentIntentStatusCanceled, true
+		return stripepolicy.LocalPaid, stripe.PaymentIntentStatusCanceled, true
 	case r < 99:
-		return stripeadapter.LocalPending, stripe.PaymentIntentStatusProcessing, true
+		return stripepolicy.LocalPending, stripe.PaymentIntentStatusProcessing, true
 	default:
-		return stripeadapter.LocalPaid, "", false
+		return stripepolicy.LocalPaid, "", false
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 )
 
@@ -183,7 +184,7 @@ func mixImport(rows int) (first, last int, at time.Time) {
 func stripeMix(i int) (string, stripe.PaymentIntentStatus) {
 	local, ext, ok := seedMix(i)
 	if !ok {
-		return stripeadapter.LocalPaid, stripe.PaymentIntentStatusSucceeded
+		return stripepolicy.LocalPaid, stripe.PaymentIntentStatusSucceeded
 	}
 	return local, ext
 }
@@ -205,7 +206,7 @@ type stripeObject[L, T any] struct {
 }
 
 // paymentIntentObject is the bench over PaymentIntents: the seed's payments table, its status
-// alone, PaymentIntentClassifier, and the PaymentIntent Gateway.
+// alone, PaymentIntentPolicy, and the PaymentIntents gateway of the object kit.
 var paymentIntentObject = stripeObject[string, *stripe.PaymentIntent]{
 	name: "payment_intent", list: stripetest.ListPaymentIntents, retrieve: stripetest.RetrievePaymentIntent,
 	load: func(srv *stripetest.Server, created []time.Time) []string {
@@ -227,9 +228,9 @@ var paymentIntentObject = stripeObject[string, *stripe.PaymentIntent]{
 		return copyPayments(ctx, pool, schema, []string{"order_id", "stripe_payment_intent_id", "status", "created_at"}, rows)
 	},
 	gateway: func(cfg stripeadapter.GatewayConfig) (reconcile.Gateway[*stripe.PaymentIntent], error) {
-		return stripeadapter.NewGateway(cfg)
+		return stripeadapter.NewObjectGateway(cfg, stripeadapter.PaymentIntents())
 	},
-	classifier: stripeadapter.PaymentIntentClassifier(),
+	classifier: stripepolicy.PaymentIntentPolicy(),
 }
 
 // stripeCreated is object n's created time: 0-30 s after its row, in one second for a burst

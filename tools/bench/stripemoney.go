@@ -18,6 +18,8 @@ import (
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripemoney"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 )
 
@@ -56,8 +58,8 @@ type moneyPayment struct {
 	Dispute  *string `db:"dispute_status"`
 }
 
-func (p moneyPayment) view() stripeadapter.LocalPayment {
-	lp := stripeadapter.LocalPayment{Status: p.Status, Amount: p.Amount, Currency: p.Currency, AmountRefunded: p.Refunded}
+func (p moneyPayment) view() stripepolicy.LocalPayment {
+	lp := stripepolicy.LocalPayment{Status: p.Status, Amount: p.Amount, Currency: p.Currency, AmountRefunded: p.Refunded}
 	if p.Dispute != nil {
 		lp.DisputeStatus = *p.Dispute
 	}
@@ -66,7 +68,7 @@ func (p moneyPayment) view() stripeadapter.LocalPayment {
 
 // moneyRow is one bench row's money, on both sides.
 type moneyRow struct {
-	local       stripeadapter.LocalPayment
+	local       stripepolicy.LocalPayment
 	pi          stripetest.PaymentIntent
 	refund      int64 // refunded at Stripe; 0 none
 	refundFails bool  // the refund fails after succeeding
@@ -90,7 +92,7 @@ func moneyScenario(n int) moneyRow {
 		amount, currency = int64(5000+n%9000), "kwd"
 	}
 	r := moneyRow{
-		local: stripeadapter.LocalPayment{Status: local, Amount: amount, Currency: currency},
+		local: stripepolicy.LocalPayment{Status: local, Amount: amount, Currency: currency},
 		pi:    stripetest.PaymentIntent{Status: ext, Amount: amount, Currency: currency},
 	}
 	captured := ext == stripe.PaymentIntentStatusSucceeded
@@ -222,11 +224,15 @@ func runStripeMoney(ctx context.Context, pool *pgxpool.Pool, schema string, opts
 	cycle := func(perObject bool, cycles int) (moneyRun, error) {
 		run := newMoneyRun()
 		hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: opts.Concurrency + 2}}
-		gw, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL(), HTTPClient: hc})
+		gw, err := stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Key: srv.Key(), BaseURL: srv.URL(), HTTPClient: hc}, stripeadapter.PaymentIntents())
 		if err != nil {
 			return run, err
 		}
-		var gateway reconcile.Gateway[*stripeadapter.Payment] = gw.Payments()
+		payments, err := stripemoney.New(gw, stripemoney.Config{})
+		if err != nil {
+			return run, err
+		}
+		var gateway reconcile.Gateway[*stripepolicy.Payment] = payments
 		if perObject {
 			gateway = reconcile.PerObject(gateway)
 		}
@@ -239,9 +245,9 @@ func runStripeMoney(ctx context.Context, pool *pgxpool.Pool, schema string, opts
 		if err != nil {
 			return run, err
 		}
-		rec, err := reconcile.New(reconcile.Config[moneyPayment, *stripeadapter.Payment]{
+		rec, err := reconcile.New(reconcile.Config[moneyPayment, *stripepolicy.Payment]{
 			Job: "bench", Source: store, Sink: store, Gateway: gateway,
-			Classifier: stripeadapter.PaymentPolicy(moneyPayment.view),
+			Classifier: stripepolicy.PaymentPolicy(moneyPayment.view),
 			BatchSize:  opts.Batch, Concurrency: opts.Concurrency,
 		})
 		if err != nil {

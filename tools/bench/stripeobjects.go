@@ -12,6 +12,7 @@ import (
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 )
 
@@ -112,8 +113,8 @@ var subscriptionObject = stripeObject[string, *stripe.Subscription]{
 	gateway: func(cfg stripeadapter.GatewayConfig) (reconcile.Gateway[*stripe.Subscription], error) {
 		return stripeadapter.NewObjectGateway(cfg, stripeadapter.Subscriptions())
 	},
-	classifier: stripeadapter.SubscriptionPolicy(func(status string) stripeadapter.LocalSubscription {
-		return stripeadapter.LocalSubscription{Status: status}
+	classifier: stripepolicy.SubscriptionPolicy(func(status string) stripepolicy.LocalSubscription {
+		return stripepolicy.LocalSubscription{Status: status}
 	}),
 }
 
@@ -177,7 +178,7 @@ var invoiceObject = stripeObject[invoiceRow, *stripe.Invoice]{
 	gateway: func(cfg stripeadapter.GatewayConfig) (reconcile.Gateway[*stripe.Invoice], error) {
 		return stripeadapter.NewObjectGateway(cfg, stripeadapter.Invoices())
 	},
-	classifier: stripeadapter.InvoicePolicy(func(r invoiceRow) stripeadapter.LocalInvoice {
-		return stripeadapter.LocalInvoice{Status: r.Status, Currency: r.Currency, AmountDue: r.AmountDue, AmountPaid: r.AmountPaid, AmountRemaining: r.AmountRemaining}
+	classifier: stripepolicy.InvoicePolicy(func(r invoiceRow) stripepolicy.LocalInvoice {
+		return stripepolicy.LocalInvoice{Status: r.Status, Currency: r.Currency, AmountDue: r.AmountDue, AmountPaid: r.AmountPaid, AmountRemaining: r.AmountRemaining}
 	}),
 }

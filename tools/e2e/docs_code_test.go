@@ -28,6 +28,8 @@ import (
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/riverdelivery"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripemoney"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 	"github.com/reconcilekit/reconcile/console"
 )
 
@@ -47,7 +49,9 @@ func readmeEmbedding(ctx context.Context, pool *pgxpool.Pool) error {
 	if err := pgstore.Migrate(ctx, pool, store.Tables()); err != nil {
 		return err
 	}
-	gateway, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: os.Getenv("STRIPE_SECRET_KEY")})
+	// A gateway of PaymentIntents, one of the object kit's descriptors.
+	gateway, err := stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Key: os.Getenv("STRIPE_SECRET_KEY")},
+		stripeadapter.PaymentIntents())
 	if err != nil {
 		return err
 	}
@@ -60,8 +64,8 @@ func readmeEmbedding(ctx context.Context, pool *pgxpool.Pool) error {
 		Source:        store,
 		Sink:          store,
 		Gateway:       gateway, // lists PaymentIntents 100 a call, falls back to one GET per row
-		Classifier:    stripeadapter.PaymentIntentClassifier(),
-		ExternalState: stripeadapter.PaymentIntentState,
+		Classifier:    stripepolicy.PaymentIntentPolicy(),
+		ExternalState: stripepolicy.PaymentIntentState,
 		BatchSize:     1000,
 		Limiter:       limiter, // share one per Stripe account: it is your whole budget
 	})
@@ -74,7 +78,7 @@ func readmeEmbedding(ctx context.Context, pool *pgxpool.Pool) error {
 }
 
 // readmeMoney is "Embedding it": the money sweep, and "Lanes": its lanes.
-func readmeMoney(pool *pgxpool.Pool, gateway *stripeadapter.Gateway, limiter reconcile.Limiter) error {
+func readmeMoney(pool *pgxpool.Pool, gateway *stripeadapter.ObjectGateway[*stripe.PaymentIntent], limiter reconcile.Limiter) error {
 	type payment struct {
 		Status         string
 		Amount         int64          // minor units: 1000 is USD 10.00, JPY 1,000, KWD 1.000
@@ -91,37 +95,42 @@ func readmeMoney(pool *pgxpool.Pool, gateway *stripeadapter.Gateway, limiter rec
 	if err != nil {
 		return err
 	}
-	money := stripeadapter.PaymentPolicy(func(p payment) stripeadapter.LocalPayment {
-		return stripeadapter.LocalPayment{Status: p.Status, Amount: p.Amount, Currency: p.Currency,
+	// The same list calls, each intent with its latest charge expanded, plus its disputes.
+	payments, err := stripemoney.New(gateway, stripemoney.Config{})
+	if err != nil {
+		return err
+	}
+	money := stripepolicy.PaymentPolicy(func(p payment) stripepolicy.LocalPayment {
+		return stripepolicy.LocalPayment{Status: p.Status, Amount: p.Amount, Currency: p.Currency,
 			AmountCaptured: p.AmountCaptured, AmountRefunded: p.AmountRefunded, DisputeStatus: p.DisputeStatus.String}
 	})
-	r, err := reconcile.New(reconcile.Config[payment, *stripeadapter.Payment]{
+	r, err := reconcile.New(reconcile.Config[payment, *stripepolicy.Payment]{
 		Job:        "payments-money",
 		Source:     store,
 		Sink:       store,
-		Gateway:    gateway.Payments(), // the same list calls, each intent with its latest charge expanded
+		Gateway:    payments,
 		Classifier: money,
 		BatchSize:  1000,
 		Limiter:    limiter,
 	})
 	_ = r
-	// The money job's lanes (store, money and limiter as in "Embedding it").
-	events, err := gateway.PaymentEventsFeed(stripeadapter.EventsOptions{}) // intents, refunds, disputes; settle 1 min
+	// The money job's lanes (store, payments, money and limiter as in "Embedding it").
+	events, err := payments.EventsFeed(stripeadapter.EventsOptions{}) // intents, refunds, disputes; settle 1 min
 	if err != nil {
 		return err
 	}
-	reverse, err := gateway.PaymentReverseFeed(stripeadapter.ReverseOptions{}) // created in the last 7 days, but the last 10 minutes
+	reverse, err := payments.ReverseFeed(stripeadapter.ObjectReverseOptions[*stripe.PaymentIntent]{}) // created in the last 7 days, but the last 10 minutes
 	if err != nil {
 		return err
 	}
-	eventsLane, err := reconcile.NewLane(reconcile.LaneConfig[payment, *stripeadapter.Payment]{
+	eventsLane, err := reconcile.NewLane(reconcile.LaneConfig[payment, *stripepolicy.Payment]{
 		Job: "payments-money", Lane: "events", Feed: events, Matcher: store, Sink: store,
 		Classifier: money, Limiter: limiter,
 	})
 	if err != nil {
 		return err
 	}
-	reverseLane, err := reconcile.NewLane(reconcile.LaneConfig[payment, *stripeadapter.Payment]{
+	reverseLane, err := reconcile.NewLane(reconcile.LaneConfig[payment, *stripepolicy.Payment]{
 		Job: "payments-money", Lane: "reverse", Feed: reverse, Matcher: store, Sink: store,
 		Classifier: money, Limiter: limiter, ReportMissing: true,
 	})
@@ -152,7 +161,7 @@ func readmeApplyingRepairs(ctx context.Context, pool *pgxpool.Pool, store *pgsto
 	if err != nil {
 		return err
 	}
-	err = pgoutbox.HandleCommand(d, stripeadapter.CommandApplyPaymentSucceeded,
+	err = pgoutbox.HandleCommand(d, stripepolicy.CommandApplyPaymentSucceeded,
 		func(ctx context.Context, tx pgx.Tx, cmd reconcile.Command) error {
 			id, err := strconv.ParseInt(cmd.RecordID, 10, 64)
 			if err != nil {
@@ -180,7 +189,7 @@ func readmeRiver(pool *pgxpool.Pool, applyPaymentSucceeded pgoutbox.CommandWrite
 		return err
 	}
 	// The same canonical writer a dispatcher would be given; it resolves the finding in tx.
-	if err := worker.Handle(stripeadapter.CommandApplyPaymentSucceeded, applyPaymentSucceeded); err != nil {
+	if err := worker.Handle(stripepolicy.CommandApplyPaymentSucceeded, applyPaymentSucceeded); err != nil {
 		return err
 	}
 	workers := river.NewWorkers()
@@ -233,26 +242,22 @@ func readmeHealth(logger *slog.Logger, hotStore, coldStore reconcile.StatusReade
 
 // readmeConsole is "Operating it": the review console.
 func readmeConsole(payments *pgstore.Store[string], monitor *reconcile.Monitor, reviewerOf func(*http.Request) (string, error), mux *http.ServeMux) error {
-	// What each policy kind means, and which involve money; the console does not import the adapter.
-	var kinds []console.KindInfo
-	for _, k := range stripeadapter.Kinds() {
-		kinds = append(kinds, console.KindInfo(k))
-	}
 	// payments is a *pgstore.Store: the console reviews findings through it; the overview shows
-	// the Monitor's jobs, judged as the health endpoint judges them.
-	c, err := console.New(console.Config{Store: payments, Monitor: monitor, Kinds: kinds,
+	// the Monitor's jobs, judged as the health endpoint judges them. Kinds say what each policy
+	// kind means, and which involve money.
+	c, err := console.New(console.Config{Store: payments, Monitor: monitor, Kinds: stripepolicy.Kinds(),
 		Authenticate: reviewerOf}) // func(*http.Request) (string, error)
 	mux.Handle("/review/", http.StripPrefix("/review", c))
 	return err
 }
 
 // readmeShards is "Scaling past one process".
-func readmeShards(ctx context.Context, pool *pgxpool.Pool, store *pgstore.Store[string], gateway *stripeadapter.Gateway) error {
+func readmeShards(ctx context.Context, pool *pgxpool.Pool, store *pgstore.Store[string], gateway *stripeadapter.ObjectGateway[*stripe.PaymentIntent]) error {
 	job, err := pgshard.NewJob(store, pgshard.Config{Job: "payments", Shards: 8})
 	budget, err := pgbudget.New(pool, pgbudget.Config{Key: "acct_main", Rate: 80, Burst: 10})
 	// in each worker process, from any scheduler:
 	tick, err := pgshard.RunShard(ctx, job, reconcile.Config[string, *stripe.PaymentIntent]{
-		Job: "payments", Gateway: gateway, Classifier: stripeadapter.PaymentIntentClassifier(), Limiter: budget,
+		Job: "payments", Gateway: gateway, Classifier: stripepolicy.PaymentIntentPolicy(), Limiter: budget,
 	}, reconcile.TickBudget{MaxTime: time.Minute})
 	_, _ = tick, budget
 	return err
@@ -276,7 +281,7 @@ func readmeConnect(pool *pgxpool.Pool, key string, listAccountIDs func(context.C
 			}
 			job := "payments@" + acct // its own cursor
 			r, err := reconcile.New(reconcile.Config[string, *stripe.PaymentIntent]{Job: job, Source: store, Sink: store,
-				Gateway: gw, Classifier: stripeadapter.PaymentIntentClassifier(), Limiter: budget}) // one budget for all
+				Gateway: gw, Classifier: stripepolicy.PaymentIntentPolicy(), Limiter: budget}) // one budget for all
 			return []reconcile.FanOutJob{{Job: job, Batches: r, Status: store}}, err
 		},
 	})
@@ -294,7 +299,7 @@ func pkgdocJob(ctx context.Context, pool *pgxpool.Pool, key string) error {
 	if err != nil {
 		return err
 	}
-	gateway, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: key})
+	gateway, err := stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Key: key}, stripeadapter.PaymentIntents())
 	if err != nil {
 		return err
 	}
@@ -303,7 +308,7 @@ func pkgdocJob(ctx context.Context, pool *pgxpool.Pool, key string) error {
 		Source:     store, // the rows after the job's cursor
 		Sink:       store, // observations, findings, repair commands and the cursor
 		Gateway:    gateway,
-		Classifier: stripeadapter.PaymentIntentClassifier(),
+		Classifier: stripepolicy.PaymentIntentPolicy(),
 	})
 	if err != nil {
 		return err

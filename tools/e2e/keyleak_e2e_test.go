@@ -28,6 +28,7 @@ import (
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/prommetrics"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 	"github.com/reconcilekit/reconcile/console"
 	"github.com/reconcilekit/reconcile/internal/pgtest"
 )
@@ -177,7 +178,7 @@ func TestAHostClassifiersKeyInAKindIsShownByNeitherTheConsoleNorTheMetrics(t *te
 func leakCheck(t *testing.T, url string, classifier reconcile.Classifier[string, *stripe.PaymentIntent]) {
 	hostData := classifier != nil
 	if classifier == nil {
-		classifier = stripeadapter.PaymentIntentClassifier()
+		classifier = stripepolicy.PaymentIntentPolicy()
 	}
 	ctx := context.Background()
 	pool, schema := pgtest.PoolSchema(t)
@@ -203,7 +204,7 @@ func leakCheck(t *testing.T, url string, classifier reconcile.Classifier[string,
 		t.Fatal(err)
 	}
 	gcfg := stripeadapter.GatewayConfig{Key: e2eKey, BaseURL: url, Timeout: 2 * time.Second}
-	gw, err := stripeadapter.NewGateway(gcfg)
+	gw, err := stripeadapter.NewObjectGateway(gcfg, stripeadapter.PaymentIntents())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +258,7 @@ func leakCheck(t *testing.T, url string, classifier reconcile.Classifier[string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	reverse, err := gw.ReverseFeed(stripeadapter.ReverseOptions{Logger: logger})
+	reverse, err := gw.ReverseFeed(stripeadapter.ObjectReverseOptions[*stripe.PaymentIntent]{Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}

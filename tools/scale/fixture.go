@@ -23,7 +23,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
-	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 )
 
@@ -42,11 +42,11 @@ var base = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 func Mix(i int) (local string, external stripe.PaymentIntentStatus) {
 	switch r := i % 100; {
 	case r < 95:
-		return stripeadapter.LocalPaid, stripe.PaymentIntentStatusSucceeded
+		return stripepolicy.LocalPaid, stripe.PaymentIntentStatusSucceeded
 	case r < 98:
-		return stripeadapter.LocalPending, stripe.PaymentIntentStatusSucceeded
+		return stripepolicy.LocalPending, stripe.PaymentIntentStatusSucceeded
 	default:
-		return stripeadapter.LocalPaid, stripe.PaymentIntentStatusCanceled
+		return stripepolicy.LocalPaid, stripe.PaymentIntentStatusCanceled
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/reconcilekit/reconcile/adapters/pgshard"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 )
 
 // workerEnv carries a worker's configuration, as JSON, to a worker process.
@@ -119,7 +120,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, log io.Writer) (WorkerRepo
 		return rep, err
 	}
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Concurrency + 2}}
-	gw, err := stripeadapter.NewGateway(stripeadapter.GatewayConfig{Key: cfg.StripeKey, BaseURL: cfg.StripeURL, HTTPClient: hc})
+	gw, err := stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Key: cfg.StripeKey, BaseURL: cfg.StripeURL, HTTPClient: hc}, stripeadapter.PaymentIntents())
 	if err != nil {
 		return rep, err
 	}
@@ -130,10 +131,10 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, log io.Writer) (WorkerRepo
 	case cfg.PerObject:
 		gateway = reconcile.PerObject[*stripe.PaymentIntent](gw)
 	case cfg.HangOnFetch > 0:
-		gateway = &hangingGateway{Gateway: gw, pool: pool, owner: cfg.Owner, at: cfg.HangOnFetch}
+		gateway = &hangingGateway{ObjectGateway: gw, pool: pool, owner: cfg.Owner, at: cfg.HangOnFetch}
 	}
 	engine := reconcile.Config[string, *stripe.PaymentIntent]{
-		Gateway: gateway, Classifier: stripeadapter.PaymentIntentClassifier(), ExternalState: stripeadapter.PaymentIntentState,
+		Gateway: gateway, Classifier: stripepolicy.PaymentIntentPolicy(), ExternalState: stripepolicy.PaymentIntentState,
 		BatchSize: cfg.Batch, Concurrency: cfg.Concurrency, Limiter: budget,
 	}
 
@@ -200,7 +201,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, log io.Writer) (WorkerRepo
 // hangingGateway hangs, as a worker stuck mid-batch would, inside its at-th bulk fetch: after
 // the fetch's calls, before the batch can commit. It says so in the hangs table first.
 type hangingGateway struct {
-	*stripeadapter.Gateway
+	*stripeadapter.ObjectGateway[*stripe.PaymentIntent]
 	pool  *pgxpool.Pool
 	owner string
 	at, n int
@@ -208,7 +209,7 @@ type hangingGateway struct {
 
 // FetchBatch implements reconcile.BatchGateway.
 func (g *hangingGateway) FetchBatch(ctx context.Context, lookups []reconcile.Lookup, wait func(context.Context) error) (map[string]*stripe.PaymentIntent, error) {
-	found, err := g.Gateway.FetchBatch(ctx, lookups, wait)
+	found, err := g.ObjectGateway.FetchBatch(ctx, lookups, wait)
 	g.hang(ctx)
 	return found, err
 }
@@ -217,7 +218,7 @@ func (g *hangingGateway) FetchBatch(ctx context.Context, lookups []reconcile.Loo
 // FetchBatch.
 func (g *hangingGateway) FetchBatchSince(ctx context.Context, lookups []reconcile.Lookup, since time.Time,
 	wait func(context.Context) error) (map[string]reconcile.Answer[*stripe.PaymentIntent], error) {
-	found, err := g.Gateway.FetchBatchSince(ctx, lookups, since, wait)
+	found, err := g.ObjectGateway.FetchBatchSince(ctx, lookups, since, wait)
 	g.hang(ctx)
 	return found, err
 }

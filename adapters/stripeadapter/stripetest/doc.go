@@ -84,7 +84,7 @@
 // amount is), disputed, status succeeded. PaymentIntent.AmountReceived and SetAmountReceived
 // model a partial capture: the charge's amount_captured is what was received, and its
 // amount_refunded counts the released remainder, amount − amount_captured, as Stripe's charges
-// have been seen to (not documented; see the stripeadapter package doc), so a refund of the
+// have been seen to (not documented; see the stripepolicy package doc), so a refund of the
 // whole captured amount brings amount_refunded to amount. Refunds are limited to what was
 // captured less what the refunds returned. GET /v1/charges/{id} reads a charge.
 //
