@@ -81,3 +81,46 @@ func TestALaneStepThatMissesItsDeadlineOnALockedLaneRowFailsHealth(t *testing.T)
 		t.Fatalf("after a step that missed its deadline: %+v; want the lane failing", c)
 	}
 }
+
+// Lane failures are recorded apart from the lanes' rows: a lane that has only failed is listed
+// all the same, failing since its first failure, and a failure that an older release wrote on
+// the lane's row is reported when it is the later one.
+func TestLaneFailuresRecordedApartAreReadWithThoseOnTheLanesRows(t *testing.T) {
+	t.Parallel()
+	pool, s := newStore(t, pgstore.Config{})
+	ctx := context.Background()
+	if err := s.RecordLaneFailure(ctx, "sweep", "reverse", errors.New("stripe: unavailable")); err != nil {
+		t.Fatal(err)
+	}
+	// An older release recorded its failure on the row of the events lane, after this one's.
+	if err := s.RecordLaneFailure(ctx, "sweep", "events", errors.New("new release: first")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO reconcile_lanes (job, lane, last_run_at, last_failure_at, last_failure)
+		VALUES ('sweep', 'events', now() - interval '1 hour', clock_timestamp() + interval '1 second', 'old release: later')`); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Status(ctx, "sweep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Lanes) != 2 || st.Lanes[0].Lane != "events" || st.Lanes[1].Lane != "reverse" {
+		t.Fatalf("lanes %+v; want events and reverse", st.Lanes)
+	}
+	ev, rev := st.Lanes[0], st.Lanes[1]
+	if !rev.Failing() || rev.LastFailure != "stripe: unavailable" || rev.CreatedAt.IsZero() || !rev.LastRunAt.IsZero() {
+		t.Errorf("reverse lane %+v; want it failing since its first failure, never run", rev)
+	}
+	if !ev.Failing() || ev.LastFailure != "old release: later" {
+		t.Errorf("events lane %+v; want the older release's later failure", ev)
+	}
+	if err := s.RecordLaneFailure(ctx, "sweep", "events", errors.New("new release: latest")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE reconcile_lane_failures SET failed_at = clock_timestamp() + interval '2 seconds' WHERE lane = 'events'`); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = s.Status(ctx, "sweep"); err != nil || st.Lanes[0].LastFailure != "new release: latest" {
+		t.Errorf("lanes %+v, %v; want the events lane's latest failure, this release's", st.Lanes, err)
+	}
+}
