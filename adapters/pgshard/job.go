@@ -91,7 +91,8 @@ type Config struct {
 	// a Runner's IdleAfterWrap only idles the worker whose batch completed the cycle. Zero
 	// means no wait: the next cycle starts as soon as the last one completes.
 	MinCycleInterval time.Duration
-	// Logger receives a line per lease renewal that failed or was lost. Nil means no logging.
+	// Logger receives a line per lease renewal that failed or was lost, and per failed tick it
+	// could not record. Nil means no logging.
 	Logger *slog.Logger
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/reconcilekit/reconcile"
 )
@@ -56,6 +57,7 @@ func RunShard[L, E any](ctx context.Context, j *Job[L], cfg reconcile.Config[L, 
 		return t, nil
 	}
 	if err != nil {
+		j.recordFailure(ctx, err)
 		return t, err
 	}
 	t.Leased, t.Shard, t.TookOver = true, l.Shard(), l.takeover
@@ -115,6 +117,26 @@ func engineConfig[L, E any](j *Job[L], cfg reconcile.Config[L, E]) (reconcile.Co
 	return cfg, nil
 }
 
+// recordFailure records err, which ended a worker's tick before it leased a shard, as a failed
+// batch of the job when reconcile.AfterBatch finds it one (a missed deadline included: a worker
+// held up by another session's lock on the job's cursor row has failed, as a batch so held up
+// has), so that health's last_attempt sees it; a stop records nothing. A batch run under a
+// lease records its own failures.
+func (j *Job[L]) recordFailure(ctx context.Context, err error) {
+	if reconcile.AfterBatch(ctx, reconcile.Report{}, err) != reconcile.AfterFailure {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	if rerr := j.store.RecordFailure(rctx, j.cfg.Job, err); rerr != nil {
+		j.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "pgshard: recording a failed tick failed",
+			slog.String("job", j.cfg.Job), slog.String("error", rerr.Error()))
+	}
+}
+
+// recordTimeout bounds recording a failure, which runs after the tick's context has ended.
+const recordTimeout = 5 * time.Second
+
 // release releases l, logging a failure: the lease then simply expires.
 func (j *Job[L]) release(ctx context.Context, l *Lease[L]) {
 	if err := l.Release(ctx); err != nil {
@@ -161,6 +183,7 @@ func (s *Sweep[L, E]) RunBatch(ctx context.Context) (reconcile.Report, error) {
 		return idle(s.job.cfg.Job, err), nil
 	}
 	if err != nil {
+		s.job.recordFailure(ctx, err)
 		return reconcile.Report{Job: s.job.cfg.Job}, err
 	}
 	defer s.job.release(ctx, l)

@@ -209,6 +209,7 @@ func ExampleMigrations() {
 	// 010_cycle_end_cycle.sql
 	// 011_failures.sql
 	// 012_finding_successor.sql
+	// 013_lane_failures.sql
 }
 
 // Check fails early, and says what to do, when the reconciler's tables were never migrated.

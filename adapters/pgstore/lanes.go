@@ -130,7 +130,9 @@ func (s *Store[L]) CommitLane(ctx context.Context, c reconcile.LaneCommit) (reco
 var _ reconcile.LaneFailureRecorder = (*Store[string])(nil)
 
 // RecordLaneFailure remembers that a step of a lane failed, for Status and health: a
-// reconcile.LaneFailureRecorder, called by Lane.RunBatch. The message is cut to 1,000 bytes.
+// reconcile.LaneFailureRecorder, called by Lane.RunBatch. It writes apart from the lane's row,
+// so that it does not wait for that row's lock (which may be what failed the step). The message
+// is cut to 1,000 bytes.
 func (s *Store[L]) RecordLaneFailure(ctx context.Context, job, lane string, cause error) error {
 	_, err := s.db.Exec(ctx, s.own.laneFailure, job, lane, failureText(cause))
 	if err != nil {

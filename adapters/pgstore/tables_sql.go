@@ -102,10 +102,10 @@ func newTableSQL(t Tables) tableSQL {
 				gap_sweep_cycles = CASE WHEN $7 <> '' THEN coalesce((SELECT cycles_completed FROM ` + t.table("cursors") + ` WHERE job = $1), 0)
 					ELSE gap_sweep_cycles END
 			WHERE job = $1 AND lane = $2 AND version = $3`,
-		// laneFailure records failure $3 of lane $2 of job $1.
-		laneFailure: `INSERT INTO ` + t.table("lanes") + ` (job, lane, last_failure_at, last_failure)
-		VALUES ($1, $2, now(), $3)
-		ON CONFLICT (job, lane) DO UPDATE SET last_failure_at = now(), last_failure = $3`,
+		// laneFailure records failure $3 of lane $2 of job $1, apart from the lane's row, whose
+		// lock may be what made the step fail (migration 013).
+		laneFailure: `INSERT INTO ` + t.table("lane_failures") + ` (job, lane, failed_at, failure) VALUES ($1, $2, now(), $3)
+		ON CONFLICT (job, lane) DO UPDATE SET failed_at = EXCLUDED.failed_at, failure = EXCLUDED.failure`,
 		// cursorStatus reads the cycle and last batch figures and the last failure of job $1.
 		cursorStatus: `SELECT cycle_started_at, last_cycle_completed_at, cycles_completed, last_batch_at,
 		last_batch_scanned, last_batch_unverifiable, last_failure_at, last_failure FROM ` + t.table("cursors") + ` WHERE job = $1`,
@@ -115,10 +115,16 @@ func newTableSQL(t Tables) tableSQL {
 		ON CONFLICT (job) DO UPDATE SET failed_at = EXCLUDED.failed_at, failure = EXCLUDED.failure`,
 		// lastFailure reads the last failure of job $1 that recordFailure recorded.
 		lastFailure: `SELECT failed_at, failure FROM ` + t.table("failures") + ` WHERE job = $1`,
-		// laneStatus reads the lanes of job $1.
-		laneStatus: `SELECT lane, created_at, last_run_at, passes_completed, last_end_at, gap_at, coalesce(gap_reason, ''), gap_sweep_cycles,
-			last_failure_at, coalesce(last_failure, '')
-		FROM ` + t.table("lanes") + ` WHERE job = $1 ORDER BY lane`,
+		// laneStatus reads the lanes of job $1, those that have only failed included, each with
+		// its later failure: the one laneFailure recorded or the one on its row (earlier
+		// releases').
+		laneStatus: `SELECT lane, coalesce(l.created_at, f.created_at), l.last_run_at, coalesce(l.passes_completed, 0), l.last_end_at,
+			l.gap_at, coalesce(l.gap_reason, ''), l.gap_sweep_cycles,
+			CASE WHEN f.failed_at >= l.last_failure_at OR l.last_failure_at IS NULL THEN f.failed_at ELSE l.last_failure_at END,
+			coalesce(CASE WHEN f.failed_at >= l.last_failure_at OR l.last_failure_at IS NULL THEN f.failure ELSE l.last_failure END, '')
+		FROM (SELECT * FROM ` + t.table("lanes") + ` WHERE job = $1) AS l
+			FULL JOIN (SELECT * FROM ` + t.table("lane_failures") + ` WHERE job = $1) AS f USING (job, lane)
+		ORDER BY lane`,
 		openSamples: openSamplesSQL(t),
 	}
 }
