@@ -364,7 +364,7 @@ reconcile_cycle_age_seconds{job="stuck"} 7200
 # TYPE reconcile_cycles_completed_total counter
 reconcile_cycles_completed_total{job="fine"} 0
 reconcile_cycles_completed_total{job="stuck"} 7
-# HELP reconcile_health_check_ok 1 if the health check passes, else 0.
+# HELP reconcile_health_check_ok 1 if the health check passes, else 0. A fan-out's accounts are one check, "account:*", failing when one of them fails (the health endpoint names which).
 # TYPE reconcile_health_check_ok gauge
 reconcile_health_check_ok{check="cycle_age",job="fine"} 1
 reconcile_health_check_ok{check="cycle_age",job="stuck"} 1
