@@ -81,26 +81,16 @@ func TestTextOutputEscapesWhatWasStored(t *testing.T) {
 	url, schema, id := hostileWorld(t)
 	db := []string{"--database-url", url, "--schema", schema}
 	show := []string{"findings", "show", strconv.FormatInt(id, 10)}
-	for _, args := range [][]string{
-		{"status", "--job", "payments", "--table", "payments"},
-		{"health", "--job", "payments", "--table", "payments"},
-		{"findings", "list", "--status", "all"},
-		show,
-		{"dead"},
-	} {
-		code, out, errOut := runTool(t, append(args, db...)...)
-		if code != exitOK && !(args[0] == "health" && code == exitNegative) {
-			t.Fatalf("%s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
-		}
+	eachPrinting(t, show, db, func(what, out, errOut string) {
 		for _, line := range strings.Split(out+errOut, "\n") {
 			if strings.ContainsAny(line, "\x1b\a\r") || strings.HasPrefix(line, "FORGED") {
-				t.Errorf("%s printed %q", strings.Join(args, " "), line)
+				t.Errorf("%s printed %q", what, line)
 			}
 		}
 		if !strings.Contains(out, escaped) {
-			t.Errorf("%s does not show the stored values escaped:\n%s", strings.Join(args, " "), out)
+			t.Errorf("%s does not show the stored values escaped:\n%s", what, out)
 		}
-	}
+	})
 	_, out, _ := runTool(t, append(show, db...)...)
 	// (The kind is not among them: the store made it printable when it was recorded.)
 	for _, want := range []string{"canceled", "paid", "detail", "status", "ours", "theirs", "eve", "note"} {
@@ -122,25 +112,14 @@ func TestJSONOutputIsJSONWhateverWasStored(t *testing.T) {
 	url, schema, id := hostileWorld(t)
 	db := []string{"--database-url", url, "--schema", schema, "--json"}
 	show := []string{"findings", "show", strconv.FormatInt(id, 10)}
-	for _, args := range [][]string{
-		{"status", "--job", "payments", "--table", "payments"},
-		{"health", "--job", "payments", "--table", "payments"},
-		{"findings", "list", "--status", "all"},
-		show,
-		{"dead"},
-	} {
-		what := strings.Join(args, " ") + " --json"
-		code, out, errOut := runTool(t, append(args, db...)...)
-		if code != exitOK && !(args[0] == "health" && code == exitNegative) {
-			t.Fatalf("%s: exit %d\n%s%s", what, code, out, errOut)
-		}
+	eachPrinting(t, show, db, func(what, out, _ string) {
 		if !json.Valid([]byte(out)) {
 			t.Errorf("%s printed invalid JSON:\n%s", what, out)
 		}
 		if safe := safetext.Lines(out); safe != out {
 			t.Errorf("%s printed characters a terminal acts on:\n%q", what, out)
 		}
-	}
+	})
 	_, out, _ := runTool(t, append(show, db...)...)
 	var f findingJSON
 	if err := json.Unmarshal([]byte(out), &f); err != nil {
@@ -154,6 +133,28 @@ func TestJSONOutputIsJSONWhateverWasStored(t *testing.T) {
 		if c.got != c.want {
 			t.Errorf("findings show --json: %s is %q; want %q, as stored", c.field, c.got, c.want)
 		}
+	}
+}
+
+// eachPrinting runs each command that prints stored values (show among them), with extra
+// after its own arguments, and has check look at what it printed; a command that fails (but
+// health saying unhealthy) fails t.
+func eachPrinting(t *testing.T, show, extra []string, check func(what, out, errOut string)) {
+	t.Helper()
+	for _, args := range [][]string{
+		{"status", "--job", "payments", "--table", "payments"},
+		{"health", "--job", "payments", "--table", "payments"},
+		{"findings", "list", "--status", "all"},
+		show,
+		{"dead"},
+	} {
+		args = append(slices.Clone(args), extra...)
+		what := strings.Join(args, " ")
+		code, out, errOut := runTool(t, args...)
+		if code != exitOK && !(args[0] == "health" && code == exitNegative) {
+			t.Fatalf("%s: exit %d\n%s%s", what, code, out, errOut)
+		}
+		check(what, out, errOut)
 	}
 }
 
