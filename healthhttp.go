@@ -56,10 +56,14 @@ type HealthHandler struct {
 	monitor *Monitor
 }
 
-// NewHealthHandler returns a HealthHandler of m's jobs.
+// NewHealthHandler returns a HealthHandler of m's jobs. m must be made by NewMonitor: a Monitor
+// without jobs would be answered healthy.
 func NewHealthHandler(m *Monitor) (*HealthHandler, error) {
-	if m == nil {
+	switch {
+	case m == nil:
 		return nil, errors.New("reconcile: health handler: the Monitor is nil")
+	case len(m.jobs) == 0:
+		return nil, errors.New("reconcile: health handler: the Monitor has no jobs (make it with NewMonitor)")
 	}
 	return &HealthHandler{monitor: m}, nil
 }

@@ -335,3 +335,25 @@ func TestAZeroHealthHandlerAnswers500(t *testing.T) {
 		}
 	}
 }
+
+// A Monitor not made by NewMonitor has no jobs: a health handler over it would answer "OK: 0
+// of 0 jobs healthy" for ever, so NewHealthHandler refuses it; and a write told to it (the
+// console's resolutions, the metrics' batches) does not panic.
+func TestAHealthHandlerRefusesAMonitorNotMadeByNewMonitor(t *testing.T) {
+	t.Parallel()
+	m := &reconcile.Monitor{}
+	if h, err := reconcile.NewHealthHandler(m); err == nil {
+		t.Errorf("NewHealthHandler accepted a zero Monitor; it answers %d: %s", get(h, http.MethodGet, "/healthz?format=text").Code,
+			get(h, http.MethodGet, "/healthz?format=text").Body)
+	}
+	for _, m := range []*reconcile.Monitor{m, nil} {
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("Forget on %#v panicked: %v", m, p)
+				}
+			}()
+			m.Forget()
+		}()
+	}
+}

@@ -188,8 +188,13 @@ func (m *Monitor) Timeout() time.Duration { return m.timeout }
 // Forget drops every read kept, after a write that what is shown should reflect at once: the
 // console calls it after each resolution, the metrics after each batch and repair they
 // observe. Reads under way finish, but what they read is not kept, and requests that come
-// after Forget read again.
-func (m *Monitor) Forget() { m.cache.forget() }
+// after Forget read again. On a Monitor not made by NewMonitor, which keeps nothing, it does
+// nothing.
+func (m *Monitor) Forget() {
+	if m != nil && m.cache != nil {
+		m.cache.forget()
+	}
+}
 
 // Health reads and judges every job, concurrently, and returns their health in the order of
 // MonitorConfig.Jobs. It waits at most the Monitor's Timeout (or until ctx is done): a job not

@@ -1,9 +1,11 @@
 package prommetrics_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/prommetrics"
@@ -69,4 +71,63 @@ func keys(m map[string]float64) []string {
 		out = append(out, fmt.Sprintf("%.60q", k))
 	}
 	return out
+}
+
+// idle is a BatchRunner with nothing to do: a fan-out's account job that health reads only.
+type idle struct{}
+
+func (idle) RunBatch(context.Context) (reconcile.Report, error) { return reconcile.Report{}, nil }
+
+// A fan-out's health has a check per account, whose name is the account's id: 1,000 connected
+// accounts were 1,000 health_check_ok series (more with every account that signs up), and an
+// account id of 10 KB a label as long. The accounts' checks are one series, failing when one
+// fails; the health endpoint names the account.
+func TestAFanOutsAccountsAreNotASeriesEach(t *testing.T) {
+	t.Parallel()
+	accounts := []string{"acct_" + strings.Repeat("x", 10<<10)}
+	status := map[string]reconcile.Status{}
+	for i := range 1000 {
+		accounts = append(accounts, fmt.Sprintf("acct_%04d", i))
+	}
+	for i, a := range accounts {
+		lag := time.Minute
+		if i == 500 {
+			lag = 1000 * time.Hour // over the SLO: its check fails
+		}
+		status["payments@"+a] = reconcile.Status{Job: "payments@" + a, Now: t0, Lag: lag}
+	}
+	reader := &fakeStatus{status: status}
+	fan, err := reconcile.NewFanOut(reconcile.FanOutConfig{Name: "payments@connect",
+		Accounts: func(context.Context) ([]string, error) { return accounts, nil },
+		Build: func(a string) ([]reconcile.FanOutJob, error) {
+			return []reconcile.FanOutJob{{Job: "payments@" + a, Batches: idle{}, Status: reader}}, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := prommetrics.New(prommetrics.Options{Monitor: newMonitor(t, reconcile.MonitorConfig{Jobs: []reconcile.MonitorJob{
+		{Name: "payments@connect", Judge: fan.Health}}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := newRegistry(t, m).Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := map[string]float64{}
+	for _, mf := range mfs {
+		for _, s := range mf.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if len(l.GetValue()) > 200 {
+					t.Errorf("%s: label %s of %d bytes: %.40q...", mf.GetName(), l.GetName(), len(l.GetValue()), l.GetValue())
+				}
+			}
+			if mf.GetName() == "reconcile_health_check_ok" {
+				checks[label(s, "check")] = s.GetGauge().GetValue()
+			}
+		}
+	}
+	if want := map[string]float64{"account:*": 0}; len(checks) != len(want) || checks["account:*"] != 0 {
+		t.Errorf("%d health_check_ok series: %v...; want %v", len(checks), keys(checks)[:min(len(checks), 3)], want)
+	}
 }

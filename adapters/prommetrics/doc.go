@@ -103,8 +103,10 @@
 // A batch is wrapped when it completed the cycle, deferred when its first row could not be
 // asked (nothing written), conflict when another replica moved the cursor. Of the checks,
 // since_last_cycle appears once a cycle has completed, since_last_batch once a batch has
-// committed rows, plan with a HealthPolicy.Schedule, and one lane:<lane> per lane of the job; an
-// attempt is deferred by pgoutbox.RetryLater, released when the dispatcher stopped during it,
+// committed rows, plan with a HealthPolicy.Schedule, and one lane:<lane> per lane of the job;
+// a fan-out judged as one job (reconcile.FanOut.Health) has one account:* for all its
+// accounts, failing when one does, rather than a check per account (and accounts, when its
+// account list cannot be read). An attempt is deferred by pgoutbox.RetryLater, released when the dispatcher stopped during it,
 // lease_lost when another dispatcher took the command over.
 //
 // # Alerts and a dashboard

@@ -2,6 +2,7 @@ package prommetrics
 
 import (
 	"context"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -46,7 +47,8 @@ func newHealthCollector(opts Options, statusErrors *prometheus.CounterVec) *heal
 		healthy: prometheus.NewDesc(name("healthy"),
 			"1 if every health check passes, else 0; absent when the status could not be read.", job, nil),
 		checkOK: prometheus.NewDesc(name("health_check_ok"),
-			"1 if the health check passes, else 0.", []string{"job", "check"}, nil),
+			"1 if the health check passes, else 0. A fan-out's accounts are one check, \"account:*\", failing when one of them fails (the health endpoint names which).",
+			[]string{"job", "check"}, nil),
 		laneLag: prometheus.NewDesc(name("lane_lag_seconds"),
 			"Time since the lane last reached the end of its feed (caught up with an event log, completed a reverse pass), or since it first ran.",
 			[]string{"job", "lane"}, nil),
@@ -113,10 +115,28 @@ func (h *healthCollector) send(ch chan<- prometheus.Metric, job string, health r
 		gauge(h.laneLag, l.SinceEnd(st.Now).Seconds(), labelValue(l.Lane))
 	}
 	gauge(h.healthy, boolValue(health.OK))
+	checks := make(map[string]bool, len(health.Checks))
 	for _, c := range health.Checks {
-		gauge(h.checkOK, boolValue(c.OK), labelValue(c.Name))
+		name := labelValue(c.Name)
+		if strings.HasPrefix(name, accountCheckPrefix) {
+			// A check per account, named by its id (FanOut.Health): as many series as accounts
+			// sign up, each label as long as its id. One series, whatever the accounts.
+			name = accountsCheck
+		}
+		ok, seen := checks[name]
+		checks[name] = c.OK && (ok || !seen)
+	}
+	for name, ok := range checks {
+		gauge(h.checkOK, boolValue(ok), name)
 	}
 }
+
+// accountCheckPrefix starts the name of each account's check in a fan-out's health
+// (reconcile.FanOut.Health); accountsCheck is the one check they are exported as.
+const (
+	accountCheckPrefix = "account:"
+	accountsCheck      = "account:*"
+)
 
 func boolValue(b bool) float64 {
 	if b {

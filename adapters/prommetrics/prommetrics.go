@@ -1,6 +1,7 @@
 package prommetrics
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -165,6 +166,10 @@ func New(opts Options) (*Metrics, error) {
 	}
 	if err := checkKinds(opts.Kinds); err != nil {
 		return nil, err
+	}
+	if opts.Monitor != nil && len(opts.Monitor.Jobs()) == 0 {
+		// A Monitor not made by NewMonitor: no job would have a gauge, so no alert could fire.
+		return nil, errors.New("prommetrics: options: the Monitor has no jobs; make it with reconcile.NewMonitor")
 	}
 
 	ns := opts.Namespace

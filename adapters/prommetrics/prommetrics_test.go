@@ -364,7 +364,7 @@ reconcile_cycle_age_seconds{job="stuck"} 7200
 # TYPE reconcile_cycles_completed_total counter
 reconcile_cycles_completed_total{job="fine"} 0
 reconcile_cycles_completed_total{job="stuck"} 7
-# HELP reconcile_health_check_ok 1 if the health check passes, else 0.
+# HELP reconcile_health_check_ok 1 if the health check passes, else 0. A fan-out's accounts are one check, "account:*", failing when one of them fails (the health endpoint names which).
 # TYPE reconcile_health_check_ok gauge
 reconcile_health_check_ok{check="cycle_age",job="fine"} 1
 reconcile_health_check_ok{check="cycle_age",job="stuck"} 1
@@ -662,6 +662,8 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"a nil *AdaptiveLimiter", prommetrics.Options{Limiter: (*reconcile.AdaptiveLimiter)(nil)}, "Limiter is a nil *reconcile.AdaptiveLimiter"},
 		{"a nil *rate.Limiter", prommetrics.Options{Limiter: (*rate.Limiter)(nil)}, "Limiter is a nil *rate.Limiter"},
 		{"a nil *Outbox", prommetrics.Options{Outbox: (*pgoutbox.Outbox)(nil)}, "Outbox is a nil"},
+		// A Monitor not made by NewMonitor has no jobs: no gauge at all, so no alert could fire.
+		{"a Monitor not made by NewMonitor", prommetrics.Options{Monitor: &reconcile.Monitor{}}, "Monitor has no jobs"},
 		{"an empty kind", prommetrics.Options{Kinds: []string{"missed_success", ""}}, "Kinds[1]"},
 		{"an overlong kind", prommetrics.Options{Kinds: []string{strings.Repeat("k", prommetrics.MaxKindLength+1)}}, "Kinds[0]"},
 		{"a kind with a newline", prommetrics.Options{Kinds: []string{"missed\nsuccess"}}, "Kinds[0]"},

@@ -47,8 +47,8 @@ func New(client *river.Client[pgx.Tx], cfg Config) (*Deliverer, error) {
 
 // Deliver inserts one job per command with InsertManyTx in tx, the commit's transaction, and
 // names each job on its command's outbox row as the one job that may apply it: the jobs exist
-// exactly when the findings and their commands do. A command that has a job waiting or running
-// (the same OutboxID in the same tables) keeps it: River skips the insert as a duplicate.
+// exactly when the findings and their commands do. Any other job naming the same row (one
+// inserted ahead of it, or by an earlier call) can no longer apply it.
 func (d *Deliverer) Deliver(ctx context.Context, tx pgx.Tx, cmds []pgstore.QueuedCommand) error {
 	if len(cmds) == 0 {
 		return nil
@@ -94,9 +94,7 @@ func (d *Deliverer) Deliver(ctx context.Context, tx pgx.Tx, cmds []pgstore.Queue
 }
 
 func (d *Deliverer) insertOpts() *river.InsertOpts {
-	opts := Args{}.InsertOpts()
-	opts.Queue, opts.MaxAttempts, opts.Priority = d.cfg.Queue, d.cfg.MaxAttempts, d.cfg.Priority
-	return &opts
+	return &river.InsertOpts{Queue: d.cfg.Queue, MaxAttempts: d.cfg.MaxAttempts, Priority: d.cfg.Priority}
 }
 
 // ErrNotWaiting is returned by Redrive for a command that does not wait for River: it does
@@ -109,10 +107,12 @@ var ErrNotWaiting = errors.New("riverdelivery: the command does not wait for Riv
 // db (the store's database, or a transaction of the caller's); it records who did it in the
 // finding's history, and returns the job's id. The command's earlier jobs can no longer apply
 // it. Use it when the command's job is gone (River's cleaner removes discarded and cancelled
-// jobs, by default after a week) or when the row names none; while the job is kept, retrying it
-// with River (Client.JobRetry) does the same. If a job of the command is waiting or running
-// already, it is named instead of a new one. tables are the store's tables (Store.Tables). A
-// command that is done is not applied again: Redrive returns ErrNotWaiting.
+// jobs, by default after a week), when the row names none, or when its job waits where no
+// worker takes it (a queue no longer served); while a discarded or cancelled job is kept,
+// retrying it with River (Client.JobRetry) does the same. A job of the command running
+// meanwhile either applied it first (Redrive then returns ErrNotWaiting) or applies nothing.
+// tables are the store's tables (Store.Tables). A command that is done is not applied again:
+// Redrive returns ErrNotWaiting.
 func (d *Deliverer) Redrive(ctx context.Context, db pgstore.DB, tables pgstore.Tables, outboxID int64, actor string) (int64, error) {
 	if actor == "" {
 		return 0, errors.New("riverdelivery: redrive: the actor is empty")

@@ -23,12 +23,13 @@
 //
 // Any other job applies nothing: River retrying a job that applied its command
 // (Client.JobRetry of a completed job), the same args inserted again after River's cleaner
-// removed the job, args naming the same tables another way, another command's row, or a row
-// that does not exist. It completes, logs a warning with the reason (WorkerConfig.Logger), and
-// records {"delivered": false, "refused": reason} as its output (River's UI shows it; a job that
-// applied its command records {"delivered": true}). So a command applies once, whatever River
-// does and whoever can insert River jobs: adapters/pgoutbox/deliverytest, the suite pgoutbox's
-// Dispatcher runs too, checks it.
+// removed the job, args naming the same tables another way, another command's row, a row
+// that does not exist, or one that did not exist yet when the job was inserted. It completes,
+// logs a warning with the reason (WorkerConfig.Logger), and records {"delivered": false,
+// "refused": reason} as its output (River's UI shows it; a job that applied its command
+// records {"delivered": true}). So a command applies once, whatever River does and whoever
+// can insert River jobs: adapters/pgoutbox/deliverytest, the suite pgoutbox's Dispatcher runs
+// too, checks it.
 //
 // # Getting started
 //

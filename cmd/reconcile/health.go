@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -170,6 +171,10 @@ job is healthy and 1 when it is not, for a cron job or a deploy step:
 	}
 	if *lagSLO <= 0 {
 		return e.usageError("health: --lag-slo must be positive", "reconcile health --help")
+	}
+	if math.IsNaN(*unverifiable) {
+		// NaN is neither a limit nor negative: the check would silently be off.
+		return e.usageError("health: --max-unverifiable must be a number", "reconcile health --help")
 	}
 	if *unverifiable == 0 {
 		// HealthPolicy reads zero as its default; a limit of nothing at all is a tiny one.

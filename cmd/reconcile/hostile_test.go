@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strconv"
@@ -12,15 +13,17 @@ import (
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/internal/pgtest"
 	"github.com/reconcilekit/reconcile/internal/shardtest"
+	"github.com/reconcilekit/reconcile/internal/shared/safetext"
 	"github.com/reconcilekit/reconcile/reconciletest"
 )
 
 // hostile is what the external side, a handler or a person may store: a terminal title, a
-// clipboard write, a screen clear, a bell, and a line forged after a newline.
-const hostile = "\x1b]0;pwned\a\x1b]52;c;cm0gLXJmIH4=\a\x1b[2J\x1b[H" + "looks fine\nFORGED   approved by the CFO\r"
+// clipboard write, a screen clear, a bell, a line forged after a newline, a DEL, a C1 escape
+// (CSI) and a right-to-left override.
+const hostile = "\x1b]0;pwned\a\x1b]52;c;cm0gLXJmIH4=\a\x1b[2J\x1b[H" + "looks fine\nFORGED   approved by the CFO\r" + "\x7f\u009b2J\u202e"
 
 // escaped is hostile as text output prints it.
-const escaped = `\x1b]0;pwned\x07\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\x1b[Hlooks fine\nFORGED   approved by the CFO\r`
+const escaped = `\x1b]0;pwned\x07\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\x1b[Hlooks fine\nFORGED   approved by the CFO\r\x7f\u009b2J\u202e`
 
 // hostileWorld is a schema whose stored texts are all hostile: a finding's kind, states,
 // detail, diffs, resolver and note; a repair command's error; the job's last failure.
@@ -78,26 +81,16 @@ func TestTextOutputEscapesWhatWasStored(t *testing.T) {
 	url, schema, id := hostileWorld(t)
 	db := []string{"--database-url", url, "--schema", schema}
 	show := []string{"findings", "show", strconv.FormatInt(id, 10)}
-	for _, args := range [][]string{
-		{"status", "--job", "payments", "--table", "payments"},
-		{"health", "--job", "payments", "--table", "payments"},
-		{"findings", "list", "--status", "all"},
-		show,
-		{"dead"},
-	} {
-		code, out, errOut := runTool(t, append(args, db...)...)
-		if code != exitOK && !(args[0] == "health" && code == exitNegative) {
-			t.Fatalf("%s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
-		}
+	eachPrinting(t, show, db, func(what, out, errOut string) {
 		for _, line := range strings.Split(out+errOut, "\n") {
 			if strings.ContainsAny(line, "\x1b\a\r") || strings.HasPrefix(line, "FORGED") {
-				t.Errorf("%s printed %q", strings.Join(args, " "), line)
+				t.Errorf("%s printed %q", what, line)
 			}
 		}
 		if !strings.Contains(out, escaped) {
-			t.Errorf("%s does not show the stored values escaped:\n%s", strings.Join(args, " "), out)
+			t.Errorf("%s does not show the stored values escaped:\n%s", what, out)
 		}
-	}
+	})
 	_, out, _ := runTool(t, append(show, db...)...)
 	// (The kind is not among them: the store made it printable when it was recorded.)
 	for _, want := range []string{"canceled", "paid", "detail", "status", "ours", "theirs", "eve", "note"} {
@@ -108,6 +101,60 @@ func TestTextOutputEscapesWhatWasStored(t *testing.T) {
 	_, out, _ = runTool(t, append([]string{"dead"}, db...)...)
 	if !strings.Contains(out, "handler"+escaped) {
 		t.Errorf("dead lacks the handler's error escaped:\n%s", out)
+	}
+}
+
+// --json output is JSON whatever was stored, every value as it was stored, and, as text output,
+// sends the terminal no control character: what JSON does not escape itself (DEL, C1, bidi
+// controls) is written as a JSON escape.
+func TestJSONOutputIsJSONWhateverWasStored(t *testing.T) {
+	t.Parallel()
+	url, schema, id := hostileWorld(t)
+	db := []string{"--database-url", url, "--schema", schema, "--json"}
+	show := []string{"findings", "show", strconv.FormatInt(id, 10)}
+	eachPrinting(t, show, db, func(what, out, _ string) {
+		if !json.Valid([]byte(out)) {
+			t.Errorf("%s printed invalid JSON:\n%s", what, out)
+		}
+		if safe := safetext.Lines(out); safe != out {
+			t.Errorf("%s printed characters a terminal acts on:\n%q", what, out)
+		}
+	})
+	_, out, _ := runTool(t, append(show, db...)...)
+	var f findingJSON
+	if err := json.Unmarshal([]byte(out), &f); err != nil {
+		t.Fatalf("findings show --json: %v\n%s", err, out)
+	}
+	for _, c := range []struct{ field, got, want string }{
+		{"local", f.Local, "paid" + hostile}, {"external", f.External, "canceled" + hostile},
+		{"detail", f.Detail, "detail" + hostile}, {"resolved_by", f.ResolvedBy, "eve" + hostile},
+		{"resolution_note", f.ResolutionNote, "note" + hostile},
+	} {
+		if c.got != c.want {
+			t.Errorf("findings show --json: %s is %q; want %q, as stored", c.field, c.got, c.want)
+		}
+	}
+}
+
+// eachPrinting runs each command that prints stored values (show among them), with extra
+// after its own arguments, and has check look at what it printed; a command that fails (but
+// health saying unhealthy) fails t.
+func eachPrinting(t *testing.T, show, extra []string, check func(what, out, errOut string)) {
+	t.Helper()
+	for _, args := range [][]string{
+		{"status", "--job", "payments", "--table", "payments"},
+		{"health", "--job", "payments", "--table", "payments"},
+		{"findings", "list", "--status", "all"},
+		show,
+		{"dead"},
+	} {
+		args = append(slices.Clone(args), extra...)
+		what := strings.Join(args, " ")
+		code, out, errOut := runTool(t, args...)
+		if code != exitOK && !(args[0] == "health" && code == exitNegative) {
+			t.Fatalf("%s: exit %d\n%s%s", what, code, out, errOut)
+		}
+		check(what, out, errOut)
 	}
 }
 

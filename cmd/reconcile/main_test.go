@@ -503,6 +503,8 @@ func TestAWrongCommandLineIsAUsageError(t *testing.T) {
 		{"a bad prefix to migrate", []string{"migrate", "--prefix", "bad-prefix"}},
 		{"an argument to migrate", []string{"migrate", "up"}},
 		{"a duration that is none", []string{"health", "--job", "p", "--table", "t", "--lag-slo", "soon"}},
+		// NaN turned the check off: health judged every batch's rows verified enough.
+		{"an unverifiable share that is no number", []string{"health", "--job", "p", "--table", "t", "--max-unverifiable", "NaN"}},
 		{"redrive ids and --all", []string{"redrive", "1", "--all", "X", "--actor", "ops"}},
 	}
 	for _, tt := range tests {

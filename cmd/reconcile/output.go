@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf16"
 
 	"github.com/reconcilekit/reconcile/internal/shared/redact"
 	"github.com/reconcilekit/reconcile/internal/shared/safetext"
@@ -38,14 +39,37 @@ func (e *env) printErr(format string, args ...any) {
 	fmt.Fprint(e.stderr, safetext.Lines(redactSecrets(fmt.Sprintf(format, args...))))
 }
 
-// printJSON writes v as indented JSON to standard output, redacted.
+// printJSON writes v as indented JSON to standard output, redacted, with every character text
+// output would escape (safetext) that JSON does not (DEL, C1 controls, bidirectional controls)
+// written as a JSON escape: still JSON, every value as stored, and nothing a terminal acts on.
 func (e *env) printJSON(v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	e.print(string(b) + "\n")
+	fmt.Fprint(e.stdout, jsonEscaped(redactSecrets(string(b)))+"\n")
 	return nil
+}
+
+// jsonEscaped is JSON text s (valid UTF-8, as encoding/json writes it) with every character
+// but the newlines between its lines that safetext.Line would escape written as \uXXXX. Such
+// characters are only ever inside strings, where the escape means the character itself.
+func jsonEscaped(s string) string {
+	if safetext.Lines(s) == s {
+		return s // the common case: nothing to escape
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	for _, r := range s {
+		if r == '\n' || safetext.Line(string(r)) == string(r) {
+			b.WriteRune(r)
+			continue
+		}
+		for _, u := range utf16.Encode([]rune{r}) {
+			fmt.Fprintf(&b, `\u%04x`, u)
+		}
+	}
+	return b.String()
 }
 
 // table renders rows as columns separated by at least two spaces; the first row is the header.
