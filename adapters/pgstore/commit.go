@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/reconcilekit/reconcile"
 )
@@ -51,7 +52,14 @@ func (s *Store[L]) Commit(ctx context.Context, c reconcile.Commit) (reconcile.Co
 	}
 
 	if err := s.sendFenced(ctx, batch, "commit", after); err != nil {
+		s.setHint(c.Job, nil)
 		return reconcile.CommitResult{}, err
+	}
+	// Where the cursor now is, as the next read will find it unless another process moves it.
+	if c.Wrap {
+		s.setHint(c.Job, nil)
+	} else {
+		s.setHint(c.Job, &reconcile.Cursor{Position: c.Next, Version: c.Cursor.Version + 1, End: c.Cursor.End})
 	}
 	return res, nil
 }
@@ -76,8 +84,8 @@ func (s *Store[L]) queueResults(batch *pgx.Batch, st *statements, job string, ou
 	// writing now() into a timestamp without time zone column writes it in that zone, not in
 	// the session's.
 	batch.Queue(setTimeZone, s.cfg.TimeZone)
+	// Observations in host columns are written by a statement of their own.
 	var obsIDs, obsStates, obsVersions []string
-	var obsTimes []pgtype.Timestamptz // when each answer was obtained; NULL: the commit's time
 	var f findingCols
 	// withFindings are the rows whose outcomes open findings; judged, those whose outcomes
 	// write anything.
@@ -85,9 +93,8 @@ func (s *Store[L]) queueResults(batch *pgx.Batch, st *statements, job string, ou
 	for _, o := range outcomes {
 		d := o.Decision
 		finding := d.Kind != "" && (d.Verdict == reconcile.Repairable || d.Verdict == reconcile.NeedsReview)
-		if o.Verified {
+		if o.Verified && !st.findingsObserve {
 			obsIDs, obsStates, obsVersions = append(obsIDs, o.RecordID), append(obsStates, o.External), append(obsVersions, o.Version)
-			obsTimes = append(obsTimes, verifiedAt(&o))
 		}
 		switch {
 		case finding:
@@ -121,7 +128,7 @@ func (s *Store[L]) queueResults(batch *pgx.Batch, st *statements, job string, ou
 	if len(f.ids) > 0 {
 		dl = s.newDelivery()
 		batch.Queue(st.findings, job, s.cfg.AggregateType, f.ids, f.kinds, f.locals, f.externals, f.details, f.commands,
-			f.once, f.notARow, f.payloads, f.externalIDs, f.diffs, f.versions, f.decides).
+			f.once, f.notARow, f.payloads, f.externalIDs, f.diffs, f.versions, f.decides, f.verified, f.verifiedAt).
 			QueryRow(func(row pgx.Row) error {
 				var ids []string
 				dest := []any{&res.Findings, &res.Commands, &ids}
@@ -135,11 +142,7 @@ func (s *Store[L]) queueResults(batch *pgx.Batch, st *statements, job string, ou
 				return err
 			})
 	}
-	switch {
-	case len(obsIDs) == 0:
-	case st.observeTakesJob:
-		batch.Queue(st.observe, job, obsIDs, obsStates, obsVersions, obsTimes)
-	default:
+	if len(obsIDs) > 0 {
 		batch.Queue(st.observe, obsIDs, obsStates, obsVersions)
 	}
 	return dl
@@ -153,7 +156,9 @@ func verifiedAt(o *reconcile.Outcome) pgtype.Timestamptz {
 type findingCols struct {
 	ids, kinds, locals, externals, details, commands []string
 	externalIDs, versions                            []string
-	once, notARow, decides                           []bool
+	once, notARow, decides, verified                 []bool
+	// verifiedAt are when the verified outcomes' answers were obtained; NULL: the commit's time.
+	verifiedAt []pgtype.Timestamptz
 	// payloads are the repair commands as JSON without their finding id; nil where none.
 	payloads []*string
 	// diffs are the decisions' Diffs as JSON; nil where none.
@@ -183,6 +188,8 @@ func (f *findingCols) add(job string, o reconcile.Outcome, kind string) {
 	f.kinds = append(f.kinds, kind)
 	f.versions = append(f.versions, o.Version)
 	f.decides = append(f.decides, o.Decides())
+	f.verified = append(f.verified, o.Verified)
+	f.verifiedAt = append(f.verifiedAt, verifiedAt(&o))
 	f.locals = append(f.locals, o.Local)
 	f.externals = append(f.externals, o.External)
 	f.details = append(f.details, o.Decision.Detail)
@@ -192,14 +199,30 @@ func (f *findingCols) add(job string, o reconcile.Outcome, kind string) {
 // sendFenced runs batch in a transaction whose first statement is a compare-and-set: if it
 // affects no row, nothing is written and the result is reconcile.ErrConcurrentRun. Then
 // deliver (queueResults' delivery.run) hands over the commands the batch queued, in the same
-// transaction.
+// transaction. Where it can, the transaction begins in the batch's own round trip
+// (pipelinedBegin): a commit is then two round trips, the batch and COMMIT.
 func (s *Store[L]) sendFenced(ctx context.Context, batch *pgx.Batch, what string, deliver func(context.Context, pgx.Tx) error) error {
-	tx, err := s.db.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("pgstore: %s: begin: %w", what, err)
+	var tx pgx.Tx
+	var br pgx.BatchResults
+	if pipelinedBegin(s.db) {
+		b := &pgx.Batch{}
+		b.BeginTx(pgx.TxOptions{})
+		b.QueuedQueries = append(b.QueuedQueries, batch.QueuedQueries...)
+		br = s.db.SendBatch(ctx, b)
+		tx = br.Tx()
+		defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return fmt.Errorf("pgstore: %s: begin: %w", what, err)
+		}
+	} else {
+		var err error
+		if tx, err = s.db.Begin(ctx); err != nil {
+			return fmt.Errorf("pgstore: %s: begin: %w", what, err)
+		}
+		defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
+		br = tx.SendBatch(ctx, batch)
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
-	br := tx.SendBatch(ctx, batch)
 	tag, err := br.Exec()
 	if err != nil {
 		br.Close()
@@ -220,4 +243,15 @@ func (s *Store[L]) sendFenced(ctx context.Context, batch *pgx.Batch, what string
 	}
 	noteWrite()
 	return nil
+}
+
+// pipelinedBegin reports whether db begins a transaction in a batch's round trip
+// (pgx.Batch.BeginTx): a pool or a connection. A transaction given as the DB (its batches
+// cannot begin one) and other implementations begin with a round trip of their own.
+func pipelinedBegin(db DB) bool {
+	switch db.(type) {
+	case *pgxpool.Pool, *pgx.Conn:
+		return true
+	}
+	return false
 }

@@ -19,8 +19,10 @@ type statements struct {
 	readCursor        string
 	advance, wrap     string
 	observe, findings string
-	observeTakesJob   bool
-	lag               string
+	// findingsObserve says that findings also writes the observations (ObserveInOwnTable):
+	// observe is then empty.
+	findingsObserve bool
+	lag             string
 	// match finds rows by external id for a lane (see Store.Match).
 	match string
 	// externalIDs reads rows' external ids by their ids ($1, text), compared as the id
@@ -310,9 +312,26 @@ func (p *sqlParts) commitStatements(st *statements) {
 				FROM queued)`
 	}
 	const reconciler = "'" + reconcile.ResolvedByReconciler + "'"
+	// With ObserveInOwnTable the statement also writes the observations of the verified rows
+	// ($16; $17 when each answer was obtained, NULL: the commit's time), from the rows it judged
+	// as read: one pass over the batch's rows, one lookup of each row, and the observations of
+	// exactly the rows whose findings it records (see observe below for the rule). Not
+	// referenced by the final SELECT, it runs after the others, as the separate statement did.
+	var observed string
+	if cfg.Observations != ObserveInHostColumns {
+		st.findingsObserve = true
+		observed = `
+			), observed AS (
+				INSERT INTO ` + t.table("observations") + ` AS o (job, record_id, external_state, verified_at)
+				SELECT $1, record_id, external_state, least(verified_at, now()) FROM judged
+				WHERE verified AND as_read AND NOT not_a_row
+				ON CONFLICT (job, record_id) DO UPDATE
+				SET external_state = EXCLUDED.external_state, verified_at = EXCLUDED.verified_at
+				WHERE o.verified_at <= EXCLUDED.verified_at`
+	}
 	st.findings = `WITH input AS (
-				SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bool[], $10::bool[], $11::text[], $12::text[], $13::text[], $14::text[], $15::bool[])
-					AS t(record_id, kind, local_state, external_state, detail, command, once, not_a_row, payload, external_id, diffs, version, decides)
+				SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bool[], $10::bool[], $11::text[], $12::text[], $13::text[], $14::text[], $15::bool[], $16::bool[], $17::timestamptz[])
+					AS t(record_id, kind, local_state, external_state, detail, command, once, not_a_row, payload, external_id, diffs, version, decides, verified, verified_at)
 			), judged AS MATERIALIZED (
 				SELECT *, not_a_row OR ` + p.rowAsRead("input.record_id", "input.version", "NOT input.not_a_row") + ` AS as_read FROM input
 			), live AS (
@@ -353,7 +372,7 @@ func (p *sqlParts) commitStatements(st *statements) {
 				SELECT $2, o.record_id, o.command, o.id, (SELECT i.payload::jsonb FROM input AS i
 					WHERE i.record_id = o.record_id AND i.kind = o.kind LIMIT 1) || jsonb_build_object('finding_id', o.id)` + deliveredVal + `
 				FROM opened AS o WHERE o.command <> '' ORDER BY o.id
-				RETURNING id, event_type, payload
+				RETURNING id, event_type, payload` + observed + `
 			)
 			SELECT (SELECT count(*) FROM opened), (SELECT count(*) FROM queued),
 				(SELECT coalesce(array_agg(record_id), '{}') FROM judged WHERE NOT as_read)` + deliveredCmds
@@ -380,19 +399,12 @@ func (p *sqlParts) commitStatements(st *statements) {
 			FROM unnest($1::text[], $2::text[], $3::text[]) AS t(r, e, v) WHERE %s = t.r::%s AND (CASE WHEN t.v = '' THEN true ELSE %s END)`,
 			p.host, pgx.Identifier{cfg.ObservedColumn}.Sanitize(), pgx.Identifier{cfg.VerifiedAtColumn}.Sanitize(), now,
 			p.q(cfg.IDColumn), p.types[cfg.IDColumn], p.unchanged("t.v"))
-	} else {
-		// A row's verified time is when its answer was obtained ($5, NULL: unknown), never
-		// later than the commit; an observation is replaced only by one at least as recent (an
-		// answer kept from earlier in the cycle may reach a commit after a lane's newer one).
-		st.observeTakesJob = true
-		// $4 are the rows' versions as read: a row changed or deleted since is not observed.
-		st.observe = `INSERT INTO ` + t.table("observations") + ` AS o (job, record_id, external_state, verified_at)
-			SELECT $1, r, e, least(at, now()) FROM unnest($2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS t(r, e, v, at)
-			WHERE ` + p.rowAsRead("t.r", "t.v", "true") + `
-			ON CONFLICT (job, record_id) DO UPDATE
-			SET external_state = EXCLUDED.external_state, verified_at = EXCLUDED.verified_at
-			WHERE o.verified_at <= EXCLUDED.verified_at`
 	}
+	// Otherwise the findings statement writes the observations (observed, above): a row's
+	// verified time is when its answer was obtained (NULL: unknown), never later than the
+	// commit; an observation is replaced only by one at least as recent (an answer kept from
+	// earlier in the cycle may reach a commit after a lane's newer one); a row changed or
+	// deleted since its read is not observed, nor is an outcome that names no row.
 	// forgetDeleted closes the open findings of job $1 whose row no longer exists, as
 	// row_deleted by $2, in their history too, and removes the job's observations of such rows.
 	// It runs when a cycle completes: a finding of a row deleted after its batch would
