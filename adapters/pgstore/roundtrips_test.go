@@ -74,3 +74,33 @@ func TestAReadAfterAnotherProcessMovedTheCursorStartsThere(t *testing.T) {
 		t.Errorf("the fifth batch %+v, want the cycle's end", rep)
 	}
 }
+
+// A key of integer columns is read as the text jsonb writes for it, as a key of any other type
+// is: a position written by one release, or one commit's, reads back the same in the next.
+func TestAnIntegerKeyReadsAsJSONBWritesIt(t *testing.T) {
+	t.Parallel()
+	pool, s := newStore(t, pgstore.Config{KeyColumns: []string{"region", "shard", "id"}}, `CREATE TABLE payments (
+		region smallint NOT NULL, shard integer NOT NULL, id bigint PRIMARY KEY,
+		external_id text NOT NULL, status text NOT NULL,
+		created_at timestamptz NOT NULL DEFAULT now() - interval '1 day', updated_at timestamptz NOT NULL DEFAULT now() - interval '1 hour')`,
+		`CREATE UNIQUE INDEX ON payments (region, shard, id)`)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `INSERT INTO payments (region, shard, id, external_id, status)
+		VALUES (-32768, -2147483648, -9223372036854775808, 'pi_a', 'paid'), (0, 0, 0, 'pi_b', 'paid'),
+			(7, 12, 9223372036854775807, 'pi_c', 'paid')`); err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Read(ctx, reconcile.ReadRequest{Job: "sweep", Limit: 10})
+	if err != nil || len(b.Records) != 3 {
+		t.Fatalf("read %d rows, %v; want 3", len(b.Records), err)
+	}
+	for _, r := range b.Records {
+		var want string
+		if err := pool.QueryRow(ctx, `SELECT jsonb_build_array(region, shard, id)::text FROM payments WHERE id::text = $1`, r.ID).Scan(&want); err != nil {
+			t.Fatal(err)
+		}
+		if r.Key != want {
+			t.Errorf("row %s: key %q, want %q as jsonb writes it", r.ID, r.Key, want)
+		}
+	}
+}
