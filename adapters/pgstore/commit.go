@@ -157,10 +157,11 @@ func (s *Store[L]) queueResults(batch *pgx.Batch, st *statements, job string, ou
 				return err
 			})
 	}
+	// Before the observations in host columns, whose update may fire the host's triggers.
+	batch.Queue(restoreSorts)
 	if len(obsIDs) > 0 {
 		batch.Queue(st.observe, obsIDs, obsStates, obsVersions)
 	}
-	batch.Queue(restoreSorts)
 	return dl
 }
 
