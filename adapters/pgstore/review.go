@@ -54,7 +54,7 @@ func (s *Store[L]) ResolveFindingIn(ctx context.Context, q Querier, id int64, r 
 	case !open:
 		return fmt.Errorf("pgstore: resolve finding %d: %w", id, reconcile.ErrAlreadyResolved)
 	}
-	noteWrite()
+	s.table.NoteWrite()
 	return nil
 }
 
@@ -75,7 +75,7 @@ func (s *Store[L]) ResolveRecordFindings(ctx context.Context, q Querier, recordI
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: resolve findings of record %s: %w", recordID, err)
 	}
-	noteWrite()
+	s.table.NoteWrite()
 	return ids, nil
 }
 
@@ -107,7 +107,7 @@ func (s *Store[L]) ReopenFindingIn(ctx context.Context, q Querier, id int64, by,
 	case !reopened:
 		return fmt.Errorf("pgstore: reopen finding %d: %w", id, reconcile.ErrAlreadyOpen)
 	}
-	noteWrite()
+	s.table.NoteWrite()
 	return nil
 }
 
