@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/reconciletest"
 )
 
 var cases = []struct {
@@ -13,6 +14,7 @@ var cases = []struct {
 }{
 	{"a command applies once through its writer and resolves its finding", testOnce},
 	{"a command whose finding a person resolved first is not applied", testResolvedFirst},
+	{"a command read while a commit supersedes its finding waits for that commit and is not applied", testSupersededMeanwhile},
 	{"a second delivery of an applied command, its finding reopened, applies nothing", replay(Harness.Duplicate)},
 	{"a retry of the delivery that applied a command, its finding reopened, applies nothing", replay(Harness.Retry)},
 	{"a delivery made again after the first was cleaned up, the finding reopened, applies nothing", replay(Harness.Reinsert)},
@@ -126,4 +128,39 @@ func testCrash(t *testing.T, w *world) {
 		t.Fatal("no delivery reached the writer")
 	}
 	w.check(t, w.applied())
+}
+
+// A command read for delivery while a commit is superseding its finding is not applied: the
+// delivery waits for that commit and finds the finding superseded. The commit (a lane judging
+// payment 1 anew) is held on the finding's lock until the delivery got as far as it can.
+func testSupersededMeanwhile(t *testing.T, w *world) {
+	ctx := context.Background()
+	pid, release := w.holdFinding(t, w.c1.FindingID)
+	lane, err := reconcile.NewLane(reconcile.LaneConfig[string, string]{Job: "sweep", Lane: "events", Matcher: w.store, Sink: w.store,
+		Classifier: reconciletest.Classifier(), Feed: reconciletest.NewFeed(map[string]reconcile.FeedPage[string]{
+			"": {Next: "p1", Objects: reconciletest.Objects("pi_1", "canceled")}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	judged := make(chan error, 1)
+	go func() {
+		_, err := lane.RunBatch(ctx)
+		judged <- err
+	}()
+	Eventually(t, "the lane's commit waiting for payment 1's finding", func() bool { return w.blockedBy(t, pid) >= 1 })
+	_, wait := w.h.Concurrently(t, w.c1, 1)
+	Eventually(t, "payment 1's delivery waiting behind the lane's commit", func() bool { return w.blockedBy(t, pid) >= 2 })
+	release()
+	if err := <-judged; err != nil {
+		t.Fatalf("lane step: %v", err)
+	}
+	wait()
+	w.h.Drain(t)
+	want := w.applied()
+	delete(want.Calls, w.c1.FindingID)
+	want.Payments[w.c1.RecordID] = "pending"
+	w.check(t, want)
+	if f, err := w.store.Finding(ctx, w.c1.FindingID); err != nil || f.Resolution != reconcile.ResolutionSuperseded {
+		t.Errorf("payment 1's finding %+v (%v); want it superseded by the lane's judgment", f.Finding, err)
+	}
 }
