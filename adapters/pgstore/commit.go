@@ -117,11 +117,20 @@ func (s *Store[L]) queueResults(batch *pgx.Batch, st *statements, job string, ou
 	if len(withFindings) > 0 {
 		batch.Queue(st.lockFindings, job, withFindings)
 	}
+	// In the reconciler's own table the observations are written first: a commit that
+	// observes a row waits there for another one that observed it (ON CONFLICT waits for it),
+	// so that the findings statement, which leaves alone a row verified since on a newer
+	// answer, sees that one's verification. With ObserveInHostColumns, lockObserved serializes
+	// them, and the observations come last: the findings statement must not take the commit's
+	// own write for a newer verification.
+	if st.observeTakesJob && len(obsIDs) > 0 {
+		batch.Queue(st.observe, job, obsIDs, obsStates, obsVersions, obsTimes)
+	}
 	var dl *delivery
 	if len(f.ids) > 0 {
 		dl = s.newDelivery()
 		batch.Queue(st.findings, job, s.cfg.AggregateType, f.ids, f.kinds, f.locals, f.externals, f.details, f.commands,
-			f.once, f.notARow, f.payloads, f.externalIDs, f.diffs, f.versions, f.decides).
+			f.once, f.notARow, f.payloads, f.externalIDs, f.diffs, f.versions, f.decides, f.verified, f.answeredAt).
 			QueryRow(func(row pgx.Row) error {
 				var ids []string
 				dest := []any{&res.Findings, &res.Commands, &ids}
@@ -135,12 +144,8 @@ func (s *Store[L]) queueResults(batch *pgx.Batch, st *statements, job string, ou
 				return err
 			})
 	}
-	switch {
-	case len(obsIDs) == 0:
-	case st.observeTakesJob:
-		batch.Queue(st.observe, job, obsIDs, obsStates, obsVersions, obsTimes)
-	default:
-		batch.Queue(st.observe, obsIDs, obsStates, obsVersions)
+	if !st.observeTakesJob && len(obsIDs) > 0 {
+		batch.Queue(st.observe, obsIDs, obsStates, obsVersions, obsTimes)
 	}
 	return dl
 }
@@ -153,7 +158,9 @@ func verifiedAt(o *reconcile.Outcome) pgtype.Timestamptz {
 type findingCols struct {
 	ids, kinds, locals, externals, details, commands []string
 	externalIDs, versions                            []string
-	once, notARow, decides                           []bool
+	once, notARow, decides, verified                 []bool
+	// answeredAt are the Verified outcomes' answer times (NULL: the commit's).
+	answeredAt []pgtype.Timestamptz
 	// payloads are the repair commands as JSON without their finding id; nil where none.
 	payloads []*string
 	// diffs are the decisions' Diffs as JSON; nil where none.
@@ -183,6 +190,8 @@ func (f *findingCols) add(job string, o reconcile.Outcome, kind string) {
 	f.kinds = append(f.kinds, kind)
 	f.versions = append(f.versions, o.Version)
 	f.decides = append(f.decides, o.Decides())
+	f.verified = append(f.verified, o.Verified)
+	f.answeredAt = append(f.answeredAt, verifiedAt(&o))
 	f.locals = append(f.locals, o.Local)
 	f.externals = append(f.externals, o.External)
 	f.details = append(f.details, o.Decision.Detail)
