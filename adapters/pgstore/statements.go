@@ -182,6 +182,21 @@ func (p *sqlParts) unchanged(v string) string {
 		AND coalesce(%[2]s <= %[3]s + make_interval(secs => %[4]f), false)))`, v, updated, verified, p.cfg.OwnWriteTolerance.Seconds())
 }
 
+// verifiedSince(id, at, isRow) is a condition: job $1 holds a verification of the row with the
+// text id later than an answer obtained at at (a timestamptz, NULL: the commit's time),
+// compared as the store writes both: the answer's time no later than the commit's, against the
+// observation's time, or with ObserveInHostColumns the row's last-verified time (its commit's).
+// Such an answer is older than what the row was last judged on: recording it would overturn a
+// newer finding (see reconcile.Sink). The row is looked up as rowExists does.
+func (p *sqlParts) verifiedSince(id, at, isRow string) string {
+	if p.cfg.Observations != ObserveInHostColumns {
+		return fmt.Sprintf("EXISTS (SELECT 1 FROM %s AS o WHERE o.job = $1 AND o.record_id = %s AND o.verified_at > least(%s, now()))",
+			p.cfg.Tables.table("observations"), id, at)
+	}
+	return fmt.Sprintf("EXISTS (SELECT 1 FROM %s AS h WHERE %s = (CASE WHEN %s THEN %s END)::%s AND %s > least(%s, now()))",
+		p.host, p.q(p.cfg.IDColumn), isRow, id, p.types[p.cfg.IDColumn], p.ts(p.cfg.VerifiedAtColumn), at)
+}
+
 // lagValue is a row's lag: how long it has gone unverified, counting a never-verified row from
 // its creation; NULL for a row with invalid times. The lag may be negative (rows created in the
 // future) or past what a time.Duration holds: lagOf clamps it.
@@ -306,9 +321,11 @@ func (p *sqlParts) commitStatements(st *statements) {
 	// marshalled in Go (reconcile.Outcome.RepairCommand), to which the new finding's id is
 	// added; $12 their external ids; $13 their decisions' Diffs as JSON (NULL for none); $14
 	// the rows' versions as read; $15 whether each decides its record's findings
-	// (reconcile.Outcome.Decides); $4, the kind, is '' for an outcome that carries no finding.
-	// A row changed or deleted since its batch read it (judged) is left alone, and its id
-	// returned. A deciding outcome closes its record's other open findings (closed): as cleared
+	// (reconcile.Outcome.Decides); $16 whether each is Verified, and $17 when its answer was
+	// obtained (NULL: the commit's time); $4, the kind, is '' for an outcome that carries no
+	// finding. A row changed or deleted since its batch read it (judged), or verified on an
+	// answer older than the job's last verification of it (verifiedSince), is left alone, and
+	// its id returned. A deciding outcome closes its record's other open findings (closed): as cleared
 	// without a kind, else as superseded by the finding of its kind left open (successor). It
 	// closes those it can lock at once (open_now; the records it opens findings of are locked
 	// already, by lockFindings): one that another transaction holds (a person resolving it, a
@@ -324,10 +341,13 @@ func (p *sqlParts) commitStatements(st *statements) {
 	}
 	const reconciler = "'" + reconcile.ResolvedByReconciler + "'"
 	st.findings = `WITH input AS (
-				SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bool[], $10::bool[], $11::text[], $12::text[], $13::text[], $14::text[], $15::bool[])
-					AS t(record_id, kind, local_state, external_state, detail, command, once, not_a_row, payload, external_id, diffs, version, decides)
+				SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bool[], $10::bool[], $11::text[], $12::text[], $13::text[], $14::text[], $15::bool[],
+						$16::bool[], $17::timestamptz[])
+					AS t(record_id, kind, local_state, external_state, detail, command, once, not_a_row, payload, external_id, diffs, version, decides,
+						verified, answered_at)
 			), judged AS MATERIALIZED (
-				SELECT *, not_a_row OR ` + p.rowAsRead("input.record_id", "input.version", "NOT input.not_a_row") + ` AS as_read FROM input
+				SELECT *, not_a_row OR (` + p.rowAsRead("input.record_id", "input.version", "NOT input.not_a_row") + `
+					AND NOT (verified AND ` + p.verifiedSince("input.record_id", "input.answered_at", "NOT input.not_a_row") + `)) AS as_read FROM input
 			), live AS (
 				SELECT * FROM judged WHERE as_read
 			), open_now AS MATERIALIZED (
@@ -388,15 +408,19 @@ func (p *sqlParts) commitStatements(st *statements) {
 		// the rows as the commit saw them.
 		st.lockObserved = fmt.Sprintf(`SELECT 1 FROM %s AS h WHERE %s = ANY($1::text[]::%s[]) ORDER BY %s FOR NO KEY UPDATE`,
 			p.host, p.q(cfg.IDColumn), p.types[cfg.IDColumn], p.q(cfg.IDColumn))
-		// $3 are the rows' versions as read: a row changed since is not observed.
+		// $3 are the rows' versions as read: a row changed since is not observed; $4 when the
+		// answers were obtained: a row verified since on a newer answer is not observed either.
 		st.observe = fmt.Sprintf(`UPDATE %s AS h SET %s = t.e, %s = %s
-			FROM unnest($1::text[], $2::text[], $3::text[]) AS t(r, e, v) WHERE %s = t.r::%s AND (CASE WHEN t.v = '' THEN true ELSE %s END)`,
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) AS t(r, e, v, at) WHERE %s = t.r::%s
+				AND (CASE WHEN t.v = '' THEN true ELSE %s END) AND NOT coalesce(%s > least(t.at, now()), false)`,
 			p.host, pgx.Identifier{cfg.ObservedColumn}.Sanitize(), pgx.Identifier{cfg.VerifiedAtColumn}.Sanitize(), now,
-			p.q(cfg.IDColumn), p.types[cfg.IDColumn], p.unchanged("t.v"))
+			p.q(cfg.IDColumn), p.types[cfg.IDColumn], p.unchanged("t.v"), p.ts(cfg.VerifiedAtColumn))
 	} else {
 		// A row's verified time is when its answer was obtained ($5, NULL: unknown), never
 		// later than the commit; an observation is replaced only by one at least as recent (an
 		// answer kept from earlier in the cycle may reach a commit after a lane's newer one).
+		// It runs before the findings statement (see queueResults), which then leaves alone
+		// the rows this left unobserved.
 		st.observeTakesJob = true
 		// $4 are the rows' versions as read: a row changed or deleted since is not observed.
 		st.observe = `INSERT INTO ` + t.table("observations") + ` AS o (job, record_id, external_state, verified_at)

@@ -84,10 +84,19 @@ func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job strin
 	if len(withFindings) > 0 {
 		batch.Queue(st.LockFindings, job, withFindings)
 	}
+	// In the reconciler's own table the observations are written first: a commit that
+	// observes a row waits there for another one that observed it (ON CONFLICT waits for it),
+	// so that the findings statement, which leaves alone a row verified since on a newer
+	// answer, sees that one's verification. With ObserveInHostColumns, lockObserved serializes
+	// them, and the observations come last: the findings statement must not take the commit's
+	// own write for a newer verification.
+	if st.ObserveTakesJob && len(obsIDs) > 0 {
+		batch.Queue(st.Observe, job, obsIDs, obsStates, obsVersions, obsTimes)
+	}
 	q := &Queued{hand: t.hand}
 	if len(f.ids) > 0 {
 		batch.Queue(st.Findings, job, st.AggregateType, f.ids, f.kinds, f.locals, f.externals, f.details, f.commands,
-			f.once, f.notARow, f.payloads, f.externalIDs, f.diffs, f.versions, f.decides).
+			f.once, f.notARow, f.payloads, f.externalIDs, f.diffs, f.versions, f.decides, f.verified, f.answeredAt).
 			QueryRow(func(row pgx.Row) error {
 				var ids []string
 				dest := []any{&res.Findings, &res.Commands, &ids}
@@ -101,12 +110,8 @@ func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job strin
 				return err
 			})
 	}
-	switch {
-	case len(obsIDs) == 0:
-	case st.ObserveTakesJob:
-		batch.Queue(st.Observe, job, obsIDs, obsStates, obsVersions, obsTimes)
-	default:
-		batch.Queue(st.Observe, obsIDs, obsStates, obsVersions)
+	if !st.ObserveTakesJob && len(obsIDs) > 0 {
+		batch.Queue(st.Observe, obsIDs, obsStates, obsVersions, obsTimes)
 	}
 	return q, nil
 }
@@ -127,7 +132,9 @@ func VerifiedAt(o *reconcile.Outcome) pgtype.Timestamptz {
 type findingCols struct {
 	ids, kinds, locals, externals, details, commands []string
 	externalIDs, versions                            []string
-	once, notARow, decides                           []bool
+	once, notARow, decides, verified                 []bool
+	// answeredAt are the Verified outcomes' answer times (NULL: the commit's).
+	answeredAt []pgtype.Timestamptz
 	// payloads are the repair commands as JSON without their finding id; nil where none.
 	payloads []*string
 	// diffs are the decisions' Diffs as JSON; nil where none.
@@ -157,6 +164,8 @@ func (f *findingCols) add(job string, o reconcile.Outcome, kind string) {
 	f.kinds = append(f.kinds, kind)
 	f.versions = append(f.versions, o.Version)
 	f.decides = append(f.decides, o.Decides())
+	f.verified = append(f.verified, o.Verified)
+	f.answeredAt = append(f.answeredAt, VerifiedAt(&o))
 	f.locals = append(f.locals, o.Local)
 	f.externals = append(f.externals, o.External)
 	f.details = append(f.details, o.Decision.Detail)
