@@ -95,7 +95,9 @@
 //     with a new finding.
 //   - A commit judges only rows that are as they were read: a row changed or deleted since (a
 //     webhook, a repair, a person) gets no observation, finding or command in that batch, as a
-//     row in grace, and the next cycle judges it ([Report].Changed counts them).
+//     row in grace, and the next cycle judges it ([Report].Changed counts them). So is a row
+//     whose answer is older than its last recorded verification: an older answer committed
+//     last never overturns a newer one.
 //   - A verified judgment of a record decides its findings: it closes the record's other open
 //     findings in the job as superseded by its own ([ResolutionSuperseded]), or as cleared when
 //     the pair is in sync ([ResolutionCleared]), so a record keeps at most one open finding

@@ -34,6 +34,14 @@ import (
 // is then. The reconciler's own writes (observations in host columns) are not changes. An
 // outcome that names no row (NotARow) is recorded as it is.
 //
+// An older answer never overturns a newer one. A Verified outcome whose answer is older than
+// the verified time the Sink holds for its row in the job (written by any commit: a lane, the
+// sweep, a sharded worker) is treated as a row changed since its read: nothing of it is
+// recorded and it counts in CommitResult.Changed. Both times are compared as the Sink writes
+// them: the outcome's VerifiedAt capped by the commit's clock (the commit's time when zero),
+// against the stored verified time (which a Sink that records commit times, such as pgstore
+// with observations in host columns, holds instead of answer times).
+//
 // A verified judgment of a record's pair decides the record's findings in the job. An outcome
 // that Decides (its row judged against the external object's current state: InSync,
 // Repairable or NeedsReview) closes every other open finding of (job, record), whoever opened
@@ -113,7 +121,8 @@ type Outcome struct {
 	// VerifiedAt, for a Verified outcome, is when the call that obtained the answer began:
 	// the answer reflects every change the external system made before it. The Sink records
 	// the earlier of VerifiedAt and its own clock as the row's verified time; zero means the
-	// commit's time.
+	// commit's time. An outcome whose VerifiedAt is older than the row's stored verified time
+	// is not recorded (see Sink): a newer answer was committed first.
 	VerifiedAt time.Time
 	// NotARow reports that RecordID names no local row but an external object (a
 	// KindMissingLocally finding): the Sink records the finding without checking that a row

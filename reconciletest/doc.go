@@ -59,6 +59,10 @@
 //     between a lane's match and its commit (a repair applied, its finding resolved), gets no
 //     second finding, no command and no verification, and is judged again next cycle. A
 //     fixture that is an [Updater] changes rows in place, as a host's writer does.
+//   - Answers committed out of order: a sweep's (or a lane's) answer older than the one a lane
+//     (or the sweep) committed meanwhile opens, supersedes and clears nothing, queues no
+//     command and leaves the newer observation; its commit counts the row in Report.Changed
+//     and the next cycle asks it again.
 //   - Findings that no longer describe the drift: a verified judgment of another kind closes
 //     the record's open finding as superseded, naming its successor (Finding.SupersededBy,
 //     FindingDetail.Supersedes), one in sync closes it as cleared, both by the reconciler in the

@@ -209,6 +209,7 @@ func Run(t *testing.T, newFixture func(t *testing.T) Fixture) {
 	tests = append(tests, laneTests...)
 	tests = append(tests, changedRowTests...)
 	tests = append(tests, supersedeTests...)
+	tests = append(tests, answerOrderTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

@@ -333,14 +333,17 @@ func (s *Store[K, L]) record(job string, outcomes []reconcile.Outcome, now time.
 		}
 		if o.Verified {
 			// Verified when the answer was obtained, never later than the commit (by the
-			// store's clock); an observation is replaced only by one at least as recent.
+			// store's clock). An answer older than the row's recorded one (a lane's, committed
+			// first) must not overturn what that one found: left alone, as a changed row.
 			at := now
 			if !o.VerifiedAt.IsZero() && o.VerifiedAt.Before(now) {
 				at = o.VerifiedAt
 			}
-			if old, ok := s.observations[obsKey{job, o.RecordID}]; !ok || !at.Before(old.VerifiedAt) {
-				s.observations[obsKey{job, o.RecordID}] = Observation{External: o.External, VerifiedAt: at}
+			if old, ok := s.observations[obsKey{job, o.RecordID}]; ok && !o.NotARow && at.Before(old.VerifiedAt) {
+				res.Changed++
+				continue
 			}
+			s.observations[obsKey{job, o.RecordID}] = Observation{External: o.External, VerifiedAt: at}
 		}
 		var successor int64
 		if finding {

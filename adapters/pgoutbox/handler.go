@@ -75,28 +75,37 @@ func HandleCommand(d *Dispatcher, name string, h CommandWriter) error {
 		if err != nil {
 			return Permanent(err)
 		}
-		return applyCommand(ctx, tx, d.sql.findingResolved, cmd, h)
+		return applyCommand(ctx, tx, d.sql, cmd, h)
 	})
 }
 
 // ApplyCommand applies cmd through w in tx, as the Dispatcher does for HandleCommand: a
 // command whose finding is already resolved is not applied (nil, without calling w): the
-// webhook applied the change first, or a person decided (fixed, accepted, a false positive), and
-// a repair must not overrule them. A finding deleted by retention does not stop the command.
-// tables names the reconciler's tables (store.Tables()). Resolving the finding is w's part, in
-// tx, as the canonical writer does for a webhook.
+// webhook applied the change first, or a person decided (fixed, accepted, a false positive), or
+// a newer judgment superseded it, and a repair must not overrule them. The check and w run
+// under the record's lock that pgstore's commits take before they open or supersede its
+// findings, and that pgstore.Store.ResolveFinding takes: a commit or a person closing the
+// finding meanwhile is waited for, and the command is then not applied. A finding deleted by
+// retention does not stop the command. tables names the reconciler's tables (store.Tables(),
+// spelled as the store spells them: the lock is keyed by that name). Resolving the finding is
+// w's part, in tx, as the canonical writer does for a webhook.
 func ApplyCommand(ctx context.Context, tx pgx.Tx, tables pgstore.Tables, cmd reconcile.Command, w CommandWriter) error {
 	prefix, err := pgtables.Resolve(tables.Prefix, tables.Schema)
 	if err != nil {
 		return Permanent(fmt.Errorf("tables: %w", err))
 	}
 	tables.Prefix = prefix
-	return applyCommand(ctx, tx, newDispatchSQL(tables).findingResolved, cmd, w)
+	return applyCommand(ctx, tx, newDispatchSQL(tables), cmd, w)
 }
 
-func applyCommand(ctx context.Context, tx pgx.Tx, findingResolved string, cmd reconcile.Command, w CommandWriter) error {
+func applyCommand(ctx context.Context, tx pgx.Tx, q dispatchSQL, cmd reconcile.Command, w CommandWriter) error {
+	// The lock first, then the read, in a statement of its own: it sees what a commit that
+	// held the lock wrote.
+	if _, err := tx.Exec(ctx, q.lockFinding, cmd.FindingID, q.findings); err != nil {
+		return fmt.Errorf("lock finding %d: %w", cmd.FindingID, err)
+	}
 	var resolved bool
-	err := tx.QueryRow(ctx, findingResolved, cmd.FindingID).Scan(&resolved)
+	err := tx.QueryRow(ctx, q.findingResolved, cmd.FindingID).Scan(&resolved)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		// The finding is gone (deleted by retention): apply the command as asked.

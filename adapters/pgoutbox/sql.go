@@ -11,8 +11,12 @@ import (
 type dispatchSQL struct {
 	outbox                                               string // the table's quoted name
 	claim, complete, renew, release, snooze, retry, bury string
-	// findingResolved reads whether finding $1 is resolved (HandleCommand).
-	findingResolved string
+	// lockFinding takes the advisory lock pgstore's commits take on finding $1's record before
+	// they open or supersede its findings (the store's per-record lock, in the lock space of the
+	// findings table as named, $2); findingResolved then reads whether finding $1 is resolved
+	// (HandleCommand, ApplyCommand).
+	lockFinding, findingResolved string
+	findings                     string // the findings table's quoted name
 	// dead lists dead commands after id $1, at most $2; redrive re-drives command $1 for
 	// actor $2 (DeadCommands and Redrive, dead.go).
 	dead, redrive string
@@ -73,6 +77,9 @@ func newDispatchSQL(t pgstore.Tables) dispatchSQL {
 		bury: `UPDATE ` + outbox + ` SET status = 'dead', failures = failures + 1, dead_at = now(), lease_owner = NULL,
 			lease_expires_at = NULL, ` + appendError + fence,
 
+		findings: findings,
+		lockFinding: `SELECT count(pg_advisory_xact_lock(hashtext($2), hashtext(job || ' ' || record_id))) FROM ` + findings + `
+			WHERE id = $1`,
 		findingResolved: `SELECT resolved_at IS NOT NULL FROM ` + findings + ` WHERE id = $1`,
 
 		dead: `SELECT id, aggregate_type, aggregate_id, event_type, coalesce(finding_id, 0), failures,

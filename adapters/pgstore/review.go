@@ -31,18 +31,46 @@ type Querier interface {
 // ResolveFinding closes an open finding and records the change in the finding's history
 // (reconcile.Reviewer). A closed one is left as it is: reconcile.ErrAlreadyResolved. Once
 // resolved, the same drift can be found again.
+//
+// It takes turns with the commits that open or supersede the record's findings and with the
+// repair deliveries of its command (pgoutbox, riverdelivery), under the record's lock: a command
+// being applied meanwhile is waited for (the finding is then resolved already), and one that
+// comes after finds the finding resolved and is not applied.
 func (s *Store[L]) ResolveFinding(ctx context.Context, id int64, r reconcile.Resolution) error {
-	return s.ResolveFindingIn(ctx, s.db, id, r)
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, s.own.lockFinding, id, s.cfg.Tables.table("findings")); err != nil {
+			return fmt.Errorf("pgstore: resolve finding %d: lock: %w", id, err)
+		}
+		return s.resolve(ctx, tx, id, r)
+	})
+	if err == nil {
+		s.table.NoteWrite() // committed: a cache of Status read from now on sees it
+	}
+	return err
 }
 
 // ResolveFindingIn is ResolveFinding inside q. Call it from the canonical writer, in the
 // transaction of the business change that fixed the drift, so that both commit or neither
 // does; q stays usable after reconcile.ErrAlreadyResolved (a repair and a webhook, or a
-// person, may both get there).
+// person, may both get there). It takes no record lock, unlike ResolveFinding: a canonical
+// writer holds its row by then, and commits take the record's lock before the row's; the
+// delivery that calls the writer holds the record's lock already.
 func (s *Store[L]) ResolveFindingIn(ctx context.Context, q Querier, id int64, r reconcile.Resolution) error {
 	if err := r.Validate(); err != nil {
 		return err
 	}
+	if err := s.resolve(ctx, q, id, r); err != nil {
+		return err
+	}
+	s.table.NoteWrite()
+	return nil
+}
+
+// resolve resolves finding id in q, counting no write.
+func (s *Store[L]) resolve(ctx context.Context, q Querier, id int64, r reconcile.Resolution) error {
 	var exists, open bool
 	err := q.QueryRow(ctx, s.own.resolveFinding,
 		id, r.As, r.By, r.Note).Scan(&exists, &open)
@@ -54,7 +82,6 @@ func (s *Store[L]) ResolveFindingIn(ctx context.Context, q Querier, id int64, r 
 	case !open:
 		return fmt.Errorf("pgstore: resolve finding %d: %w", id, reconcile.ErrAlreadyResolved)
 	}
-	noteWrite()
 	return nil
 }
 
@@ -75,7 +102,7 @@ func (s *Store[L]) ResolveRecordFindings(ctx context.Context, q Querier, recordI
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: resolve findings of record %s: %w", recordID, err)
 	}
-	noteWrite()
+	s.table.NoteWrite()
 	return ids, nil
 }
 
@@ -107,7 +134,7 @@ func (s *Store[L]) ReopenFindingIn(ctx context.Context, q Querier, id int64, by,
 	case !reopened:
 		return fmt.Errorf("pgstore: reopen finding %d: %w", id, reconcile.ErrAlreadyOpen)
 	}
-	noteWrite()
+	s.table.NoteWrite()
 	return nil
 }
 

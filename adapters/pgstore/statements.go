@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/internal/hosttable"
 )
 
 // statements are the store's SQL, built once from the config and the host table's column
@@ -19,10 +20,8 @@ type statements struct {
 	readCursor        string
 	advance, wrap     string
 	observe, findings string
-	// findingsObserve says that findings also writes the observations (ObserveInOwnTable):
-	// observe is then empty.
-	findingsObserve bool
-	lag             string
+	observeTakesJob   bool
+	lag               string
 	// match finds rows by external id for a lane (see Store.Match).
 	match string
 	// externalIDs reads rows' external ids by their ids ($1, text), compared as the id
@@ -33,8 +32,11 @@ type statements struct {
 	// searchRows selects the ids (as text) of the rows that meet them (review.go).
 	search     []searchColumn
 	searchRows string
-	// parts are the pieces the statements are built from, lent to pgshard (hooks.go).
+	// parts are the pieces the statements are built from.
 	parts *sqlParts
+	// spec is what the host table's reads and commits are built from, shared with pgshard
+	// (hosttable.Table).
+	spec *hosttable.Spec
 	// filterArgs are the Filter's values, bound after each statement's own parameters: read
 	// and lag statements take them from the placeholder after their last one.
 	filterArgs []any
@@ -45,8 +47,8 @@ type statements struct {
 	// lockRecords and lockFindings serialize the commits that may open findings of the same
 	// records (commit.go).
 	lockRecords, lockFindings string
-	// keyset holds the keyset reads, of the whole job and of a key range (keyset.go).
-	keyset *keysetReads
+	// keyTypes are the key columns' types.
+	keyTypes []string
 	// lagMarks are the statements of Status's lag without a scan (lagmarks.go).
 	lagMarks lagMarkSQL
 }
@@ -180,6 +182,21 @@ func (p *sqlParts) unchanged(v string) string {
 		AND coalesce(%[2]s <= %[3]s + make_interval(secs => %[4]f), false)))`, v, updated, verified, p.cfg.OwnWriteTolerance.Seconds())
 }
 
+// verifiedSince(id, at, isRow) is a condition: job $1 holds a verification of the row with the
+// text id later than an answer obtained at at (a timestamptz, NULL: the commit's time),
+// compared as the store writes both: the answer's time no later than the commit's, against the
+// observation's time, or with ObserveInHostColumns the row's last-verified time (its commit's).
+// Such an answer is older than what the row was last judged on: recording it would overturn a
+// newer finding (see reconcile.Sink). The row is looked up as rowExists does.
+func (p *sqlParts) verifiedSince(id, at, isRow string) string {
+	if p.cfg.Observations != ObserveInHostColumns {
+		return fmt.Sprintf("EXISTS (SELECT 1 FROM %s AS o WHERE o.job = $1 AND o.record_id = %s AND o.verified_at > least(%s, now()))",
+			p.cfg.Tables.table("observations"), id, at)
+	}
+	return fmt.Sprintf("EXISTS (SELECT 1 FROM %s AS h WHERE %s = (CASE WHEN %s THEN %s END)::%s AND %s > least(%s, now()))",
+		p.host, p.q(p.cfg.IDColumn), isRow, id, p.types[p.cfg.IDColumn], p.ts(p.cfg.VerifiedAtColumn), at)
+}
+
 // lagValue is a row's lag: how long it has gone unverified, counting a never-verified row from
 // its creation; NULL for a row with invalid times. The lag may be negative (rows created in the
 // future) or past what a time.Duration holds: lagOf clamps it.
@@ -191,23 +208,12 @@ func (p *sqlParts) lagValue() string {
 	return fmt.Sprintf("(CASE WHEN %s IS NULL THEN now() - coalesce(%s, %s) END)", p.invalid, verified, p.ts(p.cfg.CreatedAtColumn))
 }
 
-// lagFrom is the FROM clause of a lag statement: the Filter's rows with their last
-// verification by the jobs in $1; the Filter's placeholders start at $first.
-func (p *sqlParts) lagFrom(first int) string {
-	if p.cfg.Observations == ObserveInHostColumns {
-		return fmt.Sprintf("%s AS h%s", p.host, p.where(first, "$1::text[] IS NOT NULL"))
-	}
-	return fmt.Sprintf(`%s AS h LEFT JOIN (
-			SELECT record_id, max(verified_at) AS verified_at FROM %s WHERE job = ANY($1::text[]) GROUP BY record_id
-		) AS o ON o.record_id = %s::text%s`, p.host, p.cfg.Tables.table("observations"), p.q(p.cfg.IDColumn), p.where(first))
-}
-
 // buildStatements builds every statement of a store, each group by the function named for
 // what it serves.
 func buildStatements(cfg Config, types map[string]string, keyCollations []string, row *rowType) *statements {
 	p := newSQLParts(cfg, types, row)
 	p.keyCollations = keyCollations
-	st := &statements{parts: p}
+	st := &statements{parts: p, spec: p.hostSpec()}
 	_, st.filterArgs = renderFilter(cfg, types, 1)
 	p.cursorStatements(st)
 	p.keysetReads(st)
@@ -217,7 +223,26 @@ func buildStatements(cfg Config, types map[string]string, keyCollations []string
 	p.coverageStatements(st)
 	p.laneStatements(st)
 	p.reviewStatements(st)
+	sp := st.spec
+	sp.LockRecords, sp.LockObserved, sp.LockFindings = st.lockRecords, st.lockObserved, st.lockFindings
+	sp.Findings, sp.Observe, sp.ObserveTakesJob, sp.ForgetDeleted = st.findings, st.observe, st.observeTakesJob, st.forgetDeleted
+	hosttable.Prepare(sp)
 	return st
+}
+
+// hostSpec is the host table's pieces that its reads and commits (hosttable.Table) and the
+// statements built beside them (hosttable.Query) take; buildStatements adds the statements.
+func (p *sqlParts) hostSpec() *hosttable.Spec {
+	cfg := p.cfg
+	sp := &hosttable.Spec{Host: p.host, Keys: p.keys, KeyNames: cfg.KeyColumns, ID: p.q(cfg.IDColumn),
+		Filter: hostFilter(cfg, p.types), LagValue: p.lagValue(),
+		ObserveInHost: cfg.Observations == ObserveInHostColumns, ObservationsTable: cfg.Tables.table("observations"),
+		FindingsTable: cfg.Tables.table("findings"), AggregateType: cfg.AggregateType, TimeZone: cfg.TimeZone,
+		WrapError: cfg.Tables.wrap}
+	for _, k := range cfg.KeyColumns {
+		sp.KeyTypes = append(sp.KeyTypes, p.types[k])
+	}
+	return sp
 }
 
 // cursorStatements: reading a job's cursor and moving it, as compare-and-set.
@@ -278,7 +303,8 @@ func (p *sqlParts) keysetReads(st *statements) {
 		p.keyText(), p.q(p.cfg.IDColumn), p.q(p.cfg.ExternalIDColumn),
 		p.readableCreated, p.changedWhen(p.withinGrace), p.invalid, p.version(), p.row.selectList(p), p.host)
 	order := fmt.Sprintf(" ORDER BY %s LIMIT $2", strings.Join(p.keys, ", "))
-	st.keyset = newKeysetReads(p.cfg, p.types, sel, order, p.keys, p.where)
+	st.spec.Select, st.spec.Order = sel, order
+	st.keyTypes = st.spec.KeyTypes
 }
 
 // commitStatements: what a commit writes besides the cursor: observations, findings with their
@@ -310,9 +336,11 @@ func (p *sqlParts) commitStatements(st *statements) {
 	// marshalled in Go (reconcile.Outcome.RepairCommand), to which the new finding's id is
 	// added; $12 their external ids; $13 their decisions' Diffs as JSON (NULL for none); $14
 	// the rows' versions as read; $15 whether each decides its record's findings
-	// (reconcile.Outcome.Decides); $4, the kind, is '' for an outcome that carries no finding.
-	// A row changed or deleted since its batch read it (judged) is left alone, and its id
-	// returned. A deciding outcome closes its record's other open findings (closed): as cleared
+	// (reconcile.Outcome.Decides); $16 whether each is Verified, and $17 when its answer was
+	// obtained (NULL: the commit's time); $4, the kind, is '' for an outcome that carries no
+	// finding. A row changed or deleted since its batch read it (judged), or verified on an
+	// answer older than the job's last verification of it (verifiedSince), is left alone, and
+	// its id returned. A deciding outcome closes its record's other open findings (closed): as cleared
 	// without a kind, else as superseded by the finding of its kind left open (successor). It
 	// closes those it can lock at once (open_now; the records it opens findings of are locked
 	// already, by lockFindings): one that another transaction holds (a person resolving it, a
@@ -327,28 +355,14 @@ func (p *sqlParts) commitStatements(st *statements) {
 				FROM queued)`
 	}
 	const reconciler = "'" + reconcile.ResolvedByReconciler + "'"
-	// With ObserveInOwnTable the statement also writes the observations of the verified rows
-	// ($16; $17 when each answer was obtained, NULL: the commit's time), from the rows it judged
-	// as read: one pass over the batch's rows, one lookup of each row, and the observations of
-	// exactly the rows whose findings it records (see observe below for the rule). Not
-	// referenced by the final SELECT, it runs after the others, as the separate statement did.
-	var observed string
-	if cfg.Observations != ObserveInHostColumns {
-		st.findingsObserve = true
-		observed = `
-			), observed AS (
-				INSERT INTO ` + t.table("observations") + ` AS o (job, record_id, external_state, verified_at)
-				SELECT $1, record_id, external_state, least(verified_at, now()) FROM judged
-				WHERE verified AND as_read AND NOT not_a_row
-				ON CONFLICT (job, record_id) DO UPDATE
-				SET external_state = EXCLUDED.external_state, verified_at = EXCLUDED.verified_at
-				WHERE o.verified_at <= EXCLUDED.verified_at`
-	}
 	st.findings = `WITH input AS (
-				SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bool[], $10::bool[], $11::text[], $12::text[], $13::text[], $14::text[], $15::bool[], $16::bool[], $17::timestamptz[])
-					AS t(record_id, kind, local_state, external_state, detail, command, once, not_a_row, payload, external_id, diffs, version, decides, verified, verified_at)
+				SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bool[], $10::bool[], $11::text[], $12::text[], $13::text[], $14::text[], $15::bool[],
+						$16::bool[], $17::timestamptz[])
+					AS t(record_id, kind, local_state, external_state, detail, command, once, not_a_row, payload, external_id, diffs, version, decides,
+						verified, answered_at)
 			), judged AS MATERIALIZED (
-				SELECT *, not_a_row OR ` + p.rowAsRead("input.record_id", "input.version", "NOT input.not_a_row") + ` AS as_read FROM input
+				SELECT *, not_a_row OR (` + p.rowAsRead("input.record_id", "input.version", "NOT input.not_a_row") + `
+					AND NOT (verified AND ` + p.verifiedSince("input.record_id", "input.answered_at", "NOT input.not_a_row") + `)) AS as_read FROM input
 			), live AS (
 				SELECT * FROM judged WHERE as_read
 			), open_now AS MATERIALIZED (
@@ -387,7 +401,7 @@ func (p *sqlParts) commitStatements(st *statements) {
 				SELECT $2, o.record_id, o.command, o.id, (SELECT i.payload::jsonb FROM input AS i
 					WHERE i.record_id = o.record_id AND i.kind = o.kind LIMIT 1) || jsonb_build_object('finding_id', o.id)` + deliveredVal + `
 				FROM opened AS o WHERE o.command <> '' ORDER BY o.id
-				RETURNING id, event_type, payload` + observed + `
+				RETURNING id, event_type, payload
 			)
 			SELECT (SELECT count(*) FROM opened), (SELECT count(*) FROM queued),
 				(SELECT coalesce(array_agg(record_id), '{}') FROM judged WHERE NOT as_read)` + deliveredCmds
@@ -409,17 +423,28 @@ func (p *sqlParts) commitStatements(st *statements) {
 		// the rows as the commit saw them.
 		st.lockObserved = fmt.Sprintf(`SELECT 1 FROM %s AS h WHERE %s = ANY($1::text[]::%s[]) ORDER BY %s FOR NO KEY UPDATE`,
 			p.host, p.q(cfg.IDColumn), p.types[cfg.IDColumn], p.q(cfg.IDColumn))
-		// $3 are the rows' versions as read: a row changed since is not observed.
+		// $3 are the rows' versions as read: a row changed since is not observed; $4 when the
+		// answers were obtained: a row verified since on a newer answer is not observed either.
 		st.observe = fmt.Sprintf(`UPDATE %s AS h SET %s = t.e, %s = %s
-			FROM unnest($1::text[], $2::text[], $3::text[]) AS t(r, e, v) WHERE %s = t.r::%s AND (CASE WHEN t.v = '' THEN true ELSE %s END)`,
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) AS t(r, e, v, at) WHERE %s = t.r::%s
+				AND (CASE WHEN t.v = '' THEN true ELSE %s END) AND NOT coalesce(%s > least(t.at, now()), false)`,
 			p.host, pgx.Identifier{cfg.ObservedColumn}.Sanitize(), pgx.Identifier{cfg.VerifiedAtColumn}.Sanitize(), now,
-			p.q(cfg.IDColumn), p.types[cfg.IDColumn], p.unchanged("t.v"))
+			p.q(cfg.IDColumn), p.types[cfg.IDColumn], p.unchanged("t.v"), p.ts(cfg.VerifiedAtColumn))
+	} else {
+		// A row's verified time is when its answer was obtained ($5, NULL: unknown), never
+		// later than the commit; an observation is replaced only by one at least as recent (an
+		// answer kept from earlier in the cycle may reach a commit after a lane's newer one).
+		// It runs before the findings statement (see queueResults), which then leaves alone
+		// the rows this left unobserved.
+		st.observeTakesJob = true
+		// $4 are the rows' versions as read: a row changed or deleted since is not observed.
+		st.observe = `INSERT INTO ` + t.table("observations") + ` AS o (job, record_id, external_state, verified_at)
+			SELECT $1, r, e, least(at, now()) FROM unnest($2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS t(r, e, v, at)
+			WHERE ` + p.rowAsRead("t.r", "t.v", "true") + `
+			ON CONFLICT (job, record_id) DO UPDATE
+			SET external_state = EXCLUDED.external_state, verified_at = EXCLUDED.verified_at
+			WHERE o.verified_at <= EXCLUDED.verified_at`
 	}
-	// Otherwise the findings statement writes the observations (observed, above): a row's
-	// verified time is when its answer was obtained (NULL: unknown), never later than the
-	// commit; an observation is replaced only by one at least as recent (an answer kept from
-	// earlier in the cycle may reach a commit after a lane's newer one); a row changed or
-	// deleted since its read is not observed, nor is an outcome that names no row.
 	// forgetDeleted closes the open findings of job $1 whose row no longer exists, as
 	// row_deleted by $2, in their history too, and removes the job's observations of such rows.
 	// It runs when a cycle completes: a finding of a row deleted after its batch would
@@ -450,7 +475,7 @@ func (p *sqlParts) statusStatements(st *statements) {
 	// show as open invalid_row findings).
 	st.lag = fmt.Sprintf(`SELECT now(), count(*), coalesce(extract(epoch FROM max(%s)), 0)::float8,
 			count(*) FILTER (WHERE %s > now() - interval '1 hour' AND %s IS NULL)
-		FROM %s`, p.lagValue(), p.ts(p.cfg.CreatedAtColumn), p.invalid, p.lagFrom(2))
+		FROM %s`, p.lagValue(), p.ts(p.cfg.CreatedAtColumn), p.invalid, st.spec.Query(1).LagFrom())
 	// openFindings counts a job's open findings by kind for Status, leaving out those of rows
 	// deleted since (forgetDeleted closes them when the cycle completes). $2 is StaleAfter.
 	st.openFindings = `SELECT kind, count(*), min(detected_at), count(*) FILTER (WHERE detected_at < now() - $2::interval)

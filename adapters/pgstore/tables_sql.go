@@ -8,6 +8,10 @@ type tableSQL struct {
 	// review.go
 	resolveFinding, resolveRecordFindings, reopenFinding, listFindings, countFindings, finding, findingHistory string
 	findingSupersedes                                                                                          string
+	// lockFinding takes finding $1's record lock, the one commits take before they open or
+	// supersede the record's findings (statements.go, lockRecords) and repair deliveries before
+	// they apply its command (pgoutbox): a person resolving it takes turns with both.
+	lockFinding string
 	// lanes.go
 	readLane, createLane, advanceLane, laneFailure string
 	// status.go
@@ -18,6 +22,8 @@ type tableSQL struct {
 
 func newTableSQL(t Tables) tableSQL {
 	return tableSQL{
+		lockFinding: `SELECT count(pg_advisory_xact_lock(hashtext($2), hashtext(job || ' ' || record_id))) FROM ` + t.table("findings") + `
+			WHERE id = $1`,
 		// resolveFinding resolves finding $1 as $2 by $3 with note $4, in its history too; it returns
 		// whether the finding exists and whether it was open.
 		resolveFinding: `WITH upd AS (

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/reconciletest"
 )
 
 var cases = []struct {
@@ -13,6 +14,8 @@ var cases = []struct {
 }{
 	{"a command applies once through its writer and resolves its finding", testOnce},
 	{"a command whose finding a person resolved first is not applied", testResolvedFirst},
+	{"a command read while a commit supersedes its finding waits for that commit and is not applied", testSupersededMeanwhile},
+	{"a command read while a person resolves its finding waits for them and is not applied", testResolvedMeanwhile},
 	{"a second delivery of an applied command, its finding reopened, applies nothing", replay(Harness.Duplicate)},
 	{"a retry of the delivery that applied a command, its finding reopened, applies nothing", replay(Harness.Retry)},
 	{"a delivery made again after the first was cleaned up, the finding reopened, applies nothing", replay(Harness.Reinsert)},
@@ -126,4 +129,54 @@ func testCrash(t *testing.T, w *world) {
 		t.Fatal("no delivery reached the writer")
 	}
 	w.check(t, w.applied())
+}
+
+// A command read for delivery while a commit is superseding its finding is not applied: the
+// delivery waits for that commit and finds the finding superseded. The commit (a lane judging
+// payment 1 anew) is held on the finding's lock until the delivery got as far as it can.
+func testSupersededMeanwhile(t *testing.T, w *world) {
+	lane, err := reconcile.NewLane(reconcile.LaneConfig[string, string]{Job: "sweep", Lane: "events", Matcher: w.store, Sink: w.store,
+		Classifier: reconciletest.Classifier(), Feed: reconciletest.NewFeed(map[string]reconcile.FeedPage[string]{
+			"": {Next: "p1", Objects: reconciletest.Objects("pi_1", "canceled")}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedMeanwhile(t, w, reconcile.ResolutionSuperseded, func(ctx context.Context) error {
+		_, err := lane.RunBatch(ctx)
+		return err
+	})
+}
+
+// A command read for delivery while a person resolves its finding is not applied: the delivery
+// waits for the person and finds the finding resolved.
+func testResolvedMeanwhile(t *testing.T, w *world) {
+	closedMeanwhile(t, w, reconcile.ResolutionAccepted, func(ctx context.Context) error {
+		return w.store.ResolveFinding(ctx, w.c1.FindingID, reconcile.Resolution{As: reconcile.ResolutionAccepted, By: "ana", Note: "refunded by hand"})
+	})
+}
+
+// closedMeanwhile runs close, which closes payment 1's finding as resolution, and delivers
+// payment 1's command while close waits on the finding's lock, which the suite holds until
+// the delivery got as far as it can: the command is not applied.
+func closedMeanwhile(t *testing.T, w *world, resolution string, close func(context.Context) error) {
+	ctx := context.Background()
+	pid, release := w.holdFinding(t, w.c1.FindingID)
+	closed := make(chan error, 1)
+	go func() { closed <- close(ctx) }()
+	Eventually(t, "the finding's closing waiting for its lock", func() bool { return w.blockedBy(t, pid) >= 1 })
+	_, wait := w.h.Concurrently(t, w.c1, 1)
+	Eventually(t, "payment 1's delivery waiting too", func() bool { return w.blockedBy(t, pid) >= 2 })
+	release()
+	if err := <-closed; err != nil {
+		t.Fatalf("closing the finding: %v", err)
+	}
+	wait()
+	w.h.Drain(t)
+	want := w.applied()
+	delete(want.Calls, w.c1.FindingID)
+	want.Payments[w.c1.RecordID] = "pending"
+	w.check(t, want)
+	if f, err := w.store.Finding(ctx, w.c1.FindingID); err != nil || f.Resolution != resolution {
+		t.Errorf("payment 1's finding %+v (%v); want it %s", f.Finding, err, resolution)
+	}
 }

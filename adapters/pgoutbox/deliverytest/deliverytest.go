@@ -362,6 +362,30 @@ func (w *world) hold(t testing.TB, c Command) (pid uint32, release func()) {
 	return pid, release
 }
 
+// holdFinding locks finding id, which a commit closing it and the writer resolving it need,
+// and returns the backend holding the lock and a function that releases it.
+func (w *world) holdFinding(t testing.TB, id int64) (pid uint32, release func()) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := w.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid() FROM `+w.table("findings")+` WHERE id = $1 FOR UPDATE`, id).Scan(&pid); err != nil {
+		_ = tx.Rollback(ctx)
+		t.Fatal(err)
+	}
+	released := false
+	release = func() {
+		if !released {
+			released = true
+			_ = tx.Rollback(ctx)
+		}
+	}
+	t.Cleanup(release)
+	return pid, release
+}
+
 // blockedBy counts the backends waiting, directly or through others, for backend pid.
 func (w *world) blockedBy(t testing.TB, pid uint32) int {
 	t.Helper()

@@ -27,7 +27,8 @@
 // findings are open and the outbox rows' states are exactly as expected:
 //
 //   - A command applies once through its writer and resolves its finding; a command whose
-//     finding a person resolved first is not applied.
+//     finding a person resolved first is not applied, nor one read for delivery while a commit
+//     supersedes its finding or a person resolves it (the delivery waits for them).
 //   - After a command applied, a person sets its payment back to pending and reopens its
 //     finding; then no later delivery applies it again: a second delivery of it, a retry of
 //     the delivery that applied it, a delivery made again after the first was cleaned up, one
