@@ -53,10 +53,11 @@ type MonitorConfig struct {
 	// TTL keeps each read for this long, so that health probes, scrapes and the console
 	// overview do not each read the store: pgstore's Status may scan the job's table. A write
 	// the Monitor is told of (Forget: the console's resolutions, the batches and repairs the
-	// metrics observe) drops what is kept at once, and so does any write through a store
-	// that counts its writes (pgstore.Store): what is shown is never older than this process's
-	// last such write. Writes by other processes show within TTL. Zero means
-	// DefaultMonitorTTL; a negative value keeps nothing, and reads at every request.
+	// metrics observe) drops what is kept at once, and a write through a job's reader that
+	// counts its writes (a WriteCounter: pgstore.Store, pgshard.Job) drops what is kept of that
+	// job: what is shown is never older than this process's last such write. Writes by other
+	// processes show within TTL. Zero means DefaultMonitorTTL; a negative value keeps nothing,
+	// and reads at every request.
 	TTL time.Duration
 	// Logger receives a line, with the error, for every read that failed, and for every wait
 	// that ran out: what is shown only says that the status is unavailable. Nil means no
@@ -279,11 +280,19 @@ func (m *Monitor) Coverage(ctx context.Context, job string, q CoverageQuery) (Co
 
 var _ CoverageReader = (*Monitor)(nil)
 
-// writesOf is r's count of the writes made through it (or through its kind in this process),
-// as pgstore.Store.Writes is, if it keeps one: a read kept from before the last of them is out
-// of date.
+// WriteCounter is an optional ability of a StatusReader or CoverageReader: it counts the
+// writes made through it (pgstore.Store and pgshard.Job do, each its own). A Monitor drops what
+// it keeps of the reader's reads whenever the count moves, so that what it shows is never older
+// than this process's last write through that reader; writes through other readers (another
+// store, another tier) leave it kept.
+type WriteCounter interface {
+	Writes() uint64
+}
+
+// writesOf is r's count of the writes made through it, if it keeps one (a WriteCounter): a
+// read kept from before the last of them is out of date.
 func writesOf(r any) func() uint64 {
-	if wc, ok := r.(interface{ Writes() uint64 }); ok {
+	if wc, ok := r.(WriteCounter); ok {
 		return wc.Writes
 	}
 	return nil

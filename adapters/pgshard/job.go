@@ -16,7 +16,7 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
-	"github.com/reconcilekit/reconcile/internal/storehook"
+	"github.com/reconcilekit/reconcile/internal/hosttable"
 )
 
 // Defaults of Config.
@@ -133,7 +133,7 @@ type Config struct {
 // worker that lost its lease) cannot commit after it, since every shard's cursor version moves.
 type Job[L any] struct {
 	store *pgstore.Store[L]
-	h     storehook.Store[L]
+	h     *hosttable.Table[L] // the store's host table, read and committed through
 
 	rmu   sync.Mutex
 	reads *rangeSQL // built on first use
@@ -179,7 +179,7 @@ func NewJob[L any](s *pgstore.Store[L], cfg Config) (*Job[L], error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Job[L]{store: s, h: storehook.For[L](s), cfg: cfg, sql: newShardSQL(s.Config().Tables)}, nil
+	return &Job[L]{store: s, h: s.HostTable(hosttable.Key{}), cfg: cfg, sql: newShardSQL(s.Config().Tables)}, nil
 }
 
 // Job returns the job's name.
@@ -236,7 +236,7 @@ func (j *Job[L]) makeShards(ctx context.Context, tx pgx.Tx, st *rangeSQL, cycle 
 	for i := range fractions {
 		fractions[i] = float64(i+1) / float64(j.cfg.Shards)
 	}
-	rows, err := tx.Query(ctx, st.bounds, append([]any{fractions}, st.FilterArgs...)...)
+	rows, err := tx.Query(ctx, st.bounds.SQL, st.bounds.Args(fractions)...)
 	if err != nil {
 		return 0, fmt.Errorf("boundaries: %w", err)
 	}
@@ -281,7 +281,7 @@ func (j *Job[L]) completeCycleIfDone(ctx context.Context, tx pgx.Tx, st *rangeSQ
 	if _, err := tx.Exec(ctx, j.sql.completeCycle, j.cfg.Job, cycles, j.cfg.MinCycleInterval); err != nil {
 		return false, fmt.Errorf("complete cycle: %w", err)
 	}
-	if _, err := tx.Exec(ctx, st.ForgetDeleted, j.cfg.Job, reconcile.ResolvedByReconciler, st.ForgetNote); err != nil {
+	if _, err := tx.Exec(ctx, st.ForgetDeleted, j.cfg.Job, reconcile.ResolvedByReconciler, hosttable.ForgetNote); err != nil {
 		return false, fmt.Errorf("close findings of deleted rows: %w", err)
 	}
 	return true, nil
@@ -369,7 +369,7 @@ func (j *Job[L]) statements(ctx context.Context) (*rangeSQL, error) {
 	if j.reads != nil {
 		return j.reads, nil
 	}
-	st, err := j.h.Statements(ctx)
+	st, err := j.h.Spec(ctx)
 	if err != nil {
 		return nil, err
 	}

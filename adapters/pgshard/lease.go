@@ -168,12 +168,13 @@ func (l *Lease[L]) Read(ctx context.Context, req reconcile.ReadRequest) (reconci
 	case req.Limit <= 0:
 		return b, fmt.Errorf("pgshard: limit %d must be positive", req.Limit)
 	}
-	if _, err := j.statements(ctx); err != nil {
+	st, err := j.statements(ctx)
+	if err != nil {
 		return b, err
 	}
 	var lower, upper string
 	var open bool
-	err := j.h.DB().QueryRow(ctx, j.sql.readShard, j.cfg.Job, l.shard, l.token).Scan(&b.Cursor.Position, &b.Cursor.Version, &lower, &upper, &open, &b.Cursor.End)
+	err = j.h.DB().QueryRow(ctx, j.sql.readShard, j.cfg.Job, l.shard, l.token).Scan(&b.Cursor.Position, &b.Cursor.Version, &lower, &upper, &open, &b.Cursor.End)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return b, ErrLeaseLost
@@ -186,7 +187,7 @@ func (l *Lease[L]) Read(ctx context.Context, req reconcile.ReadRequest) (reconci
 		if p == "" {
 			continue
 		}
-		if err := j.h.CheckPosition(p); err != nil {
+		if err := st.CheckPosition(p); err != nil {
 			return b, fmt.Errorf("pgshard: read shard %d: cursor: %w", l.shard, err)
 		}
 	}
@@ -214,16 +215,16 @@ func (l *Lease[L]) Commit(ctx context.Context, c reconcile.Commit) (reconcile.Co
 	}
 	what := fmt.Sprintf("commit shard %d", l.shard)
 	if !c.Wrap {
-		if err := j.h.CheckPosition(c.Next); err != nil {
+		if err := st.CheckPosition(c.Next); err != nil {
 			return res, fmt.Errorf("pgshard: %s: %w", what, err)
 		}
 		batch := &pgx.Batch{}
 		batch.Queue(j.sql.advance, j.cfg.Job, l.shard, l.token, c.Cursor.Version, c.Next, len(c.Outcomes), c.Unverifiable(), nullIfEmpty(c.Cursor.End))
-		deliver, err := j.h.QueueResults(ctx, batch, j.cfg.Job, c.Outcomes, &res)
+		q, err := j.h.QueueResults(ctx, batch, j.cfg.Job, c.Outcomes, &res, nil)
 		if err != nil {
 			return reconcile.CommitResult{}, err
 		}
-		if err := j.h.SendFenced(ctx, batch, what, deliver); err != nil {
+		if err := j.h.SendFenced(ctx, batch, what, q, nil); err != nil {
 			if errors.Is(err, reconcile.ErrConcurrentRun) {
 				return reconcile.CommitResult{}, ErrLeaseLost
 			}
@@ -242,24 +243,14 @@ func (l *Lease[L]) Commit(ctx context.Context, c reconcile.Commit) (reconcile.Co
 		}
 		batch := &pgx.Batch{}
 		batch.Queue(j.sql.wrap, j.cfg.Job, l.shard, l.token, c.Cursor.Version, len(c.Outcomes), c.Unverifiable())
-		deliver, err := j.h.QueueResults(ctx, batch, j.cfg.Job, c.Outcomes, &res)
+		q, err := j.h.QueueResults(ctx, batch, j.cfg.Job, c.Outcomes, &res, nil)
 		if err != nil {
 			return err
 		}
-		br := tx.SendBatch(ctx, batch)
-		tag, err := br.Exec()
-		if err != nil {
-			br.Close()
-			return fmt.Errorf("wrap: %w", err)
-		}
-		if tag.RowsAffected() != 1 {
-			br.Close()
-			return ErrLeaseLost
-		}
-		if err := br.Close(); err != nil {
-			return fmt.Errorf("write results: %w", err)
-		}
-		if err := deliver(ctx, tx); err != nil {
+		if err := j.h.SendFencedIn(ctx, tx, batch, q); err != nil {
+			if errors.Is(err, reconcile.ErrConcurrentRun) {
+				return ErrLeaseLost
+			}
 			return err
 		}
 		completed, err = j.completeCycleIfDone(ctx, tx, st)
@@ -271,6 +262,7 @@ func (l *Lease[L]) Commit(ctx context.Context, c reconcile.Commit) (reconcile.Co
 	case err != nil:
 		return reconcile.CommitResult{}, fmt.Errorf("pgshard: %s: %w", what, err)
 	}
+	j.h.NoteWrite()
 	if completed {
 		l.completed.Store(true)
 	}

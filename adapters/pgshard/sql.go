@@ -4,32 +4,34 @@ import (
 	"fmt"
 
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
+	"github.com/reconcilekit/reconcile/internal/hosttable"
 	"github.com/reconcilekit/reconcile/internal/shared/pgtables"
-	"github.com/reconcilekit/reconcile/internal/storehook"
 )
 
-// rangeSQL holds a sharded job's statements over the host table, built from the store's own
-// pieces (storehook.Statements), so that they see the rows the store reads.
+// rangeSQL holds a sharded job's statements over the host table, built from the store's host
+// table pieces (hosttable.Spec), so that they see the rows the store reads.
 type rangeSQL struct {
-	*storehook.Statements
-	// bounds computes the boundaries of a new shard set: $1 the fractions, the filter from $2.
-	bounds string
+	*hosttable.Spec
+	// bounds computes the boundaries of a new shard set: $1 the fractions.
+	bounds hosttable.Stmt
 	// lag is the lag per shard in one scan: $1 the jobs whose verifications count, $2 the
-	// sharded job, the filter from $3.
-	lag string
+	// sharded job.
+	lag hosttable.Stmt
 }
 
-func newRangeSQL(st *storehook.Statements, t pgstore.Tables) *rangeSQL {
-	r := &rangeSQL{Statements: st}
+func newRangeSQL(st *hosttable.Spec, t pgstore.Tables) *rangeSQL {
+	r := &rangeSQL{Spec: st}
 	first := st.Keys[0]
-	r.bounds = fmt.Sprintf(`SELECT jsonb_build_array(b)::text FROM unnest((
+	q := st.Query(1)
+	r.bounds = q.Stmt(fmt.Sprintf(`SELECT jsonb_build_array(b)::text FROM unnest((
 			SELECT percentile_disc($1::float8[]) WITHIN GROUP (ORDER BY %s) FROM %s AS h%s
-		)) AS u(b) WHERE b IS NOT NULL GROUP BY b ORDER BY b`, first, st.Host, st.Where(2))
+		)) AS u(b) WHERE b IS NOT NULL GROUP BY b ORDER BY b`, first, st.Host, q.Where()))
 	// The shard of a row: the number of lower bounds at or below its first key.
 	bucket := fmt.Sprintf(`width_bucket(%s, coalesce((SELECT array_agg(s.lower_bound ->> 0 ORDER BY s.shard) FROM %s AS s
 		WHERE s.job = $2 AND s.shard > 0), '{}')::%s[])`, first, table(t, "shards"), st.KeyTypes[0])
-	r.lag = fmt.Sprintf(`SELECT %s, count(*), coalesce(extract(epoch FROM max(%s)), 0)::float8
-		FROM %s GROUP BY 1`, bucket, st.LagValue, st.LagFrom(3))
+	q = st.Query(2)
+	r.lag = q.Stmt(fmt.Sprintf(`SELECT %s, count(*), coalesce(extract(epoch FROM max(%s)), 0)::float8
+		FROM %s GROUP BY 1`, bucket, st.LagValue, q.LagFrom()))
 	return r
 }
 

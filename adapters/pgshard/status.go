@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/internal/hosttable"
 )
 
 // ShardStatus is a sharded job's monitoring figures: the job as a whole, and each shard.
@@ -74,7 +75,15 @@ func (j *Job[L]) Status(ctx context.Context, job string) (reconcile.Status, erro
 	return st.Status, err
 }
 
-var _ reconcile.StatusReader = (*Job[string])(nil)
+var (
+	_ reconcile.StatusReader = (*Job[string])(nil)
+	_ reconcile.WriteCounter = (*Job[string])(nil)
+)
+
+// Writes counts the writes made through the job's store (a reconcile.WriteCounter): its
+// leases' commits, and every write Store.Writes counts. A Monitor keeping the job's status
+// drops it when they move.
+func (j *Job[L]) Writes() uint64 { return j.h.Writes() }
 
 // ShardStatus reads the job's status and every shard's. Like Store.Status it scans the host
 // table (twice: once for the job, once per shard), so read it every few minutes, not on every
@@ -109,8 +118,7 @@ func (j *Job[L]) ShardStatus(ctx context.Context) (ShardStatus, error) {
 		rows int64
 		lag  float64
 	}{}
-	lagArgs := append([]any{append([]string{j.cfg.Job}, j.store.Config().LagJobs...), j.cfg.Job}, st.FilterArgs...)
-	b.Queue(st.lag, lagArgs...).Query(func(rows pgx.Rows) error {
+	b.Queue(st.lag.SQL, st.lag.Args(append([]string{j.cfg.Job}, j.store.Config().LagJobs...), j.cfg.Job)...).Query(func(rows pgx.Rows) error {
 		var shard int
 		var n int64
 		var lag float64
@@ -129,7 +137,7 @@ func (j *Job[L]) ShardStatus(ctx context.Context) (ShardStatus, error) {
 	for i := range out.Shards {
 		s := &out.Shards[i]
 		if l, ok := lags[s.Shard]; ok {
-			s.Rows, s.Lag = l.rows, j.h.Lag(l.lag)
+			s.Rows, s.Lag = l.rows, hosttable.LagOf(l.lag)
 		}
 		if s.LastBatchAt.After(out.LastBatchAt) {
 			out.LastBatchAt, out.LastBatchScanned, out.LastBatchUnverifiable = s.LastBatchAt, s.LastBatchScanned, s.LastBatchUnverifiable

@@ -153,7 +153,7 @@ type frontierMark struct {
 // previous cycle's mark that reaches back behind the cursor.
 func (p *sqlParts) coverageStatements(st *statements) {
 	m := &st.lagMarks
-	keyTypes := st.keyset.keyTypes
+	keyTypes := st.keyTypes
 	keys := "(" + strings.Join(p.keys, ", ") + ")"
 	// s is the covering marks with since, the commit of the mark's first batch: the rows in its
 	// range created since then no batch of it read. A mark written before migration 009 knows

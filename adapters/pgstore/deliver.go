@@ -35,33 +35,22 @@ type QueuedCommand struct {
 	Payload json.RawMessage
 }
 
-// delivery carries one commit's queued commands, as the findings statement returns them, to
-// Config.Deliver. A nil delivery delivers nothing.
+// delivery hands the commands a commit queued, as the findings statement returns them, to
+// Config.Deliver: a hosttable.Handover.
 type delivery struct {
 	to     Deliverer
 	tables Tables
-	raw    []byte // a JSON array of {id, name, payload}
 }
 
-// newDelivery returns the delivery of a commit, nil if the store has no Deliverer.
-func (s *Store[L]) newDelivery() *delivery {
-	if s.cfg.Deliver == nil {
-		return nil
-	}
-	return &delivery{to: s.cfg.Deliver, tables: s.cfg.Tables}
-}
-
-// run decodes the queued commands and delivers them in tx.
-func (d *delivery) run(ctx context.Context, tx pgx.Tx) error {
-	if d == nil || len(d.raw) == 0 {
-		return nil
-	}
+// Hand decodes the queued commands (raw, a JSON array of {id, name, payload}) and delivers
+// them in tx.
+func (d *delivery) Hand(ctx context.Context, tx pgx.Tx, raw []byte) error {
 	var rows []struct {
 		ID      int64           `json:"id"`
 		Name    string          `json:"name"`
 		Payload json.RawMessage `json:"payload"`
 	}
-	if err := json.Unmarshal(d.raw, &rows); err != nil {
+	if err := json.Unmarshal(raw, &rows); err != nil {
 		return fmt.Errorf("read queued commands: %w", err)
 	}
 	if len(rows) == 0 {

@@ -3,10 +3,11 @@ package pgstore
 import (
 	"fmt"
 	"reflect"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/reconcilekit/reconcile/internal/hosttable"
 )
 
 // Op is the operator of a Cond.
@@ -150,55 +151,26 @@ func isTimeType(typ string) bool {
 	return typ == "timestamp with time zone" || typ == naiveTimestamp || typ == "date"
 }
 
-// renderFilter returns the filter as an SQL condition over the host table aliased h, with
-// placeholders numbered from $first, and the values to bind to them in order; "" and no
-// values for the zero Filter. A filter renders as coalesce((g1) OR (g2), false) and its Not
-// as NOT coalesce(...): a row on which the filter is unknown (NULLs) is outside the filter
-// and inside its complement, never in neither.
-//
-// Within and OlderThan compare with now() - Value, the database's clock. A timestamp without
-// time zone (or a date) is in cfg.TimeZone: the limit is converted to that zone rather than
-// the column to timestamptz, so an index on the column still serves the comparison.
-func renderFilter(cfg Config, types map[string]string, first int) (string, []any) {
-	if len(cfg.Filter.AnyOf) == 0 {
-		return "", nil
-	}
-	var args []any
-	param := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", first+len(args)-1)
-	}
-	groups := make([]string, len(cfg.Filter.AnyOf))
-	for i, g := range cfg.Filter.AnyOf {
-		conds := make([]string, len(g))
+// hostFilter is the filter over the host table aliased h, for hosttable: a timestamp without
+// time zone (or a date) compared by Within or OlderThan is in cfg.TimeZone.
+func hostFilter(cfg Config, types map[string]string) hosttable.Filter {
+	f := hosttable.Filter{Not: cfg.Filter.Not}
+	for _, g := range cfg.Filter.AnyOf {
+		conds := make([]hosttable.Cond, len(g))
 		for j, c := range g {
-			col := "h." + pgx.Identifier{c.Column}.Sanitize()
-			switch c.Op {
-			case In:
-				conds[j] = fmt.Sprintf("%s = ANY(%s)", col, param(c.Value))
-			case NotIn:
-				conds[j] = fmt.Sprintf("%s <> ALL(%s)", col, param(c.Value))
-			case IsNull, NotNull:
-				conds[j] = fmt.Sprintf("%s %s", col, strings.ToUpper(string(c.Op)))
-			case Within, OlderThan:
-				op := ">="
-				if c.Op == OlderThan {
-					op = "<"
-				}
-				limit := fmt.Sprintf("now() - %s::interval", param(c.Value))
-				if types[c.Column] != "timestamp with time zone" {
-					limit = fmt.Sprintf("(%s) AT TIME ZONE '%s'", limit, cfg.TimeZone)
-				}
-				conds[j] = fmt.Sprintf("%s %s %s", col, op, limit)
-			default:
-				conds[j] = fmt.Sprintf("%s %s %s", col, c.Op, param(c.Value))
+			conds[j] = hosttable.Cond{Column: "h." + pgx.Identifier{c.Column}.Sanitize(), Op: string(c.Op), Value: c.Value}
+			if (c.Op == Within || c.Op == OlderThan) && types[c.Column] != "timestamp with time zone" {
+				conds[j].Zone = cfg.TimeZone
 			}
 		}
-		groups[i] = "(" + strings.Join(conds, " AND ") + ")"
+		f.AnyOf = append(f.AnyOf, conds)
 	}
-	sql := "coalesce(" + strings.Join(groups, " OR ") + ", false)"
-	if cfg.Filter.Not {
-		sql = "NOT " + sql
-	}
-	return sql, args
+	return f
+}
+
+// renderFilter returns the filter as an SQL condition over the host table aliased h, with
+// placeholders numbered from $first, and the values to bind to them in order (see
+// hosttable.Filter.Render); "" and no values for the zero Filter.
+func renderFilter(cfg Config, types map[string]string, first int) (string, []any) {
+	return hostFilter(cfg, types).Render(first)
 }

@@ -161,9 +161,9 @@ func TestEveryStatementOverTheJobsRowsAppliesTheFilterAfterItsOwnParameters(t *t
 			t.Fatal(err)
 		}
 		for _, c := range []struct{ name, sql, want string }{
-			{"first read", st.keyset.read(false, false, false, true), `::bigint) AND coalesce((h."status" = $4), false) ORDER BY`},
-			{"read after the cursor", st.keyset.read(true, false, false, true), `::bigint) AND coalesce((h."status" = $5), false) ORDER BY`},
-			{"the cycle's last key", st.keyset.highWater(false, false), ` WHERE coalesce((h."status" = $1), false) ORDER BY`},
+			{"first read", st.spec.KeysetRead(false, false, false, true), `::bigint) AND coalesce((h."status" = $4), false) ORDER BY`},
+			{"read after the cursor", st.spec.KeysetRead(true, false, false, true), `::bigint) AND coalesce((h."status" = $5), false) ORDER BY`},
+			{"the cycle's last key", st.spec.HighWater(false, false), ` WHERE coalesce((h."status" = $1), false) ORDER BY`},
 			{"lag", st.lag, `coalesce((h."status" = $2), false)`},
 		} {
 			if !strings.Contains(c.sql, c.want) {

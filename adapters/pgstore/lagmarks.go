@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/internal/hosttable"
 )
 
 // Lag marks: how Status finds a job's lag without scanning the host table.
@@ -124,7 +125,7 @@ const exactMarks = 3
 func (p *sqlParts) lagMarkStatements(st *statements) {
 	cfg, t := p.cfg, p.cfg.Tables
 	marks, cursors := t.table("lag_marks"), t.table("cursors")
-	keyTypes := st.keyset.keyTypes
+	keyTypes := st.keyTypes
 	keys := "(" + strings.Join(p.keys, ", ") + ")"
 	valid := p.invalid + " IS NULL"
 	m := &st.lagMarks
@@ -215,7 +216,7 @@ func (s *Store[L]) queueLagMark(batch *pgx.Batch, st *statements, c reconcile.Co
 		if !o.Verified && !o.NotARow {
 			unverified = append(unverified, o.RecordID)
 		}
-		if at := verifiedAt(o); o.Verified && at.Valid && (!oldest.Valid || at.Time.Before(oldest.Time)) {
+		if at := hosttable.VerifiedAt(o); o.Verified && at.Valid && (!oldest.Valid || at.Time.Before(oldest.Time)) {
 			oldest = at
 		}
 	}

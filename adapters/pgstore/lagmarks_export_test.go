@@ -16,7 +16,7 @@ func ScanOldest[L any](ctx context.Context, s *Store[L], job string) (*time.Time
 	p := st.parts
 	var oldest *time.Time
 	var rows int64
-	q := "SELECT now() - max(" + p.lagValue() + "), count(*) FROM " + p.lagFrom(2)
+	q := "SELECT now() - max(" + p.lagValue() + "), count(*) FROM " + st.spec.Query(1).LagFrom()
 	err = s.db.QueryRow(ctx, q, append([]any{s.lagJobs(job)}, st.filterArgs...)...).Scan(&oldest, &rows)
 	return oldest, rows, err
 }

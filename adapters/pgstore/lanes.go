@@ -58,13 +58,13 @@ func (s *Store[L]) Match(ctx context.Context, req reconcile.MatchRequest) (recon
 	inRows := make(map[string]bool)
 	var elsewhere []string
 	local := newRowScanner[L](s.row, rows, 8)
-	dest := append([]any{&r.Key, &r.ID, &ext, &created, &r.Recent, &inScope, &invalid, &r.Version}, local.dest()...)
+	dest := append([]any{&r.Key, &r.ID, &ext, &created, &r.Recent, &inScope, &invalid, &r.Version}, local.Dest()...)
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return res, fmt.Errorf("pgstore: match %s: %w", s.hostTable(), err)
 		}
 		r.ExternalID, r.CreatedAt, r.Invalid = deref(ext), derefTime(created), deref(invalid)
-		if why := local.local(rows, &r.Local); why != "" && r.Invalid == "" {
+		if why := local.Local(rows, &r.Local); why != "" && r.Invalid == "" {
 			r.Invalid = why
 		}
 		if !inScope {
@@ -108,10 +108,6 @@ func (s *Store[L]) CommitLane(ctx context.Context, c reconcile.LaneCommit) (reco
 	case len(c.Next) > maxLanePosition:
 		return res, fmt.Errorf("pgstore: commit lane: position of %d bytes is longer than %d", len(c.Next), maxLanePosition)
 	}
-	st, err := s.statements(ctx)
-	if err != nil {
-		return res, err
-	}
 	batch := &pgx.Batch{}
 	if c.Cursor.Version == 0 {
 		// A lane never committed (at most a failure recorded): create it. Two first steps
@@ -120,8 +116,11 @@ func (s *Store[L]) CommitLane(ctx context.Context, c reconcile.LaneCommit) (reco
 	} else {
 		batch.Queue(s.own.advanceLane, c.Job, c.Lane, c.Cursor.Version, c.Next, len(c.Outcomes), c.End, c.Gap)
 	}
-	dl := s.queueResults(batch, st, c.Job, c.Outcomes, &res, nil)
-	if err := s.sendFenced(ctx, batch, "commit lane", dl.run); err != nil {
+	q, err := s.table.QueueResults(ctx, batch, c.Job, c.Outcomes, &res, nil)
+	if err != nil {
+		return reconcile.CommitResult{}, err
+	}
+	if err := s.table.SendFenced(ctx, batch, "commit lane", q, nil); err != nil {
 		return reconcile.CommitResult{}, err
 	}
 	return res, nil
@@ -138,6 +137,6 @@ func (s *Store[L]) RecordLaneFailure(ctx context.Context, job, lane string, caus
 	if err != nil {
 		return s.cfg.Tables.wrap("record lane failure", err)
 	}
-	noteWrite()
+	s.table.NoteWrite()
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/internal/hosttable"
 	"github.com/reconcilekit/reconcile/internal/shared/pgtables"
 )
 
@@ -154,6 +155,10 @@ type Store[L any] struct {
 	own tableSQL // statements over the reconciler's own tables
 	row *rowType // how L is read
 
+	// table is what reads and commits go through, shared with pgshard; it counts the
+	// store's writes.
+	table *hosttable.Table[L]
+
 	mu  sync.Mutex
 	sql *statements // built from the catalog on first use
 }
@@ -282,7 +287,19 @@ func NewOf[L any](db DB, cfg Config) (*Store[L], error) {
 		}
 		seen[k] = true
 	}
-	return &Store[L]{db: db, cfg: cfg, own: newTableSQL(cfg.Tables), row: row}, nil
+	s := &Store[L]{db: db, cfg: cfg, own: newTableSQL(cfg.Tables), row: row}
+	var hand hosttable.Handover
+	if cfg.Deliver != nil {
+		hand = &delivery{to: cfg.Deliver, tables: cfg.Tables}
+	}
+	s.table = hosttable.New[L](db, rowLocals[L]{row}, hand, func(ctx context.Context) (*hosttable.Spec, error) {
+		st, err := s.statements(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return st.spec, nil
+	})
+	return s, nil
 }
 
 // Config returns the store's configuration with defaults filled in.

@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -33,88 +32,15 @@ func (s *Store[L]) Read(ctx context.Context, req reconcile.ReadRequest) (reconci
 		if p == "" {
 			continue
 		}
-		if err := s.checkPosition(p); err != nil {
+		if err := st.spec.CheckPosition(p); err != nil {
 			return b, fmt.Errorf("pgstore: read cursor: %w", err)
 		}
 	}
-	b.Records, err = s.readRange(ctx, st, req, &b.Cursor, "", "")
+	b.Records, err = s.table.ReadRange(ctx, req, &b.Cursor, "", "")
 	if err != nil {
 		return b, fmt.Errorf("pgstore: %w", err)
 	}
 	return b, nil
-}
-
-// readRange reads the next rows after cur's position within the bounds of a shard (lower and
-// upper, JSON arrays of the first key column; empty is open) and the cycle's high-water mark.
-// At a cycle's start it fixes the mark, in cur.End: the last key present now. An empty range
-// gives no mark and no rows.
-func (s *Store[L]) readRange(ctx context.Context, st *statements, req reconcile.ReadRequest, cur *reconcile.Cursor, lower, upper string) ([]reconcile.Record[L], error) {
-	if cur.End == "" {
-		var bounds []any
-		if lower != "" {
-			bounds = append(bounds, lower)
-		}
-		if upper != "" {
-			bounds = append(bounds, upper)
-		}
-		err := s.db.QueryRow(ctx, st.keyset.highWater(lower != "", upper != ""), append(bounds, st.filterArgs...)...).Scan(&cur.End)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			return nil, nil
-		case err != nil:
-			return nil, fmt.Errorf("read the cycle's last key in %s: %w", s.hostTable(), err)
-		}
-	}
-	args := []any{req.Grace.Seconds(), req.Limit}
-	after := cur.Position != ""
-	if after {
-		args = append(args, cur.Position)
-	} else if lower != "" {
-		args = append(args, lower)
-	}
-	if upper != "" {
-		args = append(args, upper)
-	}
-	args = append(append(args, cur.End), st.filterArgs...)
-	return s.readRecords(ctx, st.keyset.read(after, lower != "", upper != "", true), args)
-}
-
-// checkPosition verifies that a cursor position is a JSON array with one value per key column.
-func (s *Store[L]) checkPosition(pos string) error {
-	var vals []json.RawMessage
-	if err := json.Unmarshal([]byte(pos), &vals); err != nil || len(vals) != len(s.cfg.KeyColumns) {
-		return fmt.Errorf("position %q is not a key of %v; was the job's key changed?", pos, s.cfg.KeyColumns)
-	}
-	return nil
-}
-
-// readRecords runs one keyset read and returns its rows as records.
-func (s *Store[L]) readRecords(ctx context.Context, query string, args []any) ([]reconcile.Record[L], error) {
-	rows, err := s.db.Query(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", s.hostTable(), err)
-	}
-	defer rows.Close()
-	var out []reconcile.Record[L]
-	var r reconcile.Record[L]
-	var ext, invalid *string
-	var created *time.Time
-	local := newRowScanner[L](s.row, rows, 7)
-	dest := append([]any{&r.Key, &r.ID, &ext, &created, &r.Recent, &invalid, &r.Version}, local.dest()...)
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			return nil, fmt.Errorf("read %s: %w", s.hostTable(), err)
-		}
-		r.ExternalID, r.CreatedAt, r.Invalid = deref(ext), derefTime(created), deref(invalid)
-		if why := local.local(rows, &r.Local); why != "" && r.Invalid == "" {
-			r.Invalid = why
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read %s: %w", s.hostTable(), err)
-	}
-	return out, nil
 }
 
 // nullIfEmpty is s, or NULL for an empty s.
@@ -125,16 +51,16 @@ func nullIfEmpty(s string) *string {
 	return &s
 }
 
-func deref(p *string) string {
+func derefTime(p *time.Time) time.Time {
 	if p == nil {
-		return ""
+		return time.Time{}
 	}
 	return *p
 }
 
-func derefTime(p *time.Time) time.Time {
+func deref(p *string) string {
 	if p == nil {
-		return time.Time{}
+		return ""
 	}
 	return *p
 }

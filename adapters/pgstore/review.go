@@ -47,7 +47,7 @@ func (s *Store[L]) ResolveFinding(ctx context.Context, id int64, r reconcile.Res
 		return s.resolve(ctx, tx, id, r)
 	})
 	if err == nil {
-		noteWrite() // committed: a cache of Status read from now on sees it
+		s.table.NoteWrite() // committed: a cache of Status read from now on sees it
 	}
 	return err
 }
@@ -65,7 +65,7 @@ func (s *Store[L]) ResolveFindingIn(ctx context.Context, q Querier, id int64, r 
 	if err := s.resolve(ctx, q, id, r); err != nil {
 		return err
 	}
-	noteWrite()
+	s.table.NoteWrite()
 	return nil
 }
 
@@ -102,7 +102,7 @@ func (s *Store[L]) ResolveRecordFindings(ctx context.Context, q Querier, recordI
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: resolve findings of record %s: %w", recordID, err)
 	}
-	noteWrite()
+	s.table.NoteWrite()
 	return ids, nil
 }
 
@@ -134,7 +134,7 @@ func (s *Store[L]) ReopenFindingIn(ctx context.Context, q Querier, id int64, by,
 	case !reopened:
 		return fmt.Errorf("pgstore: reopen finding %d: %w", id, reconcile.ErrAlreadyOpen)
 	}
-	noteWrite()
+	s.table.NoteWrite()
 	return nil
 }
 

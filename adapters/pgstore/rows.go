@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/reconcilekit/reconcile/internal/hosttable"
 )
 
 // rowType is how a Store[L] reads a row's local state L: the text of the state column when L
@@ -123,6 +125,13 @@ type rowScanner[L any] struct {
 	plans []pgtype.ScanPlan
 }
 
+// rowLocals is a Store[L]'s hosttable.Locals: how its reads scan L.
+type rowLocals[L any] struct{ rt *rowType }
+
+func (r rowLocals[L]) Scanner(rows pgx.Rows, first int) hosttable.LocalScanner[L] {
+	return newRowScanner[L](r.rt, rows, first)
+}
+
 func newRowScanner[L any](rt *rowType, rows pgx.Rows, first int) *rowScanner[L] {
 	s := &rowScanner[L]{rt: rt, first: first}
 	if rt.text {
@@ -136,17 +145,17 @@ func newRowScanner[L any](rt *rowType, rows pgx.Rows, first int) *rowScanner[L] 
 	return s
 }
 
-// dest returns the scan destinations of L's columns for rows.Scan: the state's text, or nil
+// Dest returns the scan destinations of L's columns for rows.Scan: the state's text, or nil
 // for each of a struct's columns (decoded by local from the raw values).
-func (s *rowScanner[L]) dest() []any {
+func (s *rowScanner[L]) Dest() []any {
 	if s.rt.text {
 		return []any{&s.state}
 	}
 	return make([]any, len(s.rt.fields))
 }
 
-// local sets *dst to the current row's local state, and returns why it cannot be read, or "".
-func (s *rowScanner[L]) local(rows pgx.Rows, dst *L) string {
+// Local sets *dst to the current row's local state, and returns why it cannot be read, or "".
+func (s *rowScanner[L]) Local(rows pgx.Rows, dst *L) string {
 	if s.rt.text {
 		v := ""
 		if s.state != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/internal/hosttable"
 )
 
 // statements are the store's SQL, built once from the config and the host table's column
@@ -31,8 +32,11 @@ type statements struct {
 	// searchRows selects the ids (as text) of the rows that meet them (review.go).
 	search     []searchColumn
 	searchRows string
-	// parts are the pieces the statements are built from, lent to pgshard (hooks.go).
+	// parts are the pieces the statements are built from.
 	parts *sqlParts
+	// spec is what the host table's reads and commits are built from, shared with pgshard
+	// (hosttable.Table).
+	spec *hosttable.Spec
 	// filterArgs are the Filter's values, bound after each statement's own parameters: read
 	// and lag statements take them from the placeholder after their last one.
 	filterArgs []any
@@ -43,8 +47,8 @@ type statements struct {
 	// lockRecords and lockFindings serialize the commits that may open findings of the same
 	// records (commit.go).
 	lockRecords, lockFindings string
-	// keyset holds the keyset reads, of the whole job and of a key range (keyset.go).
-	keyset *keysetReads
+	// keyTypes are the key columns' types.
+	keyTypes []string
 	// lagMarks are the statements of Status's lag without a scan (lagmarks.go).
 	lagMarks lagMarkSQL
 }
@@ -204,23 +208,12 @@ func (p *sqlParts) lagValue() string {
 	return fmt.Sprintf("(CASE WHEN %s IS NULL THEN now() - coalesce(%s, %s) END)", p.invalid, verified, p.ts(p.cfg.CreatedAtColumn))
 }
 
-// lagFrom is the FROM clause of a lag statement: the Filter's rows with their last
-// verification by the jobs in $1; the Filter's placeholders start at $first.
-func (p *sqlParts) lagFrom(first int) string {
-	if p.cfg.Observations == ObserveInHostColumns {
-		return fmt.Sprintf("%s AS h%s", p.host, p.where(first, "$1::text[] IS NOT NULL"))
-	}
-	return fmt.Sprintf(`%s AS h LEFT JOIN (
-			SELECT record_id, max(verified_at) AS verified_at FROM %s WHERE job = ANY($1::text[]) GROUP BY record_id
-		) AS o ON o.record_id = %s::text%s`, p.host, p.cfg.Tables.table("observations"), p.q(p.cfg.IDColumn), p.where(first))
-}
-
 // buildStatements builds every statement of a store, each group by the function named for
 // what it serves.
 func buildStatements(cfg Config, types map[string]string, keyCollations []string, row *rowType) *statements {
 	p := newSQLParts(cfg, types, row)
 	p.keyCollations = keyCollations
-	st := &statements{parts: p}
+	st := &statements{parts: p, spec: p.hostSpec()}
 	_, st.filterArgs = renderFilter(cfg, types, 1)
 	p.cursorStatements(st)
 	p.keysetReads(st)
@@ -230,7 +223,26 @@ func buildStatements(cfg Config, types map[string]string, keyCollations []string
 	p.coverageStatements(st)
 	p.laneStatements(st)
 	p.reviewStatements(st)
+	sp := st.spec
+	sp.LockRecords, sp.LockObserved, sp.LockFindings = st.lockRecords, st.lockObserved, st.lockFindings
+	sp.Findings, sp.Observe, sp.ObserveTakesJob, sp.ForgetDeleted = st.findings, st.observe, st.observeTakesJob, st.forgetDeleted
+	hosttable.Prepare(sp)
 	return st
+}
+
+// hostSpec is the host table's pieces that its reads and commits (hosttable.Table) and the
+// statements built beside them (hosttable.Query) take; buildStatements adds the statements.
+func (p *sqlParts) hostSpec() *hosttable.Spec {
+	cfg := p.cfg
+	sp := &hosttable.Spec{Host: p.host, Keys: p.keys, KeyNames: cfg.KeyColumns, ID: p.q(cfg.IDColumn),
+		Filter: hostFilter(cfg, p.types), LagValue: p.lagValue(),
+		ObserveInHost: cfg.Observations == ObserveInHostColumns, ObservationsTable: cfg.Tables.table("observations"),
+		FindingsTable: cfg.Tables.table("findings"), AggregateType: cfg.AggregateType, TimeZone: cfg.TimeZone,
+		WrapError: cfg.Tables.wrap}
+	for _, k := range cfg.KeyColumns {
+		sp.KeyTypes = append(sp.KeyTypes, p.types[k])
+	}
+	return sp
 }
 
 // cursorStatements: reading a job's cursor and moving it, as compare-and-set.
@@ -276,7 +288,8 @@ func (p *sqlParts) keysetReads(st *statements) {
 		strings.Join(p.keys, ", "), p.q(p.cfg.IDColumn), p.q(p.cfg.ExternalIDColumn),
 		p.readableCreated, p.changedWhen(p.withinGrace), p.invalid, p.version(), p.row.selectList(p), p.host)
 	order := fmt.Sprintf(" ORDER BY %s LIMIT $2", strings.Join(p.keys, ", "))
-	st.keyset = newKeysetReads(p.cfg, p.types, sel, order, p.keys, p.where)
+	st.spec.Select, st.spec.Order = sel, order
+	st.keyTypes = st.spec.KeyTypes
 }
 
 // commitStatements: what a commit writes besides the cursor: observations, findings with their
@@ -447,7 +460,7 @@ func (p *sqlParts) statusStatements(st *statements) {
 	// show as open invalid_row findings).
 	st.lag = fmt.Sprintf(`SELECT now(), count(*), coalesce(extract(epoch FROM max(%s)), 0)::float8,
 			count(*) FILTER (WHERE %s > now() - interval '1 hour' AND %s IS NULL)
-		FROM %s`, p.lagValue(), p.ts(p.cfg.CreatedAtColumn), p.invalid, p.lagFrom(2))
+		FROM %s`, p.lagValue(), p.ts(p.cfg.CreatedAtColumn), p.invalid, st.spec.Query(1).LagFrom())
 	// openFindings counts a job's open findings by kind for Status, leaving out those of rows
 	// deleted since (forgetDeleted closes them when the cycle completes). $2 is StaleAfter.
 	st.openFindings = `SELECT kind, count(*), min(detected_at), count(*) FILTER (WHERE detected_at < now() - $2::interval)

@@ -3,13 +3,13 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"math"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/internal/hosttable"
 )
 
 // Status reads the job's monitoring figures. Rows, Lag and NewRowsPerHour cover the rows the
@@ -150,16 +150,7 @@ func (s *Store[L]) queueScanLag(b *pgx.Batch, sql *statements, job string, st *r
 // has not waited yet), and at most the largest Duration rather than overflowing to a negative
 // one. Rows with times no lag can be computed from (infinite, or before 1900) are not in the
 // seconds at all: Read makes each an invalid_row finding, and the open finding shows it.
-func lagOf(seconds float64) time.Duration {
-	ns := seconds * float64(time.Second)
-	switch {
-	case !(ns > 0): // also NaN
-		return 0
-	case ns >= float64(math.MaxInt64):
-		return math.MaxInt64
-	}
-	return time.Duration(ns)
-}
+var lagOf = hosttable.LagOf
 
 // RecordFailure remembers that a batch of job failed, for Status and health: a
 // reconcile.FailureRecorder, called by RunBatch. The message is cut to 1,000 bytes. It is kept
@@ -170,7 +161,7 @@ func (s *Store[L]) RecordFailure(ctx context.Context, job string, cause error) e
 	if err != nil {
 		return s.cfg.Tables.wrap("record failure of job "+job, err)
 	}
-	noteWrite()
+	s.table.NoteWrite()
 	return nil
 }
 

@@ -1,4 +1,4 @@
-package pgstore
+package hosttable
 
 import (
 	"fmt"
@@ -9,24 +9,20 @@ import (
 // pgshard shard): one statement per shape of the range, so that a shard reads exactly what the
 // unsharded job would, within its range.
 type keysetReads struct {
+	spec *Spec
+	// sel and order are the select list and ORDER BY ... LIMIT $2 of every keyset read.
 	sel, order string
 	host       string   // the host table, quoted
 	keys       []string // quoted key columns, h."col"
 	keyTypes   []string
-	where      func(first int, conds ...string) string
 }
 
-// newKeysetReads is called by buildStatements with its pieces: sel and order are the select
-// list and ORDER BY ... LIMIT $2 of every keyset read, keys the quoted key columns, where the
-// WHERE builder that appends the Filter.
-func newKeysetReads(cfg Config, types map[string]string, sel, order string, keys []string,
-	where func(first int, conds ...string) string) *keysetReads {
-	r := &keysetReads{sel: sel, order: order, host: cfg.hostTable(), keys: keys, where: where}
-	for _, k := range cfg.KeyColumns {
-		r.keyTypes = append(r.keyTypes, types[k])
-	}
-	return r
+func newKeysetReads(s *Spec) *keysetReads {
+	return &keysetReads{spec: s, sel: s.Select, order: s.Order, host: s.Host, keys: s.Keys, keyTypes: s.KeyTypes}
 }
+
+// where joins conds and the Filter, its placeholders from $first, into a WHERE clause.
+func (r *keysetReads) where(first int, conds ...string) string { return r.spec.where(first, conds...) }
 
 // read returns a keyset read, of the whole job or of one shard. $1 is the grace in seconds and
 // $2 the limit; then come the position (if after), the lower bound (if lower), the upper bound
@@ -86,3 +82,11 @@ func (r *keysetReads) keyParam(n int) string {
 	}
 	return strings.Join(vals, ", ")
 }
+
+// KeysetRead is the keyset read of that shape (see read): what ReadRange runs.
+func (s *Spec) KeysetRead(after, lower, upper, end bool) string {
+	return s.keyset.read(after, lower, upper, end)
+}
+
+// HighWater is the query of a cycle's high-water mark within those bounds (see highWater).
+func (s *Spec) HighWater(lower, upper bool) string { return s.keyset.highWater(lower, upper) }

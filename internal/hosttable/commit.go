@@ -1,0 +1,247 @@
+package hosttable
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/reconcilekit/reconcile"
+)
+
+// setTimeZone sets the transaction's TimeZone to $1, until it ends.
+const setTimeZone = "SELECT set_config('TimeZone', $1, true)"
+
+// ForgetNote is the note on findings closed because their row was deleted.
+const ForgetNote = "the row no longer exists; closed when the cycle completed"
+
+// Queued is what QueueResults queued: the findings statement's answer, read once the batch is.
+type Queued struct {
+	hand Handover
+	raw  []byte // the handed-over commands, a JSON array of {id, name, payload}
+}
+
+// QueueResults queues the observations, findings and repair commands of outcomes and the
+// closing of the findings verified judgments no longer describe, each for the rows as they
+// were read (see reconcile.Sink); res receives what the findings statement added, and changed
+// (if not nil) the ids of the rows changed since their read. The commands it queued are handed
+// over by SendFenced (or SendFencedIn) with the Queued it returns.
+func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job string, outcomes []reconcile.Outcome, res *reconcile.CommitResult,
+	changed *[]string) (*Queued, error) {
+	st, err := t.Spec(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// In record order, whoever commits: a sweep and a lane writing the same rows at once then
+	// lock them in the same order and cannot deadlock.
+	outcomes = slices.SortedStableFunc(slices.Values(outcomes), func(a, b reconcile.Outcome) int { return strings.Compare(a.RecordID, b.RecordID) })
+	// The commit runs in the configured zone, so that an updated_at trigger on the host table
+	// writing now() into a timestamp without time zone column writes it in that zone, not in
+	// the session's.
+	batch.Queue(setTimeZone, st.TimeZone)
+	var obsIDs, obsStates, obsVersions []string
+	var obsTimes []pgtype.Timestamptz // when each answer was obtained; NULL: the commit's time
+	var f findingCols
+	// withFindings are the rows whose outcomes open findings; judged, those whose outcomes
+	// write anything.
+	var withFindings, judged []string
+	for _, o := range outcomes {
+		d := o.Decision
+		finding := d.Kind != "" && (d.Verdict == reconcile.Repairable || d.Verdict == reconcile.NeedsReview)
+		if o.Verified {
+			obsIDs, obsStates, obsVersions = append(obsIDs, o.RecordID), append(obsStates, o.External), append(obsVersions, o.Version)
+			obsTimes = append(obsTimes, VerifiedAt(&o))
+		}
+		switch {
+		case finding:
+			f.add(job, o, d.Kind)
+		case o.Verified:
+			// No finding, but a verification that may close others (Decides), of a row
+			// that may have changed since its read (counted).
+			f.add(job, o, "")
+		}
+		if !o.NotARow && finding {
+			withFindings = append(withFindings, o.RecordID)
+		}
+		if !o.NotARow && (finding || o.Verified) {
+			judged = append(judged, o.RecordID)
+		}
+	}
+	// Locks, each set in one order and the sets in the canonical writer's order, so that no
+	// one waits on another in a circle: the records that may get findings, the host rows (with
+	// observations in host columns), the open findings of the records that may get findings.
+	// (The findings statement takes the other findings it closes only if no one holds them.)
+	if len(withFindings) > 0 {
+		batch.Queue(st.LockRecords, job, st.FindingsTable, withFindings)
+	}
+	if st.LockObserved != "" && len(judged) > 0 {
+		batch.Queue(st.LockObserved, judged)
+	}
+	if len(withFindings) > 0 {
+		batch.Queue(st.LockFindings, job, withFindings)
+	}
+	// In the reconciler's own table the observations are written first: a commit that
+	// observes a row waits there for another one that observed it (ON CONFLICT waits for it),
+	// so that the findings statement, which leaves alone a row verified since on a newer
+	// answer, sees that one's verification. With ObserveInHostColumns, lockObserved serializes
+	// them, and the observations come last: the findings statement must not take the commit's
+	// own write for a newer verification.
+	if st.ObserveTakesJob && len(obsIDs) > 0 {
+		batch.Queue(st.Observe, job, obsIDs, obsStates, obsVersions, obsTimes)
+	}
+	q := &Queued{hand: t.hand}
+	if len(f.ids) > 0 {
+		batch.Queue(st.Findings, job, st.AggregateType, f.ids, f.kinds, f.locals, f.externals, f.details, f.commands,
+			f.once, f.notARow, f.payloads, f.externalIDs, f.diffs, f.versions, f.decides, f.verified, f.answeredAt).
+			QueryRow(func(row pgx.Row) error {
+				var ids []string
+				dest := []any{&res.Findings, &res.Commands, &ids}
+				if q.hand != nil {
+					dest = append(dest, &q.raw)
+				}
+				err := row.Scan(dest...)
+				if res.Changed = len(ids); changed != nil {
+					*changed = ids
+				}
+				return err
+			})
+	}
+	if !st.ObserveTakesJob && len(obsIDs) > 0 {
+		batch.Queue(st.Observe, obsIDs, obsStates, obsVersions, obsTimes)
+	}
+	return q, nil
+}
+
+// handOver hands the queued commands over in tx, if there are any and a Handover.
+func (q *Queued) handOver(ctx context.Context, tx pgx.Tx) error {
+	if q == nil || q.hand == nil || len(q.raw) == 0 {
+		return nil
+	}
+	return q.hand.Hand(ctx, tx, q.raw)
+}
+
+// VerifiedAt is o's VerifiedAt, NULL if zero (the commit's time).
+func VerifiedAt(o *reconcile.Outcome) pgtype.Timestamptz {
+	return pgtype.Timestamptz{Time: o.VerifiedAt, Valid: !o.VerifiedAt.IsZero()}
+}
+
+type findingCols struct {
+	ids, kinds, locals, externals, details, commands []string
+	externalIDs, versions                            []string
+	once, notARow, decides, verified                 []bool
+	// answeredAt are the Verified outcomes' answer times (NULL: the commit's).
+	answeredAt []pgtype.Timestamptz
+	// payloads are the repair commands as JSON without their finding id; nil where none.
+	payloads []*string
+	// diffs are the decisions' Diffs as JSON; nil where none.
+	diffs []*string
+}
+
+// add adds outcome o, whose finding is of kind (none if empty).
+func (f *findingCols) add(job string, o reconcile.Outcome, kind string) {
+	var payload *string
+	if cmd := o.RepairCommand(job); cmd != nil {
+		b, _ := json.Marshal(cmd) // strings and an integer: it cannot fail
+		p := string(b)
+		payload = &p
+	}
+	f.payloads = append(f.payloads, payload)
+	var diffs *string
+	if len(o.Decision.Diffs) > 0 {
+		b, _ := json.Marshal(o.Decision.Diffs) // strings only: it cannot fail
+		d := string(b)
+		diffs = &d
+	}
+	f.diffs = append(f.diffs, diffs)
+	f.once = append(f.once, o.Once)
+	f.notARow = append(f.notARow, o.NotARow)
+	f.ids = append(f.ids, o.RecordID)
+	f.externalIDs = append(f.externalIDs, o.ExternalID)
+	f.kinds = append(f.kinds, kind)
+	f.versions = append(f.versions, o.Version)
+	f.decides = append(f.decides, o.Decides())
+	f.verified = append(f.verified, o.Verified)
+	f.answeredAt = append(f.answeredAt, VerifiedAt(&o))
+	f.locals = append(f.locals, o.Local)
+	f.externals = append(f.externals, o.External)
+	f.details = append(f.details, o.Decision.Detail)
+	f.commands = append(f.commands, o.Decision.Command)
+}
+
+// QueueForgetDeleted queues ForgetDeleted for job: when a cycle completes, the findings of rows
+// it showed gone are closed.
+func (s *Spec) QueueForgetDeleted(batch *pgx.Batch, job string) {
+	batch.Queue(s.ForgetDeleted, job, reconcile.ResolvedByReconciler, ForgetNote)
+}
+
+// SendFenced runs batch in a transaction whose first statement is a compare-and-set: if it
+// affects no row, nothing is written and the result is reconcile.ErrConcurrentRun. Then it runs
+// after (if not nil) and hands over the commands q queued, in the same transaction. A commit
+// counts as a write (Writes).
+func (t *Table[L]) SendFenced(ctx context.Context, batch *pgx.Batch, what string, q *Queued,
+	after func(ctx context.Context, tx pgx.Tx) error) error {
+	tx, err := t.db.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("pgstore: %s: begin: %w", what, err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
+	if op, err := sendFenced(ctx, tx, batch); err != nil {
+		if op == "" {
+			return err
+		}
+		st, serr := t.Spec(ctx)
+		if serr != nil {
+			return err
+		}
+		return st.WrapError(what+": "+op, err)
+	}
+	if after != nil {
+		if err := after(ctx, tx); err != nil {
+			return fmt.Errorf("pgstore: %s: %w", what, err)
+		}
+	}
+	if err := q.handOver(ctx, tx); err != nil {
+		return fmt.Errorf("pgstore: %s: %w", what, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("pgstore: %s: commit transaction: %w", what, err)
+	}
+	t.NoteWrite()
+	return nil
+}
+
+// SendFencedIn is SendFenced in tx, without after, which the caller commits (and then notes
+// the write). Its errors, but reconcile.ErrConcurrentRun, say what failed and are the caller's
+// to name.
+func (t *Table[L]) SendFencedIn(ctx context.Context, tx pgx.Tx, batch *pgx.Batch, q *Queued) error {
+	if op, err := sendFenced(ctx, tx, batch); err != nil {
+		if op == "" {
+			return err
+		}
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return q.handOver(ctx, tx)
+}
+
+// sendFenced sends batch in tx, whose first statement is the compare-and-set; an error but
+// reconcile.ErrConcurrentRun comes with the operation that failed.
+func sendFenced(ctx context.Context, tx pgx.Tx, batch *pgx.Batch) (op string, err error) {
+	br := tx.SendBatch(ctx, batch)
+	tag, err := br.Exec()
+	if err != nil {
+		br.Close()
+		return "advance", err
+	}
+	if tag.RowsAffected() != 1 {
+		br.Close()
+		return "", reconcile.ErrConcurrentRun
+	}
+	if err := br.Close(); err != nil {
+		return "write results", err
+	}
+	return "", nil
+}

@@ -1,0 +1,104 @@
+package hosttable
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/reconcilekit/reconcile"
+)
+
+// ReadRange reads the next rows after cur's position within the bounds of a key range (lower
+// and upper, JSON arrays of the first key column; empty is open) and the cycle's high-water
+// mark. At a cycle's start it fixes the mark, in cur.End: the last key present now. An empty
+// range gives no mark and no rows.
+func (t *Table[L]) ReadRange(ctx context.Context, req reconcile.ReadRequest, cur *reconcile.Cursor, lower, upper string) ([]reconcile.Record[L], error) {
+	st, err := t.Spec(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if cur.End == "" {
+		var bounds []any
+		if lower != "" {
+			bounds = append(bounds, lower)
+		}
+		if upper != "" {
+			bounds = append(bounds, upper)
+		}
+		err := t.db.QueryRow(ctx, st.keyset.highWater(lower != "", upper != ""), append(bounds, st.filterArgs...)...).Scan(&cur.End)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return nil, nil
+		case err != nil:
+			return nil, fmt.Errorf("read the cycle's last key in %s: %w", st.Host, err)
+		}
+	}
+	args := []any{req.Grace.Seconds(), req.Limit}
+	after := cur.Position != ""
+	if after {
+		args = append(args, cur.Position)
+	} else if lower != "" {
+		args = append(args, lower)
+	}
+	if upper != "" {
+		args = append(args, upper)
+	}
+	args = append(append(args, cur.End), st.filterArgs...)
+	return t.readRecords(ctx, st, st.keyset.read(after, lower != "", upper != "", true), args)
+}
+
+// CheckPosition verifies that a cursor position is a JSON array with one value per key column.
+func (s *Spec) CheckPosition(pos string) error {
+	var vals []json.RawMessage
+	if err := json.Unmarshal([]byte(pos), &vals); err != nil || len(vals) != len(s.KeyNames) {
+		return fmt.Errorf("position %q is not a key of %v; was the job's key changed?", pos, s.KeyNames)
+	}
+	return nil
+}
+
+// readRecords runs one keyset read and returns its rows as records.
+func (t *Table[L]) readRecords(ctx context.Context, st *Spec, query string, args []any) ([]reconcile.Record[L], error) {
+	rows, err := t.db.Query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", st.Host, err)
+	}
+	defer rows.Close()
+	var out []reconcile.Record[L]
+	var r reconcile.Record[L]
+	var ext, invalid *string
+	var created *time.Time
+	local := t.locals.Scanner(rows, 7)
+	dest := append([]any{&r.Key, &r.ID, &ext, &created, &r.Recent, &invalid, &r.Version}, local.Dest()...)
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, fmt.Errorf("read %s: %w", st.Host, err)
+		}
+		r.ExternalID, r.CreatedAt, r.Invalid = deref(ext), derefTime(created), deref(invalid)
+		if why := local.Local(rows, &r.Local); why != "" && r.Invalid == "" {
+			r.Invalid = why
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read %s: %w", st.Host, err)
+	}
+	return out, nil
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func derefTime(p *time.Time) time.Time {
+	if p == nil {
+		return time.Time{}
+	}
+	return *p
+}
