@@ -69,7 +69,8 @@
 //
 // The engine decides some rows itself: a row with no external id is NeedsReview
 // [KindInvalidExternalID], an object the external system says does not exist NeedsReview
-// [KindMissingExternally] (its detail says what the external system answered, keys redacted),
+// [KindMissingExternally] (its detail says what the external system answered, keys redacted,
+// and its one diff is the object the row names, "not found" externally),
 // and a [ReviewError] from the gateway NeedsReview of its kind.
 //
 // # Guarantees

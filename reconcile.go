@@ -578,7 +578,8 @@ func (r *Reconciler[L, E]) judge(ctx context.Context, recs []Record[L], since ti
 	return j, nil
 }
 
-// notFoundDetail is the detail of a missing_externally finding: what the external system
+// notFoundDetail is the detail of a missing_externally finding (whose one diff is the object
+// the row names, "not found" externally): what the external system
 // answered about id, as the gateway's error says it (the Stripe adapter's names the 404 and
 // the request), with anything that looks like a key redacted, and the id if the error does
 // not name it.
@@ -705,7 +706,8 @@ func (r *Reconciler[L, E]) decide(ctx context.Context, p *pacer, o *Outcome, loc
 		// rather than record a wave of false Unverifiables.
 		return context.Cause(ctx)
 	case errors.Is(err, ErrNotFound):
-		o.Decision = Decision{Verdict: NeedsReview, Kind: KindMissingExternally, Detail: notFoundDetail(o.ExternalID, err)}
+		o.Decision = Decision{Verdict: NeedsReview, Kind: KindMissingExternally, Detail: notFoundDetail(o.ExternalID, err),
+			Diffs: []Diff{{Field: "object", Local: o.ExternalID, External: "not found"}}}
 		o.Verified, o.VerifiedAt = true, at
 	case errors.As(err, &review):
 		kind := review.Kind

@@ -428,6 +428,11 @@ func testNotFound(t *testing.T, f Fixture) {
 	if len(fs) != 1 || fs[0].Kind != reconcile.KindMissingExternally || fs[0].Command != "" {
 		t.Fatalf("findings %+v, want one missing_externally finding without a command", fs)
 	}
+	// It says what the external system answered, and which object the row names.
+	want := []reconcile.Diff{{Field: "object", Local: "pi_gone", External: "not found"}}
+	if !strings.Contains(fs[0].Detail, "pi_gone") || !slices.Equal(fs[0].Diffs, want) {
+		t.Fatalf("missing_externally finding: detail %q, diffs %+v; want the id in the detail and diffs %+v", fs[0].Detail, fs[0].Diffs, want)
+	}
 	if _, _, ok := f.Verified(t, "sweep", 1); !ok {
 		t.Fatal("a confirmed absence did not count as verified")
 	}

@@ -27,6 +27,8 @@ type scaleRun struct {
 	Seconds           float64 `json:"seconds"`
 	APICalls          int     `json:"api_calls"`
 	CallsPerS         float64 `json:"calls_per_s"`
+	MaxGrants1s       int     `json:"max_grants_1s"`
+	MaxSends1s        int     `json:"max_sends_1s"`
 	MaxCalls1s        int     `json:"max_calls_1s"`
 	MaxCallsAligned1s int     `json:"max_calls_aligned_1s"`
 	// BudgetBinds reports that the calls came within a tenth of the budget's rate: the budget,
@@ -45,7 +47,7 @@ type scaleResult struct {
 	Budget      struct {
 		Rate  float64 `json:"rate"`
 		Burst int     `json:"burst"`
-		// Bound is what no one-second window of stripetest's log may exceed (see scale.Result).
+		// Bound is what the budget may grant in no one-second window (see scale.Result).
 		Bound float64 `json:"bound"`
 	} `json:"budget"`
 	Runs      []scaleRun `json:"runs"`
@@ -153,12 +155,12 @@ func runScale(ctx context.Context, pool *pgxpool.Pool, dbURL, schema string, opt
 		if err != nil {
 			return res, fmt.Errorf("bench: scale: %d workers: %w", n, err)
 		}
-		res.Budget.Bound = r.BudgetBound
+		res.Budget.Bound = r.GrantBound
 		res.Runs = append(res.Runs, scaleRun{Workers: n, RowsPerS: r.RowsPerS, Seconds: r.Seconds, APICalls: r.APICalls,
-			CallsPerS: r.CallsPerS, MaxCalls1s: r.MaxCalls1s, MaxCallsAligned1s: r.MaxCallsAligned1s,
+			CallsPerS: r.CallsPerS, MaxGrants1s: r.MaxGrants1s, MaxSends1s: r.MaxSends1s, MaxCalls1s: r.MaxCalls1s, MaxCallsAligned1s: r.MaxCallsAligned1s,
 			BudgetBinds: r.CallsPerS >= 0.9*opts.Rate})
-		fmt.Fprintf(progress, "scale: %d worker(s): %.0f rows/s, %d calls (%.1f/s, at most %d in a second)\n",
-			n, r.RowsPerS, r.APICalls, r.CallsPerS, r.MaxCalls1s)
+		fmt.Fprintf(progress, "scale: %d worker(s): %.0f rows/s, %d calls (%.1f/s; at most %d granted, %d received in a second)\n",
+			n, r.RowsPerS, r.APICalls, r.CallsPerS, r.MaxGrants1s, r.MaxCalls1s)
 	}
 	return res, nil
 }

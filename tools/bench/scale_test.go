@@ -23,7 +23,7 @@ func TestScaleBenchRunsOneCycleForEachWorkerCount(t *testing.T) {
 	for _, r := range res.Runs {
 		// Each run checked its cycle (every row verified once, the planted drift exactly); a
 		// run counts a list call per hundred rows or so.
-		if r.RowsPerS <= 0 || r.APICalls < 30 || float64(r.MaxCalls1s) > res.Budget.Bound {
+		if r.RowsPerS <= 0 || r.APICalls < 30 || float64(r.MaxGrants1s) > res.Budget.Bound {
 			t.Fatalf("run %+v, budget %+v", r, res.Budget)
 		}
 	}

@@ -10,7 +10,9 @@
 // the real Stripe gateway (bulk list calls), paced by one pgbudget.Budget shared by all, and
 // stops when the job has completed the cycles asked for. A trigger logs every verification the
 // reconciler commits with the job cycle it belongs to, so that Run can check that every row was
-// verified exactly once per cycle; stripetest's request log gives the calls per second.
+// verified exactly once per cycle; another logs every call the budget grants, at its time by
+// the database clock, which Run holds to the budget's rate and compares with the times the
+// workers sent their requests; stripetest's request log gives the calls per second received.
 package scale
 
 import (
@@ -111,6 +113,20 @@ func Load(ctx context.Context, pool *pgxpool.Pool, dbURL, schema string, rows in
 		END$$`,
 		`CREATE TRIGGER log_verification AFTER INSERT OR UPDATE ON ` + f.table("reconcile_observations") +
 			` FOR EACH ROW EXECUTE FUNCTION ` + f.table("log_verification") + `()`,
+		// Every call the shared budget granted, at the time (by the database clock) it granted
+		// it, which is what the budget promises to bound. A grant of n calls leaves the bucket
+		// at "at" (its base) holding tokens = avail - n, and call i (from 1) may be made when
+		// the bucket, refilling at rate from base, holds i tokens (pgbudget's reserve): at
+		// base + max(0, i - avail)/rate. A throttle grants nothing and logs nothing.
+		`CREATE TABLE ` + f.table("grants") + ` (key text NOT NULL, at timestamptz NOT NULL)`,
+		`CREATE FUNCTION ` + f.table("log_grants") + `() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN
+			INSERT INTO ` + f.table("grants") + ` SELECT NEW.key,
+				NEW.at + make_interval(secs => greatest(0, i - (NEW.tokens + (NEW.granted - OLD.granted))) / NEW.rate)
+			FROM generate_series(1, NEW.granted - OLD.granted) AS i;
+			RETURN NULL;
+		END$$`,
+		`CREATE TRIGGER log_grants AFTER UPDATE ON ` + f.table("reconcile_rate_budgets") +
+			` FOR EACH ROW WHEN (NEW.granted > OLD.granted) EXECUTE FUNCTION ` + f.table("log_grants") + `()`,
 		// Where a worker told to hang says it is hanging.
 		`CREATE TABLE ` + f.table("hangs") + ` (owner text NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp())`,
 	}
@@ -150,7 +166,8 @@ func (f *Fixture) Reset(ctx context.Context) error {
 	// findings it would reference are deleted row by row.
 	for _, q := range []string{
 		"TRUNCATE " + f.table("reconcile_cursors") + ", " + f.table("reconcile_observations") + ", " + f.table("reconcile_outbox") + ", " +
-			f.table("reconcile_shards") + ", " + f.table("reconcile_rate_budgets") + ", " + f.table("verifications") + ", " + f.table("hangs"),
+			f.table("reconcile_shards") + ", " + f.table("reconcile_rate_budgets") + ", " + f.table("verifications") + ", " + f.table("hangs") + ", " +
+			f.table("grants"),
 		"DELETE FROM " + f.table("reconcile_findings"),
 	} {
 		if _, err := f.Pool.Exec(ctx, q); err != nil {

@@ -15,22 +15,23 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/reconcilekit/reconcile/adapters/pgbudget"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 )
 
-// Travel is the time Run allows a request to take from the worker's limiter to stripetest's
-// log when it checks the calls per second against the budget.
-const Travel = 20 * time.Millisecond
+// grantWindow is the window in which Run counts the budget's grants: a second, less 1 ms for
+// the grant log's rounding of times to the microsecond (and the float arithmetic that makes
+// them), which could put two grants exactly one second apart into one window. At the rates
+// run here that 1 ms is worth a tenth of a call, and workers with budgets of their own would
+// exceed the bound many times over.
+const grantWindow = time.Second - time.Millisecond
 
-// Skew is the time Run allows for the spread of the budget's answers' trips. The budget times
-// each call by the database clock, as an offset from the statement's clock_timestamp(), and a
-// worker applies that offset from when the answer reached it: two calls granted 1 s apart by the
-// database can thus be made closer by the difference of their answers' trips (the statement's
-// end, the wire, the pool, the scheduler of a loaded machine). A bound without it was seen
-// exceeded by a few calls in a second on a loaded machine. It adds Rate·Skew calls: 10 at 100/s,
-// far fewer than a second budget would add.
-const Skew = 100 * time.Millisecond
+// sendSlack is how much earlier than the grants it had to follow Run lets a send be: the
+// grants' times are rounded to the microsecond; a send is made later than its grant by at
+// least the budget's answer's way to the worker.
+const sendSlack = time.Millisecond
 
 // Options configures one Run.
 type Options struct {
@@ -80,17 +81,27 @@ type Result struct {
 	// rate over the run.
 	APICalls  int     `json:"api_calls"`
 	CallsPerS float64 `json:"calls_per_s"`
+	// MaxGrants1s is the most calls the shared budget granted within any one second of the
+	// database clock (less grantWindow's millisecond), as the fixture's grant log holds them;
+	// GrantBound, Rate·1 s + Burst, is what the budget promises it never exceeds, and what Run
+	// checks. Workers with a budget each would exceed it by far: each could make Rate·1 s +
+	// Burst.
+	MaxGrants1s int     `json:"max_grants_1s"`
+	GrantBound  float64 `json:"grant_bound"`
+	// Sends counts the requests the surviving workers sent (a killed worker's are lost), and
+	// MaxSends1s is the most of them within any one second, by the time each worker read just
+	// before the request. Run checks that no request was sent before the budget had granted as
+	// many calls (by the same clock: the machine's), but does not bound MaxSends1s, nor
+	// MaxCalls1s: a worker makes a granted call no earlier than its time and within MaxLate
+	// of when the budget's answer said (pgbudget.Budget), but a process descheduled between
+	// the answer and the request, or between the request and stripetest, sends or delivers
+	// calls granted apart close together, however well the budget kept its rate.
+	Sends      int `json:"sends"`
+	MaxSends1s int `json:"max_sends_1s"`
 	// MaxCalls1s is the most requests that arrived within any one second (a sliding window
 	// over stripetest's log), MaxCallsAligned1s the most within a whole second of the clock.
 	MaxCalls1s        int `json:"max_calls_1s"`
 	MaxCallsAligned1s int `json:"max_calls_aligned_1s"`
-	// BudgetBound is what MaxCalls1s must not exceed: Rate·(1 s + MaxLate + Travel + Skew) +
-	// Burst. The budget grants at most Rate·1 s + Burst calls in any second of the database
-	// clock; a worker makes a granted call within MaxLate of its time or gives it up; Travel
-	// allows for the request's way from the worker to stripetest's log, Skew for the spread of
-	// the budget's answers' way from the database to the workers. Workers with a budget each
-	// would exceed it by far: each could make Rate·1 s + Burst.
-	BudgetBound float64 `json:"budget_bound"`
 	// Verifications counts the verifications committed per cycle; every row once each.
 	Verifications []int64 `json:"verifications"`
 	Findings      int64   `json:"findings"`
@@ -105,8 +116,9 @@ type Result struct {
 
 // Run starts opts.Workers worker processes on the fixture, waits until the job has completed
 // opts.Cycles cycles, and checks what they did: every row verified exactly once per cycle, the
-// planted findings and commands exactly, and stripetest's calls within the budget in every
-// one-second window. It returns the result with an error naming what failed.
+// planted findings and commands exactly, the budget's grants within its rate in every
+// one-second window, and no request sent before its grant. It returns the result with an
+// error naming what failed.
 func Run(ctx context.Context, f *Fixture, opts Options) (Result, error) {
 	if opts.Shards == 0 {
 		opts.Shards = 2 * opts.Workers
@@ -133,7 +145,7 @@ func Run(ctx context.Context, f *Fixture, opts Options) (Result, error) {
 	if opts.Log != nil {
 		log = opts.Log
 	}
-	res := Result{Workers: opts.Workers, Shards: opts.Shards, Rows: f.Rows, BudgetBound: opts.Rate*(1+(opts.MaxLate+Travel+Skew).Seconds()) + float64(opts.Burst)}
+	res := Result{Workers: opts.Workers, Shards: opts.Shards, Rows: f.Rows, GrantBound: opts.Rate + float64(opts.Burst)}
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	f.Stripe.SetLatency(opts.Latency)
@@ -196,6 +208,7 @@ func Run(ctx context.Context, f *Fixture, opts Options) (Result, error) {
 	}
 
 	var errs []error
+	var sends []time.Time
 	for _, p := range procs {
 		rep, err := p.wait(ctx)
 		if err != nil {
@@ -203,6 +216,10 @@ func Run(ctx context.Context, f *Fixture, opts Options) (Result, error) {
 			errs = append(errs, err)
 		}
 		if !p.killed {
+			for _, ns := range rep.Sends {
+				sends = append(sends, time.Unix(0, ns))
+			}
+			rep.Sends = nil // counted in the result, and thousands of times for a log
 			res.Reports = append(res.Reports, rep)
 		}
 	}
@@ -230,14 +247,63 @@ func Run(ctx context.Context, f *Fixture, opts Options) (Result, error) {
 	res.CallsPerS = round(float64(res.APICalls)/elapsed.Seconds(), 1)
 	res.MaxCalls1s, res.MaxCallsAligned1s = MaxInWindow(times, time.Second), maxAligned(times)
 
+	res.Sends, res.MaxSends1s = len(sends), MaxInWindow(sends, time.Second)
+
 	if err := f.check(ctx, &res, opts.Cycles); err != nil {
 		return res, err
 	}
-	if float64(res.MaxCalls1s) > res.BudgetBound {
-		return res, fmt.Errorf("scale: %d calls arrived within one second, over %v/s for 1 s + MaxLate %v + Travel %v + Skew %v, + a burst of %d",
-			res.MaxCalls1s, opts.Rate, opts.MaxLate, Travel, Skew, opts.Burst)
+	grants, err := f.grants(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.MaxGrants1s = MaxInWindow(grants, grantWindow)
+	if float64(res.MaxGrants1s) > res.GrantBound {
+		return res, fmt.Errorf("scale: the budget granted %d calls within one second of the database clock, over %v/s for 1 s + a burst of %d",
+			res.MaxGrants1s, opts.Rate, opts.Burst)
+	}
+	if n, worst := SentBeforeGranted(sends, grants, sendSlack); n > 0 {
+		early := ""
+		if worst > 0 {
+			early = fmt.Sprintf("; one %v before the grant it needed", worst.Round(time.Microsecond))
+		}
+		return res, fmt.Errorf("scale: %d of %d requests were sent before the budget had granted as many calls (%d granted in all%s)",
+			n, len(sends), len(grants), early)
 	}
 	return res, nil
+}
+
+// grants reads the times of the calls the budget granted, by the database clock, in order.
+func (f *Fixture) grants(ctx context.Context) ([]time.Time, error) {
+	rows, err := f.Pool.Query(ctx, `SELECT at FROM `+f.table("grants")+` ORDER BY at`)
+	if err != nil {
+		return nil, fmt.Errorf("scale: read the grants: %w", err)
+	}
+	grants, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
+	if err != nil {
+		return nil, fmt.Errorf("scale: read the grants: %w", err)
+	}
+	return grants, nil
+}
+
+// SentBeforeGranted checks that every send can be paired with a grant of its own made no later
+// than it (less slack): that holds iff, for every k, the k-th earliest send is no earlier than
+// the k-th earliest grant. It returns how many sends fail that, and by how much the most
+// premature of those that have a k-th grant precedes it.
+func SentBeforeGranted(sends, grants []time.Time, slack time.Duration) (n int, worst time.Duration) {
+	sends, grants = slices.Clone(sends), slices.Clone(grants)
+	slices.SortFunc(sends, func(a, b time.Time) int { return a.Compare(b) })
+	slices.SortFunc(grants, func(a, b time.Time) int { return a.Compare(b) })
+	for k, s := range sends {
+		if k >= len(grants) {
+			n++
+			continue
+		}
+		if early := grants[k].Sub(s); early > slack {
+			n++
+			worst = max(worst, early)
+		}
+	}
+	return n, worst
 }
 
 // check reads what the run left and compares it with what the fixture planted.

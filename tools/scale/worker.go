@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
+	"sync"
 	"syscall"
 	"time"
 
@@ -65,6 +67,9 @@ type WorkerReport struct {
 	Errors      int    `json:"errors"`
 	ShardsRun   []int  `json:"shards_run"`
 	NoShardFree int    `json:"no_shard_free"`
+	// Sends are the times (Unix nanoseconds) at which the worker sent its requests to Stripe,
+	// read just before each went to the HTTP transport. Run takes them out of the report.
+	Sends []int64 `json:"sends,omitempty"`
 }
 
 // MaybeRunWorker runs a worker and exits the process if this process was started as one by
@@ -119,7 +124,8 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, log io.Writer) (WorkerRepo
 	if err != nil {
 		return rep, err
 	}
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Concurrency + 2}}
+	sends := &sendClock{base: &http.Transport{MaxIdleConnsPerHost: cfg.Concurrency + 2}}
+	hc := &http.Client{Transport: sends}
 	gw, err := stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Key: cfg.StripeKey, BaseURL: cfg.StripeURL, HTTPClient: hc}, stripeadapter.PaymentIntents())
 	if err != nil {
 		return rep, err
@@ -164,38 +170,75 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, log io.Writer) (WorkerRepo
 	}()
 	defer func() { <-done }()
 
+	err = work(ctx, &rep, log, func(ctx context.Context) (pgshard.Tick, error) {
+		return pgshard.RunShard(ctx, job, engine, reconcile.TickBudget{})
+	})
+	rep.Sends = sends.times()
+	return rep, err
+}
+
+// work runs ticks until ctx is done, and counts what they did in rep.
+func work(ctx context.Context, rep *WorkerReport, log io.Writer, tick func(context.Context) (pgshard.Tick, error)) error {
 	for ctx.Err() == nil {
-		tick, err := pgshard.RunShard(ctx, job, engine, reconcile.TickBudget{})
+		t, err := tick(ctx)
+		// Count a tick that leased a shard first, whatever its end: the tick that takes the
+		// killed worker's shard over usually completes the job's cycle, and this worker's
+		// watcher may cancel ctx (the cycles are done) before the tick returns; its claim of
+		// the expired lease is in the database all the same (reconcile_shards.takeovers).
+		if t.Leased {
+			rep.Ticks++
+			rep.Batches += t.Tick.Batches
+			rep.Scanned += t.Tick.Scanned
+			rep.Calls += t.Tick.GatewayCalls
+			rep.ShardsRun = append(rep.ShardsRun, t.Shard)
+			if t.TookOver {
+				rep.TookOver++
+			}
+			if t.LeaseLost {
+				rep.LeasesLost++
+			}
+		}
 		if ctx.Err() != nil {
 			break
 		}
 		if err != nil {
 			rep.Errors++
-			fmt.Fprintln(log, "scale worker "+cfg.Owner+":", err)
+			fmt.Fprintln(log, "scale worker "+rep.Owner+":", err)
 			if rep.Errors > 20 {
-				return rep, fmt.Errorf("scale worker %s: too many failed ticks: %w", cfg.Owner, err)
+				return fmt.Errorf("scale worker %s: too many failed ticks: %w", rep.Owner, err)
 			}
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
-		if !tick.Leased {
+		if !t.Leased {
 			rep.NoShardFree++
 			time.Sleep(20 * time.Millisecond)
-			continue
-		}
-		rep.Ticks++
-		rep.Batches += tick.Tick.Batches
-		rep.Scanned += tick.Tick.Scanned
-		rep.Calls += tick.Tick.GatewayCalls
-		rep.ShardsRun = append(rep.ShardsRun, tick.Shard)
-		if tick.TookOver {
-			rep.TookOver++
-		}
-		if tick.LeaseLost {
-			rep.LeasesLost++
 		}
 	}
-	return rep, nil
+	return nil
+}
+
+// sendClock notes when each request is sent: the time nearest to the budget's grant that the
+// worker can read, after its wait for the grant and before the request's way to Stripe.
+type sendClock struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	at   []int64
+}
+
+// RoundTrip implements http.RoundTripper.
+func (c *sendClock) RoundTrip(req *http.Request) (*http.Response, error) {
+	now := time.Now().UnixNano()
+	c.mu.Lock()
+	c.at = append(c.at, now)
+	c.mu.Unlock()
+	return c.base.RoundTrip(req)
+}
+
+func (c *sendClock) times() []int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.at)
 }
 
 // hangingGateway hangs, as a worker stuck mid-batch would, inside its at-th bulk fetch: after
