@@ -45,7 +45,14 @@ func (s *Store[L]) Commit(ctx context.Context, c reconcile.Commit) (reconcile.Co
 	}
 
 	if err := s.table.SendFenced(ctx, batch, "commit", q, after); err != nil {
+		s.setHint(c.Job, nil)
 		return reconcile.CommitResult{}, err
+	}
+	// Where the cursor now is, as the next read will find it unless another process moves it.
+	if c.Wrap {
+		s.setHint(c.Job, nil)
+	} else {
+		s.setHint(c.Job, &reconcile.Cursor{Position: c.Next, Version: c.Cursor.Version + 1, End: c.Cursor.End})
 	}
 	return res, nil
 }

@@ -224,11 +224,27 @@ func (s *Store[L]) queueLagMark(batch *pgx.Batch, st *statements, c reconcile.Co
 	if c.Wrap {
 		hi = c.Cursor.End
 	}
+	batch.Queue(genericPlans)
 	batch.Queue(st.lagMarks.insert, c.Job, c.Wrap, nullIfEmpty(c.Cursor.Position), nullIfEmpty(hi), unverified, len(c.Outcomes), s.lagJobs(c.Job), oldest)
+	batch.Queue(restorePlans)
 	if c.Wrap {
 		batch.Queue(st.lagMarks.prune, c.Job)
 	}
 }
+
+// genericPlans makes the transaction plan its statements once (a generic plan), with index
+// lookups rather than scans, until restorePlans restores the settings it found. The server
+// would otherwise plan the mark's statement anew at every commit, its estimate of a generic
+// plan being higher than the custom ones': 0.6 ms of planning for 0.1 ms of execution, with
+// the same plan. Every table it reads it reads by key, but it is first planned on empty
+// tables, where a scan looks cheaper and a generic plan would keep it.
+const (
+	genericPlans = `SELECT set_config('reconcile.plan_cache_mode', current_setting('plan_cache_mode'), true),
+		set_config('reconcile.enable_seqscan', current_setting('enable_seqscan'), true),
+		set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true)`
+	restorePlans = `SELECT set_config('plan_cache_mode', current_setting('reconcile.plan_cache_mode'), true),
+		set_config('enable_seqscan', current_setting('reconcile.enable_seqscan'), true)`
+)
 
 // fixLagMark runs in the transaction of commit c, once its batch is read, if c verified rows
 // that changed since their read (changed, their ids): the commit left them unrecorded, so

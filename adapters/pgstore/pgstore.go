@@ -161,6 +161,11 @@ type Store[L any] struct {
 
 	mu  sync.Mutex
 	sql *statements // built from the catalog on first use
+
+	// hints are the cursors this store's last commits left, by job: a guess of where the
+	// next read starts, which that read checks (read.go).
+	hintsMu sync.Mutex
+	hints   map[string]reconcile.Cursor
 }
 
 var _ reconcile.Store[string] = (*Store[string])(nil)

@@ -22,25 +22,102 @@ func (s *Store[L]) Read(ctx context.Context, req reconcile.ReadRequest) (reconci
 	if err != nil {
 		return b, err
 	}
-	err = s.db.QueryRow(ctx, st.readCursor, req.Job).Scan(&b.Cursor.Position, &b.Cursor.Version, &b.Cursor.End)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-	case err != nil:
-		return b, s.cfg.Tables.wrap("read cursor", err)
+	if hint, ok := s.hint(req.Job); ok {
+		read, err := s.readAhead(ctx, st, req, hint, &b)
+		if err != nil || read {
+			return b, err
+		}
+	} else {
+		err = s.db.QueryRow(ctx, st.readCursor, req.Job).Scan(&b.Cursor.Position, &b.Cursor.Version, &b.Cursor.End)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			return b, s.cfg.Tables.wrap("read cursor", err)
+		}
 	}
-	for _, p := range []string{b.Cursor.Position, b.Cursor.End} {
-		if p == "" {
-			continue
-		}
-		if err := st.spec.CheckPosition(p); err != nil {
-			return b, fmt.Errorf("pgstore: read cursor: %w", err)
-		}
+	if err := checkCursor(st, b.Cursor); err != nil {
+		return b, err
 	}
 	b.Records, err = s.table.ReadRange(ctx, req, &b.Cursor, "", "")
 	if err != nil {
 		return b, fmt.Errorf("pgstore: %w", err)
 	}
 	return b, nil
+}
+
+// readAhead reads the job's cursor into b.Cursor and, in the same round trip, the rows after
+// hint, the cursor this store's last commit of the job left. Only if the cursor is still hint
+// are they the batch's rows (read is true); otherwise another process moved it, and the
+// caller reads again from b.Cursor. As when the two reads take turns, the rows are read after
+// the cursor, by a statement of their own.
+func (s *Store[L]) readAhead(ctx context.Context, st *statements, req reconcile.ReadRequest, hint reconcile.Cursor, b *reconcile.Batch[L]) (read bool, err error) {
+	batch := &pgx.Batch{}
+	var cursorErr, rowsErr error
+	batch.Queue(st.readCursor, req.Job).QueryRow(func(r pgx.Row) error {
+		cursorErr = r.Scan(&b.Cursor.Position, &b.Cursor.Version, &b.Cursor.End)
+		if errors.Is(cursorErr, pgx.ErrNoRows) {
+			cursorErr = nil
+		}
+		return nil
+	})
+	query, args := st.spec.RangeRead(req, &hint, "", "")
+	var records []reconcile.Record[L]
+	batch.Queue(query, args...).Query(func(rows pgx.Rows) error {
+		records, rowsErr = s.table.ScanRecords(st.spec, rows)
+		return nil
+	})
+	if err := s.db.SendBatch(ctx, batch).Close(); err != nil && cursorErr == nil && rowsErr == nil {
+		cursorErr = err
+	}
+	switch {
+	case cursorErr != nil:
+		return false, s.cfg.Tables.wrap("read cursor", cursorErr)
+	case b.Cursor != hint:
+		return false, nil
+	case rowsErr != nil:
+		return false, fmt.Errorf("pgstore: %w", rowsErr)
+	}
+	if err := checkCursor(st, b.Cursor); err != nil {
+		return false, err
+	}
+	b.Records = records
+	return true, nil
+}
+
+// checkCursor verifies the positions of a cursor read.
+func checkCursor(st *statements, c reconcile.Cursor) error {
+	for _, p := range []string{c.Position, c.End} {
+		if p == "" {
+			continue
+		}
+		if err := st.spec.CheckPosition(p); err != nil {
+			return fmt.Errorf("pgstore: read cursor: %w", err)
+		}
+	}
+	return nil
+}
+
+// hint returns the cursor the store's last commit of job left, if it knows one from which a
+// read needs no other statement (the cycle's high-water mark fixed).
+func (s *Store[L]) hint(job string) (reconcile.Cursor, bool) {
+	s.hintsMu.Lock()
+	defer s.hintsMu.Unlock()
+	c, ok := s.hints[job]
+	return c, ok && c.End != ""
+}
+
+// setHint records the cursor a commit of job left (none: forget it).
+func (s *Store[L]) setHint(job string, c *reconcile.Cursor) {
+	s.hintsMu.Lock()
+	defer s.hintsMu.Unlock()
+	if c == nil {
+		delete(s.hints, job)
+		return
+	}
+	if s.hints == nil {
+		s.hints = map[string]reconcile.Cursor{}
+	}
+	s.hints[job] = *c
 }
 
 // nullIfEmpty is s, or NULL for an empty s.

@@ -37,6 +37,17 @@ func (t *Table[L]) ReadRange(ctx context.Context, req reconcile.ReadRequest, cur
 			return nil, fmt.Errorf("read the cycle's last key in %s: %w", st.Host, err)
 		}
 	}
+	query, args := st.RangeRead(req, cur, lower, upper)
+	rows, err := t.db.Query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", st.Host, err)
+	}
+	return t.ScanRecords(st, rows)
+}
+
+// RangeRead returns ReadRange's keyset read of the rows after cur's position, cur.End (the
+// cycle's high-water mark) fixed, and its arguments.
+func (s *Spec) RangeRead(req reconcile.ReadRequest, cur *reconcile.Cursor, lower, upper string) (string, []any) {
 	args := []any{req.Grace.Seconds(), req.Limit}
 	after := cur.Position != ""
 	if after {
@@ -47,8 +58,8 @@ func (t *Table[L]) ReadRange(ctx context.Context, req reconcile.ReadRequest, cur
 	if upper != "" {
 		args = append(args, upper)
 	}
-	args = append(append(args, cur.End), st.filterArgs...)
-	return t.readRecords(ctx, st, st.keyset.read(after, lower != "", upper != "", true), args)
+	args = append(append(args, cur.End), s.filterArgs...)
+	return s.keyset.read(after, lower != "", upper != "", true), args
 }
 
 // CheckPosition verifies that a cursor position is a JSON array with one value per key column.
@@ -60,12 +71,8 @@ func (s *Spec) CheckPosition(pos string) error {
 	return nil
 }
 
-// readRecords runs one keyset read and returns its rows as records.
-func (t *Table[L]) readRecords(ctx context.Context, st *Spec, query string, args []any) ([]reconcile.Record[L], error) {
-	rows, err := t.db.Query(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", st.Host, err)
-	}
+// ScanRecords returns the rows of a keyset read (RangeRead) as records, and closes them.
+func (t *Table[L]) ScanRecords(st *Spec, rows pgx.Rows) ([]reconcile.Record[L], error) {
 	defer rows.Close()
 	var out []reconcile.Record[L]
 	var r reconcile.Record[L]
