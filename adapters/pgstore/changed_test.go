@@ -29,13 +29,7 @@ var layouts = []struct {
 	ddl  []string
 }{
 	{"own table", pgstore.Config{}, []string{paymentsDDL}},
-	{"host columns", pgstore.Config{Observations: pgstore.ObserveInHostColumns}, []string{`CREATE TABLE payments (
-			id bigint PRIMARY KEY, external_id text NOT NULL, status text NOT NULL,
-			created_at timestamptz NOT NULL DEFAULT now() - interval '1 day', updated_at timestamptz NOT NULL DEFAULT now(),
-			observed_external_status text, last_reconciled_at timestamptz)`,
-		`CREATE FUNCTION touch() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN
-			IF NEW.updated_at IS NOT DISTINCT FROM OLD.updated_at THEN NEW.updated_at := now(); END IF; RETURN NEW; END$$`,
-		`CREATE TRIGGER touch BEFORE UPDATE ON payments FOR EACH ROW EXECUTE FUNCTION touch()`}},
+	{"host columns", pgstore.Config{Observations: pgstore.ObserveInHostColumns}, shardtest.HostColumnsDDL},
 }
 
 // verifiedAt is row id's last-verified time in either layout; zero if never.

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
+	"github.com/reconcilekit/reconcile/internal/shardtest"
 	"github.com/reconcilekit/reconcile/reconciletest"
 )
 
@@ -41,13 +42,7 @@ func (f hostFixture) Verified(t testing.TB, job string, id int64) (time.Time, st
 func TestConformanceWithObservationsInHostColumns(t *testing.T) {
 	t.Parallel()
 	reconciletest.Run(t, func(t *testing.T) reconciletest.Fixture {
-		pool, s := newStore(t, pgstore.Config{Observations: pgstore.ObserveInHostColumns}, `CREATE TABLE payments (
-				id bigint PRIMARY KEY, external_id text NOT NULL, status text NOT NULL,
-				created_at timestamptz NOT NULL DEFAULT now() - interval '1 day', updated_at timestamptz NOT NULL DEFAULT now(),
-				observed_external_status text, last_reconciled_at timestamptz)`,
-			`CREATE FUNCTION touch() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN
-				IF NEW.updated_at IS NOT DISTINCT FROM OLD.updated_at THEN NEW.updated_at := now(); END IF; RETURN NEW; END$$`,
-			`CREATE TRIGGER touch BEFORE UPDATE ON payments FOR EACH ROW EXECUTE FUNCTION touch()`)
+		pool, s := newStore(t, pgstore.Config{Observations: pgstore.ObserveInHostColumns}, shardtest.HostColumnsDDL...)
 		return hostFixture{fixture{pool, s}}
 	})
 }
