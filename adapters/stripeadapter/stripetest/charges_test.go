@@ -215,10 +215,4 @@ func TestRetrieveCharge(t *testing.T) {
 			t.Errorf("got %d %s", res.StatusCode, body)
 		}
 	})
-	t.Run("charges are not listed", func(t *testing.T) {
-		res, body := rawGet(t, f.srv, "/v1/charges", f.srv.Key())
-		if res.StatusCode != 404 || !strings.Contains(body, "Unrecognized request URL") {
-			t.Errorf("got %d %s", res.StatusCode, body)
-		}
-	})
 }
