@@ -145,7 +145,7 @@ func TestBalanceTransactionsFollowTheMoney(t *testing.T) {
 			t.Errorf("got %+v", bt)
 		}
 		ch := f.retrieveCharge(t, ch3, "")
-		if ch.Status != "failed" || ch.FailureCode != "debit_not_authorized" {
+		if ch.Status != "failed" || ch.FailureCode != "debit_not_authorized" || ch.FailureBalanceTransaction == nil || ch.FailureBalanceTransaction.ID != bt.ID {
 			t.Errorf("charge %s %s", ch.Status, ch.FailureCode)
 		}
 		if got := eventTypesOf(f.eventsOf(t, "*failed"))[:2]; !slices.Equal(got, []string{"payment_intent.payment_failed", "charge.failed"}) {

@@ -24,6 +24,7 @@ type chState struct {
 	disputed       bool
 	balanceTxn     string // the charge's balance transaction, once captured
 	failureCode    string // set once the payment failed after succeeding (FailPayment)
+	failureTxn     string // the payment_failure_refund transaction then
 }
 
 // charge is a stored Charge with its refunds and disputes, indexed for the lists filtered by
@@ -220,7 +221,7 @@ func (s *Server) FailPayment(piID, failureCode string) error {
 		return errors.New("stripetest: the payment of " + piID + " has already failed")
 	}
 	ch.failureCode = failureCode
-	s.moveMoney(ch.account, "payment_failure_refund", "charge_failure", ch.id, ch.currency, -ch.amountCaptured, nil, "", at, at)
+	ch.failureTxn = s.moveMoney(ch.account, "payment_failure_refund", "charge_failure", ch.id, ch.currency, -ch.amountCaptured, nil, "", at, at)
 	in.status = stripe.PaymentIntentStatusRequiresPaymentMethod
 	s.addEvent("charge.failed", at, ch.account, ch.chState)
 	s.addEvent(eventTypes[in.status], at, in.account, in.piState)

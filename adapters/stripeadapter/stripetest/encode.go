@@ -172,7 +172,7 @@ func appendCharge(b []byte, ch *chState, e expander) []byte {
 	b = strconv.AppendInt(b, ch.amountRefunded, 10)
 	b = append(b, `,"application":null,"application_fee":null,"application_fee_amount":null,"balance_transaction":`...)
 	b = e.appendTxnRef(b, "balance_transaction", ch.balanceTxn)
-	b = append(b, `,"captured":`...)
+	b = append(b, `,"billing_details":{"address":null,"email":null,"name":null,"phone":null,"tax_id":null},"calculated_statement_descriptor":null,"captured":`...)
 	b = strconv.AppendBool(b, ch.captured)
 	b = append(b, `,"created":`...)
 	b = strconv.AppendInt(b, ch.created, 10)
@@ -180,6 +180,8 @@ func appendCharge(b []byte, ch *chState, e expander) []byte {
 	b = appendString(b, ch.currency)
 	b = append(b, `,"customer":null,"description":null,"disputed":`...)
 	b = strconv.AppendBool(b, ch.disputed)
+	b = append(b, `,"failure_balance_transaction":`...)
+	b = e.appendTxnRef(b, "failure_balance_transaction", ch.failureTxn)
 	b = append(b, `,"failure_code":`...)
 	b = appendNullable(b, ch.failureCode)
 	b = append(b, `,"failure_message":`...)
@@ -188,9 +190,9 @@ func appendCharge(b []byte, ch *chState, e expander) []byte {
 	} else {
 		b = append(b, "null"...)
 	}
-	b = append(b, `,"livemode":false,"metadata":{},"outcome":null,"paid":true,"payment_intent":`...)
+	b = append(b, `,"fraud_details":{},"livemode":false,"metadata":{},"on_behalf_of":null,"outcome":null,"paid":true,"payment_intent":`...)
 	b = e.appendIntentRef(b, ch.paymentIntent)
-	b = append(b, `,"payment_method":null,"refunded":`...)
+	b = append(b, `,"payment_method":null,"payment_method_details":null,"receipt_email":null,"receipt_number":null,"receipt_url":null,"refunded":`...)
 	b = strconv.AppendBool(b, ch.refunded)
 	b = append(b, `,"refunds":`...)
 	if sub, ok := e.field("refunds"); ok {
@@ -198,12 +200,13 @@ func appendCharge(b []byte, ch *chState, e expander) []byte {
 	} else {
 		b = append(b, "null"...)
 	}
+	b = append(b, `,"review":null,"shipping":null,"source_transfer":null,"statement_descriptor":null,"statement_descriptor_suffix":null,"status":`...)
 	if ch.failureCode != "" {
-		b = append(b, `,"review":null,"status":"failed"}`...)
+		b = append(b, `"failed"`...)
 	} else {
-		b = append(b, `,"review":null,"status":"succeeded"}`...)
+		b = append(b, `"succeeded"`...)
 	}
-	return b
+	return append(b, `,"transfer_data":null,"transfer_group":null}`...)
 }
 
 // maxSubList is how many items Stripe embeds in an expanded sub-list; has_more tells of the

@@ -57,7 +57,7 @@ var expandable = map[string]map[string]string{
 	kindCharge: {
 		"payment_intent": kindPaymentIntent,
 		"application":    "", "application_fee": "", "balance_transaction": kindBalanceTransaction, "billing_details": "",
-		"customer": "", "failure_balance_transaction": "", "fraud_details": "", "on_behalf_of": "",
+		"customer": "", "failure_balance_transaction": kindBalanceTransaction, "fraud_details": "", "on_behalf_of": "",
 		"outcome": "", "payment_method_details": "", "presentment_details": "", "radar_options": "",
 		"refunds": kindRefundList, "review": "", "shipping": "", "source_transfer": "", "transfer": "",
 		"transfer_data": "",
