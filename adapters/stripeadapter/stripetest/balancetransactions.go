@@ -169,7 +169,7 @@ func (s *Server) settlementCurrency(account string) string {
 // returning the currency, the amount and the exchange rate (0 when none applies). The caller
 // holds s.mu.
 func (s *Server) settle(account, currency string, amount int64) (string, int64, float64) {
-	to := s.settlementCurrency(account)
+	to, currency := s.settlementCurrency(account), strings.ToLower(currency)
 	if currency == to {
 		return to, amount, 0
 	}

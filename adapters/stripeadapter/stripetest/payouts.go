@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net/url"
 	"strconv"
 	"time"
@@ -358,7 +359,12 @@ func payoutSelection(s *Server, account string, q url.Values) (*index[*payout], 
 	if f != nil {
 		return nil, nil, f
 	}
-	conds = append(conds, func(po *payout) bool { return po.arrivalDate >= from && po.arrivalDate <= to })
+	if from != math.MinInt64 || to != math.MaxInt64 {
+		conds = append(conds, func(po *payout) bool { return po.arrivalDate >= from && po.arrivalDate <= to })
+	}
+	if len(conds) == 0 {
+		return s.payoutsBy[account], nil, nil // unfiltered: a page costs O(log n + limit)
+	}
 	return s.payoutsBy[account], func(po *payout) bool {
 		for _, c := range conds {
 			if !c(po) {
