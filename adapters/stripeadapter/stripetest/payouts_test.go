@@ -321,6 +321,14 @@ func TestPayoutsAndBalanceTransactionsPerConnectAccount(t *testing.T) {
 			}
 		}
 	}
+	events := &stripe.EventListParams{Type: stripe.String("payout.created")}
+	events.StripeAccount = stripe.String("acct_A")
+	if got := f.listEvents(t, events); len(got) != 1 || got[0].Account != "acct_A" {
+		t.Errorf("acct_A's payout events: %+v", got)
+	}
+	if got := f.eventsOf(t, "payout.created"); len(got) != 1 {
+		t.Errorf("the platform sees %d payout.created events, want its own one", len(got))
+	}
 	if n := f.srv.AccountRequests(ListBalanceTransactions, "acct_A"); n != 1 {
 		t.Errorf("%d balance transaction lists counted for acct_A, want 1", n)
 	}
