@@ -303,8 +303,7 @@ func mustPayout(t testing.TB, srv *Server, id string) Payout {
 
 func TestAddBalanceTransactionPlantsDrift(t *testing.T) {
 	f := newFixture(t)
-	po := f.srv.AddPayout(Payout{Amount: 500, Created: t0.Add(-time.Hour), Currency: "usd",
-		Description: "", Metadata: nil})
+	po := f.srv.AddPayout(Payout{Amount: 500, Created: t0.Add(-time.Hour), Currency: "usd"})
 	planted := f.srv.AddBalanceTransaction(BalanceTransaction{Type: "mystery_type", Amount: 42, Payout: po, Created: t0.Add(-time.Hour)})
 	if got := mustPayout(t, f.srv, po); got.Amount != 500 {
 		t.Errorf("planting changed the payout's amount: %d", got.Amount)
