@@ -172,7 +172,7 @@ func TestClassifyTiesAPayoutOut(t *testing.T) {
 			members: []Member{charge("txn_1", "pi_1", 1000, 59)},
 			booked:  []Booked{book(KindPayment, "pi_1", 1000), {Kind: KindGroup, ID: "po_1", Status: "failed"}}},
 		{name: "two refunds booked under one payment pair with their own bookings",
-			group:   payout(-300),
+			group: payout(-300),
 			members: []Member{{ID: "txn_a", Type: "refund", Kind: KindRefund, SourceID: "re_a", BookedID: "pi_1", Amount: -100, Net: -100, Currency: "usd"},
 				{ID: "txn_b", Type: "refund", Kind: KindRefund, SourceID: "re_b", BookedID: "pi_1", Amount: -200, Net: -200, Currency: "usd"}},
 			booked: []Booked{book(KindRefund, "pi_1", -200), book(KindRefund, "pi_1", -100)}},
