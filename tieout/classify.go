@@ -88,6 +88,10 @@ func (p Policy) Classify(g Group, members []Member, booked []Booked) []Finding {
 		k := Key{b.Kind, b.ID}
 		bookings[k] = append(bookings[k], b)
 	}
+	if g.State < GroupPending || g.State > GroupFailed {
+		groupFinding(reconcile.Decision{Verdict: reconcile.NeedsReview, Kind: KindUnknownStatus,
+			Detail: fmt.Sprintf("payout %s has status %q, which the policy does not know", g.ID, g.Status)}, "")
+	}
 	if g.State == GroupFailed {
 		if own := bookings[Key{KindGroup, g.ID}]; !p.books(KindGroup) || len(own) == 0 || own[0].Status != "failed" {
 			local := "not booked"

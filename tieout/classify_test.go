@@ -171,6 +171,10 @@ func TestClassifyTiesAPayoutOut(t *testing.T) {
 			group:   Group{ID: "po_1", Status: "failed", State: GroupFailed, Terminal: true, Amount: 941, Currency: "usd", Itemized: true},
 			members: []Member{charge("txn_1", "pi_1", 1000, 59)},
 			booked:  []Booked{book(KindPayment, "pi_1", 1000), {Kind: KindGroup, ID: "po_1", Status: "failed"}}},
+		{name: "a payout of a status the policy does not know is a finding, and still tied out",
+			group:   Group{ID: "po_1", Status: "teleported", Amount: 941, Currency: "usd", Itemized: true},
+			members: []Member{charge("txn_1", "pi_1", 1000, 59)},
+			want:    []string{"po_1 payout_status_unknown needs_review", "txn_1 unbooked_payment needs_review"}},
 		{name: "two refunds booked under one payment pair with their own bookings",
 			group: payout(-300),
 			members: []Member{{ID: "txn_a", Type: "refund", Kind: KindRefund, SourceID: "re_a", BookedID: "pi_1", Amount: -100, Net: -100, Currency: "usd"},
@@ -266,7 +270,7 @@ func TestEveryKindHasAMeaningAndEveryDecisionIsValid(t *testing.T) {
 		}
 	}
 	for _, k := range []string{KindUnbooked, KindAmountDiffers, KindFeeDiffers, KindSourceUnread, KindUnknownType, KindInvalidLine,
-		KindDuplicateLine, KindSumMismatch, KindNotItemizable, KindPayoutFailed, KindNeverPaidOut} {
+		KindDuplicateLine, KindSumMismatch, KindUnknownStatus, KindNotItemizable, KindPayoutFailed, KindNeverPaidOut} {
 		if _, ok := known[k]; !ok {
 			t.Errorf("kind %q has no meaning", k)
 		}

@@ -39,6 +39,8 @@ const (
 	// KindPayoutFailed: the group failed (after showing paid, perhaps); the host's booking
 	// does not say so.
 	KindPayoutFailed = "payout_failed"
+	// KindUnknownStatus: the group's status is not one the policy knows (State is invalid).
+	KindUnknownStatus = "payout_status_unknown"
 	// KindNeverPaidOut: a settled record in no group, past its availability and the grace.
 	KindNeverPaidOut = "never_paid_out"
 
@@ -72,6 +74,7 @@ func Kinds() []reconcile.KindInfo {
 		info(KindSumMismatch, "The payout's lines do not add up to what it paid.", true),
 		info(KindNotItemizable, "A manual payout: Stripe cannot list what it carried; tie it out by hand. Not a mismatch.", false),
 		info(KindPayoutFailed, "The payout failed (perhaps after showing paid): the money did not reach the bank (repaired by ApplyPayoutFailed).", true),
+		info(KindUnknownStatus, "A payout of a status the policy does not know: neither skipped nor guessed, a person looks.", true),
 		info(KindNeverPaidOut, "The service counts the money as settled, and no payout has carried it past its availability and the grace.", true),
 	}
 }
