@@ -2,7 +2,7 @@
 // a Stripe payout and its balance transactions, or any settlement an external system pays in
 // one sum. It is generic and makes no call: an adapter lists a group's members (package
 // stripepolicy converts Stripe's balance transactions), the host describes its ledger (a
-// [Ledger]; package pgledger reads one from PostgreSQL tables), and [Classify] is a pure
+// [Ledger]; package pgledger reads one from PostgreSQL tables), and [Policy.Classify] is a pure
 // function of the three that returns findings.
 //
 // # The model
@@ -40,7 +40,7 @@
 //
 // # The findings
 //
-// [Classify] compares a group with its members and the booked records, and [ClassifyUnpaid]
+// [Policy.Classify] compares a group with its members and the booked records, and [ClassifyUnpaid]
 // the records no payout carried. Every [Finding] names the group, its record (the member's
 // id, a balance transaction's txn_...; the group's id for findings about the group; the
 // booked id for a record never paid out), a reconcile.Decision with the amounts as money
