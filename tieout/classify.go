@@ -203,6 +203,8 @@ func (p Policy) Classify(g Group, members []Member, booked []Booked) []Finding {
 		diffs := compare(p, m, b)
 		local := "booked " + b.Kind
 		switch {
+		case len(diffs) == 0:
+			// Not reached: a booking that matches would have been paired in the first pass.
 		case len(diffs) == 1 && diffs[0].Field == "source":
 			lineFinding(m, i, local, reconcile.Decision{Verdict: reconcile.NeedsReview, Kind: KindSourceUnread, Diffs: diffs})
 		case slices.ContainsFunc(diffs, func(d reconcile.Diff) bool { return d.Field != "fee" }):
