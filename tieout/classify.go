@@ -46,12 +46,13 @@ type Finding struct {
 	// Record is what the finding is recorded under: a line's id, the group's id, or a booked
 	// record's id.
 	Record string
-	// External is the external object the finding is about: the line's source, or the group.
-	External string
-	// Local and ExternalState describe both sides as findings record them: what the host
-	// booked, and the line's type and status.
-	Local, ExternalState string
-	Decision             reconcile.Decision
+	// ExternalID is the external object the finding is about: the line's source, or the
+	// group.
+	ExternalID string
+	// Local and External describe both sides' states as findings record them: what the host
+	// booked, and the line's type and status (the group's status).
+	Local, External string
+	Decision        reconcile.Decision
 }
 
 // Keys returns the keys under which members are booked, each once, for Ledger.Booked: the
@@ -80,8 +81,8 @@ func (p Policy) Keys(members []Member) []Key {
 func (p Policy) Classify(g Group, members []Member, booked []Booked) []Finding {
 	var out []Finding
 	groupFinding := func(d reconcile.Decision, local string) {
-		out = append(out, Finding{Group: g.ID, Account: g.Account, Record: g.ID, External: g.ID,
-			Local: local, ExternalState: g.Status, Decision: d})
+		out = append(out, Finding{Group: g.ID, Account: g.Account, Record: g.ID, ExternalID: g.ID,
+			Local: local, External: g.Status, Decision: d})
 	}
 	bookings := make(map[Key][]Booked)
 	for _, b := range booked {
@@ -124,8 +125,8 @@ func (p Policy) Classify(g Group, members []Member, booked []Booked) []Finding {
 		if d.Detail == "" {
 			d.Detail = fmt.Sprintf("%s %s in payout %s", m.Type, m.SourceID, g.ID)
 		}
-		lines = append(lines, line{i, Finding{Group: g.ID, Account: g.Account, Record: rec, External: m.SourceID,
-			Local: local, ExternalState: strings.TrimSpace(m.Type + " " + m.Status), Decision: d}})
+		lines = append(lines, line{i, Finding{Group: g.ID, Account: g.Account, Record: rec, ExternalID: m.SourceID,
+			Local: local, External: strings.TrimSpace(m.Type + " " + m.Status), Decision: d}})
 	}
 	var sum int64
 	overflow := false
@@ -230,7 +231,7 @@ func ClassifyUnpaid(records []Booked) []Finding {
 		if at.IsZero() {
 			at = b.SettledAt
 		}
-		out = append(out, Finding{Record: b.ID, External: b.ID, Local: "settled " + b.Kind, ExternalState: "in no payout",
+		out = append(out, Finding{Record: b.ID, ExternalID: b.ID, Local: "settled " + b.Kind, External: "in no payout",
 			Decision: reconcile.Decision{Verdict: reconcile.NeedsReview, Kind: KindNeverPaidOut,
 				Detail: fmt.Sprintf("%s %s of %s, available since %s, is in no payout", b.Kind, b.ID,
 					reconcile.FormatAmount(b.Amount, b.Currency), at.UTC().Format("2006-01-02 15:04 MST")),

@@ -232,7 +232,7 @@ func TestAFindingSaysWhatDiffersAsMoney(t *testing.T) {
 	if diff := cmp.Diff(want, f.Decision.Diffs); diff != "" {
 		t.Errorf("diffs (-want +got):\n%s", diff)
 	}
-	if f.Group != "po_1" || f.External != "ch_txn_1" || f.Local != "booked payment" || f.ExternalState != "charge available" {
+	if f.Group != "po_1" || f.ExternalID != "ch_txn_1" || f.Local != "booked payment" || f.External != "charge available" {
 		t.Errorf("finding = %+v", f)
 	}
 	if f.Decision.Detail != "charge ch_txn_1 in payout po_1" {

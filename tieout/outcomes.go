@@ -10,7 +10,7 @@ import "github.com/reconcilekit/reconcile"
 func Outcomes(findings []Finding) []reconcile.Outcome {
 	out := make([]reconcile.Outcome, 0, len(findings))
 	for _, f := range findings {
-		out = append(out, reconcile.Outcome{RecordID: f.Record, ExternalID: f.External, Local: f.Local, External: f.ExternalState,
+		out = append(out, reconcile.Outcome{RecordID: f.Record, ExternalID: f.ExternalID, Local: f.Local, External: f.External,
 			Decision: f.Decision, NotARow: true, Once: true})
 	}
 	reconcile.StorableOutcomes(out)

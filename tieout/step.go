@@ -14,7 +14,10 @@ import (
 // payouts and ?payout=po_... balance transactions). Its calls are made outside any
 // transaction; it paces them itself.
 type Lister interface {
-	// Groups returns the page of groups after position pos ("" for the start).
+	// Groups returns the page of groups after position pos ("" for the start): only groups
+	// whose members are final (Stripe: a payout whose reconciliation_status is completed), or
+	// a listing still moving gives findings that are not. One Step per connected account (a
+	// reconcile.FanOut builds them) covers Connect.
 	Groups(ctx context.Context, pos string) (GroupPage, error)
 	// Members returns the page of g's members after position after ("" for the first).
 	Members(ctx context.Context, g Group, after string) (MemberPage, error)

@@ -153,14 +153,14 @@ func build(t Table) (table, error) {
 		kind, col(t.IDColumn), col(t.AmountColumn), col(t.CurrencyColumn), opt(t.FeeColumn, "bigint"), opt(t.SettledAtColumn, "timestamptz"),
 		opt(t.AvailableOnColumn, "timestamptz"), opt(t.GroupColumn, "text"), opt(t.StatusColumn, "text"), col(t.KeyColumn), rel)
 	if t.KindColumn == "" {
-		tt.booked = sel + fmt.Sprintf(` WHERE %s = ANY($1::text[])`, col(t.IDColumn))
+		tt.booked = sel + fmt.Sprintf(` WHERE %s::text = ANY($1::text[])`, col(t.IDColumn))
 	} else {
 		tt.booked = sel + fmt.Sprintf(` WHERE (%s::text, %s::text) IN (SELECT * FROM unnest($2::text[], $1::text[]))`, col(t.KindColumn), col(t.IDColumn))
 	}
 	if t.SettledAtColumn != "" && t.GroupColumn != "" {
 		conds := []string{
 			col(t.SettledAtColumn) + " IS NOT NULL",
-			fmt.Sprintf("coalesce(%s, '') = ''", col(t.GroupColumn)),
+			fmt.Sprintf("coalesce(%s::text, '') = ''", col(t.GroupColumn)),
 			fmt.Sprintf("coalesce(%s, %s) < $1", opt(t.AvailableOnColumn, "timestamptz"), col(t.SettledAtColumn)),
 			fmt.Sprintf("(%s > $2 OR $2 IS NULL)", col(t.KeyColumn)),
 		}

@@ -195,3 +195,27 @@ func TestNewChecksTheConfig(t *testing.T) {
 		}
 	}
 }
+
+// Columns of other types than text: a uuid id, a bigint payout reference.
+func TestIDAndGroupColumnsOfOtherTypes(t *testing.T) {
+	t.Parallel()
+	l := open(t, `CREATE TABLE fees (id bigint PRIMARY KEY, ref uuid NOT NULL, amount bigint NOT NULL, currency text NOT NULL,
+		charged_at timestamptz, payout bigint);
+		INSERT INTO fees VALUES (1, '9b2f4c1e-0000-4000-8000-000000000001', -30, 'usd', '2026-04-01', NULL),
+			(2, '9b2f4c1e-0000-4000-8000-000000000002', -40, 'usd', '2026-04-01', 7)`,
+		pgledger.Config{Tables: []pgledger.Table{{Name: "fees", Kind: tieout.KindFee, IDColumn: "ref", SettledAtColumn: "charged_at", GroupColumn: "payout"}}})
+	got, err := l.Booked(context.Background(), []tieout.Key{key(tieout.KindFee, "9b2f4c1e-0000-4000-8000-000000000002"), key(tieout.KindFee, "not-a-uuid")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"fee 9b2f4c1e-0000-4000-8000-000000000002 -40 usd presentment"}, ids(got)); diff != "" {
+		t.Errorf("booked (-want +got):\n%s", diff)
+	}
+	p, err := l.Unpaid(context.Background(), tieout.UnpaidRequest{Before: t0, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Records) != 1 || p.Records[0].ID != "9b2f4c1e-0000-4000-8000-000000000001" || p.Next != "0:1" {
+		t.Errorf("unpaid = %+v", p)
+	}
+}
