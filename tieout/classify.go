@@ -94,10 +94,11 @@ func (p Policy) Classify(g Group, members []Member, booked []Booked) []Finding {
 			Detail: fmt.Sprintf("payout %s has status %q, which the policy does not know", g.ID, g.Status)}, "")
 	}
 	if g.State == GroupFailed {
-		if own := bookings[Key{KindGroup, g.ID}]; !p.books(KindGroup) || len(own) == 0 || own[0].Status != "failed" {
+		own := bookings[Key{KindGroup, g.ID}]
+		if !p.books(KindGroup) || !slices.ContainsFunc(own, func(b Booked) bool { return b.Status == "failed" }) {
 			local := "not booked"
 			if len(own) > 0 {
-				local = own[0].Status
+				local = own[len(own)-1].Status
 			}
 			groupFinding(reconcile.Decision{Verdict: reconcile.Repairable, Kind: KindPayoutFailed, Command: CommandApplyPayoutFailed,
 				Detail: fmt.Sprintf("payout %s of %s is %s", g.ID, reconcile.FormatAmount(g.Amount, g.Currency), g.Status),
@@ -289,9 +290,9 @@ func compare(p Policy, m Member, b Booked) []reconcile.Diff {
 		money("amount", b.Amount, b.Currency, m.Amount, m.Currency)
 	case m.ExchangeRate > 0 && !math.IsInf(m.ExchangeRate, 0):
 		// Through the rate: the booked presentment amount, converted, must be the line's
-		// amount to a minor unit (the rate is rounded).
+		// amount to within what the rate's rounding makes of it (see rateTolerance).
 		want, ok := convert(b.Amount, b.Currency, m.Currency, m.ExchangeRate)
-		if !ok || absDiff(want, m.Amount) > 1 {
+		if !ok || absDiff(want, m.Amount) > rateTolerance(want) {
 			w := "out of range"
 			if ok {
 				w = reconcile.FormatAmount(want, m.Currency)
@@ -317,6 +318,16 @@ func convert(amount int64, from, to string, rate float64) (int64, bool) {
 		return 0, false
 	}
 	return int64(x), true
+}
+
+// rateTolerance is how far a settlement amount converted through a published exchange rate
+// may be from the line's: one minor unit, or one part in a million of the amount where that is
+// more (an exchange rate written to six or seven significant digits; an assumption, not
+// verified against Stripe, which is why the source's own amount is compared when the source
+// was read, exactly).
+func rateTolerance(amount int64) int64 {
+	t := absDiff(amount, 0) / 1_000_000
+	return max(1, t)
 }
 
 // absDiff is |a - b|, saturated.
