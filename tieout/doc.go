@@ -52,9 +52,8 @@
 // Amounts compare in the basis the host books: the presentment amount against the source's
 // (a EUR charge booked as EUR 10.00 is in sync whatever it settled as), through the exchange
 // rate when the source was not read (EUR 10.00 at 1.234 must be USD 12.34, to a minor unit or
-// one part in a million, the rate being rounded),
-// or the settlement amount against the member's amount. Fees compare only when the host books
-// them.
+// one part in a million, the rate being rounded), or the settlement amount against the
+// member's amount. Fees compare only when the host books them.
 //
 // # Recording
 //
