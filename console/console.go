@@ -202,6 +202,9 @@ func New(cfg Config) (*Console, error) {
 	c.mux.HandleFunc("GET /findings/{id}", c.detail)
 	c.mux.HandleFunc("/findings/{id}/resolve", c.resolve)
 	c.mux.HandleFunc("/findings/{id}/reopen", c.reopen)
+	c.mux.HandleFunc("GET /payouts", c.groups)
+	c.mux.HandleFunc("GET /payouts.csv", c.exportGroups)
+	c.mux.HandleFunc("GET /payouts/{seq}", c.group)
 	c.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusNotFound, "Not found", "There is no such page in the review console.")
 	})

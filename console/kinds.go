@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/tieout"
 )
 
 // CoreKinds are the meanings of the kinds the engine itself records, whatever the gateway;
@@ -17,8 +18,8 @@ var CoreKinds = []reconcile.KindInfo{
 	{Kind: reconcile.KindRejected, Meaning: "The external system refused to answer about the row (a bad request).", Money: false},
 }
 
-// kindTable is the console's kinds: CoreKinds, then Config.Kinds (which may redefine a core
-// kind), in order.
+// kindTable is the console's kinds: CoreKinds, the payout tie-out's (tieout.Kinds), then
+// Config.Kinds (which may redefine either), in order.
 type kindTable struct {
 	list []reconcile.KindInfo
 	by   map[string]reconcile.KindInfo
@@ -26,12 +27,13 @@ type kindTable struct {
 
 func newKindTable(extra []reconcile.KindInfo) (kindTable, error) {
 	t := kindTable{by: map[string]reconcile.KindInfo{}}
-	for i, k := range slices.Concat(CoreKinds, extra) {
+	known := slices.Concat(CoreKinds, tieout.Kinds())
+	for i, k := range slices.Concat(known, extra) {
 		switch {
 		case k.Kind == "" || len(k.Kind) > maxField || !plainText(k.Kind, false):
-			return t, fmt.Errorf("console: Config.Kinds[%d]: the kind %q is empty, overlong or has control characters", i-len(CoreKinds), k.Kind)
+			return t, fmt.Errorf("console: Config.Kinds[%d]: the kind %q is empty, overlong or has control characters", i-len(known), k.Kind)
 		case !plainText(k.Meaning, false):
-			return t, fmt.Errorf("console: Config.Kinds[%d]: the meaning of %q is not one line of text", i-len(CoreKinds), k.Kind)
+			return t, fmt.Errorf("console: Config.Kinds[%d]: the meaning of %q is not one line of text", i-len(known), k.Kind)
 		}
 		if _, seen := t.by[k.Kind]; seen {
 			t.list = slices.DeleteFunc(t.list, func(o reconcile.KindInfo) bool { return o.Kind == k.Kind })
