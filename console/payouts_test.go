@@ -242,6 +242,10 @@ func TestThePayoutsPageShowsEachPayoutsExpectedAgainstPaidAndFilters(t *testing.
 		if wait := w.payoutRow(t, body, "po_wait"); !strings.Contains(wait, "not tied out yet") || !strings.Contains(wait, `<td class="expected"><span class="muted">—</span>`) {
 			t.Errorf("po_wait's row:\n%s", wait)
 		}
+		// The time zone form comes back to the same page.
+		if body := w.page(t, "/payouts?state=pending"); !strings.Contains(body, `name="back" value="payouts?state=pending"`) {
+			t.Errorf("the zone form does not come back to the payouts page")
+		}
 		for q, want := range map[string][]string{
 			"state=pending":             {"po_wait"},
 			"state=held":                {"po_acct", "po_held"},
