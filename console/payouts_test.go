@@ -455,3 +455,42 @@ func TestPayoutPagesNeedASignInAndCheckTheirParameters(t *testing.T) {
 		t.Errorf("payouts of another job listed: %v", rows)
 	}
 }
+
+// failingGroups is a store whose group reads fail with a text that must not reach a page.
+type failingGroups struct{ memReviewer }
+
+var errGroups = fmt.Errorf("pgstore: list groups: ERROR: relation reconcile_groups does not exist; key %s", leakedKey)
+
+func (*failingGroups) ListGroups(context.Context, reconcile.GroupQuery) ([]reconcile.GroupRecord, error) {
+	return nil, errGroups
+}
+func (*failingGroups) Group(context.Context, int64) (reconcile.GroupRecord, error) {
+	return reconcile.GroupRecord{}, errGroups
+}
+func (*failingGroups) CountGroups(context.Context, reconcile.GroupQuery) (reconcile.GroupCounts, error) {
+	return reconcile.GroupCounts{}, errGroups
+}
+
+func TestAFailingPayoutsReadIsA500WithoutItsText(t *testing.T) {
+	t.Parallel()
+	c, err := console.New(console.Config{Store: &failingGroups{}, Authenticate: headerAuth,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/payouts", "/payouts/1"} {
+		rec := serve(c, http.MethodGet, path, "alice")
+		if rec.Code != http.StatusInternalServerError || strings.Contains(rec.Body.String(), "reconcile_groups") ||
+			strings.Contains(rec.Body.String(), leakedKey) {
+			t.Errorf("GET %s = %d:\n%s", path, rec.Code, rec.Body.String())
+		}
+	}
+	rec := serve(c, http.MethodGet, "/payouts.csv", "alice")
+	if body := rec.Body.String(); !strings.Contains(body, "export failed") || strings.Contains(body, "reconcile_groups") || strings.Contains(body, leakedKey) {
+		t.Errorf("GET /payouts.csv:\n%s", body)
+	}
+	rec = serve(c, http.MethodGet, "/", "alice")
+	if body := rec.Body.String(); rec.Code != http.StatusOK || !strings.Contains(body, "The payouts could not be counted") || strings.Contains(body, leakedKey) {
+		t.Errorf("GET / = %d:\n%s", rec.Code, body)
+	}
+}
