@@ -16,8 +16,9 @@ import (
 type Lister interface {
 	// Groups returns the page of groups after position pos ("" for the start): only groups
 	// whose members are final (Stripe: a payout whose reconciliation_status is completed), or
-	// a listing still moving gives findings that are not. One Step per connected account (a
-	// reconcile.FanOut builds them) covers Connect.
+	// a listing still moving gives findings that are not. Those it saw that are not final yet
+	// it may report in GroupPage.Pending, for the record of payouts not tied out yet. One Step
+	// per connected account (a reconcile.FanOut builds them) covers Connect.
 	Groups(ctx context.Context, pos string) (GroupPage, error)
 	// Members returns the page of g's members after position after ("" for the first).
 	Members(ctx context.Context, g Group, after string) (MemberPage, error)
