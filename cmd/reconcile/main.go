@@ -43,6 +43,7 @@ var commands []command
 
 func init() {
 	commands = []command{
+		{"audit", "compare a table with Stripe once, read-only, and print the drift (exit 1 when found)", runAudit},
 		{"migrate", "create or update the reconciler's tables, or print their SQL", runMigrate},
 		{"status", "print a job's status: lag, cycles, last batch, open findings, lanes", runStatus},
 		{"health", "judge a job's status against a health policy (exit 1 when unhealthy)", runHealth},
