@@ -344,10 +344,7 @@ func (a *auditFlags) sweep(ctx context.Context, runBatch func(context.Context) (
 
 // intro is what the audit says first: what it reads, and that it writes nothing.
 func (a *auditFlags) intro(cfg pgstore.Config, cols map[string]string, url, object string) string {
-	table := cfg.Table
-	if cfg.Schema != "" {
-		table = cfg.Schema + "." + table
-	}
+	table := displayTable(cfg)
 	def := func(v, d string) string { return orDash(cmpOr(v, d)) }
 	var b strings.Builder
 	fmt.Fprintf(&b, "reconcile audit: reading table %s at %s, key (%s), external id %s",
@@ -371,11 +368,7 @@ func (a *auditFlags) intro(cfg pgstore.Config, cols map[string]string, url, obje
 		}
 	}
 	b.WriteString(".\n")
-	what := "status"
-	if a.objectKind() != "payment_intent" {
-		what = "policy"
-	}
-	fmt.Fprintf(&b, "Comparing each row with its Stripe %s (%s, %s), at most %g calls/s", object, a.objectKind(), what, a.rate)
+	fmt.Fprintf(&b, "Comparing each row with its Stripe %s (%s), at most %g calls/s", object, a.policyName(), a.rate)
 	if a.account != "" {
 		fmt.Fprintf(&b, ", connected account %s", printable(a.account))
 	}
@@ -384,6 +377,29 @@ func (a *auditFlags) intro(cfg pgstore.Config, cols map[string]string, url, obje
 	}
 	b.WriteString(".\nIt writes nothing: every database transaction is read-only (default_transaction_read_only) and Stripe is only read; findings are kept in memory and printed.\n")
 	return b.String()
+}
+
+// displayTable is the audited table as the report names it: schema.table, unquoted.
+func displayTable(cfg pgstore.Config) string {
+	if cfg.Schema != "" {
+		return cfg.Schema + "." + cfg.Table
+	}
+	return cfg.Table
+}
+
+// policyName names the policy that judges the rows, for the report.
+func (a *auditFlags) policyName() string {
+	switch a.objectKind() {
+	case "payment_intent":
+		return "the status policy: stripepolicy.PaymentIntentPolicy"
+	case kindMoney:
+		return "the money policy: stripepolicy.PaymentPolicy"
+	case kindSub:
+		return "stripepolicy.SubscriptionPolicy"
+	case kindInvoice:
+		return "stripepolicy.InvoicePolicy"
+	}
+	return "stripepolicy.CheckoutPolicy"
 }
 
 func cmpOr(v, d string) string {

@@ -217,7 +217,7 @@ func (e *env) report(a *auditFlags, t *tally, object string) int {
 func summaryText(a *auditFlags, t *tally, now time.Time, kinds map[string]reconcile.KindInfo, object string) string {
 	var b strings.Builder
 	elapsed := now.Sub(t.start).Round(time.Millisecond)
-	fmt.Fprintf(&b, "Audit of %s against Stripe %s (%s): %s, in %s\n", printable(quotedTable(a.storeConfig(nil))), object, a.objectKind(),
+	fmt.Fprintf(&b, "Audit of %s against Stripe's %s objects (%s): %s, in %s\n", printable(displayTable(a.storeConfig(nil))), object, a.policyName(),
 		printable(t.outcome()), elapsed)
 	rows := [][]string{
 		{"  rows read", count(t.rows), ""},
@@ -306,7 +306,7 @@ type auditKindJSON struct {
 }
 
 func auditJSON(a *auditFlags, t *tally, now time.Time, kinds map[string]reconcile.KindInfo) auditSummaryJSON {
-	out := auditSummaryJSON{Table: quotedTable(a.storeConfig(nil)), Object: a.object, Money: a.money, Complete: t.complete,
+	out := auditSummaryJSON{Table: displayTable(a.storeConfig(nil)), Object: a.object, Money: a.money, Complete: t.complete,
 		Interrupted: t.interrupted, Rows: t.rows, Verified: t.verified, InFlight: t.inFlight, Unverifiable: t.unverifiable,
 		LagSeconds: t.lag(now).Seconds(), Calls: t.calls, RateLimited: t.rateLimited, Seconds: now.Sub(t.start).Seconds(),
 		Kinds: []auditKindJSON{}, Findings: t.findings, ExitCode: t.exitCode(), Verdict: t.verdict()}
