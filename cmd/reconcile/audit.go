@@ -324,11 +324,11 @@ func (a *auditFlags) sweep(ctx context.Context, runBatch func(context.Context) (
 		} else if stalled.IsZero() {
 			stalled = now
 		} else if now.Sub(stalled) >= a.patience {
-			why := "was rate limited"
+			why := "rate limited every call"
 			if rep.Unavailable {
-				why = "did not answer"
+				why = "answered no call"
 			}
-			t.gaveUp = fmt.Sprintf("Stripe %s on every call for %s (--patience)", why, a.patience.Round(time.Second))
+			t.gaveUp = fmt.Sprintf("Stripe %s for %s (--patience)", why, a.patience.Round(time.Second))
 			return
 		}
 		wait := max(rep.RetryAfter, backoff)

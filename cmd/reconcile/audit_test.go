@@ -221,3 +221,164 @@ func TestAuditNoDrift(t *testing.T) {
 	}
 	mustContain(t, "stderr", errs, "No drift: every row read that was not in flight is in sync with Stripe (exit 0).")
 }
+
+func TestAuditFindsMoneyDrift(t *testing.T) {
+	f := newAuditFixture(t)
+	f.add(row{local: "paid", amount: 1000, remote: "succeeded"}) // in sync
+	f.add(row{local: "paid", amount: 1000, remote: "succeeded", remoteAmount: 1200})
+	refunded := f.add(row{local: "paid", amount: 5000, remote: "succeeded"})[0]
+	if _, err := f.srv.Refund(refunded, 0); err != nil {
+		t.Fatal(err)
+	}
+	booked := f.add(row{local: "paid", amount: 5000, remote: "succeeded", refunded: 5000})[0] // refunded here and at Stripe: in sync
+	if _, err := f.srv.Refund(booked, 0); err != nil {
+		t.Fatal(err)
+	}
+	disputed := f.add(row{local: "paid", amount: 7000, remote: "succeeded"})[0]
+	if _, err := f.srv.Dispute(disputed, 0, stripe.DisputeStatusLost, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := f.audit(context.Background(), "--money", "--amount-refunded-column", "refunded", "--dispute-status-column", "dispute")
+	if code != exitNegative {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
+	}
+	mustContain(t, "stdout", out, "money policy", "rows read     5", "verified      5",
+		"amount_mismatch", "amount: USD 10.00 ≠ USD 12.00", "missed_refund", "dispute_lost", "A dispute was lost")
+	mustContain(t, "stderr", errs, "Drift found: 3 findings", "Amount=amount", "AmountRefunded=refunded", "not read, taken as empty: amount-captured-column")
+	if w := f.writes(); len(w) > 0 {
+		t.Errorf("the audit wrote to Stripe: %v", w)
+	}
+}
+
+func TestAuditFindsSubscriptionDrift(t *testing.T) {
+	f := newAuditFixture(t)
+	ctx := context.Background()
+	if _, err := f.pool.Exec(ctx, `CREATE TABLE subscriptions (
+		id uuid PRIMARY KEY DEFAULT gen_random_uuid(), stripe_subscription_id text NOT NULL, stripe_status text NOT NULL,
+		cancels boolean, created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL, UNIQUE (created_at, id))`); err != nil {
+		t.Fatal(err)
+	}
+	add := func(local string, remote stripe.SubscriptionStatus, cancels bool) {
+		f.created = f.created.Add(time.Second)
+		id := f.srv.AddSubscription(stripetest.Subscription{Status: remote, Created: f.created, CancelAtPeriodEnd: cancels})
+		if _, err := f.pool.Exec(ctx, `INSERT INTO subscriptions (stripe_subscription_id, stripe_status, cancels, created_at, updated_at)
+			VALUES ($1, $2, false, $3, $3)`, id, local, f.created); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("active", stripe.SubscriptionStatusActive, false)   // in sync
+	add("active", stripe.SubscriptionStatusCanceled, false) // canceled at Stripe
+	add("canceled", stripe.SubscriptionStatusActive, false) // ended here, still billed
+	add("active", stripe.SubscriptionStatusActive, true)    // Stripe ends it at the period's end
+	code, out, errs := f.audit(ctx, "--object", "subscription", "--table", "subscriptions", "--key-columns", "created_at,id",
+		"--external-id-column", "stripe_subscription_id", "--state-column", "stripe_status", "--cancel-at-period-end-column", "cancels")
+	if code != exitNegative {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
+	}
+	mustContain(t, "stdout", out, "SubscriptionPolicy", "rows read     4", "verified      4",
+		"subscription_canceled_externally", "billing_without_access", "cancellation_scheduled_externally")
+	mustContain(t, "stderr", errs, "Drift found: 3 findings")
+}
+
+// TestAuditSelectOnlyRole runs the audit as a role that may only SELECT the table: it has no
+// right to create or write anything, so a run that completes proves the audit needs none.
+func TestAuditSelectOnlyRole(t *testing.T) {
+	f := newAuditFixture(t)
+	f.plantStatusDrift()
+	f.url = pgtest.SelectOnlyURL(t, f.schema, "payments")
+	code, out, errs := f.audit(context.Background())
+	if code != exitNegative {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
+	}
+	mustContain(t, "stdout", out, ": complete", "rows read     4", "missed_success", "paid_locally_not_externally")
+	var tables int
+	if err := f.pool.QueryRow(context.Background(), "SELECT count(*) FROM pg_tables WHERE schemaname = $1", f.schema).Scan(&tables); err != nil || tables != 1 {
+		t.Errorf("tables in the schema: %d, %v; want the payments table alone", tables, err)
+	}
+}
+
+// TestAuditRateLimitStorm answers 429 to the first calls: the audit slows down, waits and
+// asks again, and ends with every row verified and the same findings as without the storm.
+func TestAuditRateLimitStorm(t *testing.T) {
+	f := newAuditFixture(t)
+	f.plantStatusDrift()
+	for _, r := range []stripetest.Route{stripetest.ListPaymentIntents, stripetest.RetrievePaymentIntent} {
+		f.srv.Inject(r, stripetest.Fault{Status: 429, Times: 4})
+	}
+	code, out, errs := f.audit(context.Background(), "--json", "--batch-size", "2")
+	if code != exitNegative {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
+	}
+	var got auditSummaryJSON
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if !got.Complete || got.Rows != 4 || got.Verified != 3 || got.Unverifiable != 0 || len(got.Findings) != 2 || got.RateLimited == 0 {
+		t.Errorf("after a 429 storm: %+v", got)
+	}
+}
+
+// TestAuditOutage: Stripe answers nothing but 503. Every row is unverifiable: the audit says
+// so, claims no row in sync, and exits 3.
+func TestAuditOutage(t *testing.T) {
+	f := newAuditFixture(t)
+	for range 5 {
+		f.add(row{local: "paid", amount: 1000, remote: "succeeded"})
+	}
+	for _, r := range []stripetest.Route{stripetest.ListPaymentIntents, stripetest.RetrievePaymentIntent} {
+		f.srv.Inject(r, stripetest.Fault{Status: 503})
+	}
+	code, out, errs := f.audit(context.Background(), "--patience", "1s", "--batch-size", "2")
+	if code != exitError {
+		t.Fatalf("exit %d, want 3\n%s\n%s", code, out, errs)
+	}
+	mustContain(t, "stdout", out, "verified      0", "unverifiable  5")
+	mustContain(t, "stderr", errs, "5 rows could not be verified: it cannot say they are in sync (exit 3)")
+	noInSync(t, out, errs)
+}
+
+// noInSync fails if the output claims any row in sync.
+func noInSync(t *testing.T, outs ...string) {
+	t.Helper()
+	for _, s := range outs {
+		if strings.Contains(s, "No drift:") || strings.Contains(s, "in sync with Stripe") {
+			t.Errorf("reported as in sync:\n%s", s)
+		}
+	}
+}
+
+// TestAuditGivesUp: Stripe rate limits every call. The audit retries for --patience, then
+// stops, says why, and exits 3.
+func TestAuditGivesUp(t *testing.T) {
+	f := newAuditFixture(t)
+	f.add(row{local: "paid", amount: 1000, remote: "succeeded"}, row{local: "paid", amount: 1000, remote: "succeeded"})
+	for _, r := range []stripetest.Route{stripetest.ListPaymentIntents, stripetest.RetrievePaymentIntent} {
+		f.srv.Inject(r, stripetest.Fault{Status: 429})
+	}
+	code, out, errs := f.audit(context.Background(), "--patience", "1s")
+	if code != exitError {
+		t.Fatalf("exit %d, want 3\n%s\n%s", code, out, errs)
+	}
+	mustContain(t, "stdout", out, "stopped: Stripe rate limited every call for 1s (--patience)", "rows read     0")
+	mustContain(t, "stderr", errs, "did not complete: it cannot say the table is in sync (exit 3)")
+	noInSync(t, out, errs)
+}
+
+// TestAuditOneRowUnverifiable: Stripe fails for one object only. The audit completes, counts
+// the row unverifiable, and does not call the table in sync.
+func TestAuditOneRowUnverifiable(t *testing.T) {
+	f := newAuditFixture(t)
+	f.add(row{local: "paid", amount: 1000, remote: "succeeded"})
+	bad := f.add(row{local: "paid", amount: 1000, remote: "succeeded"})[0]
+	f.add(row{local: "paid", amount: 1000, remote: "succeeded"})
+	f.srv.Inject(stripetest.ListPaymentIntents, stripetest.Fault{Status: 500})
+	f.srv.Inject(stripetest.RetrievePaymentIntent, stripetest.Fault{Status: 500, ID: bad})
+	code, out, errs := f.audit(context.Background(), "--json")
+	var got auditSummaryJSON
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v\n%s\n%s", err, out, errs)
+	}
+	if code != exitError || !got.Complete || got.Unverifiable != 1 || got.Verified != 2 || got.ExitCode != exitError {
+		t.Errorf("exit %d, %+v", code, got)
+	}
+}
