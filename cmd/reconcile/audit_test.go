@@ -6,6 +6,8 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 	"github.com/reconcilekit/reconcile/internal/pgtest"
+	"github.com/reconcilekit/reconcile/internal/shared/safetext"
 )
 
 // auditPaymentsDDL is a payments table as a service might keep it, with its own column names.
@@ -381,4 +384,181 @@ func TestAuditOneRowUnverifiable(t *testing.T) {
 	if code != exitError || !got.Complete || got.Unverifiable != 1 || got.Verified != 2 || got.ExitCode != exitError {
 		t.Errorf("exit %d, %+v", code, got)
 	}
+}
+
+// TestAuditHostileValues stores in the table what a hostile or broken writer could: escape
+// sequences, forged lines, bidirectional overrides, a 10 KB status, a formula. No control
+// character reaches the terminal in text, JSON or CSV output, and every value is still shown.
+func TestAuditHostileValues(t *testing.T) {
+	f := newAuditFixture(t)
+	f.add(row{local: "paid" + hostile, amount: 1000, remote: "succeeded"})
+	f.add(row{local: strings.Repeat("x", 10<<10), amount: 1000, remote: "succeeded"})
+	if _, err := f.pool.Exec(context.Background(), `UPDATE payments SET stripe_id = 'pi_' || $1 WHERE id = 2`, hostile); err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"text", "--json", "--csv"} {
+		t.Run(format, func(t *testing.T) {
+			var args []string
+			if format != "text" {
+				args = append(args, format)
+			}
+			code, out, errs := f.audit(context.Background(), args...)
+			if code != exitNegative {
+				t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
+			}
+			for name, s := range map[string]string{"stdout": out, "stderr": errs} {
+				for _, r := range s {
+					if r != '\n' && safetext.Line(string(r)) != string(r) {
+						t.Fatalf("%s %s holds the raw control %U:\n%q", format, name, r, s)
+					}
+				}
+			}
+			switch format {
+			case "text", "--csv":
+				mustContain(t, format, out, `paid\x1b]0;pwned\x07`, `\u202e`)
+			case "--json":
+				var got auditSummaryJSON
+				if err := json.Unmarshal([]byte(out), &got); err != nil {
+					t.Fatalf("not JSON: %v", err)
+				}
+				if len(got.Findings) != 2 || !strings.Contains(got.Findings[0].Local+got.Findings[1].Local, "paid"+hostile) {
+					t.Errorf("the hostile value is not kept as it is: %+v", got.Findings)
+				}
+			}
+		})
+	}
+}
+
+// TestAuditNeverPrintsTheKey talks to a server that quotes the key it was given back in
+// every error (a proxy, a broken fake), with a key in Stripe's shape and one that the
+// redaction of Stripe-shaped keys does not recognize: neither is printed, in any output.
+func TestAuditNeverPrintsTheKey(t *testing.T) {
+	for _, key := range []string{"sk_live_51EchoedBackKeyABCDEFGH", "sk_Ab1-hunter2-no-known-shape"} {
+		for _, status := range []int{http.StatusUnauthorized, http.StatusBadRequest} {
+			t.Run(fmt.Sprintf("%d %.6s", status, key), func(t *testing.T) {
+				f := newAuditFixture(t)
+				f.plantStatusDrift()
+				echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(status)
+					fmt.Fprintf(w, `{"error":{"type":"invalid_request_error","message":"Invalid API Key provided: %s (you sent %s)"}}`, got, got)
+				}))
+				defer echo.Close()
+				f.env[keyEnv] = key
+				for _, format := range []string{"--json", "--csv", "--grace=10m"} {
+					var out, errb bytes.Buffer
+					e := &env{stdout: &out, stderr: &errb, getenv: func(k string) string { return f.env[k] }}
+					code := runAudit(context.Background(), e, []string{"--database-url", f.url, "--schema", f.schema, "--table", "payments",
+						"--external-id-column", "stripe_id", "--stripe-base-url", echo.URL, "--patience", "1s", format})
+					if code == exitOK {
+						t.Errorf("exit 0 against a server that answers only errors")
+					}
+					if strings.Contains(out.String()+errb.String(), key) || strings.Contains(out.String()+errb.String(), key[:12]) {
+						t.Fatalf("the key was printed:\n%s\n%s", out.String(), errb.String())
+					}
+					if status == http.StatusUnauthorized && !strings.Contains(errb.String(), "[redacted key]") {
+						t.Errorf("the server's error is not shown (redacted):\n%s", errb.String())
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestAuditKeyInTheTable: a row holds the key itself (pasted into the wrong column). The key
+// is not in a shape the redaction of Stripe keys recognizes, yet it is not printed: the audit
+// hides the exact key it was given from everything it prints.
+func TestAuditKeyInTheTable(t *testing.T) {
+	const key = "sk_Ab1-hunter2-no-known-shape"
+	srv := stripetest.NewServer(stripetest.Options{Key: key})
+	defer srv.Close()
+	f := newAuditFixture(t)
+	f.srv, f.env[keyEnv] = srv, key
+	f.add(row{local: "paid " + key, amount: 1000, remote: "succeeded"})
+	for _, format := range []string{"--json", "--csv", "--grace=10m"} {
+		code, out, errs := f.audit(context.Background(), format)
+		if code != exitNegative {
+			t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
+		}
+		if strings.Contains(out+errs, key) || !strings.Contains(out+errs, "paid [redacted key]") {
+			t.Fatalf("%s: the key was printed, or the row not shown:\n%s\n%s", format, out, errs)
+		}
+	}
+}
+
+func TestAuditCommandLine(t *testing.T) {
+	f := newAuditFixture(t)
+	for _, tc := range []struct {
+		name string
+		env  map[string]string // nil: the fixture's
+		args []string
+		want string
+	}{
+		{"without --table", nil, []string{"--table", ""}, "--table is required"},
+		{"with the key as a flag", nil, []string{"--key", "sk_live_x"}, "the Stripe key is read from $STRIPE_SECRET_KEY only; a flag would land in your shell history"},
+		{"with the key as --stripe-key=", nil, []string{"--stripe-key=sk_live_x"}, "--stripe-key: the Stripe key is read from $STRIPE_SECRET_KEY only"},
+		{"without a key", map[string]string{}, nil, "$STRIPE_SECRET_KEY is not set"},
+		{"with an unknown object", nil, []string{"--object", "charge"}, `--object "charge": want one of payment_intent, subscription, invoice, checkout_session`},
+		{"with --money for subscriptions", nil, []string{"--object", "subscription", "--money"}, "--money: a subscription has no amounts"},
+		{"with a money column without --money", nil, []string{"--amount-column", "cents"}, "--amount-column is read for payment_intent --money, not for --object payment_intent (add --money"},
+		{"with an invoice column for payments", nil, []string{"--amount-due-column", "due"}, "--amount-due-column is read for invoice"},
+		{"with a rate of zero", nil, []string{"--rate", "0"}, "--rate 0: want more than 0 and at most 100"},
+		{"with a rate above Stripe's limit", nil, []string{"--rate", "1000"}, "--rate 1000"},
+		{"with a rate that is not a number", nil, []string{"--rate", "NaN"}, "--rate NaN"},
+		{"with --json and --csv", nil, []string{"--json", "--csv"}, "--json and --csv: choose one"},
+		{"with a column that is not an identifier", nil, []string{"--state-column", "status; DROP TABLE payments"}, "StateColumn"},
+		{"with a typed column that is not an identifier", nil, []string{"--money", "--amount-column", "a\"b"}, "column of struct field Amount"},
+		{"with an argument", nil, []string{"payments"}, `unexpected argument "payments"`},
+		{"with an unknown flag", nil, []string{"--tabel", "x"}, "flag provided but not defined: -tabel"},
+		{"with a bad account", nil, []string{"--stripe-account", "bob"}, `--stripe-account "bob"`},
+		{"with a zero batch", nil, []string{"--batch-size", "0"}, "--batch-size 0"},
+		{"with two schemas", nil, []string{"--table-schema", "other"}, "--schema and --table-schema name different schemas"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			saved := f.env
+			if tc.env != nil {
+				f.env = tc.env
+			}
+			defer func() { f.env = saved }()
+			code, out, errs := f.audit(context.Background(), tc.args...)
+			if code != exitUsage || !strings.Contains(errs, tc.want) || !strings.Contains(errs, "reconcile audit --help") {
+				t.Fatalf("exit %d, want 2 with %q\nstdout:\n%s\nstderr:\n%s", code, tc.want, out, errs)
+			}
+			if strings.Contains(errs, "reading table") {
+				t.Errorf("a usage error after the audit started:\n%s", errs)
+			}
+			if len(f.srv.Log()) > 0 {
+				t.Errorf("Stripe was called")
+			}
+		})
+	}
+}
+
+// TestAuditInterrupted cancels the run's context (Ctrl-C) after its first batches: the audit
+// prints what it found so far, says it was interrupted, and exits 1 for the drift found.
+func TestAuditInterrupted(t *testing.T) {
+	f := newAuditFixture(t)
+	f.add(row{local: "pending", amount: 1000, remote: "succeeded"})
+	for range 20 {
+		f.add(row{local: "paid", amount: 1000, remote: "succeeded"})
+	}
+	f.srv.SetLatency(20 * time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for len(f.srv.Log()) < 3 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+	}()
+	code, out, errs := f.audit(ctx, "--batch-size", "1")
+	if code != exitNegative {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
+	}
+	mustContain(t, "stdout", out, "interrupted (Ctrl-C): what was found so far", "missed_success")
+	if strings.Contains(out, "rows read     21") {
+		t.Errorf("the run was not interrupted:\n%s", out)
+	}
+	noInSync(t, out, errs)
 }
