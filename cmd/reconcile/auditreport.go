@@ -224,20 +224,38 @@ func summaryText(a *auditFlags, t *tally, now time.Time, kinds map[string]reconc
 		{"  verified", count(t.verified), "Stripe answered; judged against its state"},
 		{"  in flight", count(t.inFlight), fmt.Sprintf("changed within --grace %s, or Stripe still moving: not judged", a.grace)},
 		{"  unverifiable", count(t.unverifiable), "Stripe could not be asked (rate limit, outage, timeout): not known to be in sync"},
-		{"  lag", t.lag(now).Round(time.Second).String(), "the longest a row read stays unverified (since its created_at)"},
-		{"  Stripe calls", count(t.calls), fmt.Sprintf("%.1f/s; %d batches rate limited", float64(t.calls)/max(now.Sub(t.start).Seconds(), 0.001), t.rateLimited)},
+		{"  lag", t.lag(now).Round(time.Second).String(), "since the creation of the oldest row this run did not verify (in flight, unverifiable, unreadable)"},
+		{"  Stripe calls", count(t.calls), callRate(t, now)},
 		{"  findings", count(len(t.findings)), ""},
 	}
-	b.WriteString(table(rows))
+	b.WriteString(trimLines(table(rows)))
 	if len(t.byKind) > 0 {
 		b.WriteString("\nFindings by kind:\n")
 		kr := [][]string{{"  KIND", "COUNT", "MEANING"}}
 		for _, k := range sortedKinds(t.byKind) {
 			kr = append(kr, []string{"  " + k, count(t.byKind[k]), orDash(meaning(kinds, k))})
 		}
-		b.WriteString(table(kr))
+		b.WriteString(trimLines(table(kr)))
 	}
 	return b.String()
+}
+
+// callRate says how fast the audit called Stripe, and how often it was told to slow down.
+func callRate(t *tally, now time.Time) string {
+	s := fmt.Sprintf("%d batches rate limited", t.rateLimited)
+	if d := now.Sub(t.start).Seconds(); d >= 1 {
+		s = fmt.Sprintf("%.1f/s; ", float64(t.calls)/d) + s
+	}
+	return s
+}
+
+// trimLines drops the spaces a table leaves after a row's last cell.
+func trimLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	return strings.Join(lines, "\n")
 }
 
 // sortedKinds are the kinds found, most frequent first.
@@ -264,7 +282,7 @@ func findingsText(fs []auditFinding) string {
 		rows = append(rows, []string{"  " + f.RecordID, orDash(f.ExternalID), f.Kind, orDash(f.Local), orDash(f.External),
 			orDash(diffsText(f.Diffs)), orDash(f.Detail)})
 	}
-	return "\nFindings:\n" + table(rows)
+	return "\nFindings:\n" + trimLines(table(rows))
 }
 
 // diffsText is the differing fields as one text: "amount: USD 10.00 ≠ USD 12.00; ...".
