@@ -80,7 +80,7 @@ Exit codes: 0 the audit completed, every row read was verified or in flight, and
 line is wrong; 3 no drift found, but the audit could not say "in sync": it did not complete
 (Ctrl-C, Stripe not answering for --patience, the database failing) or some rows could not be
 verified.`,
-		"STRIPE_SECRET_KEY=rk_live_... reconcile audit --table payments --external-id-column stripe_payment_intent_id",
+		"reconcile audit --table payments --external-id-column stripe_payment_intent_id   # with STRIPE_SECRET_KEY exported",
 		"reconcile audit --table payments --money --amount-column amount_cents --amount-refunded-column refunded_cents",
 		"reconcile audit --object subscription --table subscriptions --key-columns created_at,id --state-column stripe_status --csv > drift.csv",
 		"reconcile audit --table payments --stripe-base-url http://127.0.0.1:12111   # stripe-mock or stripetest")
