@@ -110,3 +110,26 @@ func TestColumnsConfig(t *testing.T) {
 		}
 	})
 }
+
+// TestReadFromRefusesForgedCursors: a cursor whose positions are not keys of the table (a
+// caller's bug, or a position kept from another table) is an error, not a read from nowhere.
+func TestReadFromRefusesForgedCursors(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	if _, err := pool.Exec(ctx, `CREATE TABLE charges (id bigint PRIMARY KEY, external_id text, status text,
+		created_at timestamptz, updated_at timestamptz)`); err != nil {
+		t.Fatal(err)
+	}
+	store, err := pgstore.New(pool, pgstore.Config{Table: "charges"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cur := range []reconcile.Cursor{{Position: "not json"}, {Position: "[1, 2]"}, {End: "{\"a\": 1}"}, {Position: "[1]\x00"}} {
+		if _, err := store.ReadFrom(ctx, reconcile.ReadRequest{Limit: 10}, cur); err == nil || !strings.Contains(err.Error(), "is not a key of") {
+			t.Errorf("cursor %+v: err %v", cur, err)
+		}
+	}
+	if _, err := store.ReadFrom(ctx, reconcile.ReadRequest{Limit: 0}, reconcile.Cursor{}); err == nil {
+		t.Error("a limit of 0 was taken")
+	}
+}

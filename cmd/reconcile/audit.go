@@ -46,6 +46,10 @@ type auditFlags struct {
 	patience time.Duration
 	json     bool
 	csv      bool
+	// statusMap is --status-map; statuses is it parsed (check): the table's payment statuses
+	// in the payment policy's words.
+	statusMap string
+	statuses  map[string]string
 	// The compared columns of the typed rows (auditrows.go): flag name to value.
 	cols map[string]*string
 	set  map[string]bool // flags given on the command line
@@ -64,6 +68,9 @@ The policies read --state-column in their own words: a payment's as pending, pai
 (stripepolicy.PaymentIntentPolicy), a subscription's, an invoice's and a Checkout Session's as
 Stripe names its statuses. A pair of states a policy has no rule for is reported as a finding
 of kind unexpected:<yours>-><Stripe's>.
+
+Yours may differ: --status-map says what they mean, such as
+--status-map succeeded=paid,canceled=failed,requires_payment_method=pending.
 
 The Stripe key is read from $STRIPE_SECRET_KEY, never from a flag: a flag lands in your shell
 history and in the process list. A restricted key (rk_...) with read access to the object is
@@ -87,6 +94,7 @@ verified.`,
 	var a auditFlags
 	s.fs.StringVar(&a.object, "object", "payment_intent", "the Stripe `object` each row refers to: payment_intent, subscription, invoice or checkout_session")
 	s.fs.BoolVar(&a.money, "money", false, "with --object payment_intent: compare the money (amount, currency, capture, refunds, disputes), not only the status")
+	s.fs.StringVar(&a.statusMap, "status-map", "", "with --object payment_intent: what your `statuses` mean in the policy's words (pending, paid, failed), such as succeeded=paid,canceled=failed,requires_payment_method=pending")
 	s.fs.BoolVar(&a.json, "json", false, "print the summary and findings as JSON")
 	s.fs.BoolVar(&a.csv, "csv", false, "print the findings as CSV (the summary goes to standard error)")
 	s.fs.DurationVar(&a.grace, "grace", reconcile.DefaultGrace, "rows changed (--updated-at-column) more recently than this are in flight: counted, not asked about")
@@ -139,10 +147,7 @@ verified.`,
 		if a.money {
 			return auditObject(ctx, e, &a, key, stripeadapter.PaymentIntents(), paymentColumns, moneyGateway, moneyPolicy, stripepolicy.PaymentState)
 		}
-		return auditObject(ctx, e, &a, key, stripeadapter.PaymentIntents(), nil, objectGateway[*stripe.PaymentIntent],
-			func(*auditFlags) reconcile.Classifier[string, *stripe.PaymentIntent] {
-				return stripepolicy.PaymentIntentPolicy()
-			},
+		return auditObject(ctx, e, &a, key, stripeadapter.PaymentIntents(), nil, objectGateway[*stripe.PaymentIntent], statusPolicy,
 			stripepolicy.PaymentIntentState)
 	case "subscription":
 		return auditObject(ctx, e, &a, key, stripeadapter.Subscriptions(), subscriptionColumns, objectGateway[*stripe.Subscription], subscriptionPolicy, nil)
@@ -180,6 +185,25 @@ func (a *auditFlags) check() string {
 	}
 	if a.host.tableSchema == "" {
 		a.host.tableSchema = a.schema
+	}
+	if a.statusMap != "" {
+		if a.object != "payment_intent" {
+			return "--status-map is for --object payment_intent: the other policies read Stripe's own status names"
+		}
+		a.statuses = map[string]string{}
+		for _, pair := range splitList(a.statusMap) {
+			ours, theirs, ok := strings.Cut(pair, "=")
+			ours, theirs = strings.TrimSpace(ours), strings.TrimSpace(theirs)
+			switch {
+			case !ok || ours == "":
+				return fmt.Sprintf("--status-map: %q is not yours=policy's, such as succeeded=paid", pair)
+			case theirs != stripepolicy.LocalPending && theirs != stripepolicy.LocalPaid && theirs != stripepolicy.LocalFailed:
+				return fmt.Sprintf("--status-map: %q: the payment policy's statuses are pending, paid and failed", pair)
+			case a.statuses[ours] != "":
+				return fmt.Sprintf("--status-map: %q is mapped twice", ours)
+			}
+			a.statuses[ours] = theirs
+		}
 	}
 	for name, objs := range columnObjects {
 		if a.set[name] && !slices.Contains(objs, a.objectKind()) {
@@ -266,6 +290,11 @@ func auditObject[L, E, T any](ctx context.Context, e *env, a *auditFlags, key st
 	defer pool.Close()
 	store, err := pgstore.NewOf[L](pool, cfg)
 	if err != nil {
+		return e.failed(err)
+	}
+	// The table and columns, checked against the catalog with a read of one row: a wrong name
+	// is said before the audit starts rather than as its failure.
+	if _, err := store.ReadFrom(ctx, reconcile.ReadRequest{Limit: 1}, reconcile.Cursor{}); err != nil {
 		return e.failed(err)
 	}
 	t := newTally(time.Now())
@@ -366,6 +395,9 @@ func (a *auditFlags) intro(cfg pgstore.Config, cols map[string]string, url, obje
 		if len(unread) > 0 {
 			fmt.Fprintf(&b, " (not read, taken as empty: %s)", printable(strings.Join(unread, ", ")))
 		}
+	}
+	if a.statusMap != "" {
+		fmt.Fprintf(&b, ", statuses read as %s", printable(a.statusMap))
 	}
 	b.WriteString(".\n")
 	fmt.Fprintf(&b, "Comparing each row with its Stripe %s (%s), at most %g calls/s", object, a.policyName(), a.rate)

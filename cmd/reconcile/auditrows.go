@@ -128,9 +128,31 @@ func subscriptionColumns(a *auditFlags) map[string]string { return a.columnsOf(k
 func invoiceColumns(a *auditFlags) map[string]string      { return a.columnsOf(kindInvoice) }
 func checkoutColumns(a *auditFlags) map[string]string     { return a.columnsOf(kindCheckout) }
 
-func moneyPolicy(*auditFlags) reconcile.Classifier[auditPayment, *stripepolicy.Payment] {
+// status is a payment row's status in the payment policy's words (--status-map); a status
+// the map does not name is passed as it is.
+func (a *auditFlags) status(s string) string {
+	if m, ok := a.statuses[s]; ok {
+		return m
+	}
+	return s
+}
+
+// statusPolicy is stripepolicy.PaymentIntentPolicy over the table's statuses as --status-map
+// translates them. Findings record the table's own status: the map is the audit's, not the
+// service's.
+func statusPolicy(a *auditFlags) reconcile.Classifier[string, *stripe.PaymentIntent] {
+	p := stripepolicy.PaymentIntentPolicy()
+	if len(a.statuses) == 0 {
+		return p
+	}
+	return reconcile.ClassifierFunc[string, *stripe.PaymentIntent](func(local string, pi *stripe.PaymentIntent) reconcile.Decision {
+		return p.Classify(a.status(local), pi)
+	})
+}
+
+func moneyPolicy(a *auditFlags) reconcile.Classifier[auditPayment, *stripepolicy.Payment] {
 	return stripepolicy.PaymentPolicy(func(p auditPayment) stripepolicy.LocalPayment {
-		return stripepolicy.LocalPayment{Status: p.Status, Amount: p.Amount, Currency: p.Currency,
+		return stripepolicy.LocalPayment{Status: a.status(p.Status), Amount: p.Amount, Currency: p.Currency,
 			AmountCaptured: p.AmountCaptured.Int64, AmountRefunded: p.AmountRefunded.Int64, DisputeStatus: p.DisputeStatus.String}
 	})
 }
