@@ -222,7 +222,7 @@ func TestAuditNoDrift(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d, want 0\n%s\n%s", code, out, errs)
 	}
-	mustContain(t, "stderr", errs, "No drift: every row read that was not in flight is in sync with Stripe (exit 0).")
+	mustContain(t, "stderr", errs, "No drift: every row read is in sync with Stripe (exit 0).")
 }
 
 func TestAuditFindsMoneyDrift(t *testing.T) {
@@ -631,5 +631,19 @@ func TestAuditProgress(t *testing.T) {
 		if tty != strings.HasPrefix(b.String(), "\r\x1b[K") {
 			t.Errorf("tty %v: %q", tty, b.String())
 		}
+	}
+}
+
+// TestAuditGraceZero judges the rows changed a moment ago too.
+func TestAuditGraceZero(t *testing.T) {
+	f := newAuditFixture(t)
+	f.plantStatusDrift()
+	code, out, errs := f.audit(context.Background(), "--grace", "0", "--json")
+	var got auditSummaryJSON
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v\n%s", err, errs)
+	}
+	if code != exitNegative || got.InFlight != 0 || got.Verified != 4 || len(got.Findings) != 3 {
+		t.Errorf("exit %d, %+v", code, got)
 	}
 }

@@ -185,7 +185,11 @@ func (t *tally) verdict() string {
 	case t.unverifiable > 0:
 		return fmt.Sprintf("No drift found, but %s rows could not be verified: it cannot say they are in sync (exit 3).", count(t.unverifiable))
 	}
-	return "No drift: every row read that was not in flight is in sync with Stripe (exit 0)."
+	if t.inFlight > 0 {
+		return fmt.Sprintf("No drift: every row read that was not in flight is in sync with Stripe (exit 0); %s rows changed within --grace were not judged (run again later, or with --grace 0).",
+			count(t.inFlight))
+	}
+	return "No drift: every row read is in sync with Stripe (exit 0)."
 }
 
 // report prints the summary and the findings, as the flags ask, and returns the exit code.
