@@ -33,19 +33,21 @@ var keyFlags = []string{"key", "stripe-key", "api-key", "secret-key", "stripe-se
 
 // auditFlags are the audit's command line.
 type auditFlags struct {
-	host     hostFlags
-	url      string
-	schema   string
-	object   string
-	money    bool
-	account  string
-	baseURL  string
-	rate     float64
-	batch    int
-	grace    time.Duration
-	patience time.Duration
-	json     bool
-	csv      bool
+	host    hostFlags
+	url     string
+	schema  string
+	object  string
+	money   bool
+	account string
+	baseURL string
+	rate    float64
+	batch   int
+	// maxFindings bounds the findings kept, and so the audit's memory.
+	maxFindings int
+	grace       time.Duration
+	patience    time.Duration
+	json        bool
+	csv         bool
 	// statusMap is --status-map; statuses is it parsed (check): the table's payment statuses
 	// in the payment policy's words.
 	statusMap string
@@ -99,6 +101,7 @@ verified.`,
 	s.fs.BoolVar(&a.csv, "csv", false, "print the findings as CSV (the summary goes to standard error)")
 	s.fs.DurationVar(&a.grace, "grace", reconcile.DefaultGrace, "rows changed (--updated-at-column) more recently than this are in flight: counted, not asked about")
 	s.fs.IntVar(&a.batch, "batch-size", 500, "rows read and asked about per batch")
+	s.fs.IntVar(&a.maxFindings, "max-findings", 100_000, "list at most `n` findings (the others are counted by kind): what bounds the audit's memory")
 	s.section("Service table flags (as a pgstore.Config names them)", func(fs *flag.FlagSet) {
 		a.host.registerFlags(fs, "the `table` to audit, such as payments (required)")
 		fs.StringVar(&a.schema, "schema", "", "the `schema` of --table (default: the search_path); --table-schema says the same")
@@ -172,6 +175,8 @@ func (a *auditFlags) check() string {
 		return fmt.Sprintf("--rate %g: want more than 0 and at most 100 calls a second (Stripe's live-mode limit; keep well under it)", a.rate)
 	case a.batch <= 0 || a.batch > 10000:
 		return fmt.Sprintf("--batch-size %d: want 1 to 10000", a.batch)
+	case a.maxFindings < 0:
+		return "--max-findings must not be negative"
 	case a.grace < 0:
 		return "--grace must not be negative"
 	case a.patience <= 0:
@@ -297,7 +302,7 @@ func auditObject[L, E, T any](ctx context.Context, e *env, a *auditFlags, key st
 	if _, err := store.ReadFrom(ctx, reconcile.ReadRequest{Limit: 1}, reconcile.Cursor{}); err != nil {
 		return e.failed(err)
 	}
-	t := newTally(time.Now())
+	t := newTally(time.Now(), a.maxFindings)
 	src := &auditStore[L]{reader: store, tally: t}
 	r, err := reconcile.New(reconcile.Config[L, E]{Job: auditJob, Source: src, Sink: src, Gateway: gw, Classifier: policy(a),
 		ExternalState: extState, BatchSize: a.batch, Grace: graceOf(a.grace), Limiter: limiter})

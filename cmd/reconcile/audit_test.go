@@ -620,7 +620,7 @@ func TestAuditWrongColumn(t *testing.T) {
 }
 
 func TestAuditProgress(t *testing.T) {
-	tl := newTally(time.Now().Add(-10 * time.Second))
+	tl := newTally(time.Now().Add(-10*time.Second), 10)
 	tl.rows, tl.verified, tl.calls = 2500, 2400, 25
 	for _, tty := range []bool{true, false} {
 		var b bytes.Buffer
@@ -645,5 +645,79 @@ func TestAuditGraceZero(t *testing.T) {
 	}
 	if code != exitNegative || got.InFlight != 0 || got.Verified != 4 || len(got.Findings) != 3 {
 		t.Errorf("exit %d, %+v", code, got)
+	}
+}
+
+func TestAuditFindsInvoiceDrift(t *testing.T) {
+	f := newAuditFixture(t)
+	ctx := context.Background()
+	if _, err := f.pool.Exec(ctx, `CREATE TABLE invoices (id bigint PRIMARY KEY, stripe_invoice_id text, status text, currency text,
+		due bigint, paid bigint, remaining bigint, created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	add := func(id int, local string, paid int64, remote stripe.InvoiceStatus, remotePaid int64) {
+		f.created = f.created.Add(time.Second)
+		inv := f.srv.AddInvoice(stripetest.Invoice{Status: remote, Currency: "eur", AmountDue: 5000, AmountPaid: remotePaid, Created: f.created})
+		if _, err := f.pool.Exec(ctx, `INSERT INTO invoices VALUES ($1, $2, $3, 'eur', 5000, $4::bigint, 5000 - $4::bigint, $5, $5)`, id, inv, local, paid, f.created); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(1, "paid", 5000, stripe.InvoiceStatusPaid, 5000) // in sync
+	add(2, "open", 0, stripe.InvoiceStatusPaid, 5000)    // paid at Stripe
+	add(3, "void", 0, stripe.InvoiceStatusOpen, 0)       // voided here only
+	code, out, errs := f.audit(ctx, "--object", "invoice", "--table", "invoices", "--external-id-column", "stripe_invoice_id",
+		"--amount-due-column", "due", "--amount-paid-column", "paid", "--amount-remaining-column", "remaining")
+	if code != exitNegative {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
+	}
+	mustContain(t, "stdout", out, "InvoicePolicy", "rows read     3", "verified      3", "missed_payment", "voided_locally_not_externally")
+	mustContain(t, "stderr", errs, "Drift found: 2 findings")
+}
+
+func TestAuditFindsCheckoutDrift(t *testing.T) {
+	f := newAuditFixture(t)
+	ctx := context.Background()
+	if _, err := f.pool.Exec(ctx, `CREATE TABLE orders (id bigint PRIMARY KEY, session text, status text, payment_status text,
+		shipped boolean, currency text, total bigint, created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	add := func(id int, status, payment string, shipped bool, remote stripe.CheckoutSessionStatus, remotePayment stripe.CheckoutSessionPaymentStatus) {
+		f.created = f.created.Add(time.Second)
+		cs := f.srv.AddCheckoutSession(stripetest.CheckoutSession{Status: remote, PaymentStatus: remotePayment, AmountTotal: 2000, Currency: "usd", Created: f.created})
+		if _, err := f.pool.Exec(ctx, `INSERT INTO orders VALUES ($1, $2, $3, $4, $5, 'usd', 2000, $6, $6)`, id, cs, status, payment, shipped, f.created); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(1, "complete", "paid", true, stripe.CheckoutSessionStatusComplete, stripe.CheckoutSessionPaymentStatusPaid)   // in sync
+	add(2, "open", "unpaid", false, stripe.CheckoutSessionStatusComplete, stripe.CheckoutSessionPaymentStatusPaid)    // paid, not fulfilled
+	add(3, "complete", "paid", true, stripe.CheckoutSessionStatusComplete, stripe.CheckoutSessionPaymentStatusUnpaid) // shipped unpaid
+	code, out, errs := f.audit(ctx, "--object", "checkout_session", "--table", "orders", "--external-id-column", "session",
+		"--fulfilled-column", "shipped", "--amount-total-column", "total")
+	if code != exitNegative {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
+	}
+	mustContain(t, "stdout", out, "CheckoutPolicy", "rows read     3", "verified      3")
+	mustContain(t, "stderr", errs, "Drift found: 2 findings")
+}
+
+// TestAuditMaxFindings keeps the first --max-findings findings and counts the others by kind:
+// the exit code and the counts are the whole audit's.
+func TestAuditMaxFindings(t *testing.T) {
+	f := newAuditFixture(t)
+	for range 5 {
+		f.add(row{local: "pending", amount: 1000, remote: "succeeded"})
+	}
+	code, out, errs := f.audit(context.Background(), "--max-findings", "2", "--json")
+	var got auditSummaryJSON
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v\n%s", err, errs)
+	}
+	if code != exitNegative || len(got.Findings) != 2 || got.NotListed != 3 || len(got.Kinds) != 1 || got.Kinds[0].Count != 5 {
+		t.Errorf("exit %d, %+v", code, got)
+	}
+	code, out, _ = f.audit(context.Background(), "--max-findings", "0")
+	mustContain(t, "stdout", out, "findings      5   the first 0 are listed; 5 more are counted by kind only (--max-findings)")
+	if code != exitNegative || strings.Contains(out, "Findings:") {
+		t.Errorf("exit %d\n%s", code, out)
 	}
 }

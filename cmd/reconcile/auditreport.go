@@ -100,7 +100,7 @@ func (p *progress) draw(now time.Time) {
 	if p.total > 0 {
 		line += fmt.Sprintf(" of ~%s", count(int(p.total)))
 	}
-	line += fmt.Sprintf(", %s verified, %s findings, %s Stripe calls (%.1f/s)", count(t.verified), count(len(t.findings)), count(t.calls),
+	line += fmt.Sprintf(", %s verified, %s findings, %s Stripe calls (%.1f/s)", count(t.verified), count(t.found), count(t.calls),
 		float64(t.calls)/max(elapsed.Seconds(), 0.001))
 	if p.total > int64(t.rows) && t.rows > 0 {
 		eta := time.Duration(float64(elapsed) * float64(p.total-int64(t.rows)) / float64(t.rows))
@@ -154,7 +154,7 @@ func meaning(kinds map[string]reconcile.KindInfo, kind string) string {
 // verified every row it did not find in flight.
 func (t *tally) exitCode() int {
 	switch {
-	case len(t.findings) > 0:
+	case t.found > 0:
 		return exitNegative
 	case !t.complete || t.unverifiable > 0:
 		return exitError
@@ -178,8 +178,8 @@ func (t *tally) outcome() string {
 // verdict is the last line of the text report.
 func (t *tally) verdict() string {
 	switch {
-	case len(t.findings) > 0:
-		return fmt.Sprintf("Drift found: %s findings (exit 1).", count(len(t.findings)))
+	case t.found > 0:
+		return fmt.Sprintf("Drift found: %s findings (exit 1).", count(t.found))
 	case !t.complete:
 		return fmt.Sprintf("No drift found in the %s rows read, but the audit did not complete: it cannot say the table is in sync (exit 3).", count(t.rows))
 	case t.unverifiable > 0:
@@ -230,7 +230,7 @@ func summaryText(a *auditFlags, t *tally, now time.Time, kinds map[string]reconc
 		{"  unverifiable", count(t.unverifiable), "Stripe could not be asked (rate limit, outage, timeout): not known to be in sync"},
 		{"  lag", t.lag(now).Round(time.Second).String(), "since the creation of the oldest row this run did not verify (in flight, unverifiable, unreadable)"},
 		{"  Stripe calls", count(t.calls), callRate(t, now)},
-		{"  findings", count(len(t.findings)), ""},
+		{"  findings", count(t.found), unlisted(t)},
 	}
 	b.WriteString(trimLines(table(rows)))
 	if len(t.byKind) > 0 {
@@ -242,6 +242,14 @@ func summaryText(a *auditFlags, t *tally, now time.Time, kinds map[string]reconc
 		b.WriteString(trimLines(table(kr)))
 	}
 	return b.String()
+}
+
+// unlisted says how many findings were counted but not kept (--max-findings), if any.
+func unlisted(t *tally) string {
+	if n := t.found - len(t.findings); n > 0 {
+		return fmt.Sprintf("the first %s are listed; %s more are counted by kind only (--max-findings)", count(len(t.findings)), count(n))
+	}
+	return ""
 }
 
 // callRate says how fast the audit called Stripe, and how often it was told to slow down.
@@ -316,8 +324,10 @@ type auditSummaryJSON struct {
 	Seconds      float64         `json:"seconds"`
 	Kinds        []auditKindJSON `json:"kinds"`
 	Findings     []auditFinding  `json:"findings"`
-	ExitCode     int             `json:"exit_code"`
-	Verdict      string          `json:"verdict"`
+	// NotListed counts the findings beyond --max-findings, counted in Kinds only.
+	NotListed int    `json:"findings_not_listed"`
+	ExitCode  int    `json:"exit_code"`
+	Verdict   string `json:"verdict"`
 }
 
 type auditKindJSON struct {
@@ -331,7 +341,7 @@ func auditJSON(a *auditFlags, t *tally, now time.Time, kinds map[string]reconcil
 	out := auditSummaryJSON{Table: displayTable(a.storeConfig(nil)), Object: a.object, Money: a.money, Complete: t.complete,
 		Interrupted: t.interrupted, Rows: t.rows, Verified: t.verified, InFlight: t.inFlight, Unverifiable: t.unverifiable,
 		LagSeconds: t.lag(now).Seconds(), Calls: t.calls, RateLimited: t.rateLimited, Seconds: now.Sub(t.start).Seconds(),
-		Kinds: []auditKindJSON{}, Findings: t.findings, ExitCode: t.exitCode(), Verdict: t.verdict()}
+		Kinds: []auditKindJSON{}, Findings: t.findings, NotListed: t.found - len(t.findings), ExitCode: t.exitCode(), Verdict: t.verdict()}
 	if out.Findings == nil {
 		out.Findings = []auditFinding{}
 	}

@@ -15,9 +15,10 @@ type hostReader[L any] interface {
 
 // auditStore is the audit's reconcile.Source and Sink: the rows come from the host table
 // (pgstore.Store.ReadFrom), and the cursor and results stay in memory. It keeps what the
-// report needs and nothing per row: the counters and the findings (tally). An in-sync row
-// costs nothing once its batch is committed, so memory grows with the drift found, not with
-// the table (a memstore would keep an observation for every row). The engine calls it from one
+// report needs and nothing per row: the counters and the findings (tally), at most
+// --max-findings of them. An in-sync row costs nothing once its batch is committed, so memory
+// does not grow with the table (a memstore would keep an observation for every row), and the
+// drift costs at most --max-findings findings. The engine calls it from one
 // goroutine, a batch at a time.
 type auditStore[L any] struct {
 	reader hostReader[L]
@@ -88,10 +89,13 @@ type tally struct {
 	unverifiable int
 	// oldestUnverified is the created_at of the oldest row read and not verified (the lag).
 	oldestUnverified time.Time
-	findings         []auditFinding
-	byKind           map[string]int
-	calls            int
-	rateLimited      int
+	// findings are the first maxFindings findings; found counts them all, byKind by kind.
+	findings    []auditFinding
+	maxFindings int
+	found       int
+	byKind      map[string]int
+	calls       int
+	rateLimited int
 
 	complete    bool   // every row of the table, as of the first read, was judged
 	interrupted bool   // ctx was cancelled (Ctrl-C)
@@ -99,8 +103,8 @@ type tally struct {
 	gaveUp      string // why the audit stopped retrying, if it did
 }
 
-func newTally(start time.Time) *tally {
-	return &tally{start: start, byKind: map[string]int{}}
+func newTally(start time.Time, maxFindings int) *tally {
+	return &tally{start: start, maxFindings: maxFindings, byKind: map[string]int{}}
 }
 
 // add counts one outcome; it reports whether it is a finding.
@@ -122,6 +126,10 @@ func (t *tally) add(o reconcile.Outcome, created time.Time) bool {
 		return false
 	}
 	t.byKind[d.Kind]++
+	t.found++
+	if len(t.findings) >= t.maxFindings {
+		return true
+	}
 	t.findings = append(t.findings, auditFinding{RecordID: o.RecordID, ExternalID: o.ExternalID, Kind: d.Kind, Verdict: d.Verdict.String(),
 		Local: o.Local, External: o.External, Detail: d.Detail, Diffs: d.Diffs})
 	return true
