@@ -38,6 +38,9 @@ func TestAuditSIGINT(t *testing.T) {
 		t.Fatal(err)
 	}
 	for len(f.srv.Log()) < 3 {
+		if ctx.Err() != nil {
+			t.Fatalf("the audit made fewer than 3 calls in a minute\nstdout:\n%s\nstderr:\n%s", out.String(), errb.String())
+		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {

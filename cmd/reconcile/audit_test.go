@@ -554,7 +554,7 @@ func TestAuditInterrupted(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			go func() {
-				for len(f.srv.Log()) < 3 {
+				for len(f.srv.Log()) < 3 && ctx.Err() == nil {
 					time.Sleep(5 * time.Millisecond)
 				}
 				cancel()
