@@ -4,10 +4,7 @@ go 1.26.0
 
 require (
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/reconcilekit/reconcile v0.0.0-20261205211623-2f0108d74ddd
-	github.com/reconcilekit/reconcile/adapters/stripeadapter v0.0.0-20261205211623-2f0108d74ddd
-	github.com/stripe/stripe-go/v82 v82.5.1
-	golang.org/x/time v0.16.0
+	github.com/reconcilekit/reconcile v0.0.0-20261205211943-588a56b97fa4
 )
 
 require (
@@ -16,4 +13,5 @@ require (
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
+	golang.org/x/time v0.16.0 // indirect
 )
