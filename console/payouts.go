@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/internal/shared/safetext"
 )
 
 // The payouts pages show the groups a tie-out recorded (reconcile.GroupRecord, read through a
@@ -273,7 +274,7 @@ var groupsCSVHeader = []string{"job", "account", "payout", "status", "state", "c
 	"paid_minor", "expected_minor", "members", "findings", "unmatched_lines", "held", "tied_out_at", "seen_at"}
 
 // exportGroups streams the payouts the list's filter selects as CSV (GET /payouts.csv), newest
-// first, every page, at most MaxExportRows, each text formula-safe (cell) and redacted.
+// first, every page, at most MaxExportRows, each text formula-safe (safetext.CSVCell, as the findings export) and redacted.
 func (c *Console) exportGroups(w http.ResponseWriter, r *http.Request) {
 	gr, ok := c.groupReader(w, r)
 	if !ok {
@@ -295,7 +296,7 @@ func (c *Console) exportGroups(w http.ResponseWriter, r *http.Request) {
 	cw := startCSV(w, "payouts")
 	cw.Write(groupsCSVHeader) //nolint:errcheck // the writer keeps its first error, checked at the end
 	written := 0
-	x := func(s string) string { return cell(redactSecrets(s)) }
+	x := func(s string) string { return safetext.CSVCell(redactSecrets(s)) }
 	for {
 		page, err := gr.ListGroups(r.Context(), q)
 		if err != nil {
@@ -323,8 +324,8 @@ func (c *Console) exportGroups(w http.ResponseWriter, r *http.Request) {
 			}
 			// The numbers are the console's own: never a formula, and a negative one stays a
 			// number.
-			cw.Write([]string{x(g.Job), x(g.Account), x(g.ID), x(g.Status), groupState(g), x(g.Currency), cell(paid),
-				cell(expected), cell(diff), strconv.FormatInt(g.Amount, 10), expMinor, strconv.Itoa(g.Members),
+			cw.Write([]string{x(g.Job), x(g.Account), x(g.ID), x(g.Status), groupState(g), x(g.Currency), safetext.CSVCell(paid),
+				safetext.CSVCell(expected), safetext.CSVCell(diff), strconv.FormatInt(g.Amount, 10), expMinor, strconv.Itoa(g.Members),
 				strconv.Itoa(g.Findings), strconv.Itoa(g.Unmatched), held, at(g.TiedOutAt), at(g.SeenAt)}) //nolint:errcheck
 			written++
 		}
