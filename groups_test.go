@@ -71,3 +71,21 @@ func TestLastGroupRecordsKeepsEachGroupsLastEntry(t *testing.T) {
 		t.Fatalf("LastGroupRecords = %+v", got)
 	}
 }
+
+// FuzzStorableGroupRecord: whatever an external system sent for a payout, the record made of
+// it is one a store keeps (or has no id), and what was already storable is kept as it is.
+func FuzzStorableGroupRecord(f *testing.F) {
+	f.Add("po_1", "acct_1", "paid", "usd", "txn_1", "txn_2")
+	f.Add("po_\x00", "\xff\xfe", strings.Repeat("s", 10_000), "us\x00d", "", strings.Repeat("é", 600))
+	f.Fuzz(func(t *testing.T, id, account, status, currency, rec1, rec2 string) {
+		r := reconcile.GroupRecord{ID: id, Account: account, Status: status, Currency: currency, Records: []string{rec1, rec2, rec1}}
+		s := reconcile.StorableGroupRecord(r)
+		if err := reconcile.CheckGroupRecord(s); err != nil && s.ID != "" {
+			t.Fatalf("StorableGroupRecord(%+v) = %+v: %v", r, s, err)
+		}
+		if reconcile.CheckGroupRecord(reconcile.GroupRecord{ID: id, Account: account, Status: status, Currency: currency}) == nil &&
+			(s.ID != id || s.Account != account || s.Status != status || s.Currency != currency) {
+			t.Fatalf("a storable record was changed: %+v -> %+v", r, s)
+		}
+	})
+}
