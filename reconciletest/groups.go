@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -308,13 +309,13 @@ func testGroupsHostile(t *testing.T, f Fixture) {
 	for _, g := range hostile {
 		groups = append(groups, reconcile.StorableGroupRecord(g))
 	}
-	groups = append(groups, tiedGroup("po_ok", 10, 10, 0, 0))
+	groups = append(groups, tiedGroup("po_ok", 10, 10, 0, 0), tiedGroup("po_extreme", math.MinInt64, math.MaxInt64, 0, 0))
 	if err := commitGroups(t, s, "payouts", "p1", groups, lineFinding("txn_1")); err != nil {
 		t.Fatalf("CommitGroups of storable hostile records: %v", err)
 	}
 	got := listGroups(t, s, reconcile.GroupQuery{})
-	if len(got) != 4 {
-		t.Fatalf("records = %d; want 4", len(got))
+	if len(got) != 5 {
+		t.Fatalf("records = %d; want 5", len(got))
 	}
 	for _, g := range got {
 		if err := reconcile.CheckGroupRecord(g); err != nil {
@@ -327,6 +328,9 @@ func testGroupsHostile(t *testing.T, f Fixture) {
 	}
 	if g, ok := byID["po_\uFFFDnul"]; !ok || g.Account != "acct_\uFFFD" || g.Status != "paid\uFFFD" {
 		t.Fatalf("the NUL and invalid bytes record = %+v; want them as U+FFFD", byID)
+	}
+	if g := byID["po_extreme"]; g.Amount != math.MinInt64 || g.Expected != math.MaxInt64 || !g.ExpectedKnown {
+		t.Fatalf("the extreme amounts record = %+v; want them exact", g)
 	}
 	if len(byID["po_ok"].Records) != 0 || !byID["po_ok"].Held {
 		t.Fatalf("the plain record beside them = %+v", byID["po_ok"])
