@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -54,5 +55,37 @@ func TestTwoLanesRecordingTheSamePayoutsAtOnceNeitherDeadlocksNorDuplicates(t *t
 	n, err := s.CountGroups(ctx, reconcile.GroupQuery{Job: "payouts"})
 	if err != nil || n.Recorded != 30 {
 		t.Fatalf("CountGroups = %+v, %v; want 30 records", n, err)
+	}
+}
+
+// A store whose groups table is missing (migration 014 not applied) says to migrate, from the
+// commit and from the reads, and writes nothing.
+func TestGroupsWithoutTheirTableSayToMigrate(t *testing.T) {
+	t.Parallel()
+	pool, s := newStore(t, pgstore.Config{})
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `DROP TABLE reconcile_groups`); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.CommitGroups(ctx, reconcile.LaneCommit{Job: "payouts", Lane: "tieout", Next: "p1"},
+		[]reconcile.GroupRecord{{ID: "po_1", Status: "paid", Currency: "usd"}})
+	if !errors.Is(err, pgstore.ErrNotMigrated) {
+		t.Errorf("CommitGroups = %v; want ErrNotMigrated", err)
+	}
+	if cur, _ := s.ReadLane(ctx, "payouts", "tieout"); cur.Position != "" {
+		t.Errorf("the lane moved to %q", cur.Position)
+	}
+	// The same for a plain lane commit whose lanes table is missing.
+	if _, err := pool.Exec(ctx, `DROP TABLE reconcile_lanes`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CommitLane(ctx, reconcile.LaneCommit{Job: "j", Lane: "events", Next: "p1"}); !errors.Is(err, pgstore.ErrNotMigrated) {
+		t.Errorf("CommitLane = %v; want ErrNotMigrated", err)
+	}
+	if _, err := s.ListGroups(ctx, reconcile.GroupQuery{}); !errors.Is(err, pgstore.ErrNotMigrated) {
+		t.Errorf("ListGroups = %v; want ErrNotMigrated", err)
+	}
+	if _, err := s.CountGroups(ctx, reconcile.GroupQuery{}); !errors.Is(err, pgstore.ErrNotMigrated) {
+		t.Errorf("CountGroups = %v; want ErrNotMigrated", err)
 	}
 }
