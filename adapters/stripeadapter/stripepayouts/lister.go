@@ -77,7 +77,7 @@ func New(payouts *stripeadapter.ObjectGateway[*stripe.Payout], cfg Config) (*Lis
 		return nil, fmt.Errorf("stripepayouts: config: PerPage %d is not between 0 and %d", cfg.PerPage, listLimit)
 	case cfg.MaxStartPages < 0:
 		return nil, fmt.Errorf("stripepayouts: config: MaxStartPages %d is negative", cfg.MaxStartPages)
-	case cfg.Since.Unix() < 0:
+	case !cfg.Since.IsZero() && cfg.Since.Unix() < 0:
 		return nil, fmt.Errorf("stripepayouts: config: Since %v is before 1970", cfg.Since)
 	}
 	cfg.PerPage = cmp.Or(cfg.PerPage, DefaultPerPage)
@@ -114,7 +114,10 @@ func (p position) String() string {
 // parsePosition reads a position Groups returned; "" is the walk's start.
 func (l *Lister) parsePosition(pos string) (position, error) {
 	if pos == "" {
-		return position{Created: max(l.cfg.Since.Unix(), 0)}, nil
+		if l.cfg.Since.IsZero() {
+			return position{}, nil
+		}
+		return position{Created: l.cfg.Since.Unix()}, nil
 	}
 	var p position
 	dec := json.NewDecoder(strings.NewReader(pos))
