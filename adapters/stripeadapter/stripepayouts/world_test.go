@@ -441,4 +441,3 @@ func unpaid(t testing.TB, w *world, ledger tieout.Ledger, s sink) {
 	}
 	t.Fatal("the unpaid walk did not end")
 }
-
