@@ -22,7 +22,7 @@ import (
 // throttles is a Limiter that grants every call and counts the rate limits it is told of.
 type throttles struct{ n atomic.Int64 }
 
-func (l *throttles) Wait(ctx context.Context) error   { return ctx.Err() }
+func (l *throttles) Wait(ctx context.Context) error    { return ctx.Err() }
 func (l *throttles) Throttle(retryAfter time.Duration) { l.n.Add(1) }
 
 // The fault injected before each batch of the storm, in turn: 429s (Stripe's JSON and a
