@@ -2,13 +2,18 @@ package stripepayouts_test
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/stripe/stripe-go/v82"
 
 	"github.com/reconcilekit/reconcile/adapters/memstore"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepayouts"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 	"github.com/reconcilekit/reconcile/internal/shardtest"
 	"github.com/reconcilekit/reconcile/tieout"
 )
@@ -88,5 +93,42 @@ func TestEveryPlantedPayoutFindingIsFoundOnceAndNothingElse(t *testing.T) {
 			}
 			checkFound(t, s, w.want)
 		})
+	}
+}
+
+// Fees are compared only when the host books them: with Policy.Fees, a booked fee that is not
+// the line's is a finding and the right one is not; without, neither is, whatever the lines'
+// fees.
+func TestFeesAreComparedOnlyWhenBooked(t *testing.T) {
+	t.Parallel()
+	clk := &clock{t: t0}
+	srv := newServer(t, clk)
+	right := srv.AddPaymentIntent(stripetest.PaymentIntent{Status: stripe.PaymentIntentStatusSucceeded, Amount: 10000, Currency: "usd"})
+	wrong := srv.AddPaymentIntent(stripetest.PaymentIntent{Status: stripe.PaymentIntentStatusSucceeded, Amount: 20000, Currency: "usd"})
+	clk.add(3 * 24 * time.Hour)
+	po := srv.AddPayout(stripetest.Payout{})
+	if err := srv.SetPayoutStatus(po, stripe.PayoutStatusPaid); err != nil {
+		t.Fatal(err)
+	}
+	var ledger tieout.MemoryLedger // Stripe's fee is 2.9% + 30: 320 on 100.00, 610 on 200.00
+	ledger.Book(tieout.Booked{Kind: tieout.KindPayment, ID: right, Amount: 10000, Currency: "usd", Basis: tieout.Presentment, Fee: 320, HasFee: true},
+		tieout.Booked{Kind: tieout.KindPayment, ID: wrong, Amount: 20000, Currency: "usd", Basis: tieout.Presentment, Fee: 600, HasFee: true})
+	for _, fees := range []bool{false, true} {
+		s := memstore.New[string, string](memstore.Options{Now: clk.now})
+		st, err := tieout.NewStep(tieout.StepConfig{Job: job, Lane: "sweep", Lister: newLister(t, srv, stripepayouts.Config{}),
+			Ledger: &ledger, Sink: s, Policy: tieout.Policy{Fees: fees}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pass(t, st, 3)
+		got := found(t, s)
+		want := map[[2]string]int{}
+		if fees {
+			w := &world{t: t, srv: srv}
+			want[[2]string{w.line(po, sourceIntent("charge", wrong)), tieout.KindFeeDiffers}] = 1
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("fees booked %v: findings %v, want %v", fees, got, want)
+		}
 	}
 }
