@@ -22,8 +22,9 @@
 // walk stops before the first payout that is not final and reports the end of its pass; the
 // next step lists again from there (one call), so a pending payout is revisited every step
 // until Stripe finishes it, and none after it is tied out before it by the sweep (the events
-// lane ties those out meanwhile). A payout that stays pending holds the sweep at it: health
-// shows the job's lag growing.
+// lane ties those out meanwhile). A payout that stays pending holds the sweep at it; the step
+// still reports the end of its pass each time, so the lane's health does not show the wait
+// (the payout's own status does: watch payouts pending past their arrival_date).
 //
 // [Lister.Members] lists a payout's balance transactions, GET /v1/balance_transactions
 // ?payout=po_... with expand[]=data.source, a hundred a call, so that each line carries its
