@@ -9,6 +9,7 @@ import (
 
 	"github.com/stripe/stripe-go/v82"
 
+	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/memstore"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
@@ -77,6 +78,18 @@ func TestEveryPlantedPayoutFindingIsFoundOnceAndNothingElse(t *testing.T) {
 			if !strings.Contains(cur.Position, `"after":"`+w.p3+`"`) {
 				t.Errorf("the sweep's position is %s, want it after p3 %s, waiting at p4", cur.Position, w.p3)
 			}
+			// It is recorded as seen, not tied out yet (the console's count), until it is.
+			counts := func() reconcile.GroupCounts {
+				t.Helper()
+				c, err := s.(reconcile.GroupReader).CountGroups(ctx, reconcile.GroupQuery{Jobs: []string{job}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return c
+			}
+			if c := counts(); c.Pending != 1 {
+				t.Errorf("while p4 is pending the records count %+v, want 1 not tied out", c)
+			}
 			// Once p4 is paid the sweep ties it out (it holds nothing to find) and moves past it.
 			if err := w.srv.SetPayoutStatus(w.p4, "paid"); err != nil {
 				t.Fatal(err)
@@ -86,6 +99,9 @@ func TestEveryPlantedPayoutFindingIsFoundOnceAndNothingElse(t *testing.T) {
 			}
 			if cur, _ = s.ReadLane(ctx, job, "sweep"); !strings.Contains(cur.Position, `"after":"`+w.p4+`"`) {
 				t.Errorf("the sweep's position is %s, want it after p4 %s", cur.Position, w.p4)
+			}
+			if c := counts(); c.Pending != 0 {
+				t.Errorf("once p4 is tied out the records count %+v, want none not tied out", c)
 			}
 			// A sweep from the start, and the lane again: no duplicates.
 			if n := pass(t, step(t, "sweep-again", lister, ledger, s), 10); n != 0 {

@@ -130,7 +130,8 @@ func (l *Lister) parsePosition(pos string) (position, error) {
 
 // Groups returns the next payouts after pos, oldest first, up to PerPage of them, as tieout
 // Groups, stopping before the first whose balance transactions may still change (see ready):
-// the walk waits there, and the page reports End, until that payout is final. A payout
+// the walk waits there, and the page reports End, until that payout is final; that payout and
+// the ones listed after it (at most 100) are in the page's Pending. A payout
 // listed in the same second as the last one is listed by its id, so that a walk resumed
 // after a restart neither skips nor repeats one. Payouts arrive newest first from Stripe: after
 // a payout the page is the one just newer (ending_before, one call); without one, the list
@@ -163,6 +164,11 @@ func (l *Lister) Groups(ctx context.Context, pos string) (tieout.GroupPage, erro
 			return page, nil
 		}
 		if !ready(po) {
+			// The walk waits here. This payout and those listed after it are seen but not
+			// tied out yet: reported, so the record of payouts not tied out says so.
+			for _, w := range oldestFirst[i:min(len(oldestFirst), i+listLimit)] {
+				page.Pending = append(page.Pending, stripepolicy.PayoutGroup(w, l.c.Account()))
+			}
 			page.End = true
 			return page, nil
 		}

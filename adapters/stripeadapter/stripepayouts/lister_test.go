@@ -104,6 +104,18 @@ func TestTheWalkResumesFromItsPositionAndWaitsAtAPendingPayout(t *testing.T) {
 	if len(got) != 0 || waiting != pos {
 		t.Fatalf("walked %q to %s past a pending payout", got, waiting)
 	}
+	// The payouts it waits at and behind are reported as seen, not tied out yet.
+	page, err := newLister(t, srv, cfg).Groups(context.Background(), pos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for _, g := range page.Pending {
+		seen = append(seen, g.ID)
+	}
+	if want := append([]string{pending}, after...); !page.End || !slices.Equal(seen, want) {
+		t.Fatalf("page waiting at a pending payout reports pending %q (end %v), want %q", seen, page.End, want)
+	}
 	if err := srv.SetPayoutStatus(pending, stripe.PayoutStatusInTransit); err != nil {
 		t.Fatal(err)
 	}
