@@ -131,7 +131,7 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 	if err := printPayouts(ctx, out, store); err != nil {
 		return err
 	}
-	found, err := printFindings(ctx, out, store)
+	found, err := printFindings(ctx, out, store, w.want)
 	if err != nil {
 		return err
 	}
@@ -202,9 +202,13 @@ func printPayouts(ctx context.Context, out io.Writer, store reconcile.GroupReade
 	return nil
 }
 
-// printFindings prints the open findings by kind with what each kind means, and returns them
-// counted by (record, kind).
-func printFindings(ctx context.Context, out io.Writer, store *pgstore.Store[string]) (map[[2]string]int, error) {
+// printFindings prints the open findings by kind with what each kind means, and the story
+// planted for each, and returns them counted by (record, kind).
+func printFindings(ctx context.Context, out io.Writer, store *pgstore.Store[string], want []planted) (map[[2]string]int, error) {
+	stories := map[[2]string]string{}
+	for _, p := range want {
+		stories[[2]string{p.record, p.kind}] = p.story
+	}
 	fs, err := store.ListFindings(ctx, reconcile.FindingQuery{Job: job, Limit: 1000})
 	if err != nil {
 		return nil, err
@@ -222,11 +226,12 @@ func printFindings(ctx context.Context, out io.Writer, store *pgstore.Store[stri
 		}
 		fmt.Fprintf(out, "  %s (%d): %s\n", k.Kind, len(byKind[k.Kind]), k.Meaning)
 		for _, f := range byKind[k.Kind] {
-			var diffs []string
+			line := []string{f.RecordID}
 			for _, d := range f.Diffs {
-				diffs = append(diffs, fmt.Sprintf("%s %s -> %s", d.Field, d.Local, d.External))
+				line = append(line, fmt.Sprintf("%s %s -> %s", d.Field, d.Local, d.External))
 			}
-			fmt.Fprintf(out, "      %s %s\n", f.RecordID, strings.Join(diffs, ", "))
+			story := cmp.Or(stories[[2]string{f.RecordID, f.Kind}], "NOT PLANTED")
+			fmt.Fprintf(out, "      %s  (%s)\n", strings.Join(line, "  "), story)
 		}
 	}
 	return found, nil

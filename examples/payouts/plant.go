@@ -196,7 +196,7 @@ func (w *world) plantLater() {
 	w.fail(srv.SetPayoutStatus(w.p2, stripe.PayoutStatusPaid))
 	w.recordPayout(w.p2, "paid")
 	w.carried = nil
-	w.want = append(w.want, planted{w.line(w.p2, source("payout_failure", w.p1, true)), tieout.KindUnbookedPayoutFailure, "p1's money back, not booked"},
+	w.want = append(w.want, planted{w.line(w.p2, source("payout_failure", w.p1, true)), tieout.KindUnbookedPayoutFailure, "the failed payout's money back, not booked"},
 		planted{w.p2, tieout.KindSumMismatch, "a line added after the payout was made"})
 
 	clk.add(time.Hour)
