@@ -19,5 +19,10 @@
 // Booked asks every table in one round trip (a pgx.Batch), one statement per table over
 // arrays of ids. Unpaid walks the tables that name a SettledAtColumn and a GroupColumn in
 // order, each by its KeyColumn (keyset, never OFFSET), for rows settled, in no payout
-// (GroupColumn NULL or empty), available before the cut-off.
+// (GroupColumn NULL or empty), available before the cut-off, with an id and a key.
+//
+// A host row with a NULL amount or currency (or, in a Negate table, the smallest bigint) is
+// read as a booking of no currency: it matches no line, whose finding is then an amount that
+// differs, for a person, never an unbooked line whose repair would book it a second time. No
+// row stops Booked or Unpaid.
 package pgledger

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -160,6 +161,10 @@ func build(t Table) (table, error) {
 	if t.SettledAtColumn != "" && t.GroupColumn != "" {
 		conds := []string{
 			col(t.SettledAtColumn) + " IS NOT NULL",
+			// A row without an id cannot be in a payout; one without a key cannot be walked
+			// past (the walk would start again after it).
+			fmt.Sprintf("coalesce(%s::text, '') <> ''", col(t.IDColumn)),
+			col(t.KeyColumn) + " IS NOT NULL",
 			fmt.Sprintf("coalesce(%s::text, '') = ''", col(t.GroupColumn)),
 			fmt.Sprintf("coalesce(%s, %s) < $1", opt(t.AvailableOnColumn, "timestamptz"), col(t.SettledAtColumn)),
 			fmt.Sprintf("(%s > $2 OR $2 IS NULL)", col(t.KeyColumn)),
@@ -300,17 +305,24 @@ func (t table) scan(rows pgx.Rows) ([]tieout.Booked, string, error) {
 	for rows.Next() {
 		var (
 			kind, currency, group, status *string
-			id, key                       string
-			amount                        int64
-			fee                           *int64
+			id, key                       *string
+			amount, fee                   *int64
 			settled, avail                *time.Time
 		)
 		if err := rows.Scan(&kind, &id, &amount, &currency, &fee, &settled, &avail, &group, &status, &key); err != nil {
 			return nil, "", err
 		}
-		last = key
-		b := tieout.Booked{Kind: t.Kind, ID: id, Amount: amount, Currency: deref(currency), Basis: t.Basis,
+		last = deref(key)
+		b := tieout.Booked{Kind: t.Kind, ID: deref(id), Currency: deref(currency), Basis: t.Basis,
 			Group: deref(group), Status: deref(status)}
+		if amount == nil {
+			// A booking of no known amount matches no line: no currency, so its line is an
+			// amount that differs, for a person, never an unbooked line whose repair would book
+			// it again.
+			b.Currency = ""
+		} else {
+			b.Amount = *amount
+		}
 		if t.KindColumn != "" {
 			b.Kind = deref(kind)
 			if t.KindValues != nil {
@@ -318,10 +330,10 @@ func (t table) scan(rows pgx.Rows) ([]tieout.Booked, string, error) {
 			}
 		}
 		if t.Negate {
-			if amount == -amount && amount != 0 {
-				return nil, "", fmt.Errorf("row %s: amount %d cannot be negated", key, amount)
+			if b.Amount == math.MinInt64 {
+				b.Amount, b.Currency = 0, "" // no int64 is its negative: an amount not known, as NULL
 			}
-			b.Amount = -amount
+			b.Amount = -b.Amount
 		}
 		if fee != nil {
 			b.Fee, b.HasFee = *fee, true

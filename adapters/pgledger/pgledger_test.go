@@ -219,3 +219,65 @@ func TestIDAndGroupColumnsOfOtherTypes(t *testing.T) {
 		t.Errorf("unpaid = %+v", p)
 	}
 }
+
+// Host rows with NULLs where the ledger expects values (a nullable amount, currency, id or
+// key column) stop neither Booked nor Unpaid: a NULL amount or currency is read as a booking
+// of no currency, which matches no line (its line is an amount that differs, for a person,
+// never an unbooked line whose repair would book it twice); a row without an id or key is not
+// walked (it cannot be in a payout, nor be resumed after).
+func TestNullsInHostRowsStopNothing(t *testing.T) {
+	t.Parallel()
+	l := open(t, `CREATE TABLE payments (id bigint, intent text, amount bigint, currency text, paid_at timestamptz, payout text);
+		INSERT INTO payments VALUES (1, 'pi_1', NULL, 'usd', '2026-04-01', NULL), (2, 'pi_2', 200, NULL, '2026-04-01', NULL),
+			(3, NULL, 300, 'usd', '2026-04-01', NULL), (NULL, 'pi_4', 400, 'usd', '2026-04-01', NULL),
+			(5, 'pi_5', 500, 'usd', '2026-04-01', NULL)`,
+		pgledger.Config{Tables: []pgledger.Table{{Name: "payments", Kind: tieout.KindPayment, IDColumn: "intent",
+			SettledAtColumn: "paid_at", GroupColumn: "payout"}}})
+	ctx := context.Background()
+	got, err := l.Booked(ctx, []tieout.Key{key(tieout.KindPayment, "pi_1"), key(tieout.KindPayment, "pi_2"), key(tieout.KindPayment, "pi_4")})
+	if err != nil {
+		t.Fatalf("Booked over NULLs: %v", err)
+	}
+	want := []string{"payment pi_1 0  presentment", "payment pi_2 200  presentment", "payment pi_4 400 usd presentment"}
+	if diff := cmp.Diff(want, ids(got)); diff != "" {
+		t.Errorf("booked (-want +got):\n%s", diff)
+	}
+	var walked []string
+	pos := ""
+	for range 10 {
+		p, err := l.Unpaid(ctx, tieout.UnpaidRequest{After: pos, Before: t0, Limit: 1})
+		if err != nil {
+			t.Fatalf("Unpaid over NULLs: %v", err)
+		}
+		for _, b := range p.Records {
+			walked = append(walked, b.ID)
+		}
+		if len(p.Records) == 0 {
+			break
+		}
+		pos = p.Next
+	}
+	if diff := cmp.Diff([]string{"pi_1", "pi_2", "pi_5"}, walked); diff != "" {
+		t.Errorf("unpaid walk (-want +got):\n%s", diff)
+	}
+	// The smallest bigint in a table read negated has no negative: read as no amount, and the
+	// rest of the table still reads.
+	n := open(t, `CREATE TABLE refunds (id bigint PRIMARY KEY, intent text, amount bigint, currency text);
+		INSERT INTO refunds VALUES (1, 're_1', -9223372036854775808, 'usd'), (2, 're_2', 50, 'usd')`,
+		pgledger.Config{Tables: []pgledger.Table{{Name: "refunds", Kind: tieout.KindRefund, IDColumn: "intent", Negate: true}}})
+	got2, err := n.Booked(ctx, []tieout.Key{key(tieout.KindRefund, "re_1"), key(tieout.KindRefund, "re_2")})
+	if err != nil {
+		t.Fatalf("Booked over the smallest bigint negated: %v", err)
+	}
+	if diff := cmp.Diff([]string{"refund re_1 0  presentment", "refund re_2 -50 usd presentment"}, ids(got2)); diff != "" {
+		t.Errorf("booked (-want +got):\n%s", diff)
+	}
+	// Through the tie-out: the line of pi_1 is an amount that differs, for a person.
+	g := tieout.Group{ID: "po_1", State: tieout.GroupPaid, Terminal: true, Amount: 100, Currency: "usd", Itemized: true}
+	m := tieout.Member{ID: "txn_1", Type: "charge", Kind: tieout.KindPayment, SourceID: "ch_1", BookedID: "pi_1", Amount: 100, Net: 100,
+		Currency: "usd", SourceAmount: 100, SourceCurrency: "usd"}
+	fs := tieout.Policy{}.Classify(g, []tieout.Member{m}, got)
+	if len(fs) != 1 || fs[0].Decision.Kind != tieout.KindAmountDiffers || fs[0].Decision.Command != "" {
+		t.Errorf("findings of a line booked with a NULL amount: %+v", fs)
+	}
+}
