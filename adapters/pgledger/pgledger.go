@@ -73,8 +73,9 @@ var _ tieout.Ledger = (*Ledger)(nil)
 // table is a Table's statements.
 type table struct {
 	Table
-	booked string // $1 ids, ($2 kind values for a kind column)
-	unpaid string // $1 cut-off, $2 key after (NULL: from the start), $3 limit; "" if not walked
+	booked      string // $1 ids, ($2 kind values for a kind column)
+	unpaid      string // from the start: $1 cut-off, $2 NULL, $3 limit; "" if not walked
+	unpaidAfter string // after a key: $1 cut-off, $2 the key, $3 limit
 	// kindOf maps a kind column's values to kinds; values lists them per kind.
 	kindOf map[string]string
 	values map[string][]string
@@ -167,12 +168,18 @@ func build(t Table) (table, error) {
 			col(t.KeyColumn) + " IS NOT NULL",
 			fmt.Sprintf("coalesce(%s::text, '') = ''", col(t.GroupColumn)),
 			fmt.Sprintf("coalesce(%s, %s) < $1", opt(t.AvailableOnColumn, "timestamptz"), col(t.SettledAtColumn)),
-			fmt.Sprintf("(%s > $2 OR $2 IS NULL)", col(t.KeyColumn)),
 		}
 		if t.KindColumn != "" {
 			conds = append(conds, col(t.KindColumn)+"::text = ANY($4::text[])")
 		}
-		tt.unpaid = sel + " WHERE " + strings.Join(conds, " AND ") + fmt.Sprintf(" ORDER BY %s LIMIT $3", col(t.KeyColumn))
+		// ORDER BY names the table's column: a bare name would be the select list's text cast
+		// of it, whose order ("13" before "2") is not the one the walk resumes by (key > $2).
+		// The start and the resumption are two statements: one with "key > $2 OR $2 IS NULL"
+		// gets a generic plan that reads the index from its start on every page.
+		where := sel + " AS ledger_row WHERE " + strings.Join(conds, " AND ")
+		order := fmt.Sprintf(" ORDER BY ledger_row.%s LIMIT $3", col(t.KeyColumn))
+		tt.unpaid = where + " AND $2::text IS NULL" + order
+		tt.unpaidAfter = where + fmt.Sprintf(" AND %s > $2", col(t.KeyColumn)) + order
 	}
 	return tt, nil
 }
@@ -255,7 +262,11 @@ func (l *Ledger) Unpaid(ctx context.Context, req tieout.UnpaidRequest) (tieout.U
 		if t.KindColumn != "" {
 			args = append(args, t.kindValues())
 		}
-		rows, err := l.db.Query(ctx, t.unpaid, args...)
+		stmt := t.unpaid
+		if after != nil {
+			stmt = t.unpaidAfter
+		}
+		rows, err := l.db.Query(ctx, stmt, args...)
 		if err != nil {
 			return tieout.UnpaidPage{}, fmt.Errorf("pgledger: read unpaid records of %s: %w", t.Name, err)
 		}
