@@ -93,7 +93,7 @@ func New(db DB, cfg Config) (*Ledger, error) {
 	for i, t := range cfg.Tables {
 		tt, err := build(t)
 		if err != nil {
-			return nil, fmt.Errorf("pgledger: config: table %d (%s): %w", i, t.Name, err)
+			return nil, fmt.Errorf("pgledger: config: table %d (%q): %w", i, shorten(t.Name), err)
 		}
 		l.tables = append(l.tables, tt)
 	}
@@ -124,6 +124,14 @@ func build(t Table) (table, error) {
 	def(&t.CurrencyColumn, "currency")
 	if t.Basis == 0 {
 		t.Basis = tieout.Presentment
+	}
+	for _, f := range []struct{ field, v string }{{"Schema", t.Schema}, {"Name", t.Name}, {"KindColumn", t.KindColumn},
+		{"IDColumn", t.IDColumn}, {"KeyColumn", t.KeyColumn}, {"AmountColumn", t.AmountColumn}, {"CurrencyColumn", t.CurrencyColumn},
+		{"FeeColumn", t.FeeColumn}, {"SettledAtColumn", t.SettledAtColumn}, {"AvailableOnColumn", t.AvailableOnColumn},
+		{"GroupColumn", t.GroupColumn}, {"StatusColumn", t.StatusColumn}} {
+		if err := checkIdent(f.field, f.v); err != nil {
+			return table{}, err
+		}
 	}
 	tt := table{Table: t}
 	if t.KindColumn != "" {
@@ -365,4 +373,31 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// maxIdent is the longest identifier PostgreSQL keeps whole (NAMEDATALEN - 1 bytes); a longer
+// one is cut, perhaps to another column's name.
+const maxIdent = 63
+
+// checkIdent refuses an identifier that PostgreSQL would not read as written: quoting drops a
+// NUL ("pay\x00ments" would name payments), invalid UTF-8 is refused by the server only
+// when the statement runs, and a long one is cut. Empty is an optional field left out.
+func checkIdent(field, v string) error {
+	switch {
+	case v == "":
+		return nil
+	case strings.IndexByte(v, 0) >= 0 || !utf8.ValidString(v):
+		return fmt.Errorf("%s %q holds a NUL or invalid UTF-8", field, shorten(v))
+	case len(v) > maxIdent:
+		return fmt.Errorf("%s %q is longer than PostgreSQL's %d bytes", field, shorten(v), maxIdent)
+	}
+	return nil
+}
+
+// shorten cuts s to 64 bytes for a message.
+func shorten(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
 }

@@ -323,3 +323,39 @@ func TestUnpaidWalksABigintKeyInItsOwnOrder(t *testing.T) {
 		})
 	}
 }
+
+// An identifier PostgreSQL would not read as written is refused by New, naming the field: a
+// NUL (quoting drops it: "pay\x00ments" would read payments), invalid UTF-8, or more than 63
+// bytes (PostgreSQL cuts it, perhaps to another column's name). Quotes, spaces and capitals are
+// quoted and kept.
+func TestNewRefusesIdentifiersPostgreSQLWouldNotReadAsWritten(t *testing.T) {
+	pool := pgtest.Pool(t)
+	long := strings.Repeat("a", 64)
+	base := pgledger.Table{Name: "payments", Kind: tieout.KindPayment, IDColumn: "intent", SettledAtColumn: "paid_at", GroupColumn: "payout"}
+	for name, edit := range map[string]func(*pgledger.Table){
+		"Name with a NUL":          func(t *pgledger.Table) { t.Name = "pay\x00ments" },
+		"Schema with a NUL":        func(t *pgledger.Table) { t.Schema = "public\x00" },
+		"IDColumn invalid UTF-8":   func(t *pgledger.Table) { t.IDColumn = "intent\xff" },
+		"KeyColumn of 64 bytes":    func(t *pgledger.Table) { t.KeyColumn = long },
+		"AmountColumn with a NUL":  func(t *pgledger.Table) { t.AmountColumn = "\x00" },
+		"CurrencyColumn too long":  func(t *pgledger.Table) { t.CurrencyColumn = long },
+		"FeeColumn with a NUL":     func(t *pgledger.Table) { t.FeeColumn = "fee\x00" },
+		"SettledAtColumn too long": func(t *pgledger.Table) { t.SettledAtColumn = long },
+		"AvailableOnColumn NUL":    func(t *pgledger.Table) { t.AvailableOnColumn = "\x00x" },
+		"GroupColumn invalid":      func(t *pgledger.Table) { t.GroupColumn = "\xc3" },
+		"StatusColumn too long":    func(t *pgledger.Table) { t.StatusColumn = long },
+		"KindColumn with a NUL":    func(t *pgledger.Table) { t.Kind, t.KindColumn = "", "k\x00" },
+	} {
+		tab := base
+		edit(&tab)
+		_, err := pgledger.New(pool, pgledger.Config{Tables: []pgledger.Table{tab}})
+		if err == nil || !strings.HasPrefix(err.Error(), "pgledger: config: ") {
+			t.Errorf("%s: New = %v, want a config error", name, err)
+		}
+	}
+	tab := base
+	tab.Name, tab.StatusColumn = `Pay "Book" 2`, strings.Repeat("é", 31)
+	if _, err := pgledger.New(pool, pgledger.Config{Tables: []pgledger.Table{tab}}); err != nil {
+		t.Errorf("a quoted name of 62 bytes refused: %v", err)
+	}
+}
