@@ -115,7 +115,7 @@ func TestForgedPositionsAreRefusedWithoutACall(t *testing.T) {
 	t.Parallel()
 	calls := 0
 	l := listerOn(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { calls++; http.NotFound(w, r) }), "sk_test_x")
-	for _, pos := range []string{"x", `{"after":"po_1&limit=1"}`, `{"after":"ch_1","created":1}`, `{"created":-1}`,
+	for _, pos := range []string{"x", `{"after":"po_1&limit=1"}`, `{"after":"ch_1","created":1}`, `{"created":-1}`, `{"at":"po_1&x=1","created":1}`, `{"after":"po_1","at":"po_2","created":1}`,
 		`{"after":"po_1","created":1,"extra":1}`, "\x00", strings.Repeat("{", 10_000)} {
 		if _, err := l.Groups(context.Background(), pos); err == nil {
 			t.Errorf("position %.40q accepted", pos)
