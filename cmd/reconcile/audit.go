@@ -28,6 +28,13 @@ const keyEnv = "STRIPE_SECRET_KEY"
 
 const auditHelp = "reconcile audit --help"
 
+// connectAdvice is what the audit says when the database cannot be reached: it needs the
+// database that holds the table, read by a role that may only read it.
+const connectAdvice = `Give the audit the database that holds the table: --database-url, or $DATABASE_URL (safer: other users can see a command line), e.g.
+  export DATABASE_URL='postgres://auditor:password@db.example.com:5432/shop?sslmode=require'
+A role that may only SELECT the table is enough: the audit writes nothing.
+`
+
 // keyFlags are flags someone may try to pass the key with; the audit refuses them by name.
 var keyFlags = []string{"key", "stripe-key", "api-key", "secret-key", "stripe-secret-key", "stripe-api-key"}
 
@@ -290,7 +297,11 @@ func auditObject[L, E, T any](ctx context.Context, e *env, a *auditFlags, key st
 	e.printErr("%s", a.intro(cfg, cols, url, obj.Name))
 	pool, err := pgenv.ConnectReadOnly(ctx, url, source)
 	if err != nil {
-		return e.failed(err)
+		if ctx.Err() != nil {
+			return e.failed(err)
+		}
+		e.printErr("reconcile: audit: %s\n%s", err.Error(), connectAdvice)
+		return exitError
 	}
 	defer pool.Close()
 	store, err := pgstore.NewOf[L](pool, cfg)
