@@ -457,7 +457,7 @@ func TestAuditNeverPrintsTheKey(t *testing.T) {
 					if strings.Contains(out.String()+errb.String(), key) || strings.Contains(out.String()+errb.String(), key[:12]) {
 						t.Fatalf("the key was printed:\n%s\n%s", out.String(), errb.String())
 					}
-					if status == http.StatusUnauthorized && !strings.Contains(errb.String(), "[redacted key]") {
+					if status == http.StatusUnauthorized && !strings.Contains(out.String()+errb.String(), "[redacted key]") {
 						t.Errorf("the server's error is not shown (redacted):\n%s", errb.String())
 					}
 				}

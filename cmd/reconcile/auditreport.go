@@ -168,7 +168,7 @@ func (t *tally) outcome() string {
 	case t.interrupted:
 		return "interrupted (Ctrl-C): what was found so far"
 	case t.failure != nil:
-		return "stopped by a failure: " + t.failure.Error()
+		return "stopped by a failure (said on standard error)"
 	case t.gaveUp != "":
 		return "stopped: " + t.gaveUp
 	}
@@ -196,9 +196,6 @@ func (t *tally) verdict() string {
 func (e *env) report(a *auditFlags, t *tally, object string) int {
 	now := time.Now()
 	kinds := kindMeanings()
-	if t.failure != nil {
-		e.printErr("reconcile: audit: %s\n", t.failure.Error())
-	}
 	switch {
 	case a.json:
 		if err := e.printJSON(auditJSON(a, t, now, kinds)); err != nil {
@@ -213,6 +210,11 @@ func (e *env) report(a *auditFlags, t *tally, object string) int {
 		e.print(summaryText(a, t, now, kinds, object) + findingsText(t.findings))
 	}
 	if !a.json {
+		// The failure is said once, here, next to the verdict it explains; --json says it in
+		// "stopped".
+		if t.failure != nil {
+			e.printErr("reconcile: audit stopped by a failure: %s\n", t.failure.Error())
+		}
 		e.printErr("%s\n", t.verdict())
 	}
 	return t.exitCode()
@@ -345,7 +347,10 @@ func auditJSON(a *auditFlags, t *tally, now time.Time, kinds map[string]reconcil
 	if out.Findings == nil {
 		out.Findings = []auditFinding{}
 	}
-	if !t.complete && !t.interrupted {
+	switch {
+	case t.failure != nil:
+		out.Stopped = "stopped by a failure: " + t.failure.Error()
+	case !t.complete && !t.interrupted:
 		out.Stopped = t.outcome()
 	}
 	for _, k := range sortedKinds(t.byKind) {
