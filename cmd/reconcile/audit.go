@@ -4,7 +4,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -150,8 +152,9 @@ verified.`,
 	if strings.TrimSpace(key) == "" {
 		return e.usageError(fmt.Sprintf("audit: $%s is not set: export the key (a restricted key with read access is enough); it is never taken from a flag", keyEnv), auditHelp)
 	}
-	// From here on nothing the audit prints may hold the key, whatever its shape.
-	e = e.hiding(key)
+	// From here on nothing the audit prints may hold the key, whatever its shape, nor the
+	// password of --stripe-base-url.
+	e = e.hiding(secret{key, "[redacted key]"}, secret{urlPassword(a.baseURL), "[redacted password]"})
 	switch a.object {
 	case "payment_intent":
 		if a.money {
@@ -194,6 +197,9 @@ func (a *auditFlags) check() string {
 		return "--schema and --table-schema name different schemas; give one"
 	case a.account != "" && !strings.HasPrefix(a.account, "acct_"):
 		return fmt.Sprintf("--stripe-account %q: a connected account's id starts with acct_", a.account)
+	case a.baseURL != "" && !apiURL(a.baseURL):
+		// Not quoted: it may hold a password, and a URL that does not parse cannot be redacted.
+		return "--stripe-base-url: want the http or https URL of an API, such as http://127.0.0.1:12111 (stripe-mock)"
 	}
 	if a.host.tableSchema == "" {
 		a.host.tableSchema = a.schema
@@ -421,10 +427,47 @@ func (a *auditFlags) intro(cfg pgstore.Config, cols map[string]string, url, obje
 		fmt.Fprintf(&b, ", connected account %s", printable(a.account))
 	}
 	if a.baseURL != "" {
-		fmt.Fprintf(&b, ", at %s", printable(a.baseURL))
+		fmt.Fprintf(&b, ", at %s", printable(displayURL(a.baseURL)))
 	}
 	b.WriteString(".\nIt writes nothing: every database transaction is read-only (default_transaction_read_only) and Stripe is only read; findings are kept in memory and printed.\n")
 	return b.String()
+}
+
+// apiURL reports whether s can be the base URL of an API: http or https, a host, a port
+// that is a port, and no control character (a typo such as a stray dot after the port would
+// otherwise leave every row unverifiable after --patience).
+func apiURL(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.Opaque != "" ||
+		strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return false
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		return err == nil && n > 0 && n < 1<<16
+	}
+	return true
+}
+
+// displayURL is the base URL as the audit shows it: its password, if any, as xxxxx.
+func displayURL(s string) string {
+	if u, err := url.Parse(s); err == nil {
+		return u.Redacted()
+	}
+	return "(a URL that does not parse)"
+}
+
+// urlPassword is the password in the base URL s, for the writers to hide (displayURL and
+// net/http's errors show it as xxxxx already; this catches anything else quoting the URL).
+// A password of fewer than 6 characters is not returned: replacing it wherever it appears
+// would mangle the report, and it is no secret worth the name.
+func urlPassword(s string) string {
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		if p, _ := u.User.Password(); len(p) >= 6 {
+			return p
+		}
+	}
+	return ""
 }
 
 // displayTable is the audited table as the report names it: schema.table, unquoted.

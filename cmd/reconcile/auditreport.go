@@ -26,27 +26,43 @@ func quotedTable(cfg pgstore.Config) string {
 	return pgx.Identifier{cfg.Table}.Sanitize()
 }
 
-// hiding returns e with its writers replacing secret wherever it appears, whatever its shape
-// (the redaction of output.go catches what looks like a Stripe key; a key of another shape, a
-// proxy's or a test server's, it would not). Everything the audit prints is written whole, one
-// call per text, so the secret is never split across writes.
-func (e *env) hiding(secret string) *env {
+// hiding returns e with its writers replacing each secret wherever it appears, whatever its
+// shape (the redaction of output.go catches what looks like a Stripe key; a key of another
+// shape, a proxy's or a test server's, or the password of --stripe-base-url, it would not).
+// Everything the audit prints is written whole, one call per text, so a secret is never split
+// across writes. A secret with an empty value is ignored.
+func (e *env) hiding(secrets ...secret) *env {
+	var hide []secret
+	for _, s := range secrets {
+		if s.value != "" {
+			hide = append(hide, s)
+		}
+	}
 	c := *e
-	c.stdout = scrubber{e.stdout, secret}
-	c.stderr = scrubber{e.stderr, secret}
+	c.stdout = scrubber{e.stdout, hide}
+	c.stderr = scrubber{e.stderr, hide}
 	return &c
 }
 
+// secret is a value never to print, and what to print instead.
+type secret struct{ value, as string }
+
 type scrubber struct {
-	w      io.Writer
-	secret string
+	w       io.Writer
+	secrets []secret
 }
 
 func (s scrubber) Write(p []byte) (int, error) {
-	if s.secret == "" || !strings.Contains(string(p), s.secret) {
+	text, found := string(p), false
+	for _, sec := range s.secrets {
+		if strings.Contains(text, sec.value) {
+			text, found = strings.ReplaceAll(text, sec.value, sec.as), true
+		}
+	}
+	if !found {
 		return s.w.Write(p)
 	}
-	if _, err := io.WriteString(s.w, strings.ReplaceAll(string(p), s.secret, "[redacted key]")); err != nil {
+	if _, err := io.WriteString(s.w, text); err != nil {
 		return 0, err
 	}
 	return len(p), nil
@@ -327,9 +343,10 @@ type auditSummaryJSON struct {
 	Kinds        []auditKindJSON `json:"kinds"`
 	Findings     []auditFinding  `json:"findings"`
 	// NotListed counts the findings beyond --max-findings, counted in Kinds only.
-	NotListed int    `json:"findings_not_listed"`
-	ExitCode  int    `json:"exit_code"`
-	Verdict   string `json:"verdict"`
+	NotListed    int    `json:"findings_not_listed"`
+	FirstFailure string `json:"first_failure,omitempty"`
+	ExitCode     int    `json:"exit_code"`
+	Verdict      string `json:"verdict"`
 }
 
 type auditKindJSON struct {
