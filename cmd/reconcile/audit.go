@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"slices"
 	"strconv"
@@ -321,14 +322,16 @@ func auditObject[L, E, T any](ctx context.Context, e *env, a *auditFlags, key st
 	}
 	t := newTally(time.Now(), a.maxFindings)
 	src := &auditStore[L]{reader: store, tally: t}
+	failures := &firstFailure{}
 	r, err := reconcile.New(reconcile.Config[L, E]{Job: auditJob, Source: src, Sink: src, Gateway: gw, Classifier: policy(a),
-		ExternalState: extState, BatchSize: a.batch, Grace: graceOf(a.grace), Limiter: limiter})
+		ExternalState: extState, BatchSize: a.batch, Grace: graceOf(a.grace), Limiter: limiter, Logger: slog.New(failures)})
 	if err != nil {
 		return e.failed(err)
 	}
 	p := newProgress(e.stderr, terminal(e.stderr), t, estimateRows(ctx, pool, cfg))
 	a.sweep(ctx, r.RunBatch, t, p)
 	p.done()
+	t.firstFailure = failures.String()
 	return e.report(a, t, obj.Name)
 }
 

@@ -67,3 +67,108 @@ func TestAuditFailureSaidOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestAuditBaseURLCredentialsNeverPrinted: a --stripe-base-url with credentials in it (a
+// proxy's) is shown without its password, in the first lines and in any error that quotes it.
+func TestAuditBaseURLCredentialsNeverPrinted(t *testing.T) {
+	const password = "hunter2pw"
+	f := newAuditFixture(t)
+	f.plantStatusDrift()
+	for _, tc := range []struct {
+		name, url string
+		want      int
+	}{
+		{"answering", strings.Replace(f.srv.URL(), "http://", "http://proxyuser:"+password+"@", 1), exitNegative},
+		{"down", "http://proxyuser:" + password + "@127.0.0.1:1", exitError},
+	} {
+		for _, format := range []string{"text", "--json", "--csv"} {
+			t.Run(tc.name+" "+format, func(t *testing.T) {
+				args := []string{"--stripe-base-url", tc.url, "--patience", "1s"}
+				if format != "text" {
+					args = append(args, format)
+				}
+				code, out, errs := f.audit(context.Background(), args...)
+				if code != tc.want {
+					t.Fatalf("exit %d, want %d\n%s\n%s", code, tc.want, out, errs)
+				}
+				if strings.Contains(out+errs, password) {
+					t.Fatalf("the base URL's password was printed:\n%s\n%s", out, errs)
+				}
+				mustContain(t, "stderr", errs, "proxyuser")
+			})
+		}
+	}
+}
+
+// TestAuditBadBaseURL: a --stripe-base-url that cannot be a URL of an API (a typo, no scheme,
+// a stray dot after the port) is a wrong command line, said at once, not every row
+// unverifiable after retrying for --patience.
+func TestAuditBadBaseURL(t *testing.T) {
+	f := newAuditFixture(t)
+	f.plantStatusDrift()
+	for _, u := range []string{
+		f.srv.URL() + ".",
+		strings.TrimPrefix(f.srv.URL(), "http://"),
+		"ftp://127.0.0.1:21",
+		"http://",
+		"http://u:s3cretpw@127.0.0.1:99999",
+		"http://127.0.0.1:1/\x1b]0;pwned\x07",
+	} {
+		t.Run(u, func(t *testing.T) {
+			code, out, errs := f.audit(context.Background(), "--stripe-base-url", u, "--patience", "1s")
+			if code != exitUsage {
+				t.Fatalf("exit %d, want 2\n%s\n%s", code, out, errs)
+			}
+			mustContain(t, "stderr", errs, "--stripe-base-url")
+			if strings.Contains(errs, "s3cretpw") || strings.Contains(errs, "\x1b") {
+				t.Errorf("stderr quotes the password or a control character:\n%q", errs)
+			}
+		})
+	}
+	if n := len(f.srv.Log()); n > 0 {
+		t.Errorf("Stripe was called %d times", n)
+	}
+}
+
+// TestAuditSaysWhyRowsAreUnverifiable: when Stripe cannot be asked, the report says what the
+// calls failed with (once, the first failure), not only how many rows were left unverified.
+func TestAuditSaysWhyRowsAreUnverifiable(t *testing.T) {
+	f := newAuditFixture(t)
+	f.add(row{local: "paid", amount: 1000, remote: "succeeded"}, row{local: "paid", amount: 1000, remote: "succeeded"})
+	f.srv.Inject(stripetest.ListPaymentIntents, stripetest.Fault{Status: 503})
+	f.srv.Inject(stripetest.RetrievePaymentIntent, stripetest.Fault{Status: 503})
+	code, out, errs := f.audit(context.Background(), "--patience", "1s")
+	if code != exitError {
+		t.Fatalf("exit %d, want 3\n%s\n%s", code, out, errs)
+	}
+	mustContain(t, "stdout", out, "unverifiable  2", "503")
+	code, out, errs = f.audit(context.Background(), "--patience", "1s", "--json")
+	var got auditSummaryJSON
+	if err := json.Unmarshal([]byte(out), &got); err != nil || code != exitError {
+		t.Fatalf("exit %d, %v\n%s\n%s", code, err, out, errs)
+	}
+	if !strings.Contains(got.FirstFailure, "503") {
+		t.Errorf("first_failure %q lacks the failure", got.FirstFailure)
+	}
+}
+
+// TestAuditKeyWithSurroundingWhitespace: a key read from a file or a .env written on Windows
+// keeps a trailing newline or CR. The audit takes the key without it, rather than send a
+// header Go refuses and call every row unverifiable; a key with whitespace inside is refused.
+func TestAuditKeyWithSurroundingWhitespace(t *testing.T) {
+	f := newAuditFixture(t)
+	f.plantStatusDrift()
+	key := f.srv.Key()
+	for _, k := range []string{key + "\n", key + "\r\n", " " + key + "\t"} {
+		f.env[keyEnv] = k
+		code, out, errs := f.audit(context.Background(), "--patience", "1s")
+		if code != exitNegative {
+			t.Errorf("key %q: exit %d, want 1\n%s\n%s", k, code, out, errs)
+		}
+	}
+	f.env[keyEnv] = key[:6] + " " + key[6:]
+	code, out, errs := f.audit(context.Background(), "--patience", "1s")
+	if code != exitUsage || strings.Contains(out+errs, key[6:]) {
+		t.Errorf("a key with a space inside: exit %d, want 2, key not printed\n%s\n%s", code, out, errs)
+	}
+}

@@ -251,6 +251,10 @@ func summaryText(a *auditFlags, t *tally, now time.Time, kinds map[string]reconc
 		{"  findings", count(t.found), unlisted(t)},
 	}
 	b.WriteString(trimLines(table(rows)))
+	if t.firstFailure != "" && (t.unverifiable > 0 || t.gaveUp != "") {
+		// Why the rows were not verified: a key, a proxy, a URL or an outage each has its fix.
+		fmt.Fprintf(&b, "  first failure from Stripe: %s\n", printable(t.firstFailure))
+	}
 	if len(t.byKind) > 0 {
 		b.WriteString("\nFindings by kind:\n")
 		kr := [][]string{{"  KIND", "COUNT", "MEANING"}}
@@ -343,7 +347,8 @@ type auditSummaryJSON struct {
 	Kinds        []auditKindJSON `json:"kinds"`
 	Findings     []auditFinding  `json:"findings"`
 	// NotListed counts the findings beyond --max-findings, counted in Kinds only.
-	NotListed    int    `json:"findings_not_listed"`
+	NotListed int `json:"findings_not_listed"`
+	// FirstFailure is the first error a call to Stripe failed with: why rows are unverifiable.
 	FirstFailure string `json:"first_failure,omitempty"`
 	ExitCode     int    `json:"exit_code"`
 	Verdict      string `json:"verdict"`
@@ -360,7 +365,8 @@ func auditJSON(a *auditFlags, t *tally, now time.Time, kinds map[string]reconcil
 	out := auditSummaryJSON{Table: displayTable(a.storeConfig(nil)), Object: a.object, Money: a.money, Complete: t.complete,
 		Interrupted: t.interrupted, Rows: t.rows, Verified: t.verified, InFlight: t.inFlight, Unverifiable: t.unverifiable,
 		LagSeconds: t.lag(now).Seconds(), Calls: t.calls, RateLimited: t.rateLimited, Seconds: now.Sub(t.start).Seconds(),
-		Kinds: []auditKindJSON{}, Findings: t.findings, NotListed: t.found - len(t.findings), ExitCode: t.exitCode(), Verdict: t.verdict()}
+		Kinds: []auditKindJSON{}, Findings: t.findings, NotListed: t.found - len(t.findings), FirstFailure: t.firstFailure,
+		ExitCode: t.exitCode(), Verdict: t.verdict()}
 	if out.Findings == nil {
 		out.Findings = []auditFinding{}
 	}
