@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stripe/stripe-go/v82"
@@ -149,9 +150,14 @@ verified.`,
 	if msg := a.check(); msg != "" {
 		return e.usageError("audit: "+msg, auditHelp)
 	}
-	key := e.getenv(keyEnv)
-	if strings.TrimSpace(key) == "" {
+	// A key read from a file keeps its newline, one from a .env written on Windows its CR: the
+	// whitespace around it is not the key's (Go would refuse it in a header, and every call fail).
+	key := strings.TrimSpace(e.getenv(keyEnv))
+	if key == "" {
 		return e.usageError(fmt.Sprintf("audit: $%s is not set: export the key (a restricted key with read access is enough); it is never taken from a flag", keyEnv), auditHelp)
+	}
+	if strings.ContainsFunc(key, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+		return e.usageError(fmt.Sprintf("audit: $%s holds a space or a control character inside the key: a Stripe key has none (was it pasted with a line break?)", keyEnv), auditHelp)
 	}
 	// From here on nothing the audit prints may hold the key, whatever its shape, nor the
 	// password of --stripe-base-url.
