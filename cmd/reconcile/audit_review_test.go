@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -170,5 +172,40 @@ func TestAuditKeyWithSurroundingWhitespace(t *testing.T) {
 	code, out, errs := f.audit(context.Background(), "--patience", "1s")
 	if code != exitUsage || strings.Contains(out+errs, key[6:]) {
 		t.Errorf("a key with a space inside: exit %d, want 2, key not printed\n%s\n%s", code, out, errs)
+	}
+}
+
+// failingWriter fails every write, as standard output does on a full disk (> /dev/full) or
+// when it was closed.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) {
+	return 0, errors.New("write /dev/stdout: no space left on device")
+}
+
+// TestAuditReportNotWritten: "reconcile audit --csv > drift.csv" on a full disk. The report is
+// lost, so the exit code may not be the one of a written report (1, drift found: the operator
+// would open an empty file); it is 3, and standard error says why.
+func TestAuditReportNotWritten(t *testing.T) {
+	f := newAuditFixture(t)
+	f.plantStatusDrift()
+	for _, format := range []string{"text", "--json", "--csv"} {
+		t.Run(format, func(t *testing.T) {
+			args := []string{"--database-url", f.url, "--schema", f.schema, "--table", "payments", "--external-id-column", "stripe_id",
+				"--stripe-base-url", f.srv.URL(), "--rate", "100"}
+			if format != "text" {
+				args = append(args, format)
+			}
+			var errb bytes.Buffer
+			e := &env{stdout: failingWriter{}, stderr: &errb, getenv: func(k string) string { return f.env[k] }}
+			code := runAudit(context.Background(), e, args)
+			if code != exitError {
+				t.Errorf("exit %d, want 3\n%s", code, errb.String())
+			}
+			mustContain(t, "stderr", errb.String(), "the report could not be written", "no space left on device")
+			if strings.Contains(errb.String(), "(exit 1)") {
+				t.Errorf("stderr announces exit 1:\n%s", errb.String())
+			}
+		})
 	}
 }

@@ -212,18 +212,21 @@ func (t *tally) verdict() string {
 func (e *env) report(a *auditFlags, t *tally, object string) int {
 	now := time.Now()
 	kinds := kindMeanings()
+	var err error
 	switch {
 	case a.json:
-		if err := e.printJSON(auditJSON(a, t, now, kinds)); err != nil {
-			return e.failed(err)
-		}
+		err = e.printJSON(auditJSON(a, t, now, kinds))
 	case a.csv:
 		e.printErr("%s", summaryText(a, t, now, kinds, object))
-		if err := e.printCSV(t.findings, kinds); err != nil {
-			return e.failed(err)
-		}
+		err = e.printCSV(t.findings, kinds)
 	default:
-		e.print(summaryText(a, t, now, kinds, object) + findingsText(t.findings))
+		err = e.write(summaryText(a, t, now, kinds, object) + findingsText(t.findings))
+	}
+	if err != nil {
+		// A report lost (a full disk, a closed output) must not exit as a written one would:
+		// "> drift.csv" and exit 1 would send someone to an empty file.
+		e.printErr("reconcile: audit: the report could not be written (%s): exit 3, whatever the audit found\n", err.Error())
+		return exitError
 	}
 	if !a.json {
 		// The failure is said once, here, next to the verdict it explains; --json says it in
