@@ -334,7 +334,8 @@ func auditObject[L, E, T any](ctx context.Context, e *env, a *auditFlags, key st
 	if err != nil {
 		return e.failed(err)
 	}
-	p := newProgress(e.stderr, terminal(e.stderr), t, estimateRows(ctx, pool, cfg))
+	tty, width := terminal(e.stderr)
+	p := newProgress(e.stderr, tty, width, t, estimateRows(ctx, pool, cfg))
 	a.sweep(ctx, r.RunBatch, t, p)
 	p.done()
 	t.firstFailure = failures.String()

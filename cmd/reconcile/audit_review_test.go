@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 )
@@ -207,5 +209,38 @@ func TestAuditReportNotWritten(t *testing.T) {
 				t.Errorf("stderr announces exit 1:\n%s", errb.String())
 			}
 		})
+	}
+}
+
+// TestProgressLineFitsTheTerminal: at a million rows the progress line is longer than a
+// terminal of 80 columns; on a terminal it keeps what fits, most telling first (rows, ETA,
+// findings), and never wraps; elsewhere it is whole.
+func TestProgressLineFitsTheTerminal(t *testing.T) {
+	start := time.Now()
+	tl := newTally(start, 10)
+	tl.rows, tl.verified, tl.found, tl.calls = 123_456, 123_000, 12, 1_234
+	for _, tc := range []struct {
+		tty  bool
+		cols int
+		want []string
+		not  []string
+	}{
+		{false, 0, []string{"123,456 rows read of ~1,000,000", "ETA 1h", "12 findings", "123,000 verified", "1,234 Stripe calls"}, nil},
+		{true, 80, []string{"123,456 rows read of ~1,000,000", "ETA 1h", "12 findings"}, []string{"Stripe calls"}},
+		{true, 30, []string{"123,456 rows read of ~1,000,…"}, []string{"ETA"}},
+	} {
+		var b bytes.Buffer
+		p := newProgress(&b, tc.tty, tc.cols, tl, 1_000_000)
+		p.draw(start.Add(10 * time.Minute))
+		line := strings.TrimPrefix(strings.TrimSuffix(b.String(), "\n"), "\r\x1b[K")
+		if tc.tty && len([]rune(line)) >= tc.cols {
+			t.Errorf("%d columns: a line of %d: %q", tc.cols, len([]rune(line)), line)
+		}
+		mustContain(t, fmt.Sprintf("%d columns", tc.cols), line, tc.want...)
+		for _, n := range tc.not {
+			if strings.Contains(line, n) {
+				t.Errorf("%d columns: %q holds %q", tc.cols, line, n)
+			}
+		}
 	}
 }

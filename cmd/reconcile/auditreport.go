@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -68,17 +69,24 @@ func (s scrubber) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// terminal reports whether w is a terminal, where progress is one line redrawn in place.
-func terminal(w io.Writer) bool {
+// terminal reports whether w is a terminal, where progress is one line redrawn in place, and
+// its width in columns (80 when it cannot be told).
+func terminal(w io.Writer) (tty bool, cols int) {
 	if s, ok := w.(scrubber); ok {
 		w = s.w
 	}
 	f, ok := w.(*os.File)
 	if !ok {
-		return false
+		return false, 0
 	}
 	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return false, 0
+	}
+	if cols = termWidth(f); cols <= 0 {
+		cols = 80
+	}
+	return true, cols
 }
 
 // progress shows how far the audit is: a line redrawn at most five times a second on a
@@ -86,14 +94,15 @@ func terminal(w io.Writer) bool {
 type progress struct {
 	w     io.Writer
 	tty   bool
+	cols  int // the terminal's width: a wider line would wrap, and the next redraw not erase it
 	t     *tally
 	total int64 // the table's estimated rows; 0 unknown
 	last  time.Time
 	drawn bool
 }
 
-func newProgress(w io.Writer, tty bool, t *tally, total int64) *progress {
-	return &progress{w: w, tty: tty, t: t, total: total, last: time.Now()}
+func newProgress(w io.Writer, tty bool, cols int, t *tally, total int64) *progress {
+	return &progress{w: w, tty: tty, cols: cols, t: t, total: total, last: time.Now()}
 }
 
 func (p *progress) update() {
@@ -112,22 +121,35 @@ func (p *progress) update() {
 func (p *progress) draw(now time.Time) {
 	t := p.t
 	elapsed := now.Sub(t.start)
-	line := fmt.Sprintf("%s rows read", count(t.rows))
+	// The parts, most telling first: on a terminal narrower than them all, the last ones that
+	// do not fit are left out rather than the line wrapping.
+	rows := fmt.Sprintf("%s rows read", count(t.rows))
 	if p.total > 0 {
-		line += fmt.Sprintf(" of ~%s", count(int(p.total)))
+		rows += fmt.Sprintf(" of ~%s", count(int(p.total)))
 	}
-	line += fmt.Sprintf(", %s verified, %s findings, %s Stripe calls (%.1f/s)", count(t.verified), count(t.found), count(t.calls),
-		float64(t.calls)/max(elapsed.Seconds(), 0.001))
+	parts := []string{rows}
 	if p.total > int64(t.rows) && t.rows > 0 {
 		eta := time.Duration(float64(elapsed) * float64(p.total-int64(t.rows)) / float64(t.rows))
-		line += ", ETA " + eta.Round(time.Second).String()
+		parts = append(parts, "ETA "+eta.Round(time.Second).String())
 	}
-	if p.tty {
-		fmt.Fprint(p.w, "\r\x1b[K"+line)
-		p.drawn = true
+	parts = append(parts, count(t.found)+" findings", count(t.verified)+" verified",
+		fmt.Sprintf("%s Stripe calls (%.1f/s)", count(t.calls), float64(t.calls)/max(elapsed.Seconds(), 0.001)))
+	if !p.tty {
+		fmt.Fprintln(p.w, strings.Join(parts, ", "))
 		return
 	}
-	fmt.Fprintln(p.w, line)
+	line := parts[0]
+	if r := []rune(line); p.cols > 1 && len(r) >= p.cols {
+		line = string(r[:p.cols-2]) + "…"
+	}
+	for _, part := range parts[1:] {
+		if p.cols > 0 && utf8.RuneCountInString(line)+2+utf8.RuneCountInString(part) >= p.cols {
+			break
+		}
+		line += ", " + part
+	}
+	fmt.Fprint(p.w, "\r\x1b[K"+line)
+	p.drawn = true
 }
 
 // done ends the progress line on a terminal.
