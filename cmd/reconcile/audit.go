@@ -83,7 +83,8 @@ Stripe names its statuses. A pair of states a policy has no rule for is reported
 of kind unexpected:<yours>-><Stripe's>.
 
 Yours may differ: --status-map says what they mean, such as
---status-map succeeded=paid,canceled=failed,requires_payment_method=pending.
+--status-map succeeded=paid,canceled=failed,requires_payment_method=pending for payments, or
+--status-map ACTIVE=active,cancelled=canceled for subscriptions.
 
 The Stripe key is read from $STRIPE_SECRET_KEY, never from a flag: a flag lands in your shell
 history and in the process list. A restricted key (rk_...) with read access to the object is
@@ -107,7 +108,7 @@ verified.`,
 	var a auditFlags
 	s.fs.StringVar(&a.object, "object", "payment_intent", "the Stripe `object` each row refers to: payment_intent, subscription, invoice or checkout_session")
 	s.fs.BoolVar(&a.money, "money", false, "with --object payment_intent: compare the money (amount, currency, capture, refunds, disputes), not only the status")
-	s.fs.StringVar(&a.statusMap, "status-map", "", "with --object payment_intent: what your `statuses` mean in the policy's words (pending, paid, failed), such as succeeded=paid,canceled=failed,requires_payment_method=pending")
+	s.fs.StringVar(&a.statusMap, "status-map", "", "what your `statuses` mean in the policy's words: a payment's pending, paid or failed, such as succeeded=paid,canceled=failed,requires_payment_method=pending; the other objects' statuses as Stripe names them, such as ACTIVE=active,cancelled=canceled")
 	s.fs.BoolVar(&a.json, "json", false, "print the summary and findings as JSON")
 	s.fs.BoolVar(&a.csv, "csv", false, "print the findings as CSV (the summary goes to standard error)")
 	s.fs.DurationVar(&a.grace, "grace", reconcile.DefaultGrace, "rows changed (--updated-at-column) more recently than this are in flight: counted, not asked about")
@@ -212,9 +213,7 @@ func (a *auditFlags) check() string {
 		a.host.tableSchema = a.schema
 	}
 	if a.statusMap != "" {
-		if a.object != "payment_intent" {
-			return "--status-map is for --object payment_intent: the other policies read Stripe's own status names"
-		}
+		targets := statusTargets[a.object]
 		a.statuses = map[string]string{}
 		for _, pair := range splitList(a.statusMap) {
 			ours, theirs, ok := strings.Cut(pair, "=")
@@ -222,8 +221,8 @@ func (a *auditFlags) check() string {
 			switch {
 			case !ok || ours == "":
 				return fmt.Sprintf("--status-map: %q is not yours=policy's, such as succeeded=paid", pair)
-			case theirs != stripepolicy.LocalPending && theirs != stripepolicy.LocalPaid && theirs != stripepolicy.LocalFailed:
-				return fmt.Sprintf("--status-map: %q: the payment policy's statuses are pending, paid and failed", pair)
+			case !slices.Contains(targets, theirs):
+				return fmt.Sprintf("--status-map: %q: the statuses of --object %s are %s", pair, a.object, strings.Join(targets, ", "))
 			case a.statuses[ours] != "":
 				return fmt.Sprintf("--status-map: %q is mapped twice", ours)
 			}
@@ -236,6 +235,15 @@ func (a *auditFlags) check() string {
 		}
 	}
 	return ""
+}
+
+// statusTargets are the statuses --status-map may map to, by --object: the words each policy
+// reads --state-column in.
+var statusTargets = map[string][]string{
+	"payment_intent":   {stripepolicy.LocalPending, stripepolicy.LocalPaid, stripepolicy.LocalFailed},
+	"subscription":     {"incomplete", "incomplete_expired", "trialing", "active", "past_due", "canceled", "unpaid", "paused"},
+	"invoice":          {"draft", "open", "paid", "uncollectible", "void"},
+	"checkout_session": {"open", "complete", "expired"},
 }
 
 // objectKind is the object, with "payment_intent --money" apart: its columns differ.
@@ -329,8 +337,19 @@ func auditObject[L, E, T any](ctx context.Context, e *env, a *auditFlags, key st
 	t := newTally(time.Now(), a.maxFindings)
 	src := &auditStore[L]{reader: store, tally: t}
 	failures := &firstFailure{}
+	// Findings record the table's own statuses: --status-map is the audit's reading of them,
+	// not what the service wrote. The policy without the map names them.
+	var localState func(L) string
+	if len(a.statuses) > 0 {
+		raw := *a
+		raw.statuses = nil
+		if n, ok := policy(&raw).(reconcile.StateNamer[L, E]); ok {
+			localState = n.LocalState
+		}
+	}
 	r, err := reconcile.New(reconcile.Config[L, E]{Job: auditJob, Source: src, Sink: src, Gateway: gw, Classifier: policy(a),
-		ExternalState: extState, BatchSize: a.batch, Grace: graceOf(a.grace), Limiter: limiter, Logger: slog.New(failures)})
+		LocalState: localState, ExternalState: extState, BatchSize: a.batch, Grace: graceOf(a.grace), Limiter: limiter,
+		Logger: slog.New(failures)})
 	if err != nil {
 		return e.failed(err)
 	}

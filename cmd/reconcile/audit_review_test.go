@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stripe/stripe-go/v82"
+
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 )
 
@@ -242,5 +244,56 @@ func TestProgressLineFitsTheTerminal(t *testing.T) {
 				t.Errorf("%d columns: %q holds %q", tc.cols, line, n)
 			}
 		}
+	}
+}
+
+// TestAuditStatusMapForSubscriptions: a subscriptions table that keeps its own status words
+// (ACTIVE, cancelled) is read through --status-map into Stripe's, as a payments table is into
+// the payment policy's: without it every row would be an unexpected pair.
+func TestAuditStatusMapForSubscriptions(t *testing.T) {
+	f := newAuditFixture(t)
+	ctx := context.Background()
+	if _, err := f.pool.Exec(ctx, `CREATE TABLE subscriptions (
+		id bigint PRIMARY KEY, stripe_subscription_id text NOT NULL, status text NOT NULL,
+		created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range []struct {
+		local  string
+		remote stripe.SubscriptionStatus
+	}{
+		{"ACTIVE", stripe.SubscriptionStatusActive},      // in sync
+		{"ACTIVE", stripe.SubscriptionStatusCanceled},    // canceled at Stripe
+		{"cancelled", stripe.SubscriptionStatusActive},   // ended here, still billed
+		{"cancelled", stripe.SubscriptionStatusCanceled}, // in sync
+	} {
+		f.created = f.created.Add(time.Second)
+		id := f.srv.AddSubscription(stripetest.Subscription{Status: r.remote, Created: f.created})
+		if _, err := f.pool.Exec(ctx, `INSERT INTO subscriptions VALUES ($1, $2, $3, $4, $4)`, i+1, id, r.local, f.created); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := []string{"--object", "subscription", "--table", "subscriptions", "--external-id-column", "stripe_subscription_id", "--json"}
+	code, out, errs := f.audit(ctx, append(args, "--status-map", "ACTIVE=active,cancelled=canceled")...)
+	var got auditSummaryJSON
+	if err := json.Unmarshal([]byte(out), &got); err != nil || code != exitNegative {
+		t.Fatalf("exit %d, %v\n%s\n%s", code, err, out, errs)
+	}
+	kinds := map[string]int{}
+	for _, k := range got.Kinds {
+		kinds[k.Kind] = k.Count
+	}
+	if len(kinds) != 2 || kinds["subscription_canceled_externally"] != 1 || kinds["billing_without_access"] != 1 {
+		t.Errorf("kinds %v, want subscription_canceled_externally and billing_without_access", kinds)
+	}
+	for _, fd := range got.Findings {
+		if fd.Local != "ACTIVE" && fd.Local != "cancelled" {
+			t.Errorf("a finding records %q, not the table's own status", fd.Local)
+		}
+	}
+	// The map's targets are the object's statuses in Stripe's words.
+	code, _, errs = f.audit(ctx, append(args, "--status-map", "ACTIVE=paid")...)
+	if code != exitUsage || !strings.Contains(errs, "incomplete, incomplete_expired, trialing, active, past_due, canceled, unpaid, paused") {
+		t.Errorf("a payment status for a subscription: exit %d\n%s", code, errs)
 	}
 }
