@@ -185,6 +185,10 @@ func (a *auditFlags) check() string {
 	switch {
 	case a.host.table == "":
 		return "--table is required: the table to audit"
+	case strings.Count(a.host.table, ".") == 1 && a.schema == "" && a.host.tableSchema == "":
+		// A schema-qualified name, which pgstore would refuse as not an identifier.
+		schema, table, _ := strings.Cut(a.host.table, ".")
+		return fmt.Sprintf("--table %s: give the schema apart: --schema %s --table %s", printable(a.host.table), printable(schema), printable(table))
 	case !slices.Contains(objects, a.object):
 		return fmt.Sprintf("--object %q: want one of %s", a.object, strings.Join(objects, ", "))
 	case a.money && a.object == "subscription":
