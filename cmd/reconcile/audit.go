@@ -415,7 +415,13 @@ func (a *auditFlags) sweep(ctx context.Context, runBatch func(context.Context) (
 			t.gaveUp = fmt.Sprintf("Stripe %s for %s (--patience)", why, a.patience.Round(time.Second))
 			return
 		}
-		wait := max(rep.RetryAfter, backoff)
+		// --patience bounds each wait too: a Retry-After of an hour (a proxy's, or Stripe's
+		// adapter's cap) is not slept through before giving up after two minutes.
+		limit := a.patience
+		if !stalled.IsZero() {
+			limit = max(stalled.Add(a.patience).Sub(now), 0)
+		}
+		wait := min(max(rep.RetryAfter, backoff), limit)
 		backoff = min(backoff*2, 10*time.Second)
 		select {
 		case <-ctx.Done():

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -296,4 +297,22 @@ func TestAuditStatusMapForSubscriptions(t *testing.T) {
 	if code != exitUsage || !strings.Contains(errs, "incomplete, incomplete_expired, trialing, active, past_due, canceled, unpaid, paused") {
 		t.Errorf("a payment status for a subscription: exit %d\n%s", code, errs)
 	}
+}
+
+// TestAuditPatienceBoundsRetryAfter: Stripe (or a proxy) answers 429 with Retry-After: 3600.
+// The audit does not sleep the hour before seeing that --patience ran out: it gives up after
+// --patience and says so. (The test's deadline only catches a hang.)
+func TestAuditPatienceBoundsRetryAfter(t *testing.T) {
+	f := newAuditFixture(t)
+	f.plantStatusDrift()
+	for _, r := range []stripetest.Route{stripetest.ListPaymentIntents, stripetest.RetrievePaymentIntent} {
+		f.srv.Inject(r, stripetest.Fault{Status: 429, Header: http.Header{"Retry-After": {"3600"}}})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	code, out, errs := f.audit(ctx, "--patience", "1s")
+	if code != exitError || ctx.Err() != nil {
+		t.Fatalf("exit %d (context: %v), want 3\n%s\n%s", code, ctx.Err(), out, errs)
+	}
+	mustContain(t, "stdout", out, "stopped: Stripe rate limited every call for 1s (--patience)")
 }
