@@ -100,7 +100,8 @@ Exit codes: 0 the audit completed, every row read was verified or in flight, and
 1 drift found (a finding of any kind), even in an audit that did not complete; 2 the command
 line is wrong; 3 no drift found, but the audit could not say "in sync": it did not complete
 (Ctrl-C, Stripe not answering for --patience, the database failing) or some rows could not be
-verified.`,
+verified (the summary quotes the first error Stripe's calls failed with); 3 also when the
+report could not be written (a full disk), whatever was found.`,
 		"reconcile audit --table payments --external-id-column stripe_payment_intent_id   # with STRIPE_SECRET_KEY exported",
 		"reconcile audit --table payments --money --amount-column amount_cents --amount-refunded-column refunded_cents",
 		"reconcile audit --object subscription --table subscriptions --key-columns created_at,id --state-column stripe_status --csv > drift.csv",
