@@ -316,3 +316,40 @@ func TestAuditPatienceBoundsRetryAfter(t *testing.T) {
 	}
 	mustContain(t, "stdout", out, "stopped: Stripe rate limited every call for 1s (--patience)")
 }
+
+// TestAuditIDsThatCannotBeAsked: rows whose external id is NULL, empty, of another object
+// (ch_...), or names no object at Stripe. None is asked about as if valid or counted in sync:
+// the first three are invalid_external_id, the last missing_externally, and the rest of the
+// table is audited.
+func TestAuditIDsThatCannotBeAsked(t *testing.T) {
+	f := newAuditFixture(t)
+	ctx := context.Background()
+	for range 4 {
+		f.add(row{local: "paid", amount: 1000, remote: "succeeded"})
+	}
+	f.add(row{local: "paid", amount: 1000}) // pi_madeup...: no such intent
+	f.add(row{local: "paid", amount: 1000, remote: "succeeded"})
+	for id, v := range map[int]any{1: nil, 2: "", 3: "ch_3MmlLrLkdIwHu7ix0snN0B15"} {
+		if _, err := f.pool.Exec(ctx, `UPDATE payments SET stripe_id = $1 WHERE id = $2`, v, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errs := f.audit(ctx, "--json")
+	var got auditSummaryJSON
+	if err := json.Unmarshal([]byte(out), &got); err != nil || code != exitNegative {
+		t.Fatalf("exit %d, %v\n%s\n%s", code, err, out, errs)
+	}
+	byRecord := map[string]string{}
+	for _, fd := range got.Findings {
+		byRecord[fd.RecordID] = fd.Kind
+	}
+	want := map[string]string{"1": "invalid_external_id", "2": "invalid_external_id", "3": "invalid_external_id", "5": "missing_externally"}
+	if fmt.Sprint(byRecord) != fmt.Sprint(want) || got.Rows != 6 || !got.Complete {
+		t.Errorf("findings %v, want %v; %+v", byRecord, want, got)
+	}
+	for _, r := range f.srv.Log() {
+		if strings.Contains(r.Path, "ch_") {
+			t.Errorf("Stripe was asked about a charge id as an intent: %s", r.Path)
+		}
+	}
+}

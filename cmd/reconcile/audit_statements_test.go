@@ -174,5 +174,8 @@ func TestAuditSendsOnlyReads(t *testing.T) {
 			t.Errorf("the audit touched the reconciler's tables:\n%s", s)
 		}
 	}
+	if w := f.writes(); len(w) > 0 {
+		t.Errorf("the audit wrote to Stripe: %v", w)
+	}
 	t.Logf("%d statements, all reads", len(stmts))
 }
