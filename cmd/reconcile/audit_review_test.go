@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
+	"github.com/reconcilekit/reconcile/internal/shared/safetext"
 )
 
 // The tests of this file came from attacking the audit as a hostile user or an unlucky
@@ -351,5 +354,74 @@ func TestAuditIDsThatCannotBeAsked(t *testing.T) {
 		if strings.Contains(r.Path, "ch_") {
 			t.Errorf("Stripe was asked about a charge id as an intent: %s", r.Path)
 		}
+	}
+}
+
+// TestAuditHostileStripeAnswers: what the server says reaches the report (an error's message
+// as the first failure or the failure that stopped the run, an object's status as Stripe's
+// state), and a hostile server or proxy says escape sequences, OSC 8 links, BEL, CR, bidi
+// overrides. None reaches the terminal raw, in any format, and the CSV has no formula cell.
+func TestAuditHostileStripeAnswers(t *testing.T) {
+	const evil = "\x1b]8;;http://evil.example/\x07click\x1b]8;;\x07" + hostile + "=HYPERLINK(\"http://evil\")"
+	jsonEvil, _ := json.Marshal(evil)
+	for _, answer := range []string{"error 500", "error 401", "status"} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			switch answer {
+			case "error 500", "error 401":
+				code := http.StatusInternalServerError
+				if answer == "error 401" {
+					code = http.StatusUnauthorized
+				}
+				w.WriteHeader(code)
+				fmt.Fprintf(w, `{"error":{"type":"api_error","message":%s}}`, jsonEvil)
+			default:
+				id := strings.TrimPrefix(r.URL.Path, "/v1/payment_intents/")
+				if strings.HasPrefix(r.URL.Path, "/v1/payment_intents") && r.URL.Path != "/v1/payment_intents" {
+					fmt.Fprintf(w, `{"id":%q,"object":"payment_intent","status":%s,"amount":1000,"currency":"usd","created":1}`, id, jsonEvil)
+					return
+				}
+				w.WriteHeader(http.StatusInternalServerError) // the list fails: each row is retrieved
+				fmt.Fprint(w, `{"error":{"type":"api_error","message":"down"}}`)
+			}
+		}))
+		for _, format := range []string{"text", "--json", "--csv"} {
+			t.Run(answer+" "+format, func(t *testing.T) {
+				f := newAuditFixture(t)
+				f.add(row{local: "paid", amount: 1000, remote: "succeeded"}, row{local: "pending", amount: 1000, remote: "succeeded"})
+				args := []string{"--stripe-base-url", srv.URL, "--patience", "1s"}
+				if format != "text" {
+					args = append(args, format)
+				}
+				code, out, errs := f.audit(context.Background(), args...)
+				if code == exitOK || code == exitUsage {
+					t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+				}
+				for name, s := range map[string]string{"stdout": out, "stderr": errs} {
+					for _, r := range s {
+						if r != '\n' && safetext.Line(string(r)) != string(r) {
+							t.Fatalf("%s holds the raw control %U:\n%q", name, r, s)
+						}
+					}
+				}
+				if !strings.Contains(out+errs, "evil.example") {
+					t.Errorf("the server's words are not shown (escaped):\n%s\n%s", out, errs)
+				}
+				if format == "--csv" {
+					recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, rec := range recs[1:] {
+						for _, c := range rec {
+							if c != "" && strings.ContainsRune("=+-@\t\r", rune(c[0])) {
+								t.Errorf("a formula cell: %q", c)
+							}
+						}
+					}
+				}
+			})
+		}
+		srv.Close()
 	}
 }
