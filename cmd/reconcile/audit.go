@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"slices"
 	"strconv"
@@ -88,7 +89,8 @@ Yours may differ: --status-map says what they mean, such as
 
 The Stripe key is read from $STRIPE_SECRET_KEY, never from a flag: a flag lands in your shell
 history and in the process list. A restricted key (rk_...) with read access to the object is
-enough. The key is never printed, not even when an error from the server quotes it.
+enough. The key is never printed, not even when an error from the server quotes it, and a
+live key is not sent over plain http to another machine.
 
 Progress (rows read, verified, calls, rate, ETA) goes to standard error: one updating line
 on a terminal, a plain line every 10 seconds otherwise. Then it prints a summary (rows,
@@ -160,6 +162,10 @@ report could not be written (a full disk), whatever was found.`,
 	}
 	if strings.ContainsFunc(key, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
 		return e.usageError(fmt.Sprintf("audit: $%s holds a space or a control character inside the key: a Stripe key has none (was it pasted with a line break?)", keyEnv), auditHelp)
+	}
+	if (strings.HasPrefix(key, "sk_live_") || strings.HasPrefix(key, "rk_live_")) && !privateURL(a.baseURL) {
+		return e.usageError(fmt.Sprintf("audit: --stripe-base-url %s is plain http to another machine: the live key would cross the network readable; use https, or a test key",
+			printable(displayURL(a.baseURL))), auditHelp)
 	}
 	// From here on nothing the audit prints may hold the key, whatever its shape, nor the
 	// password of --stripe-base-url.
@@ -487,6 +493,21 @@ func apiURL(s string) bool {
 		return err == nil && n > 0 && n < 1<<16
 	}
 	return true
+}
+
+// privateURL reports whether a request to the base URL s (checked by apiURL; "" is Stripe's)
+// keeps the key private: https, or http to this machine.
+func privateURL(s string) bool {
+	u, err := url.Parse(s)
+	if s == "" || err == nil && u.Scheme == "https" {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	host := u.Hostname()
+	ip := net.ParseIP(host)
+	return host == "localhost" || ip != nil && ip.IsLoopback()
 }
 
 // displayURL is the base URL as the audit shows it: its password, if any, as xxxxx.

@@ -425,3 +425,28 @@ func TestAuditHostileStripeAnswers(t *testing.T) {
 		srv.Close()
 	}
 }
+
+// TestAuditLiveKeyNotSentInClear: a live key is not sent over plain http to another machine
+// (a typo for https, a proxy URL copied without its s): exit 2, nothing sent. Test keys may
+// go to a stripe-mock container over http, and any key to this machine.
+func TestAuditLiveKeyNotSentInClear(t *testing.T) {
+	f := newAuditFixture(t)
+	f.plantStatusDrift()
+	for _, tc := range []struct {
+		key, url string
+		refused  bool
+	}{
+		{"sk_live_51AbcDefGhiJklMnoPqr", "http://stripe-proxy.internal:8080", true},
+		{"rk_live_51AbcDefGhiJklMnoPqr", "http://10.0.0.7", true},
+		{"sk_test_51AbcDefGhiJklMnoPqr", "http://stripe-mock:12111", false},
+		{"sk_live_51AbcDefGhiJklMnoPqr", "http://127.0.0.1:1", false},
+		{"sk_live_51AbcDefGhiJklMnoPqr", "http://localhost:1", false},
+		{"sk_live_51AbcDefGhiJklMnoPqr", "http://[::1]:1", false},
+	} {
+		f.env[keyEnv] = tc.key
+		code, out, errs := f.audit(context.Background(), "--stripe-base-url", tc.url, "--patience", "1ms")
+		if refused := code == exitUsage && strings.Contains(errs, "https"); refused != tc.refused {
+			t.Errorf("%.8s to %s: exit %d, refused %v, want %v\n%s\n%s", tc.key, tc.url, code, refused, tc.refused, out, errs)
+		}
+	}
+}
