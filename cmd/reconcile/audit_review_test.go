@@ -450,3 +450,19 @@ func TestAuditLiveKeyNotSentInClear(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditUnknownConnectedAccount: --stripe-account names an account the key cannot reach
+// (a typo, or one that was disconnected). Stripe answers 403 quoting the key; the audit stops
+// at once with exit 3 and Stripe's explanation, said once, the key redacted.
+func TestAuditUnknownConnectedAccount(t *testing.T) {
+	f := newAuditFixture(t)
+	f.plantStatusDrift()
+	code, out, errs := f.audit(context.Background(), "--stripe-account", "acct_1NoSuchAccount0000")
+	if code != exitError {
+		t.Fatalf("exit %d, want 3\n%s\n%s", code, out, errs)
+	}
+	mustContain(t, "stderr", errs, "does not have access to account 'acct_1NoSuchAccount0000'", "[redacted key]")
+	if n := strings.Count(out+errs, "does not have access"); n != 1 || strings.Contains(out+errs, f.srv.Key()) {
+		t.Errorf("said %d times, or the key printed:\n%s\n%s", n, out, errs)
+	}
+}
