@@ -62,8 +62,10 @@ func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job strin
 	var obsIDs, obsStates, obsVersions []string
 	var obsTimes []pgtype.Timestamptz // when each answer was obtained; NULL: the commit's time
 	f := newFindingCols(len(outcomes))
-	// withFindings are the rows whose outcomes open findings; judged, those whose outcomes
-	// write anything.
+	// clear are the verified judgments that carry no finding but decide their records'
+	// findings: the findings statement closes those records' open findings, if any.
+	var clear clearCols
+	// withFindings are the rows whose outcomes open findings.
 	var withFindings, judged []string
 	for _, o := range outcomes {
 		d := o.Decision
@@ -75,10 +77,8 @@ func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job strin
 		switch {
 		case finding:
 			f.add(job, o, d.Kind)
-		case o.Verified:
-			// No finding, but a verification that may close others (Decides), of a row
-			// that may have changed since its read (counted).
-			f.add(job, o, "")
+		case o.Decides():
+			clear.add(&o)
 		}
 		if !o.NotARow && finding {
 			withFindings = append(withFindings, o.RecordID)
@@ -86,6 +86,25 @@ func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job strin
 		if !o.NotARow && (finding || o.Verified) {
 			judged = append(judged, o.RecordID)
 		}
+	}
+	// The rows changed since their read, each once: the observations statement reports the
+	// verified ones it left unobserved, the findings statement the others it checked.
+	seen := map[string]bool{}
+	noteChanged := func(ids []string) {
+		for _, id := range ids {
+			if !seen[id] {
+				seen[id] = true
+				if res.Changed++; changed != nil {
+					*changed = append(*changed, id)
+				}
+			}
+		}
+	}
+	readChanged := func(row pgx.Row) error {
+		var ids []string
+		err := row.Scan(&ids)
+		noteChanged(ids)
+		return err
 	}
 	// Locks, each set in one order and the sets in the canonical writer's order, so that no
 	// one waits on another in a circle: the records that may get findings, the host rows (with
@@ -107,12 +126,13 @@ func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job strin
 	// them, and the observations come last: the findings statement must not take the commit's
 	// own write for a newer verification.
 	if st.ObserveTakesJob && len(obsIDs) > 0 {
-		batch.Queue(st.Observe, job, obsIDs, obsStates, obsVersions, obsTimes)
+		batch.Queue(st.Observe, job, obsIDs, obsStates, obsVersions, obsTimes).QueryRow(readChanged)
 	}
 	q := &Queued{hand: t.hand}
-	if len(f.ids) > 0 {
+	if len(f.ids) > 0 || len(clear.ids) > 0 {
 		batch.Queue(st.Findings, job, st.AggregateType, f.ids, f.kinds, f.locals, f.externals, f.details, f.commands,
-			f.once, f.notARow, f.payloads, f.externalIDs, f.diffs, f.versions, f.decides, f.verified, f.answeredAt).
+			f.once, f.notARow, f.payloads, f.externalIDs, f.diffs, f.versions, f.decides, f.verified, f.answeredAt,
+			clear.ids, clear.locals, clear.externals, clear.versions, clear.answeredAt).
 			QueryRow(func(row pgx.Row) error {
 				var ids []string
 				dest := []any{&res.Findings, &res.Commands, &ids}
@@ -120,16 +140,14 @@ func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job strin
 					dest = append(dest, &q.raw)
 				}
 				err := row.Scan(dest...)
-				if res.Changed = len(ids); changed != nil {
-					*changed = ids
-				}
+				noteChanged(ids)
 				return err
 			})
 	}
 	// Before the observations in host columns, whose update may fire the host's triggers.
 	batch.Queue(restoreSorts)
 	if !st.ObserveTakesJob && len(obsIDs) > 0 {
-		batch.Queue(st.Observe, obsIDs, obsStates, obsVersions, obsTimes)
+		batch.Queue(st.Observe, obsIDs, obsStates, obsVersions, obsTimes).QueryRow(readChanged)
 	}
 	return q, nil
 }
@@ -145,6 +163,19 @@ func (q *Queued) handOver(ctx context.Context, tx pgx.Tx) error {
 // VerifiedAt is o's VerifiedAt, NULL if zero (the commit's time).
 func VerifiedAt(o *reconcile.Outcome) pgtype.Timestamptz {
 	return pgtype.Timestamptz{Time: o.VerifiedAt, Valid: !o.VerifiedAt.IsZero()}
+}
+
+// clearCols are the columns of the verified judgments without a finding that decide their
+// records' findings (the findings statement's $18 to $22).
+type clearCols struct {
+	ids, locals, externals, versions []string
+	answeredAt                       []pgtype.Timestamptz
+}
+
+// add adds outcome o.
+func (c *clearCols) add(o *reconcile.Outcome) {
+	c.ids, c.locals, c.externals = append(c.ids, o.RecordID), append(c.locals, o.Local), append(c.externals, o.External)
+	c.versions, c.answeredAt = append(c.versions, o.Version), append(c.answeredAt, VerifiedAt(o))
 }
 
 type findingCols struct {
