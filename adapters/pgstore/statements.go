@@ -372,7 +372,7 @@ func (p *sqlParts) commitStatements(st *statements) {
 					AS t(record_id, local_state, external_state, version, answered_at)
 			), open_all AS MATERIALIZED (
 				SELECT f.* FROM (SELECT record_id FROM input WHERE decides UNION SELECT record_id FROM clear) AS r, LATERAL (
-					SELECT f.id, f.record_id, f.kind FROM ` + t.table("findings") + ` AS f
+					SELECT f.id, f.record_id, f.kind, f.ctid AS tid FROM ` + t.table("findings") + ` AS f
 					WHERE f.job = $1 AND f.record_id = r.record_id AND f.resolved_at IS NULL
 					ORDER BY f.kind FOR NO KEY UPDATE SKIP LOCKED OFFSET 0) AS f
 			), candidates AS (
@@ -392,9 +392,10 @@ func (p *sqlParts) commitStatements(st *statements) {
 				INSERT INTO ` + t.table("findings") + ` (job, record_id, kind, local_state, external_state, detail, command, aggregate_type, external_id, diffs)
 				SELECT $1, record_id, kind, local_state, external_state, detail, command, $2, external_id, diffs::jsonb FROM live
 				WHERE kind <> ''
-				-- Once: a finding (job, record, kind) ever opened is not opened again.
+				-- Once: a finding (job, record, kind) ever opened is not opened again. (OFFSET 0:
+				-- looked up for such outcomes only, never by hashing the job's every finding.)
 				AND NOT (once AND EXISTS (SELECT 1 FROM ` + t.table("findings") + ` AS f
-					WHERE f.job = $1 AND f.record_id = live.record_id AND f.kind = live.kind))
+					WHERE f.job = $1 AND f.record_id = live.record_id AND f.kind = live.kind OFFSET 0))
 				ON CONFLICT (job, record_id, kind) WHERE resolved_at IS NULL DO NOTHING
 				RETURNING id, record_id, kind, command
 			), successor AS (
@@ -408,7 +409,10 @@ func (p *sqlParts) commitStatements(st *statements) {
 						ELSE 'superseded by ' || coalesce('finding ' || s.id, 'a finding') || ': ' || l.kind END,
 					superseded_by = s.id
 				FROM open_now AS n JOIN live AS l ON l.record_id = n.record_id LEFT JOIN successor AS s ON s.record_id = l.record_id
-				WHERE f.id = n.id AND f.resolved_at IS NULL AND l.decides
+				-- The findings where open_all found and locked them, open (so no resolved_at
+				-- condition here, which would let a planner that believes the table empty scan
+				-- every open finding of the job by a partial index instead).
+				WHERE f.ctid = ANY (ARRAY(SELECT tid FROM open_now)) AND f.id = n.id AND l.decides
 					AND n.kind <> l.kind AND n.kind <> '` + reconcile.KindMissingLocally + `'
 				RETURNING f.id, f.resolution, f.resolution_note
 			), history AS (
@@ -452,7 +456,8 @@ func (p *sqlParts) commitStatements(st *statements) {
 					AND (CASE WHEN t.v = '' THEN true ELSE %s END) AND NOT coalesce(%s > least(t.at, now()), false)
 				RETURNING t.r
 			)
-			SELECT coalesce(array_agg(t.r), '{}') FROM t WHERE t.r NOT IN (SELECT r FROM written)`,
+			SELECT CASE WHEN (SELECT count(*) FROM written) = cardinality($1::text[]) THEN '{}'
+				ELSE (SELECT coalesce(array_agg(t.r), '{}') FROM t WHERE t.r NOT IN (SELECT r FROM written)) END`,
 			p.host, pgx.Identifier{cfg.ObservedColumn}.Sanitize(), pgx.Identifier{cfg.VerifiedAtColumn}.Sanitize(), now,
 			p.q(cfg.IDColumn), p.types[cfg.IDColumn], p.unchanged("t.v"), p.ts(cfg.VerifiedAtColumn))
 	} else {
@@ -476,7 +481,8 @@ func (p *sqlParts) commitStatements(st *statements) {
 				WHERE o.verified_at <= EXCLUDED.verified_at
 				RETURNING o.record_id
 			)
-			SELECT coalesce(array_agg(t.r), '{}') FROM t WHERE t.r NOT IN (SELECT record_id FROM written)`
+			SELECT CASE WHEN (SELECT count(*) FROM written) = cardinality($2::text[]) THEN '{}'
+				ELSE (SELECT coalesce(array_agg(t.r), '{}') FROM t WHERE t.r NOT IN (SELECT record_id FROM written)) END`
 	}
 	// forgetDeleted closes the open findings of job $1 whose row no longer exists, as
 	// row_deleted by $2, in their history too, and removes the job's observations of such rows.
