@@ -53,32 +53,47 @@ func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job strin
 		return nil, err
 	}
 	// In record order, whoever commits: a sweep and a lane writing the same rows at once then
-	// lock them in the same order and cannot deadlock.
-	outcomes = slices.SortedStableFunc(slices.Values(outcomes), func(a, b reconcile.Outcome) int { return strings.Compare(a.RecordID, b.RecordID) })
+	// lock them in the same order and cannot deadlock. (An order of indexes: the outcomes are
+	// large to copy.)
+	order := make([]int, len(outcomes))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(outcomes[a].RecordID, outcomes[b].RecordID) })
 	// The commit runs in the configured zone, so that an updated_at trigger on the host table
 	// writing now() into a timestamp without time zone column writes it in that zone, not in
 	// the session's.
 	batch.Queue(setTimeZone, st.TimeZone)
-	var obsIDs, obsStates, obsVersions []string
-	var obsTimes []pgtype.Timestamptz // when each answer was obtained; NULL: the commit's time
-	f := newFindingCols(len(outcomes))
+	var nVerified, nFindings int
+	for i := range outcomes {
+		if o := &outcomes[i]; o.Verified {
+			nVerified++
+		}
+		if hasFinding(&outcomes[i]) {
+			nFindings++
+		}
+	}
+	obsIDs, obsStates, obsVersions := make([]string, 0, nVerified), make([]string, 0, nVerified), make([]string, 0, nVerified)
+	obsTimes := make([]pgtype.Timestamptz, 0, nVerified) // when each answer was obtained; NULL: the commit's time
+	f := newFindingCols(nFindings)
 	// clear are the verified judgments that carry no finding but decide their records'
 	// findings: the findings statement closes those records' open findings, if any.
-	var clear clearCols
-	// withFindings are the rows whose outcomes open findings.
-	var withFindings, judged []string
-	for _, o := range outcomes {
-		d := o.Decision
-		finding := d.Kind != "" && (d.Verdict == reconcile.Repairable || d.Verdict == reconcile.NeedsReview)
+	clear := newClearCols(nVerified)
+	// withFindings are the rows whose outcomes open findings; judged, those whose outcomes
+	// write anything.
+	withFindings, judged := make([]string, 0, nFindings), make([]string, 0, nVerified+nFindings)
+	for _, i := range order {
+		o := &outcomes[i]
+		finding := hasFinding(o)
 		if o.Verified {
 			obsIDs, obsStates, obsVersions = append(obsIDs, o.RecordID), append(obsStates, o.External), append(obsVersions, o.Version)
-			obsTimes = append(obsTimes, VerifiedAt(&o))
+			obsTimes = append(obsTimes, VerifiedAt(o))
 		}
 		switch {
 		case finding:
-			f.add(job, o, d.Kind)
+			f.add(job, o, o.Decision.Kind)
 		case o.Decides():
-			clear.add(&o)
+			clear.add(o)
 		}
 		if !o.NotARow && finding {
 			withFindings = append(withFindings, o.RecordID)
@@ -89,9 +104,12 @@ func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job strin
 	}
 	// The rows changed since their read, each once: the observations statement reports the
 	// verified ones it left unobserved, the findings statement the others it checked.
-	seen := map[string]bool{}
+	var seen map[string]bool
 	noteChanged := func(ids []string) {
 		for _, id := range ids {
+			if seen == nil {
+				seen = map[string]bool{}
+			}
 			if !seen[id] {
 				seen[id] = true
 				if res.Changed++; changed != nil {
@@ -172,6 +190,12 @@ type clearCols struct {
 	answeredAt                       []pgtype.Timestamptz
 }
 
+// newClearCols returns columns with room for n outcomes.
+func newClearCols(n int) clearCols {
+	return clearCols{ids: make([]string, 0, n), locals: make([]string, 0, n), externals: make([]string, 0, n),
+		versions: make([]string, 0, n), answeredAt: make([]pgtype.Timestamptz, 0, n)}
+}
+
 // add adds outcome o.
 func (c *clearCols) add(o *reconcile.Outcome) {
 	c.ids, c.locals, c.externals = append(c.ids, o.RecordID), append(c.locals, o.Local), append(c.externals, o.External)
@@ -200,8 +224,14 @@ func newFindingCols(n int) findingCols {
 	}
 }
 
+// hasFinding reports whether o opens a finding (or finds its finding open).
+func hasFinding(o *reconcile.Outcome) bool {
+	d := &o.Decision
+	return d.Kind != "" && (d.Verdict == reconcile.Repairable || d.Verdict == reconcile.NeedsReview)
+}
+
 // add adds outcome o, whose finding is of kind (none if empty).
-func (f *findingCols) add(job string, o reconcile.Outcome, kind string) {
+func (f *findingCols) add(job string, o *reconcile.Outcome, kind string) {
 	var payload *string
 	if cmd := o.RepairCommand(job); cmd != nil {
 		b, _ := json.Marshal(cmd) // strings and an integer: it cannot fail
@@ -224,7 +254,7 @@ func (f *findingCols) add(job string, o reconcile.Outcome, kind string) {
 	f.versions = append(f.versions, o.Version)
 	f.decides = append(f.decides, o.Decides())
 	f.verified = append(f.verified, o.Verified)
-	f.answeredAt = append(f.answeredAt, VerifiedAt(&o))
+	f.answeredAt = append(f.answeredAt, VerifiedAt(o))
 	f.locals = append(f.locals, o.Local)
 	f.externals = append(f.externals, o.External)
 	f.details = append(f.details, o.Decision.Detail)
