@@ -449,15 +449,14 @@ func (p *sqlParts) commitStatements(st *statements) {
 		// answers were obtained: a row verified since on a newer answer is not observed either.
 		// It returns the ids of the rows it left unobserved (changed since their read, or
 		// deleted), for the commit to count (hosttable.QueueResults).
-		st.observe = fmt.Sprintf(`WITH t AS (
-				SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) AS t(r, e, v, at)
-			), written AS (
-				UPDATE %s AS h SET %s = t.e, %s = %s FROM t WHERE %s = t.r::%s
+		st.observe = fmt.Sprintf(`WITH written AS (
+				UPDATE %s AS h SET %s = t.e, %s = %s
+				FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) AS t(r, e, v, at) WHERE %s = t.r::%s
 					AND (CASE WHEN t.v = '' THEN true ELSE %s END) AND NOT coalesce(%s > least(t.at, now()), false)
 				RETURNING t.r
 			)
 			SELECT CASE WHEN (SELECT count(*) FROM written) = cardinality($1::text[]) THEN '{}'
-				ELSE (SELECT coalesce(array_agg(t.r), '{}') FROM t WHERE t.r NOT IN (SELECT r FROM written)) END`,
+				ELSE (SELECT coalesce(array_agg(t.r), '{}') FROM unnest($1::text[]) AS t(r) WHERE t.r NOT IN (SELECT r FROM written)) END`,
 			p.host, pgx.Identifier{cfg.ObservedColumn}.Sanitize(), pgx.Identifier{cfg.VerifiedAtColumn}.Sanitize(), now,
 			p.q(cfg.IDColumn), p.types[cfg.IDColumn], p.unchanged("t.v"), p.ts(cfg.VerifiedAtColumn))
 	} else {
@@ -470,11 +469,9 @@ func (p *sqlParts) commitStatements(st *statements) {
 		// $4 are the rows' versions as read: a row changed or deleted since is not observed. It
 		// returns the ids of the rows it left unobserved (changed or deleted since their read,
 		// or verified since on a newer answer), for the commit to count (hosttable.QueueResults).
-		st.observe = `WITH t AS (
-				SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS t(r, e, v, at)
-			), written AS (
+		st.observe = `WITH written AS (
 				INSERT INTO ` + t.table("observations") + ` AS o (job, record_id, external_state, verified_at)
-				SELECT $1, r, e, least(at, now()) FROM t
+				SELECT $1, r, e, least(at, now()) FROM unnest($2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS t(r, e, v, at)
 				WHERE ` + p.rowAsRead("t.r", "t.v", "true") + `
 				ON CONFLICT (job, record_id) DO UPDATE
 				SET external_state = EXCLUDED.external_state, verified_at = EXCLUDED.verified_at
@@ -482,7 +479,7 @@ func (p *sqlParts) commitStatements(st *statements) {
 				RETURNING o.record_id
 			)
 			SELECT CASE WHEN (SELECT count(*) FROM written) = cardinality($2::text[]) THEN '{}'
-				ELSE (SELECT coalesce(array_agg(t.r), '{}') FROM t WHERE t.r NOT IN (SELECT record_id FROM written)) END`
+				ELSE (SELECT coalesce(array_agg(t.r), '{}') FROM unnest($2::text[]) AS t(r) WHERE t.r NOT IN (SELECT record_id FROM written)) END`
 	}
 	// forgetDeleted closes the open findings of job $1 whose row no longer exists, as
 	// row_deleted by $2, in their history too, and removes the job's observations of such rows.
