@@ -76,7 +76,15 @@ func (p *pipeline[L, E]) judgePair(o *Outcome, local L, ext E, at time.Time) err
 // valid UTF-8 without NUL characters and bounded (MaxExternalID, MaxKind, MaxState, MaxDetail,
 // storableDiffs), the kind printable (kindText). A classifier's or a server's text must not
 // fail a whole commit, and with it every later run of the job.
-func storableOutcomes(outcomes []Outcome) {
+func storableOutcomes(outcomes []Outcome) { StorableOutcomes(outcomes) }
+
+// StorableOutcomes makes outcomes storable in place, as RunBatch and lanes do before they
+// commit: external id, kind, states, detail and diffs (and the record id of an outcome that
+// names an external object, NotARow) valid UTF-8 without NUL characters and bounded
+// (MaxExternalID, MaxKind, MaxState, MaxDetail, MaxDiffs, MaxDiffValue), the kind printable.
+// A driver that commits outcomes of its own through a Sink or a LaneSink (package tieout's
+// Step) calls it first.
+func StorableOutcomes(outcomes []Outcome) {
 	for i := range outcomes {
 		o := &outcomes[i]
 		if o.NotARow {

@@ -55,6 +55,9 @@
 //     and writes nothing; a drift found by a lane and by the sweep is one finding with one
 //     command; an external object no row refers to is one missing_locally finding, not reopened
 //     once resolved (the store honours reconcile.Outcome.Once and NotARow).
+//   - External records (what package tieout records): outcomes that name no row, committed by a
+//     lane, are one finding per (record, kind), queue their repair commands once, and once
+//     resolved are not opened again.
 //   - Rows changed since their read: a row changed while its batch waits on the gateway, or
 //     between a lane's match and its commit (a repair applied, its finding resolved), gets no
 //     second finding, no command and no verification, and is judged again next cycle. A

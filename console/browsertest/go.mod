@@ -2,13 +2,13 @@ module github.com/reconcilekit/reconcile/console/browsertest
 
 go 1.26.0
 
-require github.com/reconcilekit/reconcile v0.0.0-20261205050631-b84397c4c0cf
+require github.com/reconcilekit/reconcile v0.0.0-20261205211943-588a56b97fa4
 
 require (
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/reconcilekit/reconcile/console v0.0.0-20261205050631-b84397c4c0cf
+	github.com/reconcilekit/reconcile/console v0.0.0-20261205211943-588a56b97fa4
 )
 
 require (

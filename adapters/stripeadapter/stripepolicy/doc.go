@@ -231,4 +231,14 @@
 // nothing: FulfillCheckout calls the host's fulfilment function, which re-reads the session
 // and fulfils once. A row that says paid while Stripe does not, or a session closed here that
 // Stripe still takes payment on, needs a person; the rest is catching up.
+//
+// # Payouts
+//
+// [PayoutGroup] and [PayoutOptions.PayoutMember] turn a payout and its balance transactions
+// (listed with ?payout=po_... and the source expanded) into package tieout's Group and
+// Members: the booked kind of each type from a table ([BalanceTransactionKinds]; an adjustment
+// is a dispute's when its source is one), amounts signed as Stripe signs them, the source's
+// presentment amount signed the same way, and the id the host books the line under. A type not
+// in the table has no kind, and the tie-out reports it. Paid is not terminal; a manual payout
+// cannot be itemized.
 package stripepolicy

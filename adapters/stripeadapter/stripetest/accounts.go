@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/stripe/stripe-go/v82"
@@ -29,6 +30,9 @@ type Account struct {
 	Created time.Time
 	// Country is a two-letter code; empty means "US".
 	Country string
+	// DefaultCurrency is the currency the account settles in (its default_currency), in which
+	// its balance transactions and payouts are; empty means "usd".
+	DefaultCurrency string
 	// ChargesEnabled, PayoutsEnabled and DetailsSubmitted are the account's onboarding state;
 	// all false, the zero value, is an account that has just been created.
 	ChargesEnabled, PayoutsEnabled, DetailsSubmitted bool
@@ -45,6 +49,7 @@ type acctState struct {
 	typ              stripe.AccountType
 	created          int64
 	country          string
+	defaultCurrency  string
 	chargesEnabled   bool
 	payoutsEnabled   bool
 	detailsSubmitted bool
@@ -110,6 +115,7 @@ func (s *Server) accountState(a Account) (acctState, error) {
 		typ:              a.Type,
 		created:          s.now().Unix(),
 		country:          a.Country,
+		defaultCurrency:  strings.ToLower(a.DefaultCurrency),
 		chargesEnabled:   a.ChargesEnabled,
 		payoutsEnabled:   a.PayoutsEnabled,
 		detailsSubmitted: a.DetailsSubmitted,
@@ -129,6 +135,9 @@ func (s *Server) accountState(a Account) (acctState, error) {
 	}
 	if st.country == "" {
 		st.country = "US"
+	}
+	if st.defaultCurrency == "" {
+		st.defaultCurrency = "usd"
 	}
 	if len(a.Metadata) > 0 {
 		st.metadata = maps.Clone(a.Metadata)
@@ -154,7 +163,7 @@ func (s *Server) knowAccount(id string) {
 		return
 	}
 	s.storeAccount(acctState{
-		id: id, typ: stripe.AccountTypeStandard, created: s.now().Unix(), country: "US",
+		id: id, typ: stripe.AccountTypeStandard, created: s.now().Unix(), country: "US", defaultCurrency: "usd",
 		chargesEnabled: true, payoutsEnabled: true, detailsSubmitted: true,
 	})
 }
@@ -173,6 +182,7 @@ func (s *Server) Account(id string) (Account, bool) {
 		Type:             a.typ,
 		Created:          unixTime(a.created),
 		Country:          a.country,
+		DefaultCurrency:  a.defaultCurrency,
 		ChargesEnabled:   a.chargesEnabled,
 		PayoutsEnabled:   a.payoutsEnabled,
 		DetailsSubmitted: a.detailsSubmitted,
@@ -320,7 +330,9 @@ func appendAccount(b []byte, st *acctState) []byte {
 	b = appendString(b, st.country)
 	b = append(b, `,"created":`...)
 	b = strconv.AppendInt(b, st.created, 10)
-	b = append(b, `,"default_currency":"usd","details_submitted":`...)
+	b = append(b, `,"default_currency":`...)
+	b = appendString(b, st.defaultCurrency)
+	b = append(b, `,"details_submitted":`...)
 	b = strconv.AppendBool(b, st.detailsSubmitted)
 	b = append(b, `,"email":null,"external_accounts":{"object":"list","data":[],"has_more":false,"url":`...)
 	b = appendStrings(b, "/v1/accounts/", st.id, "/external_accounts")

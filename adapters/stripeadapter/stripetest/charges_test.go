@@ -215,10 +215,63 @@ func TestRetrieveCharge(t *testing.T) {
 			t.Errorf("got %d %s", res.StatusCode, body)
 		}
 	})
-	t.Run("charges are not listed", func(t *testing.T) {
-		res, body := rawGet(t, f.srv, "/v1/charges", f.srv.Key())
-		if res.StatusCode != 404 || !strings.Contains(body, "Unrecognized request URL") {
-			t.Errorf("got %d %s", res.StatusCode, body)
+}
+
+func TestListCharges(t *testing.T) {
+	f := newFixture(t)
+	var pis []string
+	for i := range 5 {
+		pis = append(pis, f.srv.AddPaymentIntent(PaymentIntent{Status: stripe.PaymentIntentStatusSucceeded, Amount: int64(100 * (i + 1)),
+			Created: t0.Add(time.Duration(i-5) * time.Hour)}))
+	}
+	f.srv.AddPaymentIntent(PaymentIntent{Amount: 1}) // no charge yet
+	connected := f.srv.AddPaymentIntent(PaymentIntent{Account: "acct_1", Status: stripe.PaymentIntentStatusSucceeded, Amount: 9})
+	charges := make([]string, len(pis))
+	for i, pi := range pis {
+		charges[i] = f.latestCharge(t, pi, "")
+	}
+	list := func(p *stripe.ChargeListParams) []string {
+		var ids []string
+		for ch, err := range f.sc.V1Charges.List(context.Background(), p) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, ch.ID)
 		}
-	})
+		return ids
+	}
+	connectedList := &stripe.ChargeListParams{}
+	connectedList.StripeAccount = stripe.String("acct_1")
+	for name, tc := range map[string]struct {
+		p    *stripe.ChargeListParams
+		want []string
+	}{
+		"every charge of the platform, newest first": {&stripe.ChargeListParams{}, reversed(charges)},
+		"in pages of two":          {&stripe.ChargeListParams{ListParams: stripe.ListParams{Limit: stripe.Int64(2)}}, reversed(charges)},
+		"an intent's":              {&stripe.ChargeListParams{PaymentIntent: stripe.String(pis[2])}, []string{charges[2]}},
+		"another account's intent": {&stripe.ChargeListParams{PaymentIntent: stripe.String(connected)}, nil},
+		"a customer's, which the fake's charges lack": {&stripe.ChargeListParams{Customer: stripe.String("cus_1")}, nil},
+		"created in a window": {&stripe.ChargeListParams{CreatedRange: &stripe.RangeQueryParams{
+			GreaterThanOrEqual: t0.Add(-2 * time.Hour).Unix()}}, []string{charges[4], charges[3]}},
+		"a connected account's": {connectedList, []string{f.latestCharge(t, connected, "acct_1")}},
+	} {
+		if got := list(tc.p); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: got %v, want %v", name, got, tc.want)
+		}
+	}
+	p := &stripe.ChargeListParams{}
+	p.AddExpand("data.payment_intent")
+	p.AddExpand("data.balance_transaction")
+	p.Limit = stripe.Int64(1)
+	page := &stripe.ChargeList{}
+	if err := f.call("/v1/charges", p, "", page); err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Data) != 1 || !page.HasMore || page.Data[0].PaymentIntent.ID != pis[4] || page.Data[0].PaymentIntent.Amount != 500 ||
+		page.Data[0].BalanceTransaction.Amount != 500 || page.URL != "/v1/charges" {
+		t.Errorf("got %+v", page)
+	}
+	if n := f.srv.Requests(ListCharges); n < 8 {
+		t.Errorf("%d charge lists counted", n)
+	}
 }

@@ -3,6 +3,7 @@ package stripetest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,13 +20,17 @@ type dpState struct {
 	amount        int64
 	status        stripe.DisputeStatus
 	dueBy         int64 // 0: no response possible, rendered as null
+	// txns are the dispute's balance transactions, oldest first; the slice is replaced, never
+	// appended to in place, so that snapshots keep theirs.
+	txns []*txnState
 }
 
 // dispute is a stored Dispute.
 type dispute struct {
 	dpState
-	seq       uint64
-	withdrawn bool // opened as a chargeback, so winning it reinstates funds
+	seq        uint64
+	withdrawn  bool // opened as a chargeback, so winning it reinstates funds
+	reinstated bool // won, and its funds are back in the balance
 }
 
 func (d *dispute) sortKey() sortKey { return sortKey{d.created, d.seq} }
@@ -110,6 +115,9 @@ func (s *Server) Dispute(piID string, amount int64, status stripe.DisputeStatus,
 	indexOf(s.disputesBy, d.account).add(d)
 	ch.disputes.add(d)
 	ch.disputed = true
+	if d.withdrawn {
+		s.disputeMoves(d, -d.amount, at)
+	}
 	s.addEvent("charge.dispute.created", at, d.account, d.dpState)
 	if d.withdrawn {
 		s.addEvent("charge.dispute.funds_withdrawn", at, d.account, d.dpState)
@@ -134,12 +142,18 @@ func (s *Server) SetDisputeStatus(disputeID string, status stripe.DisputeStatus)
 	if !ok {
 		return errors.New("stripetest: no such dispute: " + disputeID)
 	}
+	if status == stripe.DisputeStatusWon && d.withdrawn && !d.reinstated {
+		// The money comes back once, however often the status is set again.
+		d.reinstated = true
+		s.disputeMoves(d, d.amount, at)
+	}
 	d.status = status
 	if !closedDisputes[status] {
 		s.addEvent("charge.dispute.updated", at, d.account, d.dpState)
 		// An inquiry that escalates becomes a chargeback: its funds leave the balance now.
 		if !d.withdrawn && withdraws(status) {
 			d.withdrawn = true
+			s.disputeMoves(d, -d.amount, at)
 			s.addEvent("charge.dispute.funds_withdrawn", at, d.account, d.dpState)
 		}
 		return nil
@@ -149,4 +163,17 @@ func (s *Server) SetDisputeStatus(disputeID string, status stripe.DisputeStatus)
 		s.addEvent("charge.dispute.funds_reinstated", at, d.account, d.dpState)
 	}
 	return nil
+}
+
+// disputeMoves records a dispute's balance transaction at the time at: an adjustment of
+// amount (negative: funds withdrawn, with the dispute fee; positive: funds reinstated on a won
+// chargeback, without fee), reporting category dispute or dispute_reversal. The caller holds
+// s.mu.
+func (s *Server) disputeMoves(d *dispute, amount, at int64) {
+	category, fee := "dispute", func(int64, string) int64 { return disputeFee }
+	if amount > 0 {
+		category, fee = "dispute_reversal", nil
+	}
+	id := s.moveMoney(d.account, "adjustment", category, d.id, d.currency, amount, fee, "Dispute fee", at, at)
+	d.txns = append(slices.Clip(d.txns), &s.txns[id].txnState)
 }

@@ -1,6 +1,6 @@
 // Package stripetest is a stateful fake of the part of the Stripe API this project reads,
 // PaymentIntents with their charges, refunds and disputes, Subscriptions, Invoices, Checkout
-// Sessions, Connect accounts, and their events, served over real HTTP so that stripe-go pointed at
+// Sessions, payouts and balance transactions, Connect accounts, and their events, served over real HTTP so that stripe-go pointed at
 // it works unchanged. Tests use it to exercise the Stripe adapter end to end: pagination, Connect
 // accounts, rate limits, outages and slow answers, money that changes without the intent's status
 // changing, all without the network or a Stripe account.
@@ -86,7 +86,9 @@
 // amount_refunded counts the released remainder, amount − amount_captured, as Stripe's charges
 // have been seen to (not documented; see the stripepolicy package doc), so a refund of the
 // whole captured amount brings amount_refunded to amount. Refunds are limited to what was
-// captured less what the refunds returned. GET /v1/charges/{id} reads a charge.
+// captured less what the refunds returned. GET /v1/charges/{id} reads a charge, and
+// GET /v1/charges lists them, filtered by payment_intent (its one charge) and created; a
+// customer or transfer_group filter selects none, since the fake's charges have neither.
 //
 // Refund refunds a charge as the Dashboard would (a succeeded refund "re_..."), and
 // SetRefundStatus moves a refund through pending, requires_action, succeeded, failed (with its
@@ -99,24 +101,74 @@
 // created; GET /v1/refunds/{id} and /v1/disputes/{id} read one. They belong to their intent's
 // account.
 //
+// # Payouts
+//
+// Money that moves leaves balance transactions "txn_..." as Stripe's does, in the account's
+// settlement currency (Options.SettlementCurrency for the platform, Account.DefaultCurrency
+// for a connected account; "usd" by default): a charge when it is captured (type charge,
+// reporting category charge, the amount captured less Stripe's fee, Options.Fee or 2.9% + 30,
+// pending until available_on two days later); a refund (refund, negative, no fee, available at
+// once) and, when a refund that counted fails or is canceled, refund_failure (positive); a
+// chargeback (adjustment, reporting category dispute, negative, with the $15.00 dispute fee)
+// and, when it is won, the funds reinstated (adjustment, dispute_reversal, positive, the fee
+// kept); and FailPayment, a bank debit returned after it succeeded (payment_failure_refund,
+// charge_failure, negative; the charge becomes failed and the intent requires a payment method
+// again, recording charge.failed and payment_intent.payment_failed). A charge in another
+// currency than the account's settles at the rate SetExchangeRate gave the pair (1 otherwise),
+// round(amount × rate), with exchange_rate set; refunds and disputes convert at the rate of
+// their own time. The charge's, refund's and dispute's balance_transaction,
+// failure_balance_transaction and balance_transactions name them. AddBalanceTransaction adds
+// one of any type string, for drift a policy must report: a type it does not know, a source
+// the host never booked, a transaction put into an existing payout so that it no longer sums.
+//
+// AddPayout stores a payout "po_...". An automatic one (the zero value) takes, at its created
+// time, every balance transaction of its account and currency that is available and in no
+// payout yet (a failed payout's payout_failure among them), links them to itself, and pays out
+// their net; its own balance transaction (type payout, −amount) is listed with them, so a
+// payout's transactions, its own included, net to zero. GET /v1/balance_transactions?payout=
+// lists them. A manual payout (Manual, automatic false) takes its Amount and cannot be
+// itemized: the payout filter answers Stripe's 400 "Balance transaction history can only be
+// filtered on automatic transfers, not manual." (Stripe's docs: "For automatic Stripe payouts
+// only"). SetPayoutStatus moves a payout from pending to in_transit and paid, FailPayout fails
+// it (from pending, in_transit, or paid: Stripe documents that some payouts show paid and then
+// fail) with failure_code and failure_message, and CancelPayout cancels a pending one; failed
+// and canceled are final, and a failed or canceled payout's money comes back as a
+// payout_failure or payout_cancel transaction, its failure_balance_transaction.
+// reconciliation_status is not_applicable for a manual payout, in_progress for an automatic
+// one, and completed once it is paid. Adding records payout.created; a change records
+// payout.updated, then payout.paid, payout.failed or payout.canceled, and
+// payout.reconciliation_completed when the reconciliation completes.
+//
+// GET /v1/payouts lists payouts, filtered by status, created and arrival_date (exact or a
+// range; destination selects none), and GET /v1/payouts/{id} reads one.
+// GET /v1/balance_transactions lists balance transactions, filtered by payout, type, source,
+// currency and created, 100 a page at most, and GET /v1/balance_transactions/{id} reads one;
+// a transaction's status is pending before its available_on and available from it, by
+// Options.Now. expand[]=data.source renders a transaction's charge, refund, dispute or payout
+// in place of its id (a source the fake does not have stays an id, and paths below source are
+// not checked); a payout's balance_transaction and failure_balance_transaction, and a
+// charge's or refund's, expand too.
+//
 // # Expand
 //
 // expand[]=latest_charge on a retrieve and expand[]=data.latest_charge on a list render the charge
 // in place of its id; likewise payment_intent on a charge, charge and payment_intent on a refund or
 // a dispute, latest_invoice on a subscription, parent.subscription_details.subscription on an
-// invoice, and payment_intent and subscription on a Checkout Session, nested up to Stripe's four
+// invoice, payment_intent and subscription on a Checkout Session, and the balance
+// transactions and sources of # Payouts, nested up to Stripe's four
 // levels (a list's data counts as one). A path Stripe would refuse is Stripe's 400: "This property
 // cannot be expanded (...)." for a field that is not expandable (with Stripe's hint to start a
 // list's path with data), and property_expansion_max_depth for more than four levels. stripe-mock
 // accepts such paths, which is why the fake checks them. A charge's refunds sub-list, rendered only
 // when expanded, holds its ten newest refunds. Expandable fields of objects the fake does not model
-// (customer, balance_transaction, ...) are accepted and stay as they are unexpanded (null, or
+// (customer, review, ...) are accepted and stay as they are unexpanded (null, or
 // the id of a subscription's or an invoice's customer), and paths below them are not checked.
 //
 // # Lists
 //
-// GET /v1/payment_intents, /v1/refunds, /v1/disputes, /v1/subscriptions, /v1/invoices,
-// /v1/checkout/sessions, /v1/accounts and /v1/events list newest first (by created, then
+// GET /v1/payment_intents, /v1/charges, /v1/refunds, /v1/disputes, /v1/subscriptions,
+// /v1/invoices, /v1/checkout/sessions, /v1/payouts, /v1/balance_transactions, /v1/accounts and
+// /v1/events list newest first (by created, then
 // later-added first) and take Stripe's parameters: limit (1 to 100, default 10), starting_after,
 // ending_before, and created as an exact time or with gt, gte, lt and lte. ending_before returns
 // the limit objects just newer than the cursor, still newest first, and has_more tells whether
@@ -144,7 +196,8 @@
 // invoice.created, and its changes invoice.finalized, .paid with .payment_succeeded, .voided,
 // .marked_uncollectible, .payment_failed and .updated; a Checkout Session nothing when created
 // (as in Stripe), then checkout.session.completed, .async_payment_succeeded,
-// .async_payment_failed and .expired; an account account.updated. Each event holds a snapshot
+// .async_payment_failed and .expired; a payout payout.created, .updated, .paid, .failed,
+// .canceled and .reconciliation_completed (see # Payouts); an account account.updated. Each event holds a snapshot
 // of its object after the change and belongs to the object's account.
 // GET /v1/events filters by type (with * as a wildcard, as in payment_intent.*), types (up to
 // 20 exact types) and created; GET /v1/events/{id} retrieves one.
@@ -168,9 +221,15 @@
 // # Not modeled
 //
 // Writes (creating, confirming or capturing intents, refunding or answering disputes through
-// the API), webhooks, idempotency keys, search, the charges list, more than one charge per
-// intent (an intent keeps its first charge, and canceling it releases nothing), balance
-// transactions, the customer filter of payment intents (accepted and ignored), the 30-day
+// the API), webhooks, idempotency keys, search, more than one charge per intent (an intent
+// keeps its first charge, and canceling it releases nothing), the balance itself
+// (GET /v1/balance), payout schedules and minimum balances (a payout is made when a test adds
+// it, and the fake does not check that the balance covers it), transfers, application fees and
+// the other balance transaction types Stripe creates (AddBalanceTransaction plants them), the
+// payment type of non-card charges (every captured charge is type charge), a captured amount
+// changed afterwards by SetAmountReceived (its balance transaction keeps the amount captured),
+// balance transactions' statuses inside event snapshots of disputes (rendered as of their
+// creation), the customer filter of payment intents (accepted and ignored), the 30-day
 // window of events, customers, prices and invoice lines (subscriptions have one item without a
 // price; an invoice's lines are empty), the other filters of the billing lists (price,
 // collection_method, current_period_*, due_date: refused as unknown parameters rather than

@@ -170,7 +170,9 @@ func appendCharge(b []byte, ch *chState, e expander) []byte {
 	b = strconv.AppendInt(b, ch.amountCaptured, 10)
 	b = append(b, `,"amount_refunded":`...)
 	b = strconv.AppendInt(b, ch.amountRefunded, 10)
-	b = append(b, `,"application":null,"application_fee":null,"application_fee_amount":null,"balance_transaction":null,"captured":`...)
+	b = append(b, `,"application":null,"application_fee":null,"application_fee_amount":null,"balance_transaction":`...)
+	b = e.appendTxnRef(b, "balance_transaction", ch.balanceTxn)
+	b = append(b, `,"billing_details":{"address":null,"email":null,"name":null,"phone":null,"tax_id":null},"calculated_statement_descriptor":null,"captured":`...)
 	b = strconv.AppendBool(b, ch.captured)
 	b = append(b, `,"created":`...)
 	b = strconv.AppendInt(b, ch.created, 10)
@@ -178,9 +180,19 @@ func appendCharge(b []byte, ch *chState, e expander) []byte {
 	b = appendString(b, ch.currency)
 	b = append(b, `,"customer":null,"description":null,"disputed":`...)
 	b = strconv.AppendBool(b, ch.disputed)
-	b = append(b, `,"failure_code":null,"failure_message":null,"livemode":false,"metadata":{},"outcome":null,"paid":true,"payment_intent":`...)
+	b = append(b, `,"failure_balance_transaction":`...)
+	b = e.appendTxnRef(b, "failure_balance_transaction", ch.failureTxn)
+	b = append(b, `,"failure_code":`...)
+	b = appendNullable(b, ch.failureCode)
+	b = append(b, `,"failure_message":`...)
+	if ch.failureCode != "" {
+		b = append(b, `"The customer's bank could not complete the payment."`...)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"fraud_details":{},"livemode":false,"metadata":{},"on_behalf_of":null,"outcome":null,"paid":true,"payment_intent":`...)
 	b = e.appendIntentRef(b, ch.paymentIntent)
-	b = append(b, `,"payment_method":null,"refunded":`...)
+	b = append(b, `,"payment_method":null,"payment_method_details":null,"receipt_email":null,"receipt_number":null,"receipt_url":null,"refunded":`...)
 	b = strconv.AppendBool(b, ch.refunded)
 	b = append(b, `,"refunds":`...)
 	if sub, ok := e.field("refunds"); ok {
@@ -188,8 +200,13 @@ func appendCharge(b []byte, ch *chState, e expander) []byte {
 	} else {
 		b = append(b, "null"...)
 	}
-	b = append(b, `,"review":null,"status":"succeeded"}`...)
-	return b
+	b = append(b, `,"review":null,"shipping":null,"source_transfer":null,"statement_descriptor":null,"statement_descriptor_suffix":null,"status":`...)
+	if ch.failureCode != "" {
+		b = append(b, `"failed"`...)
+	} else {
+		b = append(b, `"succeeded"`...)
+	}
+	return append(b, `,"transfer_data":null,"transfer_group":null}`...)
 }
 
 // maxSubList is how many items Stripe embeds in an expanded sub-list; has_more tells of the
@@ -217,12 +234,16 @@ func appendRefund(b []byte, r *reState, e expander) []byte {
 	b = appendString(b, r.id)
 	b = append(b, `,"object":"refund","amount":`...)
 	b = strconv.AppendInt(b, r.amount, 10)
-	b = append(b, `,"balance_transaction":null,"charge":`...)
+	b = append(b, `,"balance_transaction":`...)
+	b = e.appendTxnRef(b, "balance_transaction", r.balanceTxn)
+	b = append(b, `,"charge":`...)
 	b = e.appendChargeRef(b, r.charge)
 	b = append(b, `,"created":`...)
 	b = strconv.AppendInt(b, r.created, 10)
 	b = append(b, `,"currency":`...)
 	b = appendString(b, r.currency)
+	b = append(b, `,"failure_balance_transaction":`...)
+	b = e.appendTxnRef(b, "failure_balance_transaction", r.failureTxn)
 	b = append(b, `,"failure_reason":`...)
 	if r.failureReason != "" {
 		b = appendString(b, r.failureReason)
@@ -242,7 +263,14 @@ func appendDispute(b []byte, d *dpState, e expander) []byte {
 	b = appendString(b, d.id)
 	b = append(b, `,"object":"dispute","amount":`...)
 	b = strconv.AppendInt(b, d.amount, 10)
-	b = append(b, `,"balance_transactions":[],"charge":`...)
+	b = append(b, `,"balance_transactions":[`...)
+	for i, t := range d.txns {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendBalanceTransaction(b, t, expander{s: e.s})
+	}
+	b = append(b, `],"charge":`...)
 	b = e.appendChargeRef(b, d.charge)
 	b = append(b, `,"created":`...)
 	b = strconv.AppendInt(b, d.created, 10)

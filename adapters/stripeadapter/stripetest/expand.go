@@ -24,6 +24,10 @@ const (
 	kindInvoice       = "invoice"
 	kindSession       = "checkout.session"
 	kindAccount       = "account"
+	kindPayout        = "payout"
+	// kindBalanceTransaction's source is any of several kinds, so paths below it are not
+	// checked; the fake renders the objects it has.
+	kindBalanceTransaction = "balance_transaction"
 	// kindInvoiceParent and kindSubscriptionDetails are the objects an invoice's
 	// parent.subscription_details.subscription goes through.
 	kindInvoiceParent       = "invoice parent"
@@ -52,8 +56,8 @@ var expandable = map[string]map[string]string{
 	},
 	kindCharge: {
 		"payment_intent": kindPaymentIntent,
-		"application":    "", "application_fee": "", "balance_transaction": "", "billing_details": "",
-		"customer": "", "failure_balance_transaction": "", "fraud_details": "", "on_behalf_of": "",
+		"application":    "", "application_fee": "", "balance_transaction": kindBalanceTransaction, "billing_details": "",
+		"customer": "", "failure_balance_transaction": kindBalanceTransaction, "fraud_details": "", "on_behalf_of": "",
 		"outcome": "", "payment_method_details": "", "presentment_details": "", "radar_options": "",
 		"refunds": kindRefundList, "review": "", "shipping": "", "source_transfer": "", "transfer": "",
 		"transfer_data": "",
@@ -61,8 +65,8 @@ var expandable = map[string]map[string]string{
 	kindRefundList: {"data": kindRefund},
 	kindRefund: {
 		"charge": kindCharge, "payment_intent": kindPaymentIntent,
-		"balance_transaction": "", "customer": "", "destination_details": "",
-		"failure_balance_transaction": "", "next_action": "", "payment_method": "",
+		"balance_transaction": kindBalanceTransaction, "customer": "", "destination_details": "",
+		"failure_balance_transaction": kindBalanceTransaction, "next_action": "", "payment_method": "",
 		"presentment_details": "", "source_transfer_reversal": "", "transfer_reversal": "",
 	},
 	kindDispute: {
@@ -104,6 +108,11 @@ var expandable = map[string]map[string]string{
 		"presentment_details": "", "saved_payment_method_options": "", "setup_intent": "",
 		"shipping_address_collection": "", "shipping_cost": "", "shipping_options": "",
 		"tax_id_collection": "", "total_details": "", "wallet_options": "",
+	},
+	kindBalanceTransaction: {"source": "", "fee_details": ""},
+	kindPayout: {
+		"balance_transaction": kindBalanceTransaction, "failure_balance_transaction": kindBalanceTransaction,
+		"application_fee": "", "destination": "", "original_payout": "", "reversed_by": "", "trace_id": "",
 	},
 	kindAccount: {
 		"business_profile": "", "capabilities": "", "company": "", "controller": "",

@@ -74,9 +74,9 @@ func TestExpandLatestCharge(t *testing.T) {
 		p := &stripe.PaymentIntentRetrieveParams{}
 		p.AddExpand("customer")
 		p.AddExpand("payment_method.customer")
-		p.AddExpand("latest_charge.balance_transaction")
+		p.AddExpand("latest_charge.review")
 		pi, err := f.sc.V1PaymentIntents.Retrieve(ctx, paid, p)
-		if err != nil || pi.Customer != nil || pi.LatestCharge.BalanceTransaction != nil {
+		if err != nil || pi.Customer != nil || pi.LatestCharge.Review != nil {
 			t.Errorf("got %+v, %v", pi, err)
 		}
 	})

@@ -180,6 +180,8 @@ func TestFaultsOnMoneyRoutes(t *testing.T) {
 	rid, _ := f.srv.Refund(id, 10)
 	did, _ := f.srv.Dispute(id, 0, stripe.DisputeStatusNeedsResponse, time.Time{})
 	chID := f.latestCharge(t, id, "")
+	po := f.srv.AddPayout(Payout{Manual: true, Amount: 100})
+	txnID := mustPayout(t, f.srv, po).BalanceTransaction
 	for _, tc := range []struct {
 		route Route
 		path  string
@@ -190,6 +192,11 @@ func TestFaultsOnMoneyRoutes(t *testing.T) {
 		{RetrieveRefund, "/v1/refunds/" + rid, rid},
 		{ListDisputes, "/v1/disputes?payment_intent=" + id, ""},
 		{RetrieveDispute, "/v1/disputes/" + did, did},
+		{ListCharges, "/v1/charges?payment_intent=" + id, ""},
+		{ListPayouts, "/v1/payouts?status=pending", ""},
+		{RetrievePayout, "/v1/payouts/" + po, po},
+		{ListBalanceTransactions, "/v1/balance_transactions?source=" + chID, ""},
+		{RetrieveBalanceTransaction, "/v1/balance_transactions/" + txnID, txnID},
 	} {
 		t.Run("a fault on "+string(tc.route)+" fails it and only it", func(t *testing.T) {
 			f.srv.Inject(tc.route, Fault{Status: http.StatusServiceUnavailable, ID: tc.id, Times: 1})

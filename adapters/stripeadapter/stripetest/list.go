@@ -200,3 +200,31 @@ func (s *Server) chargeFilter(account string, q url.Values) (ch *charge, filtere
 	}
 	return ch, true
 }
+
+// isRangeParam reports whether param is the time filter name, exact (name) or bounded
+// (name[gt], name[gte], name[lt], name[lte]).
+func isRangeParam(param, name string) bool {
+	switch param {
+	case name, name + "[gt]", name + "[gte]", name + "[lt]", name + "[lte]":
+		return true
+	}
+	return false
+}
+
+// parseRange reads a time filter other than created, such as arrival_date, into an inclusive
+// range; without it the range is everything.
+func parseRange(q url.Values, name string) (from, to int64, f *failure) {
+	lq := listQuery{from: math.MinInt64, to: math.MaxInt64}
+	for _, param := range slices.Sorted(maps.Keys(q)) {
+		if !isRangeParam(param, name) {
+			continue
+		}
+		v := q.Get(param)
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, 0, invalidRequest(param, "Invalid integer: %s", v)
+		}
+		lq.restrictCreated(strings.TrimSuffix(strings.TrimPrefix(param, name+"["), "]"), n)
+	}
+	return lq.from, lq.to, nil
+}

@@ -17,6 +17,8 @@ type reState struct {
 	amount        int64
 	status        stripe.RefundStatus
 	failureReason string // set while failed
+	balanceTxn    string // the refund's balance transaction, type refund
+	failureTxn    string // the refund_failure transaction that gave the amount back, if any
 }
 
 // refund is a stored Refund.
@@ -85,6 +87,7 @@ func (s *Server) Refund(piID string, amount int64) (refundID string, err error) 
 		amount:        amount,
 		status:        stripe.RefundStatusSucceeded,
 	}, seq: s.seq}
+	r.balanceTxn = s.refundMoves(r, "refund", at)
 	s.refunds[r.id] = r
 	indexOf(s.refundsBy, r.account).add(r)
 	ch.refunds.add(r)
@@ -122,6 +125,12 @@ func (s *Server) SetRefundStatus(refundID string, status stripe.RefundStatus, fa
 	if countsAsRefunded(status) && !countsAsRefunded(r.status) && r.amount > ch.refundable() {
 		return fmt.Errorf("stripetest: refund %s of %d would exceed what is left to refund on %s (%d)", r.id, r.amount, ch.id, ch.refundable())
 	}
+	switch was, counts := countsAsRefunded(r.status), countsAsRefunded(status); {
+	case was && !counts:
+		r.failureTxn = s.refundMoves(r, "refund_failure", at)
+	case !was && counts:
+		r.balanceTxn = s.refundMoves(r, "refund", at)
+	}
 	r.status, r.failureReason = status, failureReason
 	ch.settleRefunds()
 	s.addEvent("refund.updated", at, r.account, r.reState)
@@ -130,4 +139,16 @@ func (s *Server) SetRefundStatus(refundID string, status stripe.RefundStatus, fa
 	}
 	s.addEvent("charge.refund.updated", at, r.account, r.reState)
 	return nil
+}
+
+// refundMoves records the balance transaction of a refund's money at the time at: refund, the
+// amount leaving the balance, or refund_failure, the amount coming back when a refund fails or
+// is canceled after it counted. Both are available at once and carry no fee. The caller holds
+// s.mu.
+func (s *Server) refundMoves(r *refund, typ string, at int64) string {
+	amount := r.amount
+	if typ == "refund" {
+		amount = -amount
+	}
+	return s.moveMoney(r.account, typ, reportingCategories[typ], r.id, r.currency, amount, nil, "", at, at)
 }

@@ -12,6 +12,7 @@ const (
 	ListEvents            Route = "events.list"              // GET /v1/events
 	RetrieveEvent         Route = "events.retrieve"          // GET /v1/events/{id}
 	RetrieveCharge        Route = "charges.retrieve"         // GET /v1/charges/{id}
+	ListCharges           Route = "charges.list"             // GET /v1/charges
 	ListRefunds           Route = "refunds.list"             // GET /v1/refunds
 	RetrieveRefund        Route = "refunds.retrieve"         // GET /v1/refunds/{id}
 	ListDisputes          Route = "disputes.list"            // GET /v1/disputes
@@ -25,6 +26,12 @@ const (
 	RetrieveCheckoutSession Route = "checkout.sessions.retrieve"
 	ListAccounts            Route = "accounts.list"     // GET /v1/accounts (the platform's)
 	RetrieveAccount         Route = "accounts.retrieve" // GET /v1/accounts/{id}
+	ListPayouts             Route = "payouts.list"      // GET /v1/payouts
+	RetrievePayout          Route = "payouts.retrieve"  // GET /v1/payouts/{id}
+	// ListBalanceTransactions is GET /v1/balance_transactions.
+	ListBalanceTransactions Route = "balance_transactions.list"
+	// RetrieveBalanceTransaction is GET /v1/balance_transactions/{id}.
+	RetrieveBalanceTransaction Route = "balance_transactions.retrieve"
 )
 
 // matchRoute maps a request to its route and the object id in its path; route "" means the
@@ -39,13 +46,15 @@ func matchRoute(method, path string) (Route, string) {
 	}{
 		{"/v1/payment_intents", ListPaymentIntents, RetrievePaymentIntent},
 		{"/v1/events", ListEvents, RetrieveEvent},
-		{"/v1/charges", "", RetrieveCharge}, // charges are read one at a time, not listed
+		{"/v1/charges", ListCharges, RetrieveCharge},
 		{"/v1/refunds", ListRefunds, RetrieveRefund},
 		{"/v1/disputes", ListDisputes, RetrieveDispute},
 		{"/v1/subscriptions", ListSubscriptions, RetrieveSubscription},
 		{"/v1/invoices", ListInvoices, RetrieveInvoice},
 		{"/v1/checkout/sessions", ListCheckoutSessions, RetrieveCheckoutSession},
 		{"/v1/accounts", ListAccounts, RetrieveAccount},
+		{"/v1/payouts", ListPayouts, RetrievePayout},
+		{"/v1/balance_transactions", ListBalanceTransactions, RetrieveBalanceTransaction},
 	} {
 		rest, ok := strings.CutPrefix(path, r.prefix)
 		switch {

@@ -20,6 +20,13 @@ type Options struct {
 	// Now is the clock for generated times: the default Created of objects and the time of
 	// status-change events. Nil means time.Now.
 	Now func() time.Time
+	// SettlementCurrency is the currency of the platform's balance, in which its balance
+	// transactions and payouts are; empty means "usd". A connected account's is its
+	// Account.DefaultCurrency.
+	SettlementCurrency string
+	// Fee is the fee Stripe takes on a charge that settles as amount in currency (the
+	// settlement currency, smallest unit); nil means 2.9% + 30, rounded to the nearest unit.
+	Fee func(amount int64, currency string) int64
 }
 
 // Server is a running fake of the Stripe API. Its methods are safe for concurrent use, also
@@ -38,6 +45,7 @@ type Server struct {
 	events     map[string]*event
 	eventsBy   map[string]*index[*event]
 	charges    map[string]*charge
+	chargesBy  map[string]*index[*charge]
 	refunds    map[string]*refund
 	refundsBy  map[string]*index[*refund]
 	disputes   map[string]*dispute
@@ -49,6 +57,16 @@ type Server struct {
 	sessions   map[string]*session
 	sessionsBy map[string]*index[*session]
 	accounts   map[string]*account
+	txns       map[string]*txn
+	txnsBy     map[string]*index[*txn]
+	// unpaid holds, per account, the balance transactions in no payout yet, oldest first,
+	// which the account's next automatic payout looks through.
+	unpaid    map[string][]*txn
+	payouts   map[string]*payout
+	payoutsBy map[string]*index[*payout]
+	rates     map[[2]string]float64 // by presentment and settlement currency
+	currency  string                // the platform's settlement currency, "" for usd
+	fee       func(amount int64, currency string) int64
 	// accountsIdx lists the platform's connected accounts, the only account-level list.
 	accountsIdx index[*account]
 
@@ -72,6 +90,7 @@ func NewServer(opts Options) *Server {
 		events:     make(map[string]*event),
 		eventsBy:   make(map[string]*index[*event]),
 		charges:    make(map[string]*charge),
+		chargesBy:  make(map[string]*index[*charge]),
 		refunds:    make(map[string]*refund),
 		refundsBy:  make(map[string]*index[*refund]),
 		disputes:   make(map[string]*dispute),
@@ -83,6 +102,14 @@ func NewServer(opts Options) *Server {
 		sessions:   make(map[string]*session),
 		sessionsBy: make(map[string]*index[*session]),
 		accounts:   make(map[string]*account),
+		txns:       make(map[string]*txn),
+		txnsBy:     make(map[string]*index[*txn]),
+		unpaid:     make(map[string][]*txn),
+		payouts:    make(map[string]*payout),
+		payoutsBy:  make(map[string]*index[*payout]),
+		rates:      make(map[[2]string]float64),
+		currency:   strings.ToLower(opts.SettlementCurrency),
+		fee:        opts.Fee,
 		counts:     make(map[Route]int),
 		countsBy:   make(map[routeAccount]int),
 	}
@@ -91,6 +118,9 @@ func NewServer(opts Options) *Server {
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.fee == nil {
+		s.fee = defaultFee
 	}
 	s.http = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
@@ -163,6 +193,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		body, f = s.listEvents(body, account, q)
 	case RetrieveCharge:
 		body, f = s.retrieveCharge(body, account, id, q)
+	case ListCharges:
+		body, f = chargeObjects.list(s, body, account, q)
+	case RetrieveBalanceTransaction:
+		body, f = balanceTransactionObjects.retrieve(s, body, account, id, q)
+	case ListBalanceTransactions:
+		body, f = balanceTransactionObjects.list(s, body, account, q)
+	case RetrievePayout:
+		body, f = payoutObjects.retrieve(s, body, account, id, q)
+	case ListPayouts:
+		body, f = payoutObjects.list(s, body, account, q)
 	case RetrieveRefund:
 		body, f = refundObjects.retrieve(s, body, account, id, q)
 	case ListRefunds:

@@ -1,0 +1,345 @@
+package pgledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/reconcilekit/reconcile/tieout"
+)
+
+// DB is what the ledger needs of a pool or a connection: *pgxpool.Pool and *pgx.Conn have it.
+type DB interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// Config describes the host's ledger.
+type Config struct {
+	// Tables are the tables the host books in, in the order Unpaid walks them. At least one.
+	Tables []Table
+}
+
+// Table is one of the host's tables. Column fields left empty take the defaults named.
+type Table struct {
+	// Schema and Name name the table; an empty Schema means the search path's. Name is
+	// required.
+	Schema, Name string
+	// Kind is the booked kind of every row (a payments table's tieout.KindPayment); or, for
+	// one ledger table, empty, and KindColumn names the column that says each row's kind.
+	Kind       string
+	KindColumn string
+	// KindValues maps KindColumn's values to booked kinds, such as "payment_succeeded" to
+	// tieout.KindPayment; nil means the values are the kinds. Rows of other values are not
+	// read.
+	KindValues map[string]string
+	// IDColumn holds the id a row is booked under (a text column). Required.
+	IDColumn string
+	// KeyColumn orders Unpaid's walk: unique and not null. Default "id".
+	KeyColumn string
+	// AmountColumn and CurrencyColumn hold the amount in minor units and its ISO code.
+	// Default "amount" and "currency".
+	AmountColumn, CurrencyColumn string
+	// Basis is what the amount is: tieout.Presentment (the default) or tieout.Settlement.
+	Basis tieout.Basis
+	// Negate reports that the table stores money going out as positive amounts (a refunds
+	// table): they are read negated.
+	Negate bool
+	// FeeColumn holds the booked fee in minor units of the settlement currency; empty means
+	// the table books no fees.
+	FeeColumn string
+	// SettledAtColumn holds when the row settled (NULL: not settled); AvailableOnColumn when
+	// its money became available; GroupColumn the payout the host recorded it in (NULL or
+	// empty: none); StatusColumn its status. All optional; Unpaid reads only the tables
+	// with SettledAtColumn and GroupColumn.
+	SettledAtColumn, AvailableOnColumn, GroupColumn, StatusColumn string
+}
+
+// Ledger is a tieout.Ledger over the host's tables.
+type Ledger struct {
+	db     DB
+	tables []table
+}
+
+var _ tieout.Ledger = (*Ledger)(nil)
+
+// table is a Table's statements.
+type table struct {
+	Table
+	booked string // $1 ids, ($2 kind values for a kind column)
+	unpaid string // $1 cut-off, $2 key after (NULL: from the start), $3 limit; "" if not walked
+	// kindOf maps a kind column's values to kinds; values lists them per kind.
+	kindOf map[string]string
+	values map[string][]string
+}
+
+// New checks cfg and returns a Ledger over db.
+func New(db DB, cfg Config) (*Ledger, error) {
+	if db == nil {
+		return nil, errors.New("pgledger: db is nil")
+	}
+	if len(cfg.Tables) == 0 {
+		return nil, errors.New("pgledger: config: no Tables")
+	}
+	l := &Ledger{db: db}
+	for i, t := range cfg.Tables {
+		tt, err := build(t)
+		if err != nil {
+			return nil, fmt.Errorf("pgledger: config: table %d (%s): %w", i, t.Name, err)
+		}
+		l.tables = append(l.tables, tt)
+	}
+	return l, nil
+}
+
+// build checks t, fills its defaults and writes its statements.
+func build(t Table) (table, error) {
+	switch {
+	case t.Name == "":
+		return table{}, errors.New("Name is empty")
+	case t.IDColumn == "":
+		return table{}, errors.New("IDColumn is empty")
+	case (t.Kind == "") == (t.KindColumn == ""):
+		return table{}, errors.New("exactly one of Kind and KindColumn must be set")
+	case t.Kind != "" && t.KindValues != nil:
+		return table{}, errors.New("KindValues need a KindColumn")
+	case t.Basis != 0 && t.Basis != tieout.Presentment && t.Basis != tieout.Settlement:
+		return table{}, fmt.Errorf("Basis %d is neither presentment nor settlement", t.Basis)
+	}
+	def := func(s *string, v string) {
+		if *s == "" {
+			*s = v
+		}
+	}
+	def(&t.KeyColumn, "id")
+	def(&t.AmountColumn, "amount")
+	def(&t.CurrencyColumn, "currency")
+	if t.Basis == 0 {
+		t.Basis = tieout.Presentment
+	}
+	tt := table{Table: t}
+	if t.KindColumn != "" {
+		tt.kindOf, tt.values = map[string]string{}, map[string][]string{}
+		for v, k := range t.KindValues {
+			if k == "" {
+				return table{}, fmt.Errorf("KindValues maps %q to no kind", v)
+			}
+			tt.kindOf[v] = k
+			tt.values[k] = append(tt.values[k], v)
+		}
+	}
+	col := func(name string) string { return pgx.Identifier{name}.Sanitize() }
+	opt := func(name, typ string) string {
+		if name == "" {
+			return "NULL::" + typ
+		}
+		return col(name)
+	}
+	rel := pgx.Identifier{t.Name}.Sanitize()
+	if t.Schema != "" {
+		rel = pgx.Identifier{t.Schema, t.Name}.Sanitize()
+	}
+	kind := "NULL::text"
+	if t.KindColumn != "" {
+		kind = col(t.KindColumn) + "::text"
+	}
+	sel := fmt.Sprintf(`SELECT %s, %s::text, %s::bigint, %s::text, %s::bigint, %s::timestamptz, %s::timestamptz, %s::text, %s::text, %s::text FROM %s`,
+		kind, col(t.IDColumn), col(t.AmountColumn), col(t.CurrencyColumn), opt(t.FeeColumn, "bigint"), opt(t.SettledAtColumn, "timestamptz"),
+		opt(t.AvailableOnColumn, "timestamptz"), opt(t.GroupColumn, "text"), opt(t.StatusColumn, "text"), col(t.KeyColumn), rel)
+	if t.KindColumn == "" {
+		tt.booked = sel + fmt.Sprintf(` WHERE %s::text = ANY($1::text[])`, col(t.IDColumn))
+	} else {
+		tt.booked = sel + fmt.Sprintf(` WHERE (%s::text, %s::text) IN (SELECT * FROM unnest($2::text[], $1::text[]))`, col(t.KindColumn), col(t.IDColumn))
+	}
+	if t.SettledAtColumn != "" && t.GroupColumn != "" {
+		conds := []string{
+			col(t.SettledAtColumn) + " IS NOT NULL",
+			fmt.Sprintf("coalesce(%s::text, '') = ''", col(t.GroupColumn)),
+			fmt.Sprintf("coalesce(%s, %s) < $1", opt(t.AvailableOnColumn, "timestamptz"), col(t.SettledAtColumn)),
+			fmt.Sprintf("(%s > $2 OR $2 IS NULL)", col(t.KeyColumn)),
+		}
+		if t.KindColumn != "" {
+			conds = append(conds, col(t.KindColumn)+"::text = ANY($4::text[])")
+		}
+		tt.unpaid = sel + " WHERE " + strings.Join(conds, " AND ") + fmt.Sprintf(" ORDER BY %s LIMIT $3", col(t.KeyColumn))
+	}
+	return tt, nil
+}
+
+// Booked returns the records booked under keys, from every table in one round trip. A key
+// whose id PostgreSQL cannot hold as text (NUL, invalid UTF-8) has no record: its line is
+// unbooked, and the tie-out goes on.
+func (l *Ledger) Booked(ctx context.Context, keys []tieout.Key) ([]tieout.Booked, error) {
+	byKind := map[string][]string{}
+	for _, k := range keys {
+		if k.ID == "" || !utf8.ValidString(k.ID) || strings.IndexByte(k.ID, 0) >= 0 {
+			continue
+		}
+		byKind[k.Kind] = append(byKind[k.Kind], k.ID)
+	}
+	var batch pgx.Batch
+	var asked []int
+	for i, t := range l.tables {
+		if t.KindColumn == "" {
+			if ids := byKind[t.Kind]; len(ids) > 0 {
+				batch.Queue(t.booked, ids)
+				asked = append(asked, i)
+			}
+			continue
+		}
+		var ids, values []string
+		for kind, kids := range byKind {
+			vs := t.values[kind]
+			if t.KindValues == nil {
+				vs = []string{kind}
+			}
+			for _, v := range vs {
+				for _, id := range kids {
+					ids, values = append(ids, id), append(values, v)
+				}
+			}
+		}
+		if len(ids) > 0 {
+			batch.Queue(t.booked, ids, values)
+			asked = append(asked, i)
+		}
+	}
+	if len(asked) == 0 {
+		return nil, nil
+	}
+	br := l.db.SendBatch(ctx, &batch)
+	defer br.Close()
+	var out []tieout.Booked
+	for _, i := range asked {
+		rows, err := br.Query()
+		if err != nil {
+			return nil, fmt.Errorf("pgledger: read booked records of %s: %w", l.tables[i].Name, err)
+		}
+		recs, _, err := l.tables[i].scan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("pgledger: read booked records of %s: %w", l.tables[i].Name, err)
+		}
+		out = append(out, recs...)
+	}
+	return out, br.Close()
+}
+
+// Unpaid walks the tables with a SettledAtColumn and a GroupColumn, in order, each by its
+// KeyColumn; the position is the table's index and the last key read.
+func (l *Ledger) Unpaid(ctx context.Context, req tieout.UnpaidRequest) (tieout.UnpaidPage, error) {
+	if req.Limit < 1 {
+		return tieout.UnpaidPage{}, fmt.Errorf("pgledger: unpaid limit %d is below 1", req.Limit)
+	}
+	ti, after, err := parsePosition(req.After, len(l.tables))
+	if err != nil {
+		return tieout.UnpaidPage{}, err
+	}
+	page := tieout.UnpaidPage{Next: req.After}
+	for ; ti < len(l.tables) && len(page.Records) < req.Limit; ti, after = ti+1, nil {
+		t := l.tables[ti]
+		if t.unpaid == "" {
+			continue
+		}
+		args := []any{req.Before, after, req.Limit - len(page.Records)}
+		if t.KindColumn != "" {
+			args = append(args, t.kindValues())
+		}
+		rows, err := l.db.Query(ctx, t.unpaid, args...)
+		if err != nil {
+			return tieout.UnpaidPage{}, fmt.Errorf("pgledger: read unpaid records of %s: %w", t.Name, err)
+		}
+		recs, last, err := t.scan(rows)
+		if err != nil {
+			return tieout.UnpaidPage{}, fmt.Errorf("pgledger: read unpaid records of %s: %w", t.Name, err)
+		}
+		page.Records = append(page.Records, recs...)
+		if len(recs) > 0 {
+			page.Next = strconv.Itoa(ti) + ":" + last
+		}
+	}
+	return page, nil
+}
+
+// kindValues are the values of the kind column the table's rows may have.
+func (t table) kindValues() []string {
+	if t.KindValues == nil {
+		return []string{tieout.KindPayment, tieout.KindRefund, tieout.KindDispute, tieout.KindRefundFailure,
+			tieout.KindPaymentFailureRefund, tieout.KindFee, tieout.KindGroup, tieout.KindGroupFailure, tieout.KindOther}
+	}
+	vs := make([]string, 0, len(t.KindValues))
+	for v := range t.KindValues {
+		vs = append(vs, v)
+	}
+	return vs
+}
+
+// parsePosition reads "table:key"; empty is the start.
+func parsePosition(pos string, n int) (int, *string, error) {
+	if pos == "" {
+		return 0, nil, nil
+	}
+	i, key, ok := strings.Cut(pos, ":")
+	ti, err := strconv.Atoi(i)
+	if !ok || err != nil || ti < 0 || ti >= n {
+		return 0, nil, fmt.Errorf("pgledger: unpaid position %q is not one of this ledger's", pos)
+	}
+	return ti, &key, nil
+}
+
+// scan reads rows as booked records and returns the last key read.
+func (t table) scan(rows pgx.Rows) ([]tieout.Booked, string, error) {
+	defer rows.Close()
+	var out []tieout.Booked
+	var last string
+	for rows.Next() {
+		var (
+			kind, currency, group, status *string
+			id, key                       string
+			amount                        int64
+			fee                           *int64
+			settled, avail                *time.Time
+		)
+		if err := rows.Scan(&kind, &id, &amount, &currency, &fee, &settled, &avail, &group, &status, &key); err != nil {
+			return nil, "", err
+		}
+		last = key
+		b := tieout.Booked{Kind: t.Kind, ID: id, Amount: amount, Currency: deref(currency), Basis: t.Basis,
+			Group: deref(group), Status: deref(status)}
+		if t.KindColumn != "" {
+			b.Kind = deref(kind)
+			if t.KindValues != nil {
+				b.Kind = t.kindOf[b.Kind]
+			}
+		}
+		if t.Negate {
+			if amount == -amount && amount != 0 {
+				return nil, "", fmt.Errorf("row %s: amount %d cannot be negated", key, amount)
+			}
+			b.Amount = -amount
+		}
+		if fee != nil {
+			b.Fee, b.HasFee = *fee, true
+		}
+		if settled != nil {
+			b.SettledAt = *settled
+		}
+		if avail != nil {
+			b.AvailableOn = *avail
+		}
+		out = append(out, b)
+	}
+	return out, last, rows.Err()
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

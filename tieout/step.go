@@ -1,0 +1,186 @@
+package tieout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/reconcilekit/reconcile"
+)
+
+// Lister lists groups and their members at the external system (a Stripe adapter lists
+// payouts and ?payout=po_... balance transactions). Its calls are made outside any
+// transaction; it paces them itself.
+type Lister interface {
+	// Groups returns the page of groups after position pos ("" for the start): only groups
+	// whose members are final (Stripe: a payout whose reconciliation_status is completed), or
+	// a listing still moving gives findings that are not. One Step per connected account (a
+	// reconcile.FanOut builds them) covers Connect.
+	Groups(ctx context.Context, pos string) (GroupPage, error)
+	// Members returns the page of g's members after position after ("" for the first).
+	Members(ctx context.Context, g Group, after string) (MemberPage, error)
+}
+
+// GroupPage is one page of groups.
+type GroupPage struct {
+	Groups []Group
+	// Next is the position after the page; End reports that there is nothing after it for
+	// now (the walk starts again from Next, or from the start if Next is empty).
+	Next string
+	End  bool
+}
+
+// MemberPage is one page of a group's members.
+type MemberPage struct {
+	Members []Member
+	// Next is the position after the page; More reports that there are more.
+	Next string
+	More bool
+}
+
+// DefaultMaxMembers bounds the members read of one group by a StepConfig whose MaxMembers is
+// zero.
+const DefaultMaxMembers = 1_000_000
+
+// StepConfig describes a tie-out: which groups, against which ledger, recorded where.
+type StepConfig struct {
+	// Job and Lane name where findings and the walk's position are kept: the findings under
+	// Job (its own, such as "payouts"), the position under (Job, Lane). Required.
+	Job, Lane string
+	// Lister lists the groups and their members. Required.
+	Lister Lister
+	// Ledger is the host's ledger. Required.
+	Ledger Ledger
+	// Sink records findings and the position in one transaction (pgstore.Store,
+	// memstore.Store). Required.
+	Sink reconcile.LaneSink
+	// Policy says what the host books.
+	Policy Policy
+	// MaxMembers bounds the members read of one group; a group with more is not tied out
+	// (the step fails, naming it). Zero means DefaultMaxMembers.
+	MaxMembers int
+}
+
+// Step ties out one page of groups per RunBatch, like a lane's step: it reads its position,
+// lists the next groups and each one's members (outside any transaction), asks the ledger
+// once per page of members, classifies, and commits the findings with the new position. On
+// any error nothing is written and the step is redone. It is a reconcile.BatchRunner.
+type Step struct{ cfg StepConfig }
+
+// NewStep checks cfg and returns a Step.
+func NewStep(cfg StepConfig) (*Step, error) {
+	switch {
+	case cfg.Job == "" || cfg.Lane == "":
+		return nil, errors.New("tieout: step config: Job or Lane is empty")
+	case cfg.Lister == nil:
+		return nil, errors.New("tieout: step config: Lister is nil")
+	case cfg.Ledger == nil:
+		return nil, errors.New("tieout: step config: Ledger is nil")
+	case cfg.Sink == nil:
+		return nil, errors.New("tieout: step config: Sink is nil")
+	case cfg.MaxMembers < 0:
+		return nil, fmt.Errorf("tieout: step config: MaxMembers %d is negative", cfg.MaxMembers)
+	}
+	if cfg.MaxMembers == 0 {
+		cfg.MaxMembers = DefaultMaxMembers
+	}
+	return &Step{cfg: cfg}, nil
+}
+
+// RunBatch ties out the next page of groups. Report.Scanned counts the groups, Verdicts the
+// findings by verdict, GatewayCalls the lister's calls, Wrapped the lister's End.
+func (s *Step) RunBatch(ctx context.Context) (reconcile.Report, error) {
+	start := time.Now()
+	rep := reconcile.Report{Job: s.cfg.Job, Lane: s.cfg.Lane, Verdicts: map[reconcile.Verdict]int{}}
+	err := s.run(ctx, &rep)
+	rep.Duration = time.Since(start)
+	if err != nil {
+		return rep, fmt.Errorf("tieout: %s/%s: %w", s.cfg.Job, s.cfg.Lane, err)
+	}
+	return rep, nil
+}
+
+func (s *Step) run(ctx context.Context, rep *reconcile.Report) error {
+	cur, err := s.cfg.Sink.ReadLane(ctx, s.cfg.Job, s.cfg.Lane)
+	if err != nil {
+		return err
+	}
+	page, err := s.cfg.Lister.Groups(ctx, cur.Position)
+	rep.GatewayCalls++
+	if err != nil {
+		return err
+	}
+	var findings []Finding
+	for _, g := range page.Groups {
+		f, calls, err := s.tie(ctx, g)
+		rep.GatewayCalls += calls
+		if err != nil {
+			return fmt.Errorf("group %s: %w", g.ID, err)
+		}
+		findings = append(findings, f...)
+	}
+	rep.Scanned = len(page.Groups)
+	for _, f := range findings {
+		rep.Verdicts[f.Decision.Verdict]++
+	}
+	next := page.Next
+	if page.End {
+		rep.Wrapped = true
+	}
+	res, err := s.cfg.Sink.CommitLane(ctx, reconcile.LaneCommit{Job: s.cfg.Job, Lane: s.cfg.Lane, Cursor: cur,
+		Next: next, End: page.End, Outcomes: Outcomes(findings)})
+	rep.NewFindings, rep.NewCommands = res.Findings, res.Commands
+	return err
+}
+
+// tie lists g's members and classifies them against what the ledger booked: one ledger call
+// per page of members (and one for the group's own booking, if the host books payouts).
+func (s *Step) tie(ctx context.Context, g Group) ([]Finding, int, error) {
+	var members []Member
+	var booked []Booked
+	calls := 0
+	asked := make(map[Key]bool) // a key on two pages is asked once: its records once
+	if g.Itemized {
+		after := ""
+		for {
+			mp, err := s.cfg.Lister.Members(ctx, g, after)
+			calls++
+			if err != nil {
+				return nil, calls, err
+			}
+			if len(members)+len(mp.Members) > s.cfg.MaxMembers {
+				return nil, calls, fmt.Errorf("more than %d members", s.cfg.MaxMembers)
+			}
+			members = append(members, mp.Members...)
+			keys := s.cfg.Policy.Keys(mp.Members)
+			keys = slices.DeleteFunc(keys, func(k Key) bool { return asked[k] })
+			for _, k := range keys {
+				asked[k] = true
+			}
+			if len(keys) > 0 {
+				b, err := s.cfg.Ledger.Booked(ctx, keys)
+				if err != nil {
+					return nil, calls, err
+				}
+				booked = append(booked, b...)
+			}
+			if !mp.More {
+				break
+			}
+			if mp.Next == "" || mp.Next == after {
+				return nil, calls, errors.New("the member listing does not advance")
+			}
+			after = mp.Next
+		}
+	}
+	if s.cfg.Policy.books(KindGroup) {
+		b, err := s.cfg.Ledger.Booked(ctx, []Key{{KindGroup, g.ID}})
+		if err != nil {
+			return nil, calls, err
+		}
+		booked = append(booked, b...)
+	}
+	return s.cfg.Policy.Classify(g, members, booked), calls, nil
+}
