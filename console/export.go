@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/internal/shared/safetext"
 )
 
 // MaxExportRows bounds a CSV export: a filter that selects more is refused (when the store
@@ -22,16 +23,6 @@ const exportPage = MaxPageSize
 // csvHeader are the export's columns.
 var csvHeader = []string{"id", "job", "record_id", "external_id", "kind", "meaning", "local_state", "external_state",
 	"differences", "detail", "detected_at", "resolved_at", "resolution", "resolved_by", "resolution_note"}
-
-// cell makes s safe to open in a spreadsheet: one that begins like a formula (= + - @, or a
-// tab or carriage return that some programs skip before one) is prefixed with ' so it stays
-// text (OWASP's CSV injection advice). encoding/csv does the quoting.
-func cell(s string) string {
-	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
-		return "'" + s
-	}
-	return s
-}
 
 // export streams the findings the list's filter selects as CSV (GET /findings.csv, the
 // list's query), reading them from the store a page at a time, its sort order and paging
@@ -94,7 +85,7 @@ func (c *Console) export(w http.ResponseWriter, r *http.Request) {
 				x(fd.Local), x(fd.External), strings.Join(diffs, "; "), x(fd.Detail), at(fd.DetectedAt), at(fd.ResolvedAt),
 				x(fd.Resolution), x(fd.ResolvedBy), x(fd.ResolutionNote)}
 			for i := range row {
-				row[i] = cell(row[i])
+				row[i] = safetext.CSVCell(row[i])
 			}
 			cw.Write(row) //nolint:errcheck
 			written++

@@ -8,14 +8,8 @@ import (
 )
 
 // CoreKinds are the meanings of the kinds the engine itself records, whatever the gateway;
-// the console knows them without Config.Kinds.
-var CoreKinds = []reconcile.KindInfo{
-	{Kind: reconcile.KindMissingExternally, Meaning: "The external system has no object by the row's external id.", Money: false},
-	{Kind: reconcile.KindMissingLocally, Meaning: "The external system has an object that no row refers to (a local transaction that rolled back, say).", Money: false},
-	{Kind: reconcile.KindInvalidExternalID, Meaning: "The row's external id is empty or cannot be valid, so it could not be checked.", Money: false},
-	{Kind: reconcile.KindInvalidRow, Meaning: "The row could not be read or judged (a value its field cannot hold, say).", Money: false},
-	{Kind: reconcile.KindRejected, Meaning: "The external system refused to answer about the row (a bad request).", Money: false},
-}
+// the console knows them without Config.Kinds. They are reconcile.CoreKinds().
+var CoreKinds = reconcile.CoreKinds()
 
 // kindTable is the console's kinds: CoreKinds, then Config.Kinds (which may redefine a core
 // kind), in order.

@@ -18,12 +18,37 @@ func (s *Store[L]) Check(ctx context.Context) error {
 	return err
 }
 
-func (s *Store[L]) statements(ctx context.Context) (*statements, error) {
+func (s *Store[L]) statements(ctx context.Context) (*statements, error) { return s.prepare(ctx, true) }
+
+// prepare returns the store's statements, built from the catalog on first use; with migrated,
+// once it has also found the reconciler's tables migrated (checkMigrated). ReadFrom asks
+// without: it reads the host table alone, which a SELECT-only role on a database without the
+// reconciler's tables can.
+func (s *Store[L]) prepare(ctx context.Context, migrated bool) (*statements, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.sql != nil {
+	if s.sql != nil && (s.migrated || !migrated) {
 		return s.sql, nil
 	}
+	if s.sql == nil {
+		st, err := s.buildStatements(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.sql = st
+	}
+	if migrated {
+		if err := checkMigrated(ctx, s.db, s.cfg.Tables); err != nil {
+			return nil, err
+		}
+		s.migrated = true
+	}
+	return s.sql, nil
+}
+
+// buildStatements reads the host table's catalog, checks the configuration against it and
+// builds the statements.
+func (s *Store[L]) buildStatements(ctx context.Context) (*statements, error) {
 	types, err := s.columnTypes(ctx)
 	if err != nil {
 		return nil, err
@@ -51,11 +76,7 @@ func (s *Store[L]) statements(ctx context.Context) (*statements, error) {
 	if err := s.row.checkSample(ctx, s.db, st.parts); err != nil {
 		return nil, err
 	}
-	if err := checkMigrated(ctx, s.db, s.cfg.Tables); err != nil {
-		return nil, err
-	}
-	s.sql = st
-	return s.sql, nil
+	return st, nil
 }
 
 // keyCollations reads from the catalog the collation of each key column that has one other

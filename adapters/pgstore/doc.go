@@ -73,6 +73,10 @@
 // what pgx's own Scan does: the engine benchmark's typed row of four columns runs at the
 // one-column row's speed.
 //
+// Config.Columns names fields' columns when the program runs, in place of their tags (or "-"
+// to leave a field unread): a program whose row type is fixed at compile time and whose table
+// is not, such as the command line's audit, maps its struct to the columns its flags name.
+//
 // The classifier sees L; findings and observations record the states it names (LocalState, or
 // a StateNamer classifier's), short and secret-free, and a Decision's Diffs say which fields
 // differ: they are stored with the finding (at most reconcile.MaxDiffs, values cut to
@@ -91,7 +95,9 @@
 //
 // By default the store only reads the host table: observations go to the reconciler's own
 // table, so SELECT privilege suffices and no updated_at trigger fires. ObserveInHostColumns
-// writes them to columns of the host table instead, as the seed design did.
+// writes them to columns of the host table instead, as the seed design did. ReadFrom needs
+// even less: it reads the host table after a cursor the caller keeps, without the reconciler's
+// tables, for a one-off read-only pass (reconcile audit) by a role that may only SELECT it.
 //
 // # Tiers
 //

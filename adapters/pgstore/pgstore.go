@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"regexp"
 	"sync"
 	"time"
@@ -98,6 +99,14 @@ type Config struct {
 	// enum, citext, ...) is compared as text, which no plain index on it serves.
 	SearchColumns []string
 
+	// Columns renames the columns of a struct row's fields (NewOf) when the program runs: a
+	// field's name, as Go spells it (Embedded.Field for a promoted one), to its column, in
+	// place of its db tag; "-" leaves the field unread, at its zero value. It is for a row type
+	// fixed at compile time over a table known only at run time (the command line's audit
+	// names its columns with flags). A name that is no mapped field of L is an error. Nil
+	// means every field's own column.
+	Columns map[string]string
+
 	// Tables names the reconciler's own tables. Its Schema defaults to Config.Schema; set it
 	// only to keep them apart from the host table (jobs over host tables in different schemas
 	// that should share one outbox and one dispatcher set it alike).
@@ -158,9 +167,12 @@ type Store[L any] struct {
 	// table is what reads and commits go through, shared with pgshard; it counts the
 	// store's writes.
 	table *hosttable.Table[L]
+	// hostOnly is table for ReadFrom, which needs none of the reconciler's tables.
+	hostOnly *hosttable.Table[L]
 
-	mu  sync.Mutex
-	sql *statements // built from the catalog on first use
+	mu       sync.Mutex
+	sql      *statements // built from the catalog on first use
+	migrated bool        // the reconciler's tables were found migrated (checkMigrated)
 
 	// hints are the cursors this store's last commits left, by job: a guess of where the
 	// next read starts, which that read checks (read.go).
@@ -201,7 +213,7 @@ func New(db DB, cfg Config) (*Store[string], error) {
 // id or external id column. Like New, NewOf does not touch the database: every field's column is
 // checked against the catalog on first use (or by Check).
 func NewOf[L any](db DB, cfg Config) (*Store[L], error) {
-	row, err := newRowType[L]()
+	row, err := newRowType[L](cfg.Columns)
 	if err != nil {
 		return nil, err
 	}
@@ -219,6 +231,7 @@ func NewOf[L any](db DB, cfg Config) (*Store[L], error) {
 	cfg.KeyColumns = append([]string(nil), cfg.KeyColumns...)
 	cfg.LagJobs = append([]string(nil), cfg.LagJobs...)
 	cfg.SearchColumns = append([]string(nil), cfg.SearchColumns...)
+	cfg.Columns = maps.Clone(cfg.Columns)
 	cfg.Filter = cfg.Filter.clone()
 	def(&cfg.IDColumn, cfg.KeyColumns[len(cfg.KeyColumns)-1])
 	def(&cfg.ExternalIDColumn, "external_id")
@@ -299,6 +312,14 @@ func NewOf[L any](db DB, cfg Config) (*Store[L], error) {
 	}
 	s.table = hosttable.New[L](db, rowLocals[L]{row}, hand, func(ctx context.Context) (*hosttable.Spec, error) {
 		st, err := s.statements(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return st.spec, nil
+	})
+	// ReadFrom's reads: the same Spec, without the check of the reconciler's tables.
+	s.hostOnly = hosttable.New[L](db, rowLocals[L]{row}, nil, func(ctx context.Context) (*hosttable.Spec, error) {
+		st, err := s.prepare(ctx, false)
 		if err != nil {
 			return nil, err
 		}

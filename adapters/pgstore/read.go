@@ -45,6 +45,33 @@ func (s *Store[L]) Read(ctx context.Context, req reconcile.ReadRequest) (reconci
 	return b, nil
 }
 
+// ReadFrom reads the rows the Filter selects after cur, as Read does after the job's cursor,
+// but neither reads nor writes the reconciler's tables, which need not exist: it is a keyset
+// pass over the host table whose cursor the caller keeps (the command line's audit keeps it in
+// memory, with a role that may only SELECT the host table). It needs SELECT on the host table
+// and the catalog, nothing more. At a cycle's start (cur.End empty) it fixes the cycle's
+// high-water mark, the last key present now; the Batch's Cursor is cur with that End. The
+// caller moves its Position to the last record's Key for the next call; a Batch shorter than
+// req.Limit is the cycle's end. req.Job is not read.
+func (s *Store[L]) ReadFrom(ctx context.Context, req reconcile.ReadRequest, cur reconcile.Cursor) (reconcile.Batch[L], error) {
+	b := reconcile.Batch[L]{Cursor: cur}
+	if req.Limit <= 0 {
+		return b, fmt.Errorf("pgstore: limit %d must be positive", req.Limit)
+	}
+	st, err := s.prepare(ctx, false)
+	if err != nil {
+		return b, err
+	}
+	if err := checkCursor(st, b.Cursor); err != nil {
+		return b, err
+	}
+	b.Records, err = s.hostOnly.ReadRange(ctx, req, &b.Cursor, "", "")
+	if err != nil {
+		return b, fmt.Errorf("pgstore: %w", err)
+	}
+	return b, nil
+}
+
 // readAhead reads the job's cursor into b.Cursor and, in the same round trip, the rows after
 // hint, the cursor this store's last commit of the job left. Only if the cursor is still hint
 // are they the batch's rows (read is true); otherwise another process moved it, and the

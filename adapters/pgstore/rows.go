@@ -3,7 +3,9 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -33,11 +35,15 @@ var naiveType = reflect.TypeFor[pgtype.Timestamp]()
 
 // newRowType maps L to host columns: a string type is the state column; a struct's exported
 // fields are columns named by their db tag, or by their lowercased name when untagged; db:"-"
-// skips a field, and an untagged exported embedded struct contributes its own fields.
-func newRowType[L any]() (*rowType, error) {
+// skips a field, and an untagged exported embedded struct contributes its own fields. columns
+// (Config.Columns) renames fields' columns, or skips a field ("-").
+func newRowType[L any](columns map[string]string) (*rowType, error) {
 	typ := reflect.TypeFor[L]()
 	switch typ.Kind() {
 	case reflect.String:
+		if len(columns) > 0 {
+			return nil, fmt.Errorf("pgstore: config: Columns names struct fields, and the row type %v is a string (its column is StateColumn)", typ)
+		}
 		return &rowType{text: true}, nil
 	case reflect.Struct:
 	default:
@@ -45,6 +51,9 @@ func newRowType[L any]() (*rowType, error) {
 	}
 	rt := &rowType{}
 	rt.addFields(typ, nil, "")
+	if err := rt.rename(typ, columns); err != nil {
+		return nil, err
+	}
 	if len(rt.fields) == 0 {
 		return nil, fmt.Errorf("pgstore: row type %v has no field mapped to a column (exported, not db:\"-\")", typ)
 	}
@@ -59,6 +68,34 @@ func newRowType[L any]() (*rowType, error) {
 		seen[f.column] = f.name
 	}
 	return rt, nil
+}
+
+// rename gives the fields that columns names (Config.Columns) their column, and drops those
+// it maps to "-". A name that is no mapped field of typ is an error: a typo would otherwise
+// read the tag's column silently.
+func (rt *rowType) rename(typ reflect.Type, columns map[string]string) error {
+	if len(columns) == 0 {
+		return nil
+	}
+	used := map[string]bool{}
+	kept := rt.fields[:0]
+	for _, f := range rt.fields {
+		if c, ok := columns[f.name]; ok {
+			used[f.name] = true
+			if c == "-" {
+				continue
+			}
+			f.column = c
+		}
+		kept = append(kept, f)
+	}
+	rt.fields = kept
+	for _, name := range slices.Sorted(maps.Keys(columns)) {
+		if !used[name] {
+			return fmt.Errorf("pgstore: config: Columns names %q, which is no field of row type %v mapped to a column", name, typ)
+		}
+	}
+	return nil
 }
 
 // addFields adds the mapped fields of struct type t, found at index under L, their names

@@ -1,6 +1,7 @@
 // Command reconcile operates the reconcile library's tables in PostgreSQL from a shell: it
 // applies the migrations or prints their SQL, reads a job's status and health, reviews findings,
-// and lists and re-drives dead repair commands.
+// and lists and re-drives dead repair commands. Its audit command needs none of those tables:
+// it compares a service's table with Stripe once, read-only, and prints the drift.
 //
 //	go run github.com/reconcilekit/reconcile/cmd/reconcile <command> [flags] [arguments]
 //
@@ -9,6 +10,7 @@
 //
 // # Commands
 //
+//	audit --table T [--object O] [--money]   compare T with Stripe once, read-only; exit 1 on drift
 //	migrate                       apply the migrations not yet applied (pgstore.Migrate)
 //	migrate sql [--after N]       print the migrations' SQL for the service's own migration tool
 //	status --job J --table T      the job's status (pgstore.Store.Status)
@@ -35,6 +37,19 @@
 // --key-columns, --id-column, --external-id-column, --state-column, --created-at-column,
 // --updated-at-column), as its pgstore.Config does; a tier's Filter cannot be given, so their
 // row counts are the whole table's.
+//
+// # audit
+//
+// audit reads the table by keyset through pgstore.Store.ReadFrom (no reconciler's table, SELECT
+// on the table alone, every session default_transaction_read_only), asks Stripe through the
+// object kit's gateway (stripemoney's with --money) paced by an AdaptiveLimiter at --rate, and
+// judges with the stripepolicy policy of --object. Its Source and Sink (auditstore.go) keep the
+// cursor and what the report needs in memory: counters and the findings, nothing per row in
+// sync. The key comes from $STRIPE_SECRET_KEY only and is hidden from everything it prints,
+// whatever its shape. Its exit codes: 0 complete and no drift; 1 drift found (complete or not);
+// 2 the command line; 3 no drift found but not everything verified (interrupted, Stripe
+// answering nothing for --patience, a failure, unverifiable rows). tools/auditdemo plants a
+// table and serves stripetest to try it.
 //
 // # Exit codes
 //

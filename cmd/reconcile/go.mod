@@ -4,7 +4,10 @@ go 1.26.0
 
 require (
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/reconcilekit/reconcile v0.0.0-20261205211943-588a56b97fa4
+	github.com/reconcilekit/reconcile v0.0.0-20261205213939-ecb731fb78b5
+	github.com/reconcilekit/reconcile/adapters/stripeadapter v0.0.0-20261205213939-ecb731fb78b5
+	github.com/stripe/stripe-go/v82 v82.5.1
+	golang.org/x/time v0.16.0
 )
 
 require (
@@ -13,5 +16,4 @@ require (
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
-	golang.org/x/time v0.16.0 // indirect
 )

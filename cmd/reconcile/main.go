@@ -43,6 +43,7 @@ var commands []command
 
 func init() {
 	commands = []command{
+		{"audit", "compare a table with Stripe once, read-only, and print the drift (exit 1 when found)", runAudit},
 		{"migrate", "create or update the reconciler's tables, or print their SQL", runMigrate},
 		{"status", "print a job's status: lag, cycles, last batch, open findings, lanes", runStatus},
 		{"health", "judge a job's status against a health policy (exit 1 when unhealthy)", runHealth},
@@ -53,7 +54,8 @@ func init() {
 }
 
 const overview = `reconcile operates the reconcile library's tables in PostgreSQL: migrations, job status and
-health, findings review, and dead repair commands.
+health, findings review, and dead repair commands. "reconcile audit" compares a table with
+Stripe once, read-only, without them.
 
 Usage:
   reconcile <command> [flags] [arguments]
@@ -66,7 +68,7 @@ by default to %s.
 --schema and --prefix name the reconciler's tables as the service configures them
 (pgstore.Tables): by default, prefix "reconcile_" in the search_path.
 
-Exit codes:
+Exit codes:  (audit has its own: see "reconcile audit --help")
   0  done (for health: healthy)
   1  health: unhealthy; findings show/resolve/reopen, redrive: the finding or command is not
      there, or not in a state the command acts on (already resolved, not dead, ...)

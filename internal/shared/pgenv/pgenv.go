@@ -126,7 +126,25 @@ func keywordValues(s string) (map[string]string, bool) {
 // by then, it returns ctx.Err() instead. Its text never quotes dbURL, not even pgx's message
 // for a string it cannot parse.
 func Connect(ctx context.Context, dbURL, source string) (*pgxpool.Pool, error) {
-	pool, err := pgxpool.New(ctx, dbURL)
+	return connect(ctx, dbURL, source, nil)
+}
+
+// ConnectReadOnly is Connect for a program that must write nothing: every session of the pool
+// starts with default_transaction_read_only on, so that each of its transactions is READ ONLY
+// and the server refuses any write, whatever the role may do.
+func ConnectReadOnly(ctx context.Context, dbURL, source string) (*pgxpool.Pool, error) {
+	return connect(ctx, dbURL, source, map[string]string{"default_transaction_read_only": "on"})
+}
+
+func connect(ctx context.Context, dbURL, source string, params map[string]string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	var pool *pgxpool.Pool
+	if err == nil {
+		for k, v := range params {
+			cfg.ConnConfig.RuntimeParams[k] = v
+		}
+		pool, err = pgxpool.NewWithConfig(ctx, cfg)
+	}
 	if err == nil {
 		pingCtx, cancel := context.WithTimeout(ctx, pingTimeout)
 		err = pool.Ping(pingCtx)

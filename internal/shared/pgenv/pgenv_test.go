@@ -180,3 +180,20 @@ func TestConnect(t *testing.T) {
 		t.Errorf("SELECT 1 = %d, %v", one, err)
 	}
 }
+
+func TestConnectReadOnly(t *testing.T) {
+	url, source := pgenv.URL("TEST_DATABASE_URL", "DATABASE_URL")
+	ctx := context.Background()
+	pool, err := pgenv.ConnectReadOnly(ctx, url, source)
+	if err != nil {
+		t.Fatalf("ConnectReadOnly: %v", err)
+	}
+	defer pool.Close()
+	var ro string
+	if err := pool.QueryRow(ctx, "SHOW default_transaction_read_only").Scan(&ro); err != nil || ro != "on" {
+		t.Fatalf("default_transaction_read_only %q, %v", ro, err)
+	}
+	if _, err := pool.Exec(ctx, "CREATE TEMP TABLE pgenv_readonly (id int)"); err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Fatalf("a write in a read-only session: %v", err)
+	}
+}

@@ -80,3 +80,15 @@ func shown(r rune, size int) bool {
 	}
 	return true
 }
+
+// CSVCell returns s fit to be a cell of a CSV file that a spreadsheet opens: one that begins
+// like a formula (= + - @, or a tab or carriage return that some programs skip before one) is
+// prefixed with ' so that it stays text (OWASP's CSV injection advice). Quoting is
+// encoding/csv's. The console's export and the command line's audit --csv write every cell
+// through it.
+func CSVCell(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}

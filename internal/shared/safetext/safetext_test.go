@@ -65,3 +65,21 @@ func FuzzLine(f *testing.F) {
 		}
 	})
 }
+
+func TestCSVCell(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"plain text stays", "pi_123", "pi_123"},
+		{"empty stays", "", ""},
+		{"a formula becomes text", "=HYPERLINK(\"http://x\")", "'=HYPERLINK(\"http://x\")"},
+		{"a plus becomes text", "+1", "'+1"},
+		{"a minus becomes text", "-2+3", "'-2+3"},
+		{"an at becomes text", "@SUM(A1)", "'@SUM(A1)"},
+		{"a leading tab becomes text", "\t=1", "'\t=1"},
+		{"a leading carriage return becomes text", "\r=1", "'\r=1"},
+		{"a formula sign later stays", "a=1", "a=1"},
+	} {
+		if got := safetext.CSVCell(tc.in); got != tc.want {
+			t.Errorf("%s: CSVCell(%q) = %q, want %q", tc.name, tc.in, got, tc.want)
+		}
+	}
+}

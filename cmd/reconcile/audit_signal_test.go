@@ -1,0 +1,58 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestAuditSIGINT builds the command, starts an audit, and sends it SIGINT (Ctrl-C) after its
+// first calls: it prints what it found so far and exits 1 for the drift among it.
+func TestAuditSIGINT(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "reconcile")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	f := newAuditFixture(t)
+	f.add(row{local: "pending", amount: 1000, remote: "succeeded"})
+	for range 50 {
+		f.add(row{local: "paid", amount: 1000, remote: "succeeded"})
+	}
+	f.srv.SetLatency(50 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "audit", "--database-url", f.url, "--schema", f.schema, "--table", "payments",
+		"--external-id-column", "stripe_id", "--stripe-base-url", f.srv.URL(), "--rate", "100", "--batch-size", "1")
+	cmd.Env = append(os.Environ(), keyEnv+"="+f.srv.Key())
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for len(f.srv.Log()) < 3 {
+		if ctx.Err() != nil {
+			t.Fatalf("the audit made fewer than 3 calls in a minute\nstdout:\n%s\nstderr:\n%s", out.String(), errb.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitNegative {
+		t.Fatalf("exit: %v, want 1\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
+	}
+	mustContain(t, "stdout", out.String(), "interrupted (Ctrl-C): what was found so far", "missed_success")
+	if strings.Contains(out.String(), "rows read     51") {
+		t.Errorf("the run was not interrupted:\n%s", out.String())
+	}
+}
