@@ -65,7 +65,8 @@ type Config struct {
 	// pages and the writes are limited to their findings (another job's finding is a 404, a
 	// filter by another job a 400). Empty means the Monitor's jobs; with neither, findings are
 	// not limited by job. A FanOut's accounts' jobs (payments@acct_...) are not the Monitor's,
-	// which judges the fan-out as one: list them here.
+	// which judges the fan-out as one: list them here, and a payout tie-out's job (whose
+	// payouts the payouts pages show) unless the Monitor judges it.
 	Jobs []string
 
 	// Resolutions are the words a person may resolve a finding with. Empty means
@@ -202,6 +203,9 @@ func New(cfg Config) (*Console, error) {
 	c.mux.HandleFunc("GET /findings/{id}", c.detail)
 	c.mux.HandleFunc("/findings/{id}/resolve", c.resolve)
 	c.mux.HandleFunc("/findings/{id}/reopen", c.reopen)
+	c.mux.HandleFunc("GET /payouts", c.groups)
+	c.mux.HandleFunc("GET /payouts.csv", c.exportGroups)
+	c.mux.HandleFunc("GET /payouts/{seq}", c.group)
 	c.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusNotFound, "Not found", "There is no such page in the review console.")
 	})

@@ -145,8 +145,9 @@
 // Config.ExternalURL (the default, StripeDashboardURL(false), links PaymentIntents (pi_...) to
 // the Stripe dashboard and gives other findings no link), its state, and when it was resolved.
 //
-// Kinds: the console knows the engine's own kinds (CoreKinds) and those of Config.Kinds, which
-// a host fills from its policies (stripepolicy.Kinds(), a []reconcile.KindInfo). A
+// Kinds: the console knows the engine's own kinds (CoreKinds), the payout tie-out's
+// (tieout.Kinds()) and those of Config.Kinds, which a host fills from its policies
+// (stripepolicy.Kinds(), a []reconcile.KindInfo). A
 // kind's meaning is shown in the pick list, the list, the overview and the finding's page. A
 // finding of a kind marked Money cannot be resolved without a note: the server refuses it
 // (400, naming the kind), whatever the form sent.
@@ -182,7 +183,25 @@
 // currency, a refunded amount) shows them in a small table of the field, the local value and
 // the external one, on its page and in the list, as the classifier formatted them (amounts by
 // reconcile.FormatAmount, "JPY 1,000" and "KWD 1.500" in their own decimals); the console
-// formats no amount itself.
+// formats no amount of a finding itself.
+//
+// Payouts: when Config.Store is also a reconcile.GroupReader (pgstore and memstore are), the
+// console has payouts pages, linked from the header, over the records a tie-out step commits
+// with its findings (package tieout; reconcile.GroupRecord). GET /payouts lists them newest
+// first, Config.PageSize a page by keyset (the "Next page" link continues below the last
+// record shown), filtered by job (Config.Jobs), account, status and state (not tied out yet;
+// not holding or with findings; held without findings), with how many the jobs recorded, how
+// many are not tied out yet and how many do not hold. Each row shows the payout, its job and
+// account, its status, what it paid, what its lines add up to and the difference (lines minus
+// paid), all by reconcile.FormatAmount, its lines, unmatched lines (findings about lines) and
+// findings, its state and when it was tied out. GET /payouts/{seq} shows one payout and its
+// open findings (those of the records its tie-out found drift in: its lines' and its own),
+// each linked to its finding's page, where it is resolved as any other. GET /payouts.csv
+// streams the filter's payouts for finance, newest first, at most MaxExportRows, with the
+// amounts as money and in minor units (paid_minor, expected_minor: numbers to sum), each text
+// redacted and formula-safe as in the findings export. The overview counts the payouts not
+// tied out yet and those not holding, each a link to them. A store that is not a GroupReader
+// has no payouts pages (404) and no link to them.
 //
 // A finding's page shows everything the finding records, its kind's meaning, its history
 // oldest first (detection, resolutions and reopenings with who, when and why, and its repair

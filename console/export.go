@@ -55,17 +55,13 @@ func (c *Console) export(w http.ResponseWriter, r *http.Request) {
 		}
 		return t.In(loc).Format(time.RFC3339)
 	}
-	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-	w.Header().Set("Content-Disposition", `attachment; filename="findings-`+time.Now().UTC().Format("20060102-150405")+`.csv"`)
-	cw := csv.NewWriter(w)
+	cw := startCSV(w, "findings")
 	cw.Write(csvHeader) //nolint:errcheck // the writer keeps its first error, checked at the end
 	written := 0
 	for {
 		page, err := c.store.ListFindings(r.Context(), q)
 		if err != nil {
-			// The status and part of the file are sent: say so in the file, and log why.
-			c.log.ErrorContext(r.Context(), "console: store failed", slog.String("op", "export the findings"), slog.String("error", err.Error()))
-			cw.Write([]string{"export failed: the store failed after " + strconv.Itoa(written) + " findings; the error was logged"}) //nolint:errcheck
+			c.exportFailed(r, cw, "export the findings", err, written)
 			break
 		}
 		for _, fd := range page {
@@ -95,6 +91,25 @@ func (c *Console) export(w http.ResponseWriter, r *http.Request) {
 		}
 		q.AfterID = page[len(page)-1].ID
 	}
+	c.csvDone(r, cw)
+}
+
+// startCSV starts a CSV download named name and the time, and returns its writer.
+func startCSV(w http.ResponseWriter, name string) *csv.Writer {
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`-`+time.Now().UTC().Format("20060102-150405")+`.csv"`)
+	return csv.NewWriter(w)
+}
+
+// exportFailed ends an export whose store failed after written rows: the status and part of
+// the file are sent, so the file says so, and the log says why.
+func (c *Console) exportFailed(r *http.Request, cw *csv.Writer, op string, err error, written int) {
+	c.log.ErrorContext(r.Context(), "console: store failed", slog.String("op", op), slog.String("error", err.Error()))
+	cw.Write([]string{"export failed: the store failed after " + strconv.Itoa(written) + " rows; the error was logged"}) //nolint:errcheck
+}
+
+// csvDone flushes an export, logging a write that failed (the client went away).
+func (c *Console) csvDone(r *http.Request, cw *csv.Writer) {
 	cw.Flush()
 	if err := cw.Error(); err != nil {
 		c.log.DebugContext(r.Context(), "console: export cut short", slog.String("error", err.Error()))

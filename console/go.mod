@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/reconcilekit/reconcile v0.0.0-20261205213939-ecb731fb78b5
+	github.com/reconcilekit/reconcile v0.0.0-20261205215740-e0e14440c272
 )
 
 require (

@@ -5,14 +5,15 @@ import (
 	"slices"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/tieout"
 )
 
 // CoreKinds are the meanings of the kinds the engine itself records, whatever the gateway;
 // the console knows them without Config.Kinds. They are reconcile.CoreKinds().
 var CoreKinds = reconcile.CoreKinds()
 
-// kindTable is the console's kinds: CoreKinds, then Config.Kinds (which may redefine a core
-// kind), in order.
+// kindTable is the console's kinds: CoreKinds, the payout tie-out's (tieout.Kinds), then
+// Config.Kinds (which may redefine either), in order.
 type kindTable struct {
 	list []reconcile.KindInfo
 	by   map[string]reconcile.KindInfo
@@ -20,12 +21,13 @@ type kindTable struct {
 
 func newKindTable(extra []reconcile.KindInfo) (kindTable, error) {
 	t := kindTable{by: map[string]reconcile.KindInfo{}}
-	for i, k := range slices.Concat(CoreKinds, extra) {
+	known := slices.Concat(CoreKinds, tieout.Kinds())
+	for i, k := range slices.Concat(known, extra) {
 		switch {
 		case k.Kind == "" || len(k.Kind) > maxField || !plainText(k.Kind, false):
-			return t, fmt.Errorf("console: Config.Kinds[%d]: the kind %q is empty, overlong or has control characters", i-len(CoreKinds), k.Kind)
+			return t, fmt.Errorf("console: Config.Kinds[%d]: the kind %q is empty, overlong or has control characters", i-len(known), k.Kind)
 		case !plainText(k.Meaning, false):
-			return t, fmt.Errorf("console: Config.Kinds[%d]: the meaning of %q is not one line of text", i-len(CoreKinds), k.Kind)
+			return t, fmt.Errorf("console: Config.Kinds[%d]: the meaning of %q is not one line of text", i-len(known), k.Kind)
 		}
 		if _, seen := t.by[k.Kind]; seen {
 			t.list = slices.DeleteFunc(t.list, func(o reconcile.KindInfo) bool { return o.Kind == k.Kind })

@@ -51,6 +51,16 @@ func (c *Console) forJob(job string) bool {
 type overviewPage struct {
 	Jobs        []jobView
 	FindingsURL string
+	// Payouts counts the payouts the store recorded, nil when it records none (or none yet);
+	// PayoutsErr is set when counting them failed.
+	Payouts    *payoutCounts
+	PayoutsErr bool
+}
+
+// payoutCounts are the overview's payout figures, each linked to the payouts it counts.
+type payoutCounts struct {
+	reconcile.GroupCounts
+	URL, PendingURL, NotHeldURL string
 }
 
 type jobView struct {
@@ -147,7 +157,28 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 		}
 		data.Jobs = append(data.Jobs, v)
 	}
+	data.Payouts, data.PayoutsErr = c.payoutCounts(r, root)
 	c.render(w, r, http.StatusOK, "overview", "Overview", data)
+}
+
+// payoutCounts counts the payouts of the console's jobs the store recorded, for the overview:
+// nil if it records none; true if counting failed (logged).
+func (c *Console) payoutCounts(r *http.Request, root string) (*payoutCounts, bool) {
+	gr, ok := c.store.(reconcile.GroupReader)
+	if !ok {
+		return nil, false
+	}
+	n, err := gr.CountGroups(r.Context(), c.groupQuery(groupFilter{}, 0))
+	if err != nil {
+		c.log.ErrorContext(r.Context(), "console: count payouts", "error", err.Error())
+		return nil, true
+	}
+	if n.Recorded == 0 {
+		return nil, false
+	}
+	return &payoutCounts{GroupCounts: n, URL: groupsURL(root, "", groupFilter{}, 0),
+		PendingURL: groupsURL(root, "", groupFilter{State: reconcile.GroupsPending}, 0),
+		NotHeldURL: groupsURL(root, "", groupFilter{State: reconcile.GroupsNotHeld}, 0)}, false
 }
 
 // coverageView is js's coverage chart, or true when it could not be read or drawn (logged).

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/reconcilekit/reconcile"
 )
 
 //go:embed templates/*.html
@@ -20,7 +22,7 @@ var templateFiles embed.FS
 // share (diffs.html: a finding's fields that differ; chart.html: a job's coverage chart).
 var pages = func() map[string]*template.Template {
 	m := map[string]*template.Template{}
-	for _, name := range []string{"overview", "list", "detail", "error", "bulk"} {
+	for _, name := range []string{"overview", "list", "detail", "error", "bulk", "payouts", "payout"} {
 		m[name] = template.Must(template.ParseFS(templateFiles, "templates/layout.html", "templates/diffs.html", "templates/chart.html", "templates/"+name+".html"))
 	}
 	return m
@@ -91,6 +93,8 @@ type page struct {
 	Zones   []string
 	ZoneURL string
 	Back    string
+	// Payouts links the payouts pages: the store records payouts (reconcile.GroupReader).
+	Payouts bool
 	Data    any
 }
 
@@ -98,6 +102,7 @@ type page struct {
 // rather than half a page.
 func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name, title string, data any) {
 	p := page{Title: title, Root: rootOf(r.URL.EscapedPath()), Actor: actor(r), CSS: template.CSS(style), Data: data}
+	_, p.Payouts = c.store.(reconcile.GroupReader)
 	p.Zone, _ = c.zones.of(r)
 	p.Zones, p.ZoneURL = c.zones.names, p.Root+"timezone"
 	if back := strings.TrimPrefix(r.URL.Path, "/"); r.Method == http.MethodGet && status == http.StatusOK {

@@ -70,7 +70,7 @@ func (z zones) of(r *http.Request) (string, *time.Location) {
 
 // backPath is where a preference form may send the reviewer back to: a page of the console,
 // relative to its root, with its query. Nothing else, so that the form cannot redirect away.
-var backPath = regexp.MustCompile(`^(findings(/[0-9]+)?)?(\?[A-Za-z0-9_.~%+=&\-]*)?$`)
+var backPath = regexp.MustCompile(`^((findings|payouts)(/[0-9]+)?)?(\?[A-Za-z0-9_.~%+=&\-]*)?$`)
 
 // setZone stores the reviewer's choice of time zone in a cookie (POST /timezone, with the
 // form token like every write) and sends them back to the page they came from.

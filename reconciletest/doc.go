@@ -58,6 +58,13 @@
 //   - External records (what package tieout records): outcomes that name no row, committed by a
 //     lane, are one finding per (record, kind), queue their repair commands once, and once
 //     resolved are not opened again.
+//   - Group records (a payout tie-out's), for a store that is also a [reconcile.GroupSink] and
+//     [reconcile.GroupReader] (skipped for one that is not; see [GroupStore]): a step's groups
+//     commit with its findings and position or not at all (a moved position, a record that is
+//     not storable); a step redone, or a group listed twice, leaves one record under its first
+//     number; a pending sighting never replaces a tie-out; listing newest first by keyset,
+//     filters by job, account, status and state, and counts; hostile values made storable
+//     (reconcile.StorableGroupRecord) and extreme amounts are kept exactly.
 //   - Rows changed since their read: a row changed while its batch waits on the gateway, or
 //     between a lane's match and its commit (a repair applied, its finding resolved), gets no
 //     second finding, no command and no verification, and is judged again next cycle. A

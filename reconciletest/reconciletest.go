@@ -211,6 +211,7 @@ func Run(t *testing.T, newFixture func(t *testing.T) Fixture) {
 	tests = append(tests, supersedeTests...)
 	tests = append(tests, answerOrderTests...)
 	tests = append(tests, externalRecordTests...)
+	tests = append(tests, groupTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

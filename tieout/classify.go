@@ -79,6 +79,18 @@ func (p Policy) Keys(members []Member) []Key {
 // findings in a stable order: the group's first, then the lines' in members' order. Call it
 // on a complete listing (Stripe: the payout's reconciliation_status is completed).
 func (p Policy) Classify(g Group, members []Member, booked []Booked) []Finding {
+	out, _ := p.classify(g, members, booked)
+	return out
+}
+
+// tally is what classify adds up besides findings: the members' sum, for the group's record.
+type tally struct {
+	sum   int64
+	known bool // itemized, and the sum did not overflow
+}
+
+// classify is Classify, returning the members' sum too.
+func (p Policy) classify(g Group, members []Member, booked []Booked) ([]Finding, tally) {
 	var out []Finding
 	groupFinding := func(d reconcile.Decision, local string) {
 		out = append(out, Finding{Group: g.ID, Account: g.Account, Record: g.ID, ExternalID: g.ID,
@@ -108,7 +120,7 @@ func (p Policy) Classify(g Group, members []Member, booked []Booked) []Finding {
 	if !g.Itemized {
 		groupFinding(reconcile.Decision{Verdict: reconcile.NeedsReview, Kind: KindNotItemizable,
 			Detail: fmt.Sprintf("payout %s of %s cannot be itemized (a manual payout): tie it out by hand", g.ID, reconcile.FormatAmount(g.Amount, g.Currency))}, "")
-		return out
+		return out, tally{}
 	}
 
 	// The sum, and each line's validity. Line findings are kept with the line's index, so
@@ -219,7 +231,7 @@ func (p Policy) Classify(g Group, members []Member, booked []Booked) []Finding {
 	for _, l := range lines {
 		out = append(out, l.f)
 	}
-	return out
+	return out, tally{sum: sum, known: !overflow}
 }
 
 // ClassifyUnpaid returns a KindNeverPaidOut finding for each record, as Ledger.Unpaid returns

@@ -66,4 +66,15 @@
 // other job uses. A payout gives many findings, not one decision about one row, so the
 // sweep's RunBatch, whose outcome is one per local row, does not drive it; [Step] does, one
 // page of payouts at a time, like a lane step.
+//
+// When the Sink is a reconcile.GroupSink (pgstore and memstore are), the Step also records
+// each payout, in the same transaction: a reconcile.GroupRecord with its status, what it paid
+// against what its lines add up to (the members' nets, its own line aside), how many members,
+// findings and unmatched lines (findings about lines), whether it held (its lines sum to its
+// amount), the records of its findings, and when it was tied out, by the database's clock. A
+// crash never leaves findings without their payout's record or the reverse, and a step redone
+// records the same again. The payouts a Lister reports in [GroupPage.Pending] (seen, their
+// members not final yet) are recorded as pending, so that the review console lists and counts
+// the payouts not tied out yet; a pending sighting never replaces a tie-out. A
+// reconcile.GroupReader reads the records back.
 package tieout

@@ -61,7 +61,18 @@ func ExampleStep() {
 	for _, f := range findings {
 		fmt.Printf("%s %s %s: %s\n", f.RecordID, f.Kind, f.Command, f.Detail)
 	}
+	// The payout's record, committed with the findings: what it paid against what its lines
+	// add up to.
+	recs, err := store.ListGroups(ctx, reconcile.GroupQuery{Job: "payouts"})
+	if err != nil {
+		panic(err)
+	}
+	for _, r := range recs {
+		fmt.Printf("%s %s: paid %s, lines %s, held %v, %d of %d lines unmatched\n", r.ID, r.Status,
+			reconcile.FormatAmount(r.Amount, r.Currency), reconcile.FormatAmount(r.Expected, r.Currency), r.Held, r.Unmatched, r.Members)
+	}
 	// Output:
 	// payouts 1, new findings 1, commands 1
 	// txn_3 unbooked_refund BookRefund: refund re_1 in payout po_1
+	// po_1 paid: paid USD 16.50, lines USD 16.50, held true, 1 of 5 lines unmatched
 }

@@ -61,5 +61,19 @@ func FuzzClassify(f *testing.F) {
 		if holds == mismatch {
 			t.Fatalf("sum %s, payout %d: mismatch reported %v", sum, g.Amount, mismatch)
 		}
+		// The payout's record says what the findings say: its lines' sum when known, held
+		// exactly when no sum finding was made, every finding counted.
+		got, tl := Policy{Fees: true}.classify(g, members, []Booked{b})
+		rec := reconcile.StorableGroupRecord(tiedRecord(g, len(members), tl, got))
+		if err := reconcile.CheckGroupRecord(rec); err != nil {
+			t.Fatalf("record %+v: %v", rec, err)
+		}
+		if rec.ExpectedKnown && (!sum.IsInt64() || rec.Expected != sum.Int64()) {
+			t.Fatalf("record says the lines sum to %d; they sum to %s", rec.Expected, sum)
+		}
+		anySum := slices.ContainsFunc(got, func(f Finding) bool { return f.Decision.Kind == KindSumMismatch })
+		if rec.Held == anySum || rec.Findings != len(got) || rec.Unmatched > rec.Findings {
+			t.Fatalf("record %+v for findings %v", rec, summary(got))
+		}
 	})
 }

@@ -3,8 +3,10 @@ package tieout_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgledger"
@@ -82,5 +84,61 @@ func TestATieOutRecordsItsFindingsInPgstore(t *testing.T) {
 	}
 	if commands != 2 {
 		t.Errorf("%d repair commands in the outbox, want 2", commands)
+	}
+}
+
+// A payout's record goes in the transaction of its findings and position: a commit that fails
+// after the findings were written (here a trigger refusing the record) leaves neither behind,
+// and the step done again records both, counted as one write of the store's.
+func TestATieOutRecordsEachPayoutWithItsFindingsOrNothing(t *testing.T) {
+	ctx := context.Background()
+	pool, store := shardtest.NewStore(t, pgstore.Config{Table: "payments"}, shardtest.PaymentsDDL)
+	ledger := &tieout.MemoryLedger{}
+	g := tieout.Group{ID: "po_1", Status: "paid", State: tieout.GroupPaid, Amount: 1000, Currency: "usd", Itemized: true}
+	members := []tieout.Member{{ID: "txn_1", Type: "charge", Kind: tieout.KindPayment, SourceID: "ch_1", Amount: 1000, Net: 1000,
+		Currency: "usd", SourceAmount: 1000, SourceCurrency: "usd"}}
+	step, err := tieout.NewStep(tieout.StepConfig{Job: "payouts", Lane: "tieout", Sink: store, Ledger: ledger,
+		Lister: lister{groups: []tieout.Group{g}, members: map[string][]tieout.Member{"po_1": members}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$;
+		CREATE TRIGGER refuse BEFORE INSERT ON reconcile_groups FOR EACH ROW EXECUTE FUNCTION refuse()`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := step.RunBatch(ctx); err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("step with the record refused = %v", err)
+	}
+	var findings, groups int
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM reconcile_findings), (SELECT count(*) FROM reconcile_groups)`).Scan(&findings, &groups); err != nil {
+		t.Fatal(err)
+	}
+	if cur, _ := store.ReadLane(ctx, "payouts", "tieout"); findings != 0 || groups != 0 || cur.Position != "" {
+		t.Fatalf("after a failed commit: %d findings, %d records, position %q; want nothing", findings, groups, cur.Position)
+	}
+	if _, err := pool.Exec(ctx, `DROP TRIGGER refuse ON reconcile_groups`); err != nil {
+		t.Fatal(err)
+	}
+	before := store.Writes()
+	if _, err := step.RunBatch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := store.Writes() - before; n != 1 {
+		t.Errorf("the step counted %d writes; want 1", n)
+	}
+	recs, err := store.ListGroups(ctx, reconcile.GroupQuery{Job: "payouts"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].ID != "po_1" || !recs[0].TiedOut || !recs[0].Held || recs[0].Expected != 1000 ||
+		recs[0].Unmatched != 1 || !slices.Equal(recs[0].Records, []string{"txn_1"}) {
+		t.Fatalf("records = %+v; want po_1 held, its unbooked line", recs)
+	}
+	var dbNow time.Time
+	if err := pool.QueryRow(ctx, `SELECT now()`).Scan(&dbNow); err != nil {
+		t.Fatal(err)
+	}
+	if recs[0].TiedOutAt.After(dbNow) || recs[0].TiedOutAt.IsZero() {
+		t.Errorf("tied out at %v; want the database's time of the commit, before %v", recs[0].TiedOutAt, dbNow)
 	}
 }

@@ -16,8 +16,9 @@ import (
 type Lister interface {
 	// Groups returns the page of groups after position pos ("" for the start): only groups
 	// whose members are final (Stripe: a payout whose reconciliation_status is completed), or
-	// a listing still moving gives findings that are not. One Step per connected account (a
-	// reconcile.FanOut builds them) covers Connect.
+	// a listing still moving gives findings that are not. Those it saw that are not final yet
+	// it may report in GroupPage.Pending, for the record of payouts not tied out yet. One Step
+	// per connected account (a reconcile.FanOut builds them) covers Connect.
 	Groups(ctx context.Context, pos string) (GroupPage, error)
 	// Members returns the page of g's members after position after ("" for the first).
 	Members(ctx context.Context, g Group, after string) (MemberPage, error)
@@ -26,6 +27,11 @@ type Lister interface {
 // GroupPage is one page of groups.
 type GroupPage struct {
 	Groups []Group
+	// Pending are groups the lister saw whose members are not final yet (Stripe: a payout
+	// whose reconciliation_status is not completed, the one a walk waits before). They are not
+	// tied out; a Sink that is a reconcile.GroupSink records them as seen, so that a page can
+	// list the payouts not tied out yet. The lister returns each again in Groups once final.
+	Pending []Group
 	// Next is the position after the page; End reports that there is nothing after it for
 	// now (the walk starts again from Next, or from the start if Next is empty).
 	Next string
@@ -54,7 +60,8 @@ type StepConfig struct {
 	// Ledger is the host's ledger. Required.
 	Ledger Ledger
 	// Sink records findings and the position in one transaction (pgstore.Store,
-	// memstore.Store). Required.
+	// memstore.Store). Required. If it is a reconcile.GroupSink (both are), each group tied
+	// out or seen pending is recorded in that transaction too (a reconcile.GroupRecord).
 	Sink reconcile.LaneSink
 	// Policy says what the host books.
 	Policy Policy
@@ -113,13 +120,18 @@ func (s *Step) run(ctx context.Context, rep *reconcile.Report) error {
 		return err
 	}
 	var findings []Finding
+	records := make([]reconcile.GroupRecord, 0, len(page.Pending)+len(page.Groups))
+	for _, g := range page.Pending {
+		records = append(records, pendingRecord(g))
+	}
 	for _, g := range page.Groups {
-		f, calls, err := s.tie(ctx, g)
+		f, rec, calls, err := s.tie(ctx, g)
 		rep.GatewayCalls += calls
 		if err != nil {
 			return fmt.Errorf("group %s: %w", g.ID, err)
 		}
 		findings = append(findings, f...)
+		records = append(records, rec)
 	}
 	rep.Scanned = len(page.Groups)
 	for _, f := range findings {
@@ -129,15 +141,21 @@ func (s *Step) run(ctx context.Context, rep *reconcile.Report) error {
 	if page.End {
 		rep.Wrapped = true
 	}
-	res, err := s.cfg.Sink.CommitLane(ctx, reconcile.LaneCommit{Job: s.cfg.Job, Lane: s.cfg.Lane, Cursor: cur,
-		Next: next, End: page.End, Outcomes: Outcomes(findings)})
+	c := reconcile.LaneCommit{Job: s.cfg.Job, Lane: s.cfg.Lane, Cursor: cur, Next: next, End: page.End, Outcomes: Outcomes(findings)}
+	var res reconcile.CommitResult
+	if gs, ok := s.cfg.Sink.(reconcile.GroupSink); ok {
+		res, err = gs.CommitGroups(ctx, c, storableRecords(records))
+	} else {
+		res, err = s.cfg.Sink.CommitLane(ctx, c)
+	}
 	rep.NewFindings, rep.NewCommands = res.Findings, res.Commands
 	return err
 }
 
 // tie lists g's members and classifies them against what the ledger booked: one ledger call
-// per page of members (and one for the group's own booking, if the host books payouts).
-func (s *Step) tie(ctx context.Context, g Group) ([]Finding, int, error) {
+// per page of members (and one for the group's own booking, if the host books payouts). It
+// returns the findings and g's record.
+func (s *Step) tie(ctx context.Context, g Group) ([]Finding, reconcile.GroupRecord, int, error) {
 	var members []Member
 	var booked []Booked
 	calls := 0
@@ -148,10 +166,10 @@ func (s *Step) tie(ctx context.Context, g Group) ([]Finding, int, error) {
 			mp, err := s.cfg.Lister.Members(ctx, g, after)
 			calls++
 			if err != nil {
-				return nil, calls, err
+				return nil, reconcile.GroupRecord{}, calls, err
 			}
 			if len(members)+len(mp.Members) > s.cfg.MaxMembers {
-				return nil, calls, fmt.Errorf("more than %d members", s.cfg.MaxMembers)
+				return nil, reconcile.GroupRecord{}, calls, fmt.Errorf("more than %d members", s.cfg.MaxMembers)
 			}
 			members = append(members, mp.Members...)
 			keys := s.cfg.Policy.Keys(mp.Members)
@@ -162,7 +180,7 @@ func (s *Step) tie(ctx context.Context, g Group) ([]Finding, int, error) {
 			if len(keys) > 0 {
 				b, err := s.cfg.Ledger.Booked(ctx, keys)
 				if err != nil {
-					return nil, calls, err
+					return nil, reconcile.GroupRecord{}, calls, err
 				}
 				booked = append(booked, b...)
 			}
@@ -170,7 +188,7 @@ func (s *Step) tie(ctx context.Context, g Group) ([]Finding, int, error) {
 				break
 			}
 			if mp.Next == "" || mp.Next == after {
-				return nil, calls, errors.New("the member listing does not advance")
+				return nil, reconcile.GroupRecord{}, calls, errors.New("the member listing does not advance")
 			}
 			after = mp.Next
 		}
@@ -178,9 +196,10 @@ func (s *Step) tie(ctx context.Context, g Group) ([]Finding, int, error) {
 	if s.cfg.Policy.books(KindGroup) {
 		b, err := s.cfg.Ledger.Booked(ctx, []Key{{KindGroup, g.ID}})
 		if err != nil {
-			return nil, calls, err
+			return nil, reconcile.GroupRecord{}, calls, err
 		}
 		booked = append(booked, b...)
 	}
-	return s.cfg.Policy.Classify(g, members, booked), calls, nil
+	findings, t := s.cfg.Policy.classify(g, members, booked)
+	return findings, tiedRecord(g, len(members), t, findings), calls, nil
 }

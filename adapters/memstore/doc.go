@@ -58,7 +58,9 @@
 // step shows in health. With [Options].Now set to a clock the test moves,
 // [reconcile.EvaluateHealth] and [reconcile.HealthHandler] can be tested in memory, exactly.
 // It is a [reconcile.CoverageReader] too: [Store.Coverage] buckets every row by the time the
-// lag counts from, exactly, where pgstore's estimates from its lag marks.
+// lag counts from, exactly, where pgstore's estimates from its lag marks. It is a
+// [reconcile.GroupSink] and a [reconcile.GroupReader] as pgstore is: a payout tie-out's step
+// records each payout with its findings, and the console's payouts pages read them.
 //
 // All methods are safe for concurrent use.
 package memstore

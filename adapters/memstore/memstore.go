@@ -100,7 +100,9 @@ type Store[K cmp.Ordered, L any] struct {
 	events       map[int64][]reconcile.FindingEvent // resolutions and reopenings by finding id
 	commands     []QueuedCommand
 	lanes        map[laneKey]*LaneInfo
-	failures     map[string]failure // the last failed batch of each job
+	groups       []reconcile.GroupRecord // by Seq - 1
+	groupSeq     map[groupKey]int64      // Seq by job, account and id
+	failures     map[string]failure      // the last failed batch of each job
 
 	// versions holds each record id's version, from rev: a new one at every Put and Delete, so
 	// that a commit judges only rows that are as they were read.
@@ -117,6 +119,7 @@ type failure struct {
 type obsKey struct{ job, record string }
 type findingKey struct{ job, record, kind string }
 type laneKey struct{ job, lane string }
+type groupKey struct{ job, account, id string }
 
 var (
 	_ reconcile.Store[string]   = (*Store[int64, string])(nil)
@@ -144,7 +147,7 @@ func New[K cmp.Ordered, L any](opts Options) *Store[K, L] {
 		now: opts.Now, aggType: opts.AggregateType, staleAfter: opts.StaleAfter, failures: map[string]failure{},
 		rows: map[K]Row[K, L]{}, ids: map[string]int{}, versions: map[string]uint64{}, cursors: map[string]*CursorInfo{},
 		observations: map[obsKey]Observation{}, open: map[findingKey]int{}, openKinds: map[obsKey]map[string]bool{},
-		events: map[int64][]reconcile.FindingEvent{}, lanes: map[laneKey]*LaneInfo{},
+		events: map[int64][]reconcile.FindingEvent{}, lanes: map[laneKey]*LaneInfo{}, groupSeq: map[groupKey]int64{},
 	}
 }
 
@@ -507,6 +510,11 @@ func (s *Store[K, L]) CommitLane(ctx context.Context, c reconcile.LaneCommit) (r
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.commitLane(c)
+}
+
+// commitLane is CommitLane with s.mu held.
+func (s *Store[K, L]) commitLane(c reconcile.LaneCommit) (reconcile.CommitResult, error) {
 	k := laneKey{c.Job, c.Lane}
 	l := s.lanes[k]
 	now := s.now()

@@ -210,6 +210,7 @@ func ExampleMigrations() {
 	// 011_failures.sql
 	// 012_finding_successor.sql
 	// 013_lane_failures.sql
+	// 014_groups.sql
 }
 
 // Check fails early, and says what to do, when the reconciler's tables were never migrated.

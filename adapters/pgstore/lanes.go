@@ -101,12 +101,18 @@ func (s *Store[L]) ReadLane(ctx context.Context, job, lane string) (reconcile.Cu
 // reconcile.ErrConcurrentRun if another step committed first. A Gap is recorded with the
 // sweep's completed cycles at that moment, so Status can tell when a full cycle has covered it.
 func (s *Store[L]) CommitLane(ctx context.Context, c reconcile.LaneCommit) (reconcile.CommitResult, error) {
+	return s.commitLane(ctx, c, "commit lane", nil)
+}
+
+// commitLane is CommitLane, queueing more (if not nil) after the lane's results: the groups of
+// CommitGroups.
+func (s *Store[L]) commitLane(ctx context.Context, c reconcile.LaneCommit, what string, more func(*pgx.Batch)) (reconcile.CommitResult, error) {
 	var res reconcile.CommitResult
 	switch {
 	case c.Job == "" || c.Lane == "":
-		return res, errors.New("pgstore: commit lane: no job or lane name")
+		return res, errors.New("pgstore: " + what + ": no job or lane name")
 	case len(c.Next) > maxLanePosition:
-		return res, fmt.Errorf("pgstore: commit lane: position of %d bytes is longer than %d", len(c.Next), maxLanePosition)
+		return res, fmt.Errorf("pgstore: %s: position of %d bytes is longer than %d", what, len(c.Next), maxLanePosition)
 	}
 	batch := &pgx.Batch{}
 	if c.Cursor.Version == 0 {
@@ -120,7 +126,10 @@ func (s *Store[L]) CommitLane(ctx context.Context, c reconcile.LaneCommit) (reco
 	if err != nil {
 		return reconcile.CommitResult{}, err
 	}
-	if err := s.table.SendFenced(ctx, batch, "commit lane", q, nil); err != nil {
+	if more != nil {
+		more(batch)
+	}
+	if err := s.table.SendFenced(ctx, batch, what, q, nil); err != nil {
 		return reconcile.CommitResult{}, err
 	}
 	return res, nil

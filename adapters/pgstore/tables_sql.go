@@ -18,6 +18,8 @@ type tableSQL struct {
 	cursorStatus, recordFailure, lastFailure, laneStatus string
 	// coverage.go
 	openSamples string
+	// groups.go
+	commitGroups, listGroups, group, countGroups string
 }
 
 func newTableSQL(t Tables) tableSQL {
@@ -132,5 +134,46 @@ func newTableSQL(t Tables) tableSQL {
 			FULL JOIN (SELECT * FROM ` + t.table("lane_failures") + ` WHERE job = $1) AS f USING (job, lane)
 		ORDER BY lane`,
 		openSamples: openSamplesSQL(t),
+		// commitGroups records the groups of jsonb array $3 under job $1 and lane $2: each inserted,
+		// or replacing the record of the same group unless it is pending and that one tied out
+		// (migration 014). The array holds each group once, sorted, so that two commits lock
+		// their groups in one order.
+		commitGroups: `INSERT INTO ` + t.table("groups") + ` AS g (job, lane, account, group_id, status, amount, currency,
+				itemized, expected, members, findings, unmatched, held, records, seen_at, tied_out_at)
+			SELECT $1, $2, r.account, r.id, r.status, r.amount, r.currency, r.itemized, r.expected, r.members, r.findings,
+				r.unmatched, r.held, coalesce(r.records, '{}'), now(), CASE WHEN r.tied_out THEN now() END
+			FROM jsonb_to_recordset($3::jsonb) AS r(account text, id text, status text, amount bigint, currency text,
+				itemized boolean, expected bigint, members integer, findings integer, unmatched integer, held boolean,
+				records text[], tied_out boolean)
+			ON CONFLICT (job, account, group_id) DO UPDATE SET lane = EXCLUDED.lane, status = EXCLUDED.status,
+				amount = EXCLUDED.amount, currency = EXCLUDED.currency, itemized = EXCLUDED.itemized,
+				expected = EXCLUDED.expected, members = EXCLUDED.members, findings = EXCLUDED.findings,
+				unmatched = EXCLUDED.unmatched, held = EXCLUDED.held, records = EXCLUDED.records,
+				seen_at = EXCLUDED.seen_at, tied_out_at = EXCLUDED.tied_out_at
+			WHERE EXCLUDED.tied_out_at IS NOT NULL OR g.tied_out_at IS NULL`,
+		// listGroups lists the groups of job $1 (any if empty), of jobs $2 (any if none), of
+		// account $3 and status $4 (any if empty), in state $5 (reconcile.GroupQuery.State), below
+		// seq $6 (any if 0), newest first, $7 of them.
+		listGroups: `SELECT ` + groupColumns + ` FROM ` + t.table("groups") + ` WHERE ` + groupFilter + `
+			AND CASE $5 WHEN 'pending' THEN tied_out_at IS NULL
+				WHEN 'held' THEN tied_out_at IS NOT NULL AND held AND findings = 0
+				WHEN 'not_held' THEN tied_out_at IS NOT NULL AND (NOT held OR findings > 0)
+				ELSE true END
+			AND ($6 = 0 OR seq < $6)
+			ORDER BY seq DESC LIMIT $7`,
+		// group reads the group numbered $1.
+		group: `SELECT ` + groupColumns + ` FROM ` + t.table("groups") + ` WHERE seq = $1`,
+		// countGroups counts listGroups' groups ($1 to $4), by state.
+		countGroups: `SELECT count(*), count(*) FILTER (WHERE tied_out_at IS NULL),
+				count(*) FILTER (WHERE tied_out_at IS NOT NULL AND (NOT held OR findings > 0))
+			FROM ` + t.table("groups") + ` WHERE ` + groupFilter,
 	}
 }
+
+// groupColumns are the columns scanned into a reconcile.GroupRecord (groups.go, scanGroup).
+const groupColumns = `seq, job, lane, account, group_id, status, amount, currency, itemized, expected, members, findings,
+	unmatched, held, records, seen_at, tied_out_at`
+
+// groupFilter selects groups by job $1, jobs $2, account $3 and status $4, each if set.
+const groupFilter = `($1 = '' OR job = $1) AND (coalesce(cardinality($2::text[]), 0) = 0 OR job = ANY($2))
+	AND ($3 = '' OR account = $3) AND ($4 = '' OR status = $4)`

@@ -18,6 +18,8 @@
 //	stripemoney     the money reads, an extension of the kit: a Payment's disputes and refunds
 //	                read on a gateway of PaymentIntents, and the events that touch them.
 //	stripeconnect   the accounts check of a Connect platform, a job over the kit.
+//	stripepayouts   the payouts tie-out's Stripe side, an extension of the kit: payouts and
+//	                their balance transactions listed for package tieout.
 //	stripetest      a stateful fake of Stripe's API for tests, the host's as much as ours.
 //
 // # Gateway
@@ -117,6 +119,7 @@
 //	Invoices()          /v1/invoices            in_        -                status             invoice.* but .upcoming
 //	CheckoutSessions()  /v1/checkout/sessions   cs_        -                status             checkout.session.*
 //	Accounts()          /v1/accounts            acct_      -                see AccountState   none (platform only)
+//	Payouts()           /v1/payouts             po_        -                status             PayoutEventTypes
 //
 // Subscriptions send status=all because Stripe's subscription list leaves canceled ones out
 // otherwise: a sweep would then retrieve each canceled subscription one by one, and a

@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/google/go-cmp v0.7.0
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/reconcilekit/reconcile v0.0.0-20261205213939-ecb731fb78b5
+	github.com/reconcilekit/reconcile v0.0.0-20261205215740-e0e14440c272
 	github.com/stripe/stripe-go/v82 v82.5.1
 )
 

@@ -12,5 +12,6 @@ func TestTheKitImportsNoPolicy(t *testing.T) {
 	t.Parallel()
 	layout.ImportsNone(t, ".", "github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy",
 		"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripemoney",
-		"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripeconnect")
+		"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripeconnect",
+		"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepayouts")
 }

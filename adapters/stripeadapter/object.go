@@ -320,6 +320,48 @@ func ValidCheckoutSessionID(id string) bool {
 	return false
 }
 
+// Payouts describes payouts: money sent from the account's balance to its bank. Their state is
+// the status (pending, in_transit, paid, failed, canceled); events are PayoutEventTypes. Paid is
+// not final: Stripe says some payouts show paid and then fail, within 5 business days, so among
+// events of one second failed and canceled win over paid, and paid over pending and in_transit.
+// Package stripepayouts ties a payout's balance transactions out on this descriptor's gateway.
+func Payouts() Object[*stripe.Payout] {
+	return Object[*stripe.Payout]{
+		Name:       "payout",
+		Path:       "/v1/payouts",
+		IDPrefix:   "po_",
+		EventTypes: slices.Clone(PayoutEventTypes),
+		ID:         func(p *stripe.Payout) string { return p.ID },
+		Created:    func(p *stripe.Payout) int64 { return p.Created },
+		State:      func(p *stripe.Payout) string { return string(p.Status) },
+		Rank:       payoutRank,
+	}
+}
+
+// PayoutEventTypes are the events Payouts reads: every change of a payout's status, and
+// payout.reconciliation_completed, after which its balance transactions are final.
+var PayoutEventTypes = []string{
+	"payout.created", "payout.updated", "payout.paid", "payout.failed", "payout.canceled",
+	"payout.reconciliation_completed",
+}
+
+// payoutRank orders payout statuses as Stripe moves them: pending, in_transit, paid, then
+// failed or canceled, which are final (a paid payout can still fail).
+func payoutRank(p *stripe.Payout) int {
+	switch p.Status {
+	case stripe.PayoutStatusInTransit:
+		return 1
+	case stripe.PayoutStatusPaid:
+		return 2
+	case stripe.PayoutStatusFailed, stripe.PayoutStatusCanceled:
+		return 3
+	}
+	return 0
+}
+
+// ValidPayoutID reports whether id has the shape of a payout id: "po_" and letters and digits.
+func ValidPayoutID(id string) bool { return validID("po_", id) }
+
 // Accounts describes connected accounts, read on the platform: their calls never carry
 // Stripe-Account. An account has no status field; its state is derived, in this order:
 //

@@ -285,3 +285,55 @@ func TestAccountsAreReadOnThePlatform(t *testing.T) {
 		t.Error("a body that is not an account has a state")
 	}
 }
+
+// Payouts through the kit: bulk list, retrieve, and the events feed, where a paid payout that
+// fails in the same second wins over paid (paid is not final).
+func TestPayoutsThroughTheKit(t *testing.T) {
+	f := newFakeStripe(t)
+	var pis []stripetest.PaymentIntent
+	for i := range 3 {
+		pis = append(pis, stripetest.PaymentIntent{Created: f.at(i), Status: stripe.PaymentIntentStatusSucceeded, Amount: 1000})
+	}
+	f.AddPaymentIntents(pis)
+	var pos []stripetest.Payout
+	for i := range 3 {
+		pos = append(pos, stripetest.Payout{Manual: true, Amount: 100, Created: f.at(10 + i)})
+	}
+	ids := f.AddPayouts(pos)
+	ctx := context.Background()
+	g := objectGateway(t, f.Server, stripeadapter.Payouts())
+	f.ResetLog()
+	got, err := g.FetchBatch(ctx, lookupsAt(f, ids), noWait)
+	if err != nil || len(got) != len(ids) || f.Requests(stripetest.ListPayouts) != 1 {
+		t.Fatalf("FetchBatch = %d payouts, %v, %d lists", len(got), err, f.Requests(stripetest.ListPayouts))
+	}
+	f.clock.set(f.at(200)) // every payout's creation settled: the feed anchors after them
+	feed, err := g.EventsFeed(stripeadapter.EventsOptions{Now: func() time.Time { return f.clock.now().Add(2 * time.Minute) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := feed.Next(ctx, "", noWait) // the anchor
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.clock.set(f.at(400)) // paid and failed in one second
+	if err := f.SetPayoutStatus(ids[1], stripe.PayoutStatusPaid); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.FailPayout(ids[1], stripe.PayoutFailureCodeAccountClosed, ""); err != nil {
+		t.Fatal(err)
+	}
+	page, err = feed.Next(ctx, page.Next, noWait)
+	if err != nil || len(page.Objects) != 1 || page.Objects[0].ExternalID != ids[1] || page.Objects[0].Object.Status != stripe.PayoutStatusFailed {
+		t.Fatalf("events feed = %+v, %v; want %s failed", page.Objects, err, ids[1])
+	}
+	p, err := g.Fetch(ctx, ids[1])
+	if err != nil || p.Status != stripe.PayoutStatusFailed || p.FailureCode != stripe.PayoutFailureCodeAccountClosed {
+		t.Fatalf("Fetch = %+v, %v; want failed, account_closed", p, err)
+	}
+	for _, bad := range []string{"po_", "po_1/../x", "tr_1"} {
+		if g.CheckID(bad) == nil || stripeadapter.ValidPayoutID(bad) {
+			t.Errorf("payout id %q accepted", bad)
+		}
+	}
+}

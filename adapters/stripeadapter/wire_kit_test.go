@@ -77,6 +77,7 @@ func TestWireKitObjectsMatchStripesSpec(t *testing.T) {
 		wireCalls(t, mockObjectGateway(t, stripeadapter.Invoices(), account), "in_1MtHbELkdIwHu7ixl4OzzPMv")
 		wireCalls(t, mockObjectGateway(t, stripeadapter.CheckoutSessions(), account), "cs_test_a11YYufWQzNY63zpQ6QSNRQhkUpVph4WRmzW0zWJO2znZKdVujZ0N0S22u")
 		wireCalls(t, mockObjectGateway(t, stripeadapter.PaymentIntents(), account), "pi_3MtwBwLkdIwHu7ix28a3tqPa")
+		wireCalls(t, mockObjectGateway(t, stripeadapter.Payouts(), account), "po_1OaFDbEcg9tTZuTgNYmX0PKB")
 	}
 	wireCalls(t, mockObjectGateway(t, stripeadapter.Accounts(), ""), "acct_1Nv0FGQ9RKHgCVdK")
 }

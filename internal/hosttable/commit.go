@@ -285,7 +285,12 @@ func (t *Table[L]) SendFenced(ctx context.Context, batch *pgx.Batch, what string
 		tx = br.Tx()
 		defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
 		if _, err := br.Exec(); err != nil {
+			// The batch's statements are prepared with the begin: a reconciler's table that
+			// is missing fails here, and says to migrate.
 			br.Close()
+			if st, serr := t.Spec(ctx); serr == nil {
+				return st.WrapError(what+": begin", err)
+			}
 			return fmt.Errorf("pgstore: %s: begin: %w", what, err)
 		}
 		op, err = readFenced(br)

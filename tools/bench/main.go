@@ -23,6 +23,9 @@
 //	connect  one fan-out round over many connected accounts (one huge, the others small) sharing one
 //	         rate budget, over HTTP to stripetest with Stripe-Account: the time until every account
 //	         has completed a cycle against the prediction, and the largest and smallest account's lag
+//	payouts  one payouts tie-out pass (stripepayouts over HTTP to stripetest, the ledger in PostgreSQL
+//	         through pgledger) with a drift of each kind planted in turn: calls (every request the
+//	         lister made) per balance transaction, planted drifts found, false positives
 //	churn    batches on a fixed schedule in simulated time (the schema's now()) over a table with
 //	         inserts, deletes and updates, behind an in-process gateway with Unavailable answers and
 //	         429 bursts: each row's time to verify against PlanSchedule, false health, skipped rows
@@ -68,6 +71,7 @@ var commands = map[string]command{
 	"status":   {summary: "Store.Status over 1M and 10M rows from lag marks, timed against the full scan it replaced; agreement", run: statusCommand},
 	"connect":  {summary: "one fan-out round over many connected accounts in one rate budget; predicted vs measured time, lags", run: connectCommand},
 	"churn":    {summary: "a schedule in simulated time over a changing table with faults; time to verify vs PlanSchedule, false health", run: churnCommand},
+	"payouts":  {summary: "one payouts tie-out pass over HTTP to stripetest with planted drifts; calls per transaction, found, false positives", run: payoutsCommand},
 }
 
 // errUsage marks errors already explained to the user by a flag set's own output.

@@ -23,14 +23,17 @@ import (
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgbudget"
+	"github.com/reconcilekit/reconcile/adapters/pgledger"
 	"github.com/reconcilekit/reconcile/adapters/pgoutbox"
 	"github.com/reconcilekit/reconcile/adapters/pgshard"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/riverdelivery"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripemoney"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepayouts"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
 	"github.com/reconcilekit/reconcile/console"
+	"github.com/reconcilekit/reconcile/tieout"
 )
 
 // readmeEmbedding is "Embedding it": the status sweep.
@@ -150,6 +153,24 @@ func readmeObjectKit(cfg stripeadapter.GatewayConfig) error {
 	}
 	gateway, err := stripeadapter.NewObjectGateway(cfg, refunds)
 	_ = gateway
+	return err
+}
+
+// readmePayouts is "Payouts: the tie-out".
+func readmePayouts(cfg stripeadapter.GatewayConfig, pool *pgxpool.Pool, store *pgstore.Store[string], limiter reconcile.Limiter) error {
+	payouts, err := stripeadapter.NewObjectGateway(cfg, stripeadapter.Payouts())
+	lister, err := stripepayouts.New(payouts, stripepayouts.Config{Limiter: limiter})
+	ledger, err := pgledger.New(pool, pgledger.Config{Tables: []pgledger.Table{
+		{Name: "payments", Kind: tieout.KindPayment, IDColumn: "stripe_payment_intent_id",
+			SettledAtColumn: "paid_at", GroupColumn: "payout_id"},
+		{Name: "refunds", Kind: tieout.KindRefund, IDColumn: "stripe_refund_id", Negate: true},
+	}})
+	sweep, err := tieout.NewStep(tieout.StepConfig{Job: "payouts", Lane: "sweep", Lister: lister, Ledger: ledger, Sink: store})
+	events, err := lister.EventsLister(stripeadapter.EventsOptions{})
+	lane, err := tieout.NewStep(tieout.StepConfig{Job: "payouts", Lane: "events", Lister: events, Ledger: ledger, Sink: store})
+	unpaid, err := tieout.NewUnpaidStep(tieout.UnpaidConfig{Job: "payouts", Lane: "unpaid", Ledger: ledger, Sink: store})
+	// Each is a BatchRunner: schedule them with the Runner or RunTick.
+	_, _, _ = sweep, lane, unpaid
 	return err
 }
 
