@@ -4,9 +4,14 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stripe/stripe-go/v82"
@@ -27,6 +32,13 @@ const auditJob = "audit"
 const keyEnv = "STRIPE_SECRET_KEY"
 
 const auditHelp = "reconcile audit --help"
+
+// connectAdvice is what the audit says when the database cannot be reached: it needs the
+// database that holds the table, read by a role that may only read it.
+const connectAdvice = `Give the audit the database that holds the table: --database-url, or $DATABASE_URL (safer: other users can see a command line), e.g.
+  export DATABASE_URL='postgres://auditor:password@db.example.com:5432/shop?sslmode=require'
+A role that may only SELECT the table is enough: the audit writes nothing.
+`
 
 // keyFlags are flags someone may try to pass the key with; the audit refuses them by name.
 var keyFlags = []string{"key", "stripe-key", "api-key", "secret-key", "stripe-secret-key", "stripe-api-key"}
@@ -72,11 +84,13 @@ Stripe names its statuses. A pair of states a policy has no rule for is reported
 of kind unexpected:<yours>-><Stripe's>.
 
 Yours may differ: --status-map says what they mean, such as
---status-map succeeded=paid,canceled=failed,requires_payment_method=pending.
+--status-map succeeded=paid,canceled=failed,requires_payment_method=pending for payments, or
+--status-map ACTIVE=active,cancelled=canceled for subscriptions.
 
 The Stripe key is read from $STRIPE_SECRET_KEY, never from a flag: a flag lands in your shell
 history and in the process list. A restricted key (rk_...) with read access to the object is
-enough. The key is never printed, not even when an error from the server quotes it.
+enough. The key is never printed, not even when an error from the server quotes it, and a
+live key is not sent over plain http to another machine.
 
 Progress (rows read, verified, calls, rate, ETA) goes to standard error: one updating line
 on a terminal, a plain line every 10 seconds otherwise. Then it prints a summary (rows,
@@ -88,7 +102,8 @@ Exit codes: 0 the audit completed, every row read was verified or in flight, and
 1 drift found (a finding of any kind), even in an audit that did not complete; 2 the command
 line is wrong; 3 no drift found, but the audit could not say "in sync": it did not complete
 (Ctrl-C, Stripe not answering for --patience, the database failing) or some rows could not be
-verified.`,
+verified (the summary quotes the first error Stripe's calls failed with); 3 also when the
+report could not be written (a full disk), whatever was found.`,
 		"reconcile audit --table payments --external-id-column stripe_payment_intent_id   # with STRIPE_SECRET_KEY exported",
 		"reconcile audit --table payments --money --amount-column amount_cents --amount-refunded-column refunded_cents",
 		"reconcile audit --object subscription --table subscriptions --key-columns created_at,id --state-column stripe_status --csv > drift.csv",
@@ -96,7 +111,7 @@ verified.`,
 	var a auditFlags
 	s.fs.StringVar(&a.object, "object", "payment_intent", "the Stripe `object` each row refers to: payment_intent, subscription, invoice or checkout_session")
 	s.fs.BoolVar(&a.money, "money", false, "with --object payment_intent: compare the money (amount, currency, capture, refunds, disputes), not only the status")
-	s.fs.StringVar(&a.statusMap, "status-map", "", "with --object payment_intent: what your `statuses` mean in the policy's words (pending, paid, failed), such as succeeded=paid,canceled=failed,requires_payment_method=pending")
+	s.fs.StringVar(&a.statusMap, "status-map", "", "what your `statuses` mean in the policy's words: a payment's pending, paid or failed, such as succeeded=paid,canceled=failed,requires_payment_method=pending; the other objects' statuses as Stripe names them, such as ACTIVE=active,cancelled=canceled")
 	s.fs.BoolVar(&a.json, "json", false, "print the summary and findings as JSON")
 	s.fs.BoolVar(&a.csv, "csv", false, "print the findings as CSV (the summary goes to standard error)")
 	s.fs.DurationVar(&a.grace, "grace", reconcile.DefaultGrace, "rows changed (--updated-at-column) more recently than this are in flight: counted, not asked about")
@@ -139,12 +154,22 @@ verified.`,
 	if msg := a.check(); msg != "" {
 		return e.usageError("audit: "+msg, auditHelp)
 	}
-	key := e.getenv(keyEnv)
-	if strings.TrimSpace(key) == "" {
+	// A key read from a file keeps its newline, one from a .env written on Windows its CR: the
+	// whitespace around it is not the key's (Go would refuse it in a header, and every call fail).
+	key := strings.TrimSpace(e.getenv(keyEnv))
+	if key == "" {
 		return e.usageError(fmt.Sprintf("audit: $%s is not set: export the key (a restricted key with read access is enough); it is never taken from a flag", keyEnv), auditHelp)
 	}
-	// From here on nothing the audit prints may hold the key, whatever its shape.
-	e = e.hiding(key)
+	if strings.ContainsFunc(key, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+		return e.usageError(fmt.Sprintf("audit: $%s holds a space or a control character inside the key: a Stripe key has none (was it pasted with a line break?)", keyEnv), auditHelp)
+	}
+	if (strings.HasPrefix(key, "sk_live_") || strings.HasPrefix(key, "rk_live_")) && !privateURL(a.baseURL) {
+		return e.usageError(fmt.Sprintf("audit: --stripe-base-url %s is plain http to another machine: the live key would cross the network readable; use https, or a test key",
+			printable(displayURL(a.baseURL))), auditHelp)
+	}
+	// From here on nothing the audit prints may hold the key, whatever its shape, nor the
+	// password of --stripe-base-url.
+	e = e.hiding(secret{key, "[redacted key]"}, secret{urlPassword(a.baseURL), "[redacted password]"})
 	switch a.object {
 	case "payment_intent":
 		if a.money {
@@ -167,6 +192,10 @@ func (a *auditFlags) check() string {
 	switch {
 	case a.host.table == "":
 		return "--table is required: the table to audit"
+	case strings.Count(a.host.table, ".") == 1 && a.schema == "" && a.host.tableSchema == "":
+		// A schema-qualified name, which pgstore would refuse as not an identifier.
+		schema, table, _ := strings.Cut(a.host.table, ".")
+		return fmt.Sprintf("--table %s: give the schema apart: --schema %s --table %s", printable(a.host.table), printable(schema), printable(table))
 	case !slices.Contains(objects, a.object):
 		return fmt.Sprintf("--object %q: want one of %s", a.object, strings.Join(objects, ", "))
 	case a.money && a.object == "subscription":
@@ -187,14 +216,15 @@ func (a *auditFlags) check() string {
 		return "--schema and --table-schema name different schemas; give one"
 	case a.account != "" && !strings.HasPrefix(a.account, "acct_"):
 		return fmt.Sprintf("--stripe-account %q: a connected account's id starts with acct_", a.account)
+	case a.baseURL != "" && !apiURL(a.baseURL):
+		// Not quoted: it may hold a password, and a URL that does not parse cannot be redacted.
+		return "--stripe-base-url: want the http or https URL of an API, such as http://127.0.0.1:12111 (stripe-mock)"
 	}
 	if a.host.tableSchema == "" {
 		a.host.tableSchema = a.schema
 	}
 	if a.statusMap != "" {
-		if a.object != "payment_intent" {
-			return "--status-map is for --object payment_intent: the other policies read Stripe's own status names"
-		}
+		targets := statusTargets[a.object]
 		a.statuses = map[string]string{}
 		for _, pair := range splitList(a.statusMap) {
 			ours, theirs, ok := strings.Cut(pair, "=")
@@ -202,8 +232,8 @@ func (a *auditFlags) check() string {
 			switch {
 			case !ok || ours == "":
 				return fmt.Sprintf("--status-map: %q is not yours=policy's, such as succeeded=paid", pair)
-			case theirs != stripepolicy.LocalPending && theirs != stripepolicy.LocalPaid && theirs != stripepolicy.LocalFailed:
-				return fmt.Sprintf("--status-map: %q: the payment policy's statuses are pending, paid and failed", pair)
+			case !slices.Contains(targets, theirs):
+				return fmt.Sprintf("--status-map: %q: the statuses of --object %s are %s", pair, a.object, strings.Join(targets, ", "))
 			case a.statuses[ours] != "":
 				return fmt.Sprintf("--status-map: %q is mapped twice", ours)
 			}
@@ -216,6 +246,15 @@ func (a *auditFlags) check() string {
 		}
 	}
 	return ""
+}
+
+// statusTargets are the statuses --status-map may map to, by --object: the words each policy
+// reads --state-column in.
+var statusTargets = map[string][]string{
+	"payment_intent":   {stripepolicy.LocalPending, stripepolicy.LocalPaid, stripepolicy.LocalFailed},
+	"subscription":     {"incomplete", "incomplete_expired", "trialing", "active", "past_due", "canceled", "unpaid", "paused"},
+	"invoice":          {"draft", "open", "paid", "uncollectible", "void"},
+	"checkout_session": {"open", "complete", "expired"},
 }
 
 // objectKind is the object, with "payment_intent --money" apart: its columns differ.
@@ -290,7 +329,11 @@ func auditObject[L, E, T any](ctx context.Context, e *env, a *auditFlags, key st
 	e.printErr("%s", a.intro(cfg, cols, url, obj.Name))
 	pool, err := pgenv.ConnectReadOnly(ctx, url, source)
 	if err != nil {
-		return e.failed(err)
+		if ctx.Err() != nil {
+			return e.failed(err)
+		}
+		e.printErr("reconcile: audit: %s\n%s", err.Error(), connectAdvice)
+		return exitError
 	}
 	defer pool.Close()
 	store, err := pgstore.NewOf[L](pool, cfg)
@@ -304,14 +347,28 @@ func auditObject[L, E, T any](ctx context.Context, e *env, a *auditFlags, key st
 	}
 	t := newTally(time.Now(), a.maxFindings)
 	src := &auditStore[L]{reader: store, tally: t}
+	failures := &firstFailure{}
+	// Findings record the table's own statuses: --status-map is the audit's reading of them,
+	// not what the service wrote. The policy without the map names them.
+	var localState func(L) string
+	if len(a.statuses) > 0 {
+		raw := *a
+		raw.statuses = nil
+		if n, ok := policy(&raw).(reconcile.StateNamer[L, E]); ok {
+			localState = n.LocalState
+		}
+	}
 	r, err := reconcile.New(reconcile.Config[L, E]{Job: auditJob, Source: src, Sink: src, Gateway: gw, Classifier: policy(a),
-		ExternalState: extState, BatchSize: a.batch, Grace: graceOf(a.grace), Limiter: limiter})
+		LocalState: localState, ExternalState: extState, BatchSize: a.batch, Grace: graceOf(a.grace), Limiter: limiter,
+		Logger: slog.New(failures)})
 	if err != nil {
 		return e.failed(err)
 	}
-	p := newProgress(e.stderr, terminal(e.stderr), t, estimateRows(ctx, pool, cfg))
+	tty, width := terminal(e.stderr)
+	p := newProgress(e.stderr, tty, width, t, estimateRows(ctx, pool, cfg))
 	a.sweep(ctx, r.RunBatch, t, p)
 	p.done()
+	t.firstFailure = failures.String()
 	return e.report(a, t, obj.Name)
 }
 
@@ -365,7 +422,13 @@ func (a *auditFlags) sweep(ctx context.Context, runBatch func(context.Context) (
 			t.gaveUp = fmt.Sprintf("Stripe %s for %s (--patience)", why, a.patience.Round(time.Second))
 			return
 		}
-		wait := max(rep.RetryAfter, backoff)
+		// --patience bounds each wait too: a Retry-After of an hour (a proxy's, or Stripe's
+		// adapter's cap) is not slept through before giving up after two minutes.
+		limit := a.patience
+		if !stalled.IsZero() {
+			limit = max(stalled.Add(a.patience).Sub(now), 0)
+		}
+		wait := min(max(rep.RetryAfter, backoff), limit)
 		backoff = min(backoff*2, 10*time.Second)
 		select {
 		case <-ctx.Done():
@@ -410,10 +473,62 @@ func (a *auditFlags) intro(cfg pgstore.Config, cols map[string]string, url, obje
 		fmt.Fprintf(&b, ", connected account %s", printable(a.account))
 	}
 	if a.baseURL != "" {
-		fmt.Fprintf(&b, ", at %s", printable(a.baseURL))
+		fmt.Fprintf(&b, ", at %s", printable(displayURL(a.baseURL)))
 	}
 	b.WriteString(".\nIt writes nothing: every database transaction is read-only (default_transaction_read_only) and Stripe is only read; findings are kept in memory and printed.\n")
 	return b.String()
+}
+
+// apiURL reports whether s can be the base URL of an API: http or https, a host, a port
+// that is a port, and no control character (a typo such as a stray dot after the port would
+// otherwise leave every row unverifiable after --patience).
+func apiURL(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.Opaque != "" ||
+		strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return false
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		return err == nil && n > 0 && n < 1<<16
+	}
+	return true
+}
+
+// privateURL reports whether a request to the base URL s (checked by apiURL; "" is Stripe's)
+// keeps the key private: https, or http to this machine.
+func privateURL(s string) bool {
+	u, err := url.Parse(s)
+	if s == "" || err == nil && u.Scheme == "https" {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	host := u.Hostname()
+	ip := net.ParseIP(host)
+	return host == "localhost" || ip != nil && ip.IsLoopback()
+}
+
+// displayURL is the base URL as the audit shows it: its password, if any, as xxxxx.
+func displayURL(s string) string {
+	if u, err := url.Parse(s); err == nil {
+		return u.Redacted()
+	}
+	return "(a URL that does not parse)"
+}
+
+// urlPassword is the password in the base URL s, for the writers to hide (displayURL and
+// net/http's errors show it as xxxxx already; this catches anything else quoting the URL).
+// A password of fewer than 6 characters is not returned: replacing it wherever it appears
+// would mangle the report, and it is no secret worth the name.
+func urlPassword(s string) string {
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		if p, _ := u.User.Password(); len(p) >= 6 {
+			return p
+		}
+	}
+	return ""
 }
 
 // displayTable is the audited table as the report names it: schema.table, unquoted.

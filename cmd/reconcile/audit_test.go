@@ -457,7 +457,7 @@ func TestAuditNeverPrintsTheKey(t *testing.T) {
 					if strings.Contains(out.String()+errb.String(), key) || strings.Contains(out.String()+errb.String(), key[:12]) {
 						t.Fatalf("the key was printed:\n%s\n%s", out.String(), errb.String())
 					}
-					if status == http.StatusUnauthorized && !strings.Contains(errb.String(), "[redacted key]") {
+					if status == http.StatusUnauthorized && !strings.Contains(out.String()+errb.String(), "[redacted key]") {
 						t.Errorf("the server's error is not shown (redacted):\n%s", errb.String())
 					}
 				}
@@ -514,6 +514,12 @@ func TestAuditCommandLine(t *testing.T) {
 		{"with a bad account", nil, []string{"--stripe-account", "bob"}, `--stripe-account "bob"`},
 		{"with a zero batch", nil, []string{"--batch-size", "0"}, "--batch-size 0"},
 		{"with two schemas", nil, []string{"--table-schema", "other"}, "--schema and --table-schema name different schemas"},
+		{"with a schema-qualified table", nil, []string{"--schema", "", "--table", "billing.payments"}, "--table billing.payments: give the schema apart: --schema billing --table payments"},
+		{"with a hostile table", nil, []string{"--table", `a"; drop table x;--`}, `Table "a\"; drop table x;--" is not a plain SQL identifier`},
+		{"with a hostile schema", nil, []string{"--schema", `x"; drop table payments;--`}, "is not a plain SQL identifier"},
+		{"with a 10 KB table", nil, []string{"--table", strings.Repeat("p", 10<<10)}, "is not a plain SQL identifier"},
+		{"with a NUL in a column", nil, []string{"--external-id-column", "stripe_id\x00"}, `ExternalIDColumn "stripe_id\x00" is not a plain SQL identifier`},
+		{"with a bidi override in a column", nil, []string{"--created-at-column", "created\u202e"}, "is not a plain SQL identifier"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			saved := f.env

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -26,43 +27,66 @@ func quotedTable(cfg pgstore.Config) string {
 	return pgx.Identifier{cfg.Table}.Sanitize()
 }
 
-// hiding returns e with its writers replacing secret wherever it appears, whatever its shape
-// (the redaction of output.go catches what looks like a Stripe key; a key of another shape, a
-// proxy's or a test server's, it would not). Everything the audit prints is written whole, one
-// call per text, so the secret is never split across writes.
-func (e *env) hiding(secret string) *env {
+// hiding returns e with its writers replacing each secret wherever it appears, whatever its
+// shape (the redaction of output.go catches what looks like a Stripe key; a key of another
+// shape, a proxy's or a test server's, or the password of --stripe-base-url, it would not).
+// Everything the audit prints is written whole, one call per text, so a secret is never split
+// across writes. A secret with an empty value is ignored.
+func (e *env) hiding(secrets ...secret) *env {
+	var hide []secret
+	for _, s := range secrets {
+		if s.value != "" {
+			hide = append(hide, s)
+		}
+	}
 	c := *e
-	c.stdout = scrubber{e.stdout, secret}
-	c.stderr = scrubber{e.stderr, secret}
+	c.stdout = scrubber{e.stdout, hide}
+	c.stderr = scrubber{e.stderr, hide}
 	return &c
 }
 
+// secret is a value never to print, and what to print instead.
+type secret struct{ value, as string }
+
 type scrubber struct {
-	w      io.Writer
-	secret string
+	w       io.Writer
+	secrets []secret
 }
 
 func (s scrubber) Write(p []byte) (int, error) {
-	if s.secret == "" || !strings.Contains(string(p), s.secret) {
+	text, found := string(p), false
+	for _, sec := range s.secrets {
+		if strings.Contains(text, sec.value) {
+			text, found = strings.ReplaceAll(text, sec.value, sec.as), true
+		}
+	}
+	if !found {
 		return s.w.Write(p)
 	}
-	if _, err := io.WriteString(s.w, strings.ReplaceAll(string(p), s.secret, "[redacted key]")); err != nil {
+	if _, err := io.WriteString(s.w, text); err != nil {
 		return 0, err
 	}
 	return len(p), nil
 }
 
-// terminal reports whether w is a terminal, where progress is one line redrawn in place.
-func terminal(w io.Writer) bool {
+// terminal reports whether w is a terminal, where progress is one line redrawn in place, and
+// its width in columns (80 when it cannot be told).
+func terminal(w io.Writer) (tty bool, cols int) {
 	if s, ok := w.(scrubber); ok {
 		w = s.w
 	}
 	f, ok := w.(*os.File)
 	if !ok {
-		return false
+		return false, 0
 	}
 	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return false, 0
+	}
+	if cols = termWidth(f); cols <= 0 {
+		cols = 80
+	}
+	return true, cols
 }
 
 // progress shows how far the audit is: a line redrawn at most five times a second on a
@@ -70,14 +94,15 @@ func terminal(w io.Writer) bool {
 type progress struct {
 	w     io.Writer
 	tty   bool
+	cols  int // the terminal's width: a wider line would wrap, and the next redraw not erase it
 	t     *tally
 	total int64 // the table's estimated rows; 0 unknown
 	last  time.Time
 	drawn bool
 }
 
-func newProgress(w io.Writer, tty bool, t *tally, total int64) *progress {
-	return &progress{w: w, tty: tty, t: t, total: total, last: time.Now()}
+func newProgress(w io.Writer, tty bool, cols int, t *tally, total int64) *progress {
+	return &progress{w: w, tty: tty, cols: cols, t: t, total: total, last: time.Now()}
 }
 
 func (p *progress) update() {
@@ -96,22 +121,35 @@ func (p *progress) update() {
 func (p *progress) draw(now time.Time) {
 	t := p.t
 	elapsed := now.Sub(t.start)
-	line := fmt.Sprintf("%s rows read", count(t.rows))
+	// The parts, most telling first: on a terminal narrower than them all, the last ones that
+	// do not fit are left out rather than the line wrapping.
+	rows := fmt.Sprintf("%s rows read", count(t.rows))
 	if p.total > 0 {
-		line += fmt.Sprintf(" of ~%s", count(int(p.total)))
+		rows += fmt.Sprintf(" of ~%s", count(int(p.total)))
 	}
-	line += fmt.Sprintf(", %s verified, %s findings, %s Stripe calls (%.1f/s)", count(t.verified), count(t.found), count(t.calls),
-		float64(t.calls)/max(elapsed.Seconds(), 0.001))
+	parts := []string{rows}
 	if p.total > int64(t.rows) && t.rows > 0 {
 		eta := time.Duration(float64(elapsed) * float64(p.total-int64(t.rows)) / float64(t.rows))
-		line += ", ETA " + eta.Round(time.Second).String()
+		parts = append(parts, "ETA "+eta.Round(time.Second).String())
 	}
-	if p.tty {
-		fmt.Fprint(p.w, "\r\x1b[K"+line)
-		p.drawn = true
+	parts = append(parts, count(t.found)+" findings", count(t.verified)+" verified",
+		fmt.Sprintf("%s Stripe calls (%.1f/s)", count(t.calls), float64(t.calls)/max(elapsed.Seconds(), 0.001)))
+	if !p.tty {
+		fmt.Fprintln(p.w, strings.Join(parts, ", "))
 		return
 	}
-	fmt.Fprintln(p.w, line)
+	line := parts[0]
+	if r := []rune(line); p.cols > 1 && len(r) >= p.cols {
+		line = string(r[:p.cols-2]) + "…"
+	}
+	for _, part := range parts[1:] {
+		if p.cols > 0 && utf8.RuneCountInString(line)+2+utf8.RuneCountInString(part) >= p.cols {
+			break
+		}
+		line += ", " + part
+	}
+	fmt.Fprint(p.w, "\r\x1b[K"+line)
+	p.drawn = true
 }
 
 // done ends the progress line on a terminal.
@@ -168,7 +206,7 @@ func (t *tally) outcome() string {
 	case t.interrupted:
 		return "interrupted (Ctrl-C): what was found so far"
 	case t.failure != nil:
-		return "stopped by a failure: " + t.failure.Error()
+		return "stopped by a failure (said on standard error)"
 	case t.gaveUp != "":
 		return "stopped: " + t.gaveUp
 	}
@@ -196,23 +234,28 @@ func (t *tally) verdict() string {
 func (e *env) report(a *auditFlags, t *tally, object string) int {
 	now := time.Now()
 	kinds := kindMeanings()
-	if t.failure != nil {
-		e.printErr("reconcile: audit: %s\n", t.failure.Error())
-	}
+	var err error
 	switch {
 	case a.json:
-		if err := e.printJSON(auditJSON(a, t, now, kinds)); err != nil {
-			return e.failed(err)
-		}
+		err = e.printJSON(auditJSON(a, t, now, kinds))
 	case a.csv:
 		e.printErr("%s", summaryText(a, t, now, kinds, object))
-		if err := e.printCSV(t.findings, kinds); err != nil {
-			return e.failed(err)
-		}
+		err = e.printCSV(t.findings, kinds)
 	default:
-		e.print(summaryText(a, t, now, kinds, object) + findingsText(t.findings))
+		err = e.write(summaryText(a, t, now, kinds, object) + findingsText(t.findings))
+	}
+	if err != nil {
+		// A report lost (a full disk, a closed output) must not exit as a written one would:
+		// "> drift.csv" and exit 1 would send someone to an empty file.
+		e.printErr("reconcile: audit: the report could not be written (%s): exit 3, whatever the audit found\n", err.Error())
+		return exitError
 	}
 	if !a.json {
+		// The failure is said once, here, next to the verdict it explains; --json says it in
+		// "stopped".
+		if t.failure != nil {
+			e.printErr("reconcile: audit stopped by a failure: %s\n", t.failure.Error())
+		}
 		e.printErr("%s\n", t.verdict())
 	}
 	return t.exitCode()
@@ -233,6 +276,10 @@ func summaryText(a *auditFlags, t *tally, now time.Time, kinds map[string]reconc
 		{"  findings", count(t.found), unlisted(t)},
 	}
 	b.WriteString(trimLines(table(rows)))
+	if t.firstFailure != "" && (t.unverifiable > 0 || t.gaveUp != "") {
+		// Why the rows were not verified: a key, a proxy, a URL or an outage each has its fix.
+		fmt.Fprintf(&b, "  first failure from Stripe: %s\n", printable(t.firstFailure))
+	}
 	if len(t.byKind) > 0 {
 		b.WriteString("\nFindings by kind:\n")
 		kr := [][]string{{"  KIND", "COUNT", "MEANING"}}
@@ -325,9 +372,11 @@ type auditSummaryJSON struct {
 	Kinds        []auditKindJSON `json:"kinds"`
 	Findings     []auditFinding  `json:"findings"`
 	// NotListed counts the findings beyond --max-findings, counted in Kinds only.
-	NotListed int    `json:"findings_not_listed"`
-	ExitCode  int    `json:"exit_code"`
-	Verdict   string `json:"verdict"`
+	NotListed int `json:"findings_not_listed"`
+	// FirstFailure is the first error a call to Stripe failed with: why rows are unverifiable.
+	FirstFailure string `json:"first_failure,omitempty"`
+	ExitCode     int    `json:"exit_code"`
+	Verdict      string `json:"verdict"`
 }
 
 type auditKindJSON struct {
@@ -341,11 +390,15 @@ func auditJSON(a *auditFlags, t *tally, now time.Time, kinds map[string]reconcil
 	out := auditSummaryJSON{Table: displayTable(a.storeConfig(nil)), Object: a.object, Money: a.money, Complete: t.complete,
 		Interrupted: t.interrupted, Rows: t.rows, Verified: t.verified, InFlight: t.inFlight, Unverifiable: t.unverifiable,
 		LagSeconds: t.lag(now).Seconds(), Calls: t.calls, RateLimited: t.rateLimited, Seconds: now.Sub(t.start).Seconds(),
-		Kinds: []auditKindJSON{}, Findings: t.findings, NotListed: t.found - len(t.findings), ExitCode: t.exitCode(), Verdict: t.verdict()}
+		Kinds: []auditKindJSON{}, Findings: t.findings, NotListed: t.found - len(t.findings), FirstFailure: t.firstFailure,
+		ExitCode: t.exitCode(), Verdict: t.verdict()}
 	if out.Findings == nil {
 		out.Findings = []auditFinding{}
 	}
-	if !t.complete && !t.interrupted {
+	switch {
+	case t.failure != nil:
+		out.Stopped = "stopped by a failure: " + t.failure.Error()
+	case !t.complete && !t.interrupted:
 		out.Stopped = t.outcome()
 	}
 	for _, k := range sortedKinds(t.byKind) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +30,9 @@ func FuzzAuditReport(f *testing.F) {
 			Decision: reconcile.Decision{Verdict: reconcile.NeedsReview, Kind: kind, Detail: detail,
 				Diffs: []reconcile.Diff{{Field: field, Local: value, External: value}}}}
 		tl.add(o, time.Time{})
-		tl.complete = true
+		// The server's words reach the report as the first failure and as the one that
+		// stopped the run, too.
+		tl.unverifiable, tl.firstFailure, tl.failure = 1, detail, errors.New(detail)
 		a := &auditFlags{host: hostFlags{table: "payments"}, object: "payment_intent"}
 		for _, format := range []string{"text", "json", "csv"} {
 			var out, errb bytes.Buffer

@@ -128,8 +128,8 @@ func subscriptionColumns(a *auditFlags) map[string]string { return a.columnsOf(k
 func invoiceColumns(a *auditFlags) map[string]string      { return a.columnsOf(kindInvoice) }
 func checkoutColumns(a *auditFlags) map[string]string     { return a.columnsOf(kindCheckout) }
 
-// status is a payment row's status in the payment policy's words (--status-map); a status
-// the map does not name is passed as it is.
+// status is a row's status in its policy's words (--status-map); a status the map does not
+// name is passed as it is.
 func (a *auditFlags) status(s string) string {
 	if m, ok := a.statuses[s]; ok {
 		return m
@@ -157,9 +157,9 @@ func moneyPolicy(a *auditFlags) reconcile.Classifier[auditPayment, *stripepolicy
 	})
 }
 
-func subscriptionPolicy(*auditFlags) reconcile.Classifier[auditSubscription, *stripe.Subscription] {
+func subscriptionPolicy(a *auditFlags) reconcile.Classifier[auditSubscription, *stripe.Subscription] {
 	return stripepolicy.SubscriptionPolicy(func(s auditSubscription) stripepolicy.LocalSubscription {
-		ls := stripepolicy.LocalSubscription{Status: s.Status, CancelAtPeriodEnd: s.CancelAtPeriodEnd.Bool}
+		ls := stripepolicy.LocalSubscription{Status: a.status(s.Status), CancelAtPeriodEnd: s.CancelAtPeriodEnd.Bool}
 		if s.PaidThrough.Valid {
 			ls.PaidThrough = s.PaidThrough.Time
 		}
@@ -167,16 +167,16 @@ func subscriptionPolicy(*auditFlags) reconcile.Classifier[auditSubscription, *st
 	})
 }
 
-func invoicePolicy(*auditFlags) reconcile.Classifier[auditInvoice, *stripe.Invoice] {
+func invoicePolicy(a *auditFlags) reconcile.Classifier[auditInvoice, *stripe.Invoice] {
 	return stripepolicy.InvoicePolicy(func(i auditInvoice) stripepolicy.LocalInvoice {
-		return stripepolicy.LocalInvoice{Status: i.Status, Currency: i.Currency, AmountDue: i.AmountDue, AmountPaid: i.AmountPaid,
+		return stripepolicy.LocalInvoice{Status: a.status(i.Status), Currency: i.Currency, AmountDue: i.AmountDue, AmountPaid: i.AmountPaid,
 			AmountRemaining: i.AmountRemaining}
 	})
 }
 
-func checkoutPolicy(*auditFlags) reconcile.Classifier[auditCheckout, *stripe.CheckoutSession] {
+func checkoutPolicy(a *auditFlags) reconcile.Classifier[auditCheckout, *stripe.CheckoutSession] {
 	return stripepolicy.CheckoutPolicy(func(c auditCheckout) stripepolicy.LocalCheckout {
-		return stripepolicy.LocalCheckout{Status: c.Status, PaymentStatus: c.PaymentStatus, Fulfilled: c.Fulfilled.Bool,
+		return stripepolicy.LocalCheckout{Status: a.status(c.Status), PaymentStatus: c.PaymentStatus, Fulfilled: c.Fulfilled.Bool,
 			Currency: c.Currency.String, AmountTotal: c.AmountTotal.Int64}
 	})
 }

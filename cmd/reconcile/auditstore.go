@@ -101,6 +101,8 @@ type tally struct {
 	interrupted bool   // ctx was cancelled (Ctrl-C)
 	failure     error  // a batch failed
 	gaveUp      string // why the audit stopped retrying, if it did
+	// firstFailure is the first error Stripe's calls failed with (firstFailure), if any.
+	firstFailure string
 }
 
 func newTally(start time.Time, maxFindings int) *tally {

@@ -31,7 +31,14 @@ func printable(s string) string {
 // print writes text to standard output, redacted and with every control character but the
 // newlines escaped: the lines are the command's own, as printable made its values.
 func (e *env) print(text string) {
-	fmt.Fprint(e.stdout, safetext.Lines(redactSecrets(text)))
+	_ = e.write(text) // a listing cut short is seen on the terminal that cut it
+}
+
+// write is print returning the error of the write, for output whose loss is a failure (the
+// audit's report).
+func (e *env) write(text string) error {
+	_, err := fmt.Fprint(e.stdout, safetext.Lines(redactSecrets(text)))
+	return err
 }
 
 // printErr writes a line to standard error as print does.
@@ -42,13 +49,14 @@ func (e *env) printErr(format string, args ...any) {
 // printJSON writes v as indented JSON to standard output, redacted, with every character text
 // output would escape (safetext) that JSON does not (DEL, C1 controls, bidirectional controls)
 // written as a JSON escape: still JSON, every value as stored, and nothing a terminal acts on.
+// It returns the error of the write, if any: output that was not written is a failure.
 func (e *env) printJSON(v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	fmt.Fprint(e.stdout, jsonEscaped(redactSecrets(string(b)))+"\n")
-	return nil
+	_, err = fmt.Fprint(e.stdout, jsonEscaped(redactSecrets(string(b)))+"\n")
+	return err
 }
 
 // jsonEscaped is JSON text s (valid UTF-8, as encoding/json writes it) with every character

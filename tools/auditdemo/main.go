@@ -15,6 +15,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"os/signal"
@@ -30,7 +31,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx); err != nil {
+	if err := run(ctx, os.Stdout); err != nil {
 		log.Fatalf("auditdemo: %v", err)
 	}
 }
@@ -56,7 +57,9 @@ var planted = []payment{
 	{local: "paid", amount: 3300, remote: "succeeded"},
 }
 
-func run(ctx context.Context) error {
+// run plants the drift, writes to out the command lines to run, and serves until ctx is done;
+// then it drops the schema.
+func run(ctx context.Context, out io.Writer) error {
 	url, source := pgenv.URL("DATABASE_URL")
 	pool, err := pgenv.Connect(ctx, url, source)
 	if err != nil {
@@ -110,7 +113,7 @@ func run(ctx context.Context) error {
 			return err
 		}
 	}
-	fmt.Printf(`A payments table with drift is in schema %s, and a fake Stripe listens at %s.
+	fmt.Fprintf(out, `A payments table with drift is in schema %s, and a fake Stripe listens at %s.
 In another terminal, from the repository's root:
 
   export STRIPE_SECRET_KEY=%s

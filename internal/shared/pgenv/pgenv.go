@@ -126,17 +126,30 @@ func keywordValues(s string) (map[string]string, bool) {
 // by then, it returns ctx.Err() instead. Its text never quotes dbURL, not even pgx's message
 // for a string it cannot parse.
 func Connect(ctx context.Context, dbURL, source string) (*pgxpool.Pool, error) {
-	return connect(ctx, dbURL, source, nil)
+	return connect(ctx, dbURL, source, nil, setupAdvice)
 }
 
 // ConnectReadOnly is Connect for a program that must write nothing: every session of the pool
 // starts with default_transaction_read_only on, so that each of its transactions is READ ONLY
-// and the server refuses any write, whatever the role may do.
+// and the server refuses any write, whatever the role may do (the connection string cannot turn
+// it off: the setting is sent after its options). Its error is Connect's without the advice on
+// providing a database: the database a reader needs is the one holding its data, which only the
+// caller can name, not one to create schemas in.
 func ConnectReadOnly(ctx context.Context, dbURL, source string) (*pgxpool.Pool, error) {
-	return connect(ctx, dbURL, source, map[string]string{"default_transaction_read_only": "on"})
+	return connect(ctx, dbURL, source, map[string]string{"default_transaction_read_only": "on"}, "")
 }
 
-func connect(ctx context.Context, dbURL, source string, params map[string]string) (*pgxpool.Pool, error) {
+// setupAdvice is Connect's advice on providing a database, for the programs that create
+// their own tables (the commands, the examples, the tests).
+var setupAdvice = fmt.Sprintf(`
+Provide a database in one of these ways:
+  - set DATABASE_URL (or TEST_DATABASE_URL for tests) to a reachable database you may create schemas in, e.g.
+      export DATABASE_URL='postgres://user:password@host:5432/dbname?sslmode=disable'
+  - or start the local server (the default URL is %s), then create the database if needed:
+      pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start
+      psql -h 127.0.0.1 -U postgres -c 'CREATE DATABASE test'`, DefaultURL)
+
+func connect(ctx context.Context, dbURL, source string, params map[string]string, advice string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(dbURL)
 	var pool *pgxpool.Pool
 	if err == nil {
@@ -160,13 +173,7 @@ func connect(ctx context.Context, dbURL, source string, params map[string]string
 		if pe := (*pgconn.ParseConfigError)(nil); errors.As(err, &pe) {
 			err = parseError{pe}
 		}
-		return nil, fmt.Errorf(`pgenv: cannot connect to PostgreSQL at %s (%s): %w
-Provide a database in one of these ways:
-  - set DATABASE_URL (or TEST_DATABASE_URL for tests) to a reachable database you may create schemas in, e.g.
-      export DATABASE_URL='postgres://user:password@host:5432/dbname?sslmode=disable'
-  - or start the local server (the default URL is %s), then create the database if needed:
-      pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start
-      psql -h 127.0.0.1 -U postgres -c 'CREATE DATABASE test'`, Redact(dbURL), source, err, DefaultURL)
+		return nil, fmt.Errorf("pgenv: cannot connect to PostgreSQL at %s (%s): %w%s", Redact(dbURL), source, err, advice)
 	}
 	return pool, nil
 }

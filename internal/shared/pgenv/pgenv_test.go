@@ -197,3 +197,44 @@ func TestConnectReadOnly(t *testing.T) {
 		t.Fatalf("a write in a read-only session: %v", err)
 	}
 }
+
+// TestConnectReadOnlyCannotBeTurnedOff: the connection string cannot undo the read-only
+// session, neither as a parameter of its own nor through options.
+func TestConnectReadOnlyCannotBeTurnedOff(t *testing.T) {
+	base := pgtest.URL(t)
+	sep := "?"
+	if strings.Contains(base, "?") {
+		sep = "&"
+	}
+	for _, extra := range []string{
+		"default_transaction_read_only=off",
+		"options=-c%20default_transaction_read_only%3Doff",
+		"options=-c%20transaction_read_only%3Doff",
+	} {
+		pool, err := pgenv.ConnectReadOnly(t.Context(), base+sep+extra, "pgtest.URL")
+		if err != nil {
+			t.Fatalf("%s: %v", extra, err)
+		}
+		_, err = pool.Exec(t.Context(), "CREATE TEMP TABLE pgenv_readonly (id int)")
+		pool.Close()
+		if err == nil || !strings.Contains(err.Error(), "read-only") {
+			t.Errorf("with %s, a write in the session: %v", extra, err)
+		}
+	}
+}
+
+// TestConnectReadOnlyLeavesTheAdviceToTheCaller: a read-only program needs the database that
+// holds its data, not one to create schemas in; its error says where it failed, no more.
+func TestConnectReadOnlyLeavesTheAdviceToTheCaller(t *testing.T) {
+	t.Parallel()
+	pool, err := pgenv.ConnectReadOnly(t.Context(), unreachable, "$DATABASE_URL")
+	if err == nil {
+		pool.Close()
+		t.Fatal("ConnectReadOnly succeeded with nothing listening")
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "pgenv: cannot connect to PostgreSQL at postgres@127.0.0.1:1/test ($DATABASE_URL): ") ||
+		strings.Contains(msg, "\n") || strings.Contains(msg, "create schemas") || strings.Contains(msg, "secret") {
+		t.Errorf("unexpected error:\n%s", msg)
+	}
+}
