@@ -28,7 +28,8 @@
 // IDColumn needs its plain index; a column of another type (uuid, bigint) needs an index on
 // the expression: CREATE INDEX ON fees ((ref::text)). Without it each Booked call scans the
 // table: measured on 1,000,000 rows (PostgreSQL, 100 ids a call), 0.17 ms with the index and
-// 670 ms for a uuid column without the expression index (0.65 ms with it). Unpaid reads
+// 670 ms for a uuid column without the expression index (0.65 ms with it); one ledger table
+// with a KindColumn, its IDColumn indexed, 0.25 ms (custom and generic plans alike). Unpaid reads
 // KeyColumn's index (a primary key) from its position; where most settled rows are paid out,
 // a partial index makes each page read only the candidates:
 //
