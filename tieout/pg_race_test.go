@@ -82,28 +82,27 @@ func TestTwoStepsTyingOutTheSamePayoutsAtOnceTakeTurns(t *testing.T) {
 		t.Errorf("findings %d (open %d), commands %d, records %d; want %d, %d, %d", findings, open, commands, records, 2*n, 2*n, n)
 	}
 
-	// Two processes, one step: both read the same position; one commits, the other's
-	// compare-and-set fails.
-	a, b := newStep("twice", forward), newStep("twice", forward)
-	var wg sync.WaitGroup
-	errs := make([]error, 2)
-	for i, s := range []*tieout.Step{a, b} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range 5 {
-				if _, err := s.RunBatch(ctx); err != nil {
-					errs[i] = err
-					return
-				}
-			}
-		}()
+	// Two processes, one step: a reads the position and lists; b does the whole step
+	// meanwhile; a's commit then loses the compare-and-set and writes nothing.
+	release := make(chan struct{})
+	listed := make(chan struct{})
+	aStep, err := tieout.NewStep(tieout.StepConfig{Job: "payouts", Lane: "twice", Sink: store, Ledger: &tieout.MemoryLedger{},
+		Lister: blockingLister{lister: forward, listed: listed, release: release}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil && !errors.Is(err, reconcile.ErrConcurrentRun) {
-			t.Errorf("a step run twice at once: %v, want nil or ErrConcurrentRun", err)
-		}
+	errA := make(chan error, 1)
+	go func() {
+		_, err := aStep.RunBatch(ctx)
+		errA <- err
+	}()
+	<-listed
+	if _, err := newStep("twice", forward).RunBatch(ctx); err != nil {
+		t.Fatalf("the step b ran while a listed: %v", err)
+	}
+	close(release)
+	if err := <-errA; !errors.Is(err, reconcile.ErrConcurrentRun) {
+		t.Errorf("a's step after b committed: %v, want ErrConcurrentRun", err)
 	}
 	var after int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM reconcile_findings WHERE job = 'payouts'`).Scan(&after); err != nil {
@@ -112,4 +111,16 @@ func TestTwoStepsTyingOutTheSamePayoutsAtOnceTakeTurns(t *testing.T) {
 	if after != findings {
 		t.Errorf("findings %d after the same step ran twice at once, want %d", after, findings)
 	}
+}
+
+// blockingLister is a lister whose Groups says it listed, then waits to be released.
+type blockingLister struct {
+	lister
+	listed, release chan struct{}
+}
+
+func (l blockingLister) Groups(ctx context.Context, pos string) (tieout.GroupPage, error) {
+	close(l.listed)
+	<-l.release
+	return l.lister.Groups(ctx, pos)
 }
