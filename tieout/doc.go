@@ -66,8 +66,9 @@
 // other job uses. A payout gives many findings, not one decision about one row, so the
 // sweep's RunBatch, whose outcome is one per local row, does not drive it; [Step] does, one
 // page of payouts at a time, like a lane step. Like a lane step, a Step whose lister meets a
-// rate limit writes nothing and reports it (Report.Deferred and RateLimited, RetryAfter) rather
-// than failing; any other error fails it, nothing written, except a payout whose members the
+// rate limit reports it (Report.RateLimited, RetryAfter) rather than failing: it commits the
+// payouts tied out before it when the lister gives their positions ([GroupPage.Positions]),
+// and otherwise writes nothing (Report.Deferred); any other error fails it, nothing written, except a payout whose members the
 // lister is refused for good (a reconcile.ReviewError or reconcile.ErrNotFound): that payout
 // is a [KindLinesRefused] finding, and the walk goes on.
 //

@@ -36,6 +36,12 @@ type GroupPage struct {
 	// now (the walk starts again from Next, or from the start if Next is empty).
 	Next string
 	End  bool
+	// Positions, if the lister gives them, holds the position just after each of Groups
+	// (Positions[i] after Groups[i]). A step that meets a rate limit after tying out some of
+	// the page then commits those with the position after the last of them, as a sweep batch
+	// commits the rows it asked before a 429; without them, it commits nothing and the page is
+	// tied out again whole. Nil, or of another length than Groups, means none.
+	Positions []string
 }
 
 // MemberPage is one page of a group's members.
@@ -124,11 +130,22 @@ func (s *Step) run(ctx context.Context, rep *reconcile.Report) error {
 	for _, g := range page.Pending {
 		records = append(records, pendingRecord(g))
 	}
-	for _, g := range page.Groups {
+	for i, g := range page.Groups {
 		f, rec, calls, err := s.tie(ctx, g)
 		rep.GatewayCalls += calls
 		if err != nil {
-			return deferred(ctx, rep, fmt.Errorf("group %s: %w", g.ID, err))
+			if err := deferred(ctx, rep, fmt.Errorf("group %s: %w", g.ID, err)); err != nil {
+				return err // not a rate limit
+			}
+			if i == 0 || len(page.Positions) != len(page.Groups) || page.Positions[i-1] == "" {
+				return nil // deferred: nothing tied out, or no position to stop at
+			}
+			// A rate limit after i groups: commit those, and stop before g. The pending
+			// groups, seen after g, are reported again by the next step.
+			rep.Deferred = false
+			records = records[len(page.Pending):]
+			page = GroupPage{Groups: page.Groups[:i], Next: page.Positions[i-1]}
+			break
 		}
 		findings = append(findings, f...)
 		records = append(records, rec)

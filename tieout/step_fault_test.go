@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -122,5 +123,90 @@ func TestAPayoutWhoseLinesAreRefusedIsAFindingAndTheWalkMovesOn(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// positionedLister is a pagedLister that gives the position after each group, and whose
+// Members calls are rate limited from the group named limitAt on.
+type positionedLister struct {
+	*pagedLister
+	limitAt string
+	limited bool
+}
+
+func (l *positionedLister) Groups(ctx context.Context, pos string) (GroupPage, error) {
+	var page GroupPage
+	start := 0
+	if pos != "" {
+		start, _ = strconv.Atoi(pos)
+	}
+	for i := start; i < len(l.groups); i++ {
+		page.Groups = append(page.Groups, l.groups[i])
+		page.Positions = append(page.Positions, strconv.Itoa(i+1))
+	}
+	page.Next, page.End = strconv.Itoa(len(l.groups)), true
+	return page, nil
+}
+
+func (l *positionedLister) Members(ctx context.Context, g Group, after string) (MemberPage, error) {
+	if g.ID == l.limitAt && !l.limited {
+		l.limited = true
+		return MemberPage{}, &reconcile.RateLimitError{RetryAfter: 2 * time.Second}
+	}
+	return l.pagedLister.Members(ctx, g, after)
+}
+
+// A rate limit met after some groups of the page were tied out commits those, with the
+// position after the last of them, as a sweep batch commits the rows asked before its 429: the
+// step reports RateLimited (progress made, not Deferred), and the next step starts at the group
+// that met it. Without positions the step writes nothing (Deferred), as before.
+func TestARateLimitAfterSomeGroupsCommitsThoseAndStopsBeforeTheRest(t *testing.T) {
+	ctx := context.Background()
+	var groups []Group
+	members := map[string][]Member{}
+	for i := range 4 {
+		g := payout(-100)
+		g.ID = "po_" + strconv.Itoa(i)
+		groups = append(groups, g)
+		members[g.ID] = []Member{{ID: "txn_r" + strconv.Itoa(i), Type: "refund", Kind: KindRefund, SourceID: "re_" + strconv.Itoa(i),
+			Amount: -100, Net: -100, Currency: "usd", SourceAmount: -100, SourceCurrency: "usd"},
+			{ID: "txn_po" + strconv.Itoa(i), Type: "payout", Kind: KindGroup, SourceID: g.ID, Amount: 100, Net: 100, Currency: "usd"}}
+	}
+	lister := &positionedLister{pagedLister: &pagedLister{groups: groups, members: members, perPage: 100}, limitAt: "po_2"}
+	store := memstore.New[string, string](memstore.Options{})
+	step, err := NewStep(StepConfig{Job: "payouts", Lane: "tieout", Lister: lister, Ledger: &MemoryLedger{}, Sink: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := step.RunBatch(ctx)
+	if err != nil || !rep.RateLimited || rep.Deferred || rep.Wrapped || rep.Scanned != 2 || rep.RetryAfter != 2*time.Second {
+		t.Fatalf("report %+v, %v; want po_0 and po_1 committed, RateLimited for 2s", rep, err)
+	}
+	if got := reconcile.AfterBatch(ctx, rep, err); got != reconcile.AfterRateLimit {
+		t.Errorf("AfterBatch = %v, want AfterRateLimit", got)
+	}
+	if cur, _ := store.ReadLane(ctx, "payouts", "tieout"); cur.Position != "2" {
+		t.Fatalf("position %q, want after po_1", cur.Position)
+	}
+	if got := findingsOf(t, store, ""); !slices.Equal(got, []string{"txn_r0 unbooked_refund", "txn_r1 unbooked_refund"}) {
+		t.Fatalf("findings %v, want those of po_0 and po_1 only", got)
+	}
+	rep, err = step.RunBatch(ctx)
+	if err != nil || rep.RateLimited || !rep.Wrapped || rep.Scanned != 2 {
+		t.Fatalf("the next step: %+v, %v; want po_2 and po_3", rep, err)
+	}
+	if got := findingsOf(t, store, ""); len(got) != 4 {
+		t.Errorf("findings %v, want one per payout", got)
+	}
+	recs, _ := store.ListGroups(ctx, reconcile.GroupQuery{})
+	var tied []string
+	for _, r := range recs {
+		if r.TiedOut {
+			tied = append(tied, r.ID)
+		}
+	}
+	slices.Sort(tied)
+	if !slices.Equal(tied, []string{"po_0", "po_1", "po_2", "po_3"}) {
+		t.Errorf("tied out %v, want every payout once", tied)
 	}
 }

@@ -111,6 +111,8 @@ func (e *EventsLister) Groups(ctx context.Context, pos string) (tieout.GroupPage
 		done[id] = true
 		if ready(po) {
 			page.Groups = append(page.Groups, stripepolicy.PayoutGroup(po, e.l.c.Account()))
+			// After this group: past its event (a later event naming it is read again).
+			page.Positions = append(page.Positions, b.Next(i+1))
 		}
 	}
 	page.Next, page.End = b.Next(len(b.Events)), b.End

@@ -82,6 +82,9 @@ func TestTheEventsListerReadsEachPayoutAnewAndCutsBeforeOneItCannotRead(t *testi
 	if len(page.Groups) != 1 || page.Groups[0].ID != "po_1" || page.End || !strings.Contains(page.Next, `"after":"evt_5"`) {
 		t.Fatalf("page %+v: want po_1 alone, cut before evt_6", page)
 	}
+	if len(page.Positions) != 1 || !strings.Contains(page.Positions[0], `"after":"evt_1"`) {
+		t.Errorf("positions %q: want po_1's, just past evt_1 that named it", page.Positions)
+	}
 	mu.Lock()
 	if retrieves["po_1"] != 1 || retrieves["po_pending"] != 1 {
 		t.Errorf("retrieves %v: want po_1 read once for its two events", retrieves)

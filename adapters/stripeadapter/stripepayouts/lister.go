@@ -189,6 +189,7 @@ func (l *Lister) Groups(ctx context.Context, pos string) (tieout.GroupPage, erro
 		}
 		page.Groups = append(page.Groups, stripepolicy.PayoutGroup(po, l.c.Account()))
 		page.Next = position{After: po.ID, Created: po.Created}.String()
+		page.Positions = append(page.Positions, page.Next)
 		if i == len(oldestFirst)-1 {
 			page.End = !more
 		}

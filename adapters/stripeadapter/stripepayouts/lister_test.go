@@ -205,3 +205,27 @@ func TestAWalkWaitingAtItsFirstPayoutDoesNotReadTheWholeListAgain(t *testing.T) 
 		t.Fatalf("walked %d payouts once the first was paid, want %d in order", len(got), len(want))
 	}
 }
+
+// Each group of a page comes with the position just after it: a step stopped by a rate limit
+// after some of them resumes at the next one, neither skipping nor repeating a payout.
+func TestEachGroupComesWithThePositionAfterIt(t *testing.T) {
+	t.Parallel()
+	clk := &clock{t: t0}
+	srv := newServer(t, clk)
+	var ps []stripetest.Payout
+	for i := range 7 {
+		ps = append(ps, stripetest.Payout{Manual: true, Amount: 1, Status: stripe.PayoutStatusPaid, Created: t0.Add(time.Duration(i/3) * time.Second)})
+	}
+	ids := srv.AddPayouts(ps)
+	cfg := stripepayouts.Config{PerPage: 5}
+	page, err := newLister(t, srv, cfg).Groups(context.Background(), "")
+	if err != nil || len(page.Groups) != 5 || len(page.Positions) != 5 || page.Positions[4] != page.Next {
+		t.Fatalf("page %+v, %v: want 5 groups, each with its position, the last the page's", page, err)
+	}
+	for i, pos := range page.Positions {
+		got, _ := walk(t, srv, cfg, pos)
+		if !slices.Equal(got, ids[i+1:]) {
+			t.Errorf("after group %d (%s): walked %q, want %q", i, page.Groups[i].ID, got, ids[i+1:])
+		}
+	}
+}
