@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,22 +58,25 @@ func TestLagSurvivesAZeroTimeCreatedAtAndIsNeverNegative(t *testing.T) {
 	}
 	lagAbout(t, "slowest shard", worst, 100*24*time.Hour)
 
-	// The zero-time row is an invalid row to review; the others are verified.
+	// The zero-time row and the row created a day ahead (more than reconcile.MaxClockSkew: an
+	// impossible time) are invalid rows to review; row 2 is verified.
 	gw := reconciletest.NewGateway(states(3, "succeeded"))
 	reconciletest.Cycle(t, reconcile.Config[string, string]{Job: "sweep", Source: s, Sink: s, Gateway: gw,
 		Classifier: reconciletest.Classifier(), BatchSize: 2}, 5)
-	if gw.Calls("pi_1") != 0 || gw.Calls("pi_2") != 1 || gw.Calls("pi_3") != 1 {
-		t.Fatalf("calls %d, %d, %d; want 0, 1, 1", gw.Calls("pi_1"), gw.Calls("pi_2"), gw.Calls("pi_3"))
+	if gw.Calls("pi_1") != 0 || gw.Calls("pi_2") != 1 || gw.Calls("pi_3") != 0 {
+		t.Fatalf("calls %d, %d, %d; want 0, 1, 0", gw.Calls("pi_1"), gw.Calls("pi_2"), gw.Calls("pi_3"))
 	}
 	fs, err := s.ListFindings(ctx, reconcile.FindingQuery{Job: "sweep"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(fs) != 1 || fs[0].RecordID != "1" || fs[0].Kind != reconcile.KindInvalidRow {
-		t.Fatalf("findings %+v; want one invalid_row finding for row 1", fs)
+	if len(fs) != 2 || fs[0].RecordID != "1" || fs[0].Kind != reconcile.KindInvalidRow ||
+		fs[1].RecordID != "3" || fs[1].Kind != reconcile.KindInvalidRow || !strings.Contains(fs[1].Detail, "created_at") {
+		t.Fatalf("findings %+v; want invalid_row findings for rows 1 and 3", fs)
 	}
 	if st, err = s.Status(ctx, "sweep"); err != nil || st.Lag < 0 || st.Lag > time.Minute {
-		t.Fatalf("after the cycle: lag %v (%v), want under a minute: the zero-time row counts as its open finding", st.Lag, err)
+		t.Fatalf("after the cycle: lag %v (%v), want under a minute: the zero-time row counts as its open finding, "+
+			"the row created in the future has not waited yet", st.Lag, err)
 	}
 
 	// A table whose only row was created in the future has no lag, not a negative one.
@@ -158,8 +162,9 @@ func TestNegativeGraceTurnsGraceOffEvenForAFutureUpdatedAt(t *testing.T) {
 	t.Parallel()
 	pool, s := newStore(t, pgstore.Config{})
 	ctx := context.Background()
+	// Row 1 was changed a minute ahead of the database's clock, within reconcile.MaxClockSkew.
 	if _, err := pool.Exec(ctx, `INSERT INTO payments (id, external_id, status, updated_at) VALUES
-		(1, 'pi_1', 'paid', now() + interval '1 hour'), (2, 'pi_2', 'paid', now())`); err != nil {
+		(1, 'pi_1', 'paid', now() + interval '1 minute'), (2, 'pi_2', 'paid', now())`); err != nil {
 		t.Fatal(err)
 	}
 	gw := reconciletest.NewGateway(states(2, "succeeded"))
