@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -184,5 +185,90 @@ func TestNegativeGraceTurnsGraceOffEvenForAFutureUpdatedAt(t *testing.T) {
 	recs = laneMatch(t, s, reconcile.MatchRequest{Job: "sweep", ExternalIDs: []string{"pi_1", "pi_2"}, Grace: time.Minute})
 	if len(recs) != 2 || !recs[0].Recent || !recs[1].Recent {
 		t.Fatalf("Match with a grace: %+v; want both rows recent", recs)
+	}
+}
+
+// A time more than reconcile.MaxClockSkew ahead of the database's clock is impossible: Read,
+// Match and a sharded job's reads make its row an invalid_row finding, in either column type
+// (a timestamp without time zone read in Config.TimeZone), where the row would otherwise be
+// recent at every read and its drift never found. A time within the skew is as it always was.
+// Such a row's lag can be computed, so Status keeps counting it while it goes unverified.
+func TestAFutureTimeBecomesAnInvalidRowFinding(t *testing.T) {
+	t.Parallel()
+	for _, naive := range []bool{false, true} {
+		t.Run(fmt.Sprintf("naive=%v", naive), func(t *testing.T) {
+			t.Parallel()
+			// Row 5's year is near the end of the calendar: the latest naive time would overflow
+			// timestamptz when read in New York's time, which fails the read (not handled here).
+			typ, cfg, now, last := "timestamptz", pgstore.Config{}, "now()", 294276
+			if naive {
+				typ, cfg.TimeZone, now, last = "timestamp", "America/New_York", "(now() AT TIME ZONE 'America/New_York')", 200000
+			}
+			pool, s := newStore(t, cfg, `CREATE TABLE payments (
+				id bigint PRIMARY KEY, external_id text NOT NULL, status text NOT NULL,
+				created_at `+typ+` NOT NULL, updated_at `+typ+` NOT NULL)`)
+			ctx := context.Background()
+			// Rows 1 and 2 were changed or created a decade ahead, row 3 at infinity, row 4 a
+			// minute ahead (within the skew), row 5 at the end of the calendar, row 6
+			// an hour ago; all created a day ago unless said.
+			if _, err := pool.Exec(ctx, fmt.Sprintf(`INSERT INTO payments VALUES
+				(1, 'pi_1', 'paid', %[1]s - interval '1 day', %[1]s + interval '10 years'),
+				(2, 'pi_2', 'paid', %[1]s + interval '10 years', %[1]s - interval '1 hour'),
+				(3, 'pi_3', 'paid', %[1]s - interval '1 day', 'infinity'),
+				(4, 'pi_4', 'paid', %[1]s - interval '1 day', %[1]s + interval '1 minute'),
+				(5, 'pi_5', 'paid', %[1]s - interval '1 day', '%[2]d-12-31 12:00:00'),
+				(6, 'pi_6', 'paid', %[1]s - interval '1 day', %[1]s - interval '1 hour')`, now, last)); err != nil {
+				t.Fatal(err)
+			}
+			gw := reconciletest.NewGateway(states(6, "canceled"))
+			reconciletest.Cycle(t, reconcile.Config[string, string]{Job: "sweep", Source: s, Sink: s, Gateway: gw,
+				Classifier: reconciletest.Classifier(), BatchSize: 2}, 10)
+			for i, want := range []int{0, 0, 0, 0, 0, 1} {
+				if n := gw.Calls(fmt.Sprintf("pi_%d", i+1)); n != want {
+					t.Fatalf("pi_%d asked %d times, want %d", i+1, n, want)
+				}
+			}
+			future := func(col string, year int) *regexp.Regexp {
+				return regexp.MustCompile(fmt.Sprintf(`^%s %d-\d\d-\d\d \d\d:\d\d:\d\d UTC is in the future: more than 5m0s ahead of the database's clock$`, col, year))
+			}
+			decade := time.Now().Year() + 10
+			want := map[string]*regexp.Regexp{"1": future("updated_at", decade), "2": future("created_at", decade),
+				"3": regexp.MustCompile(`^updated_at is infinity$`), "5": future("updated_at", last),
+				"6": regexp.MustCompile(`^$`)}
+			fs, err := s.ListFindings(ctx, reconcile.FindingQuery{Job: "sweep"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(fs) != len(want) {
+				t.Fatalf("findings %+v; want invalid_row findings of rows 1, 2, 3 and 5, and row 6's drift", fs)
+			}
+			for _, f := range fs {
+				if (f.RecordID == "6") != (f.Kind == "paid_locally_not_externally") || (f.RecordID != "6" && f.Kind != reconcile.KindInvalidRow) ||
+					want[f.RecordID] == nil || !want[f.RecordID].MatchString(f.Detail) {
+					t.Fatalf("finding %+v; want detail matching %v", f, want[f.RecordID])
+				}
+			}
+			// Rows 1, 2, 4 and 5 are unverified; rows 1, 4 and 5 were created a day ago.
+			st, err := s.Status(ctx, "sweep")
+			if err != nil || st.OpenFindings[reconcile.KindInvalidRow] != 4 {
+				t.Fatalf("Status %+v, %v; want 4 open invalid_row findings", st, err)
+			}
+			lagAbout(t, "rows unverified for their impossible times", st.Lag, 24*time.Hour)
+
+			recs := laneMatch(t, s, reconcile.MatchRequest{Job: "sweep", ExternalIDs: []string{"pi_1", "pi_4"}, Grace: time.Minute})
+			if len(recs) != 2 || !want["1"].MatchString(recs[0].Invalid) || recs[1].Invalid != "" || !recs[1].Recent {
+				t.Fatalf("Match: %+v; want row 1 invalid and row 4 valid and recent", recs)
+			}
+
+			j := shardtest.NewJob(t, s, pgshard.Config{Job: "sharded", Shards: 2})
+			shardtest.RunCycle(t, s, []*pgshard.Job[string]{j}, shardtest.EngineConfig(gw, 2), 1, 40)
+			if n, m := gw.Calls(""), gw.Calls("pi_6"); n != 2 || m != 2 {
+				t.Fatalf("after a sharded cycle: %d calls, %d about pi_6; want only pi_6 asked again", n, m)
+			}
+			sfs, err := s.ListFindings(ctx, reconcile.FindingQuery{Job: "sharded", Kind: reconcile.KindInvalidRow})
+			if err != nil || len(sfs) != 4 {
+				t.Fatalf("sharded job's invalid_row findings %+v, %v; want 4", sfs, err)
+			}
+		})
 	}
 }
