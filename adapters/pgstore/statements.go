@@ -82,8 +82,9 @@ type sqlParts struct {
 	// updated_at more than reconcile.MaxClockSkew ahead of the database's clock, an impossible
 	// time (judged by updated_at alone, the row would be recent at every read, its drift never
 	// found). Read and Match return it as Record.Invalid. Such a row's lag can be computed, so
-	// Status keeps it (invalid, not unjudgeable, leaves rows out): it is never verified while
-	// its time stays ahead, and its lag grows.
+	// Status, its lag marks and Coverage keep it (they leave out invalid rows, not unjudgeable
+	// ones, whose state changes as the clock moves, which the marks could not follow): it is
+	// never verified while its time stays ahead, and its lag grows.
 	unjudgeable string
 	// readableCreated is created_at as a value a time.Time can hold.
 	readableCreated string
