@@ -195,35 +195,36 @@ func TestNegativeGraceTurnsGraceOffEvenForAFutureUpdatedAt(t *testing.T) {
 // Such a row's lag can be computed, so Status keeps counting it while it goes unverified.
 func TestAFutureTimeBecomesAnInvalidRowFinding(t *testing.T) {
 	t.Parallel()
-	for _, naive := range []bool{false, true} {
-		t.Run(fmt.Sprintf("naive=%v", naive), func(t *testing.T) {
+	// A naive time at the end of the calendar read in New York's time, or at its start in
+	// Tokyo's, would overflow timestamptz and fail every read: each is read as UTC.
+	for _, zone := range []string{"", "America/New_York", "Asia/Tokyo"} {
+		t.Run(fmt.Sprintf("zone=%q", zone), func(t *testing.T) {
 			t.Parallel()
-			// Row 5's year is near the end of the calendar: the latest naive time would overflow
-			// timestamptz when read in New York's time, which fails the read (not handled here).
-			typ, cfg, now, last := "timestamptz", pgstore.Config{}, "now()", 294276
-			if naive {
-				typ, cfg.TimeZone, now, last = "timestamp", "America/New_York", "(now() AT TIME ZONE 'America/New_York')", 200000
+			typ, cfg, now := "timestamptz", pgstore.Config{}, "now()"
+			if zone != "" {
+				typ, cfg.TimeZone, now = "timestamp", zone, fmt.Sprintf("(now() AT TIME ZONE '%s')", zone)
 			}
 			pool, s := newStore(t, cfg, `CREATE TABLE payments (
 				id bigint PRIMARY KEY, external_id text NOT NULL, status text NOT NULL,
 				created_at `+typ+` NOT NULL, updated_at `+typ+` NOT NULL)`)
 			ctx := context.Background()
 			// Rows 1 and 2 were changed or created a decade ahead, row 3 at infinity, row 4 a
-			// minute ahead (within the skew), row 5 at the end of the calendar, row 6
-			// an hour ago; all created a day ago unless said.
+			// minute ahead (within the skew), row 5 at the end of the calendar, row 6 an hour
+			// ago, row 7 created at the calendar's start; all created a day ago unless said.
 			if _, err := pool.Exec(ctx, fmt.Sprintf(`INSERT INTO payments VALUES
 				(1, 'pi_1', 'paid', %[1]s - interval '1 day', %[1]s + interval '10 years'),
 				(2, 'pi_2', 'paid', %[1]s + interval '10 years', %[1]s - interval '1 hour'),
 				(3, 'pi_3', 'paid', %[1]s - interval '1 day', 'infinity'),
 				(4, 'pi_4', 'paid', %[1]s - interval '1 day', %[1]s + interval '1 minute'),
-				(5, 'pi_5', 'paid', %[1]s - interval '1 day', '%[2]d-12-31 12:00:00'),
-				(6, 'pi_6', 'paid', %[1]s - interval '1 day', %[1]s - interval '1 hour')`, now, last)); err != nil {
+				(5, 'pi_5', 'paid', %[1]s - interval '1 day', '294276-12-31 23:59:59'),
+				(6, 'pi_6', 'paid', %[1]s - interval '1 day', %[1]s - interval '1 hour'),
+				(7, 'pi_7', 'paid', '4714-11-24 00:00:00 BC', %[1]s - interval '1 hour')`, now)); err != nil {
 				t.Fatal(err)
 			}
-			gw := reconciletest.NewGateway(states(6, "canceled"))
+			gw := reconciletest.NewGateway(states(7, "canceled"))
 			reconciletest.Cycle(t, reconcile.Config[string, string]{Job: "sweep", Source: s, Sink: s, Gateway: gw,
 				Classifier: reconciletest.Classifier(), BatchSize: 2}, 10)
-			for i, want := range []int{0, 0, 0, 0, 0, 1} {
+			for i, want := range []int{0, 0, 0, 0, 0, 1, 0} {
 				if n := gw.Calls(fmt.Sprintf("pi_%d", i+1)); n != want {
 					t.Fatalf("pi_%d asked %d times, want %d", i+1, n, want)
 				}
@@ -233,14 +234,14 @@ func TestAFutureTimeBecomesAnInvalidRowFinding(t *testing.T) {
 			}
 			decade := time.Now().Year() + 10
 			want := map[string]*regexp.Regexp{"1": future("updated_at", decade), "2": future("created_at", decade),
-				"3": regexp.MustCompile(`^updated_at is infinity$`), "5": future("updated_at", last),
-				"6": regexp.MustCompile(`^$`)}
+				"3": regexp.MustCompile(`^updated_at is infinity$`), "5": future("updated_at", 294276),
+				"6": regexp.MustCompile(`^$`), "7": regexp.MustCompile(`^created_at 4714-11-2\d \d\d:\d\d:\d\d UTC is before 1900$`)}
 			fs, err := s.ListFindings(ctx, reconcile.FindingQuery{Job: "sweep"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if len(fs) != len(want) {
-				t.Fatalf("findings %+v; want invalid_row findings of rows 1, 2, 3 and 5, and row 6's drift", fs)
+				t.Fatalf("findings %+v; want invalid_row findings of rows 1, 2, 3, 5 and 7, and row 6's drift", fs)
 			}
 			for _, f := range fs {
 				if (f.RecordID == "6") != (f.Kind == "paid_locally_not_externally") || (f.RecordID != "6" && f.Kind != reconcile.KindInvalidRow) ||
@@ -248,10 +249,11 @@ func TestAFutureTimeBecomesAnInvalidRowFinding(t *testing.T) {
 					t.Fatalf("finding %+v; want detail matching %v", f, want[f.RecordID])
 				}
 			}
-			// Rows 1, 2, 4 and 5 are unverified; rows 1, 4 and 5 were created a day ago.
+			// Rows 1, 2, 4 and 5 are unverified; rows 1, 4 and 5 were created a day ago (rows 3
+			// and 7 have times no lag is computed from).
 			st, err := s.Status(ctx, "sweep")
-			if err != nil || st.OpenFindings[reconcile.KindInvalidRow] != 4 {
-				t.Fatalf("Status %+v, %v; want 4 open invalid_row findings", st, err)
+			if err != nil || st.OpenFindings[reconcile.KindInvalidRow] != 5 {
+				t.Fatalf("Status %+v, %v; want 5 open invalid_row findings", st, err)
 			}
 			lagAbout(t, "rows unverified for their impossible times", st.Lag, 24*time.Hour)
 
@@ -266,8 +268,8 @@ func TestAFutureTimeBecomesAnInvalidRowFinding(t *testing.T) {
 				t.Fatalf("after a sharded cycle: %d calls, %d about pi_6; want only pi_6 asked again", n, m)
 			}
 			sfs, err := s.ListFindings(ctx, reconcile.FindingQuery{Job: "sharded", Kind: reconcile.KindInvalidRow})
-			if err != nil || len(sfs) != 4 {
-				t.Fatalf("sharded job's invalid_row findings %+v, %v; want 4", sfs, err)
+			if err != nil || len(sfs) != 5 {
+				t.Fatalf("sharded job's invalid_row findings %+v, %v; want 5", sfs, err)
 			}
 		})
 	}

@@ -123,10 +123,14 @@ func newSQLParts(cfg Config, types map[string]string, row *rowType) *sqlParts {
 func (p *sqlParts) q(c string) string { return "h." + pgx.Identifier{c}.Sanitize() }
 
 // ts reads a time column as timestamptz; a timestamp without time zone is taken to be in
-// cfg.TimeZone rather than in whatever zone the session happens to have.
+// cfg.TimeZone rather than in whatever zone the session happens to have. Within a day of either
+// end of the calendar, the zone's offset could take such a time out of timestamptz's range and
+// fail every read of the job at that row: there it is read as UTC, a time impossible either way
+// (before 1900, or in the future), which invalid and unjudgeable report.
 func (p *sqlParts) ts(c string) string {
 	if p.types[c] == naiveTimestamp {
-		return fmt.Sprintf("(%s AT TIME ZONE '%s')", p.q(c), p.cfg.TimeZone)
+		return fmt.Sprintf(`(CASE WHEN %[1]s BETWEEN '4713-01-01 BC'::timestamp AND '294276-12-30'::timestamp THEN %[1]s AT TIME ZONE '%[2]s'
+			ELSE %[1]s AT TIME ZONE 'UTC' END)`, p.q(c), p.cfg.TimeZone)
 	}
 	return p.q(c)
 }
