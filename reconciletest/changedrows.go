@@ -21,6 +21,7 @@ var changedRowTests = []struct {
 }{
 	{"a row changed while its batch waits on the gateway gets no second finding, no command and no verification", testChangedDuringCall},
 	{"a row changed between a lane's match and its commit gets no second finding, no command and no verification", testChangedBeforeLaneCommit},
+	{"a row in sync again but changed while its batch waits on the gateway keeps its open findings and its verified time", testChangedInSyncKeepsFindings},
 }
 
 // callHook is a gateway that runs a function before answering about one id, once: a host that
@@ -194,4 +195,50 @@ func testChangedBeforeLaneCommit(t *testing.T, f Fixture) {
 		t.Errorf("%d commands: %+v; want the first step's only", len(cmds), cmds)
 	}
 	unverified(t, f, before, 1, 2)
+}
+
+func testChangedInSyncKeepsFindings(t *testing.T, f Fixture) {
+	// Rows 1 and 2 are disputed: one finding each. Row 3 is in sync.
+	f.Insert(t, paidRow(1), paidRow(2), paidRow(3))
+	moneyCycle(t, f, "sweep", map[string]string{"pi_1": "disputed", "pi_2": "disputed", "pi_3": "succeeded"})
+	if fs := Findings(t, f.Reviewer(), "sweep"); len(fs) != 2 {
+		t.Fatalf("first cycle: findings %+v; want one each for rows 1 and 2", fs)
+	}
+	before := verifiedTimes(t, f, 3)
+
+	// The disputes are won: in sync again. While the next batch waits on the gateway for row
+	// 2, the host rewrites rows 1 and 3 (leaving the findings as they are): the batch's
+	// verdicts about them are about rows as they no longer are.
+	gw := NewGateway(states(3, "succeeded"))
+	cfg := Config(f, "sweep", gw, 10)
+	cfg.Classifier = money
+	cfg.Gateway = &callHook{Gateway: gw, id: "pi_2", fn: func() {
+		if u, ok := f.(Updater); ok {
+			u.Update(t, paidRow(1), paidRow(3))
+		} else {
+			f.Delete(t, 1, 3)
+			f.Insert(t, paidRow(1), paidRow(3))
+		}
+	}}
+	rep, err := reconcile.RunBatch(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Changed != 2 {
+		t.Errorf("report %+v: %d rows changed since read; want rows 1 and 3", rep, rep.Changed)
+	}
+	if _, open := byRecord(t, f, "sweep", "1"); len(open) != 1 {
+		t.Errorf("row 1's open findings %+v; want its dispute still open: the row changed after it was read", open)
+	}
+	if _, open := byRecord(t, f, "sweep", "2"); len(open) != 0 {
+		t.Errorf("row 2's open findings %+v; want its dispute cleared", open)
+	}
+	unverified(t, f, before, 1, 3)
+
+	// The next cycle judges row 1 as it is now, and clears its finding.
+	cfg.Gateway = gw
+	Cycle(t, cfg, 3)
+	if _, open := byRecord(t, f, "sweep", "1"); len(open) != 0 {
+		t.Errorf("row 1's open findings %+v after the next cycle; want none", open)
+	}
 }

@@ -90,7 +90,7 @@ func (s *Store[L]) readAhead(ctx context.Context, st *statements, req reconcile.
 	query, args := st.spec.RangeRead(req, &hint, "", "")
 	var records []reconcile.Record[L]
 	batch.Queue(query, args...).Query(func(rows pgx.Rows) error {
-		records, rowsErr = s.table.ScanRecords(st.spec, rows)
+		records, rowsErr = s.table.ScanRecords(st.spec, rows, req.Limit)
 		return nil
 	})
 	if err := s.db.SendBatch(ctx, batch).Close(); err != nil && cursorErr == nil && rowsErr == nil {

@@ -350,23 +350,30 @@ func (p *sqlParts) commitStatements(st *statements) {
 	st.lockFindings = `SELECT 1 FROM unnest($2::text[]) AS r(id), LATERAL (
 			SELECT f.id FROM ` + t.table("findings") + ` AS f WHERE f.job = $1 AND f.record_id = r.id AND f.resolved_at IS NULL
 			ORDER BY f.kind FOR NO KEY UPDATE OFFSET 0) AS l`
-	// findings records the outcomes that carry a finding or a verification, $3 their record ids.
-	// $9 and $10 are the outcomes' Once and NotARow; $11 their repair commands as JSON,
-	// marshalled in Go (reconcile.Outcome.RepairCommand), to which the new finding's id is
-	// added; $12 their external ids; $13 their decisions' Diffs as JSON (NULL for none); $14
-	// the rows' versions as read; $15 whether each decides its record's findings
-	// (reconcile.Outcome.Decides); $16 whether each is Verified, and $17 when its answer was
-	// obtained (NULL: the commit's time); $4, the kind, is '' for an outcome that carries no
-	// finding. A row changed or deleted since its batch read it (judged), or verified on an
-	// answer older than the job's last verification of it (verifiedSince), is left alone, and
-	// its id returned. A deciding outcome closes its record's other open findings (closed): as cleared
-	// without a kind, else as superseded by the finding of its kind left open (successor). It
-	// closes those it can lock at once (open_now; the records it opens findings of are locked
-	// already, by lockFindings): one that another transaction holds (a person resolving it, a
-	// repair) is left to the next verified judgment, so that the statement waits on no finding
-	// and commits judging the same records cannot deadlock. With a Config.Deliver, the
-	// commands are written as handed over (processed_at set, so no dispatcher claims them) and
-	// returned as a JSON array for the Deliverer.
+	// findings records the outcomes that carry a finding, $3 their record ids, and closes the
+	// findings that verified judgments no longer describe. $9 and $10 are the outcomes' Once
+	// and NotARow; $11 their repair commands as JSON, marshalled in Go
+	// (reconcile.Outcome.RepairCommand), to which the new finding's id is added; $12 their
+	// external ids; $13 their decisions' Diffs as JSON (NULL for none); $14 the rows' versions
+	// as read; $15 whether each decides its record's findings (reconcile.Outcome.Decides); $16
+	// whether each is Verified, and $17 when its answer was obtained (NULL: the commit's time).
+	// $18 are the records of the verified judgments that carry no finding but decide (InSync,
+	// say), with $19 and $20 their local and external states, $21 their versions as read and
+	// $22 their answers' times. Such a record's open findings are looked up first (open_all):
+	// only a record that has one, and every outcome that carries a finding, is checked further
+	// (judged), so that the rows in sync with nothing to close, most of a batch, cost one
+	// lookup on the findings_open index and no more. A row changed or deleted since its batch
+	// read it, or verified on an answer older than the job's last verification of it
+	// (verifiedSince), is left alone, and its id returned. (The observations statement reports
+	// the same of every verified row, from the observation it wrote or did not: see
+	// hosttable.QueueResults.) A deciding outcome closes its record's other open findings
+	// (closed): as cleared without a kind, else as superseded by the finding of its kind left
+	// open (successor). It closes those it can lock at once (open_all; the records it opens
+	// findings of are locked already, by lockFindings): one that another transaction holds (a
+	// person resolving it, a repair) is left to the next verified judgment, so that the
+	// statement waits on no finding and commits judging the same records cannot deadlock. With
+	// a Config.Deliver, the commands are written as handed over (processed_at set, so no
+	// dispatcher claims them) and returned as a JSON array for the Deliverer.
 	var deliveredCol, deliveredVal, deliveredCmds string
 	if cfg.Deliver != nil {
 		deliveredCol, deliveredVal = ", processed_at", ", now()"
@@ -379,23 +386,35 @@ func (p *sqlParts) commitStatements(st *statements) {
 						$16::bool[], $17::timestamptz[])
 					AS t(record_id, kind, local_state, external_state, detail, command, once, not_a_row, payload, external_id, diffs, version, decides,
 						verified, answered_at)
-			), judged AS MATERIALIZED (
-				SELECT *, not_a_row OR (` + p.rowAsRead("input.record_id", "input.version", "NOT input.not_a_row") + `
-					AND NOT (verified AND ` + p.verifiedSince("input.record_id", "input.answered_at", "NOT input.not_a_row") + `)) AS as_read FROM input
-			), live AS (
-				SELECT * FROM judged WHERE as_read
-			), open_now AS MATERIALIZED (
-				SELECT f.* FROM (SELECT DISTINCT record_id FROM live WHERE decides) AS r, LATERAL (
-					SELECT f.id, f.record_id, f.kind FROM ` + t.table("findings") + ` AS f
+			), clear AS (
+				SELECT * FROM unnest($18::text[], $19::text[], $20::text[], $21::text[], $22::timestamptz[])
+					AS t(record_id, local_state, external_state, version, answered_at)
+			), open_all AS MATERIALIZED (
+				SELECT f.* FROM (SELECT record_id FROM input WHERE decides UNION SELECT record_id FROM clear) AS r, LATERAL (
+					SELECT f.id, f.record_id, f.kind, f.ctid AS tid FROM ` + t.table("findings") + ` AS f
 					WHERE f.job = $1 AND f.record_id = r.record_id AND f.resolved_at IS NULL
 					ORDER BY f.kind FOR NO KEY UPDATE SKIP LOCKED OFFSET 0) AS f
+			), candidates AS (
+				SELECT * FROM input
+				UNION ALL
+				SELECT record_id, '', local_state, external_state, '', '', false, false, NULL, '', NULL, version, true, true, answered_at
+				FROM clear WHERE record_id IN (SELECT record_id FROM open_all)
+			), judged AS MATERIALIZED (
+				SELECT *, not_a_row OR (` + p.rowAsRead("candidates.record_id", "candidates.version", "NOT candidates.not_a_row") + `
+					AND NOT (verified AND ` + p.verifiedSince("candidates.record_id", "candidates.answered_at", "NOT candidates.not_a_row") + `)) AS as_read
+				FROM candidates
+			), live AS (
+				SELECT * FROM judged WHERE as_read
+			), open_now AS (
+				SELECT * FROM open_all WHERE record_id IN (SELECT record_id FROM live WHERE decides)
 			), opened AS (
 				INSERT INTO ` + t.table("findings") + ` (job, record_id, kind, local_state, external_state, detail, command, aggregate_type, external_id, diffs)
 				SELECT $1, record_id, kind, local_state, external_state, detail, command, $2, external_id, diffs::jsonb FROM live
 				WHERE kind <> ''
-				-- Once: a finding (job, record, kind) ever opened is not opened again.
+				-- Once: a finding (job, record, kind) ever opened is not opened again. (OFFSET 0:
+				-- looked up for such outcomes only, never by hashing the job's every finding.)
 				AND NOT (once AND EXISTS (SELECT 1 FROM ` + t.table("findings") + ` AS f
-					WHERE f.job = $1 AND f.record_id = live.record_id AND f.kind = live.kind))
+					WHERE f.job = $1 AND f.record_id = live.record_id AND f.kind = live.kind OFFSET 0))
 				ON CONFLICT (job, record_id, kind) WHERE resolved_at IS NULL DO NOTHING
 				RETURNING id, record_id, kind, command
 			), successor AS (
@@ -409,7 +428,10 @@ func (p *sqlParts) commitStatements(st *statements) {
 						ELSE 'superseded by ' || coalesce('finding ' || s.id, 'a finding') || ': ' || l.kind END,
 					superseded_by = s.id
 				FROM open_now AS n JOIN live AS l ON l.record_id = n.record_id LEFT JOIN successor AS s ON s.record_id = l.record_id
-				WHERE f.id = n.id AND f.resolved_at IS NULL AND l.decides
+				-- The findings where open_all found and locked them, open (so no resolved_at
+				-- condition here, which would let a planner that believes the table empty scan
+				-- every open finding of the job by a partial index instead).
+				WHERE f.ctid = ANY (ARRAY(SELECT tid FROM open_now)) AND f.id = n.id AND l.decides
 					AND n.kind <> l.kind AND n.kind <> '` + reconcile.KindMissingLocally + `'
 				RETURNING f.id, f.resolution, f.resolution_note
 			), history AS (
@@ -444,9 +466,16 @@ func (p *sqlParts) commitStatements(st *statements) {
 			p.host, p.q(cfg.IDColumn), p.types[cfg.IDColumn], p.q(cfg.IDColumn))
 		// $3 are the rows' versions as read: a row changed since is not observed; $4 when the
 		// answers were obtained: a row verified since on a newer answer is not observed either.
-		st.observe = fmt.Sprintf(`UPDATE %s AS h SET %s = t.e, %s = %s
-			FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) AS t(r, e, v, at) WHERE %s = t.r::%s
-				AND (CASE WHEN t.v = '' THEN true ELSE %s END) AND NOT coalesce(%s > least(t.at, now()), false)`,
+		// It returns the ids of the rows it left unobserved (changed since their read, or
+		// deleted), for the commit to count (hosttable.QueueResults).
+		st.observe = fmt.Sprintf(`WITH written AS (
+				UPDATE %s AS h SET %s = t.e, %s = %s
+				FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) AS t(r, e, v, at) WHERE %s = t.r::%s
+					AND (CASE WHEN t.v = '' THEN true ELSE %s END) AND NOT coalesce(%s > least(t.at, now()), false)
+				RETURNING t.r
+			)
+			SELECT CASE WHEN (SELECT count(*) FROM written) = cardinality($1::text[]) THEN '{}'
+				ELSE (SELECT coalesce(array_agg(t.r), '{}') FROM unnest($1::text[]) AS t(r) WHERE t.r NOT IN (SELECT r FROM written)) END`,
 			p.host, pgx.Identifier{cfg.ObservedColumn}.Sanitize(), pgx.Identifier{cfg.VerifiedAtColumn}.Sanitize(), now,
 			p.q(cfg.IDColumn), p.types[cfg.IDColumn], p.unchanged("t.v"), p.ts(cfg.VerifiedAtColumn))
 	} else {
@@ -456,13 +485,20 @@ func (p *sqlParts) commitStatements(st *statements) {
 		// It runs before the findings statement (see queueResults), which then leaves alone
 		// the rows this left unobserved.
 		st.observeTakesJob = true
-		// $4 are the rows' versions as read: a row changed or deleted since is not observed.
-		st.observe = `INSERT INTO ` + t.table("observations") + ` AS o (job, record_id, external_state, verified_at)
-			SELECT $1, r, e, least(at, now()) FROM unnest($2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS t(r, e, v, at)
-			WHERE ` + p.rowAsRead("t.r", "t.v", "true") + `
-			ON CONFLICT (job, record_id) DO UPDATE
-			SET external_state = EXCLUDED.external_state, verified_at = EXCLUDED.verified_at
-			WHERE o.verified_at <= EXCLUDED.verified_at`
+		// $4 are the rows' versions as read: a row changed or deleted since is not observed. It
+		// returns the ids of the rows it left unobserved (changed or deleted since their read,
+		// or verified since on a newer answer), for the commit to count (hosttable.QueueResults).
+		st.observe = `WITH written AS (
+				INSERT INTO ` + t.table("observations") + ` AS o (job, record_id, external_state, verified_at)
+				SELECT $1, r, e, least(at, now()) FROM unnest($2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS t(r, e, v, at)
+				WHERE ` + p.rowAsRead("t.r", "t.v", "true") + `
+				ON CONFLICT (job, record_id) DO UPDATE
+				SET external_state = EXCLUDED.external_state, verified_at = EXCLUDED.verified_at
+				WHERE o.verified_at <= EXCLUDED.verified_at
+				RETURNING o.record_id
+			)
+			SELECT CASE WHEN (SELECT count(*) FROM written) = cardinality($2::text[]) THEN '{}'
+				ELSE (SELECT coalesce(array_agg(t.r), '{}') FROM unnest($2::text[]) AS t(r) WHERE t.r NOT IN (SELECT record_id FROM written)) END`
 	}
 	// forgetDeleted closes the open findings of job $1 whose row no longer exists, as
 	// row_deleted by $2, in their history too, and removes the job's observations of such rows.

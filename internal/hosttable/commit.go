@@ -53,32 +53,47 @@ func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job strin
 		return nil, err
 	}
 	// In record order, whoever commits: a sweep and a lane writing the same rows at once then
-	// lock them in the same order and cannot deadlock.
-	outcomes = slices.SortedStableFunc(slices.Values(outcomes), func(a, b reconcile.Outcome) int { return strings.Compare(a.RecordID, b.RecordID) })
+	// lock them in the same order and cannot deadlock. (An order of indexes: the outcomes are
+	// large to copy.)
+	order := make([]int, len(outcomes))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(outcomes[a].RecordID, outcomes[b].RecordID) })
 	// The commit runs in the configured zone, so that an updated_at trigger on the host table
 	// writing now() into a timestamp without time zone column writes it in that zone, not in
 	// the session's.
 	batch.Queue(setTimeZone, st.TimeZone)
-	var obsIDs, obsStates, obsVersions []string
-	var obsTimes []pgtype.Timestamptz // when each answer was obtained; NULL: the commit's time
-	f := newFindingCols(len(outcomes))
+	var nVerified, nFindings int
+	for i := range outcomes {
+		if o := &outcomes[i]; o.Verified {
+			nVerified++
+		}
+		if hasFinding(&outcomes[i]) {
+			nFindings++
+		}
+	}
+	obsIDs, obsStates, obsVersions := make([]string, 0, nVerified), make([]string, 0, nVerified), make([]string, 0, nVerified)
+	obsTimes := make([]pgtype.Timestamptz, 0, nVerified) // when each answer was obtained; NULL: the commit's time
+	f := newFindingCols(nFindings)
+	// clear are the verified judgments that carry no finding but decide their records'
+	// findings: the findings statement closes those records' open findings, if any.
+	clear := newClearCols(nVerified)
 	// withFindings are the rows whose outcomes open findings; judged, those whose outcomes
 	// write anything.
-	var withFindings, judged []string
-	for _, o := range outcomes {
-		d := o.Decision
-		finding := d.Kind != "" && (d.Verdict == reconcile.Repairable || d.Verdict == reconcile.NeedsReview)
+	withFindings, judged := make([]string, 0, nFindings), make([]string, 0, nVerified+nFindings)
+	for _, i := range order {
+		o := &outcomes[i]
+		finding := hasFinding(o)
 		if o.Verified {
 			obsIDs, obsStates, obsVersions = append(obsIDs, o.RecordID), append(obsStates, o.External), append(obsVersions, o.Version)
-			obsTimes = append(obsTimes, VerifiedAt(&o))
+			obsTimes = append(obsTimes, VerifiedAt(o))
 		}
 		switch {
 		case finding:
-			f.add(job, o, d.Kind)
-		case o.Verified:
-			// No finding, but a verification that may close others (Decides), of a row
-			// that may have changed since its read (counted).
-			f.add(job, o, "")
+			f.add(job, o, o.Decision.Kind)
+		case o.Decides():
+			clear.add(o)
 		}
 		if !o.NotARow && finding {
 			withFindings = append(withFindings, o.RecordID)
@@ -86,6 +101,28 @@ func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job strin
 		if !o.NotARow && (finding || o.Verified) {
 			judged = append(judged, o.RecordID)
 		}
+	}
+	// The rows changed since their read, each once: the observations statement reports the
+	// verified ones it left unobserved, the findings statement the others it checked.
+	var seen map[string]bool
+	noteChanged := func(ids []string) {
+		for _, id := range ids {
+			if seen == nil {
+				seen = map[string]bool{}
+			}
+			if !seen[id] {
+				seen[id] = true
+				if res.Changed++; changed != nil {
+					*changed = append(*changed, id)
+				}
+			}
+		}
+	}
+	readChanged := func(row pgx.Row) error {
+		var ids []string
+		err := row.Scan(&ids)
+		noteChanged(ids)
+		return err
 	}
 	// Locks, each set in one order and the sets in the canonical writer's order, so that no
 	// one waits on another in a circle: the records that may get findings, the host rows (with
@@ -107,12 +144,13 @@ func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job strin
 	// them, and the observations come last: the findings statement must not take the commit's
 	// own write for a newer verification.
 	if st.ObserveTakesJob && len(obsIDs) > 0 {
-		batch.Queue(st.Observe, job, obsIDs, obsStates, obsVersions, obsTimes)
+		batch.Queue(st.Observe, job, obsIDs, obsStates, obsVersions, obsTimes).QueryRow(readChanged)
 	}
 	q := &Queued{hand: t.hand}
-	if len(f.ids) > 0 {
+	if len(f.ids) > 0 || len(clear.ids) > 0 {
 		batch.Queue(st.Findings, job, st.AggregateType, f.ids, f.kinds, f.locals, f.externals, f.details, f.commands,
-			f.once, f.notARow, f.payloads, f.externalIDs, f.diffs, f.versions, f.decides, f.verified, f.answeredAt).
+			f.once, f.notARow, f.payloads, f.externalIDs, f.diffs, f.versions, f.decides, f.verified, f.answeredAt,
+			clear.ids, clear.locals, clear.externals, clear.versions, clear.answeredAt).
 			QueryRow(func(row pgx.Row) error {
 				var ids []string
 				dest := []any{&res.Findings, &res.Commands, &ids}
@@ -120,16 +158,14 @@ func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job strin
 					dest = append(dest, &q.raw)
 				}
 				err := row.Scan(dest...)
-				if res.Changed = len(ids); changed != nil {
-					*changed = ids
-				}
+				noteChanged(ids)
 				return err
 			})
 	}
 	// Before the observations in host columns, whose update may fire the host's triggers.
 	batch.Queue(restoreSorts)
 	if !st.ObserveTakesJob && len(obsIDs) > 0 {
-		batch.Queue(st.Observe, obsIDs, obsStates, obsVersions, obsTimes)
+		batch.Queue(st.Observe, obsIDs, obsStates, obsVersions, obsTimes).QueryRow(readChanged)
 	}
 	return q, nil
 }
@@ -145,6 +181,25 @@ func (q *Queued) handOver(ctx context.Context, tx pgx.Tx) error {
 // VerifiedAt is o's VerifiedAt, NULL if zero (the commit's time).
 func VerifiedAt(o *reconcile.Outcome) pgtype.Timestamptz {
 	return pgtype.Timestamptz{Time: o.VerifiedAt, Valid: !o.VerifiedAt.IsZero()}
+}
+
+// clearCols are the columns of the verified judgments without a finding that decide their
+// records' findings (the findings statement's $18 to $22).
+type clearCols struct {
+	ids, locals, externals, versions []string
+	answeredAt                       []pgtype.Timestamptz
+}
+
+// newClearCols returns columns with room for n outcomes.
+func newClearCols(n int) clearCols {
+	return clearCols{ids: make([]string, 0, n), locals: make([]string, 0, n), externals: make([]string, 0, n),
+		versions: make([]string, 0, n), answeredAt: make([]pgtype.Timestamptz, 0, n)}
+}
+
+// add adds outcome o.
+func (c *clearCols) add(o *reconcile.Outcome) {
+	c.ids, c.locals, c.externals = append(c.ids, o.RecordID), append(c.locals, o.Local), append(c.externals, o.External)
+	c.versions, c.answeredAt = append(c.versions, o.Version), append(c.answeredAt, VerifiedAt(o))
 }
 
 type findingCols struct {
@@ -169,8 +224,14 @@ func newFindingCols(n int) findingCols {
 	}
 }
 
+// hasFinding reports whether o opens a finding (or finds its finding open).
+func hasFinding(o *reconcile.Outcome) bool {
+	d := &o.Decision
+	return d.Kind != "" && (d.Verdict == reconcile.Repairable || d.Verdict == reconcile.NeedsReview)
+}
+
 // add adds outcome o, whose finding is of kind (none if empty).
-func (f *findingCols) add(job string, o reconcile.Outcome, kind string) {
+func (f *findingCols) add(job string, o *reconcile.Outcome, kind string) {
 	var payload *string
 	if cmd := o.RepairCommand(job); cmd != nil {
 		b, _ := json.Marshal(cmd) // strings and an integer: it cannot fail
@@ -193,7 +254,7 @@ func (f *findingCols) add(job string, o reconcile.Outcome, kind string) {
 	f.versions = append(f.versions, o.Version)
 	f.decides = append(f.decides, o.Decides())
 	f.verified = append(f.verified, o.Verified)
-	f.answeredAt = append(f.answeredAt, VerifiedAt(&o))
+	f.answeredAt = append(f.answeredAt, VerifiedAt(o))
 	f.locals = append(f.locals, o.Local)
 	f.externals = append(f.externals, o.External)
 	f.details = append(f.details, o.Decision.Detail)

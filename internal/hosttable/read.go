@@ -42,7 +42,7 @@ func (t *Table[L]) ReadRange(ctx context.Context, req reconcile.ReadRequest, cur
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", st.Host, err)
 	}
-	return t.ScanRecords(st, rows)
+	return t.ScanRecords(st, rows, req.Limit)
 }
 
 // RangeRead returns ReadRange's keyset read of the rows after cur's position, cur.End (the
@@ -71,10 +71,13 @@ func (s *Spec) CheckPosition(pos string) error {
 	return nil
 }
 
-// ScanRecords returns the rows of a keyset read (RangeRead) as records, and closes them.
-func (t *Table[L]) ScanRecords(st *Spec, rows pgx.Rows) ([]reconcile.Record[L], error) {
+// ScanRecords returns the rows of a keyset read (RangeRead) of at most limit rows as records,
+// and closes them.
+func (t *Table[L]) ScanRecords(st *Spec, rows pgx.Rows, limit int) ([]reconcile.Record[L], error) {
 	defer rows.Close()
-	var out []reconcile.Record[L]
+	// Room for a full read, within reason: a batch is read whole, and growing the slice as it
+	// fills copied it over and over.
+	out := make([]reconcile.Record[L], 0, min(max(limit, 0), maxScanRoom))
 	var r reconcile.Record[L]
 	var ext, invalid *string
 	var created *time.Time
@@ -95,6 +98,9 @@ func (t *Table[L]) ScanRecords(st *Spec, rows pgx.Rows) ([]reconcile.Record[L], 
 	}
 	return out, nil
 }
+
+// maxScanRoom bounds the room ScanRecords makes before the rows come.
+const maxScanRoom = 10000
 
 func deref(p *string) string {
 	if p == nil {
