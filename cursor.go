@@ -79,9 +79,9 @@ type Record[L any] struct {
 	// is still at this version when it commits (see Sink). Empty means no such check.
 	Version string
 	// Invalid, when not empty, says why the row cannot be judged (a value the Source could not
-	// read, an impossible time such as one more than MaxClockSkew in the future). The row becomes a NeedsReview finding of kind KindInvalidRow
-	// with Invalid as its detail, the external system is not asked, and the cursor moves on:
-	// one bad row never stops a job.
+	// read, an impossible time such as one more than MaxClockSkew in the future). The row
+	// becomes a NeedsReview finding of kind KindInvalidRow with Invalid as its detail, the
+	// external system is not asked, and the cursor moves on: one bad row never stops a job.
 	Invalid string
 }
 
