@@ -36,7 +36,9 @@
 // ([Booked.Basis]), the fee if the host books fees, when it settled and the group the host
 // recorded it in, if any. And it answers "which settled records are in no group and past
 // their availability plus a grace" ([Ledger.Unpaid]), a keyset walk over the host's table:
-// money the service counts on that never reached a payout.
+// money the service counts on that never reached a payout; and, lest a time in the future hide
+// a record from that walk for ever, which are settled or available more than
+// reconcile.MaxClockSkew ahead of the clock ([UnpaidRequest.Ahead], [KindSettledInFuture]).
 //
 // # The findings
 //

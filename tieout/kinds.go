@@ -46,6 +46,9 @@ const (
 	KindLinesRefused = "payout_lines_refused"
 	// KindNeverPaidOut: a settled record in no group, past its availability and the grace.
 	KindNeverPaidOut = "never_paid_out"
+	// KindSettledInFuture: a settled record in no group whose settlement or availability is
+	// more than reconcile.MaxClockSkew ahead of the clock; it would never be past the grace.
+	KindSettledInFuture = "settled_in_future"
 
 	CommandBookRefund        = "BookRefund"
 	CommandBookDispute       = "BookDisputeAdjustment"
@@ -80,6 +83,7 @@ func Kinds() []reconcile.KindInfo {
 		info(KindUnknownStatus, "A payout of a status the policy does not know: neither skipped nor guessed, a person looks.", true),
 		info(KindLinesRefused, "Stripe refused to list the payout's lines (a bad request, or not found): it was not tied out; read the message, tie it out by hand.", true),
 		info(KindNeverPaidOut, "The service counts the money as settled, and no payout has carried it past its availability and the grace.", true),
+		info(KindSettledInFuture, "Settled in the future: an impossible time (a skewed clock, a bad import); the money is counted as settled and no payout check would ever reach it.", true),
 	}
 }
 

@@ -19,7 +19,11 @@
 // Booked asks every table in one round trip (a pgx.Batch), one statement per table over
 // arrays of ids. Unpaid walks the tables that name a SettledAtColumn and a GroupColumn in
 // order, each by its KeyColumn (keyset, never OFFSET), for rows settled, in no payout
-// (GroupColumn NULL or empty), available before the cut-off, with an id and a key.
+// (GroupColumn NULL or empty), available before the cut-off, with an id and a key; and for
+// rows settled or available after the request's Ahead (more than reconcile.MaxClockSkew ahead
+// of the clock: an impossible time that would never be before the cut-off, reported as
+// settled_in_future). 'infinity' reads as a time after any PostgreSQL holds (294277-01-01),
+// '-infinity' as one before (4714 BC), in timestamptz and timestamp columns alike.
 //
 // # Indexes a host needs
 //
@@ -41,5 +45,5 @@
 // A host row with a NULL amount or currency (or, in a Negate table, the smallest bigint) is
 // read as a booking of no currency: it matches no line, whose finding is then an amount that
 // differs, for a person, never an unbooked line whose repair would book it a second time. No
-// row stops Booked or Unpaid.
+// row stops Booked or Unpaid, not even one settled at 'infinity' or '-infinity'.
 package pgledger

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/reconcilekit/reconcile/tieout"
 )
@@ -74,8 +75,8 @@ var _ tieout.Ledger = (*Ledger)(nil)
 type table struct {
 	Table
 	booked      string // $1 ids, ($2 kind values for a kind column)
-	unpaid      string // from the start: $1 cut-off, $2 NULL, $3 limit; "" if not walked
-	unpaidAfter string // after a key: $1 cut-off, $2 the key, $3 limit
+	unpaid      string // from the start: $1 cut-off, $2 NULL, $3 limit, $4 ahead; "" if not walked
+	unpaidAfter string // after a key: $1 cut-off, $2 the key, $3 limit, $4 ahead
 	// kindOf maps a kind column's values to kinds; values lists them per kind.
 	kindOf map[string]string
 	values map[string][]string
@@ -175,10 +176,13 @@ func build(t Table) (table, error) {
 			fmt.Sprintf("coalesce(%s::text, '') <> ''", col(t.IDColumn)),
 			col(t.KeyColumn) + " IS NOT NULL",
 			fmt.Sprintf("coalesce(%s::text, '') = ''", col(t.GroupColumn)),
-			fmt.Sprintf("coalesce(%s, %s) < $1", opt(t.AvailableOnColumn, "timestamptz"), col(t.SettledAtColumn)),
+			// Past the cut-off; or settled or available after $4, an impossible time that would
+			// never be past it (greatest ignores a NULL; a NULL $4 is no bound).
+			fmt.Sprintf("(coalesce(%s, %s) < $1 OR greatest(%s::timestamptz, %s::timestamptz) > $4::timestamptz)",
+				opt(t.AvailableOnColumn, "timestamptz"), col(t.SettledAtColumn), col(t.SettledAtColumn), opt(t.AvailableOnColumn, "timestamptz")),
 		}
 		if t.KindColumn != "" {
-			conds = append(conds, col(t.KindColumn)+"::text = ANY($4::text[])")
+			conds = append(conds, col(t.KindColumn)+"::text = ANY($5::text[])")
 		}
 		// ORDER BY names the table's column: a bare name would be the select list's text cast
 		// of it, whose order ("13" before "2") is not the one the walk resumes by (key > $2).
@@ -266,7 +270,11 @@ func (l *Ledger) Unpaid(ctx context.Context, req tieout.UnpaidRequest) (tieout.U
 		if t.unpaid == "" {
 			continue
 		}
-		args := []any{req.Before, after, req.Limit - len(page.Records)}
+		var ahead *time.Time
+		if !req.Ahead.IsZero() {
+			ahead = &req.Ahead
+		}
+		args := []any{req.Before, after, req.Limit - len(page.Records), ahead}
 		if t.KindColumn != "" {
 			args = append(args, t.kindValues())
 		}
@@ -326,7 +334,7 @@ func (t table) scan(rows pgx.Rows) ([]tieout.Booked, string, error) {
 			kind, currency, group, status *string
 			id, key                       *string
 			amount, fee                   *int64
-			settled, avail                *time.Time
+			settled, avail                pgtype.Timestamptz
 		)
 		if err := rows.Scan(&kind, &id, &amount, &currency, &fee, &settled, &avail, &group, &status, &key); err != nil {
 			return nil, "", err
@@ -357,15 +365,32 @@ func (t table) scan(rows pgx.Rows) ([]tieout.Booked, string, error) {
 		if fee != nil {
 			b.Fee, b.HasFee = *fee, true
 		}
-		if settled != nil {
-			b.SettledAt = *settled
-		}
-		if avail != nil {
-			b.AvailableOn = *avail
-		}
+		b.SettledAt, b.AvailableOn = timeOf(settled), timeOf(avail)
 		out = append(out, b)
 	}
 	return out, last, rows.Err()
+}
+
+// infinity and minusInfinity are the times a booked record gets for PostgreSQL's 'infinity'
+// and '-infinity', which no time.Time holds: beyond the times PostgreSQL stores (294276 AD,
+// 4713 BC). A record settled at 'infinity' is settled in the future; one settled at
+// '-infinity' long past.
+var (
+	infinity      = time.Date(294277, 1, 1, 0, 0, 0, 0, time.UTC)
+	minusInfinity = time.Date(-4714, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// timeOf is t as a booked record's time; zero if NULL.
+func timeOf(t pgtype.Timestamptz) time.Time {
+	switch {
+	case !t.Valid:
+		return time.Time{}
+	case t.InfinityModifier == pgtype.Infinity:
+		return infinity
+	case t.InfinityModifier == pgtype.NegativeInfinity:
+		return minusInfinity
+	}
+	return t.Time
 }
 
 func deref(s *string) string {

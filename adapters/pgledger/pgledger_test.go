@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgledger"
 	"github.com/reconcilekit/reconcile/internal/pgtest"
 	"github.com/reconcilekit/reconcile/tieout"
@@ -357,5 +358,64 @@ func TestNewRefusesIdentifiersPostgreSQLWouldNotReadAsWritten(t *testing.T) {
 	tab.Name, tab.StatusColumn = `Pay "Book" 2`, strings.Repeat("é", 31)
 	if _, err := pgledger.New(pool, pgledger.Config{Tables: []pgledger.Table{tab}}); err != nil {
 		t.Errorf("a quoted name of 62 bytes refused: %v", err)
+	}
+}
+
+// A row settled or available more than reconcile.MaxClockSkew ahead of the clock (a skewed
+// clock, a bad import, a hostile writer; 'infinity' at the extreme) would never fall before the
+// cut-off: Unpaid returns it when asked with Ahead, and the tie-out reports it as settled in the
+// future. Neither 'infinity' nor '-infinity' stops the walk, in timestamptz columns or
+// timestamp without time zone ones, nor Booked.
+func TestUnpaidReturnsRowsSettledInTheFuture(t *testing.T) {
+	t.Parallel()
+	for _, typ := range []string{"timestamptz", "timestamp without time zone"} {
+		t.Run(typ, func(t *testing.T) {
+			t.Parallel()
+			l := open(t, strings.ReplaceAll(`CREATE TABLE payments (id bigint PRIMARY KEY, intent text, amount bigint, currency text,
+				paid_at TS, available_on TS, payout text);
+				INSERT INTO payments VALUES
+					(1, 'pi_old', 100, 'usd', '2026-04-01', NULL, NULL),
+					(2, 'pi_future', 200, 'usd', '2026-05-01 01:00', NULL, NULL),
+					(3, 'pi_skewed', 300, 'usd', '2026-05-01 00:04', NULL, NULL),
+					(4, 'pi_inf', 400, 'usd', 'infinity', NULL, NULL),
+					(5, 'pi_avail_inf', 500, 'usd', '2026-04-01', 'infinity', NULL),
+					(6, 'pi_neginf', 600, 'usd', '-infinity', NULL, NULL),
+					(7, 'pi_in_payout', 700, 'usd', 'infinity', NULL, 'po_1'),
+					(8, 'pi_settled_future', 800, 'usd', '2027-05-01', '2026-04-01', NULL),
+					(9, 'pi_after', 900, 'usd', '2026-04-01', NULL, NULL)`, "TS", typ),
+				pgledger.Config{Tables: []pgledger.Table{{Name: "payments", Kind: tieout.KindPayment, IDColumn: "intent",
+					SettledAtColumn: "paid_at", AvailableOnColumn: "available_on", GroupColumn: "payout"}}})
+			ctx := context.Background()
+			ahead := t0.Add(reconcile.MaxClockSkew)
+			var found []string
+			pos := ""
+			for range 10 {
+				p, err := l.Unpaid(ctx, tieout.UnpaidRequest{After: pos, Before: t0.Add(-7 * day), Ahead: ahead, Limit: 2})
+				if err != nil {
+					t.Fatalf("Unpaid: %v", err)
+				}
+				for _, f := range tieout.ClassifyUnpaid(p.Records, ahead) {
+					found = append(found, f.Record+" "+f.Decision.Kind)
+				}
+				if len(p.Records) < 2 {
+					break
+				}
+				pos = p.Next
+			}
+			want := []string{"pi_old never_paid_out", "pi_future settled_in_future", "pi_inf settled_in_future",
+				"pi_avail_inf settled_in_future", "pi_neginf never_paid_out", "pi_settled_future settled_in_future", "pi_after never_paid_out"}
+			if diff := cmp.Diff(want, found); diff != "" {
+				t.Errorf("findings (-want +got):\n%s", diff)
+			}
+			got, err := l.Booked(ctx, []tieout.Key{key(tieout.KindPayment, "pi_inf"), key(tieout.KindPayment, "pi_neginf")})
+			if err != nil {
+				t.Fatalf("Booked over infinities: %v", err)
+			}
+			for _, b := range got {
+				if b.ID == "pi_inf" && !b.SettledAt.After(ahead) || b.ID == "pi_neginf" && (b.SettledAt.IsZero() || !b.SettledAt.Before(t0)) {
+					t.Errorf("%s settled at %v", b.ID, b.SettledAt)
+				}
+			}
+		})
 	}
 }
