@@ -105,12 +105,17 @@ func NewStep(cfg StepConfig) (*Step, error) {
 // RunBatch ties out the next page of groups. Report.Scanned counts the groups, Verdicts the
 // findings by verdict, GatewayCalls the lister's calls, Wrapped the lister's End.
 func (s *Step) RunBatch(ctx context.Context) (reconcile.Report, error) {
+	return runBatch(ctx, s.cfg.Job, s.cfg.Lane, s.run)
+}
+
+// runBatch runs one step of job's lane, timing it and naming them in its error.
+func runBatch(ctx context.Context, job, lane string, run func(context.Context, *reconcile.Report) error) (reconcile.Report, error) {
 	start := time.Now()
-	rep := reconcile.Report{Job: s.cfg.Job, Lane: s.cfg.Lane, Verdicts: map[reconcile.Verdict]int{}}
-	err := s.run(ctx, &rep)
+	rep := reconcile.Report{Job: job, Lane: lane, Verdicts: map[reconcile.Verdict]int{}}
+	err := run(ctx, &rep)
 	rep.Duration = time.Since(start)
 	if err != nil {
-		return rep, fmt.Errorf("tieout: %s/%s: %w", s.cfg.Job, s.cfg.Lane, err)
+		return rep, fmt.Errorf("tieout: %s/%s: %w", job, lane, err)
 	}
 	return rep, nil
 }

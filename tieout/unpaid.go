@@ -3,7 +3,6 @@ package tieout
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/reconcilekit/reconcile"
@@ -66,14 +65,7 @@ func NewUnpaidStep(cfg UnpaidConfig) (*UnpaidStep, error) {
 
 // RunBatch walks one page.
 func (s *UnpaidStep) RunBatch(ctx context.Context) (reconcile.Report, error) {
-	start := time.Now()
-	rep := reconcile.Report{Job: s.cfg.Job, Lane: s.cfg.Lane, Verdicts: map[reconcile.Verdict]int{}}
-	err := s.run(ctx, &rep)
-	rep.Duration = time.Since(start)
-	if err != nil {
-		return rep, fmt.Errorf("tieout: %s/%s: %w", s.cfg.Job, s.cfg.Lane, err)
-	}
-	return rep, nil
+	return runBatch(ctx, s.cfg.Job, s.cfg.Lane, s.run)
 }
 
 func (s *UnpaidStep) run(ctx context.Context, rep *reconcile.Report) error {
