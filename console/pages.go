@@ -364,11 +364,17 @@ func (c *Console) listFilter(w http.ResponseWriter, r *http.Request) (filter, bo
 		c.fail(w, r, http.StatusBadRequest, "Bad filter", err.Error())
 		return f, false
 	}
-	if f.Job != "" && !c.forJob(f.Job) {
+	return f, c.jobFilterOK(w, r, f.Job)
+}
+
+// jobFilterOK reports whether job ("" for all) is one of this console's jobs, and answers 400
+// itself if it is not.
+func (c *Console) jobFilterOK(w http.ResponseWriter, r *http.Request, job string) bool {
+	if job != "" && !c.forJob(job) {
 		c.fail(w, r, http.StatusBadRequest, "Bad filter", "The job filter must be one of this console's jobs: "+strings.Join(c.jobs, ", ")+".")
-		return f, false
+		return false
 	}
-	return f, true
+	return true
 }
 
 // query is the store's query for filter f, a page of the list.

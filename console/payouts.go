@@ -100,11 +100,7 @@ func (c *Console) groupFilterOf(w http.ResponseWriter, r *http.Request) (groupFi
 		c.fail(w, r, http.StatusBadRequest, "Bad filter", err.Error())
 		return f, false
 	}
-	if f.Job != "" && !c.forJob(f.Job) {
-		c.fail(w, r, http.StatusBadRequest, "Bad filter", "The job filter must be one of this console's jobs: "+strings.Join(c.jobs, ", ")+".")
-		return f, false
-	}
-	return f, true
+	return f, c.jobFilterOK(w, r, f.Job)
 }
 
 // groupView is one payout as the pages show it, every stored text redacted.
