@@ -35,6 +35,10 @@ type engineOptions struct {
 	NoAnalyze bool
 	// CPUProfile, if set, receives a CPU profile of the first one-column cycle only.
 	CPUProfile io.Writer
+	// MemProfile, if set, receives the allocation profile ("allocs") taken right after the
+	// first one-column cycle. It counts every allocation since the program started, the load's
+	// included: pprof -focus=RunBatch keeps the cycle's.
+	MemProfile io.Writer
 	// Typed also times a cycle over the same rows read as a typed row of four columns.
 	Typed bool
 	// Rounds is how many times each cycle is timed, the best counting; zero means one.
@@ -81,6 +85,7 @@ func engineCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	keep := fs.Bool("keep", false, "keep the schema after the run (it is always dropped and recreated at start)")
 	analyze := fs.Bool("analyze", true, "ANALYZE the payments table after loading, before the timed cycle")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the first one-column cycle to this file")
+	memProfile := fs.String("memprofile", "", "write the allocation profile, taken after the first one-column cycle, to this file (see pprof -sample_index=alloc_space, -focus=RunBatch)")
 	typed := fs.Bool("typed", true, "also time a cycle over the same rows read as a typed row of four columns (typed_rows_per_sec, typed_ratio)")
 	rounds := fs.Int("rounds", 3, "time each cycle this many times, in turns, and report the best of each")
 	floor := fs.Bool("floor", true, "also time the same database work as the plainest SQL by hand, without the engine (sql_floor_rows_per_s, floor_ratio)")
@@ -114,6 +119,14 @@ func engineCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 		defer f.Close()
 		opts.CPUProfile = f
+	}
+	if *memProfile != "" {
+		f, err := os.Create(*memProfile)
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		defer f.Close()
+		opts.MemProfile = f
 	}
 	res, err := runEngine(ctx, pool, *schema, opts)
 	if err != nil {
@@ -199,7 +212,7 @@ func runEngine(ctx context.Context, pool *pgxpool.Pool, schema string, opts engi
 			}
 			o := opts
 			if r > 0 || isTyped {
-				o.CPUProfile = nil // the first one-column cycle is profiled
+				o.CPUProfile, o.MemProfile = nil, nil // the first one-column cycle is profiled
 			}
 			if isTyped {
 				store, err := pgstore.NewOf[typedPayment](pool, c)
@@ -325,6 +338,11 @@ func timeCycle[L any](ctx context.Context, pool *pgxpool.Pool, store *pgstore.St
 	}
 	elapsed := time.Since(start)
 	pprof.StopCPUProfile()
+	if opts.MemProfile != nil {
+		if err := pprof.Lookup("allocs").WriteTo(opts.MemProfile, 0); err != nil {
+			return c, fmt.Errorf("bench: %w", err)
+		}
+	}
 
 	c.Seconds = round(elapsed.Seconds(), 3)
 	c.RowsPerS = math.Round(float64(scanned) / elapsed.Seconds())
