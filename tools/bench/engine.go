@@ -61,10 +61,14 @@ type engineResult struct {
 	PeakRSSMB   float64        `json:"peak_rss_mb"`
 	LoadSeconds float64        `json:"load_seconds"`
 	Verdicts    map[string]int `json:"verdicts"`
-	GoVersion   string         `json:"go_version"`
-	GOMAXPROCS  int            `json:"gomaxprocs"`
-	Server      string         `json:"server_version"`
-	Schema      string         `json:"schema"`
+	// GCs and AllocMB are the garbage collections and the MB allocated during that cycle, the
+	// whole process's (the Go side of the engine, the zero-latency gateway's answers included).
+	GCs        uint32  `json:"gcs"`
+	AllocMB    float64 `json:"alloc_mb"`
+	GoVersion  string  `json:"go_version"`
+	GOMAXPROCS int     `json:"gomaxprocs"`
+	Server     string  `json:"server_version"`
+	Schema     string  `json:"schema"`
 	// TypedRowsPerS is the rows/s of the cycle over the typed row (-typed), and TypedRatio
 	// that over RowsPerS, the one-column row's in the same run.
 	TypedRowsPerS float64 `json:"typed_rows_per_sec,omitempty"`
@@ -244,6 +248,7 @@ func runEngine(ctx context.Context, pool *pgxpool.Pool, schema string, opts engi
 	}
 	best := slices.MaxFunc(one, func(a, b cycle) int { return cmp.Compare(a.RowsPerS, b.RowsPerS) })
 	res.Seconds, res.RowsPerS, res.Batches, res.Verdicts = best.Seconds, best.RowsPerS, best.Batches, best.Verdicts
+	res.GCs, res.AllocMB = best.GCs, best.AllocMB
 	res.Findings, res.Commands, res.GatewayCalls = best.Findings, best.Commands, best.GatewayCalls
 	if len(typed) > 0 {
 		res.TypedRowsPerS = slices.MaxFunc(typed, func(a, b cycle) int { return cmp.Compare(a.RowsPerS, b.RowsPerS) }).RowsPerS
@@ -270,6 +275,8 @@ type typedPayment struct {
 type cycle struct {
 	Seconds, RowsPerS                float64
 	Batches                          int
+	GCs                              uint32
+	AllocMB                          float64
 	Findings, Commands, GatewayCalls int64
 	Verdicts                         map[string]int
 }
@@ -309,6 +316,8 @@ func timeCycle[L any](ctx context.Context, pool *pgxpool.Pool, store *pgstore.St
 		}
 	}
 	scanned, nextTenth, reportCalls := 0, 1, 0
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
 	start := time.Now()
 	for {
 		if err := ctx.Err(); err != nil {
@@ -337,7 +346,9 @@ func timeCycle[L any](ctx context.Context, pool *pgxpool.Pool, store *pgstore.St
 		}
 	}
 	elapsed := time.Since(start)
+	runtime.ReadMemStats(&after)
 	pprof.StopCPUProfile()
+	c.GCs, c.AllocMB = after.NumGC-before.NumGC, round(float64(after.TotalAlloc-before.TotalAlloc)/(1<<20), 1)
 	if opts.MemProfile != nil {
 		if err := pprof.Lookup("allocs").WriteTo(opts.MemProfile, 0); err != nil {
 			return c, fmt.Errorf("bench: %w", err)
