@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -23,10 +22,7 @@ import (
 // to stop, which it cannot; a second one ends it, as Ctrl-C twice does elsewhere, rather than
 // being swallowed.
 func TestAuditSecondSIGINTStopsAStuckAudit(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "reconcile")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := goBuild(t, ".")
 	f := newAuditFixture(t)
 	// 1,500 rows pending here and succeeded at Stripe: a report far larger than a pipe holds.
 	const n = 1500

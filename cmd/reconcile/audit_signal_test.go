@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -19,11 +18,7 @@ import (
 // TestAuditSIGINT builds the command, starts an audit, and sends it SIGINT (Ctrl-C) after its
 // first calls: it prints what it found so far and exits 1 for the drift among it.
 func TestAuditSIGINT(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "reconcile")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := goBuild(t, ".")
 	f := newAuditFixture(t)
 	f.add(row{local: "pending", amount: 1000, remote: "succeeded"})
 	for range 50 {
@@ -64,10 +59,7 @@ func TestAuditSIGINT(t *testing.T) {
 // SIGTERM still ends the audit with its report (nothing verified: exit 3); it does not wait
 // for the call's own timeout.
 func TestAuditSignalDuringAHangingCall(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "reconcile")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := goBuild(t, ".")
 	f := newAuditFixture(t)
 	f.plantStatusDrift()
 	var calls atomic.Int32

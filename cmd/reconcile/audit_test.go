@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +57,23 @@ func newAuditFixture(t *testing.T) *auditFixture {
 	return &auditFixture{t: t, pool: pool, schema: schema, srv: srv, url: pgtest.URL(t),
 		env:     map[string]string{keyEnv: srv.Key()},
 		created: time.Now().Add(-48 * time.Hour).Truncate(time.Second)}
+}
+
+// goBuild builds the package in dir with go build's flags added and returns the binary's path:
+// "." is this command, for the tests that need it in a process of its own (signals, a
+// terminal, its peak memory).
+func goBuild(t *testing.T, dir string, flags ...string) string {
+	t.Helper()
+	name := filepath.Base(dir)
+	if dir == "." {
+		name = "reconcile"
+	}
+	bin := filepath.Join(t.TempDir(), name)
+	args := append(append([]string{"build"}, flags...), "-o", bin, dir)
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", dir, err, out)
+	}
+	return bin
 }
 
 // row is one payments row and its intent at Stripe.

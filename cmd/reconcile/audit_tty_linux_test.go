@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -49,10 +48,7 @@ func openPTY(t *testing.T, cols uint16) (master, tty *os.File) {
 // each), never wider than the terminal (a wrapped line is not erased by the next redraw, and
 // the screen fills with stale lines), and erased before the verdict.
 func TestAuditProgressOnATerminal(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "reconcile")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := goBuild(t, ".")
 	const cols = 60
 	master, tty := openPTY(t, cols)
 	defer master.Close()
