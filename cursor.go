@@ -31,9 +31,22 @@ type ReadRequest struct {
 	Job   string
 	Limit int
 	// Grace is how recently a row may have changed and still be judged now. Rows changed within
-	// Grace, measured by the store's own clock (the database's), come back with Recent set.
+	// Grace, measured by the store's own clock (the database's), come back with Recent set. A
+	// row changed, by its updated_at, more than MaxClockSkew in the future is not Recent but
+	// Invalid, whatever the Grace (see MaxClockSkew).
 	Grace time.Duration
 }
+
+// MaxClockSkew is how far ahead of the store's clock (the database's) a row's updated_at or
+// created_at may lie and still be taken for a real time: the skew between the clocks of the
+// servers that write the rows and the store's. A row changed up to MaxClockSkew in the future
+// is within the grace period like any row just changed. A time further ahead is impossible (a
+// bad import, a hostile writer): a Source returns the row with Record.Invalid set, so it
+// becomes a NeedsReview invalid_row finding instead of being judged InFlight at every cycle
+// (its drift never found, the row never verified) or, by its created_at, having a lag that
+// stays below zero, hidden, for as long as it goes unverified. A Source judges the times at
+// every read: once its clock has caught up, the row is judged as any other.
+const MaxClockSkew = 5 * time.Minute
 
 // Batch is what a Source returns: the cursor as read and up to Limit records after it, in key
 // order, none beyond the cycle's End. Fewer than Limit records (none included) means that no
@@ -66,9 +79,9 @@ type Record[L any] struct {
 	// is still at this version when it commits (see Sink). Empty means no such check.
 	Version string
 	// Invalid, when not empty, says why the row cannot be judged (a value the Source could not
-	// read, an impossible time). The row becomes a NeedsReview finding of kind KindInvalidRow
-	// with Invalid as its detail, the external system is not asked, and the cursor moves on:
-	// one bad row never stops a job.
+	// read, an impossible time such as one more than MaxClockSkew in the future). The row
+	// becomes a NeedsReview finding of kind KindInvalidRow with Invalid as its detail, the
+	// external system is not asked, and the cursor moves on: one bad row never stops a job.
 	Invalid string
 }
 

@@ -87,7 +87,9 @@
 //     advance is compare-and-set: a reconciler that lost a race gets [ErrConcurrentRun] and
 //     writes nothing. A crash anywhere means the batch is redone, and redoing is harmless.
 //   - Rows changed within the grace period ([Config].Grace, judged by the store's clock) are
-//     InFlight and not sent to the gateway.
+//     InFlight and not sent to the gateway; a row changed (or created) more than
+//     [MaxClockSkew] in the future has an impossible time and is a NeedsReview invalid_row
+//     finding, never InFlight at every cycle.
 //   - Only rows the external system answered for advance their last-verified time, so an
 //     outage shows as growing lag rather than false health. That time is when the call that
 //     obtained the answer began ([Outcome].VerifiedAt), never later than the commit, and a

@@ -306,8 +306,8 @@ func (l *Lane[L, E]) current(ctx context.Context, objs []FeedObject[E], byID map
 	var ids []string
 	for _, rec := range rows {
 		i, ok := byID[rec.ExternalID]
-		if !ok || !rec.Recent || objs[i].ObservedAt.IsZero() || slices.Contains(ids, rec.ExternalID) {
-			continue
+		if !ok || !rec.Recent || rec.Invalid != "" || objs[i].ObservedAt.IsZero() || slices.Contains(ids, rec.ExternalID) {
+			continue // an Invalid row is decided without a call (judge)
 		}
 		// Only a row that disagrees with the event is worth a call: one that agrees (its
 		// webhook arrived and was applied, the usual case) is left alone.

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/adapters/memstore"
 )
 
 // laneFeed is a Feed whose answer the test scripts; it records the positions it was asked from.
@@ -911,5 +912,30 @@ func TestALaneIsSafeForConcurrentSteps(t *testing.T) {
 		if len(c.Outcomes) != 3 {
 			t.Fatalf("commit with %d outcomes; want 3", len(c.Outcomes))
 		}
+	}
+}
+
+// A row the Matcher returns Invalid (here: changed a decade ahead of the store's clock, also
+// Recent by the event's time) is decided without a call: Current is not asked about it, even
+// with the grace period off, where the second match leaves it not Recent.
+func TestALaneAsksCurrentNothingAboutAnInvalidRow(t *testing.T) {
+	t.Parallel()
+	s := memstore.New[int64, string](memstore.Options{})
+	s.Put(memstore.Row[int64, string]{Key: 1, ExternalID: "pi_1", Local: "paid", UpdatedAt: time.Now().Add(10 * 365 * 24 * time.Hour)})
+	var calls int
+	current := reconcile.GatewayFunc[string](func(context.Context, string) (string, error) { calls++; return "canceled", nil })
+	objs := []reconcile.FeedObject[string]{{ExternalID: "pi_1", Object: "canceled", ObservedAt: time.Now()}}
+	l, err := reconcile.NewLane(reconcile.LaneConfig[string, string]{Job: "sweep", Lane: "events",
+		Feed: lanePage(1, reconcile.FeedPage[string]{Objects: objs}), Matcher: s, Sink: s, Current: current,
+		Classifier: laneClassifier, Grace: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.RunBatch(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	fs, err := s.ListFindings(context.Background(), reconcile.FindingQuery{Job: "sweep"})
+	if err != nil || len(fs) != 1 || fs[0].Kind != reconcile.KindInvalidRow || calls != 0 {
+		t.Fatalf("findings %+v (%v), %d calls to Current; want the invalid_row finding and no call", fs, err, calls)
 	}
 }

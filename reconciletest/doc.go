@@ -30,6 +30,10 @@
 //   - Compare-and-set on the cursor: a commit after a concurrent run moved it fails with
 //     reconcile.ErrConcurrentRun and writes nothing.
 //   - Grace judged by the store: a row changed just now is InFlight and not sent to the gateway.
+//   - Impossible times: a row changed or created more than reconcile.MaxClockSkew ahead of the
+//     store's clock ([Row].UpdatedAhead, CreatedAhead) is an invalid_row finding at every cycle
+//     and in a lane's step, whatever the grace, never asked about nor verified; within the skew
+//     it is InFlight (changed) or judged (created) as before.
 //   - Observations only for confirmed rows: a failing gateway leaves the rows asked Unverifiable
 //     and their verified times unmoved, and stops the batch after two calls; a missing object is a verified missing_externally finding.
 //   - Findings and commands: one open finding per (job, record, kind) over repeated cycles, a

@@ -21,6 +21,10 @@ type Row struct {
 	// Recent makes the row look changed just now (inside the grace period); otherwise it was
 	// last changed an hour ago.
 	Recent bool
+	// UpdatedAhead and CreatedAhead, when positive, put the row's updated_at (whatever Recent
+	// says) and created_at that far ahead of the store's clock, as a skewed clock, a bad import
+	// or a hostile writer would (see reconcile.MaxClockSkew). Zero: the fixture's usual times.
+	UpdatedAhead, CreatedAhead time.Duration
 }
 
 // Fixture is one isolated store with a table the suite can fill and inspect.
@@ -207,6 +211,7 @@ func Run(t *testing.T, newFixture func(t *testing.T) Fixture) {
 		{"a store's status says its stale-finding threshold, and health's reason names it", testStaleThreshold},
 	}
 	tests = append(tests, laneTests...)
+	tests = append(tests, futureTimeTests...)
 	tests = append(tests, changedRowTests...)
 	tests = append(tests, supersedeTests...)
 	tests = append(tests, answerOrderTests...)

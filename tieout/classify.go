@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -234,23 +235,47 @@ func (p Policy) classify(g Group, members []Member, booked []Booked) ([]Finding,
 	return out, tally{sum: sum, known: !overflow}
 }
 
-// ClassifyUnpaid returns a KindNeverPaidOut finding for each record, as Ledger.Unpaid returns
-// them (settled, in no group, past their availability and the grace), recorded under the
-// booked id. It is pure.
-func ClassifyUnpaid(records []Booked) []Finding {
+// ClassifyUnpaid returns a finding for each record, as Ledger.Unpaid returns them for an
+// UnpaidRequest whose Ahead is ahead, recorded under the booked id: KindSettledInFuture for
+// one settled or available after ahead (an impossible time), else KindNeverPaidOut (settled,
+// in no group, past its availability and the grace). It is pure.
+func ClassifyUnpaid(records []Booked, ahead time.Time) []Finding {
 	out := make([]Finding, 0, len(records))
 	for _, b := range records {
 		at := b.AvailableOn
 		if at.IsZero() {
 			at = b.SettledAt
 		}
+		if future(b, ahead) {
+			out = append(out, Finding{Record: b.ID, ExternalID: b.ID, Local: "settled " + b.Kind, External: "in no payout",
+				Decision: reconcile.Decision{Verdict: reconcile.NeedsReview, Kind: KindSettledInFuture,
+					Detail: fmt.Sprintf("%s %s of %s is settled %s, available %s: more than %s ahead of the clock (%s), an impossible time",
+						b.Kind, b.ID, reconcile.FormatAmount(b.Amount, b.Currency), stamp(b.SettledAt), stamp(b.AvailableOn),
+						reconcile.MaxClockSkew, stamp(ahead.Add(-reconcile.MaxClockSkew))),
+					Diffs: []reconcile.Diff{{Field: "settled_at", Local: stamp(b.SettledAt), External: "before " + stamp(ahead)}}}})
+			continue
+		}
 		out = append(out, Finding{Record: b.ID, ExternalID: b.ID, Local: "settled " + b.Kind, External: "in no payout",
 			Decision: reconcile.Decision{Verdict: reconcile.NeedsReview, Kind: KindNeverPaidOut,
 				Detail: fmt.Sprintf("%s %s of %s, available since %s, is in no payout", b.Kind, b.ID,
-					reconcile.FormatAmount(b.Amount, b.Currency), at.UTC().Format("2006-01-02 15:04 MST")),
+					reconcile.FormatAmount(b.Amount, b.Currency), stamp(at)),
 				Diffs: []reconcile.Diff{{Field: "payout", Local: reconcile.FormatAmount(b.Amount, b.Currency), External: "none"}}}})
 	}
 	return out
+}
+
+// future reports that b is settled or available after ahead (an impossible time); a zero ahead
+// is no bound.
+func future(b Booked, ahead time.Time) bool {
+	return !ahead.IsZero() && (b.SettledAt.After(ahead) || b.AvailableOn.After(ahead))
+}
+
+// stamp writes t for a finding's detail to the minute; "none" if zero.
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "none"
+	}
+	return t.UTC().Format("2006-01-02 15:04 MST")
 }
 
 // invalid says why m cannot be judged as a line of g; empty if it can. A line of a kind p

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -336,8 +337,22 @@ func TestConvertGoesThroughMajorUnits(t *testing.T) {
 }
 
 func TestClassifyUnpaid(t *testing.T) {
-	fs := ClassifyUnpaid([]Booked{book(KindPayment, "pi_9", 500)})
+	fs := ClassifyUnpaid([]Booked{book(KindPayment, "pi_9", 500)}, time.Time{})
 	if got := summary(fs); !slices.Equal(got, []string{"pi_9 never_paid_out needs_review"}) {
 		t.Errorf("findings = %v", got)
+	}
+	ahead := time.Date(2026, 5, 1, 0, 5, 0, 0, time.UTC)
+	at := func(id string, settled, avail time.Time) Booked {
+		b := book(KindPayment, id, 500)
+		b.SettledAt, b.AvailableOn = settled, avail
+		return b
+	}
+	past := ahead.Add(-30 * 24 * time.Hour)
+	fs = ClassifyUnpaid([]Booked{at("pi_at", ahead, time.Time{}), at("pi_ns", ahead.Add(1), time.Time{}), at("pi_avail", past, ahead.Add(time.Hour)),
+		at("pi_past", past, past)}, ahead)
+	want := []string{"pi_at never_paid_out needs_review", "pi_ns settled_in_future needs_review", "pi_avail settled_in_future needs_review",
+		"pi_past never_paid_out needs_review"}
+	if got := summary(fs); !slices.Equal(got, want) {
+		t.Errorf("findings = %v, want %v", got, want)
 	}
 }

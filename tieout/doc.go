@@ -36,7 +36,9 @@
 // ([Booked.Basis]), the fee if the host books fees, when it settled and the group the host
 // recorded it in, if any. And it answers "which settled records are in no group and past
 // their availability plus a grace" ([Ledger.Unpaid]), a keyset walk over the host's table:
-// money the service counts on that never reached a payout.
+// money the service counts on that never reached a payout; and, lest a time in the future hide
+// a record from that walk for ever, which are settled or available more than
+// reconcile.MaxClockSkew ahead of the clock ([UnpaidRequest.Ahead], [KindSettledInFuture]).
 //
 // # The findings
 //
@@ -65,7 +67,12 @@
 // findings tables, their history, deduplication, health and the console are the ones every
 // other job uses. A payout gives many findings, not one decision about one row, so the
 // sweep's RunBatch, whose outcome is one per local row, does not drive it; [Step] does, one
-// page of payouts at a time, like a lane step.
+// page of payouts at a time, like a lane step. Like a lane step, a Step whose lister meets a
+// rate limit reports it (Report.RateLimited, RetryAfter) rather than failing: it commits the
+// payouts tied out before it when the lister gives their positions ([GroupPage.Positions]),
+// and otherwise writes nothing (Report.Deferred); any other error fails it, nothing written, except a payout whose members the
+// lister is refused for good (a reconcile.ReviewError or reconcile.ErrNotFound): that payout
+// is a [KindLinesRefused] finding, and the walk goes on.
 //
 // When the Sink is a reconcile.GroupSink (pgstore and memstore are), the Step also records
 // each payout, in the same transaction: a reconcile.GroupRecord with its status, what it paid

@@ -41,8 +41,14 @@ const (
 	KindPayoutFailed = "payout_failed"
 	// KindUnknownStatus: the group's status is not one the policy knows (State is invalid).
 	KindUnknownStatus = "payout_status_unknown"
+	// KindLinesRefused: the external system refused to list the group's lines (Stripe: a 400
+	// or a 404 on its balance transactions): it is not tied out, and the walk goes on.
+	KindLinesRefused = "payout_lines_refused"
 	// KindNeverPaidOut: a settled record in no group, past its availability and the grace.
 	KindNeverPaidOut = "never_paid_out"
+	// KindSettledInFuture: a settled record in no group whose settlement or availability is
+	// more than reconcile.MaxClockSkew ahead of the clock; it would never be past the grace.
+	KindSettledInFuture = "settled_in_future"
 
 	CommandBookRefund        = "BookRefund"
 	CommandBookDispute       = "BookDisputeAdjustment"
@@ -75,7 +81,9 @@ func Kinds() []reconcile.KindInfo {
 		info(KindNotItemizable, "A manual payout: Stripe cannot list what it carried; tie it out by hand. Not a mismatch.", false),
 		info(KindPayoutFailed, "The payout failed (perhaps after showing paid): the money did not reach the bank (repaired by ApplyPayoutFailed).", true),
 		info(KindUnknownStatus, "A payout of a status the policy does not know: neither skipped nor guessed, a person looks.", true),
+		info(KindLinesRefused, "Stripe refused to list the payout's lines (a bad request, or not found): it was not tied out; read the message, tie it out by hand.", true),
 		info(KindNeverPaidOut, "The service counts the money as settled, and no payout has carried it past its availability and the grace.", true),
+		info(KindSettledInFuture, "Settled in the future: an impossible time (a skewed clock, a bad import); the money is counted as settled and no payout check would ever reach it.", true),
 	}
 }
 

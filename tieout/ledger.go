@@ -65,7 +65,9 @@ type Ledger interface {
 	Booked(ctx context.Context, keys []Key) ([]Booked, error)
 	// Unpaid returns, in the ledger's key order after req.After, up to req.Limit settled
 	// records in no group whose availability (AvailableOn if known, else SettledAt) is before
-	// req.Before; a page shorter than Limit is the last. Page.Next resumes after the page.
+	// req.Before, or whose SettledAt or AvailableOn is after req.Ahead (an impossible time,
+	// which would otherwise never fall before Before); a page shorter than Limit is the last.
+	// Page.Next resumes after the page.
 	Unpaid(ctx context.Context, req UnpaidRequest) (UnpaidPage, error)
 }
 
@@ -75,6 +77,9 @@ type UnpaidRequest struct {
 	After string
 	// Before bounds the records' availability: now minus the grace a payout has to carry them.
 	Before time.Time
+	// Ahead bounds the possible times: a record settled or available after it (more than
+	// reconcile.MaxClockSkew ahead of the clock) is returned too, whatever Before. Zero: none.
+	Ahead time.Time
 	// Limit is the page size; at least 1.
 	Limit int
 }

@@ -41,8 +41,9 @@ func (l *MemoryLedger) Booked(ctx context.Context, keys []Key) ([]Booked, error)
 	return out, nil
 }
 
-// Unpaid returns the settled records in no group available before req.Before, by the order
-// they were booked (the position is the index of the last one returned).
+// Unpaid returns the settled records in no group available before req.Before, or settled or
+// available after req.Ahead, by the order they were booked (the position is the index of the
+// last one returned).
 func (l *MemoryLedger) Unpaid(ctx context.Context, req UnpaidRequest) (UnpaidPage, error) {
 	if req.Limit < 1 {
 		return UnpaidPage{}, errors.New("tieout: memory ledger: unpaid limit below 1")
@@ -64,7 +65,7 @@ func (l *MemoryLedger) Unpaid(ctx context.Context, req UnpaidRequest) (UnpaidPag
 		if at.IsZero() {
 			at = b.SettledAt
 		}
-		if b.SettledAt.IsZero() || b.Group != "" || !at.Before(req.Before) {
+		if b.SettledAt.IsZero() || b.Group != "" || !at.Before(req.Before) && !future(b, req.Ahead) {
 			continue
 		}
 		page.Records = append(page.Records, b)

@@ -36,6 +36,12 @@ type GroupPage struct {
 	// now (the walk starts again from Next, or from the start if Next is empty).
 	Next string
 	End  bool
+	// Positions, if the lister gives them, holds the position just after each of Groups
+	// (Positions[i] after Groups[i]). A step that meets a rate limit after tying out some of
+	// the page then commits those with the position after the last of them, as a sweep batch
+	// commits the rows it asked before a 429; without them, it commits nothing and the page is
+	// tied out again whole. Nil, or of another length than Groups, means none.
+	Positions []string
 }
 
 // MemberPage is one page of a group's members.
@@ -117,18 +123,29 @@ func (s *Step) run(ctx context.Context, rep *reconcile.Report) error {
 	page, err := s.cfg.Lister.Groups(ctx, cur.Position)
 	rep.GatewayCalls++
 	if err != nil {
-		return err
+		return deferred(ctx, rep, err)
 	}
 	var findings []Finding
 	records := make([]reconcile.GroupRecord, 0, len(page.Pending)+len(page.Groups))
 	for _, g := range page.Pending {
 		records = append(records, pendingRecord(g))
 	}
-	for _, g := range page.Groups {
+	for i, g := range page.Groups {
 		f, rec, calls, err := s.tie(ctx, g)
 		rep.GatewayCalls += calls
 		if err != nil {
-			return fmt.Errorf("group %s: %w", g.ID, err)
+			if err := deferred(ctx, rep, fmt.Errorf("group %s: %w", g.ID, err)); err != nil {
+				return err // not a rate limit
+			}
+			if i == 0 || len(page.Positions) != len(page.Groups) || page.Positions[i-1] == "" {
+				return nil // deferred: nothing tied out, or no position to stop at
+			}
+			// A rate limit after i groups: commit those, and stop before g. The pending
+			// groups, seen after g, are reported again by the next step.
+			rep.Deferred = false
+			records = records[len(page.Pending):]
+			page = GroupPage{Groups: page.Groups[:i], Next: page.Positions[i-1]}
+			break
 		}
 		findings = append(findings, f...)
 		records = append(records, rec)
@@ -152,6 +169,37 @@ func (s *Step) run(ctx context.Context, rep *reconcile.Report) error {
 	return err
 }
 
+// deferred returns err, unless it is a rate limit (Stripe's 429, or a limiter that cannot grant
+// a call in time): then the step is reported Deferred and RateLimited, with the wait asked for,
+// and nothing is written, as a sweep batch or a lane step whose calls were refused; a
+// scheduler waits and runs it again. A rate limit delays a payout; it is not a failure to back
+// off from, and nothing is skipped.
+func deferred(ctx context.Context, rep *reconcile.Report, err error) error {
+	if !errors.Is(err, reconcile.ErrRateLimited) || ctx.Err() != nil {
+		return err
+	}
+	rep.RateLimited, rep.Deferred = true, true
+	var rl *reconcile.RateLimitError
+	if errors.As(err, &rl) {
+		rep.RetryAfter = rl.RetryAfter
+	}
+	return nil
+}
+
+// refused reports whether err is the external system refusing to list a group's members for
+// good (a bad request, or not found): asking again gets the same answer, so the group is a
+// finding rather than a step that fails for ever.
+func refused(err error) (string, bool) {
+	var review *reconcile.ReviewError
+	switch {
+	case errors.As(err, &review):
+		return review.Detail, true
+	case errors.Is(err, reconcile.ErrNotFound):
+		return err.Error(), true
+	}
+	return "", false
+}
+
 // tie lists g's members and classifies them against what the ledger booked: one ledger call
 // per page of members (and one for the group's own booking, if the host books payouts). It
 // returns the findings and g's record.
@@ -165,6 +213,14 @@ func (s *Step) tie(ctx context.Context, g Group) ([]Finding, reconcile.GroupReco
 		for {
 			mp, err := s.cfg.Lister.Members(ctx, g, after)
 			calls++
+			if why, ok := refused(err); ok {
+				// What was listed before is dropped: a partial listing says nothing.
+				f := []Finding{{Group: g.ID, Account: g.Account, Record: g.ID, ExternalID: g.ID, External: g.Status,
+					Decision: reconcile.Decision{Verdict: reconcile.NeedsReview, Kind: KindLinesRefused,
+						Detail: fmt.Sprintf("payout %s of %s was not tied out: could not list its lines: %s", g.ID,
+							reconcile.FormatAmount(g.Amount, g.Currency), why)}}}
+				return f, tiedRecord(g, 0, tally{}, f), calls, nil
+			}
 			if err != nil {
 				return nil, reconcile.GroupRecord{}, calls, err
 			}

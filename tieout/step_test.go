@@ -258,6 +258,53 @@ func TestAnUnpaidStepFindsSettledRecordsNoPayoutCarried(t *testing.T) {
 	}
 }
 
+// A record settled or available more than reconcile.MaxClockSkew ahead of the clock (a skewed
+// clock, a bad import, a hostile writer) would never fall before now minus the grace: it is a
+// settled_in_future finding, once, and the walk goes past it.
+func TestAnUnpaidStepReportsRecordsSettledInTheFuture(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	old := now.Add(-10 * 24 * time.Hour)
+	var ledger MemoryLedger
+	ledger.Book(
+		Booked{Kind: KindPayment, ID: "pi_future", Amount: 100, Currency: "usd", SettledAt: now.Add(time.Hour)},
+		Booked{Kind: KindPayment, ID: "pi_skewed", Amount: 200, Currency: "usd", SettledAt: now.Add(reconcile.MaxClockSkew)},
+		Booked{Kind: KindPayment, ID: "pi_avail_future", Amount: 300, Currency: "usd", SettledAt: old, AvailableOn: now.Add(365 * 24 * time.Hour)},
+		Booked{Kind: KindRefund, ID: "pi_settled_future", Amount: -50, Currency: "usd", SettledAt: now.Add(24 * time.Hour), AvailableOn: old},
+		Booked{Kind: KindPayment, ID: "pi_far", Amount: 400, Currency: "usd", SettledAt: time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)},
+		Booked{Kind: KindPayment, ID: "pi_in_payout", Amount: 500, Currency: "usd", SettledAt: now.Add(time.Hour), Group: "po_1"},
+		Booked{Kind: KindPayment, ID: "pi_never", Amount: 600, Currency: "usd", SettledAt: old},
+	)
+	store := memstore.New[string, string](memstore.Options{})
+	step, err := NewUnpaidStep(UnpaidConfig{Job: "payouts", Lane: "unpaid", Ledger: &ledger, Sink: store, Limit: 2, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened := 0
+	for pass := range 2 {
+		for {
+			rep, err := step.RunBatch(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pass == 1 {
+				opened += rep.NewFindings
+			}
+			if rep.Wrapped {
+				break
+			}
+		}
+	}
+	want := []string{"pi_future settled_in_future", "pi_avail_future settled_in_future", "pi_settled_future settled_in_future",
+		"pi_far settled_in_future", "pi_never never_paid_out"}
+	if got := findingsOf(t, store, ""); !slices.Equal(got, want) {
+		t.Errorf("findings = %v, want %v", got, want)
+	}
+	if opened != 0 {
+		t.Errorf("the second pass opened %d findings, want none (once)", opened)
+	}
+}
+
 func TestNewStepChecksItsConfig(t *testing.T) {
 	store := memstore.New[string, string](memstore.Options{})
 	for _, cfg := range []StepConfig{

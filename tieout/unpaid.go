@@ -33,8 +33,10 @@ type UnpaidConfig struct {
 }
 
 // UnpaidStep walks the host's ledger a page per RunBatch for settled records in no group
-// past their availability and the grace, and records a KindNeverPaidOut finding for each,
-// with the walk's position, in one transaction. A short page ends the pass (Report.Wrapped)
+// past their availability and the grace, and records a KindNeverPaidOut finding for each (a
+// KindSettledInFuture one for a record settled or available more than reconcile.MaxClockSkew
+// ahead of the clock, which would otherwise never be checked), with the walk's position, in
+// one transaction. A short page ends the pass (Report.Wrapped)
 // and the next starts again from the beginning. It is a reconcile.BatchRunner.
 type UnpaidStep struct{ cfg UnpaidConfig }
 
@@ -79,11 +81,13 @@ func (s *UnpaidStep) run(ctx context.Context, rep *reconcile.Report) error {
 	if err != nil {
 		return err
 	}
-	page, err := s.cfg.Ledger.Unpaid(ctx, UnpaidRequest{After: cur.Position, Before: s.cfg.Now().Add(-s.cfg.Grace), Limit: s.cfg.Limit})
+	now := s.cfg.Now()
+	ahead := now.Add(reconcile.MaxClockSkew)
+	page, err := s.cfg.Ledger.Unpaid(ctx, UnpaidRequest{After: cur.Position, Before: now.Add(-s.cfg.Grace), Ahead: ahead, Limit: s.cfg.Limit})
 	if err != nil {
 		return err
 	}
-	findings := ClassifyUnpaid(page.Records)
+	findings := ClassifyUnpaid(page.Records, ahead)
 	rep.Scanned = len(page.Records)
 	rep.Verdicts[reconcile.NeedsReview] = len(findings)
 	next, end := page.Next, len(page.Records) < s.cfg.Limit

@@ -19,8 +19,9 @@ func TestCoverageBucketsRowsAndSamplesOpenFindings(t *testing.T) {
 	clock := &testClock{now: start}
 	s := memstore.New[int64, string](memstore.Options{Now: clock.Now})
 	// Ages at the bounds: a row exactly an hour old is in the first bucket, a nanosecond
-	// older in the second; a row created in the future has not waited yet.
-	for i, age := range []time.Duration{time.Hour, time.Hour + 1, 6 * time.Hour, 72*time.Hour + time.Second, -time.Hour} {
+	// older in the second; a row created in the future (within reconcile.MaxClockSkew, so
+	// judged) has not waited yet.
+	for i, age := range []time.Duration{time.Hour, time.Hour + 1, 6 * time.Hour, 72*time.Hour + time.Second, -time.Minute} {
 		created := start.Add(-age)
 		s.Put(memstore.Row[int64, string]{Key: int64(i + 1), ExternalID: fmt.Sprint("pi_", i+1), Local: "paid", CreatedAt: created, UpdatedAt: created})
 	}

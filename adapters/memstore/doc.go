@@ -16,7 +16,10 @@
 //
 // A row's CreatedAt and UpdatedAt default to the store's clock at Put, so a row just put is
 // inside the grace period: set UpdatedAt in the past, or set [Options].Now to a clock the test
-// moves, to have it judged at once. Record ids are the keys as fmt.Sprint prints them.
+// moves, to have it judged at once. A CreatedAt or UpdatedAt more than
+// [reconcile.MaxClockSkew] ahead of the store's clock is an impossible time: the row is read
+// Invalid, a NeedsReview invalid_row finding, not judged InFlight. Record ids are the keys as
+// fmt.Sprint prints them.
 //
 // # Semantics
 //

@@ -255,6 +255,7 @@ func (s *Store[K, L]) Read(ctx context.Context, req reconcile.ReadRequest) (reco
 		b.Records = append(b.Records, reconcile.Record[L]{
 			Key: string(pos), ID: fmt.Sprint(k), ExternalID: r.ExternalID, Local: r.Local,
 			CreatedAt: r.CreatedAt, Recent: req.Grace > 0 && now.Sub(r.UpdatedAt) < req.Grace, Version: s.version(k),
+			Invalid: impossibleTime(r.CreatedAt, r.UpdatedAt, now),
 		})
 	}
 	return b, nil
@@ -485,9 +486,27 @@ func (s *Store[K, L]) Match(ctx context.Context, req reconcile.MatchRequest) (re
 		}
 		recent := (req.Grace > 0 && now.Sub(r.UpdatedAt) < req.Grace) || (!t.IsZero() && !r.UpdatedAt.Before(t))
 		res.Rows = append(res.Rows, reconcile.Record[L]{Key: string(pos), ID: fmt.Sprint(k), ExternalID: r.ExternalID,
-			Local: r.Local, CreatedAt: r.CreatedAt, Recent: recent, Version: s.version(k)})
+			Local: r.Local, CreatedAt: r.CreatedAt, Recent: recent, Version: s.version(k),
+			Invalid: impossibleTime(r.CreatedAt, r.UpdatedAt, now)})
 	}
 	return res, nil
+}
+
+// impossibleTime says why a row's times cannot be judged, "" if they can: a CreatedAt or
+// UpdatedAt more than reconcile.MaxClockSkew ahead of the store's clock (now). A Read or Match
+// returns such a row Invalid, a NeedsReview invalid_row finding, as pgstore does: by its
+// UpdatedAt alone it would be within the grace period at every read, its drift never found.
+func impossibleTime(created, updated, now time.Time) string {
+	for _, t := range []struct {
+		name string
+		at   time.Time
+	}{{"CreatedAt", created}, {"UpdatedAt", updated}} {
+		if t.at.After(now.Add(reconcile.MaxClockSkew)) {
+			return fmt.Sprintf("%s %s is in the future: more than %s ahead of the store's clock",
+				t.name, t.at.UTC().Format(time.DateTime+" UTC"), reconcile.MaxClockSkew)
+		}
+	}
+	return ""
 }
 
 // ReadLane returns the lane's position and version; the zero Cursor before its first commit.

@@ -19,11 +19,18 @@ func (f fixture) Store() reconcile.Store[string] { return f.s }
 
 func (f fixture) Insert(t testing.TB, rows ...reconciletest.Row) {
 	for _, r := range rows {
+		var created time.Time // the store's clock at Put
 		updated := time.Now().Add(-time.Hour)
 		if r.Recent {
 			updated = time.Now()
 		}
-		f.s.Put(memstore.Row[int64, string]{Key: r.ID, ExternalID: r.ExternalID, Local: r.Local, UpdatedAt: updated})
+		if r.UpdatedAhead > 0 {
+			updated = time.Now().Add(r.UpdatedAhead)
+		}
+		if r.CreatedAhead > 0 {
+			created = time.Now().Add(r.CreatedAhead)
+		}
+		f.s.Put(memstore.Row[int64, string]{Key: r.ID, ExternalID: r.ExternalID, Local: r.Local, UpdatedAt: updated, CreatedAt: created})
 	}
 }
 
@@ -78,7 +85,8 @@ func TestStringKeysKeepTheirOrder(t *testing.T) {
 
 func TestNegativeGraceTurnsGraceOffEvenForAFutureUpdatedAt(t *testing.T) {
 	s := memstore.New[int64, string](memstore.Options{})
-	s.Put(memstore.Row[int64, string]{Key: 1, ExternalID: "pi_1", Local: "paid", UpdatedAt: time.Now().Add(time.Hour)})
+	// Changed a minute ahead of the store's clock, within reconcile.MaxClockSkew.
+	s.Put(memstore.Row[int64, string]{Key: 1, ExternalID: "pi_1", Local: "paid", UpdatedAt: time.Now().Add(time.Minute)})
 	gw := reconciletest.NewGateway(map[string]string{"pi_1": "succeeded"})
 	rep, err := reconcile.RunBatch(context.Background(), reconcile.Config[string, string]{Job: "sweep", Source: s, Sink: s,
 		Gateway: gw, Classifier: reconciletest.Classifier(), Grace: -1})

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/reconcilekit/reconcile/tieout"
 )
@@ -72,8 +74,9 @@ var _ tieout.Ledger = (*Ledger)(nil)
 // table is a Table's statements.
 type table struct {
 	Table
-	booked string // $1 ids, ($2 kind values for a kind column)
-	unpaid string // $1 cut-off, $2 key after (NULL: from the start), $3 limit; "" if not walked
+	booked      string // $1 ids, ($2 kind values for a kind column)
+	unpaid      string // from the start: $1 cut-off, $2 NULL, $3 limit, $4 ahead; "" if not walked
+	unpaidAfter string // after a key: $1 cut-off, $2 the key, $3 limit, $4 ahead
 	// kindOf maps a kind column's values to kinds; values lists them per kind.
 	kindOf map[string]string
 	values map[string][]string
@@ -91,7 +94,7 @@ func New(db DB, cfg Config) (*Ledger, error) {
 	for i, t := range cfg.Tables {
 		tt, err := build(t)
 		if err != nil {
-			return nil, fmt.Errorf("pgledger: config: table %d (%s): %w", i, t.Name, err)
+			return nil, fmt.Errorf("pgledger: config: table %d (%q): %w", i, shorten(t.Name), err)
 		}
 		l.tables = append(l.tables, tt)
 	}
@@ -122,6 +125,14 @@ func build(t Table) (table, error) {
 	def(&t.CurrencyColumn, "currency")
 	if t.Basis == 0 {
 		t.Basis = tieout.Presentment
+	}
+	for _, f := range []struct{ field, v string }{{"Schema", t.Schema}, {"Name", t.Name}, {"KindColumn", t.KindColumn},
+		{"IDColumn", t.IDColumn}, {"KeyColumn", t.KeyColumn}, {"AmountColumn", t.AmountColumn}, {"CurrencyColumn", t.CurrencyColumn},
+		{"FeeColumn", t.FeeColumn}, {"SettledAtColumn", t.SettledAtColumn}, {"AvailableOnColumn", t.AvailableOnColumn},
+		{"GroupColumn", t.GroupColumn}, {"StatusColumn", t.StatusColumn}} {
+		if err := checkIdent(f.field, f.v); err != nil {
+			return table{}, err
+		}
 	}
 	tt := table{Table: t}
 	if t.KindColumn != "" {
@@ -160,14 +171,27 @@ func build(t Table) (table, error) {
 	if t.SettledAtColumn != "" && t.GroupColumn != "" {
 		conds := []string{
 			col(t.SettledAtColumn) + " IS NOT NULL",
+			// A row without an id cannot be in a payout; one without a key cannot be walked
+			// past (the walk would start again after it).
+			fmt.Sprintf("coalesce(%s::text, '') <> ''", col(t.IDColumn)),
+			col(t.KeyColumn) + " IS NOT NULL",
 			fmt.Sprintf("coalesce(%s::text, '') = ''", col(t.GroupColumn)),
-			fmt.Sprintf("coalesce(%s, %s) < $1", opt(t.AvailableOnColumn, "timestamptz"), col(t.SettledAtColumn)),
-			fmt.Sprintf("(%s > $2 OR $2 IS NULL)", col(t.KeyColumn)),
+			// Past the cut-off; or settled or available after $4, an impossible time that would
+			// never be past it (greatest ignores a NULL; a NULL $4 is no bound).
+			fmt.Sprintf("(coalesce(%s, %s) < $1 OR greatest(%s::timestamptz, %s::timestamptz) > $4::timestamptz)",
+				opt(t.AvailableOnColumn, "timestamptz"), col(t.SettledAtColumn), col(t.SettledAtColumn), opt(t.AvailableOnColumn, "timestamptz")),
 		}
 		if t.KindColumn != "" {
-			conds = append(conds, col(t.KindColumn)+"::text = ANY($4::text[])")
+			conds = append(conds, col(t.KindColumn)+"::text = ANY($5::text[])")
 		}
-		tt.unpaid = sel + " WHERE " + strings.Join(conds, " AND ") + fmt.Sprintf(" ORDER BY %s LIMIT $3", col(t.KeyColumn))
+		// ORDER BY names the table's column: a bare name would be the select list's text cast
+		// of it, whose order ("13" before "2") is not the one the walk resumes by (key > $2).
+		// The start and the resumption are two statements: one with "key > $2 OR $2 IS NULL"
+		// gets a generic plan that reads the index from its start on every page.
+		where := sel + " AS ledger_row WHERE " + strings.Join(conds, " AND ")
+		order := fmt.Sprintf(" ORDER BY ledger_row.%s LIMIT $3", col(t.KeyColumn))
+		tt.unpaid = where + " AND $2::text IS NULL" + order
+		tt.unpaidAfter = where + fmt.Sprintf(" AND %s > $2", col(t.KeyColumn)) + order
 	}
 	return tt, nil
 }
@@ -246,11 +270,19 @@ func (l *Ledger) Unpaid(ctx context.Context, req tieout.UnpaidRequest) (tieout.U
 		if t.unpaid == "" {
 			continue
 		}
-		args := []any{req.Before, after, req.Limit - len(page.Records)}
+		var ahead *time.Time
+		if !req.Ahead.IsZero() {
+			ahead = &req.Ahead
+		}
+		args := []any{req.Before, after, req.Limit - len(page.Records), ahead}
 		if t.KindColumn != "" {
 			args = append(args, t.kindValues())
 		}
-		rows, err := l.db.Query(ctx, t.unpaid, args...)
+		stmt := t.unpaid
+		if after != nil {
+			stmt = t.unpaidAfter
+		}
+		rows, err := l.db.Query(ctx, stmt, args...)
 		if err != nil {
 			return tieout.UnpaidPage{}, fmt.Errorf("pgledger: read unpaid records of %s: %w", t.Name, err)
 		}
@@ -300,17 +332,24 @@ func (t table) scan(rows pgx.Rows) ([]tieout.Booked, string, error) {
 	for rows.Next() {
 		var (
 			kind, currency, group, status *string
-			id, key                       string
-			amount                        int64
-			fee                           *int64
-			settled, avail                *time.Time
+			id, key                       *string
+			amount, fee                   *int64
+			settled, avail                pgtype.Timestamptz
 		)
 		if err := rows.Scan(&kind, &id, &amount, &currency, &fee, &settled, &avail, &group, &status, &key); err != nil {
 			return nil, "", err
 		}
-		last = key
-		b := tieout.Booked{Kind: t.Kind, ID: id, Amount: amount, Currency: deref(currency), Basis: t.Basis,
+		last = deref(key)
+		b := tieout.Booked{Kind: t.Kind, ID: deref(id), Currency: deref(currency), Basis: t.Basis,
 			Group: deref(group), Status: deref(status)}
+		if amount == nil {
+			// A booking of no known amount matches no line: no currency, so its line is an
+			// amount that differs, for a person, never an unbooked line whose repair would book
+			// it again.
+			b.Currency = ""
+		} else {
+			b.Amount = *amount
+		}
 		if t.KindColumn != "" {
 			b.Kind = deref(kind)
 			if t.KindValues != nil {
@@ -318,23 +357,40 @@ func (t table) scan(rows pgx.Rows) ([]tieout.Booked, string, error) {
 			}
 		}
 		if t.Negate {
-			if amount == -amount && amount != 0 {
-				return nil, "", fmt.Errorf("row %s: amount %d cannot be negated", key, amount)
+			if b.Amount == math.MinInt64 {
+				b.Amount, b.Currency = 0, "" // no int64 is its negative: an amount not known, as NULL
 			}
-			b.Amount = -amount
+			b.Amount = -b.Amount
 		}
 		if fee != nil {
 			b.Fee, b.HasFee = *fee, true
 		}
-		if settled != nil {
-			b.SettledAt = *settled
-		}
-		if avail != nil {
-			b.AvailableOn = *avail
-		}
+		b.SettledAt, b.AvailableOn = timeOf(settled), timeOf(avail)
 		out = append(out, b)
 	}
 	return out, last, rows.Err()
+}
+
+// infinity and minusInfinity are the times a booked record gets for PostgreSQL's 'infinity'
+// and '-infinity', which no time.Time holds: beyond the times PostgreSQL stores (294276 AD,
+// 4713 BC). A record settled at 'infinity' is settled in the future; one settled at
+// '-infinity' long past.
+var (
+	infinity      = time.Date(294277, 1, 1, 0, 0, 0, 0, time.UTC)
+	minusInfinity = time.Date(-4714, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// timeOf is t as a booked record's time; zero if NULL.
+func timeOf(t pgtype.Timestamptz) time.Time {
+	switch {
+	case !t.Valid:
+		return time.Time{}
+	case t.InfinityModifier == pgtype.Infinity:
+		return infinity
+	case t.InfinityModifier == pgtype.NegativeInfinity:
+		return minusInfinity
+	}
+	return t.Time
 }
 
 func deref(s *string) string {
@@ -342,4 +398,31 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// maxIdent is the longest identifier PostgreSQL keeps whole (NAMEDATALEN - 1 bytes); a longer
+// one is cut, perhaps to another column's name.
+const maxIdent = 63
+
+// checkIdent refuses an identifier that PostgreSQL would not read as written: quoting drops a
+// NUL ("pay\x00ments" would name payments), invalid UTF-8 is refused by the server only
+// when the statement runs, and a long one is cut. Empty is an optional field left out.
+func checkIdent(field, v string) error {
+	switch {
+	case v == "":
+		return nil
+	case strings.IndexByte(v, 0) >= 0 || !utf8.ValidString(v):
+		return fmt.Errorf("%s %q holds a NUL or invalid UTF-8", field, shorten(v))
+	case len(v) > maxIdent:
+		return fmt.Errorf("%s %q is longer than PostgreSQL's %d bytes", field, shorten(v), maxIdent)
+	}
+	return nil
+}
+
+// shorten cuts s to 64 bytes for a message.
+func shorten(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
 }

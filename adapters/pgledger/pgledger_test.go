@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgledger"
 	"github.com/reconcilekit/reconcile/internal/pgtest"
 	"github.com/reconcilekit/reconcile/tieout"
@@ -217,5 +218,204 @@ func TestIDAndGroupColumnsOfOtherTypes(t *testing.T) {
 	}
 	if len(p.Records) != 1 || p.Records[0].ID != "9b2f4c1e-0000-4000-8000-000000000001" || p.Next != "0:1" {
 		t.Errorf("unpaid = %+v", p)
+	}
+}
+
+// Host rows with NULLs where the ledger expects values (a nullable amount, currency, id or
+// key column) stop neither Booked nor Unpaid: a NULL amount or currency is read as a booking
+// of no currency, which matches no line (its line is an amount that differs, for a person,
+// never an unbooked line whose repair would book it twice); a row without an id or key is not
+// walked (it cannot be in a payout, nor be resumed after).
+func TestNullsInHostRowsStopNothing(t *testing.T) {
+	t.Parallel()
+	l := open(t, `CREATE TABLE payments (id bigint, intent text, amount bigint, currency text, paid_at timestamptz, payout text);
+		INSERT INTO payments VALUES (1, 'pi_1', NULL, 'usd', '2026-04-01', NULL), (2, 'pi_2', 200, NULL, '2026-04-01', NULL),
+			(3, NULL, 300, 'usd', '2026-04-01', NULL), (NULL, 'pi_4', 400, 'usd', '2026-04-01', NULL),
+			(5, 'pi_5', 500, 'usd', '2026-04-01', NULL)`,
+		pgledger.Config{Tables: []pgledger.Table{{Name: "payments", Kind: tieout.KindPayment, IDColumn: "intent",
+			SettledAtColumn: "paid_at", GroupColumn: "payout"}}})
+	ctx := context.Background()
+	got, err := l.Booked(ctx, []tieout.Key{key(tieout.KindPayment, "pi_1"), key(tieout.KindPayment, "pi_2"), key(tieout.KindPayment, "pi_4")})
+	if err != nil {
+		t.Fatalf("Booked over NULLs: %v", err)
+	}
+	want := []string{"payment pi_1 0  presentment", "payment pi_2 200  presentment", "payment pi_4 400 usd presentment"}
+	if diff := cmp.Diff(want, ids(got)); diff != "" {
+		t.Errorf("booked (-want +got):\n%s", diff)
+	}
+	var walked []string
+	pos := ""
+	for range 10 {
+		p, err := l.Unpaid(ctx, tieout.UnpaidRequest{After: pos, Before: t0, Limit: 1})
+		if err != nil {
+			t.Fatalf("Unpaid over NULLs: %v", err)
+		}
+		for _, b := range p.Records {
+			walked = append(walked, b.ID)
+		}
+		if len(p.Records) == 0 {
+			break
+		}
+		pos = p.Next
+	}
+	if diff := cmp.Diff([]string{"pi_1", "pi_2", "pi_5"}, walked); diff != "" {
+		t.Errorf("unpaid walk (-want +got):\n%s", diff)
+	}
+	// The smallest bigint in a table read negated has no negative: read as no amount, and the
+	// rest of the table still reads.
+	n := open(t, `CREATE TABLE refunds (id bigint PRIMARY KEY, intent text, amount bigint, currency text);
+		INSERT INTO refunds VALUES (1, 're_1', -9223372036854775808, 'usd'), (2, 're_2', 50, 'usd')`,
+		pgledger.Config{Tables: []pgledger.Table{{Name: "refunds", Kind: tieout.KindRefund, IDColumn: "intent", Negate: true}}})
+	got2, err := n.Booked(ctx, []tieout.Key{key(tieout.KindRefund, "re_1"), key(tieout.KindRefund, "re_2")})
+	if err != nil {
+		t.Fatalf("Booked over the smallest bigint negated: %v", err)
+	}
+	if diff := cmp.Diff([]string{"refund re_1 0  presentment", "refund re_2 -50 usd presentment"}, ids(got2)); diff != "" {
+		t.Errorf("booked (-want +got):\n%s", diff)
+	}
+	// Through the tie-out: the line of pi_1 is an amount that differs, for a person.
+	g := tieout.Group{ID: "po_1", State: tieout.GroupPaid, Terminal: true, Amount: 100, Currency: "usd", Itemized: true}
+	m := tieout.Member{ID: "txn_1", Type: "charge", Kind: tieout.KindPayment, SourceID: "ch_1", BookedID: "pi_1", Amount: 100, Net: 100,
+		Currency: "usd", SourceAmount: 100, SourceCurrency: "usd"}
+	fs := tieout.Policy{}.Classify(g, []tieout.Member{m}, got)
+	if len(fs) != 1 || fs[0].Decision.Kind != tieout.KindAmountDiffers || fs[0].Decision.Command != "" {
+		t.Errorf("findings of a line booked with a NULL amount: %+v", fs)
+	}
+}
+
+// The walk goes by the key's own order, not its text's: a bigint key 1..25 read five at a time
+// gives every row once (as text, "13" comes before "2", and the walk skipped 2 to 9). A table
+// keyed by the id it books under (a refunds table keyed by re_...) walks too.
+func TestUnpaidWalksABigintKeyInItsOwnOrder(t *testing.T) {
+	t.Parallel()
+	for name, c := range map[string]struct {
+		ddl string
+		tab pgledger.Table
+	}{
+		"a bigint key": {`CREATE TABLE payments (id bigint PRIMARY KEY, intent text, amount bigint, currency text, paid_at timestamptz, payout text);
+			INSERT INTO payments SELECT i, 'pi_' || i, 100, 'usd', '2026-04-01', NULL FROM generate_series(1, 25) i`,
+			pgledger.Table{Name: "payments", Kind: tieout.KindPayment, IDColumn: "intent", SettledAtColumn: "paid_at", GroupColumn: "payout"}},
+		"a key that is the id": {`CREATE TABLE payments (intent text PRIMARY KEY, amount bigint, currency text, paid_at timestamptz, payout text);
+			INSERT INTO payments SELECT 'pi_' || i, 100, 'usd', '2026-04-01', NULL FROM generate_series(1, 25) i`,
+			pgledger.Table{Name: "payments", Kind: tieout.KindPayment, IDColumn: "intent", KeyColumn: "intent", SettledAtColumn: "paid_at", GroupColumn: "payout"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := open(t, c.ddl, pgledger.Config{Tables: []pgledger.Table{c.tab}})
+			seen := map[string]int{}
+			pos := ""
+			for range 20 {
+				p, err := l.Unpaid(context.Background(), tieout.UnpaidRequest{After: pos, Before: t0, Limit: 5})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, b := range p.Records {
+					seen[b.ID]++
+				}
+				if len(p.Records) == 0 {
+					break
+				}
+				pos = p.Next
+			}
+			for i := 1; i <= 25; i++ {
+				if id := "pi_" + strconv.Itoa(i); seen[id] != 1 {
+					t.Errorf("%s walked %d times", id, seen[id])
+				}
+			}
+		})
+	}
+}
+
+// An identifier PostgreSQL would not read as written is refused by New, naming the field: a
+// NUL (quoting drops it: "pay\x00ments" would read payments), invalid UTF-8, or more than 63
+// bytes (PostgreSQL cuts it, perhaps to another column's name). Quotes, spaces and capitals are
+// quoted and kept.
+func TestNewRefusesIdentifiersPostgreSQLWouldNotReadAsWritten(t *testing.T) {
+	pool := pgtest.Pool(t)
+	long := strings.Repeat("a", 64)
+	base := pgledger.Table{Name: "payments", Kind: tieout.KindPayment, IDColumn: "intent", SettledAtColumn: "paid_at", GroupColumn: "payout"}
+	for name, edit := range map[string]func(*pgledger.Table){
+		"Name with a NUL":          func(t *pgledger.Table) { t.Name = "pay\x00ments" },
+		"Schema with a NUL":        func(t *pgledger.Table) { t.Schema = "public\x00" },
+		"IDColumn invalid UTF-8":   func(t *pgledger.Table) { t.IDColumn = "intent\xff" },
+		"KeyColumn of 64 bytes":    func(t *pgledger.Table) { t.KeyColumn = long },
+		"AmountColumn with a NUL":  func(t *pgledger.Table) { t.AmountColumn = "\x00" },
+		"CurrencyColumn too long":  func(t *pgledger.Table) { t.CurrencyColumn = long },
+		"FeeColumn with a NUL":     func(t *pgledger.Table) { t.FeeColumn = "fee\x00" },
+		"SettledAtColumn too long": func(t *pgledger.Table) { t.SettledAtColumn = long },
+		"AvailableOnColumn NUL":    func(t *pgledger.Table) { t.AvailableOnColumn = "\x00x" },
+		"GroupColumn invalid":      func(t *pgledger.Table) { t.GroupColumn = "\xc3" },
+		"StatusColumn too long":    func(t *pgledger.Table) { t.StatusColumn = long },
+		"KindColumn with a NUL":    func(t *pgledger.Table) { t.Kind, t.KindColumn = "", "k\x00" },
+	} {
+		tab := base
+		edit(&tab)
+		_, err := pgledger.New(pool, pgledger.Config{Tables: []pgledger.Table{tab}})
+		if err == nil || !strings.HasPrefix(err.Error(), "pgledger: config: ") {
+			t.Errorf("%s: New = %v, want a config error", name, err)
+		}
+	}
+	tab := base
+	tab.Name, tab.StatusColumn = `Pay "Book" 2`, strings.Repeat("é", 31)
+	if _, err := pgledger.New(pool, pgledger.Config{Tables: []pgledger.Table{tab}}); err != nil {
+		t.Errorf("a quoted name of 62 bytes refused: %v", err)
+	}
+}
+
+// A row settled or available more than reconcile.MaxClockSkew ahead of the clock (a skewed
+// clock, a bad import, a hostile writer; 'infinity' at the extreme) would never fall before the
+// cut-off: Unpaid returns it when asked with Ahead, and the tie-out reports it as settled in the
+// future. Neither 'infinity' nor '-infinity' stops the walk, in timestamptz columns or
+// timestamp without time zone ones, nor Booked.
+func TestUnpaidReturnsRowsSettledInTheFuture(t *testing.T) {
+	t.Parallel()
+	for _, typ := range []string{"timestamptz", "timestamp without time zone"} {
+		t.Run(typ, func(t *testing.T) {
+			t.Parallel()
+			l := open(t, strings.ReplaceAll(`CREATE TABLE payments (id bigint PRIMARY KEY, intent text, amount bigint, currency text,
+				paid_at TS, available_on TS, payout text);
+				INSERT INTO payments VALUES
+					(1, 'pi_old', 100, 'usd', '2026-04-01', NULL, NULL),
+					(2, 'pi_future', 200, 'usd', '2026-05-01 01:00', NULL, NULL),
+					(3, 'pi_skewed', 300, 'usd', '2026-05-01 00:04', NULL, NULL),
+					(4, 'pi_inf', 400, 'usd', 'infinity', NULL, NULL),
+					(5, 'pi_avail_inf', 500, 'usd', '2026-04-01', 'infinity', NULL),
+					(6, 'pi_neginf', 600, 'usd', '-infinity', NULL, NULL),
+					(7, 'pi_in_payout', 700, 'usd', 'infinity', NULL, 'po_1'),
+					(8, 'pi_settled_future', 800, 'usd', '2027-05-01', '2026-04-01', NULL),
+					(9, 'pi_after', 900, 'usd', '2026-04-01', NULL, NULL)`, "TS", typ),
+				pgledger.Config{Tables: []pgledger.Table{{Name: "payments", Kind: tieout.KindPayment, IDColumn: "intent",
+					SettledAtColumn: "paid_at", AvailableOnColumn: "available_on", GroupColumn: "payout"}}})
+			ctx := context.Background()
+			ahead := t0.Add(reconcile.MaxClockSkew)
+			var found []string
+			pos := ""
+			for range 10 {
+				p, err := l.Unpaid(ctx, tieout.UnpaidRequest{After: pos, Before: t0.Add(-7 * day), Ahead: ahead, Limit: 2})
+				if err != nil {
+					t.Fatalf("Unpaid: %v", err)
+				}
+				for _, f := range tieout.ClassifyUnpaid(p.Records, ahead) {
+					found = append(found, f.Record+" "+f.Decision.Kind)
+				}
+				if len(p.Records) < 2 {
+					break
+				}
+				pos = p.Next
+			}
+			want := []string{"pi_old never_paid_out", "pi_future settled_in_future", "pi_inf settled_in_future",
+				"pi_avail_inf settled_in_future", "pi_neginf never_paid_out", "pi_settled_future settled_in_future", "pi_after never_paid_out"}
+			if diff := cmp.Diff(want, found); diff != "" {
+				t.Errorf("findings (-want +got):\n%s", diff)
+			}
+			got, err := l.Booked(ctx, []tieout.Key{key(tieout.KindPayment, "pi_inf"), key(tieout.KindPayment, "pi_neginf")})
+			if err != nil {
+				t.Fatalf("Booked over infinities: %v", err)
+			}
+			for _, b := range got {
+				if b.ID == "pi_inf" && !b.SettledAt.After(ahead) || b.ID == "pi_neginf" && (b.SettledAt.IsZero() || !b.SettledAt.Before(t0)) {
+					t.Errorf("%s settled at %v", b.ID, b.SettledAt)
+				}
+			}
+		})
 	}
 }

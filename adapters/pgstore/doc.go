@@ -211,7 +211,10 @@
 // created_at before 1900 such as Go's zero time.Time) comes back from Read and Match with
 // Record.Invalid set: it becomes a NeedsReview invalid_row finding, nothing is asked, and the
 // cursor moves on. Status leaves such rows out of the lag (their open finding shows them), and
-// the lag is never negative and never overflows.
+// the lag is never negative and never overflows. So is a row whose created_at or updated_at lies
+// more than reconcile.MaxClockSkew ahead of the database's clock, an impossible time that would
+// otherwise keep the row within the grace period at every read, its drift never found; its lag
+// can be computed, so Status keeps counting it while it goes unverified.
 //
 // # Deleted rows
 //

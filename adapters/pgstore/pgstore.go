@@ -81,7 +81,8 @@ type Config struct {
 	// current. It drives the grace period: a row changed within reconcile.Config.Grace (or
 	// LaneConfig.Grace) is judged InFlight and not asked about, and a lane does not judge a row
 	// changed since the event it read against that event's state. NULL counts as not changed
-	// recently. Empty means "updated_at".
+	// recently; a time more than reconcile.MaxClockSkew ahead of the database's clock makes the
+	// row an invalid_row finding (so does such a created_at). Empty means "updated_at".
 	UpdatedAtColumn string
 	// CreatedAtColumn is when the row was created, a timestamp. A row never verified counts its
 	// lag from it (Status), and it drives the bulk fetch: each row's created_at goes to the

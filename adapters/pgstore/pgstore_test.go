@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,25 +40,36 @@ type fixture struct {
 func (f fixture) Store() reconcile.Store[string] { return f.store }
 
 func (f fixture) Insert(t testing.TB, rows ...reconciletest.Row) {
-	f.each(t, `INSERT INTO payments (id, external_id, status, updated_at) VALUES ($1, $2, $3, %s)`, rows)
+	f.each(t, `INSERT INTO payments (id, external_id, status, updated_at, created_at) VALUES ($1, $2, $3, %s, %s)`, rows)
 }
 
 var _ reconciletest.Updater = fixture{}
 
 func (f fixture) Update(t testing.TB, rows ...reconciletest.Row) {
-	f.each(t, `UPDATE payments SET external_id = $2, status = $3, updated_at = %s WHERE id = $1`, rows)
+	f.each(t, `UPDATE payments SET external_id = $2, status = $3, updated_at = %s, created_at = %s WHERE id = $1`, rows)
 }
 
 // each runs stmt for every row, in one batch: $1 its id, $2 its external id, $3 its status, and
-// for %s its updated_at, now for a Recent row, else an hour ago.
+// for the first %s its updated_at, now for a Recent row, else an hour ago, for the second its
+// created_at, a day ago (as it was, in an update); either one Row.UpdatedAhead or
+// Row.CreatedAhead ahead of the database's clock instead, when that is positive.
 func (f fixture) each(t testing.TB, stmt string, rows []reconciletest.Row) {
 	b := &pgx.Batch{}
 	for _, r := range rows {
-		updated := "now() - interval '1 hour'"
+		updated, created := "now() - interval '1 hour'", "now() - interval '1 day'"
 		if r.Recent {
 			updated = "now()"
 		}
-		b.Queue(fmt.Sprintf(stmt, updated), r.ID, r.ExternalID, r.Local)
+		if strings.HasPrefix(stmt, "UPDATE") {
+			created = "created_at"
+		}
+		if r.UpdatedAhead > 0 {
+			updated = fmt.Sprintf("now() + make_interval(secs => %f)", r.UpdatedAhead.Seconds())
+		}
+		if r.CreatedAhead > 0 {
+			created = fmt.Sprintf("now() + make_interval(secs => %f)", r.CreatedAhead.Seconds())
+		}
+		b.Queue(fmt.Sprintf(stmt, updated, created), r.ID, r.ExternalID, r.Local)
 	}
 	if err := f.pool.SendBatch(context.Background(), b).Close(); err != nil {
 		t.Fatal(err)

@@ -78,6 +78,14 @@ type sqlParts struct {
 	// (see lagOf), the open finding being how it shows. NULL times are not invalid: a NULL
 	// updated_at is not recent, a NULL created_at only leaves a never-verified row out of lag.
 	invalid string
+	// unjudgeable says why a row cannot be judged, NULL if it can: invalid, or a created_at or
+	// updated_at more than reconcile.MaxClockSkew ahead of the database's clock, an impossible
+	// time (judged by updated_at alone, the row would be recent at every read, its drift never
+	// found). Read and Match return it as Record.Invalid. Such a row's lag can be computed, so
+	// Status, its lag marks and Coverage keep it (they leave out invalid rows, not unjudgeable
+	// ones, whose state changes as the clock moves, which the marks could not follow): it is
+	// never verified while its time stays ahead, and its lag grows.
+	unjudgeable string
 	// readableCreated is created_at as a value a time.Time can hold.
 	readableCreated string
 	// withinGrace holds when a row's updated_at lies within the grace ($1, seconds). A grace
@@ -98,6 +106,13 @@ func newSQLParts(cfg Config, types map[string]string, row *rowType) *sqlParts {
 			WHEN %[1]s < '%[5]s'::timestamptz THEN '%[3]s ' || to_char(%[1]s AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC is before %[6]s'
 			WHEN NOT isfinite(%[2]s) THEN '%[4]s is ' || %[2]s::text END)`,
 		created, updated, cfg.CreatedAtColumn, cfg.UpdatedAtColumn, minPlausibleTime.Format(time.RFC3339), minPlausibleTime.Format("2006"))
+	ahead := fmt.Sprintf("now() + make_interval(secs => %f)", reconcile.MaxClockSkew.Seconds())
+	future := func(col, name string) string {
+		return fmt.Sprintf(`WHEN %[1]s > %[2]s THEN '%[3]s ' || to_char(%[1]s AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC is in the future: more than %[4]s ahead of the database''s clock'`,
+			col, ahead, name, reconcile.MaxClockSkew)
+	}
+	p.unjudgeable = fmt.Sprintf("coalesce(%s, CASE %s %s END)", p.invalid,
+		future(created, cfg.CreatedAtColumn), future(updated, cfg.UpdatedAtColumn))
 	p.readableCreated = fmt.Sprintf("(CASE WHEN isfinite(%[1]s) THEN %[1]s END)", created)
 	p.withinGrace = fmt.Sprintf("($1::float8 > 0 AND %s > now() - make_interval(secs => $1::float8))", updated)
 	p.isRowFinding = "f.kind <> '" + reconcile.KindMissingLocally + "'"
@@ -108,10 +123,14 @@ func newSQLParts(cfg Config, types map[string]string, row *rowType) *sqlParts {
 func (p *sqlParts) q(c string) string { return "h." + pgx.Identifier{c}.Sanitize() }
 
 // ts reads a time column as timestamptz; a timestamp without time zone is taken to be in
-// cfg.TimeZone rather than in whatever zone the session happens to have.
+// cfg.TimeZone rather than in whatever zone the session happens to have. Within a day of either
+// end of the calendar, the zone's offset could take such a time out of timestamptz's range and
+// fail every read of the job at that row: there it is read as UTC, a time impossible either way
+// (before 1900, or in the future), which invalid and unjudgeable report.
 func (p *sqlParts) ts(c string) string {
 	if p.types[c] == naiveTimestamp {
-		return fmt.Sprintf("(%s AT TIME ZONE '%s')", p.q(c), p.cfg.TimeZone)
+		return fmt.Sprintf(`(CASE WHEN %[1]s BETWEEN '4713-01-01 BC'::timestamp AND '294276-12-30'::timestamp THEN %[1]s AT TIME ZONE '%[2]s'
+			ELSE %[1]s AT TIME ZONE 'UTC' END)`, p.q(c), p.cfg.TimeZone)
 	}
 	return p.q(c)
 }
@@ -301,7 +320,7 @@ func (p *sqlParts) keyText() string {
 func (p *sqlParts) keysetReads(st *statements) {
 	sel := fmt.Sprintf("SELECT %s, %s::text, %s::text, %s, coalesce(%s, false), %s, %s, %s FROM %s AS h",
 		p.keyText(), p.q(p.cfg.IDColumn), p.q(p.cfg.ExternalIDColumn),
-		p.readableCreated, p.changedWhen(p.withinGrace), p.invalid, p.version(), p.row.selectList(p), p.host)
+		p.readableCreated, p.changedWhen(p.withinGrace), p.unjudgeable, p.version(), p.row.selectList(p), p.host)
 	order := fmt.Sprintf(" ORDER BY %s LIMIT $2", strings.Join(p.keys, ", "))
 	st.spec.Select, st.spec.Order = sel, order
 	st.keyTypes = st.spec.KeyTypes
@@ -540,7 +559,7 @@ func (p *sqlParts) laneStatements(st *statements) {
 	}
 	st.match = fmt.Sprintf("SELECT %s, %s::text, %s::text, %s, coalesce(%s, false), %s, %s, %s, %s FROM %s AS h JOIN unnest($2::text[], $3::timestamptz[]) AS t(ext, since) ON %s",
 		p.keyText(), p.q(cfg.IDColumn), p.q(cfg.ExternalIDColumn),
-		p.readableCreated, changed, inScope, p.invalid, p.version(), p.row.selectList(p), p.host, extMatch)
+		p.readableCreated, changed, inScope, p.unjudgeable, p.version(), p.row.selectList(p), p.host, extMatch)
 }
 
 // reviewStatements: the external ids the review API shows beside findings.

@@ -122,7 +122,7 @@ func TestAVerifiedTimeIsNoLaterThanTheAnswer(t *testing.T) {
 
 // An outage costs two calls a batch whatever the look-ahead holds: answers listed by an
 // earlier batch are answers, but not news that Stripe is up. 150 rows created a second apart
-// and 50 created a day later, in batches of 100: the first batch's list shows rows 101-150's
+// and 50 created two hours later (still in the past), in batches of 100: the first batch's list shows rows 101-150's
 // intents too. Then Stripe answers 503 to everything; the second batch has half its answers
 // kept, lists for the other half (503), and must then ask one row alone and stop, not ask
 // every row one by one.
@@ -131,7 +131,7 @@ func TestAnOutageCostsTwoCallsWhateverTheLookAheadHolds(t *testing.T) {
 	w := newCovWorld(t, 150, false)
 	later := make([]time.Time, 50)
 	for i := range later {
-		later[i] = w.base.Add(24*time.Hour + time.Duration(i)*time.Second)
+		later[i] = w.base.Add(2*time.Hour + time.Duration(i)*time.Second)
 	}
 	w.insertAt(later...)
 	r, err := reconcile.New(w.config(w.lookaheadGateway(time.Hour), 100))
@@ -176,7 +176,7 @@ func TestAnOutageCostsTwoCallsWhateverTheLookAheadHoldsOfDisputedPayments(t *tes
 			if listed {
 				later := make([]time.Time, 50)
 				for i := range later {
-					later[i] = w.base.Add(24*time.Hour + time.Duration(i)*time.Second)
+					later[i] = w.base.Add(2*time.Hour + time.Duration(i)*time.Second)
 				}
 				w.insertAt(later...)
 			}

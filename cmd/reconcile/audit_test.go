@@ -616,6 +616,45 @@ func TestAuditGraceZero(t *testing.T) {
 	}
 }
 
+// TestAuditFutureUpdatedAt: a row paid here and canceled at Stripe whose updated_at lies a
+// decade ahead (a skewed clock, a bad import, a hostile writer) was in flight at every run, so
+// the audit said "no drift" and exited 0, whatever --grace. Its time is impossible: the row is
+// the invalid_row finding that says so (exit 1), and Stripe is not asked about it.
+func TestAuditFutureUpdatedAt(t *testing.T) {
+	f := newAuditFixture(t)
+	ctx := context.Background()
+	ids := f.add(row{local: "paid", amount: 3000, remote: "canceled"}, row{local: "paid", amount: 1000, remote: "succeeded"})
+	if _, err := f.pool.Exec(ctx, `UPDATE payments SET updated_at = now() + interval '10 years' WHERE stripe_id = $1`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	for _, grace := range []string{"10m", "0"} {
+		code, out, errs := f.audit(ctx, "--json", "--grace", grace)
+		var got auditSummaryJSON
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("--grace %s: %v\n%s\n%s", grace, err, out, errs)
+		}
+		if code != exitNegative || got.ExitCode != exitNegative || got.Rows != 2 || got.Verified != 1 || got.InFlight != 0 || len(got.Findings) != 1 {
+			t.Fatalf("--grace %s: exit %d, %+v; want exit 1, one row verified and one finding", grace, code, got)
+		}
+		fd := got.Findings[0]
+		if fd.Kind != "invalid_row" || fd.RecordID != "1" || fd.ExternalID != ids[0] || fd.Verdict != "needs_review" ||
+			!strings.HasPrefix(fd.Detail, "updated_at ") || !strings.Contains(fd.Detail, " UTC is in the future: more than 5m0s ahead of the database's clock") {
+			t.Fatalf("--grace %s: finding %+v; want row 1's invalid_row finding saying its updated_at is in the future", grace, fd)
+		}
+	}
+	code, out, errs := f.audit(ctx)
+	if code != exitNegative {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
+	}
+	mustContain(t, "stdout", out, "invalid_row", "is in the future")
+	mustContain(t, "stderr", errs, "Drift found: 1 findings (exit 1)")
+	for _, r := range f.srv.Log() {
+		if strings.Contains(r.Path, ids[0]) {
+			t.Errorf("Stripe was asked about the row with the impossible time: %s %s", r.Method, r.Path)
+		}
+	}
+}
+
 func TestAuditFindsInvoiceDrift(t *testing.T) {
 	f := newAuditFixture(t)
 	ctx := context.Background()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -155,24 +156,35 @@ func (f Fixture) Store() reconcile.Store[string] { return f.Sweep }
 
 // Insert inserts rows, each last changed an hour ago unless Recent.
 func (f Fixture) Insert(t testing.TB, rows ...reconciletest.Row) {
-	f.each(t, `INSERT INTO payments (id, external_id, status, updated_at) VALUES ($1, $2, $3, %s)`, rows)
+	f.each(t, `INSERT INTO payments (id, external_id, status, updated_at, created_at) VALUES ($1, $2, $3, %s, %s)`, rows)
 }
 
 // Update changes rows in place.
 func (f Fixture) Update(t testing.TB, rows ...reconciletest.Row) {
-	f.each(t, `UPDATE payments SET external_id = $2, status = $3, updated_at = %s WHERE id = $1`, rows)
+	f.each(t, `UPDATE payments SET external_id = $2, status = $3, updated_at = %s, created_at = %s WHERE id = $1`, rows)
 }
 
 // each runs stmt for every row, in one batch: $1 its id, $2 its external id, $3 its status, and
-// for %s its updated_at, now for a Recent row, else an hour ago.
+// for the first %s its updated_at, now for a Recent row, else an hour ago, for the second its
+// created_at, a day ago (as it was, in an update); either one Row.UpdatedAhead or
+// Row.CreatedAhead ahead of the database's clock instead, when that is positive.
 func (f Fixture) each(t testing.TB, stmt string, rows []reconciletest.Row) {
 	b := &pgx.Batch{}
 	for _, r := range rows {
-		updated := "now() - interval '1 hour'"
+		updated, created := "now() - interval '1 hour'", "now() - interval '1 day'"
 		if r.Recent {
 			updated = "now()"
 		}
-		b.Queue(fmt.Sprintf(stmt, updated), r.ID, r.ExternalID, r.Local)
+		if strings.HasPrefix(stmt, "UPDATE") {
+			created = "created_at"
+		}
+		if r.UpdatedAhead > 0 {
+			updated = fmt.Sprintf("now() + make_interval(secs => %f)", r.UpdatedAhead.Seconds())
+		}
+		if r.CreatedAhead > 0 {
+			created = fmt.Sprintf("now() + make_interval(secs => %f)", r.CreatedAhead.Seconds())
+		}
+		b.Queue(fmt.Sprintf(stmt, updated, created), r.ID, r.ExternalID, r.Local)
 	}
 	if err := f.Pool.SendBatch(context.Background(), b).Close(); err != nil {
 		t.Fatal(err)

@@ -51,8 +51,11 @@
 // step sees: a 429 is a *reconcile.RateLimitError (the limiter, if a reconcile.Throttler, is
 // told), a 5xx or a timeout reconcile.ErrUnavailable, a 401 or 403 reconcile.ErrAbortBatch.
 // The step then writes nothing and keeps its position, so a rate limit or an outage delays a
-// payout's tie-out and never skips it, nor reports it in sync. A 200 that is not a list, or a
-// payout without a payout id, is not an answer (ErrUnavailable).
+// payout's tie-out and never skips it, nor reports it in sync: a rate limit is reported
+// (Report.Deferred and RateLimited, no error), the rest fail the step. A 400 or a 404 on one
+// payout's balance transactions is Stripe refusing that payout for good: the step records it
+// as a tieout.KindLinesRefused finding with Stripe's message (the key redacted) and goes on. A
+// 200 that is not a list, or a payout without a payout id, is not an answer (ErrUnavailable).
 //
 // # Lanes
 //

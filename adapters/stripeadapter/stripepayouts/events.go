@@ -52,8 +52,8 @@ func (l *Lister) EventsLister(opt stripeadapter.EventsOptions) (*EventsLister, e
 
 // Groups reads the events after pos and returns the final payouts they touch, each once, read
 // now (one retrieve each, paced by the limiter). A payout not final yet is left to its later
-// event (payout.reconciliation_completed) and to the sweep; one Stripe does not have (404) is
-// skipped with a warning. When a payout cannot be read, the page ends before the event that
+// event (payout.reconciliation_completed) and to the sweep; one Stripe does not have (404) or
+// refuses to retrieve (400) is skipped with a warning, for the sweep. When a payout cannot be read, the page ends before the event that
 // named it, so that the event is read again next step; with nothing read, the error is
 // returned.
 func (e *EventsLister) Groups(ctx context.Context, pos string) (tieout.GroupPage, error) {
@@ -91,10 +91,18 @@ func (e *EventsLister) Groups(ctx context.Context, pos string) (tieout.GroupPage
 				t.Throttle(rl.RetryAfter)
 			}
 		}
+		var review *reconcile.ReviewError
 		switch {
 		case errors.Is(err, reconcile.ErrNotFound):
 			e.logger.Warn("stripepayouts: events lister: an event's payout does not exist",
 				"event", e.l.c.Redact(shorten(ev.ID)), "payout", e.l.c.Redact(shorten(id)))
+			done[id] = true
+			continue
+		case errors.As(err, &review):
+			// Asking again gets the same answer: the lane would stop at this event for ever.
+			// The sweep, behind the lane, ties the payout out if Stripe lists it.
+			e.logger.Warn("stripepayouts: events lister: Stripe refused to retrieve an event's payout; the sweep ties it out",
+				"event", e.l.c.Redact(shorten(ev.ID)), "payout", e.l.c.Redact(shorten(id)), "error", review.Error())
 			done[id] = true
 			continue
 		case err != nil:
@@ -103,6 +111,8 @@ func (e *EventsLister) Groups(ctx context.Context, pos string) (tieout.GroupPage
 		done[id] = true
 		if ready(po) {
 			page.Groups = append(page.Groups, stripepolicy.PayoutGroup(po, e.l.c.Account()))
+			// After this group: past its event (a later event naming it is read again).
+			page.Positions = append(page.Positions, b.Next(i+1))
 		}
 	}
 	page.Next, page.End = b.Next(len(b.Events)), b.End

@@ -82,6 +82,9 @@ func TestTheEventsListerReadsEachPayoutAnewAndCutsBeforeOneItCannotRead(t *testi
 	if len(page.Groups) != 1 || page.Groups[0].ID != "po_1" || page.End || !strings.Contains(page.Next, `"after":"evt_5"`) {
 		t.Fatalf("page %+v: want po_1 alone, cut before evt_6", page)
 	}
+	if len(page.Positions) != 1 || !strings.Contains(page.Positions[0], `"after":"evt_1"`) {
+		t.Errorf("positions %q: want po_1's, just past evt_1 that named it", page.Positions)
+	}
 	mu.Lock()
 	if retrieves["po_1"] != 1 || retrieves["po_pending"] != 1 {
 		t.Errorf("retrieves %v: want po_1 read once for its two events", retrieves)
@@ -90,5 +93,35 @@ func TestTheEventsListerReadsEachPayoutAnewAndCutsBeforeOneItCannotRead(t *testi
 	// The next step starts at the payout that could not be read: its error now.
 	if _, err := el.Groups(ctx, page.Next); !errors.Is(err, reconcile.ErrUnavailable) {
 		t.Fatalf("the step after the cut: %v, want ErrUnavailable", err)
+	}
+}
+
+// An event naming a payout Stripe refuses to retrieve (a 400) does not hold the lane at that
+// event for ever: like one Stripe does not have, it is skipped with a warning, and the sweep,
+// which stays behind the lane, ties the payout out if it is one.
+func TestAnEventWhosePayoutIsRefusedDoesNotHoldTheLane(t *testing.T) {
+	t.Parallel()
+	created := time.Now().Add(-time.Hour).Unix()
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/v1/events":
+			fmt.Fprintf(w, `{"object":"list","has_more":false,"data":[{"id":"evt_2","object":"event","type":"payout.paid","created":%d,
+				"data":{"object":{"id":"po_ok","object":"payout"}}},{"id":"evt_1","object":"event","type":"payout.failed","created":%d,
+				"data":{"object":{"id":"po_bad","object":"payout"}}}]}`, created, created)
+		case "/v1/payouts/po_ok":
+			fmt.Fprintf(w, `{"id":"po_ok","object":"payout","status":"paid","automatic":true,"reconciliation_status":"completed","amount":1,"currency":"usd","created":%d}`, created)
+		default:
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"error":{"type":"invalid_request_error","message":"this payout cannot be retrieved"}}`)
+		}
+	})
+	el, err := listerOn(t, h, "sk_test_x").EventsLister(stripeadapter.EventsOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := el.Groups(context.Background(), fmt.Sprintf(`{"after":"evt_0","until":%d}`, created-1))
+	if err != nil || len(page.Groups) != 1 || page.Groups[0].ID != "po_ok" || !strings.Contains(page.Next, "evt_2") {
+		t.Fatalf("page %+v, %v: want po_ok, past both events", page, err)
 	}
 }

@@ -115,7 +115,7 @@ func TestForgedPositionsAreRefusedWithoutACall(t *testing.T) {
 	t.Parallel()
 	calls := 0
 	l := listerOn(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { calls++; http.NotFound(w, r) }), "sk_test_x")
-	for _, pos := range []string{"x", `{"after":"po_1&limit=1"}`, `{"after":"ch_1","created":1}`, `{"created":-1}`,
+	for _, pos := range []string{"x", `{"after":"po_1&limit=1"}`, `{"after":"ch_1","created":1}`, `{"created":-1}`, `{"at":"po_1&x=1","created":1}`, `{"after":"po_1","at":"po_2","created":1}`,
 		`{"after":"po_1","created":1,"extra":1}`, "\x00", strings.Repeat("{", 10_000)} {
 		if _, err := l.Groups(context.Background(), pos); err == nil {
 			t.Errorf("position %.40q accepted", pos)
@@ -145,5 +145,53 @@ func TestTheKeyReachesNoError(t *testing.T) {
 			t.Fatalf("status %d: errors %v, %v", status, err1, err2)
 		}
 		keyecho.AssertNone(t, fmt.Sprint(status), err1.Error(), err2.Error())
+	}
+}
+
+// A payout whose lines Stripe refuses (400, 404) is a finding naming Stripe's message, and the
+// key a server echoes into that message reaches neither the finding nor the payout's record.
+func TestARefusedPayoutIsAFindingWithoutTheKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, c := range []struct {
+		status int
+		code   string
+	}{{http.StatusBadRequest, ""}, {http.StatusNotFound, "resource_missing"}} {
+		echo := keyecho.Handler(c.status, c.code, false)
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/v1/payouts" {
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprint(w, okPayouts)
+				return
+			}
+			echo.ServeHTTP(w, r)
+		})
+		l := listerOn(t, h, keyecho.Key)
+		s := memstore.New[string, string](memstore.Options{})
+		st, err := tieout.NewStep(tieout.StepConfig{Job: job, Lane: "sweep", Lister: l, Ledger: &tieout.MemoryLedger{}, Sink: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := st.RunBatch(ctx)
+		if err != nil || rep.Scanned != 1 || rep.NewFindings != 1 {
+			t.Fatalf("%d: report %+v, error %v: want the payout's refusal as a finding", c.status, rep, err)
+		}
+		fs, err := s.ListFindings(ctx, reconcile.FindingQuery{Job: job})
+		if err != nil || len(fs) != 1 || fs[0].Kind != tieout.KindLinesRefused || fs[0].RecordID != "po_1" {
+			t.Fatalf("%d: findings %+v, %v", c.status, fs, err)
+		}
+		f := fs[0]
+		if !strings.Contains(f.Detail, fmt.Sprintf("stripe answered %d", c.status)) {
+			t.Errorf("%d: detail %q does not say what Stripe answered", c.status, f.Detail)
+		}
+		keyecho.AssertNone(t, fmt.Sprint(c.status, " finding"), f.Detail, f.Local, f.External, fmt.Sprint(f.Diffs))
+		recs, err := s.ListGroups(ctx, reconcile.GroupQuery{})
+		if err != nil || len(recs) != 1 || recs[0].Held {
+			t.Fatalf("%d: records %+v, %v", c.status, recs, err)
+		}
+		keyecho.AssertNone(t, fmt.Sprint(c.status, " record"), fmt.Sprintf("%+v", recs[0]))
+		if cur, _ := s.ReadLane(ctx, job, "sweep"); !strings.Contains(cur.Position, "po_1") {
+			t.Errorf("%d: position %q: the walk did not go past the refused payout", c.status, cur.Position)
+		}
 	}
 }

@@ -99,10 +99,12 @@ func (l *Lister) ForAccount(acct string) (*Lister, error) {
 // Account is the connected account the lister reads, "" for the platform.
 func (l *Lister) Account() string { return l.c.Account() }
 
-// position is the walk's place among the account's payouts: after the payout After, or, with
-// no After, at the payouts created at or after Created.
+// position is the walk's place among the account's payouts: after the payout After; or at the
+// payout At, which it waits at, not tied out yet (a walk that has tied none out); or, with
+// neither, at the payouts created at or after Created.
 type position struct {
 	After   string `json:"after,omitempty"`
+	At      string `json:"at,omitempty"`
 	Created int64  `json:"created"`
 }
 
@@ -122,7 +124,8 @@ func (l *Lister) parsePosition(pos string) (position, error) {
 	var p position
 	dec := json.NewDecoder(strings.NewReader(pos))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil || p.Created < 0 || (p.After != "" && !stripeadapter.ValidPayoutID(p.After)) {
+	if err := dec.Decode(&p); err != nil || p.Created < 0 || (p.After != "" && !stripeadapter.ValidPayoutID(p.After)) ||
+		(p.At != "" && (p.After != "" || !stripeadapter.ValidPayoutID(p.At))) {
 		return position{}, fmt.Errorf("stripepayouts: position %s is not one of this lister's", l.c.Redact(strconv.Quote(shorten(pos))))
 	}
 	return p, nil
@@ -152,7 +155,14 @@ func (l *Lister) Groups(ctx context.Context, pos string) (tieout.GroupPage, erro
 			err = nil
 		}
 	}
-	if p.After == "" && err == nil {
+	if p.At != "" {
+		oldestFirst, more, err = l.from(ctx, p.At)
+		if errors.Is(err, reconcile.ErrNotFound) {
+			p.At = "" // as for After
+			err = nil
+		}
+	}
+	if p.After == "" && p.At == "" && err == nil {
 		oldestFirst, more, err = l.since(ctx, p.Created)
 	}
 	if err != nil {
@@ -170,10 +180,16 @@ func (l *Lister) Groups(ctx context.Context, pos string) (tieout.GroupPage, erro
 				page.Pending = append(page.Pending, stripepolicy.PayoutGroup(w, l.c.Account()))
 			}
 			page.End = true
+			if i == 0 && p.After == "" {
+				// A walk that has tied none out waits at po: the next step asks for po and those
+				// after it (two calls), not for every payout since Since again.
+				page.Next = position{At: po.ID, Created: po.Created}.String()
+			}
 			return page, nil
 		}
 		page.Groups = append(page.Groups, stripepolicy.PayoutGroup(po, l.c.Account()))
 		page.Next = position{After: po.ID, Created: po.Created}.String()
+		page.Positions = append(page.Positions, page.Next)
 		if i == len(oldestFirst)-1 {
 			page.End = !more
 		}
@@ -218,6 +234,32 @@ func (l *Lister) newer(ctx context.Context, after string) ([]*stripe.Payout, boo
 	}
 	slices.Reverse(p.Data)
 	return p.Data, p.HasMore, nil
+}
+
+// from lists the payout at and those just newer than it, oldest first: two calls.
+func (l *Lister) from(ctx context.Context, at string) ([]*stripe.Payout, bool, error) {
+	if err := l.wait(ctx); err != nil {
+		return nil, false, err
+	}
+	po, err := l.payouts.Fetch(ctx, at)
+	var rl *reconcile.RateLimitError
+	if errors.As(err, &rl) {
+		if t, ok := l.cfg.Limiter.(reconcile.Throttler); ok {
+			t.Throttle(rl.RetryAfter)
+		}
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if po == nil || po.ID != at {
+		return nil, false, fmt.Errorf("stripepayouts: retrieve payout %s: Stripe answered with another object "+
+			"(a proxy or cache in between?): %w", at, reconcile.ErrUnavailable)
+	}
+	newer, more, err := l.newer(ctx, at)
+	if err != nil {
+		return nil, false, err
+	}
+	return append([]*stripe.Payout{po}, newer...), more, nil
 }
 
 // since lists every payout created at or after created, oldest first, paging the list (newest

@@ -162,3 +162,70 @@ func TestTheStartIsBounded(t *testing.T) {
 		t.Errorf("a start at Since: %+v, %v; want %s first", page.Groups, err, ids[100])
 	}
 }
+
+// A walk that waits at its very first payout asks for that payout and those after it (two
+// calls a step), not for every payout since Since again; once the payout is final, the walk
+// goes on from it, skipping none.
+func TestAWalkWaitingAtItsFirstPayoutDoesNotReadTheWholeListAgain(t *testing.T) {
+	t.Parallel()
+	clk := &clock{t: t0}
+	srv := newServer(t, clk)
+	srv.AddPaymentIntent(stripetest.PaymentIntent{Status: stripe.PaymentIntentStatusSucceeded, Amount: 1000})
+	clk.add(3 * 24 * time.Hour)
+	first := srv.AddPayout(stripetest.Payout{})
+	clk.add(time.Second)
+	var ps []stripetest.Payout
+	for i := range 250 {
+		ps = append(ps, stripetest.Payout{Manual: true, Amount: 1, Status: stripe.PayoutStatusPaid, Created: clk.now().Add(time.Duration(i) * time.Second)})
+	}
+	rest := srv.AddPayouts(ps)
+	cfg := stripepayouts.Config{PerPage: 5}
+	page, err := newLister(t, srv, cfg).Groups(context.Background(), "")
+	if err != nil || len(page.Groups) != 0 || !page.End {
+		t.Fatalf("first step: %+v, %v; want it waiting at %s", page.Groups, err, first)
+	}
+	pos := page.Next
+	calls := func() int { return srv.Requests(stripetest.ListPayouts) + srv.Requests(stripetest.RetrievePayout) }
+	for range 3 {
+		before := calls()
+		page, err = newLister(t, srv, cfg).Groups(context.Background(), pos)
+		if err != nil || len(page.Groups) != 0 || !page.End || len(page.Pending) == 0 || page.Pending[0].ID != first {
+			t.Fatalf("a step waiting at the first payout: %+v, %v", page, err)
+		}
+		if n := calls() - before; n > 2 {
+			t.Errorf("a step waiting at the first payout made %d calls, want at most 2", n)
+		}
+		pos = page.Next
+	}
+	if err := srv.SetPayoutStatus(first, stripe.PayoutStatusPaid); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := walk(t, srv, cfg, pos)
+	if want := append([]string{first}, rest...); !slices.Equal(got, want) {
+		t.Fatalf("walked %d payouts once the first was paid, want %d in order", len(got), len(want))
+	}
+}
+
+// Each group of a page comes with the position just after it: a step stopped by a rate limit
+// after some of them resumes at the next one, neither skipping nor repeating a payout.
+func TestEachGroupComesWithThePositionAfterIt(t *testing.T) {
+	t.Parallel()
+	clk := &clock{t: t0}
+	srv := newServer(t, clk)
+	var ps []stripetest.Payout
+	for i := range 7 {
+		ps = append(ps, stripetest.Payout{Manual: true, Amount: 1, Status: stripe.PayoutStatusPaid, Created: t0.Add(time.Duration(i/3) * time.Second)})
+	}
+	ids := srv.AddPayouts(ps)
+	cfg := stripepayouts.Config{PerPage: 5}
+	page, err := newLister(t, srv, cfg).Groups(context.Background(), "")
+	if err != nil || len(page.Groups) != 5 || len(page.Positions) != 5 || page.Positions[4] != page.Next {
+		t.Fatalf("page %+v, %v: want 5 groups, each with its position, the last the page's", page, err)
+	}
+	for i, pos := range page.Positions {
+		got, _ := walk(t, srv, cfg, pos)
+		if !slices.Equal(got, ids[i+1:]) {
+			t.Errorf("after group %d (%s): walked %q, want %q", i, page.Groups[i].ID, got, ids[i+1:])
+		}
+	}
+}

@@ -44,9 +44,10 @@ var storm = []struct {
 
 // Through a storm of rate limits and outages on every route, the sweep and the events lane
 // find every planted finding exactly once and nothing else: a batch that meets a fault writes
-// nothing (no finding from a listing cut short, no position past a payout not tied out), its
-// error says what Stripe answered (reconcile.ErrRateLimited, reconcile.ErrUnavailable), the
-// limiter is told of each 429, and the next batch does the work.
+// nothing (no finding from a listing cut short, no position past a payout not tied out), a
+// rate limit defers it (Report.RateLimited, no error) and an outage fails it
+// (reconcile.ErrUnavailable), the limiter is told of each 429, every fault meets a request, and
+// the next batch does the work.
 func TestAStormDelaysPayoutsAndNeverSkipsThem(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -59,7 +60,7 @@ func TestAStormDelaysPayoutsAndNeverSkipsThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	limiter := &throttles{}
-	lister, err := stripepayouts.New(gw, stripepayouts.Config{PerPage: 1, Limiter: limiter})
+	lister, err := stripepayouts.New(gw, stripepayouts.Config{PerPage: 3, Limiter: limiter})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,47 +79,71 @@ func TestAStormDelaysPayoutsAndNeverSkipsThem(t *testing.T) {
 	}
 	ledger.set(w.memLedger())
 
-	failed, limited := 0, 0
-	run := func(st *tieout.Step, name string) {
+	failed, limited, partial := 0, 0, 0
+	hit := make([]bool, len(storm)) // the faults some request met
+	// run runs st to the end of a pass, its first batches each meeting the next fault of order
+	// (indexes into storm), then every other batch, until the order is done twice.
+	run := func(st *tieout.Step, name string, order ...int) {
 		for i := 0; ; i++ {
 			if i == 60 {
 				t.Fatalf("%s: no end of pass in 60 batches", name)
 			}
-			f := storm[i%len(storm)]
+			k := order[i%len(order)]
+			f := storm[k]
 			w.srv.ClearFaults()
-			if i < 2*len(storm) && i%2 == 0 || i < len(storm) { // the first batches meet a fault
+			faulted := i < 2*len(order) && i%2 == 0 || i < len(order)
+			if faulted {
 				f.fault.Times = 1
 				w.srv.Inject(f.route, f.fault)
 			}
+			requests := w.srv.Requests(f.route)
 			before := len(found(t, s))
 			cur, _ := s.ReadLane(ctx, job, name)
 			rep, err := st.RunBatch(ctx)
-			if err != nil {
-				failed++
-				if errors.Is(err, reconcile.ErrRateLimited) {
+			if faulted && w.srv.Requests(f.route) > requests {
+				hit[k] = true // a fault with Times 1 meets the route's first request
+			}
+			if err != nil || rep.Deferred {
+				switch {
+				case err == nil && rep.RateLimited:
 					limited++
-				} else if !errors.Is(err, reconcile.ErrUnavailable) {
-					t.Fatalf("%s: batch %d: %v, want a rate limit or unavailable", name, i, err)
+				case err == nil:
+					t.Fatalf("%s: batch %d deferred without a rate limit: %+v", name, i, rep)
+				case errors.Is(err, reconcile.ErrRateLimited):
+					t.Fatalf("%s: batch %d failed on a rate limit (%v): a rate limit delays a step, it does not fail it", name, i, err)
+				case !errors.Is(err, reconcile.ErrUnavailable):
+					t.Fatalf("%s: batch %d: %v, want unavailable", name, i, err)
+				default:
+					failed++
 				}
 				after, _ := s.ReadLane(ctx, job, name)
 				if n := len(found(t, s)); n != before || after.Position != cur.Position {
-					t.Fatalf("%s: a failed batch wrote: findings %d → %d, position %q → %q", name, before, n, cur.Position, after.Position)
+					t.Fatalf("%s: a batch that met a fault wrote: findings %d → %d, position %q → %q", name, before, n, cur.Position, after.Position)
 				}
 				continue
+			}
+			if rep.RateLimited {
+				partial++ // groups tied out before the rate limit, committed
 			}
 			if rep.Wrapped {
 				return
 			}
 		}
 	}
-	run(sweep, "sweep")
-	run(lane, "events")
+	// Each lane meets the faults of its routes first: the events lane's pass is short.
+	run(sweep, "sweep", 0, 1, 2, 3, 4, 5)
+	run(lane, "events", 6, 7, 8, 0, 2, 3, 5)
 	w.srv.ClearFaults()
 	unpaid(t, w, ledger, s)
 	checkFound(t, s, w.want)
-	t.Logf("%d batches failed, %d of them rate limited; %d throttles", failed, limited, limiter.n.Load())
+	t.Logf("%d batches failed, %d deferred by a rate limit, %d committed some payouts before one; %d throttles", failed, limited, partial, limiter.n.Load())
 	if failed == 0 || limited == 0 {
 		t.Errorf("%d batches failed, %d rate limited: the storm did not reach the tie-out", failed, limited)
+	}
+	for i, h := range hit {
+		if !h {
+			t.Errorf("fault %d (%v on %v) met no request: the storm did not test it", i, storm[i].fault, storm[i].route)
+		}
 	}
 	if limiter.n.Load() == 0 {
 		t.Error("the limiter was told of no rate limit")
