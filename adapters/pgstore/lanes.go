@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/reconcilekit/reconcile"
 )
@@ -52,8 +53,8 @@ func (s *Store[L]) Match(ctx context.Context, req reconcile.MatchRequest) (recon
 	}
 	defer rows.Close()
 	var r reconcile.Record[L]
-	var ext, invalid *string
-	var created *time.Time
+	var ext, invalid pgtype.Text // values, not pointers: pgx allocates none a row
+	var created pgtype.Timestamptz
 	var inScope bool
 	inRows := make(map[string]bool)
 	var elsewhere []string
@@ -63,7 +64,7 @@ func (s *Store[L]) Match(ctx context.Context, req reconcile.MatchRequest) (recon
 		if err := rows.Scan(dest...); err != nil {
 			return res, fmt.Errorf("pgstore: match %s: %w", s.hostTable(), err)
 		}
-		r.ExternalID, r.CreatedAt, r.Invalid = deref(ext), derefTime(created), deref(invalid)
+		r.ExternalID, r.CreatedAt, r.Invalid = ext.String, created.Time, invalid.String
 		if why := local.Local(rows, &r.Local); why != "" && r.Invalid == "" {
 			r.Invalid = why
 		}

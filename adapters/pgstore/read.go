@@ -161,10 +161,3 @@ func derefTime(p *time.Time) time.Time {
 	}
 	return *p
 }
-
-func deref(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
-}

@@ -157,7 +157,7 @@ func keepsNaive(t reflect.Type) bool {
 type rowScanner[L any] struct {
 	rt    *rowType
 	first int
-	state *string // the state column's text, when L is a string type
+	state pgtype.Text // the state column's text, when L is a string type (a value: no allocation a row)
 	m     *pgtype.Map
 	plans []pgtype.ScanPlan
 }
@@ -194,10 +194,7 @@ func (s *rowScanner[L]) Dest() []any {
 // Local sets *dst to the current row's local state, and returns why it cannot be read, or "".
 func (s *rowScanner[L]) Local(rows pgx.Rows, dst *L) string {
 	if s.rt.text {
-		v := ""
-		if s.state != nil {
-			v = *s.state
-		}
+		v := s.state.String // "" for NULL
 		if p, ok := any(dst).(*string); ok {
 			*p = v
 		} else {

@@ -73,15 +73,17 @@ func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job strin
 			nFindings++
 		}
 	}
-	obsIDs, obsStates, obsVersions := make([]string, 0, nVerified), make([]string, 0, nVerified), make([]string, 0, nVerified)
-	obsTimes := make([]pgtype.Timestamptz, 0, nVerified) // when each answer was obtained; NULL: the commit's time
+	// The arrays bound are texts and times (arrays.go): pgx encodes them without an
+	// allocation an element.
+	obsIDs, obsStates, obsVersions := make(texts, 0, nVerified), make(texts, 0, nVerified), make(texts, 0, nVerified)
+	obsTimes := make(times, 0, nVerified) // when each answer was obtained; NULL: the commit's time
 	f := newFindingCols(nFindings)
 	// clear are the verified judgments that carry no finding but decide their records'
 	// findings: the findings statement closes those records' open findings, if any.
 	clear := newClearCols(nVerified)
 	// withFindings are the rows whose outcomes open findings; judged, those whose outcomes
 	// write anything.
-	withFindings, judged := make([]string, 0, nFindings), make([]string, 0, nVerified+nFindings)
+	withFindings, judged := make(texts, 0, nFindings), make(texts, 0, nVerified+nFindings)
 	for _, i := range order {
 		o := &outcomes[i]
 		finding := hasFinding(o)
@@ -186,14 +188,14 @@ func VerifiedAt(o *reconcile.Outcome) pgtype.Timestamptz {
 // clearCols are the columns of the verified judgments without a finding that decide their
 // records' findings (the findings statement's $18 to $22).
 type clearCols struct {
-	ids, locals, externals, versions []string
-	answeredAt                       []pgtype.Timestamptz
+	ids, locals, externals, versions texts
+	answeredAt                       times
 }
 
 // newClearCols returns columns with room for n outcomes.
 func newClearCols(n int) clearCols {
-	return clearCols{ids: make([]string, 0, n), locals: make([]string, 0, n), externals: make([]string, 0, n),
-		versions: make([]string, 0, n), answeredAt: make([]pgtype.Timestamptz, 0, n)}
+	return clearCols{ids: make(texts, 0, n), locals: make(texts, 0, n), externals: make(texts, 0, n),
+		versions: make(texts, 0, n), answeredAt: make(times, 0, n)}
 }
 
 // add adds outcome o.
@@ -203,11 +205,11 @@ func (c *clearCols) add(o *reconcile.Outcome) {
 }
 
 type findingCols struct {
-	ids, kinds, locals, externals, details, commands []string
-	externalIDs, versions                            []string
+	ids, kinds, locals, externals, details, commands texts
+	externalIDs, versions                            texts
 	once, notARow, decides, verified                 []bool
 	// answeredAt are the Verified outcomes' answer times (NULL: the commit's).
-	answeredAt []pgtype.Timestamptz
+	answeredAt times
 	// payloads are the repair commands as JSON without their finding id; nil where none.
 	payloads []*string
 	// diffs are the decisions' Diffs as JSON; nil where none.
@@ -217,10 +219,10 @@ type findingCols struct {
 // newFindingCols returns columns with room for n outcomes.
 func newFindingCols(n int) findingCols {
 	return findingCols{
-		ids: make([]string, 0, n), kinds: make([]string, 0, n), locals: make([]string, 0, n), externals: make([]string, 0, n),
-		details: make([]string, 0, n), commands: make([]string, 0, n), externalIDs: make([]string, 0, n), versions: make([]string, 0, n),
+		ids: make(texts, 0, n), kinds: make(texts, 0, n), locals: make(texts, 0, n), externals: make(texts, 0, n),
+		details: make(texts, 0, n), commands: make(texts, 0, n), externalIDs: make(texts, 0, n), versions: make(texts, 0, n),
 		once: make([]bool, 0, n), notARow: make([]bool, 0, n), decides: make([]bool, 0, n), verified: make([]bool, 0, n),
-		answeredAt: make([]pgtype.Timestamptz, 0, n), payloads: make([]*string, 0, n), diffs: make([]*string, 0, n),
+		answeredAt: make(times, 0, n), payloads: make([]*string, 0, n), diffs: make([]*string, 0, n),
 	}
 }
 

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/reconcilekit/reconcile"
 )
@@ -79,15 +79,17 @@ func (t *Table[L]) ScanRecords(st *Spec, rows pgx.Rows, limit int) ([]reconcile.
 	// fills copied it over and over.
 	out := make([]reconcile.Record[L], 0, min(max(limit, 0), maxScanRoom))
 	var r reconcile.Record[L]
-	var ext, invalid *string
-	var created *time.Time
+	// The nullable columns scan into values rather than pointers, which pgx would allocate
+	// anew for every row that is not NULL.
+	var ext, invalid pgtype.Text
+	var created pgtype.Timestamptz
 	local := t.locals.Scanner(rows, 7)
 	dest := append([]any{&r.Key, &r.ID, &ext, &created, &r.Recent, &invalid, &r.Version}, local.Dest()...)
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("read %s: %w", st.Host, err)
 		}
-		r.ExternalID, r.CreatedAt, r.Invalid = deref(ext), derefTime(created), deref(invalid)
+		r.ExternalID, r.CreatedAt, r.Invalid = ext.String, created.Time, invalid.String
 		if why := local.Local(rows, &r.Local); why != "" && r.Invalid == "" {
 			r.Invalid = why
 		}
@@ -101,17 +103,3 @@ func (t *Table[L]) ScanRecords(st *Spec, rows pgx.Rows, limit int) ([]reconcile.
 
 // maxScanRoom bounds the room ScanRecords makes before the rows come.
 const maxScanRoom = 10000
-
-func deref(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
-}
-
-func derefTime(p *time.Time) time.Time {
-	if p == nil {
-		return time.Time{}
-	}
-	return *p
-}

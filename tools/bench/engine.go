@@ -35,6 +35,10 @@ type engineOptions struct {
 	NoAnalyze bool
 	// CPUProfile, if set, receives a CPU profile of the first one-column cycle only.
 	CPUProfile io.Writer
+	// MemProfile, if set, receives the allocation profile ("allocs") taken right after the
+	// first one-column cycle. It counts every allocation since the program started, the load's
+	// included: pprof -focus=RunBatch keeps the cycle's.
+	MemProfile io.Writer
 	// Typed also times a cycle over the same rows read as a typed row of four columns.
 	Typed bool
 	// Rounds is how many times each cycle is timed, the best counting; zero means one.
@@ -57,10 +61,14 @@ type engineResult struct {
 	PeakRSSMB   float64        `json:"peak_rss_mb"`
 	LoadSeconds float64        `json:"load_seconds"`
 	Verdicts    map[string]int `json:"verdicts"`
-	GoVersion   string         `json:"go_version"`
-	GOMAXPROCS  int            `json:"gomaxprocs"`
-	Server      string         `json:"server_version"`
-	Schema      string         `json:"schema"`
+	// GCs and AllocMB are the garbage collections and the MB allocated during that cycle, the
+	// whole process's (the Go side of the engine, the zero-latency gateway's answers included).
+	GCs        uint32  `json:"gcs"`
+	AllocMB    float64 `json:"alloc_mb"`
+	GoVersion  string  `json:"go_version"`
+	GOMAXPROCS int     `json:"gomaxprocs"`
+	Server     string  `json:"server_version"`
+	Schema     string  `json:"schema"`
 	// TypedRowsPerS is the rows/s of the cycle over the typed row (-typed), and TypedRatio
 	// that over RowsPerS, the one-column row's in the same run.
 	TypedRowsPerS float64 `json:"typed_rows_per_sec,omitempty"`
@@ -81,6 +89,7 @@ func engineCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	keep := fs.Bool("keep", false, "keep the schema after the run (it is always dropped and recreated at start)")
 	analyze := fs.Bool("analyze", true, "ANALYZE the payments table after loading, before the timed cycle")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the first one-column cycle to this file")
+	memProfile := fs.String("memprofile", "", "write the allocation profile, taken after the first one-column cycle, to this file (see pprof -sample_index=alloc_space, -focus=RunBatch)")
 	typed := fs.Bool("typed", true, "also time a cycle over the same rows read as a typed row of four columns (typed_rows_per_sec, typed_ratio)")
 	rounds := fs.Int("rounds", 3, "time each cycle this many times, in turns, and report the best of each")
 	floor := fs.Bool("floor", true, "also time the same database work as the plainest SQL by hand, without the engine (sql_floor_rows_per_s, floor_ratio)")
@@ -114,6 +123,14 @@ func engineCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 		defer f.Close()
 		opts.CPUProfile = f
+	}
+	if *memProfile != "" {
+		f, err := os.Create(*memProfile)
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		defer f.Close()
+		opts.MemProfile = f
 	}
 	res, err := runEngine(ctx, pool, *schema, opts)
 	if err != nil {
@@ -199,7 +216,7 @@ func runEngine(ctx context.Context, pool *pgxpool.Pool, schema string, opts engi
 			}
 			o := opts
 			if r > 0 || isTyped {
-				o.CPUProfile = nil // the first one-column cycle is profiled
+				o.CPUProfile, o.MemProfile = nil, nil // the first one-column cycle is profiled
 			}
 			if isTyped {
 				store, err := pgstore.NewOf[typedPayment](pool, c)
@@ -231,6 +248,7 @@ func runEngine(ctx context.Context, pool *pgxpool.Pool, schema string, opts engi
 	}
 	best := slices.MaxFunc(one, func(a, b cycle) int { return cmp.Compare(a.RowsPerS, b.RowsPerS) })
 	res.Seconds, res.RowsPerS, res.Batches, res.Verdicts = best.Seconds, best.RowsPerS, best.Batches, best.Verdicts
+	res.GCs, res.AllocMB = best.GCs, best.AllocMB
 	res.Findings, res.Commands, res.GatewayCalls = best.Findings, best.Commands, best.GatewayCalls
 	if len(typed) > 0 {
 		res.TypedRowsPerS = slices.MaxFunc(typed, func(a, b cycle) int { return cmp.Compare(a.RowsPerS, b.RowsPerS) }).RowsPerS
@@ -257,6 +275,8 @@ type typedPayment struct {
 type cycle struct {
 	Seconds, RowsPerS                float64
 	Batches                          int
+	GCs                              uint32
+	AllocMB                          float64
 	Findings, Commands, GatewayCalls int64
 	Verdicts                         map[string]int
 }
@@ -296,6 +316,8 @@ func timeCycle[L any](ctx context.Context, pool *pgxpool.Pool, store *pgstore.St
 		}
 	}
 	scanned, nextTenth, reportCalls := 0, 1, 0
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
 	start := time.Now()
 	for {
 		if err := ctx.Err(); err != nil {
@@ -324,7 +346,14 @@ func timeCycle[L any](ctx context.Context, pool *pgxpool.Pool, store *pgstore.St
 		}
 	}
 	elapsed := time.Since(start)
+	runtime.ReadMemStats(&after)
 	pprof.StopCPUProfile()
+	c.GCs, c.AllocMB = after.NumGC-before.NumGC, round(float64(after.TotalAlloc-before.TotalAlloc)/(1<<20), 1)
+	if opts.MemProfile != nil {
+		if err := pprof.Lookup("allocs").WriteTo(opts.MemProfile, 0); err != nil {
+			return c, fmt.Errorf("bench: %w", err)
+		}
+	}
 
 	c.Seconds = round(elapsed.Seconds(), 3)
 	c.RowsPerS = math.Round(float64(scanned) / elapsed.Seconds())
