@@ -23,7 +23,10 @@
 // rows settled or available after the request's Ahead (more than reconcile.MaxClockSkew ahead
 // of the clock: an impossible time that would never be before the cut-off, reported as
 // settled_in_future). 'infinity' reads as a time after any PostgreSQL holds (294277-01-01),
-// '-infinity' as one before (4714 BC), in timestamptz and timestamp columns alike.
+// '-infinity' as one before (4714 BC), in timestamptz and timestamp columns alike. A timestamp
+// or date within a day of either end of timestamptz's range (or past it), which the session's
+// zone could take out of range, is read as UTC: settled in the future at the top, long past
+// (never paid out) at the bottom; it never fails a call.
 //
 // # Indexes a host needs
 //

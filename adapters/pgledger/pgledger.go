@@ -59,7 +59,8 @@ type Table struct {
 	// SettledAtColumn holds when the row settled (NULL: not settled); AvailableOnColumn when
 	// its money became available; GroupColumn the payout the host recorded it in (NULL or
 	// empty: none); StatusColumn its status. All optional; Unpaid reads only the tables
-	// with SettledAtColumn and GroupColumn.
+	// with SettledAtColumn and GroupColumn. SettledAtColumn and AvailableOnColumn are
+	// timestamptz, timestamp (read in the session's zone) or date columns.
 	SettledAtColumn, AvailableOnColumn, GroupColumn, StatusColumn string
 }
 
@@ -152,6 +153,14 @@ func build(t Table) (table, error) {
 		}
 		return col(name)
 	}
+	// settled and avail are the time columns as timestamptz (see instant).
+	settled, avail := "NULL::timestamptz", "NULL::timestamptz"
+	if t.SettledAtColumn != "" {
+		settled = instant(col(t.SettledAtColumn))
+	}
+	if t.AvailableOnColumn != "" {
+		avail = instant(col(t.AvailableOnColumn))
+	}
 	rel := pgx.Identifier{t.Name}.Sanitize()
 	if t.Schema != "" {
 		rel = pgx.Identifier{t.Schema, t.Name}.Sanitize()
@@ -160,9 +169,9 @@ func build(t Table) (table, error) {
 	if t.KindColumn != "" {
 		kind = col(t.KindColumn) + "::text"
 	}
-	sel := fmt.Sprintf(`SELECT %s, %s::text, %s::bigint, %s::text, %s::bigint, %s::timestamptz, %s::timestamptz, %s::text, %s::text, %s::text FROM %s`,
-		kind, col(t.IDColumn), col(t.AmountColumn), col(t.CurrencyColumn), opt(t.FeeColumn, "bigint"), opt(t.SettledAtColumn, "timestamptz"),
-		opt(t.AvailableOnColumn, "timestamptz"), opt(t.GroupColumn, "text"), opt(t.StatusColumn, "text"), col(t.KeyColumn), rel)
+	sel := fmt.Sprintf(`SELECT %s, %s::text, %s::bigint, %s::text, %s::bigint, %s, %s, %s::text, %s::text, %s::text FROM %s`,
+		kind, col(t.IDColumn), col(t.AmountColumn), col(t.CurrencyColumn), opt(t.FeeColumn, "bigint"), settled,
+		avail, opt(t.GroupColumn, "text"), opt(t.StatusColumn, "text"), col(t.KeyColumn), rel)
 	if t.KindColumn == "" {
 		tt.booked = sel + fmt.Sprintf(` WHERE %s::text = ANY($1::text[])`, col(t.IDColumn))
 	} else {
@@ -178,8 +187,7 @@ func build(t Table) (table, error) {
 			fmt.Sprintf("coalesce(%s::text, '') = ''", col(t.GroupColumn)),
 			// Past the cut-off; or settled or available after $4, an impossible time that would
 			// never be past it (greatest ignores a NULL; a NULL $4 is no bound).
-			fmt.Sprintf("(coalesce(%s, %s) < $1 OR greatest(%s::timestamptz, %s::timestamptz) > $4::timestamptz)",
-				opt(t.AvailableOnColumn, "timestamptz"), col(t.SettledAtColumn), col(t.SettledAtColumn), opt(t.AvailableOnColumn, "timestamptz")),
+			fmt.Sprintf("(coalesce(%s, %s) < $1 OR greatest(%s, %s) > $4::timestamptz)", avail, settled, settled, avail),
 		}
 		if t.KindColumn != "" {
 			conds = append(conds, col(t.KindColumn)+"::text = ANY($5::text[])")
@@ -195,6 +203,25 @@ func build(t Table) (table, error) {
 	}
 	return tt, nil
 }
+
+// instant reads the time column c (timestamptz, timestamp or date) as timestamptz. A timestamp
+// or date is taken in the session's zone, except within a day of either end of timestamptz's
+// range or past it (a date runs on to 5874897): there the zone's offset could take it out of
+// range and fail every call over the table for good ("timestamp out of range"), so it is read
+// as UTC, clamped just inside the range. Such a time is impossible either way: at the top it is
+// settled in the future; at the bottom long past (never paid out, like '-infinity'). A
+// timestamptz is the same instant either way (to within the float8 to_timestamp takes: some
+// microseconds, there only). c must be of one of the three types: a text column is refused by
+// PostgreSQL at the first call (isfinite and extract take no text).
+func instant(c string) string {
+	return fmt.Sprintf(`(CASE WHEN isfinite(%[1]s) AND NOT %[1]s BETWEEN '4713-01-01 BC' AND '294276-12-30'
+		THEN to_timestamp(least(extract(epoch FROM %[1]s), %[2]s)) ELSE %[1]s::timestamptz END)`, c, lastEpoch)
+}
+
+// lastEpoch is just before the end of timestamptz's range (294277-01-01 UTC) in seconds since
+// 1970: to_timestamp takes a float8, which would round a time in the last 2 ms of the range up
+// to its end, out of range.
+const lastEpoch = "9224318015999.99"
 
 // Booked returns the records booked under keys, from every table in one round trip. A key
 // whose id PostgreSQL cannot hold as text (NUL, invalid UTF-8) has no record: its line is
