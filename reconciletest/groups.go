@@ -166,6 +166,19 @@ func testGroupsRejected(t *testing.T, f Fixture) {
 			t.Fatalf("%s: position = %q; want none", name, c.Position)
 		}
 	}
+	// An unstorable entry fails the commit even when a later entry of the same group would be
+	// the one recorded: every store checks every entry, not only the last of each group.
+	shadowed := reconcile.GroupRecord{ID: "po_ok", Status: "paid\xff", Currency: "usd"}
+	err := commitGroups(t, s, "payouts", "p1", []reconcile.GroupRecord{shadowed, tiedGroup("po_ok", 10, 10, 0, 0)})
+	if err == nil || !strings.Contains(err.Error(), "group") || errors.Is(err, reconcile.ErrConcurrentRun) {
+		t.Fatalf("an unstorable entry before a storable one of its group: CommitGroups = %v; want an error naming the group", err)
+	}
+	if gs := listGroups(t, s, reconcile.GroupQuery{}); len(gs) != 0 {
+		t.Fatalf("an unstorable entry before a storable one of its group: records = %+v; want none", gs)
+	}
+	if c, _ := s.ReadLane(ctx, "payouts", "payouts"); c.Position != "" {
+		t.Fatalf("an unstorable entry before a storable one of its group: position = %q; want none", c.Position)
+	}
 }
 
 func testGroupsRedone(t *testing.T, f Fixture) {
