@@ -40,6 +40,7 @@ var groupTests = []struct {
 	{"a pending group never replaces its tied-out record; a tie-out replaces its pending one", testGroupsPending},
 	{"group records are listed newest first by keyset, filtered by job, account, status and state, and counted", testGroupsList},
 	{"hostile group values made storable are kept, and the other groups of the commit with them", testGroupsHostile},
+	{"groups committed from several lanes at once are counted without going back and paged each once", testGroupsConcurrent},
 }
 
 // tiedGroup is a tied-out record of group id: findings of which unmatched about lines.
