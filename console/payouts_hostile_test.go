@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/console"
 )
 
 // Attacks on the payouts pages from an outside review: records written straight through the
@@ -202,3 +203,28 @@ func TestHostilePayoutsQueryStringsAreRefusedOrHarmless(t *testing.T) {
 }
 
 func equalRows(a, b []string) bool { return strings.Join(a, ",") == strings.Join(b, ",") }
+
+func TestAJobTheConsoleDoesNotListHasNoPayoutInAnyPageOrExport(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, kind string) {
+		w := newPayoutWorld(t, kind, func(c *console.Config) { c.Jobs = []string{"sweep"} })
+		for _, path := range []string{"/", "/payouts", "/payouts.csv", "/payouts?state=pending", "/payouts?before=9223372036854775807"} {
+			if body := w.page(t, path); strings.Contains(body, "po_") {
+				t.Errorf("GET %s shows a payout of a job the console does not list:\n%s", path, body)
+			}
+		}
+		if rows, err := csv.NewReader(strings.NewReader(w.page(t, "/payouts.csv"))).ReadAll(); err != nil || len(rows) != 1 {
+			t.Errorf("the export = %q, %v; want its header only", rows, err)
+		}
+		for _, path := range []string{"/payouts?job=payouts", "/payouts.csv?job=payouts", "/payouts.csv?job=payouts&job=sweep"} {
+			if status, _, body := w.get(t, path, "alice"); status != http.StatusBadRequest || strings.Contains(body, "po_") {
+				t.Errorf("GET %s = %d; want 400", path, status)
+			}
+		}
+		for _, id := range []string{"po_held", "po_wait", hostilePayoutID} {
+			if status, _, _ := w.get(t, fmt.Sprintf("/payouts/%d", w.seq[id]), "alice"); status != http.StatusNotFound {
+				t.Errorf("the payout %s of an unlisted job = %d; want 404", id, status)
+			}
+		}
+	})
+}
