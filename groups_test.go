@@ -1,6 +1,7 @@
 package reconcile_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -57,10 +58,16 @@ func TestAGroupQuerySelectsByState(t *testing.T) {
 			t.Errorf("state %q selects %q; want %q", tt.state, got, tt.want)
 		}
 	}
-	for _, q := range []reconcile.GroupQuery{{State: "open"}, {Limit: -1}, {BeforeSeq: -1}} {
+	for _, q := range []reconcile.GroupQuery{{State: "open"}, {Limit: -1}, {BeforeSeq: -1}, {Limit: math.MinInt},
+		{BeforeSeq: math.MinInt64}, {State: "HELD"}, {State: " pending"}, {State: "pending\x00"}, {State: "not_held", Limit: -1}} {
 		if _, err := q.Normalize(); err == nil {
 			t.Errorf("Normalize(%+v) accepted", q)
 		}
+	}
+	// The largest numbers are kept as given: a store pages below them.
+	if q, err := (reconcile.GroupQuery{Limit: math.MaxInt, BeforeSeq: math.MaxInt64}).Normalize(); err != nil ||
+		q.Limit != math.MaxInt || q.BeforeSeq != math.MaxInt64 {
+		t.Errorf("Normalize of the largest limit and keyset = %+v, %v", q, err)
 	}
 }
 

@@ -40,6 +40,7 @@ var groupTests = []struct {
 	{"a pending group never replaces its tied-out record; a tie-out replaces its pending one", testGroupsPending},
 	{"group records are listed newest first by keyset, filtered by job, account, status and state, and counted", testGroupsList},
 	{"hostile group values made storable are kept, and the other groups of the commit with them", testGroupsHostile},
+	{"groups committed from several lanes at once are counted without going back and paged each once", testGroupsConcurrent},
 }
 
 // tiedGroup is a tied-out record of group id: findings of which unmatched about lines.
@@ -166,6 +167,19 @@ func testGroupsRejected(t *testing.T, f Fixture) {
 			t.Fatalf("%s: position = %q; want none", name, c.Position)
 		}
 	}
+	// An unstorable entry fails the commit even when a later entry of the same group would be
+	// the one recorded: every store checks every entry, not only the last of each group.
+	shadowed := reconcile.GroupRecord{ID: "po_ok", Status: "paid\xff", Currency: "usd"}
+	err := commitGroups(t, s, "payouts", "p1", []reconcile.GroupRecord{shadowed, tiedGroup("po_ok", 10, 10, 0, 0)})
+	if err == nil || !strings.Contains(err.Error(), "group") || errors.Is(err, reconcile.ErrConcurrentRun) {
+		t.Fatalf("an unstorable entry before a storable one of its group: CommitGroups = %v; want an error naming the group", err)
+	}
+	if gs := listGroups(t, s, reconcile.GroupQuery{}); len(gs) != 0 {
+		t.Fatalf("an unstorable entry before a storable one of its group: records = %+v; want none", gs)
+	}
+	if c, _ := s.ReadLane(ctx, "payouts", "payouts"); c.Position != "" {
+		t.Fatalf("an unstorable entry before a storable one of its group: position = %q; want none", c.Position)
+	}
 }
 
 func testGroupsRedone(t *testing.T, f Fixture) {
@@ -269,6 +283,10 @@ func testGroupsList(t *testing.T, f Fixture) {
 		{reconcile.GroupQuery{Account: "acct_1"}, []string{"po_7"}},
 		{reconcile.GroupQuery{Job: "payouts", Status: "in_transit"}, []string{"po_6"}},
 		{reconcile.GroupQuery{Job: "nobody"}, nil},
+		// Seq is a 64-bit number: a keyset beyond 32 bits (a busy store's, or a hand-edited
+		// link's) lists what is below it, never fails.
+		{reconcile.GroupQuery{Job: "payouts", BeforeSeq: math.MaxInt32 + 1}, []string{"po_7", "po_6", "po_5", "po_4", "po_3", "po_2", "po_1"}},
+		{reconcile.GroupQuery{BeforeSeq: math.MaxInt64, Limit: math.MaxInt32 + 1}, []string{"po_8", "po_7", "po_6", "po_5", "po_4", "po_3", "po_2", "po_1"}},
 	} {
 		if got := groupIDs(listGroups(t, s, tt.q)); !slices.Equal(got, tt.want) {
 			t.Errorf("ListGroups(%+v) = %v; want %v", tt.q, got, tt.want)

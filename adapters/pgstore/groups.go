@@ -41,11 +41,15 @@ type groupRow struct {
 // (reconcile.GroupSink), in the groups table (migration 014): nothing is written if a record is
 // not storable (reconcile.CheckGroupRecord) or the lane moved. Times are the database's.
 func (s *Store[L]) CommitGroups(ctx context.Context, c reconcile.LaneCommit, groups []reconcile.GroupRecord) (reconcile.CommitResult, error) {
-	rows := make([]groupRow, 0, len(groups))
-	for _, g := range reconcile.LastGroupRecords(groups) {
+	// Every entry is checked, a group's earlier ones too (as memstore does), before the last
+	// of each is kept.
+	for _, g := range groups {
 		if err := reconcile.CheckGroupRecord(g); err != nil {
 			return reconcile.CommitResult{}, fmt.Errorf("pgstore: commit groups: %w", err)
 		}
+	}
+	rows := make([]groupRow, 0, len(groups))
+	for _, g := range reconcile.LastGroupRecords(groups) {
 		r := groupRow{Account: g.Account, ID: g.ID, Status: g.Status, Amount: g.Amount, Currency: g.Currency,
 			Itemized: g.Itemized, Members: g.Members, Findings: g.Findings, Unmatched: g.Unmatched, Held: g.Held,
 			Records: g.Records, TiedOut: g.TiedOut}

@@ -153,13 +153,13 @@ func newTableSQL(t Tables) tableSQL {
 			WHERE EXCLUDED.tied_out_at IS NOT NULL OR g.tied_out_at IS NULL`,
 		// listGroups lists the groups of job $1 (any if empty), of jobs $2 (any if none), of
 		// account $3 and status $4 (any if empty), in state $5 (reconcile.GroupQuery.State), below
-		// seq $6 (any if 0), newest first, $7 of them.
+		// seq $6 (any if 0; cast, or `$6 = 0` would type it int4), newest first, $7 of them.
 		listGroups: `SELECT ` + groupColumns + ` FROM ` + t.table("groups") + ` WHERE ` + groupFilter + `
 			AND CASE $5 WHEN 'pending' THEN tied_out_at IS NULL
 				WHEN 'held' THEN tied_out_at IS NOT NULL AND held AND findings = 0
 				WHEN 'not_held' THEN tied_out_at IS NOT NULL AND (NOT held OR findings > 0)
 				ELSE true END
-			AND ($6 = 0 OR seq < $6)
+			AND ($6::bigint = 0 OR seq < $6::bigint)
 			ORDER BY seq DESC LIMIT $7`,
 		// group reads the group numbered $1.
 		group: `SELECT ` + groupColumns + ` FROM ` + t.table("groups") + ` WHERE seq = $1`,
