@@ -90,22 +90,3 @@ type Record[L any] struct {
 type Source[L any] interface {
 	Read(ctx context.Context, req ReadRequest) (Batch[L], error)
 }
-
-// ReadAheadSource is an optional ability of a Source: reading the batch that follows a commit
-// still under way. RunTick (and so a Runner) then reads and judges a job's next batch while the
-// previous one commits, so that the database's work on the commit and the engine's on the next
-// batch overlap; the next batch commits only after the previous one has, and is thrown away if
-// that commit fails. Without it, or when CanReadAhead reports false, batches take turns.
-type ReadAheadSource[L any] interface {
-	Source[L]
-	// CanReadAhead reports whether ReadAhead may run while a Commit of the same store runs on
-	// another goroutine: true over a connection pool, false over one connection or a
-	// transaction, which can run one statement at a time.
-	CanReadAhead() bool
-	// ReadAhead returns the records after cur, as Read does after the job's cursor, without
-	// reading the cursor: cur is where the commit under way will leave it, the previous
-	// batch's last key (Position) one advance on (Version + 1), in the same cycle (End, never
-	// empty for a Source that sets it). The Batch's Cursor is cur, and the Sink's commit of
-	// the batch compares and sets on it like any other.
-	ReadAhead(ctx context.Context, req ReadRequest, cur Cursor) (Batch[L], error)
-}

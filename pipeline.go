@@ -154,12 +154,6 @@ func (p *pipeline[L, E]) runStep(ctx context.Context, name stepName, record func
 	step func(context.Context) (Report, error)) (Report, error) {
 	start := time.Now()
 	rep, err := step(ctx)
-	return p.endStep(ctx, name, record, start, rep, err)
-}
-
-// endStep ends a step that began at start and returned rep and err, as runStep does.
-func (p *pipeline[L, E]) endStep(ctx context.Context, name stepName, record func(context.Context, error) error,
-	start time.Time, rep Report, err error) (Report, error) {
 	if err != nil {
 		err = name.wrap(err)
 	}

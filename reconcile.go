@@ -355,116 +355,59 @@ func (r Report) UnverifiableRatio() float64 {
 // stops before the first row not asked. On any error nothing of the batch is written and the
 // next run redoes it.
 func (r *Reconciler[L, E]) RunBatch(ctx context.Context) (Report, error) {
-	return r.p.runStep(ctx, r.name, r.recorder(), r.runBatch)
-}
-
-// recorder is what has a failed batch recorded, nil if the Sink keeps no failures.
-func (r *Reconciler[L, E]) recorder() func(context.Context, error) error {
-	fr, ok := r.cfg.Sink.(FailureRecorder)
-	if !ok {
-		return nil
+	var record func(context.Context, error) error
+	if fr, ok := r.cfg.Sink.(FailureRecorder); ok {
+		record = func(ctx context.Context, cause error) error { return fr.RecordFailure(ctx, r.cfg.Job, cause) }
 	}
-	return func(ctx context.Context, cause error) error { return fr.RecordFailure(ctx, r.cfg.Job, cause) }
+	return r.p.runStep(ctx, r.name, record, r.runBatch)
 }
 
 func (r *Reconciler[L, E]) runBatch(ctx context.Context) (Report, error) {
-	s := r.stage(ctx, nil)
-	if s.err != nil {
-		return s.rep, s.err
-	}
-	return r.finish(ctx, s)
-}
-
-// stagedBatch is a batch read and judged, not yet committed.
-type stagedBatch struct {
-	start time.Time // when the batch began, for its Report.Duration
-	rep   Report    // what is known before the commit
-	// commit is what is to be committed; nothing is when write is false (the batch was
-	// deferred: no row could be asked).
-	commit Commit
-	write  bool
-	since  time.Time // the earliest moment an answer the batch used may come from
-	err    error     // the read or the judging failed: nothing is to be committed
-}
-
-// stage reads a batch and judges it. It reads after the job's cursor, as the Source has it, when
-// prev is nil; otherwise it reads ahead (ReadAheadSource), after the cursor prev's commit
-// leaves, while that commit may still be under way: the batch must then be committed only
-// after prev's commit succeeded.
-func (r *Reconciler[L, E]) stage(ctx context.Context, prev *stagedBatch) *stagedBatch {
 	cfg := &r.cfg
-	s := &stagedBatch{start: time.Now(), rep: Report{Job: cfg.Job, Verdicts: make(map[Verdict]int, len(Verdicts))}}
-	req := ReadRequest{Job: cfg.Job, Limit: cfg.BatchSize, Grace: cfg.Grace}
-	var batch Batch[L]
-	if prev == nil {
-		batch, s.err = cfg.Source.Read(ctx, req)
-		if s.err != nil {
-			return s
-		}
-		s.since = r.cycle.since(batch.Cursor, s.start)
-	} else {
-		// One advance after prev's, in prev's cycle, whose start stands for this batch too.
-		cur := prev.leaves()
-		batch, s.err = cfg.Source.(ReadAheadSource[L]).ReadAhead(ctx, req, cur)
-		if s.err != nil {
-			return s
-		}
-		batch.Cursor, s.since = cur, prev.since
-	}
-	if len(batch.Records) > cfg.BatchSize {
-		s.err = fmt.Errorf("source returned %d rows for a limit of %d", len(batch.Records), cfg.BatchSize)
-		return s
-	}
-	s.commit = Commit{Job: cfg.Job, Cursor: batch.Cursor}
-	// A short read is the cycle's end: the Source returns fewer rows than asked for only when
-	// no row of the cycle lies after them.
-	s.commit.Wrap = len(batch.Records) < cfg.BatchSize
-	if len(batch.Records) > 0 {
-		j, err := r.judge(ctx, batch.Records, s.since)
-		s.rep.GatewayCalls = j.calls
-		if err != nil {
-			s.err = err
-			return s
-		}
-		s.rep.RateLimited, s.rep.Unavailable, s.rep.RetryAfter = j.stopped, j.down, j.retryAfter
-		// Commit up to the first row not asked, and stop the cursor there: a rate limit or an
-		// outage delays rows, it never skips them.
-		s.commit.Outcomes = j.outcomes[:j.done]
-		if j.done < len(batch.Records) {
-			s.commit.Wrap = false
-			if j.done == 0 {
-				s.rep.Deferred = true
-				return s
-			}
-		}
-		s.commit.Next = batch.Records[j.done-1].Key
-	}
-	s.write = true
-	s.rep.Wrapped = s.commit.Wrap
-	for _, o := range s.commit.Outcomes {
-		s.rep.Verdicts[o.Decision.Verdict]++
-	}
-	s.rep.Scanned = len(s.commit.Outcomes)
-	storableOutcomes(s.commit.Outcomes)
-	return s
-}
-
-// leaves is the cursor s's commit leaves (see cycleStart.committed).
-func (s *stagedBatch) leaves() Cursor {
-	return Cursor{Position: s.commit.Next, Version: s.commit.Cursor.Version + 1, End: s.commit.Cursor.End}
-}
-
-// finish commits a staged batch that judged without error, and returns its Report.
-func (r *Reconciler[L, E]) finish(ctx context.Context, s *stagedBatch) (Report, error) {
-	rep := s.rep
-	if !s.write {
-		return rep, nil
-	}
-	res, err := r.cfg.Sink.Commit(ctx, s.commit)
+	rep := Report{Job: cfg.Job, Verdicts: make(map[Verdict]int, len(Verdicts))}
+	start := time.Now()
+	batch, err := cfg.Source.Read(ctx, ReadRequest{Job: cfg.Job, Limit: cfg.BatchSize, Grace: cfg.Grace})
 	if err != nil {
 		return rep, err
 	}
-	r.cycle.committed(s.commit, s.since)
+	if len(batch.Records) > cfg.BatchSize {
+		return rep, fmt.Errorf("source returned %d rows for a limit of %d", len(batch.Records), cfg.BatchSize)
+	}
+	commit := Commit{Job: cfg.Job, Cursor: batch.Cursor}
+	// A short read is the cycle's end: the Source returns fewer rows than asked for only when
+	// no row of the cycle lies after them.
+	commit.Wrap = len(batch.Records) < cfg.BatchSize
+	since := r.cycle.since(batch.Cursor, start)
+	if len(batch.Records) > 0 {
+		j, err := r.judge(ctx, batch.Records, since)
+		rep.GatewayCalls = j.calls
+		if err != nil {
+			return rep, err
+		}
+		rep.RateLimited, rep.Unavailable, rep.RetryAfter = j.stopped, j.down, j.retryAfter
+		// Commit up to the first row not asked, and stop the cursor there: a rate limit or an
+		// outage delays rows, it never skips them.
+		commit.Outcomes = j.outcomes[:j.done]
+		if j.done < len(batch.Records) {
+			commit.Wrap = false
+			if j.done == 0 {
+				rep.Deferred = true
+				return rep, nil
+			}
+		}
+		commit.Next = batch.Records[j.done-1].Key
+	}
+	rep.Wrapped = commit.Wrap
+	for _, o := range commit.Outcomes {
+		rep.Verdicts[o.Decision.Verdict]++
+	}
+	rep.Scanned = len(commit.Outcomes)
+	storableOutcomes(commit.Outcomes)
+	res, err := cfg.Sink.Commit(ctx, commit)
+	if err != nil {
+		return rep, err
+	}
+	r.cycle.committed(commit, since)
 	rep.NewFindings, rep.NewCommands, rep.Changed = res.Findings, res.Commands, res.Changed
 	return rep, nil
 }

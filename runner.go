@@ -92,11 +92,6 @@ func (t *TickReport) name(r Report) {
 // batch's duration. TickReport.After says what follows. It is what a Runner does on every
 // tick, for hosts that schedule ticks themselves (cron, a job queue such as River): call it,
 // then act on After, waiting at least RetryAfter.
-//
-// When b is a *Reconciler whose Source reads ahead (ReadAheadSource, such as pgstore's over a
-// pool), each batch is read and judged while the previous one commits; a batch commits only
-// after the one before it has, and one read ahead of a commit that failed, or of the tick's
-// end, is thrown away unwritten (its calls made).
 func RunTick(ctx context.Context, b BatchRunner, budget TickBudget) (TickReport, error) {
 	return runTick(ctx, ctx, b, budget)
 }
@@ -104,15 +99,20 @@ func RunTick(ctx context.Context, b BatchRunner, budget TickBudget) (TickReport,
 // runTick is RunTick with batches run under batchCtx and the loop stopped by stopCtx, so that
 // a graceful stop lets the current batch finish.
 func runTick(batchCtx, stopCtx context.Context, b BatchRunner, budget TickBudget) (t TickReport, err error) {
-	if s, ok := b.(stager); ok && s.readsAhead() {
-		return runTickAhead(batchCtx, stopCtx, s, budget)
-	}
 	t = TickReport{Verdicts: map[Verdict]int{}}
 	start := time.Now()
 	defer func() { t.Duration = time.Since(start) }()
 	var last time.Duration
 	for {
-		if tickStopped(stopCtx, &t) {
+		if err := stopCtx.Err(); err != nil {
+			switch {
+			case errors.Is(err, context.DeadlineExceeded):
+				// Out of time, with work left: t.After stays the last batch's.
+			case errors.Is(context.Cause(stopCtx), ErrConcurrentRun):
+				t.After, t.Conflict = AfterConflict, true // another took the work over (a lost lease)
+			default:
+				t.After = AfterStop
+			}
 			return t, nil
 		}
 		if d, ok := batchCtx.Deadline(); ok && last > 0 && time.Until(d) < last {
@@ -131,7 +131,12 @@ func runTick(batchCtx, stopCtx context.Context, b BatchRunner, budget TickBudget
 			return t, err
 		}
 		t.add(rep)
-		if t.After != AfterProgress || !budgetLeft(t, budget, start) {
+		switch {
+		case t.After != AfterProgress:
+			return t, nil
+		case budget.MaxRows > 0 && t.Scanned >= budget.MaxRows:
+			return t, nil
+		case budget.MaxTime > 0 && time.Since(start) >= budget.MaxTime:
 			return t, nil
 		}
 	}

@@ -230,31 +230,6 @@ func (s *Store[K, L]) Read(ctx context.Context, req reconcile.ReadRequest) (reco
 		}
 		b.Cursor.End = string(end)
 	}
-	return s.readAfter(req, b)
-}
-
-// CanReadAhead reports true: a Store may be read while it commits (reconcile.ReadAheadSource).
-func (s *Store[K, L]) CanReadAhead() bool { return true }
-
-// ReadAhead returns the rows after cur, the cursor a commit under way will leave, without
-// reading the job's cursor (reconcile.ReadAheadSource).
-func (s *Store[K, L]) ReadAhead(ctx context.Context, req reconcile.ReadRequest, cur reconcile.Cursor) (reconcile.Batch[L], error) {
-	if err := ctx.Err(); err != nil {
-		return reconcile.Batch[L]{}, err
-	}
-	if req.Limit <= 0 {
-		return reconcile.Batch[L]{}, fmt.Errorf("memstore: limit %d must be positive", req.Limit)
-	}
-	if cur.Position == "" || cur.End == "" {
-		return reconcile.Batch[L]{}, errors.New("memstore: read ahead: the cursor is at a cycle's start")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.readAfter(req, reconcile.Batch[L]{Cursor: cur})
-}
-
-// readAfter fills b with the rows after b.Cursor, up to its End; the caller holds s.mu.
-func (s *Store[K, L]) readAfter(req reconcile.ReadRequest, b reconcile.Batch[L]) (reconcile.Batch[L], error) {
 	start, stop := 0, 0
 	if b.Cursor.Position != "" {
 		i, err := s.after(b.Cursor.Position)
@@ -653,7 +628,6 @@ func (s *Store[K, L]) ListFindings(ctx context.Context, q reconcile.FindingQuery
 }
 
 var _ reconcile.FindingCounter = (*Store[string, string])(nil)
-var _ reconcile.ReadAheadSource[string] = (*Store[string, string])(nil)
 
 // CountFindings returns how many findings q selects, ignoring its AfterID, Limit and Newest
 // (reconcile.FindingCounter).

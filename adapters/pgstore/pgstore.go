@@ -183,8 +183,6 @@ type Store[L any] struct {
 
 var _ reconcile.Store[string] = (*Store[string])(nil)
 
-var _ reconcile.ReadAheadSource[string] = (*Store[string])(nil)
-
 var (
 	zoneRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_/+-]*$`)
 )

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/reconcilekit/reconcile"
 )
@@ -161,39 +160,4 @@ func derefTime(p *time.Time) time.Time {
 		return time.Time{}
 	}
 	return *p
-}
-
-// CanReadAhead reports whether the store's DB is a connection pool, on which ReadAhead may run
-// beside a Commit (reconcile.ReadAheadSource). Over anything else (a *pgx.Conn, a pgx.Tx, a
-// wrapper) batches take turns: a connection runs one statement at a time.
-func (s *Store[L]) CanReadAhead() bool {
-	_, ok := s.db.(*pgxpool.Pool)
-	return ok
-}
-
-// ReadAhead returns the rows the Filter selects after cur, the cursor a commit under way will
-// leave (reconcile.ReadAheadSource), without reading the job's cursor: the commit of the batch
-// compares and sets on cur, so a batch read ahead of a cursor that moved otherwise never
-// commits. cur is within a cycle: its high-water mark (End) is fixed.
-func (s *Store[L]) ReadAhead(ctx context.Context, req reconcile.ReadRequest, cur reconcile.Cursor) (reconcile.Batch[L], error) {
-	b := reconcile.Batch[L]{Cursor: cur}
-	if req.Limit <= 0 {
-		return b, fmt.Errorf("pgstore: limit %d must be positive", req.Limit)
-	}
-	if cur.Position == "" || cur.End == "" {
-		// A read at a cycle's start fixes its high-water mark, which only Read may do.
-		return b, errors.New("pgstore: read ahead: the cursor is at a cycle's start")
-	}
-	st, err := s.statements(ctx)
-	if err != nil {
-		return b, err
-	}
-	if err := checkCursor(st, b.Cursor); err != nil {
-		return b, err
-	}
-	b.Records, err = s.table.ReadRange(ctx, req, &b.Cursor, "", "")
-	if err != nil {
-		return b, fmt.Errorf("pgstore: %w", err)
-	}
-	return b, nil
 }

@@ -45,9 +45,6 @@ type engineOptions struct {
 	Rounds int
 	// Floor also times the SQL floor (floor.go) over the same rows, each round.
 	Floor bool
-	// Turns drives the cycle with RunBatch, one batch after another, instead of RunTick, which
-	// (as a Runner does) reads and judges each batch while the previous one commits.
-	Turns bool
 }
 
 // engineResult is the engine subcommand's JSON line.
@@ -59,7 +56,7 @@ type engineResult struct {
 	Findings     int64   `json:"findings"`
 	Commands     int64   `json:"commands"`
 	GatewayCalls int64   `json:"gateway_calls"`
-	// Batches counts the batches committed, the final empty one that wraps the cycle included.
+	// Batches counts RunBatch calls, the final empty one that wraps the cycle included.
 	Batches     int            `json:"batches"`
 	PeakRSSMB   float64        `json:"peak_rss_mb"`
 	LoadSeconds float64        `json:"load_seconds"`
@@ -95,7 +92,6 @@ func engineCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	memProfile := fs.String("memprofile", "", "write the allocation profile, taken after the first one-column cycle, to this file (see pprof -sample_index=alloc_space, -focus=RunBatch)")
 	typed := fs.Bool("typed", true, "also time a cycle over the same rows read as a typed row of four columns (typed_rows_per_sec, typed_ratio)")
 	rounds := fs.Int("rounds", 3, "time each cycle this many times, in turns, and report the best of each")
-	turns := fs.Bool("turns", false, "drive the cycle with RunBatch in turns instead of RunTick, which reads and judges each batch while the previous one commits")
 	floor := fs.Bool("floor", true, "also time the same database work as the plainest SQL by hand, without the engine (sql_floor_rows_per_s, floor_ratio)")
 	if err := parseFlags(fs, args, stderr,
 		"usage: go run ./tools/bench engine [flags]",
@@ -119,7 +115,7 @@ func engineCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		defer drop()
 	}
 
-	opts := engineOptions{Rows: *rows, Batch: *batch, Progress: stderr, NoAnalyze: !*analyze, Typed: *typed, Rounds: *rounds, Floor: *floor, Turns: *turns}
+	opts := engineOptions{Rows: *rows, Batch: *batch, Progress: stderr, NoAnalyze: !*analyze, Typed: *typed, Rounds: *rounds, Floor: *floor}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -328,27 +324,12 @@ func timeCycle[L any](ctx context.Context, pool *pgxpool.Pool, store *pgstore.St
 			pprof.StopCPUProfile()
 			return c, err
 		}
-		var rep reconcile.TickReport
-		if opts.Turns {
-			b, err := rec.RunBatch(ctx)
-			if err != nil {
-				pprof.StopCPUProfile()
-				return c, err
-			}
-			rep = reconcile.TickReport{Batches: 1, Scanned: b.Scanned, GatewayCalls: b.GatewayCalls, Verdicts: b.Verdicts, Wrapped: b.Wrapped}
-		} else {
-			// One tick, no budget: batches until the cycle wraps, as a Runner's tick.
-			var err error
-			if rep, err = reconcile.RunTick(ctx, rec, reconcile.TickBudget{}); err != nil {
-				pprof.StopCPUProfile()
-				return c, err
-			}
-			if rep.After != reconcile.AfterCycle && rep.After != reconcile.AfterProgress {
-				pprof.StopCPUProfile()
-				return c, fmt.Errorf("bench: the %s tick ended %s", label, rep.After)
-			}
+		rep, err := rec.RunBatch(ctx)
+		c.Batches++
+		if err != nil {
+			pprof.StopCPUProfile()
+			return c, err
 		}
-		c.Batches += rep.Batches
 		scanned += rep.Scanned
 		reportCalls += rep.GatewayCalls
 		for v, n := range rep.Verdicts {
