@@ -389,8 +389,22 @@ func (p *sqlParts) commitStatements(st *statements) {
 			), clear AS (
 				SELECT * FROM unnest($18::text[], $19::text[], $20::text[], $21::text[], $22::timestamptz[])
 					AS t(record_id, local_state, external_state, version, answered_at)
+			), wanted AS MATERIALIZED (
+				SELECT record_id FROM input WHERE decides UNION SELECT record_id FROM clear
+			), span AS MATERIALIZED (
+				SELECT min(record_id) AS lo, max(record_id) AS hi, count(*) AS n FROM wanted
+			), near AS MATERIALIZED (
+				-- The job's open findings from the least of the wanted records to the greatest,
+				-- read in one range of findings_open (its order: with sorts off no other index
+				-- serves) rather than looked up record by record, as long as there are no more
+				-- than one a record; else every record is looked up.
+				SELECT f.record_id FROM ` + t.table("findings") + ` AS f
+				WHERE f.job = $1 AND f.resolved_at IS NULL
+					AND f.record_id >= (SELECT lo FROM span) AND f.record_id <= (SELECT hi FROM span)
+				ORDER BY f.job, f.record_id, f.kind LIMIT (SELECT n FROM span) + 1
 			), open_all AS MATERIALIZED (
-				SELECT f.* FROM (SELECT record_id FROM input WHERE decides UNION SELECT record_id FROM clear) AS r, LATERAL (
+				SELECT f.* FROM (SELECT record_id FROM wanted
+						WHERE (SELECT count(*) FROM near) > (SELECT n FROM span) OR record_id IN (SELECT record_id FROM near)) AS r, LATERAL (
 					SELECT f.id, f.record_id, f.kind, f.ctid AS tid FROM ` + t.table("findings") + ` AS f
 					WHERE f.job = $1 AND f.record_id = r.record_id AND f.resolved_at IS NULL
 					ORDER BY f.kind FOR NO KEY UPDATE SKIP LOCKED OFFSET 0) AS f
