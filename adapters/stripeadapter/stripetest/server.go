@@ -69,6 +69,11 @@ type Server struct {
 	fee       func(amount int64, currency string) int64
 	// accountsIdx lists the platform's connected accounts, the only account-level list.
 	accountsIdx index[*account]
+	// reporting configures report runs; reportRuns and reportFiles hold them by run and by
+	// result file.
+	reporting   Reporting
+	reportRuns  map[string]*reportRun
+	reportFiles map[string]*reportRun
 
 	ctl     sync.Mutex // guards faults, latency and the log, kept apart from the objects
 	faults  []*injected
@@ -82,36 +87,38 @@ type Server struct {
 // NewServer starts a Server, like httptest.NewServer; call Close when done.
 func NewServer(opts Options) *Server {
 	s := &Server{
-		key:        opts.Key,
-		now:        opts.Now,
-		closing:    make(chan struct{}),
-		intents:    make(map[string]*intent),
-		intentsBy:  make(map[string]*index[*intent]),
-		events:     make(map[string]*event),
-		eventsBy:   make(map[string]*index[*event]),
-		charges:    make(map[string]*charge),
-		chargesBy:  make(map[string]*index[*charge]),
-		refunds:    make(map[string]*refund),
-		refundsBy:  make(map[string]*index[*refund]),
-		disputes:   make(map[string]*dispute),
-		disputesBy: make(map[string]*index[*dispute]),
-		subs:       make(map[string]*subscription),
-		subsBy:     make(map[string]*index[*subscription]),
-		invoices:   make(map[string]*invoice),
-		invoicesBy: make(map[string]*index[*invoice]),
-		sessions:   make(map[string]*session),
-		sessionsBy: make(map[string]*index[*session]),
-		accounts:   make(map[string]*account),
-		txns:       make(map[string]*txn),
-		txnsBy:     make(map[string]*index[*txn]),
-		unpaid:     make(map[string][]*txn),
-		payouts:    make(map[string]*payout),
-		payoutsBy:  make(map[string]*index[*payout]),
-		rates:      make(map[[2]string]float64),
-		currency:   strings.ToLower(opts.SettlementCurrency),
-		fee:        opts.Fee,
-		counts:     make(map[Route]int),
-		countsBy:   make(map[routeAccount]int),
+		key:         opts.Key,
+		now:         opts.Now,
+		closing:     make(chan struct{}),
+		intents:     make(map[string]*intent),
+		intentsBy:   make(map[string]*index[*intent]),
+		events:      make(map[string]*event),
+		eventsBy:    make(map[string]*index[*event]),
+		charges:     make(map[string]*charge),
+		chargesBy:   make(map[string]*index[*charge]),
+		refunds:     make(map[string]*refund),
+		refundsBy:   make(map[string]*index[*refund]),
+		disputes:    make(map[string]*dispute),
+		disputesBy:  make(map[string]*index[*dispute]),
+		subs:        make(map[string]*subscription),
+		subsBy:      make(map[string]*index[*subscription]),
+		invoices:    make(map[string]*invoice),
+		invoicesBy:  make(map[string]*index[*invoice]),
+		sessions:    make(map[string]*session),
+		sessionsBy:  make(map[string]*index[*session]),
+		accounts:    make(map[string]*account),
+		txns:        make(map[string]*txn),
+		txnsBy:      make(map[string]*index[*txn]),
+		unpaid:      make(map[string][]*txn),
+		payouts:     make(map[string]*payout),
+		payoutsBy:   make(map[string]*index[*payout]),
+		rates:       make(map[[2]string]float64),
+		currency:    strings.ToLower(opts.SettlementCurrency),
+		fee:         opts.Fee,
+		counts:      make(map[Route]int),
+		countsBy:    make(map[routeAccount]int),
+		reportRuns:  make(map[string]*reportRun),
+		reportFiles: make(map[string]*reportRun),
 	}
 	if s.key == "" {
 		s.key = DefaultKey
@@ -227,6 +234,26 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		body, f = s.retrieveAccount(body, account, id, q)
 	case ListAccounts:
 		body, f = s.listAccounts(body, account, q)
+	case CreateReportRun:
+		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+		if err := r.ParseForm(); err != nil {
+			f = invalidRequest("", "Invalid request body.")
+		} else {
+			body, f = s.createReportRun(body, account, r.PostForm)
+		}
+	case RetrieveReportRun:
+		body, f = s.retrieveReportRun(body, account, id)
+	case RetrieveReportType:
+		body, f = s.retrieveReportType(body, id)
+	case DownloadFile:
+		var contents []byte
+		if contents, f = s.fileContents(account, id); f == nil {
+			s.answered(rec, http.StatusOK)
+			w.Header().Set("Content-Type", "text/csv")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write(contents)
+			return
+		}
 	}
 	if f != nil {
 		s.fail(w, rec, f)
