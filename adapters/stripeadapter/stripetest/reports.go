@@ -372,7 +372,7 @@ func (s *Server) appendReportRun(b []byte, run *reportRun) []byte {
 		b = strconv.AppendInt(b, run.finished+365*24*3600, 10)
 		b = append(b, `,"filename":`...)
 		b = appendString(b, run.fileID+".csv")
-		b = append(b, `,"links":null,"purpose":"finance_report_run","size":`...)
+		b = append(b, `,"purpose":"finance_report_run","size":`...)
 		b = strconv.AppendInt(b, int64(len(run.contents)), 10)
 		b = append(b, `,"title":`...)
 		b = appendString(b, "FinanceReportRun "+run.id)
