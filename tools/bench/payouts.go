@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -305,7 +306,7 @@ func runPayouts(ctx context.Context, pool *pgxpool.Pool, schema string, o payout
 	if res.Itemize == "report" {
 		// Polled every 10ms: the fake finishes a run at its first retrieve, and the calls are
 		// what is measured; Stripe's runs take seconds to minutes (the default polls every 2s).
-		if lister, err = byList.WithReports(stripepayouts.ReportOptions{PollInterval: 10 * time.Millisecond}); err != nil {
+		if lister, err = byList.WithReports(stripepayouts.ReportOptions{PollInterval: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(o.Progress, nil))}); err != nil {
 			return res, err
 		}
 	}

@@ -52,10 +52,12 @@
 //
 // A payout is covered when it is automatic and paid and its effective time is before the report
 // type's data_available_end (GET /v1/reporting/report_types/{type}, read again only when a
-// payout is past the end last read). The rest are listed one by one, as the Lister does: a
+// payout is past the end last read), a second inside it. The rest are listed one by one, as the Lister does: a
 // failed or canceled payout (whether the report itemizes those is not documented), a manual
 // one (no call at all), a payout too recent for the report's data (Stripe's data lags by about
-// a day), and one the report holds no line of. So is every payout of a page whose report cannot
+// a day), one the report holds no line of, and one whose lines in the report do not sum to it
+// (a drift, which the listing then finds, or a report short of lines: a report never makes a
+// sum finding of its own). So is every payout of a page whose report cannot
 // be used: a 400 or 404 on it, a run that failed or did not finish within MaxWait, a file
 // larger than MaxBytes, a result url that is not a file of the client's files host (refused
 // before any request: the key goes to no other host), or a file that does not read: a header
