@@ -133,9 +133,6 @@ func (r *ReportLister) Members(ctx context.Context, g tieout.Group, after string
 	return r.l.Members(ctx, g, after)
 }
 
-// Account is "": reports are the platform's.
-func (r *ReportLister) Account() string { return "" }
-
 // itemize runs the page's report, if some of its payouts can be covered by one, and returns
 // the members of those it covers, by payout. It returns an error only for what fails any call
 // (a rate limit, an outage, a rejected key, the context's end); a report that cannot be used
