@@ -44,7 +44,7 @@
 // interval_start and interval_end around the page's payouts' effective times (arrival_date),
 // the columns it reads and, for a page in one currency, currency), polls the run
 // (GET /v1/reporting/report_runs/{id}, waits doubling from ReportOptions.PollInterval, at most
-// MaxWait), and downloads its result file (GET files.stripe.com/v1/files/{id}/contents, at most
+// MaxWait or half the step's time left), and downloads its result file (GET files.stripe.com/v1/files/{id}/contents, at most
 // MaxBytes). Members then serves each covered payout's lines from the file, in one page, through
 // stripepolicy.ReportMember (the reporting category's kind, gross, fee and net read exactly from
 // major units, customer_facing_amount as the presentment amount, payment_intent_id as the id a

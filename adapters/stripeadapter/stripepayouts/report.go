@@ -40,8 +40,9 @@ type ReportOptions struct {
 	// doubles, up to 30 seconds. Zero means DefaultReportPoll.
 	PollInterval time.Duration
 	// MaxWait bounds how long a run is waited for; a run not finished by then is left, and the
-	// page's payouts are listed one by one. Zero means DefaultReportWait. The step's context
-	// deadline, if sooner, ends the wait too (the step fails, nothing written).
+	// page's payouts are listed one by one. Zero means DefaultReportWait. A step whose context
+	// has a deadline waits at most half the time left before it, and lists with the other half:
+	// a step that is given less time than Stripe takes to run a report still ties its page out.
 	MaxWait time.Duration
 	// MaxBytes bounds the report file read; a larger one is left, and the page's payouts are
 	// listed one by one. Zero means DefaultReportMaxBytes (64 MiB: about 300,000 lines).
@@ -266,12 +267,17 @@ func (r *ReportLister) report(ctx context.Context, start, end int64, currency st
 	if !validID("frr_", run.ID) {
 		return nil, "", fmt.Errorf("stripepayouts: create report run: Stripe answered with %q, not a report run id", shorten(run.ID))
 	}
-	deadline := time.Now().Add(r.opt.MaxWait)
+	began := time.Now()
+	deadline := began.Add(r.opt.MaxWait)
+	if d, ok := ctx.Deadline(); ok {
+		deadline = minTime(deadline, time.Now().Add(time.Until(d)/2))
+	}
 	wait := r.opt.PollInterval
 	for run.Status == stripe.ReportingReportRunStatusPending {
 		left := time.Until(deadline)
 		if left <= 0 {
-			return nil, run.ID, fmt.Errorf("stripepayouts: report run %s did not finish within %v", run.ID, r.opt.MaxWait)
+			return nil, run.ID, fmt.Errorf("stripepayouts: report run %s did not finish within %v (MaxWait %v, or half the step's "+
+				"time left)", run.ID, time.Since(began).Round(time.Millisecond), r.opt.MaxWait)
 		}
 		t := time.NewTimer(min(wait, left))
 		select {
@@ -311,6 +317,14 @@ func (r *ReportLister) report(ctx context.Context, start, end int64, currency st
 		return nil, run.ID, fmt.Errorf("stripepayouts: report run %s: %v", run.ID, err)
 	}
 	return lines, run.ID, nil
+}
+
+// minTime is the earlier of a and b.
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // post makes one POST through the client, paced by the limiter, which is told of a rate limit.

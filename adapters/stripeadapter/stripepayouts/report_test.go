@@ -251,16 +251,32 @@ func TestRateLimitsAndOutagesOnTheReportDelayTheTieOut(t *testing.T) {
 	}
 }
 
-// The step's deadline ends the wait for a run that does not finish: the step fails with it,
-// promptly, writing nothing.
-func TestTheContextEndsTheWaitForARun(t *testing.T) {
+// A step with a deadline waits for a run at most half the time left, then lists its page, so
+// that a step given less time than a report takes still ties its page out, within its
+// deadline; a cancelled step ends the wait at once, with its error.
+func TestTheContextBoundsTheWaitForARun(t *testing.T) {
 	w := newWorld(t)
 	w.srv.SetReporting(stripetest.Reporting{DataAvailableEnd: t0.Add(365 * 24 * time.Hour), Polls: 1 << 20})
-	r := reportLister(t, w.srv, stripepayouts.ReportOptions{PollInterval: 5 * time.Millisecond, MaxWait: time.Hour}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	log := &logBuffer{}
+	r := reportLister(t, w.srv, stripepayouts.ReportOptions{PollInterval: 5 * time.Millisecond, MaxWait: time.Hour}, log)
+	s := memstore.New[string, string](memstore.Options{Now: w.clk.now})
+	ledger := &ledgerRef{}
+	ledger.set(w.memLedger())
+	st := step(t, "sweep", r, ledger, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if _, err := r.Groups(ctx, ""); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Groups: %v, want the deadline", err)
+	rep, err := st.RunBatch(ctx) // past its deadline, the listing would fail
+	if err != nil || rep.Scanned != 1 {
+		t.Fatalf("a step of 2s: %+v, %v", rep, err)
+	}
+	if !strings.Contains(log.String(), "did not finish within") || len(found(t, s)) == 0 {
+		t.Errorf("the page was not listed after the wait: %d findings, log %s", len(found(t, s)), log.String())
+	}
+
+	ctx, cancel = context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	if _, err := r.Groups(ctx, ""); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Groups cancelled: %v, want context.Canceled", err)
 	}
 }
 
