@@ -296,3 +296,30 @@ func TestReportOptionsAreChecked(t *testing.T) {
 		t.Errorf("a connected account's lister: %v", err)
 	}
 }
+
+// countingLimiter grants every call and counts them.
+type countingLimiter struct{ n atomic.Int64 }
+
+func (l *countingLimiter) Wait(ctx context.Context) error {
+	l.n.Add(1)
+	return ctx.Err()
+}
+
+// Every call a ReportLister makes, the report's included, waits for the limiter first.
+func TestEveryReportCallIsPaced(t *testing.T) {
+	w := newWorld(t)
+	w.srv.SetReporting(stripetest.Reporting{DataAvailableEnd: t0.Add(365 * 24 * time.Hour), Polls: 2})
+	w.srv.ResetLog()
+	limiter := &countingLimiter{}
+	r, err := newLister(t, w.srv, stripepayouts.Config{Limiter: limiter}).WithReports(stripepayouts.ReportOptions{PollInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := memstore.New[string, string](memstore.Options{Now: w.clk.now})
+	ledger := &ledgerRef{}
+	ledger.set(w.memLedger())
+	pass(t, step(t, "sweep", r, ledger, s), 10)
+	if calls := len(w.srv.Log()); calls == 0 || int64(calls) != limiter.n.Load() || w.srv.Requests(stripetest.RetrieveReportRun) != 3 {
+		t.Errorf("%d requests (%d polls), %d waits for the limiter", calls, w.srv.Requests(stripetest.RetrieveReportRun), limiter.n.Load())
+	}
+}
