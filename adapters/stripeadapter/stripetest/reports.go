@@ -151,6 +151,9 @@ func (s *Server) createReportRun(b []byte, account string, form url.Values) ([]b
 	if err != nil {
 		return nil, err
 	}
+	if s.reportRuns == nil {
+		s.reportRuns, s.reportFiles = make(map[string]*reportRun), make(map[string]*reportRun)
+	}
 	run.id = s.newID("frr_", func(id string) bool { return s.reportRuns[id] != nil })
 	run.fileID = s.newID("file_", func(id string) bool { return s.reportFiles[id] != nil })
 	run.contents = s.payoutReconciliation(run)

@@ -70,7 +70,7 @@ type Server struct {
 	// accountsIdx lists the platform's connected accounts, the only account-level list.
 	accountsIdx index[*account]
 	// reporting configures report runs; reportRuns and reportFiles hold them by run and by
-	// result file.
+	// result file, made with the first run.
 	reporting   Reporting
 	reportRuns  map[string]*reportRun
 	reportFiles map[string]*reportRun
@@ -87,38 +87,36 @@ type Server struct {
 // NewServer starts a Server, like httptest.NewServer; call Close when done.
 func NewServer(opts Options) *Server {
 	s := &Server{
-		key:         opts.Key,
-		now:         opts.Now,
-		closing:     make(chan struct{}),
-		intents:     make(map[string]*intent),
-		intentsBy:   make(map[string]*index[*intent]),
-		events:      make(map[string]*event),
-		eventsBy:    make(map[string]*index[*event]),
-		charges:     make(map[string]*charge),
-		chargesBy:   make(map[string]*index[*charge]),
-		refunds:     make(map[string]*refund),
-		refundsBy:   make(map[string]*index[*refund]),
-		disputes:    make(map[string]*dispute),
-		disputesBy:  make(map[string]*index[*dispute]),
-		subs:        make(map[string]*subscription),
-		subsBy:      make(map[string]*index[*subscription]),
-		invoices:    make(map[string]*invoice),
-		invoicesBy:  make(map[string]*index[*invoice]),
-		sessions:    make(map[string]*session),
-		sessionsBy:  make(map[string]*index[*session]),
-		accounts:    make(map[string]*account),
-		txns:        make(map[string]*txn),
-		txnsBy:      make(map[string]*index[*txn]),
-		unpaid:      make(map[string][]*txn),
-		payouts:     make(map[string]*payout),
-		payoutsBy:   make(map[string]*index[*payout]),
-		rates:       make(map[[2]string]float64),
-		currency:    strings.ToLower(opts.SettlementCurrency),
-		fee:         opts.Fee,
-		counts:      make(map[Route]int),
-		countsBy:    make(map[routeAccount]int),
-		reportRuns:  make(map[string]*reportRun),
-		reportFiles: make(map[string]*reportRun),
+		key:        opts.Key,
+		now:        opts.Now,
+		closing:    make(chan struct{}),
+		intents:    make(map[string]*intent),
+		intentsBy:  make(map[string]*index[*intent]),
+		events:     make(map[string]*event),
+		eventsBy:   make(map[string]*index[*event]),
+		charges:    make(map[string]*charge),
+		chargesBy:  make(map[string]*index[*charge]),
+		refunds:    make(map[string]*refund),
+		refundsBy:  make(map[string]*index[*refund]),
+		disputes:   make(map[string]*dispute),
+		disputesBy: make(map[string]*index[*dispute]),
+		subs:       make(map[string]*subscription),
+		subsBy:     make(map[string]*index[*subscription]),
+		invoices:   make(map[string]*invoice),
+		invoicesBy: make(map[string]*index[*invoice]),
+		sessions:   make(map[string]*session),
+		sessionsBy: make(map[string]*index[*session]),
+		accounts:   make(map[string]*account),
+		txns:       make(map[string]*txn),
+		txnsBy:     make(map[string]*index[*txn]),
+		unpaid:     make(map[string][]*txn),
+		payouts:    make(map[string]*payout),
+		payoutsBy:  make(map[string]*index[*payout]),
+		rates:      make(map[[2]string]float64),
+		currency:   strings.ToLower(opts.SettlementCurrency),
+		fee:        opts.Fee,
+		counts:     make(map[Route]int),
+		countsBy:   make(map[routeAccount]int),
 	}
 	if s.key == "" {
 		s.key = DefaultKey
