@@ -2,7 +2,9 @@ package stripetest
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/csv"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -96,7 +98,12 @@ func (s *Server) createReportRun(b []byte, account string, form url.Values) ([]b
 	run := &reportRun{account: account, created: now, polls: s.reporting.Polls, fail: s.reporting.Fail,
 		resultURL: s.reporting.ResultURL, rewrite: s.reporting.Contents, columns: reportDefaults}
 	var err *failure
-	for param, vs := range form {
+	// In the order of their index, so that columns given as [0], [1], ... keep theirs.
+	params := slices.SortedFunc(maps.Keys(form), func(a, b string) int {
+		return cmp.Or(cmp.Compare(len(a), len(b)), strings.Compare(a, b))
+	})
+	for _, param := range params {
+		vs := form[param]
 		name, ok := strings.CutPrefix(param, "parameters[")
 		if !ok {
 			continue

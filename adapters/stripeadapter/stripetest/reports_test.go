@@ -221,3 +221,22 @@ func TestAReportRunsResultCanBeMadeHostile(t *testing.T) {
 		t.Errorf("an injected 429: %d", status)
 	}
 }
+
+// Columns given by index ([0], [1], ... [10], as stripe-go encodes them) keep their order.
+func TestReportColumnsKeepTheirIndexOrder(t *testing.T) {
+	srv, now, po := reportWorld(t)
+	p := mustPayout(t, srv, po)
+	form := runForm(p.ArrivalDate.Unix(), now.Unix())
+	cols := []string{"net", "gross", "fee", "currency", "source_id", "charge_id", "payment_intent_id", "reporting_category",
+		"balance_transaction_id", "automatic_payout_id", "available_on_utc", "created_utc"}
+	for i, c := range cols {
+		form.Set("parameters[columns]["+itoa(int64(i))+"]", c)
+	}
+	var run stripe.ReportingReportRun
+	do(t, srv, "POST", "/v1/reporting/report_runs", form, &run)
+	do(t, srv, "GET", "/v1/reporting/report_runs/"+run.ID, nil, &run)
+	_, b := do(t, srv, "GET", "/v1/files/"+run.Result.ID+"/contents", nil, nil)
+	if header, _, _ := strings.Cut(string(b), "\n"); header != strings.Join(cols, ",") {
+		t.Errorf("header %q, want %q", header, strings.Join(cols, ","))
+	}
+}
