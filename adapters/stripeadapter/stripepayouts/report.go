@@ -48,13 +48,15 @@ type ReportOptions struct {
 	// listed one by one. Zero means DefaultReportMaxBytes (64 MiB: about 300,000 lines).
 	MaxBytes int64
 	// Logger receives a warning each time a page's payouts, or one of them, are listed one
-	// by one instead of from a report, saying why. Nil means none.
+	// by one instead of from a report, saying why (at Info for a payout whose lines in the
+	// report do not sum to it: that is how a drift of its sum costs). Nil means none.
 	Logger *slog.Logger
 }
 
 // ReportLister is a Lister that itemizes a page of payouts with one report run (ReportType)
 // instead of listing each payout's balance transactions, a hundred a call: a payout of 250
-// lines costs three list calls, a page of ten such payouts a report's four or five calls. Its
+// lines costs three list calls, a page of ten such payouts a report's three calls (a run
+// created, retrieved once it has finished, its file downloaded; more while it runs). Its
 // Groups are the Lister's; for the page's automatic payouts that are paid and whose effective
 // time is within the report's data (before the report type's data_available_end), it runs one
 // report over their effective times, and Members serves each from the report's rows. A payout
@@ -252,8 +254,7 @@ func sums(po *stripe.Payout, lines []stripepolicy.ReportLine) bool {
 }
 
 // report runs the report over the payouts effective in [start, end) (of currency, if not
-// empty), waits for it, downloads its file and reads it: its lines by payout, their count, and
-// the run's id.
+// empty), waits for it, downloads its file and reads it: its lines by payout, and the run's id.
 func (r *ReportLister) report(ctx context.Context, start, end int64, currency string, asked map[string]bool) (map[string][]stripepolicy.ReportLine, string, error) {
 	form := url.Values{"report_type": {ReportType}, "parameters[interval_start]": {strconv.FormatInt(start, 10)},
 		"parameters[interval_end]": {strconv.FormatInt(end, 10)}, "parameters[columns][]": reportColumns}
