@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -183,6 +185,12 @@ func (r *ReportLister) itemize(ctx context.Context, page tieout.GroupPage, payou
 			r.logger.Warn("stripepayouts: a payout is listed one by one: the report has no line of it", "payout", po.ID, "run", run)
 			continue
 		}
+		if why := unlike(po, ls); why != "" {
+			// A line the tie-out would judge otherwise than the listed one (invalid, its source
+			// unread): a file no Stripe writes, never findings of its own.
+			r.logger.Warn("stripepayouts: a payout is listed one by one: a line of it in the report "+why, "payout", po.ID, "run", run)
+			continue
+		}
 		if !sums(po, ls) {
 			// A drift, or a report that holds only some of the payout's lines (its interval is
 			// by effective time, a detail a report could get otherwise): listing tells them
@@ -234,6 +242,36 @@ func (r *ReportLister) available(ctx context.Context, cover []*stripe.Payout) ([
 	return slices.DeleteFunc(slices.Clone(cover), func(po *stripe.Payout) bool {
 		return po.ArrivalDate <= start || po.ArrivalDate+1 >= end
 	}), nil
+}
+
+// unlike says why lines, payout po's in a report, would not be judged as its listed balance
+// transactions are; empty if they would. Listing gives every line in the payout's currency,
+// its net its amount less its fee, and the presentment amount of a charge's, a refund's or a
+// dispute's (its source, expanded); a report line without them makes the tie-out find it
+// invalid, or its source unread, where listing finds it right.
+func unlike(po *stripe.Payout, lines []stripepolicy.ReportLine) string {
+	for _, l := range lines {
+		switch {
+		case !strings.EqualFold(l.Currency, string(po.Currency)):
+			return fmt.Sprintf("is in %s, the payout in %s", l.Currency, po.Currency)
+		case l.Fee > 0 && l.Gross < math.MinInt64+l.Fee || l.Fee < 0 && l.Gross > math.MaxInt64+l.Fee || l.Gross-l.Fee != l.Net:
+			return "has a net that is not its gross less its fee"
+		case l.CustomerFacingCurrency == "" && presented(l.SourceID):
+			return "has no customer facing amount"
+		}
+	}
+	return ""
+}
+
+// presented reports whether a line whose source is id has a presentment amount: a charge's,
+// a refund's or a dispute's, as listing reads it from the expanded source.
+func presented(id string) bool {
+	for _, p := range []string{"ch_", "py_", "re_", "pyr_", "du_", "dp_"} {
+		if strings.HasPrefix(id, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // sums reports whether lines, payout po's in a report, sum to its amount (its own line, if the
