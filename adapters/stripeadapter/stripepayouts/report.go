@@ -76,6 +76,8 @@ type ReportLister struct {
 	dataStart int64                      // the report type's data_available_start, as last read
 	dataEnd   int64                      // its data_available_end, 0 before the first read
 	members   map[string][]tieout.Member // by payout: the last page's payouts the report covers
+	lastKey   string                     // the parameters of the last report run created, encoded
+	lastRun   string                     // its id: a step redone with the same page waits for it
 }
 
 var _ tieout.Lister = (*ReportLister)(nil)
@@ -299,12 +301,34 @@ func (r *ReportLister) report(ctx context.Context, start, end int64, currency st
 	if currency != "" {
 		form.Set("parameters[currency]", currency)
 	}
-	var run stripe.ReportingReportRun
-	if err := r.post(ctx, "create report run", "/v1/reporting/report_runs", form, &run); err != nil {
-		return nil, "", err
+	// A step redone after a rate limit or an outage asks for the same report: it waits for the
+	// run its last try created rather than have Stripe run the report again each time.
+	key := form.Encode()
+	r.mu.Lock()
+	last := r.lastRun
+	if r.lastKey != key {
+		last = ""
 	}
-	if !validID("frr_", run.ID) {
-		return nil, "", fmt.Errorf("stripepayouts: create report run: Stripe answered with %q, not a report run id", shorten(run.ID))
+	r.mu.Unlock()
+	var run stripe.ReportingReportRun
+	if last != "" {
+		if err := r.retrieve(ctx, last, &run); err != nil {
+			if fatal(err) {
+				return nil, last, err
+			}
+			run = stripe.ReportingReportRun{} // gone (a 404): another is created
+		}
+	}
+	if run.ID == "" {
+		if err := r.post(ctx, "create report run", "/v1/reporting/report_runs", form, &run); err != nil {
+			return nil, "", err
+		}
+		if !validID("frr_", run.ID) {
+			return nil, "", fmt.Errorf("stripepayouts: create report run: Stripe answered with %q, not a report run id", shorten(run.ID))
+		}
+		r.mu.Lock()
+		r.lastKey, r.lastRun = key, run.ID
+		r.mu.Unlock()
 	}
 	began := time.Now()
 	deadline := began.Add(r.opt.MaxWait)
@@ -326,14 +350,15 @@ func (r *ReportLister) report(ctx context.Context, start, end int64, currency st
 		case <-t.C:
 		}
 		wait = min(2*wait, maxReportPoll)
-		id := run.ID
-		if err := r.l.call(ctx, "retrieve report run "+id, "/v1/reporting/report_runs/"+id, nil, &run); err != nil {
-			return nil, id, err
+		if err := r.retrieve(ctx, run.ID, &run); err != nil {
+			return nil, run.ID, err
 		}
-		if run.ID != id {
-			return nil, id, fmt.Errorf("stripepayouts: retrieve report run %s: Stripe answered with another object "+
-				"(a proxy or cache in between?): %w", id, reconcile.ErrUnavailable)
-		}
+	}
+	if run.Status != stripe.ReportingReportRunStatusSucceeded {
+		// Another run may succeed: the page's next try creates one.
+		r.mu.Lock()
+		r.lastKey, r.lastRun = "", ""
+		r.mu.Unlock()
 	}
 	switch {
 	case run.Status == stripe.ReportingReportRunStatusFailed:
@@ -356,6 +381,18 @@ func (r *ReportLister) report(ctx context.Context, start, end int64, currency st
 		return nil, run.ID, fmt.Errorf("stripepayouts: report run %s: %v", run.ID, err)
 	}
 	return lines, run.ID, nil
+}
+
+// retrieve reads report run id into run, which must be that run.
+func (r *ReportLister) retrieve(ctx context.Context, id string, run *stripe.ReportingReportRun) error {
+	if err := r.l.call(ctx, "retrieve report run "+id, "/v1/reporting/report_runs/"+id, nil, run); err != nil {
+		return err
+	}
+	if run.ID != id {
+		return fmt.Errorf("stripepayouts: retrieve report run %s: Stripe answered with another object "+
+			"(a proxy or cache in between?): %w", id, reconcile.ErrUnavailable)
+	}
+	return nil
 }
 
 // minTime is the earlier of a and b.
