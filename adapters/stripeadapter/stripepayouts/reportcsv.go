@@ -15,6 +15,7 @@ import (
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
+	"github.com/reconcilekit/reconcile/internal/shared/redact"
 )
 
 // reportColumns are the columns a report run asks for (parameters[columns][]), and those its
@@ -32,9 +33,9 @@ const reportTimeLayout = "2006-01-02 15:04:05"
 // parseReport reads an itemized payout reconciliation report: its lines by payout, in the
 // file's order. Every row must be a line of a payout in asked (those the page holds): a row
 // of another payout, a duplicate balance transaction, a header without one of reportColumns, a
-// cell that is not printable UTF-8 or is longer than maxCell, or a value that does not read
-// is an error naming the row, never a line dropped. The file is Stripe's answer, read as
-// hostile.
+// cell that is not printable UTF-8, is longer than maxCell or holds what looks like an API key,
+// or a value that does not read is an error naming the row, never a line dropped. The file is
+// Stripe's answer, read as hostile.
 func parseReport(b []byte, asked map[string]bool) (map[string][]stripepolicy.ReportLine, error) {
 	b = bytes.TrimPrefix(b, []byte("\ufeff"))
 	if !utf8.Valid(b) {
@@ -98,6 +99,10 @@ func reportLine(rec []string, col map[string]int) (stripepolicy.ReportLine, erro
 			return stripepolicy.ReportLine{}, fmt.Errorf("cell %d is %d bytes long, more than a report's cell holds", i+1, len(c))
 		} else if !printable(c) {
 			return stripepolicy.ReportLine{}, fmt.Errorf("cell %d holds a control character", i+1)
+		} else if redact.Keys(c) != c {
+			// An id's shape admits a key (sk_live_ and letters and digits): a server or proxy
+			// echoing it would have it stored in a finding.
+			return stripepolicy.ReportLine{}, fmt.Errorf("cell %d holds what looks like an API key", i+1)
 		}
 	}
 	get := func(c string) string { return rec[col[c]] }
