@@ -47,3 +47,23 @@ func TestAReportEchoingTheKeyStoresItNowhere(t *testing.T) {
 		})
 	}
 }
+
+// Listing, too, stores no key a list answer echoes as a line's source.
+func TestAListingEchoingTheKeyStoresItNowhere(t *testing.T) {
+	w := newWorld(t)
+	key := w.srv.Key()
+	w.srv.AddBalanceTransaction(stripetest.BalanceTransaction{Type: "mystery_credit", Amount: 100, Source: key, Payout: w.p1})
+	s := memstore.New[string, string](memstore.Options{Now: w.clk.now})
+	ledger := &ledgerRef{}
+	ledger.set(w.memLedger())
+	pass(t, step(t, "list", newLister(t, w.srv, stripepayouts.Config{PerPage: 2}), ledger, s), 10)
+	fs, err := s.ListFindings(context.Background(), reconcile.FindingQuery{Job: job, Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fs {
+		if text := fmt.Sprintf("%+v", f); strings.Contains(text, key) {
+			t.Errorf("a finding holds the key: %s", text)
+		}
+	}
+}
