@@ -350,8 +350,9 @@ func (r *ReportLister) report(ctx context.Context, start, end int64, currency st
 		case <-t.C:
 		}
 		wait = min(2*wait, maxReportPoll)
-		if err := r.retrieve(ctx, run.ID, &run); err != nil {
-			return nil, run.ID, err
+		id := run.ID
+		if err := r.retrieve(ctx, id, &run); err != nil {
+			return nil, id, err
 		}
 	}
 	if run.Status != stripe.ReportingReportRunStatusSucceeded {
