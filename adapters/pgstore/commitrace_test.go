@@ -22,16 +22,17 @@ import (
 // verified judgment; no row changed since its read is judged.
 
 // raceSetup is n paid rows (ids 1..n, external ids pi_<id>) with a paid_locally_not_externally
-// finding open each, from a cycle of job "sweep" whose gateway said canceled; the gateway
-// returned says succeeded for every row (in sync).
+// finding open each, from a cycle of the job returned (named for the test: record locks are
+// the database's, and other tests' commits of job "sweep" must not take turns with these)
+// whose gateway said canceled; the gateway returned says succeeded for every row (in sync).
 func raceSetup(t *testing.T, n int) (*pgxpool.Pool, *pgstore.Store[string], reconcile.Config[string, string], *reconciletest.Gateway) {
 	t.Helper()
 	pool, s := newStore(t, pgstore.Config{})
 	insertPayments(t, pool, ids(1, int64(n))...)
 	gw := reconciletest.NewGateway(states(n, "canceled"))
-	jc := reconcile.Config[string, string]{Job: "sweep", Source: s, Sink: s, Gateway: gw, Classifier: reconciletest.Classifier(), BatchSize: 7}
+	jc := reconcile.Config[string, string]{Job: raceJob(t), Source: s, Sink: s, Gateway: gw, Classifier: reconciletest.Classifier(), BatchSize: 7}
 	reconciletest.Cycle(t, jc, n+2)
-	if open := openFindings(t, s); len(open) != n {
+	if open := openFindings(t, s, jc.Job); len(open) != n {
 		t.Fatalf("%d findings open after the first cycle; want %d", len(open), n)
 	}
 	for i := 1; i <= n; i++ {
@@ -40,11 +41,14 @@ func raceSetup(t *testing.T, n int) (*pgxpool.Pool, *pgstore.Store[string], reco
 	return pool, s, jc, gw
 }
 
-// openFindings returns job sweep's open findings by record id.
-func openFindings(t *testing.T, s *pgstore.Store[string]) map[string]reconcile.Finding {
+// raceJob is the job of t: its name.
+func raceJob(t *testing.T) string { return "race " + t.Name() }
+
+// openFindings returns job's open findings by record id.
+func openFindings(t *testing.T, s *pgstore.Store[string], job string) map[string]reconcile.Finding {
 	t.Helper()
 	open := map[string]reconcile.Finding{}
-	for _, f := range reconciletest.Findings(t, s, "sweep") {
+	for _, f := range reconciletest.Findings(t, s, job) {
 		if f.Open() {
 			if _, dup := open[f.RecordID]; dup {
 				t.Fatalf("record %s has two open findings", f.RecordID)
@@ -55,14 +59,14 @@ func openFindings(t *testing.T, s *pgstore.Store[string]) map[string]reconcile.F
 	return open
 }
 
-// resolvedOnce fails unless every finding of job sweep that is resolved has exactly one
-// 'resolved' event in its history, and every open one none since it was last reopened.
-func resolvedOnce(t *testing.T, pool *pgxpool.Pool) {
+// resolvedOnce fails unless every finding of job that is resolved has exactly one 'resolved'
+// event in its history, and every open one none since it was last reopened.
+func resolvedOnce(t *testing.T, pool *pgxpool.Pool, job string) {
 	t.Helper()
 	rows, err := pool.Query(context.Background(), `SELECT f.id, f.resolved_at IS NOT NULL,
 			count(*) FILTER (WHERE e.action = 'resolved'), count(*) FILTER (WHERE e.action = 'reopened')
 		FROM reconcile_findings AS f LEFT JOIN reconcile_finding_events AS e ON e.finding_id = f.id
-		WHERE f.job = 'sweep' GROUP BY f.id ORDER BY f.id`)
+		WHERE f.job = $1 GROUP BY f.id ORDER BY f.id`, job)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +120,7 @@ func TestACommitLeavesAFindingAPersonIsResolvingToThePerson(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			pool, s, jc, _ := raceSetup(t, 5)
-			held := openFindings(t, s)["3"]
+			held := openFindings(t, s, jc.Job)["3"]
 			tx, err := pool.Begin(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -131,7 +135,7 @@ func TestACommitLeavesAFindingAPersonIsResolvingToThePerson(t *testing.T) {
 				t.Fatal(err)
 			}
 			runCycle(t, jc)
-			open := openFindings(t, s)
+			open := openFindings(t, s, jc.Job)
 			if len(open) != 1 || open["3"].ID != held.ID {
 				t.Fatalf("open findings %v after the cycle; want only the one the person holds (%d)", open, held.ID)
 			}
@@ -144,7 +148,7 @@ func TestACommitLeavesAFindingAPersonIsResolvingToThePerson(t *testing.T) {
 				t.Fatal(err)
 			}
 			runCycle(t, jc)
-			if open := openFindings(t, s); len(open) != 0 {
+			if open := openFindings(t, s, jc.Job); len(open) != 0 {
 				t.Fatalf("open findings %v after the next cycle; want none", open)
 			}
 			f, err := s.Finding(ctx, held.ID)
@@ -155,7 +159,7 @@ func TestACommitLeavesAFindingAPersonIsResolvingToThePerson(t *testing.T) {
 			if f.ResolvedBy != want {
 				t.Errorf("finding resolved by %q (%s); want %q", f.ResolvedBy, f.Resolution, want)
 			}
-			resolvedOnce(t, pool)
+			resolvedOnce(t, pool, jc.Job)
 		})
 	}
 }
@@ -171,14 +175,14 @@ func TestACommitWaitingOnARepairFindsItsRowChanged(t *testing.T) {
 	laneExec(t, pool, `INSERT INTO payments (id, external_id, status, updated_at) VALUES (1, 'pi_1', 'pending', now() - interval '1 hour'),
 		(2, 'pi_2', 'paid', now() - interval '1 hour')`)
 	gw := reconciletest.NewGateway(states(2, "succeeded"))
-	jc := reconcile.Config[string, string]{Job: "sweep", Source: s, Sink: s, Gateway: gw, Classifier: reconciletest.Classifier(), BatchSize: 10}
+	jc := reconcile.Config[string, string]{Job: raceJob(t), Source: s, Sink: s, Gateway: gw, Classifier: reconciletest.Classifier(), BatchSize: 10}
 	runCycle(t, jc)
-	f := openFindings(t, s)["1"]
+	f := openFindings(t, s, jc.Job)["1"]
 	if f.Kind != "missed_success" {
 		t.Fatalf("finding %+v; want row 1's missed success", f)
 	}
 	var verified time.Time
-	if err := pool.QueryRow(ctx, `SELECT verified_at FROM reconcile_observations WHERE record_id = '1'`).Scan(&verified); err != nil {
+	if err := pool.QueryRow(ctx, `SELECT verified_at FROM reconcile_observations WHERE job = $1 AND record_id = '1'`, jc.Job).Scan(&verified); err != nil {
 		t.Fatal(err)
 	}
 	// The delivery takes the record's lock, the writer changes the row and resolves the finding.
@@ -223,18 +227,18 @@ func TestACommitWaitingOnARepairFindsItsRowChanged(t *testing.T) {
 	if changed := <-done; changed != 1 {
 		t.Errorf("%d rows counted changed; want row 1", changed)
 	}
-	fs := reconciletest.Findings(t, s, "sweep")
+	fs := reconciletest.Findings(t, s, jc.Job)
 	if len(fs) != 1 || fs[0].Open() || fs[0].Resolution != reconcile.ResolutionRepaired {
 		t.Errorf("findings %+v; want the one, repaired", fs)
 	}
-	if c := commands(t, pool, "sweep"); len(c) != 1 {
+	if c := commands(t, pool, jc.Job); len(c) != 1 {
 		t.Errorf("%d commands; want the first one only", len(c))
 	}
 	var again time.Time
-	if err := pool.QueryRow(ctx, `SELECT verified_at FROM reconcile_observations WHERE record_id = '1'`).Scan(&again); err != nil || !again.Equal(verified) {
+	if err := pool.QueryRow(ctx, `SELECT verified_at FROM reconcile_observations WHERE job = $1 AND record_id = '1'`, jc.Job).Scan(&again); err != nil || !again.Equal(verified) {
 		t.Errorf("row 1 verified at %v (%v); want still %v: it changed since its read", again, err, verified)
 	}
-	resolvedOnce(t, pool)
+	resolvedOnce(t, pool, jc.Job)
 }
 
 // runCycleErr runs a cycle of jc and returns the rows counted changed, -1 on an error.
@@ -282,7 +286,7 @@ func TestACommitClosesTheFindingsWhereverARewriteMovedThem(t *testing.T) {
 	pool, s, jc, gw := raceSetup(t, 20)
 	// Another job's findings of the same rows, interleaved with the sweep's, which stay open.
 	other := jc
-	other.Job, other.Gateway = "other", reconciletest.NewGateway(states(20, "canceled"))
+	other.Job, other.Gateway = jc.Job+" other", reconciletest.NewGateway(states(20, "canceled"))
 	reconciletest.Cycle(t, other, 22)
 	rewrite := func() {
 		for _, q := range []string{
@@ -302,14 +306,14 @@ func TestACommitClosesTheFindingsWhereverARewriteMovedThem(t *testing.T) {
 	if changed := runCycle(t, jc); changed != 0 {
 		t.Fatalf("%d rows counted changed; want none", changed)
 	}
-	if open := openFindings(t, s); len(open) != 0 {
+	if open := openFindings(t, s, jc.Job); len(open) != 0 {
 		t.Fatalf("%d of the sweep's findings still open; want none", len(open))
 	}
 	var otherOpen int
-	if err := pool.QueryRow(ctx, `SELECT count(*) FROM reconcile_findings WHERE job = 'other' AND resolved_at IS NULL`).Scan(&otherOpen); err != nil || otherOpen != 20 {
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM reconcile_findings WHERE job = $1 AND resolved_at IS NULL`, other.Job).Scan(&otherOpen); err != nil || otherOpen != 20 {
 		t.Fatalf("%d of the other job's findings open (%v); want its 20", otherOpen, err)
 	}
-	resolvedOnce(t, pool)
+	resolvedOnce(t, pool, jc.Job)
 }
 
 // A sweep, a lane step judging the same rows from a feed, and a person resolving findings at
@@ -334,12 +338,12 @@ func TestSweepLaneAndPersonRacingOverTheSameFindings(t *testing.T) {
 		for i := 1; i <= n; i++ {
 			gw.Set(fmt.Sprintf("pi_%d", i), state)
 		}
-		lane, err := reconcile.NewLane(reconcile.LaneConfig[string, string]{Job: "sweep", Lane: "reverse",
+		lane, err := reconcile.NewLane(reconcile.LaneConfig[string, string]{Job: jc.Job, Lane: "reverse",
 			Feed: laneScript{"": {Objects: objs(state), Next: "", End: true}}, Matcher: s, Sink: s, Classifier: reconciletest.Classifier()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		open := openFindings(t, s)
+		open := openFindings(t, s, jc.Job)
 		var wg sync.WaitGroup
 		errs := make(chan error, 3)
 		wg.Add(3)
@@ -372,16 +376,16 @@ func TestSweepLaneAndPersonRacingOverTheSameFindings(t *testing.T) {
 		for err := range errs {
 			t.Fatalf("round %d: %v", round, err)
 		}
-		openFindings(t, s) // fails on two open findings of a record
-		resolvedOnce(t, pool)
+		openFindings(t, s, jc.Job) // fails on two open findings of a record
+		resolvedOnce(t, pool, jc.Job)
 	}
 	// The rows in sync again: one more sweep leaves nothing open.
 	for i := 1; i <= n; i++ {
 		gw.Set(fmt.Sprintf("pi_%d", i), "succeeded")
 	}
 	runCycle(t, jc)
-	if open := openFindings(t, s); len(open) != 0 {
+	if open := openFindings(t, s, jc.Job); len(open) != 0 {
 		t.Fatalf("%d findings open after a last cycle in sync; want none", len(open))
 	}
-	resolvedOnce(t, pool)
+	resolvedOnce(t, pool, jc.Job)
 }

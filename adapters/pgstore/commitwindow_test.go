@@ -21,7 +21,7 @@ func TestAFindingChangedWhileTheFindingsStatementRunsIsStillClosed(t *testing.T)
 	runCycle(t, jc) // both rows in sync: both findings cleared
 	gw.Set("pi_2", "canceled")
 	runCycle(t, jc)
-	f2 := openFindings(t, s)["2"]
+	f2 := openFindings(t, s, jc.Job)["2"]
 	if f2.ID == 0 {
 		t.Fatal("no finding of row 2 open")
 	}
@@ -34,7 +34,7 @@ func TestAFindingChangedWhileTheFindingsStatementRunsIsStillClosed(t *testing.T)
 	}
 	defer blocker.Rollback(ctx) //nolint:errcheck // rolled back below
 	if _, err := blocker.Exec(ctx, `INSERT INTO reconcile_findings (job, record_id, kind, local_state)
-		VALUES ('sweep', '1', 'paid_locally_not_externally', 'paid')`); err != nil {
+		VALUES ($1, '1', 'paid_locally_not_externally', 'paid')`, jc.Job); err != nil {
 		t.Fatal(err)
 	}
 	var pid uint32
@@ -53,10 +53,16 @@ func TestAFindingChangedWhileTheFindingsStatementRunsIsStillClosed(t *testing.T)
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	if err := s.ResolveFinding(ctx, f2.ID, reconcile.Resolution{As: reconcile.ResolutionFixed, By: "alice"}); err != nil {
-		t.Fatal(err)
+	// Bounded: were the finding locked already, the person would wait on the commit, which
+	// waits on the blocker, which waits on the test.
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := s.ResolveFinding(rctx, f2.ID, reconcile.Resolution{As: reconcile.ResolutionFixed, By: "alice"}); err != nil {
+		blocker.Rollback(ctx) //nolint:errcheck // the test fails either way
+		<-done
+		t.Fatalf("the person's resolution: %v; the commit held the finding before it waited", err)
 	}
-	if err := s.ReopenFinding(ctx, f2.ID, "alice", "not fixed after all"); err != nil {
+	if err := s.ReopenFinding(rctx, f2.ID, "alice", "not fixed after all"); err != nil {
 		t.Fatal(err)
 	}
 	if err := blocker.Rollback(ctx); err != nil {
@@ -72,8 +78,8 @@ func TestAFindingChangedWhileTheFindingsStatementRunsIsStillClosed(t *testing.T)
 	if got.Open() || got.Resolution != reconcile.ResolutionCleared || got.ResolvedBy != reconcile.ResolvedByReconciler {
 		t.Errorf("row 2's finding after the cycle: open %v, %q by %q; want cleared by the reconciler", got.Open(), got.Resolution, got.ResolvedBy)
 	}
-	if open := openFindings(t, s); len(open) != 1 || open["1"].ID == 0 {
+	if open := openFindings(t, s, jc.Job); len(open) != 1 || open["1"].ID == 0 {
 		t.Errorf("open findings %v; want row 1's only", open)
 	}
-	resolvedOnce(t, pool)
+	resolvedOnce(t, pool, jc.Job)
 }
