@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/reconcilekit/reconcile v0.0.0-20261205215740-e0e14440c272
+	github.com/reconcilekit/reconcile v0.0.0-20261206001610-2af3af8bcfa4
 )
 
 require (

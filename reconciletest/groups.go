@@ -41,6 +41,7 @@ var groupTests = []struct {
 	{"group records are listed newest first by keyset, filtered by job, account, status and state, and counted", testGroupsList},
 	{"hostile group values made storable are kept, and the other groups of the commit with them", testGroupsHostile},
 	{"groups committed from several lanes at once are counted without going back and paged each once", testGroupsConcurrent},
+	{"group records read on a cancelled context fail with the context's error", testGroupsCancelled},
 }
 
 // tiedGroup is a tied-out record of group id: findings of which unmatched about lines.

@@ -2,17 +2,17 @@ module github.com/reconcilekit/reconcile/tools
 
 go 1.26.0
 
-require github.com/reconcilekit/reconcile v0.0.0-20261205215740-e0e14440c272
+require github.com/reconcilekit/reconcile v0.0.0-20261206001610-2af3af8bcfa4
 
-require github.com/reconcilekit/reconcile/adapters/stripeadapter v0.0.0-20261205215740-e0e14440c272
+require github.com/reconcilekit/reconcile/adapters/stripeadapter v0.0.0-20261206001610-2af3af8bcfa4
 
 require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/common v0.72.0
-	github.com/reconcilekit/reconcile/adapters/prommetrics v0.0.0-20261205215740-e0e14440c272
-	github.com/reconcilekit/reconcile/adapters/riverdelivery v0.0.0-20261205215740-e0e14440c272
-	github.com/reconcilekit/reconcile/console v0.0.0-20261205215740-e0e14440c272
+	github.com/reconcilekit/reconcile/adapters/prommetrics v0.0.0-20261206001610-2af3af8bcfa4
+	github.com/reconcilekit/reconcile/adapters/riverdelivery v0.0.0-20261206001610-2af3af8bcfa4
+	github.com/reconcilekit/reconcile/console v0.0.0-20261206001610-2af3af8bcfa4
 	github.com/riverqueue/river v0.51.2
 	github.com/riverqueue/river/riverdriver/riverpgxv5 v0.51.2
 	github.com/stripe/stripe-go/v82 v82.5.1

@@ -57,6 +57,9 @@ func (s *Store[K, L]) CommitGroups(ctx context.Context, c reconcile.LaneCommit, 
 
 // ListGroups returns a page of the group records q selects, newest first.
 func (s *Store[K, L]) ListGroups(ctx context.Context, q reconcile.GroupQuery) ([]reconcile.GroupRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	q, err := q.Normalize()
 	if err != nil {
 		return nil, fmt.Errorf("memstore: list groups: %w", err)
@@ -76,6 +79,9 @@ func (s *Store[K, L]) ListGroups(ctx context.Context, q reconcile.GroupQuery) ([
 
 // Group returns the group record numbered seq.
 func (s *Store[K, L]) Group(ctx context.Context, seq int64) (reconcile.GroupRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return reconcile.GroupRecord{}, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if seq < 1 || seq > int64(len(s.groups)) {
@@ -88,6 +94,9 @@ func (s *Store[K, L]) Group(ctx context.Context, seq int64) (reconcile.GroupReco
 
 // CountGroups counts the group records q selects, by state.
 func (s *Store[K, L]) CountGroups(ctx context.Context, q reconcile.GroupQuery) (reconcile.GroupCounts, error) {
+	if err := ctx.Err(); err != nil {
+		return reconcile.GroupCounts{}, err
+	}
 	var n reconcile.GroupCounts
 	q.State = ""
 	s.mu.Lock()

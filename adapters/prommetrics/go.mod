@@ -7,7 +7,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.72.0
-	github.com/reconcilekit/reconcile v0.0.0-20261205215740-e0e14440c272
+	github.com/reconcilekit/reconcile v0.0.0-20261206001610-2af3af8bcfa4
 	golang.org/x/time v0.16.0
 )
 

@@ -4,8 +4,8 @@ go 1.26.0
 
 require (
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/reconcilekit/reconcile v0.0.0-20261205215740-e0e14440c272
-	github.com/reconcilekit/reconcile/adapters/stripeadapter v0.0.0-20261205215740-e0e14440c272
+	github.com/reconcilekit/reconcile v0.0.0-20261206001610-2af3af8bcfa4
+	github.com/reconcilekit/reconcile/adapters/stripeadapter v0.0.0-20261206001610-2af3af8bcfa4
 	github.com/stripe/stripe-go/v82 v82.5.1
 	golang.org/x/time v0.16.0
 )

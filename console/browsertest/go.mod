@@ -2,13 +2,13 @@ module github.com/reconcilekit/reconcile/console/browsertest
 
 go 1.26.0
 
-require github.com/reconcilekit/reconcile v0.0.0-20261205215740-e0e14440c272
+require github.com/reconcilekit/reconcile v0.0.0-20261206001610-2af3af8bcfa4
 
 require (
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/reconcilekit/reconcile/console v0.0.0-20261205215740-e0e14440c272
+	github.com/reconcilekit/reconcile/console v0.0.0-20261206001610-2af3af8bcfa4
 )
 
 require (

@@ -20,7 +20,9 @@
 //     whose money back is not (unbooked_dispute, twice); a line of a type Stripe added later
 //     (unknown_line_type); a payment booked as settled that never reached Stripe
 //     (never_paid_out). Payout p1 carries them all and is paid.
-//   - The events lane anchors at Stripe's newest event; the sweep ties p1 out.
+//   - The events lane anchors at Stripe's newest event; the sweep ties p1 out, its lines read
+//     from one report run (the payouts tied out later are listed: failed, or too recent for the
+//     report's data, or the events lane's).
 //   - p1 fails after paid (payout_failed); p2 carries its money back, not booked
 //     (unbooked_payout_failure), and a line added after it was made (payout_sum_mismatch); p3 is
 //     manual (payout_not_itemizable); p4 is pending. The events lane judges p1 again and ties p2

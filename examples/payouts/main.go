@@ -20,6 +20,7 @@ import (
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 	"github.com/reconcilekit/reconcile/internal/shared/pgenv"
 	"github.com/reconcilekit/reconcile/tieout"
 )
@@ -128,6 +129,11 @@ func run(ctx context.Context, out io.Writer, opts options) error {
 		return err
 	}
 
+	// The sweep's pages of paid payouts were itemized by report runs; what no report covered
+	// (p1 once it failed, the events lane's payouts) was listed, a hundred lines a call.
+	fmt.Fprintf(out, "\nReport runs: %d (%d calls with the report type's and the files').\n", w.srv.Requests(stripetest.CreateReportRun),
+		w.srv.Requests(stripetest.RetrieveReportType)+w.srv.Requests(stripetest.CreateReportRun)+w.srv.Requests(stripetest.RetrieveReportRun)+
+			w.srv.Requests(stripetest.DownloadFile))
 	if err := printPayouts(ctx, out, store); err != nil {
 		return err
 	}

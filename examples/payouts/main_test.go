@@ -21,7 +21,7 @@ func TestRunFindsEachPlantedFindingOnce(t *testing.T) {
 	got := out.String()
 	for _, want := range []string{
 		"Check: each of the 14 planted findings was found exactly once, and nothing else.",
-		"failed  paid USD 421.26", "lines not itemizable", "held",
+		"failed  paid USD 421.26", "lines not itemizable", "held", "Report runs: 1 (",
 		tieout.KindUnbookedPayment, tieout.KindUnbookedRefund, tieout.KindUnbookedDispute + " (2)",
 		tieout.KindUnbookedRefundFailure, tieout.KindUnbookedPaymentFailureRefund, tieout.KindUnbookedPayoutFailure,
 		tieout.KindAmountDiffers + " (2)", "amount USD 30.00 -> USD 33.00", tieout.KindUnknownType, tieout.KindSumMismatch,

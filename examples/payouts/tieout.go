@@ -21,7 +21,9 @@ type steps struct {
 	unpaid        *tieout.UnpaidStep
 }
 
-// newSteps builds them: the sweep walks the payouts oldest first; the events lane ties out a
+// newSteps builds them: the sweep walks the payouts oldest first, itemizing each page of paid
+// payouts with one Stripe report run (a few calls however many lines; a payout the report does
+// not cover yet is listed, a hundred lines a call); the events lane ties out a
 // payout within a minute or two of its payout.* events, and judges again a paid payout that
 // failed; the unpaid walk reads the host's ledger for settled money no payout carried. store
 // (pgstore) records their findings, positions and the payouts tied out, each step in one
@@ -35,12 +37,18 @@ func newSteps(cfg stripeadapter.GatewayConfig, ledger tieout.Ledger, store *pgst
 	if err != nil {
 		return steps{}, err
 	}
+	// Stripe takes seconds to minutes to run a report (polled from every 2s by default, for at
+	// most 2 minutes); the fake runs it at once.
+	byReport, err := lister.WithReports(stripepayouts.ReportOptions{PollInterval: 50 * time.Millisecond})
+	if err != nil {
+		return steps{}, err
+	}
 	events, err := lister.EventsLister(stripeadapter.EventsOptions{Now: now})
 	if err != nil {
 		return steps{}, err
 	}
 	var s steps
-	if s.sweep, err = tieout.NewStep(tieout.StepConfig{Job: job, Lane: "sweep", Lister: lister, Ledger: ledger, Sink: store, Policy: policy}); err != nil {
+	if s.sweep, err = tieout.NewStep(tieout.StepConfig{Job: job, Lane: "sweep", Lister: byReport, Ledger: ledger, Sink: store, Policy: policy}); err != nil {
 		return steps{}, err
 	}
 	if s.events, err = tieout.NewStep(tieout.StepConfig{Job: job, Lane: "events", Lister: events, Ledger: ledger, Sink: store, Policy: policy}); err != nil {

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -25,7 +27,10 @@ import (
 // payoutsOptions are the payouts subcommand's flags.
 type payoutsOptions struct {
 	Payouts, Transactions, PlantEvery int
-	Progress                          io.Writer
+	// Itemize is how each payout's lines are read: "report" (a report run per page of payouts,
+	// stripepayouts.ReportLister) or "list" (each payout's balance transactions listed).
+	Itemize  string
+	Progress io.Writer
 }
 
 // payoutsResult is the payouts subcommand's JSON line.
@@ -36,11 +41,15 @@ type payoutsResult struct {
 	CallsPerTransaction  float64 `json:"calls_per_transaction"`
 	PayoutListCalls      int     `json:"payout_list_calls"`
 	TransactionListCalls int     `json:"transaction_list_calls"`
-	Planted              int     `json:"planted"`
-	Found                int     `json:"found"`
-	FalsePositives       int     `json:"false_positives"`
-	Duplicates           int     `json:"duplicates"`
-	Seconds              float64 `json:"seconds"`
+	// ReportCalls are the report runs' calls: the report type read, the runs created and
+	// polled, their files downloaded.
+	ReportCalls    int     `json:"report_calls"`
+	Itemize        string  `json:"itemize"`
+	Planted        int     `json:"planted"`
+	Found          int     `json:"found"`
+	FalsePositives int     `json:"false_positives"`
+	Duplicates     int     `json:"duplicates"`
+	Seconds        float64 `json:"seconds"`
 }
 
 func payoutsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -49,6 +58,8 @@ func payoutsCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.IntVar(&o.Payouts, "payouts", 200, "automatic payouts (one in each 11 planted ones is manual)")
 	fs.IntVar(&o.Transactions, "transactions", 50000, "balance transactions in the payouts, their own payout lines included")
 	fs.IntVar(&o.PlantEvery, "plant-every", 2, "plant one drift in every n-th payout (0: none)")
+	fs.StringVar(&o.Itemize, "itemize", "report", "how payouts are itemized: report (one report run per page of payouts, polled every 10ms) "+
+		"or list (each payout's balance transactions, a hundred a call)")
 	schema := fs.String("schema", "bench_payouts", "schema to drop, recreate and work in")
 	if err := parseFlags(fs, args, stderr,
 		"usage: go run ./tools/bench payouts [flags]",
@@ -64,6 +75,8 @@ func payoutsCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		return errors.New("bench: payouts: -payouts must be positive, -plant-every not negative")
 	case o.Transactions < 3*o.Payouts:
 		return errors.New("bench: payouts: -transactions must be at least 3 per payout")
+	case o.Itemize != "report" && o.Itemize != "list":
+		return fmt.Errorf("bench: payouts: -itemize %q is not report or list", o.Itemize)
 	}
 	pool, drop, err := benchSchema(ctx, *schema, stderr)
 	if err != nil {
@@ -122,7 +135,7 @@ func (w *payoutWorld) plant(kind, id string) { w.planted[[2]string{kind, id}] = 
 // every PlantEvery-th one, a drift; books them; then ties every payout out once (the sweep)
 // and walks the ledger for records never paid out, counting the lister's requests.
 func runPayouts(ctx context.Context, pool *pgxpool.Pool, schema string, o payoutsOptions) (payoutsResult, error) {
-	res := payoutsResult{Payouts: o.Payouts}
+	res := payoutsResult{Payouts: o.Payouts, Itemize: cmp.Or(o.Itemize, "report")}
 	w := &payoutWorld{now: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), planted: map[[2]string]bool{}, plantPI: map[string]string{}}
 	w.srv = stripetest.NewServer(stripetest.Options{Now: w.clock})
 	defer w.srv.Close()
@@ -285,9 +298,17 @@ func runPayouts(ctx context.Context, pool *pgxpool.Pool, schema string, o payout
 	if err != nil {
 		return res, err
 	}
-	lister, err := stripepayouts.New(gw, stripepayouts.Config{})
+	byList, err := stripepayouts.New(gw, stripepayouts.Config{})
 	if err != nil {
 		return res, err
+	}
+	var lister tieout.Lister = byList
+	if res.Itemize == "report" {
+		// Polled every 10ms: the fake finishes a run at its first retrieve, and the calls are
+		// what is measured; Stripe's runs take seconds to minutes (the default polls every 2s).
+		if lister, err = byList.WithReports(stripepayouts.ReportOptions{PollInterval: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(o.Progress, nil))}); err != nil {
+			return res, err
+		}
 	}
 	policy := tieout.Policy{Books: append(slices.Clone(tieout.DefaultBooks), tieout.KindGroup)}
 	sweep, err := tieout.NewStep(tieout.StepConfig{Job: "payouts", Lane: "sweep", Lister: lister, Ledger: ledger, Sink: store, Policy: policy})
@@ -320,6 +341,8 @@ func runPayouts(ctx context.Context, pool *pgxpool.Pool, schema string, o payout
 			res.PayoutListCalls++
 		case stripetest.ListBalanceTransactions:
 			res.TransactionListCalls++
+		case stripetest.RetrieveReportType, stripetest.CreateReportRun, stripetest.RetrieveReportRun, stripetest.DownloadFile:
+			res.ReportCalls++
 		}
 	}
 	if res.BalanceTransactions, err = listedLines(w.srv, payouts); err != nil {

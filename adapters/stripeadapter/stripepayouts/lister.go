@@ -140,9 +140,16 @@ func (l *Lister) parsePosition(pos string) (position, error) {
 // a payout the page is the one just newer (ending_before, one call); without one, the list
 // since Since is read whole (at most MaxStartPages calls), once per walk.
 func (l *Lister) Groups(ctx context.Context, pos string) (tieout.GroupPage, error) {
+	page, _, err := l.groups(ctx, pos)
+	return page, err
+}
+
+// groups is Groups, returning also the payout of each of the page's Groups (payouts[i] is
+// Groups[i]'s), for what a tieout.Group does not carry.
+func (l *Lister) groups(ctx context.Context, pos string) (page tieout.GroupPage, payouts []*stripe.Payout, err error) {
 	p, err := l.parsePosition(pos)
 	if err != nil {
-		return tieout.GroupPage{}, err
+		return tieout.GroupPage{}, nil, err
 	}
 	var oldestFirst []*stripe.Payout
 	var more bool
@@ -166,12 +173,12 @@ func (l *Lister) Groups(ctx context.Context, pos string) (tieout.GroupPage, erro
 		oldestFirst, more, err = l.since(ctx, p.Created)
 	}
 	if err != nil {
-		return tieout.GroupPage{}, err
+		return tieout.GroupPage{}, nil, err
 	}
-	page := tieout.GroupPage{Next: p.String()}
+	page = tieout.GroupPage{Next: p.String()}
 	for i, po := range oldestFirst {
 		if len(page.Groups) == l.cfg.PerPage {
-			return page, nil
+			return page, payouts, nil
 		}
 		if !ready(po) {
 			// The walk waits here. This payout and those listed after it are seen but not
@@ -185,9 +192,10 @@ func (l *Lister) Groups(ctx context.Context, pos string) (tieout.GroupPage, erro
 				// after it (two calls), not for every payout since Since again.
 				page.Next = position{At: po.ID, Created: po.Created}.String()
 			}
-			return page, nil
+			return page, payouts, nil
 		}
 		page.Groups = append(page.Groups, stripepolicy.PayoutGroup(po, l.c.Account()))
+		payouts = append(payouts, po)
 		page.Next = position{After: po.ID, Created: po.Created}.String()
 		page.Positions = append(page.Positions, page.Next)
 		if i == len(oldestFirst)-1 {
@@ -197,7 +205,7 @@ func (l *Lister) Groups(ctx context.Context, pos string) (tieout.GroupPage, erro
 	if len(oldestFirst) == 0 {
 		page.End = true
 	}
-	return page, nil
+	return page, payouts, nil
 }
 
 // ready reports whether payout p's balance transactions are final, so that a tie-out of them
@@ -321,13 +329,18 @@ func (l *Lister) call(ctx context.Context, op, path string, q url.Values, out an
 		return err
 	}
 	err := l.c.Get(ctx, op, path, q, out)
+	l.throttle(err)
+	return err
+}
+
+// throttle tells the limiter of a rate limit, if err is one and the limiter listens.
+func (l *Lister) throttle(err error) {
 	var rl *reconcile.RateLimitError
 	if errors.As(err, &rl) {
 		if t, ok := l.cfg.Limiter.(reconcile.Throttler); ok {
 			t.Throttle(rl.RetryAfter)
 		}
 	}
-	return err
 }
 
 // wait waits for the limiter. A limiter that cannot grant a call in time is a rate limit: the

@@ -76,8 +76,11 @@ func (l *Lister) Members(ctx context.Context, g tieout.Group, after string) (tie
 
 // validTxnID reports whether id has the shape of a balance transaction id: "txn_" and letters
 // and digits, at most 255 bytes.
-func validTxnID(id string) bool {
-	rest, ok := strings.CutPrefix(id, "txn_")
+func validTxnID(id string) bool { return validID("txn_", id) }
+
+// validID reports whether id is prefix followed by letters and digits, at most 255 bytes.
+func validID(prefix, id string) bool {
+	rest, ok := strings.CutPrefix(id, prefix)
 	if !ok || rest == "" || len(id) > 255 {
 		return false
 	}

@@ -1,7 +1,12 @@
 package stripepayouts_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -13,6 +18,7 @@ import (
 
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepayouts"
+	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 	"github.com/reconcilekit/reconcile/internal/stripemock"
 	"github.com/reconcilekit/reconcile/tieout"
 )
@@ -110,6 +116,136 @@ func TestWireTheListersRequestsMatchStripesSpec(t *testing.T) {
 		if rest := got[min(len(got), len(want)):]; len(rest) != 1 || !strings.HasPrefix(rest[0], "GET /v1/events?limit=1&created[lte]=") ||
 			!strings.HasSuffix(rest[0], "&types[0]=payout.reconciliation_completed&types[1]=payout.paid&types[2]=payout.failed&types[3]=payout.canceled"+suffix) {
 			t.Errorf("account %q: the events lane's requests %q", account, rest)
+		}
+	}
+}
+
+// exchange is one request a lister made and the answer it got.
+type exchange struct {
+	method, path, query, account string
+	body, answer                 []byte
+	status                       int
+}
+
+// capture records every request and answer that passes through it.
+type capture struct {
+	mu  sync.Mutex
+	all []exchange
+}
+
+func (c *capture) RoundTrip(req *http.Request) (*http.Response, error) {
+	var body []byte
+	if req.Body != nil {
+		body, _ = io.ReadAll(req.Body)
+		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body = io.NopCloser(bytes.NewReader(answer))
+	c.mu.Lock()
+	c.all = append(c.all, exchange{req.Method, req.URL.Path, req.URL.RawQuery, req.Header.Get("Stripe-Account"), body, answer, resp.StatusCode})
+	c.mu.Unlock()
+	return resp, nil
+}
+
+// The exact requests a ReportLister makes to run a report (the report type, the run's
+// creation with its interval, columns and currency, its retrieval) are accepted by stripe-mock,
+// and the fake's answers have the top-level fields of stripe-mock's, of the same JSON types. The
+// file's contents (files.stripe.com) are not in Stripe's OpenAPI description, so not in
+// stripe-mock: their format is the report's documented columns, tested against the fake only.
+func TestWireTheReportListersRequestsMatchStripesSpec(t *testing.T) {
+	mock := stripemock.URL(t)
+	w := newWorld(t)
+	w.srv.SetReporting(stripetest.Reporting{DataAvailableEnd: t0.Add(365 * 24 * time.Hour), Polls: 1})
+	c := &capture{}
+	gw, err := stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Key: w.srv.Key(), BaseURL: w.srv.URL(),
+		HTTPClient: &http.Client{Transport: c}}, stripeadapter.Payouts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := stripepayouts.New(gw, stripepayouts.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := l.WithReports(stripepayouts.ReportOptions{PollInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := r.Groups(context.Background(), "")
+	if err != nil || len(page.Groups) != 1 {
+		t.Fatalf("groups: %+v, %v", page, err)
+	}
+	var routes []string
+	for _, x := range c.all {
+		routes = append(routes, x.method+" "+x.path)
+		if x.account != "" {
+			t.Errorf("%s %s for account %q: reports are the platform's", x.method, x.path, x.account)
+		}
+		if strings.HasPrefix(x.path, "/v1/payouts") || strings.HasPrefix(x.path, "/v1/files/") {
+			continue
+		}
+		if x.method == http.MethodPost {
+			form, err := url.ParseQuery(string(x.body))
+			if err != nil || form.Get("report_type") != stripepayouts.ReportType || len(form["parameters[columns][]"]) != 13 ||
+				form.Get("parameters[currency]") != "usd" || form.Get("parameters[interval_start]") == "" {
+				t.Errorf("the run's creation sent %q", x.body)
+			}
+		}
+		req, err := http.NewRequest(x.method, mock+x.path+"?"+x.query, bytes.NewReader(x.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.SetBasicAuth("sk_test_123", "")
+		if x.method == http.MethodPost {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		answer, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || x.status != http.StatusOK {
+			t.Errorf("%s %s?%s %s: stripe-mock answered %d %s, the fake %d", x.method, x.path, x.query, x.body, res.StatusCode, answer, x.status)
+			continue
+		}
+		var want, got map[string]any
+		if err := json.Unmarshal(answer, &want); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(x.answer, &got); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range slices.Sorted(maps.Keys(want)) {
+			if g, ok := got[k]; !ok || want[k] != nil && g != nil && fmt.Sprintf("%T", want[k]) != fmt.Sprintf("%T", g) {
+				t.Errorf("%s %s: the fake's %q is %v, stripe-mock's %v", x.method, x.path, k, g, want[k])
+			}
+		}
+		for k := range got {
+			if _, ok := want[k]; !ok {
+				t.Errorf("%s %s: the fake has %q, stripe-mock not", x.method, x.path, k)
+			}
+		}
+		if res, ok := got["result"].(map[string]any); ok {
+			wres, _ := want["result"].(map[string]any)
+			for k := range res {
+				if _, ok := wres[k]; !ok {
+					t.Errorf("the fake's result file has %q, stripe-mock's not", k)
+				}
+			}
+		}
+	}
+	want := []string{"GET /v1/payouts", "GET /v1/reporting/report_types/" + stripepayouts.ReportType, "POST /v1/reporting/report_runs",
+		"GET /v1/reporting/report_runs/", "GET /v1/reporting/report_runs/", "GET /v1/files/"}
+	if len(routes) != len(want) {
+		t.Fatalf("requests %q, want %q", routes, want)
+	}
+	for i := range want {
+		if !strings.HasPrefix(routes[i], want[i]) {
+			t.Errorf("request %d is %s, want %s...", i, routes[i], want[i])
 		}
 	}
 }

@@ -240,5 +240,8 @@
 // is a dispute's when its source is one), amounts signed as Stripe signs them, the source's
 // presentment amount signed the same way, and the id the host books the line under. A type not
 // in the table has no kind, and the tie-out reports it. Paid is not terminal; a manual payout
-// cannot be itemized.
+// cannot be itemized. [PayoutOptions.ReportMember] does the same for a line of Stripe's itemized
+// payout reconciliation report ([ReportLine]), which names a reporting category instead of a type:
+// its kind from a table of its own ([ReportingCategoryKinds]; a category not in it, other_adjustment
+// among them, has no kind), the presentment amount from customer_facing_amount.
 package stripepolicy

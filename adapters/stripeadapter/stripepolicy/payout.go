@@ -1,6 +1,8 @@
 package stripepolicy
 
 import (
+	"maps"
+	"math"
 	"strings"
 	"time"
 
@@ -142,4 +144,106 @@ func (o PayoutOptions) PayoutMember(bt *stripe.BalanceTransaction) tieout.Member
 		}
 	}
 	return m
+}
+
+// reportingCategoryKinds maps the reporting categories of Stripe's itemized payout
+// reconciliation report (payout_reconciliation.itemized.5, which names a line by its
+// reporting_category, not its type) to booked kinds, as balanceTransactionKinds maps types.
+// Categories left out are findings: other_adjustment (an adjustment that is not a dispute's,
+// as an adjustment type is), network_cost, partial_capture_reversal,
+// unreconciled_customer_funds, advance*, anticipation_repayment, financing_*, and any category
+// Stripe adds.
+var reportingCategoryKinds = map[string]string{
+	"charge":                        tieout.KindPayment,
+	"refund":                        tieout.KindRefund,
+	"refund_failure":                tieout.KindRefundFailure,
+	"charge_failure":                tieout.KindPaymentFailureRefund,
+	"dispute":                       tieout.KindDispute,
+	"dispute_reversal":              tieout.KindDispute,
+	"payout":                        tieout.KindGroup,
+	"payout_reversal":               tieout.KindGroupFailure,
+	"fee":                           tieout.KindFee,
+	"tax":                           tieout.KindFee,
+	"platform_earning":              tieout.KindOther,
+	"platform_earning_refund":       tieout.KindOther,
+	"transfer":                      tieout.KindOther,
+	"transfer_reversal":             tieout.KindOther,
+	"connect_collection_transfer":   tieout.KindOther,
+	"connect_reserved_funds":        tieout.KindOther,
+	"risk_reserved_funds":           tieout.KindOther,
+	"topup":                         tieout.KindOther,
+	"topup_reversal":                tieout.KindOther,
+	"contribution":                  tieout.KindOther,
+	"climate_order_purchase":        tieout.KindOther,
+	"climate_order_refund":          tieout.KindOther,
+	"issuing_authorization_hold":    tieout.KindOther,
+	"issuing_authorization_release": tieout.KindOther,
+	"issuing_dispute":               tieout.KindOther,
+	"issuing_transaction":           tieout.KindOther,
+}
+
+// ReportingCategoryKinds returns the payout policy's table for report lines: each reporting
+// category it knows and its booked kind.
+func ReportingCategoryKinds() map[string]string { return maps.Clone(reportingCategoryKinds) }
+
+// ReportLine is one row of Stripe's itemized payout reconciliation report
+// (payout_reconciliation.itemized.5), its decimal amounts already read into minor units.
+type ReportLine struct {
+	// BalanceTransaction is balance_transaction_id (txn_...), Payout automatic_payout_id.
+	BalanceTransaction, Payout string
+	// ReportingCategory is the line's reporting_category.
+	ReportingCategory string
+	// Gross, Fee and Net are in minor units of Currency, the settlement currency.
+	Gross, Fee, Net int64
+	Currency        string
+	// SourceID, ChargeID and PaymentIntentID are source_id, charge_id and
+	// payment_intent_id; empty when the row has none.
+	SourceID, ChargeID, PaymentIntentID string
+	// CustomerFacingAmount is customer_facing_amount in minor units of
+	// CustomerFacingCurrency, the presentment amount; the currency is empty when the row has
+	// none.
+	CustomerFacingAmount   int64
+	CustomerFacingCurrency string
+	// AvailableOn is available_on_utc; zero when empty.
+	AvailableOn time.Time
+}
+
+// ReportMember returns report line r as a tieout.Member, as PayoutMember does a balance
+// transaction with its source expanded: its booked kind from the reporting category table
+// (Type is the category), its amounts in the settlement currency, the presentment amount from
+// customer_facing_amount signed as the gross, and the id the host books it under, the
+// PaymentIntent for a charge (and, with ByPaymentIntent, for a refund or a dispute). The
+// source's object is read from its id's prefix. The report has no status nor exchange rate:
+// the lines of a payout whose reconciliation is completed are available, and the presentment
+// amount is compared instead of a rate.
+func (o PayoutOptions) ReportMember(r ReportLine) tieout.Member {
+	m := tieout.Member{ID: r.BalanceTransaction, Type: r.ReportingCategory, Kind: reportingCategoryKinds[r.ReportingCategory],
+		SourceID: r.SourceID, Amount: r.Gross, Fee: r.Fee, Net: r.Net, Currency: r.Currency, AvailableOn: r.AvailableOn}
+	if r.CustomerFacingCurrency != "" && r.CustomerFacingAmount != math.MinInt64 {
+		amount := r.CustomerFacingAmount
+		if amount < 0 {
+			amount = -amount
+		}
+		if r.Gross < 0 {
+			amount = -amount
+		}
+		m.SourceAmount, m.SourceCurrency = amount, r.CustomerFacingCurrency
+	}
+	switch {
+	case hasPrefix(r.SourceID, "ch_", "py_"):
+		m.BookedID = r.PaymentIntentID
+	case o.ByPaymentIntent && hasPrefix(r.SourceID, "re_", "pyr_", "du_", "dp_"):
+		m.BookedID = r.PaymentIntentID
+	}
+	return m
+}
+
+// hasPrefix reports whether s starts with one of prefixes.
+func hasPrefix(s string, prefixes ...string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
 }

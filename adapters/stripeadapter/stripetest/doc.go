@@ -149,6 +149,23 @@
 // not checked); a payout's balance_transaction and failure_balance_transaction, and a
 // charge's or refund's, expand too.
 //
+// # Reports
+//
+// POST /v1/reporting/report_runs runs the itemized payout reconciliation report
+// (PayoutReconciliationReport, payout_reconciliation.itemized.5) from the fake's own payouts and
+// balance transactions, the world the payout filter lists: a row for each transaction paid out
+// in an automatic payout whose arrival_date (its effective time) is in [interval_start,
+// interval_end), not pending nor in transit, the payout's own transaction left out, with the
+// asked columns (gross, fee and net in major units; customer_facing_amount and the ids from the
+// transaction's charge, refund or dispute), filtered by currency and reporting_category. It
+// checks the interval against the report type's data_available_start and _end, and refuses
+// unknown columns and parameters with a 400. GET /v1/reporting/report_runs/{id} answers pending
+// for Reporting.Polls retrieves, then succeeded with a result file (or failed with
+// Reporting.Fail); GET /v1/reporting/report_types/{id} reads the report type; the file's
+// contents are served at GET /v1/files/{id}/contents on the fake's own base URL (Stripe's
+// files.stripe.com, which stripe-mock does not serve). SetReporting sets the data window, the
+// polls, a failure, and the hostile knobs: a result url on another host, contents rewritten.
+//
 // # Expand
 //
 // expand[]=latest_charge on a retrieve and expand[]=data.latest_charge on a list render the charge

@@ -32,13 +32,41 @@ const (
 	ListBalanceTransactions Route = "balance_transactions.list"
 	// RetrieveBalanceTransaction is GET /v1/balance_transactions/{id}.
 	RetrieveBalanceTransaction Route = "balance_transactions.retrieve"
+	// CreateReportRun is POST /v1/reporting/report_runs.
+	CreateReportRun Route = "reporting.report_runs.create"
+	// RetrieveReportRun is GET /v1/reporting/report_runs/{id}.
+	RetrieveReportRun Route = "reporting.report_runs.retrieve"
+	// RetrieveReportType is GET /v1/reporting/report_types/{id}.
+	RetrieveReportType Route = "reporting.report_types.retrieve"
+	// DownloadFile is GET /v1/files/{id}/contents, a file's contents (files.stripe.com at
+	// Stripe, the fake's own base URL here).
+	DownloadFile Route = "files.contents"
 )
 
 // matchRoute maps a request to its route and the object id in its path; route "" means the
-// fake does not serve it. Only GET is served: the project reads from Stripe, never writes.
+// fake does not serve it. Only GET is served, and the POST that creates a report run: the
+// project reads from Stripe, and writes nothing that moves money.
 func matchRoute(method, path string) (Route, string) {
-	if method != "GET" {
+	switch {
+	case method == "POST" && path == "/v1/reporting/report_runs":
+		return CreateReportRun, ""
+	case method != "GET":
 		return "", ""
+	}
+	for _, r := range [...]struct {
+		prefix, suffix string
+		route          Route
+	}{
+		{"/v1/reporting/report_runs/", "", RetrieveReportRun},
+		{"/v1/reporting/report_types/", "", RetrieveReportType},
+		{"/v1/files/", "/contents", DownloadFile},
+	} {
+		if rest, ok := strings.CutPrefix(path, r.prefix); ok {
+			if id, ok := strings.CutSuffix(rest, r.suffix); ok && id != "" && !strings.Contains(id, "/") {
+				return r.route, id
+			}
+			return "", ""
+		}
 	}
 	for _, r := range [...]struct {
 		prefix         string

@@ -69,6 +69,11 @@ type Server struct {
 	fee       func(amount int64, currency string) int64
 	// accountsIdx lists the platform's connected accounts, the only account-level list.
 	accountsIdx index[*account]
+	// reporting configures report runs; reportRuns and reportFiles hold them by run and by
+	// result file, made with the first run.
+	reporting   Reporting
+	reportRuns  map[string]*reportRun
+	reportFiles map[string]*reportRun
 
 	ctl     sync.Mutex // guards faults, latency and the log, kept apart from the objects
 	faults  []*injected
@@ -227,6 +232,26 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		body, f = s.retrieveAccount(body, account, id, q)
 	case ListAccounts:
 		body, f = s.listAccounts(body, account, q)
+	case CreateReportRun:
+		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+		if err := r.ParseForm(); err != nil {
+			f = invalidRequest("", "Invalid request body.")
+		} else {
+			body, f = s.createReportRun(body, account, r.PostForm)
+		}
+	case RetrieveReportRun:
+		body, f = s.retrieveReportRun(body, account, id)
+	case RetrieveReportType:
+		body, f = s.retrieveReportType(body, id)
+	case DownloadFile:
+		var contents []byte
+		if contents, f = s.fileContents(account, id); f == nil {
+			s.answered(rec, http.StatusOK)
+			w.Header().Set("Content-Type", "text/csv")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write(contents)
+			return
+		}
 	}
 	if f != nil {
 		s.fail(w, rec, f)

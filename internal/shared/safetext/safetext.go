@@ -82,12 +82,21 @@ func shown(r rune, size int) bool {
 }
 
 // CSVCell returns s fit to be a cell of a CSV file that a spreadsheet opens: one that begins
-// like a formula (= + - @, or a tab or carriage return that some programs skip before one) is
-// prefixed with ' so that it stays text (OWASP's CSV injection advice). Quoting is
+// like a formula is prefixed with ' so that it stays text (OWASP's CSV injection advice). Like
+// a formula means its first character other than white space is = + - or @, or their
+// full-width forms (＝ ＋ － ＠, which some spreadsheets take as the ASCII ones), or it begins
+// with a tab, a carriage return or a newline, which some programs skip before one. Quoting is
 // encoding/csv's. The console's export and the command line's audit --csv write every cell
 // through it.
 func CSVCell(s string) string {
-	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+	if s == "" {
+		return s
+	}
+	if strings.ContainsRune("\t\r\n", rune(s[0])) {
+		return "'" + s
+	}
+	first := strings.TrimLeftFunc(s, unicode.IsSpace)
+	if r, _ := utf8.DecodeRuneInString(first); strings.ContainsRune("=+-@＝＋－＠", r) {
 		return "'" + s
 	}
 	return s

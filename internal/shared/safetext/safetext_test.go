@@ -77,6 +77,15 @@ func TestCSVCell(t *testing.T) {
 		{"a leading tab becomes text", "\t=1", "'\t=1"},
 		{"a leading carriage return becomes text", "\r=1", "'\r=1"},
 		{"a formula sign later stays", "a=1", "a=1"},
+		{"a leading newline becomes text", "\n=1", "'\n=1"},
+		{"a formula after spaces becomes text", "  =1+1", "'  =1+1"},
+		{"a formula after a no-break space becomes text", "\u00a0=1", "'\u00a0=1"},
+		{"a full-width equals becomes text", "\uff1dSUM(A1)", "'\uff1dSUM(A1)"},
+		{"a full-width plus becomes text", "\uff0b1", "'\uff0b1"},
+		{"a full-width minus becomes text", "\uff0d1", "'\uff0d1"},
+		{"a full-width at becomes text", "\uff20SUM(A1)", "'\uff20SUM(A1)"},
+		{"spaces before text stay", "  pi_1", "  pi_1"},
+		{"invalid UTF-8 first stays", "\xff=1", "\xff=1"},
 	} {
 		if got := safetext.CSVCell(tc.in); got != tc.want {
 			t.Errorf("%s: CSVCell(%q) = %q, want %q", tc.name, tc.in, got, tc.want)

@@ -1,0 +1,106 @@
+package stripeadapter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/reconcilekit/reconcile"
+)
+
+// DefaultFilesURL is where Stripe serves files' contents (a report run's result), the client's
+// files host unless the gateway was given a BaseURL.
+const DefaultFilesURL = "https://files.stripe.com"
+
+// FilesURL returns the base URL the client downloads files from: stripe-go's uploads backend,
+// DefaultFilesURL, or the gateway's BaseURL (a fake or a proxy serves both). Empty when the
+// host's own stripe-go client has a backend whose URL it cannot tell.
+func (c *Client) FilesURL() string {
+	b := c.sc.V1Files.BUploads
+	if u, ok := b.(*stripe.UsageBackend); ok {
+		b = u.B
+	}
+	if bi, ok := b.(*stripe.BackendImplementation); ok {
+		return strings.TrimRight(bi.URL, "/")
+	}
+	return ""
+}
+
+// Download fetches the contents of a Stripe file, given the url Stripe gave for it (a File's
+// url, FilesURL()/v1/files/file_.../contents), with the client's key: exactly one GET, at most
+// limit bytes read (more is an error), with the client's timeout and error mapping. The key goes
+// only to the client's files host: a url of another scheme, host, port or shape is refused
+// before any request is made, with an error that names the url redacted.
+func (c *Client) Download(ctx context.Context, op, fileURL string, limit int64) ([]byte, error) {
+	base := c.FilesURL()
+	id, ok := fileID(base, fileURL)
+	if !ok {
+		return nil, fmt.Errorf("stripeadapter: %s: the file's url %s is not a file of the files host %s (%s/v1/files/file_.../contents): "+
+			"not fetched, the API key goes to no other host", op, shorten(c.redact(fileURL)), shorten(base), base)
+	}
+	if limit <= 0 {
+		return nil, fmt.Errorf("stripeadapter: %s: download limit %d is not positive", op, limit)
+	}
+	callCtx, answer := withAnswer(ctx)
+	callCtx, cancel := context.WithTimeout(callCtx, c.timeout)
+	defer cancel()
+	p := &stripe.Params{Context: callCtx}
+	if c.account != "" {
+		p.SetStripeAccount(c.account)
+	}
+	var res streamed
+	if err := c.sc.V1Files.BUploads.CallStreaming(http.MethodGet, "/v1/files/"+id+"/contents", c.sc.V1Files.Key, p, &res); err != nil {
+		return nil, c.mapError(ctx, op, err, answer, "")
+	}
+	if res.r == nil || res.r.Body == nil {
+		return nil, fmt.Errorf("stripeadapter: %s: an answer without a body: %w", op, reconcile.ErrUnavailable)
+	}
+	defer res.r.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(res.r.Body, limit+1))
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil, fmt.Errorf("stripeadapter: %s: %w", op, context.Cause(ctx))
+	case err != nil:
+		return nil, fmt.Errorf("stripeadapter: %s: reading the file: %w: %s", op, reconcile.ErrUnavailable, c.redact(err.Error()))
+	case int64(len(b)) > limit:
+		return nil, fmt.Errorf("stripeadapter: %s: the file is larger than %d bytes: %w", op, limit, ErrTooLarge)
+	}
+	return b, nil
+}
+
+// ErrTooLarge is the error of a download larger than its limit.
+var ErrTooLarge = errors.New("stripeadapter: too large")
+
+// streamed keeps a streaming answer, whose body the caller reads.
+type streamed struct{ r *stripe.StreamingAPIResponse }
+
+func (s *streamed) SetLastResponse(r *stripe.StreamingAPIResponse) { s.r = r }
+
+// fileID returns the id of the file whose contents u names on the files host base: the same
+// scheme, host and port, no user, query or fragment, and the path base/v1/files/<id>/contents.
+func fileID(base, u string) (string, bool) {
+	b, err := url.Parse(base)
+	if base == "" || err != nil {
+		return "", false
+	}
+	f, err := url.Parse(u)
+	if err != nil || f.Scheme != b.Scheme || !strings.EqualFold(f.Host, b.Host) || f.User != nil || f.Opaque != "" ||
+		f.RawQuery != "" || f.ForceQuery || f.Fragment != "" || f.RawPath != "" {
+		return "", false
+	}
+	rest, ok := strings.CutPrefix(f.Path, strings.TrimRight(b.Path, "/")+"/v1/files/")
+	if !ok {
+		return "", false
+	}
+	id, ok := strings.CutSuffix(rest, "/contents")
+	if !ok || !validID("file_", id) {
+		return "", false
+	}
+	return id, true
+}
