@@ -217,6 +217,7 @@ func Run(t *testing.T, newFixture func(t *testing.T) Fixture) {
 	tests = append(tests, answerOrderTests...)
 	tests = append(tests, externalRecordTests...)
 	tests = append(tests, groupTests...)
+	tests = append(tests, reviewDuringBatchTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

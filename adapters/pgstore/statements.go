@@ -383,6 +383,15 @@ func (p *sqlParts) commitStatements(st *statements) {
 				FROM queued)`
 	}
 	const reconciler = "'" + reconcile.ResolvedByReconciler + "'"
+	// closeSet closes a finding n (of open_now) that judgment l (of live) no longer describes,
+	// when closes holds: as cleared without a kind, else as superseded by successor s.
+	closeSet := `SET resolved_at = now(), resolved_by = ` + reconciler + `,
+					resolution = CASE WHEN l.kind = '' THEN '` + reconcile.ResolutionCleared + `' ELSE '` + reconcile.ResolutionSuperseded + `' END,
+					resolution_note = CASE WHEN l.kind = '' THEN 'in sync again: local ' || l.local_state || ', external ' || l.external_state
+						ELSE 'superseded by ' || coalesce('finding ' || s.id, 'a finding') || ': ' || l.kind END,
+					superseded_by = s.id
+				FROM open_now AS n JOIN live AS l ON l.record_id = n.record_id LEFT JOIN successor AS s ON s.record_id = l.record_id`
+	closes := `l.decides AND n.kind <> l.kind AND n.kind <> '` + reconcile.KindMissingLocally + `'`
 	st.findings = `WITH input AS (
 				SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bool[], $10::bool[], $11::text[], $12::text[], $13::text[], $14::text[], $15::bool[],
 						$16::bool[], $17::timestamptz[])
@@ -438,21 +447,29 @@ func (p *sqlParts) commitStatements(st *statements) {
 				FROM live AS l LEFT JOIN opened AS o ON o.record_id = l.record_id AND o.kind = l.kind
 				WHERE l.decides AND l.kind <> ''
 			), closed AS (
-				UPDATE ` + t.table("findings") + ` AS f SET resolved_at = now(), resolved_by = ` + reconciler + `,
-					resolution = CASE WHEN l.kind = '' THEN '` + reconcile.ResolutionCleared + `' ELSE '` + reconcile.ResolutionSuperseded + `' END,
-					resolution_note = CASE WHEN l.kind = '' THEN 'in sync again: local ' || l.local_state || ', external ' || l.external_state
-						ELSE 'superseded by ' || coalesce('finding ' || s.id, 'a finding') || ': ' || l.kind END,
-					superseded_by = s.id
-				FROM open_now AS n JOIN live AS l ON l.record_id = n.record_id LEFT JOIN successor AS s ON s.record_id = l.record_id
+				UPDATE ` + t.table("findings") + ` AS f ` + closeSet + `
 				-- The findings where open_all found and locked them, open (so no resolved_at
 				-- condition here, which would let a planner that believes the table empty scan
 				-- every open finding of the job by a partial index instead).
-				WHERE f.ctid = ANY (ARRAY(SELECT tid FROM open_now)) AND f.id = n.id AND l.decides
-					AND n.kind <> l.kind AND n.kind <> '` + reconcile.KindMissingLocally + `'
+				WHERE f.ctid = ANY (ARRAY(SELECT tid FROM open_now)) AND f.id = n.id AND ` + closes + `
+				RETURNING f.id, f.resolution, f.resolution_note
+			), missed AS (
+				-- A finding that another transaction changed, and left open, after this
+				-- statement's snapshot and before open_all locked it: open_all has the ctid of
+				-- its newest version, which the snapshot cannot see, and closed missed it.
+				SELECT n.id FROM open_now AS n JOIN live AS l ON l.record_id = n.record_id
+				WHERE ` + closes + ` AND n.id NOT IN (SELECT id FROM closed)
+			), moved AS (
+				-- Found by id, its update follows to the version open_all locked. The one-time
+				-- filter (EXISTS) spares the lookup when there is none, nearly always.
+				UPDATE ` + t.table("findings") + ` AS f ` + closeSet + `
+				WHERE EXISTS (SELECT 1 FROM missed) AND f.id = ANY (ARRAY(SELECT id FROM missed)) AND f.id = n.id AND ` + closes + `
 				RETURNING f.id, f.resolution, f.resolution_note
 			), history AS (
 				INSERT INTO ` + t.table("finding_events") + ` (finding_id, action, actor, resolution, note)
 				SELECT id, 'resolved', ` + reconciler + `, resolution, resolution_note FROM closed
+				UNION ALL
+				SELECT id, 'resolved', ` + reconciler + `, resolution, resolution_note FROM moved
 			), queued AS (
 				INSERT INTO ` + t.table("outbox") + ` (aggregate_type, aggregate_id, event_type, finding_id, payload` + deliveredCol + `)
 				SELECT $2, o.record_id, o.command, o.id, (SELECT i.payload::jsonb FROM input AS i

@@ -73,6 +73,7 @@ func newClient(cfg GatewayConfig) (*Client, error) {
 			*hc = *cfg.HTTPClient
 		}
 		hc.Transport = &statusRecorder{base: cmp.Or[http.RoundTripper](hc.Transport, http.DefaultTransport)}
+		hc.CheckRedirect = refuseRedirect
 		bc := &stripe.BackendConfig{
 			HTTPClient:        hc,
 			MaxNetworkRetries: stripe.Int64(0),
@@ -87,6 +88,14 @@ func newClient(cfg GatewayConfig) (*Client, error) {
 	}
 	return c, nil
 }
+
+// errRedirect is the error of a call answered with a redirect.
+var errRedirect = errors.New("stripeadapter: a redirect, not followed: the API key goes to no other url")
+
+// refuseRedirect is the CheckRedirect of the clients newClient builds. net/http would send the
+// Authorization header on to a redirect's target of the same host name whatever its port or
+// scheme, and to its subdomains; Stripe answers its API and its files without redirects.
+func refuseRedirect(*http.Request, []*http.Request) error { return errRedirect }
 
 // forAccount is c acting on the account acct, over the same stripe-go client.
 func (c *Client) forAccount(acct string) *Client {

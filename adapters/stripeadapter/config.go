@@ -23,7 +23,9 @@ type GatewayConfig struct {
 	// not retry (BackendConfig.MaxNetworkRetries 0): stripe-go's retries are neither paced by
 	// the limiter nor counted, and sleep past our deadline. When Client is set, Key, BaseURL and
 	// HTTPClient must be empty. Prefer Key: rate limits are then recognised even when a proxy
-	// answers 429 with a body that is not Stripe's JSON.
+	// answers 429 with a body that is not Stripe's JSON, and no redirect is followed, whereas
+	// Client's own http.Client follows them as it is set to (net/http's default sends the key
+	// on to any port of the same host name, and to its subdomains).
 	Client *stripe.Client
 	// Key is the secret (sk_...) or restricted (rk_...) API key. It appears in no error or log.
 	Key string
@@ -32,7 +34,8 @@ type GatewayConfig struct {
 	// HTTPClient makes the requests; nil means one over http.DefaultTransport. Its Timeout, if
 	// any, applies as well as Timeout below. stripe-go never retries: a row that cannot be
 	// checked is Unverifiable and is checked again next cycle, which keeps a batch's duration
-	// and API use predictable.
+	// and API use predictable. Its CheckRedirect is replaced: no redirect is followed (see
+	// Client.Download).
 	HTTPClient *http.Client
 	// Timeout bounds each API call. Zero means DefaultTimeout.
 	Timeout time.Duration

@@ -36,7 +36,8 @@ func (c *Client) FilesURL() string {
 // url, FilesURL()/v1/files/file_.../contents), with the client's key: exactly one GET, at most
 // limit bytes read (more is an error), with the client's timeout and error mapping. The key goes
 // only to the client's files host: a url of another scheme, host, port or shape is refused
-// before any request is made, with an error that names the url redacted.
+// before any request is made, with an error that names the url redacted; a redirect is not
+// followed, and is such an error too, not an outage.
 func (c *Client) Download(ctx context.Context, op, fileURL string, limit int64) ([]byte, error) {
 	base := c.FilesURL()
 	id, ok := fileID(base, fileURL)
@@ -55,7 +56,13 @@ func (c *Client) Download(ctx context.Context, op, fileURL string, limit int64) 
 		p.SetStripeAccount(c.account)
 	}
 	var res streamed
-	if err := c.sc.V1Files.BUploads.CallStreaming(http.MethodGet, "/v1/files/"+id+"/contents", c.sc.V1Files.Key, p, &res); err != nil {
+	if err := callStreaming(answer, func() error {
+		return c.sc.V1Files.BUploads.CallStreaming(http.MethodGet, "/v1/files/"+id+"/contents", c.sc.V1Files.Key, p, &res)
+	}); err != nil {
+		if errors.Is(err, errRedirect) && ctx.Err() == nil {
+			// Not an outage: the file is not fetched, as for a url of another host.
+			return nil, fmt.Errorf("stripeadapter: %s: not fetched: %s", op, c.redact(err.Error()))
+		}
 		return nil, c.mapError(ctx, op, err, answer, "")
 	}
 	if res.r == nil || res.r.Body == nil {
@@ -72,6 +79,21 @@ func (c *Client) Download(ctx context.Context, op, fileURL string, limit int64) 
 		return nil, fmt.Errorf("stripeadapter: %s: the file is larger than %d bytes: %w", op, limit, ErrTooLarge)
 	}
 	return b, nil
+}
+
+// callStreaming runs call, a stripe-go CallStreaming, and returns the error of a request that
+// got no answer (a timeout, a refused or dropped connection) where stripe-go v82 panics on it:
+// it reads the body of the response it did not get (stripe/stripe-go#2211, fixed in v83).
+func callStreaming(a *answer, call func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = a.transportErr()
+			if err == nil {
+				err = fmt.Errorf("no answer (stripe-go: %v)", r)
+			}
+		}
+	}()
+	return call()
 }
 
 // ErrTooLarge is the error of a download larger than its limit.

@@ -17,6 +17,8 @@ func (t *statusRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(req)
 	if a, ok := req.Context().Value(answerKey{}).(*answer); ok && resp != nil {
 		a.set(resp.StatusCode, resp.Header)
+	} else if ok && err != nil {
+		a.setErr(err)
 	}
 	return resp, err
 }
@@ -28,6 +30,7 @@ type answer struct {
 	mu     sync.Mutex
 	status int
 	header http.Header
+	err    error // the transport's, when there was no response
 }
 
 // withAnswer returns a context whose call's response the transport will note in the answer.
@@ -40,6 +43,23 @@ func (a *answer) set(status int, h http.Header) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.status, a.header = status, h
+}
+
+func (a *answer) setErr(err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.err = err
+}
+
+// transportErr returns the transport's error of a call that got no response, nil if none was
+// noted (nil-safe).
+func (a *answer) transportErr() error {
+	if a == nil {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.err
 }
 
 // get returns the status and headers noted, zero if none (nil-safe).

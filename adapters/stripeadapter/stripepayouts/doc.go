@@ -55,18 +55,29 @@
 // payout is past the end last read), a second inside it. The rest are listed one by one, as the Lister does: a
 // failed or canceled payout (whether the report itemizes those is not documented), a manual
 // one (no call at all), a payout too recent for the report's data (Stripe's data lags by about
-// a day), one the report holds no line of, and one whose lines in the report do not sum to it
-// (a drift, which the listing then finds, or a report short of lines: a report never makes a
-// sum finding of its own). So is every payout of a page whose report cannot
+// a day), one the report holds no line of, one with a line listing would not give (in another
+// currency than the payout's, a net that is not its gross less its fee, a charge's, refund's or
+// dispute's without its customer_facing_amount: the tie-out would judge it invalid or its
+// source unread), and one whose lines in the report do not sum to it (a drift, which the
+// listing then finds, or a report short of lines: a report never makes a sum finding of its
+// own). So is every payout of a page whose report cannot
 // be used: a 400 or 404 on it, a run that failed or did not finish within MaxWait, a file
 // larger than MaxBytes, a result url that is not a file of the client's files host (refused
-// before any request: the key goes to no other host), or a file that does not read: a header
-// other than the columns asked for, a cell that is not printable UTF-8 or longer than 255 bytes,
+// before any request, and a redirect, never followed: the key goes to no other host), or a file
+// that does not read: a header without a column asked for (read in any case; a column not asked
+// for is left unread), a cell that is not printable UTF-8 or longer than 255 bytes,
 // an amount with more decimals than its currency has or out of int64, a balance transaction
 // listed twice, a row of a payout the page does not hold. Each is logged (ReportOptions.Logger)
 // with why; a missing or broken report never makes a finding. A rate limit, an outage, a
 // rejected key or the context's end on any report call fails the page as on any list call (see
-// Errors): nothing is written, and the next step asks again.
+// Errors): nothing is written, and the next step asks again, waiting for the run the failed try
+// created (the same parameters) rather than creating another; a run that failed is not asked
+// again.
+//
+// A report is checked against the payouts, not proven: lines moved between two payouts of one
+// page so that each still sums to its amount would be served, each judged as a line of the
+// payout the report names (the same findings, under another payout), as the payout objects
+// give no count of lines or other total to check them by.
 //
 // The events lane stays on per-payout listing (the EventsLister has no report): the payouts it
 // ties out have just finished, and are mostly past data_available_end. Reports are the

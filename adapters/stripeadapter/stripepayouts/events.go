@@ -110,7 +110,7 @@ func (e *EventsLister) Groups(ctx context.Context, pos string) (tieout.GroupPage
 		}
 		done[id] = true
 		if ready(po) {
-			page.Groups = append(page.Groups, stripepolicy.PayoutGroup(po, e.l.c.Account()))
+			page.Groups = append(page.Groups, e.l.redactGroup(stripepolicy.PayoutGroup(po, e.l.c.Account())))
 			// After this group: past its event (a later event naming it is read again).
 			page.Positions = append(page.Positions, b.Next(i+1))
 		}

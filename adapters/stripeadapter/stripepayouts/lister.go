@@ -184,7 +184,7 @@ func (l *Lister) groups(ctx context.Context, pos string) (page tieout.GroupPage,
 			// The walk waits here. This payout and those listed after it are seen but not
 			// tied out yet: reported, so the record of payouts not tied out says so.
 			for _, w := range oldestFirst[i:min(len(oldestFirst), i+listLimit)] {
-				page.Pending = append(page.Pending, stripepolicy.PayoutGroup(w, l.c.Account()))
+				page.Pending = append(page.Pending, l.redactGroup(stripepolicy.PayoutGroup(w, l.c.Account())))
 			}
 			page.End = true
 			if i == 0 && p.After == "" {
@@ -194,7 +194,7 @@ func (l *Lister) groups(ctx context.Context, pos string) (page tieout.GroupPage,
 			}
 			return page, payouts, nil
 		}
-		page.Groups = append(page.Groups, stripepolicy.PayoutGroup(po, l.c.Account()))
+		page.Groups = append(page.Groups, l.redactGroup(stripepolicy.PayoutGroup(po, l.c.Account())))
 		payouts = append(payouts, po)
 		page.Next = position{After: po.ID, Created: po.Created}.String()
 		page.Positions = append(page.Positions, page.Next)

@@ -59,7 +59,7 @@ func (l *Lister) Members(ctx context.Context, g tieout.Group, after string) (tie
 		if bt == nil {
 			bt = &stripe.BalanceTransaction{}
 		}
-		page.Members = append(page.Members, l.cfg.Options.PayoutMember(bt))
+		page.Members = append(page.Members, l.redactMember(l.cfg.Options.PayoutMember(bt)))
 	}
 	if page.More {
 		last := p.Data[len(p.Data)-1]

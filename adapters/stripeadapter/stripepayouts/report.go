@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -74,6 +76,8 @@ type ReportLister struct {
 	dataStart int64                      // the report type's data_available_start, as last read
 	dataEnd   int64                      // its data_available_end, 0 before the first read
 	members   map[string][]tieout.Member // by payout: the last page's payouts the report covers
+	lastKey   string                     // the parameters of the last report run created, encoded
+	lastRun   string                     // its id: a step redone with the same page waits for it
 }
 
 var _ tieout.Lister = (*ReportLister)(nil)
@@ -183,6 +187,12 @@ func (r *ReportLister) itemize(ctx context.Context, page tieout.GroupPage, payou
 			r.logger.Warn("stripepayouts: a payout is listed one by one: the report has no line of it", "payout", po.ID, "run", run)
 			continue
 		}
+		if why := unlike(po, ls); why != "" {
+			// A line the tie-out would judge otherwise than the listed one (invalid, its source
+			// unread): a file no Stripe writes, never findings of its own.
+			r.logger.Warn("stripepayouts: a payout is listed one by one: a line of it in the report "+why, "payout", po.ID, "run", run)
+			continue
+		}
 		if !sums(po, ls) {
 			// A drift, or a report that holds only some of the payout's lines (its interval is
 			// by effective time, a detail a report could get otherwise): listing tells them
@@ -236,6 +246,36 @@ func (r *ReportLister) available(ctx context.Context, cover []*stripe.Payout) ([
 	}), nil
 }
 
+// unlike says why lines, payout po's in a report, would not be judged as its listed balance
+// transactions are; empty if they would. Listing gives every line in the payout's currency,
+// its net its amount less its fee, and the presentment amount of a charge's, a refund's or a
+// dispute's (its source, expanded); a report line without them makes the tie-out find it
+// invalid, or its source unread, where listing finds it right.
+func unlike(po *stripe.Payout, lines []stripepolicy.ReportLine) string {
+	for _, l := range lines {
+		switch {
+		case !strings.EqualFold(l.Currency, string(po.Currency)):
+			return fmt.Sprintf("is in %s, the payout in %s", l.Currency, po.Currency)
+		case l.Fee > 0 && l.Gross < math.MinInt64+l.Fee || l.Fee < 0 && l.Gross > math.MaxInt64+l.Fee || l.Gross-l.Fee != l.Net:
+			return "has a net that is not its gross less its fee"
+		case l.CustomerFacingCurrency == "" && presented(l.SourceID):
+			return "has no customer facing amount"
+		}
+	}
+	return ""
+}
+
+// presented reports whether a line whose source is id has a presentment amount: a charge's,
+// a refund's or a dispute's, as listing reads it from the expanded source.
+func presented(id string) bool {
+	for _, p := range []string{"ch_", "py_", "re_", "pyr_", "du_", "dp_"} {
+		if strings.HasPrefix(id, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // sums reports whether lines, payout po's in a report, sum to its amount (its own line, if the
 // report has it, left out), as the tie-out adds them up.
 func sums(po *stripe.Payout, lines []stripepolicy.ReportLine) bool {
@@ -261,12 +301,34 @@ func (r *ReportLister) report(ctx context.Context, start, end int64, currency st
 	if currency != "" {
 		form.Set("parameters[currency]", currency)
 	}
-	var run stripe.ReportingReportRun
-	if err := r.post(ctx, "create report run", "/v1/reporting/report_runs", form, &run); err != nil {
-		return nil, "", err
+	// A step redone after a rate limit or an outage asks for the same report: it waits for the
+	// run its last try created rather than have Stripe run the report again each time.
+	key := form.Encode()
+	r.mu.Lock()
+	last := r.lastRun
+	if r.lastKey != key {
+		last = ""
 	}
-	if !validID("frr_", run.ID) {
-		return nil, "", fmt.Errorf("stripepayouts: create report run: Stripe answered with %q, not a report run id", shorten(run.ID))
+	r.mu.Unlock()
+	var run stripe.ReportingReportRun
+	if last != "" {
+		if err := r.retrieve(ctx, last, &run); err != nil {
+			if fatal(err) {
+				return nil, last, err
+			}
+			run = stripe.ReportingReportRun{} // gone (a 404): another is created
+		}
+	}
+	if run.ID == "" {
+		if err := r.post(ctx, "create report run", "/v1/reporting/report_runs", form, &run); err != nil {
+			return nil, "", err
+		}
+		if !validID("frr_", run.ID) {
+			return nil, "", fmt.Errorf("stripepayouts: create report run: Stripe answered with %q, not a report run id", shorten(run.ID))
+		}
+		r.mu.Lock()
+		r.lastKey, r.lastRun = key, run.ID
+		r.mu.Unlock()
 	}
 	began := time.Now()
 	deadline := began.Add(r.opt.MaxWait)
@@ -289,13 +351,15 @@ func (r *ReportLister) report(ctx context.Context, start, end int64, currency st
 		}
 		wait = min(2*wait, maxReportPoll)
 		id := run.ID
-		if err := r.l.call(ctx, "retrieve report run "+id, "/v1/reporting/report_runs/"+id, nil, &run); err != nil {
+		if err := r.retrieve(ctx, id, &run); err != nil {
 			return nil, id, err
 		}
-		if run.ID != id {
-			return nil, id, fmt.Errorf("stripepayouts: retrieve report run %s: Stripe answered with another object "+
-				"(a proxy or cache in between?): %w", id, reconcile.ErrUnavailable)
-		}
+	}
+	if run.Status != stripe.ReportingReportRunStatusSucceeded {
+		// Another run may succeed: the page's next try creates one.
+		r.mu.Lock()
+		r.lastKey, r.lastRun = "", ""
+		r.mu.Unlock()
 	}
 	switch {
 	case run.Status == stripe.ReportingReportRunStatusFailed:
@@ -318,6 +382,18 @@ func (r *ReportLister) report(ctx context.Context, start, end int64, currency st
 		return nil, run.ID, fmt.Errorf("stripepayouts: report run %s: %v", run.ID, err)
 	}
 	return lines, run.ID, nil
+}
+
+// retrieve reads report run id into run, which must be that run.
+func (r *ReportLister) retrieve(ctx context.Context, id string, run *stripe.ReportingReportRun) error {
+	if err := r.l.call(ctx, "retrieve report run "+id, "/v1/reporting/report_runs/"+id, nil, run); err != nil {
+		return err
+	}
+	if run.ID != id {
+		return fmt.Errorf("stripepayouts: retrieve report run %s: Stripe answered with another object "+
+			"(a proxy or cache in between?): %w", id, reconcile.ErrUnavailable)
+	}
+	return nil
 }
 
 // minTime is the earlier of a and b.

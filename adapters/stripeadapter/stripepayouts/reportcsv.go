@@ -15,10 +15,12 @@ import (
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripepolicy"
+	"github.com/reconcilekit/reconcile/internal/shared/redact"
 )
 
-// reportColumns are the columns a report run asks for (parameters[columns][]), and the
-// header its file must have: each once, in any order, no other.
+// reportColumns are the columns a report run asks for (parameters[columns][]), and those its
+// file's header must have: each once, in any order and any case; a column not asked for (Stripe
+// adds some over time) is left unread.
 var reportColumns = []string{"automatic_payout_id", "balance_transaction_id", "reporting_category", "currency", "gross", "fee", "net",
 	"source_id", "charge_id", "payment_intent_id", "customer_facing_amount", "customer_facing_currency", "available_on_utc"}
 
@@ -30,10 +32,10 @@ const reportTimeLayout = "2006-01-02 15:04:05"
 
 // parseReport reads an itemized payout reconciliation report: its lines by payout, in the
 // file's order. Every row must be a line of a payout in asked (those the page holds): a row
-// of another payout, a duplicate balance transaction, a header other than reportColumns, a
-// cell that is not printable UTF-8 or is longer than maxCell, or a value that does not read
-// is an error naming the row, never a line dropped. The file is Stripe's answer, read as
-// hostile.
+// of another payout, a duplicate balance transaction, a header without one of reportColumns, a
+// cell that is not printable UTF-8, is longer than maxCell or holds what looks like an API key,
+// or a value that does not read is an error naming the row, never a line dropped. The file is
+// Stripe's answer, read as hostile.
 func parseReport(b []byte, asked map[string]bool) (map[string][]stripepolicy.ReportLine, error) {
 	b = bytes.TrimPrefix(b, []byte("\ufeff"))
 	if !utf8.Valid(b) {
@@ -50,6 +52,7 @@ func parseReport(b []byte, asked map[string]bool) (map[string][]stripepolicy.Rep
 		if len(h) > maxCell || !printable(h) {
 			return nil, fmt.Errorf("header cell %d is not a column name", i+1)
 		}
+		h = strings.ToLower(h)
 		if _, dup := col[h]; dup {
 			return nil, fmt.Errorf("the header names %q twice", h)
 		}
@@ -59,9 +62,6 @@ func parseReport(b []byte, asked map[string]bool) (map[string][]stripepolicy.Rep
 		if _, ok := col[c]; !ok {
 			return nil, fmt.Errorf("the header %q lacks the column %q", shorten(strings.Join(header, ",")), c)
 		}
-	}
-	if len(header) != len(reportColumns) {
-		return nil, fmt.Errorf("the header %q has columns not asked for", shorten(strings.Join(header, ",")))
 	}
 	r.FieldsPerRecord = len(header)
 	lines := make(map[string][]stripepolicy.ReportLine)
@@ -91,14 +91,18 @@ func parseReport(b []byte, asked map[string]bool) (map[string][]stripepolicy.Rep
 	return lines, nil
 }
 
-// reportLine reads one row.
+// reportLine reads one row: its cells of reportColumns, the others left unread.
 func reportLine(rec []string, col map[string]int) (stripepolicy.ReportLine, error) {
-	for i, c := range rec {
-		if len(c) > maxCell {
+	for _, name := range reportColumns {
+		i := col[name]
+		if c := rec[i]; len(c) > maxCell {
 			return stripepolicy.ReportLine{}, fmt.Errorf("cell %d is %d bytes long, more than a report's cell holds", i+1, len(c))
-		}
-		if !printable(c) {
+		} else if !printable(c) {
 			return stripepolicy.ReportLine{}, fmt.Errorf("cell %d holds a control character", i+1)
+		} else if redact.Keys(c) != c {
+			// An id's shape admits a key (sk_live_ and letters and digits): a server or proxy
+			// echoing it would have it stored in a finding.
+			return stripepolicy.ReportLine{}, fmt.Errorf("cell %d holds what looks like an API key", i+1)
 		}
 	}
 	get := func(c string) string { return rec[col[c]] }
