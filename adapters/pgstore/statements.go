@@ -22,6 +22,7 @@ type statements struct {
 	observe, findings string
 	observeTakesJob   bool
 	unobserved        string // with observeTakesJob: the rows observe left unobserved
+	observeReturning  string // with observeTakesJob: observe, returning those rows itself
 	lag               string
 	// match finds rows by external id for a lane (see Store.Match).
 	match string
@@ -246,7 +247,7 @@ func buildStatements(cfg Config, types map[string]string, keyCollations []string
 	sp := st.spec
 	sp.LockRecords, sp.LockObserved, sp.LockFindings = st.lockRecords, st.lockObserved, st.lockFindings
 	sp.Findings, sp.Observe, sp.ObserveTakesJob, sp.ForgetDeleted = st.findings, st.observe, st.observeTakesJob, st.forgetDeleted
-	sp.Unobserved = st.unobserved
+	sp.Unobserved, sp.ObserveReturning = st.unobserved, st.observeReturning
 	hosttable.Prepare(sp)
 	return st
 }
@@ -533,6 +534,15 @@ func (p *sqlParts) commitStatements(st *statements) {
 		st.unobserved = `SELECT coalesce(array_agg(t.r), '{}') FROM unnest($2::text[]) AS t(r)
 			WHERE NOT EXISTS (SELECT 1 FROM ` + t.table("observations") + ` AS o
 				WHERE o.job = $1 AND o.record_id = t.r AND o.xmin = pg_current_xact_id()::xid)`
+		// A commit that may run in a savepoint (the store's DB a transaction, or a DB that is
+		// neither a pool nor a connection) writes with a transaction id of its own, which xmin
+		// holds and pg_current_xact_id does not name: there, the observations statement returns
+		// the rows it left unobserved itself.
+		st.observeReturning = `WITH written AS (` + st.observe + `
+				RETURNING o.record_id
+			)
+			SELECT CASE WHEN (SELECT count(*) FROM written) = cardinality($2::text[]) THEN '{}'
+				ELSE (SELECT coalesce(array_agg(t.r), '{}') FROM unnest($2::text[]) AS t(r) WHERE t.r NOT IN (SELECT record_id FROM written)) END`
 	}
 	// forgetDeleted closes the open findings of job $1 whose row no longer exists, as
 	// row_deleted by $2, in their history too, and removes the job's observations of such rows.

@@ -157,7 +157,10 @@ func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job strin
 	// them, and the observations come last: the findings statement must not take the commit's
 	// own write for a newer verification.
 	q := &Queued{hand: t.hand}
-	if st.ObserveTakesJob && len(obsIDs) > 0 {
+	if st.ObserveTakesJob && len(obsIDs) > 0 && !pipelinedBegin(t.db) {
+		// The commit may run in a savepoint (Unobserved's test of xmin would not hold there).
+		batch.Queue(st.ObserveReturning, job, obsIDs, obsStates, obsVersions, obsTimes).QueryRow(readChanged)
+	} else if st.ObserveTakesJob && len(obsIDs) > 0 {
 		// Its count alone says whether it left a row unobserved (rarely: changed or deleted
 		// since its read, or verified since on a newer answer); only then are they asked for.
 		batch.Queue(st.Observe, job, obsIDs, obsStates, obsVersions, obsTimes).Exec(func(tag pgconn.CommandTag) error {
