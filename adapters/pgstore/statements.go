@@ -21,6 +21,8 @@ type statements struct {
 	advance, wrap     string
 	observe, findings string
 	observeTakesJob   bool
+	unobserved        string // with observeTakesJob: the rows observe left unobserved
+	observeReturning  string // with observeTakesJob: observe, returning those rows itself
 	lag               string
 	// match finds rows by external id for a lane (see Store.Match).
 	match string
@@ -245,6 +247,7 @@ func buildStatements(cfg Config, types map[string]string, keyCollations []string
 	sp := st.spec
 	sp.LockRecords, sp.LockObserved, sp.LockFindings = st.lockRecords, st.lockObserved, st.lockFindings
 	sp.Findings, sp.Observe, sp.ObserveTakesJob, sp.ForgetDeleted = st.findings, st.observe, st.observeTakesJob, st.forgetDeleted
+	sp.Unobserved, sp.ObserveReturning = st.unobserved, st.observeReturning
 	hosttable.Prepare(sp)
 	return st
 }
@@ -398,8 +401,22 @@ func (p *sqlParts) commitStatements(st *statements) {
 			), clear AS (
 				SELECT * FROM unnest($18::text[], $19::text[], $20::text[], $21::text[], $22::timestamptz[])
 					AS t(record_id, local_state, external_state, version, answered_at)
+			), wanted AS MATERIALIZED (
+				SELECT record_id FROM input WHERE decides UNION SELECT record_id FROM clear
+			), span AS MATERIALIZED (
+				SELECT min(record_id) AS lo, max(record_id) AS hi, count(*) AS n FROM wanted
+			), near AS MATERIALIZED (
+				-- The job's open findings from the least of the wanted records to the greatest,
+				-- read in one range of findings_open (its order: with sorts off no other index
+				-- serves) rather than looked up record by record, as long as there are no more
+				-- than one a record; else every record is looked up.
+				SELECT f.record_id FROM ` + t.table("findings") + ` AS f
+				WHERE f.job = $1 AND f.resolved_at IS NULL
+					AND f.record_id >= (SELECT lo FROM span) AND f.record_id <= (SELECT hi FROM span)
+				ORDER BY f.job, f.record_id, f.kind LIMIT (SELECT n FROM span) + 1
 			), open_all AS MATERIALIZED (
-				SELECT f.* FROM (SELECT record_id FROM input WHERE decides UNION SELECT record_id FROM clear) AS r, LATERAL (
+				SELECT f.* FROM (SELECT record_id FROM wanted
+						WHERE (SELECT count(*) FROM near) > (SELECT n FROM span) OR record_id IN (SELECT record_id FROM near)) AS r, LATERAL (
 					SELECT f.id, f.record_id, f.kind, f.ctid AS tid FROM ` + t.table("findings") + ` AS f
 					WHERE f.job = $1 AND f.record_id = r.record_id AND f.resolved_at IS NULL
 					ORDER BY f.kind FOR NO KEY UPDATE SKIP LOCKED OFFSET 0) AS f
@@ -502,16 +519,26 @@ func (p *sqlParts) commitStatements(st *statements) {
 		// It runs before the findings statement (see queueResults), which then leaves alone
 		// the rows this left unobserved.
 		st.observeTakesJob = true
-		// $4 are the rows' versions as read: a row changed or deleted since is not observed. It
-		// returns the ids of the rows it left unobserved (changed or deleted since their read,
-		// or verified since on a newer answer), for the commit to count (hosttable.QueueResults).
-		st.observe = `WITH written AS (
-				INSERT INTO ` + t.table("observations") + ` AS o (job, record_id, external_state, verified_at)
-				SELECT $1, r, e, least(at, now()) FROM unnest($2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS t(r, e, v, at)
-				WHERE ` + p.rowAsRead("t.r", "t.v", "true") + `
-				ON CONFLICT (job, record_id) DO UPDATE
-				SET external_state = EXCLUDED.external_state, verified_at = EXCLUDED.verified_at
-				WHERE o.verified_at <= EXCLUDED.verified_at
+		// $4 are the rows' versions as read: a row changed or deleted since is not observed.
+		// The rows it wrote are counted (no RETURNING: a list of every row costs about a tenth
+		// of the statement); when they are fewer than it was given, unobserved then names the
+		// rows left unobserved (changed or deleted since their read, or verified since on a
+		// newer answer), for the commit to count (hosttable.QueueResults): those of $2 whose
+		// observation this transaction did not write.
+		st.observe = `INSERT INTO ` + t.table("observations") + ` AS o (job, record_id, external_state, verified_at)
+			SELECT $1, r, e, least(at, now()) FROM unnest($2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS t(r, e, v, at)
+			WHERE ` + p.rowAsRead("t.r", "t.v", "true") + `
+			ON CONFLICT (job, record_id) DO UPDATE
+			SET external_state = EXCLUDED.external_state, verified_at = EXCLUDED.verified_at
+			WHERE o.verified_at <= EXCLUDED.verified_at`
+		st.unobserved = `SELECT coalesce(array_agg(t.r), '{}') FROM unnest($2::text[]) AS t(r)
+			WHERE NOT EXISTS (SELECT 1 FROM ` + t.table("observations") + ` AS o
+				WHERE o.job = $1 AND o.record_id = t.r AND o.xmin = pg_current_xact_id()::xid)`
+		// A commit that may run in a savepoint (the store's DB a transaction, or a DB that is
+		// neither a pool nor a connection) writes with a transaction id of its own, which xmin
+		// holds and pg_current_xact_id does not name: there, the observations statement returns
+		// the rows it left unobserved itself.
+		st.observeReturning = `WITH written AS (` + st.observe + `
 				RETURNING o.record_id
 			)
 			SELECT CASE WHEN (SELECT count(*) FROM written) = cardinality($2::text[]) THEN '{}'

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -22,14 +23,21 @@ import (
 // the findings table is smallest: until the table is first vacuumed or analyzed (it is created
 // empty) the planner believes every one of them empty, and a plan made then scanned every open
 // finding of the job for each record, a cost that grew with the findings (a batch of 1,000
-// rows took 0.2 s where it takes 10 ms). A sort that cannot be avoided is still made: it then
-// costs the planner enough to compile the statement, hence JIT off.
+// rows took 0.2 s where it takes 10 ms). Incremental sorts are turned off too: the findings
+// statement reads a range of a job's open findings in findings_open's order, which an analyzed
+// table would otherwise have read from the index on record_id alone, every job's findings and
+// the resolved ones included, sorting each record's by kind. A sort that cannot be avoided is
+// still made: it then costs the planner enough to compile the statement, hence JIT off.
 const setTimeZone = `SELECT set_config('TimeZone', $1, true),
 	set_config('reconcile.enable_sort', current_setting('enable_sort'), true), set_config('enable_sort', 'off', true),
+	set_config('reconcile.enable_incremental_sort', current_setting('enable_incremental_sort'), true),
+	set_config('enable_incremental_sort', 'off', true),
 	set_config('reconcile.jit', current_setting('jit'), true), set_config('jit', 'off', true)`
 
-// restoreSorts gives enable_sort and jit back the values setTimeZone found.
+// restoreSorts gives enable_sort, enable_incremental_sort and jit back the values setTimeZone
+// found.
 const restoreSorts = `SELECT set_config('enable_sort', current_setting('reconcile.enable_sort'), true),
+	set_config('enable_incremental_sort', current_setting('reconcile.enable_incremental_sort'), true),
 	set_config('jit', current_setting('reconcile.jit'), true)`
 
 // ForgetNote is the note on findings closed because their row was deleted.
@@ -39,6 +47,9 @@ const ForgetNote = "the row no longer exists; closed when the cycle completed"
 type Queued struct {
 	hand Handover
 	raw  []byte // the handed-over commands, a JSON array of {id, name, payload}
+	// unobserved, when not nil, asks which rows the observations statement left unobserved
+	// (it wrote fewer than it was given) and notes them: run once the batch is read.
+	unobserved func(ctx context.Context, tx pgx.Tx) error
 }
 
 // QueueResults queues the observations, findings and repair commands of outcomes and the
@@ -145,10 +156,27 @@ func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job strin
 	// answer, sees that one's verification. With ObserveInHostColumns, lockObserved serializes
 	// them, and the observations come last: the findings statement must not take the commit's
 	// own write for a newer verification.
-	if st.ObserveTakesJob && len(obsIDs) > 0 {
-		batch.Queue(st.Observe, job, obsIDs, obsStates, obsVersions, obsTimes).QueryRow(readChanged)
-	}
 	q := &Queued{hand: t.hand}
+	if st.ObserveTakesJob && len(obsIDs) > 0 && !pipelinedBegin(t.db) {
+		// The commit may run in a savepoint (Unobserved's test of xmin would not hold there).
+		batch.Queue(st.ObserveReturning, job, obsIDs, obsStates, obsVersions, obsTimes).QueryRow(readChanged)
+	} else if st.ObserveTakesJob && len(obsIDs) > 0 {
+		// Its count alone says whether it left a row unobserved (rarely: changed or deleted
+		// since its read, or verified since on a newer answer); only then are they asked for.
+		batch.Queue(st.Observe, job, obsIDs, obsStates, obsVersions, obsTimes).Exec(func(tag pgconn.CommandTag) error {
+			if tag.RowsAffected() < int64(len(obsIDs)) {
+				q.unobserved = func(ctx context.Context, tx pgx.Tx) error {
+					var ids []string
+					if err := tx.QueryRow(ctx, st.Unobserved, job, obsIDs).Scan(&ids); err != nil {
+						return fmt.Errorf("unobserved rows: %w", err)
+					}
+					noteChanged(ids)
+					return nil
+				}
+			}
+			return nil
+		})
+	}
 	if len(f.ids) > 0 || len(clear.ids) > 0 {
 		batch.Queue(st.Findings, job, st.AggregateType, f.ids, f.kinds, f.locals, f.externals, f.details, f.commands,
 			f.once, f.notARow, f.payloads, f.externalIDs, f.diffs, f.versions, f.decides, f.verified, f.answeredAt,
@@ -170,6 +198,14 @@ func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job strin
 		batch.Queue(st.Observe, obsIDs, obsStates, obsVersions, obsTimes).QueryRow(readChanged)
 	}
 	return q, nil
+}
+
+// readUnobserved notes the rows the observations statement left unobserved, if it did.
+func (q *Queued) readUnobserved(ctx context.Context, tx pgx.Tx) error {
+	if q == nil || q.unobserved == nil {
+		return nil
+	}
+	return q.unobserved(ctx, tx)
 }
 
 // handOver hands the queued commands over in tx, if there are any and a Handover.
@@ -313,6 +349,9 @@ func (t *Table[L]) SendFenced(ctx context.Context, batch *pgx.Batch, what string
 		}
 		return st.WrapError(what+": "+op, err)
 	}
+	if err := q.readUnobserved(ctx, tx); err != nil {
+		return fmt.Errorf("pgstore: %s: %w", what, err)
+	}
 	if after != nil {
 		if err := after(ctx, tx); err != nil {
 			return fmt.Errorf("pgstore: %s: %w", what, err)
@@ -337,6 +376,9 @@ func (t *Table[L]) SendFencedIn(ctx context.Context, tx pgx.Tx, batch *pgx.Batch
 			return err
 		}
 		return fmt.Errorf("%s: %w", op, err)
+	}
+	if err := q.readUnobserved(ctx, tx); err != nil {
+		return err
 	}
 	return q.handOver(ctx, tx)
 }

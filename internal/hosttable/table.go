@@ -51,10 +51,14 @@ type Spec struct {
 	TimeZone string
 	// The statements of a commit, documented where pgstore builds them: LockRecords,
 	// LockObserved (only with ObserveInHost), LockFindings, Findings and Observe (taking the
-	// job first when ObserveTakesJob), and ForgetDeleted, run when a cycle completes.
+	// job first when ObserveTakesJob), Unobserved (only with ObserveTakesJob: run after an
+	// Observe that wrote fewer rows than it was given, in a transaction of the commit's own),
+	// ObserveReturning (only with ObserveTakesJob: Observe returning the rows it left
+	// unobserved, for a commit that may run in a savepoint), and ForgetDeleted, run when a
+	// cycle completes.
 	LockRecords, LockObserved, LockFindings, Findings, Observe string
 	ObserveTakesJob                                            bool
-	ForgetDeleted                                              string
+	Unobserved, ObserveReturning, ForgetDeleted                string
 	// WrapError names op in a failed statement's error, as pgstore's errors do (a missing
 	// table of the reconciler's is a pgstore.MigrationError).
 	WrapError func(op string, err error) error
