@@ -2,6 +2,7 @@ package stripeadapter
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -139,4 +140,17 @@ func validID(prefix, id string) bool {
 		}
 	}
 	return true
+}
+
+// begin readies the request settings p of one call of the client's: a context of ctx that
+// notes the call's answer (withAnswer) and ends at the client's timeout, and the client's
+// account. The caller calls cancel once the call is done.
+func (c *Client) begin(ctx context.Context, p *stripe.Params) (*answer, context.CancelFunc) {
+	callCtx, a := withAnswer(ctx)
+	callCtx, cancel := context.WithTimeout(callCtx, c.timeout)
+	p.Context = callCtx
+	if c.account != "" {
+		p.SetStripeAccount(c.account)
+	}
+	return a, cancel
 }

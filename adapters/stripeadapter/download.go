@@ -48,13 +48,9 @@ func (c *Client) Download(ctx context.Context, op, fileURL string, limit int64) 
 	if limit <= 0 {
 		return nil, fmt.Errorf("stripeadapter: %s: download limit %d is not positive", op, limit)
 	}
-	callCtx, answer := withAnswer(ctx)
-	callCtx, cancel := context.WithTimeout(callCtx, c.timeout)
+	p := &stripe.Params{}
+	answer, cancel := c.begin(ctx, p)
 	defer cancel()
-	p := &stripe.Params{Context: callCtx}
-	if c.account != "" {
-		p.SetStripeAccount(c.account)
-	}
 	var res streamed
 	if err := callStreaming(answer, func() error {
 		return c.sc.V1Files.BUploads.CallStreaming(http.MethodGet, "/v1/files/"+id+"/contents", c.sc.V1Files.Key, p, &res)

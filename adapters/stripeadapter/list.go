@@ -70,14 +70,9 @@ func (c *Client) listWith(ctx context.Context, op string, b stripe.Backend, key,
 // context and account. A 403 with the error code missing (if not empty) is ErrNotFound.
 func (c *Client) get(ctx context.Context, op string, b stripe.Backend, key, path string, common interface{ GetParams() *stripe.Params },
 	params any, extra url.Values, missing stripe.ErrorCode, out stripe.LastResponseSetter) error {
-	callCtx, answer := withAnswer(ctx)
-	callCtx, cancel := context.WithTimeout(callCtx, c.timeout)
-	defer cancel()
 	p := common.GetParams()
-	p.Context = callCtx
-	if c.account != "" {
-		p.SetStripeAccount(c.account)
-	}
+	answer, cancel := c.begin(ctx, p)
+	defer cancel()
 	query := &form.Values{}
 	if params != nil {
 		form.AppendTo(query, params)

@@ -13,13 +13,9 @@ import (
 // idempotency key. The kit reads from Stripe; an extension posts only what creates no money
 // movement (stripepayouts runs a report).
 func (c *Client) Post(ctx context.Context, op, path string, form url.Values, out any) error {
-	callCtx, answer := withAnswer(ctx)
-	callCtx, cancel := context.WithTimeout(callCtx, c.timeout)
+	p := &stripe.Params{}
+	answer, cancel := c.begin(ctx, p)
 	defer cancel()
-	p := &stripe.Params{Context: callCtx}
-	if c.account != "" {
-		p.SetStripeAccount(c.account)
-	}
 	if err := c.sc.V1Events.B.CallRaw(http.MethodPost, path, c.sc.V1Events.Key, []byte(form.Encode()), p, &decoded{v: out}); err != nil {
 		return c.mapError(ctx, op, err, answer, "")
 	}
