@@ -539,18 +539,22 @@ func (p *sqlParts) commitStatements(st *statements) {
 			WHERE ` + p.rowAsRead("t.r", "t.v", "true") + upsert
 		// observeInRange is observe for a sweep's commit, which knows the keyset range its rows
 		// were read from ($6 the position they were read after, if after, then the key of the
-		// last): each row is checked as read against one index range scan of that range, joined
-		// by id, rather than looked up in the primary key one by one. A row changed since its
-		// read (its xmin differs), deleted, or moved out of the range by an update of its key
-		// (which changes its xmin too) finds no partner and is not observed, as observe leaves
-		// it; a row still in the range at its version is found there, since the read found it
-		// there by the same bounds (hosttable.Spec.RangeScan). The rows of the range that are
-		// not the batch's (the Filter's others, rows inserted since) find no partner either and
-		// write nothing.
+		// last): each row is checked as read against one index range scan of that range, by id
+		// in a hash (see hosttable's joinByHash), rather than looked up in the primary key one
+		// by one. A row changed since its read (its xmin differs), deleted, or moved out of the
+		// range by an update of its key (which changes its xmin too) has no match and is not
+		// observed, as observe leaves it; a row still in the range at its version is found
+		// there, since the read found it there by the same bounds (hosttable.Spec.RangeScan).
+		// The range's other rows (rows inserted since, the Filter's others) match no row of
+		// the batch and write nothing. The rows are written in the order of the arrays, the
+		// records' (QueueResults: bytewise, as COLLATE "C" sorts), as observe writes them: a
+		// hash join's order is the range's, and commits upserting the same observations in
+		// different orders could deadlock.
 		for i, after := range []bool{false, true} {
 			st.observeInRange[i] = insert + `
-			JOIN (` + st.spec.RangeScan(p.q(cfg.IDColumn)+" AS id, "+p.version()+" AS version", 6, after) + `) AS h
-				ON h.id = t.r::` + p.types[cfg.IDColumn] + ` AND (t.v = '' OR h.version = t.v)` + upsert
+			WHERE EXISTS (SELECT 1 FROM (` + st.spec.RangeScan(p.q(cfg.IDColumn)+" AS id, "+p.version()+" AS version", 6, after) + `) AS h
+				WHERE h.id = t.r::` + p.types[cfg.IDColumn] + ` AND (t.v = '' OR h.version = t.v))
+			ORDER BY t.r COLLATE "C"` + upsert
 		}
 		st.unobserved = `SELECT coalesce(array_agg(t.r), '{}') FROM unnest($2::text[]) AS t(r)
 			WHERE NOT EXISTS (SELECT 1 FROM ` + t.table("observations") + ` AS o

@@ -41,8 +41,8 @@ const restoreSorts = `SELECT set_config('enable_sort', current_setting('reconcil
 	set_config('jit', current_setting('reconcile.jit'), true)`
 
 // joinByHash turns nested loops off for the planning of ObserveInRange, until restoreJoins: its
-// join of the batch with the scan of the batch's range is then a hash join, one pass over each
-// side, whatever the statistics. A nested loop over the two, which the planner may think as
+// lookup of the batch's rows in the scan of the batch's range is then by hash, one pass over
+// each, whatever the statistics. A nested loop over the two, which the planner may think as
 // cheap when it believes the range or the batch (an array parameter) small, would compare
 // every row of one with every row of the other.
 const joinByHash = `SELECT set_config('reconcile.enable_nestloop', current_setting('enable_nestloop'), true),
