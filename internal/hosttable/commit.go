@@ -181,7 +181,8 @@ func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job strin
 		// Its count alone says whether it left a row unobserved (rarely: changed or deleted
 		// since its read, or verified since on a newer answer); only then are they asked for.
 		observe, args := st.Observe, []any{job, obsIDs, obsStates, obsVersions, obsTimes}
-		if read.UpTo != "" {
+		inRange := read.UpTo != "" && st.ObserveInRange[0] != ""
+		if inRange {
 			observe = st.ObserveInRange[0]
 			if read.After != "" {
 				observe, args = st.ObserveInRange[1], append(args, read.After)
@@ -202,7 +203,7 @@ func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job strin
 			}
 			return nil
 		})
-		if read.UpTo != "" {
+		if inRange {
 			batch.Queue(restoreJoins)
 		}
 	}

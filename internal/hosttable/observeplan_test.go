@@ -68,3 +68,17 @@ func TestTheObservationsOfASweepScanTheBatchsKeyRangeOnce(t *testing.T) {
 	}
 	t.Run("20,000 rows, analyzed", check)
 }
+
+// A job with a Filter looks its rows up one by one: its keyset range also holds the rows the
+// Filter leaves out, as many as there may be, which a scan of the range would read.
+func TestAFilteredJobsObservationsLookEachRowUp(t *testing.T) {
+	t.Parallel()
+	_, s := shardtest.NewStore(t, pgstore.Config{Filter: pgstore.Filter{AnyOf: [][]pgstore.Cond{{{Column: "status", Op: pgstore.In, Value: []string{"pending"}}}}}})
+	spec, err := s.HostTable(hosttable.Key{}).Spec(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.ObserveInRange != [2]string{} {
+		t.Fatalf("ObserveInRange = %q; want none with a Filter", spec.ObserveInRange)
+	}
+}
