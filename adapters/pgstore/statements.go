@@ -420,11 +420,12 @@ func (p *sqlParts) commitStatements(st *statements) {
 			), whole AS MATERIALIZED (
 				SELECT count(*) <= (SELECT n FROM span) AS whole FROM near
 			), wanted AS (
-				-- The records looked up: the wanted records near found (usually none; tested
-				-- in the arrays by hashing, only once near found one), or, when near was cut
-				-- short, every wanted record, each once.
+				-- The records looked up: the wanted records near found (usually none; each
+				-- array is hashed only when near found a record the arrays before it lack:
+				-- the outcomes with findings first, the fewer), or, when near was cut short,
+				-- every wanted record, each once.
 				SELECT record_id FROM near WHERE (SELECT whole FROM whole)
-					AND (record_id IN (SELECT unnest($18::text[])) OR record_id IN (SELECT record_id FROM input WHERE decides))
+					AND (record_id IN (SELECT record_id FROM input WHERE decides) OR record_id IN (SELECT unnest($18::text[])))
 				UNION
 				SELECT record_id FROM input WHERE decides AND NOT (SELECT whole FROM whole)
 				UNION
