@@ -366,8 +366,8 @@ func (p *sqlParts) commitStatements(st *statements) {
 	// only a record that has one, and every outcome that carries a finding, is checked further
 	// (judged), so that the rows in sync with nothing to close, most of a batch, cost their
 	// share of one range of the findings_open index (near) and no more; $19 to $22 are not
-	// even unnested unless one of them has an open finding. A row changed or deleted since its batch
-	// read it, or verified on an answer older than the job's last verification of it
+	// even unnested unless one of them has an open finding. A row changed or deleted since its
+	// batch read it, or verified on an answer older than the job's last verification of it
 	// (verifiedSince), is left alone, and its id returned. (The observations statement reports
 	// the same of every verified row, from the observation it wrote or did not: see
 	// hosttable.QueueResults.) A deciding outcome closes its record's other open findings
