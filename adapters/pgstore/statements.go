@@ -108,7 +108,9 @@ func newSQLParts(cfg Config, types map[string]string, row *rowType) *sqlParts {
 			WHEN %[1]s < '%[5]s'::timestamptz THEN '%[3]s ' || to_char(%[1]s AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC is before %[6]s'
 			WHEN NOT isfinite(%[2]s) THEN '%[4]s is ' || %[2]s::text END)`,
 		created, updated, cfg.CreatedAtColumn, cfg.UpdatedAtColumn, minPlausibleTime.Format(time.RFC3339), minPlausibleTime.Format("2006"))
-	ahead := fmt.Sprintf("now() + make_interval(secs => %f)", reconcile.MaxClockSkew.Seconds())
+	// now() moved by an interval is a scalar subquery, an InitPlan: worked out once a statement
+	// rather than once for each row it tests (twice a row here, once in withinGrace).
+	ahead := fmt.Sprintf("(SELECT now() + make_interval(secs => %f))", reconcile.MaxClockSkew.Seconds())
 	future := func(col, name string) string {
 		return fmt.Sprintf(`WHEN %[1]s > %[2]s THEN '%[3]s ' || to_char(%[1]s AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC is in the future: more than %[4]s ahead of the database''s clock'`,
 			col, ahead, name, reconcile.MaxClockSkew)
@@ -116,7 +118,7 @@ func newSQLParts(cfg Config, types map[string]string, row *rowType) *sqlParts {
 	p.unjudgeable = fmt.Sprintf("coalesce(%s, CASE %s %s END)", p.invalid,
 		future(created, cfg.CreatedAtColumn), future(updated, cfg.UpdatedAtColumn))
 	p.readableCreated = fmt.Sprintf("(CASE WHEN isfinite(%[1]s) THEN %[1]s END)", created)
-	p.withinGrace = fmt.Sprintf("($1::float8 > 0 AND %s > now() - make_interval(secs => $1::float8))", updated)
+	p.withinGrace = fmt.Sprintf("($1::float8 > 0 AND %s > (SELECT now() - make_interval(secs => $1::float8)))", updated)
 	p.isRowFinding = "f.kind <> '" + reconcile.KindMissingLocally + "'"
 	return p
 }
