@@ -29,7 +29,11 @@ func TestAReadReturnsKeyIDAndVersionAsTheServerWritesThem(t *testing.T) {
 		{name: "smallint id", ddl: "id smallint PRIMARY KEY", ids: "VALUES (-32768), (-1), (0), (1), (32767)"},
 		{name: "integer id", ddl: "id integer PRIMARY KEY", ids: "VALUES (-2147483648), (-10), (0), (99), (100), (2147483647)"},
 		{name: "bigint id", ddl: "id bigint PRIMARY KEY", ids: "VALUES (-9223372036854775808), (-1), (0), (9223372036854775807)"},
-		{name: "text id", ddl: "id text PRIMARY KEY", ids: `VALUES ('12'), ('"q"'), (E'\\'), (E'\t'), ('é')`},
+		// Every ASCII character but NUL, alone and among others, and some beyond.
+		{name: "text id", ddl: "id text PRIMARY KEY", ids: `SELECT chr(i) FROM generate_series(1, 127) AS i
+			UNION ALL VALUES ('12'), ('"q"'), (E'a\\b\u0001c\u001fd\u007f'), ('é漢字🙂'), (E'\u2028\u2029'), (''), ('null'), (repeat('k', 10000))`},
+		{name: "varchar id", ddl: "id varchar(20) PRIMARY KEY", ids: `VALUES (E'x\ty'), ('"'), (E'\\'), ('X'), (E'\u007f')`},
+		{name: "text id under an ICU collation", ddl: `id text COLLATE "en-x-icu" PRIMARY KEY`, ids: `VALUES ('a'), ('A'), ('é'), ('e'), (E'\n')`},
 		{name: "bigint id keyed with another column", ddl: "id bigint PRIMARY KEY, region int NOT NULL, UNIQUE (region, id)",
 			ids: "VALUES (-9223372036854775808), (7), (9223372036854775807)", keys: []string{"region", "id"}},
 		{name: "integer id keyed by a text column", ddl: "id integer PRIMARY KEY, code text NOT NULL UNIQUE",
@@ -87,7 +91,7 @@ func TestAReadReturnsKeyIDAndVersionAsTheServerWritesThem(t *testing.T) {
 						t.Fatal(err)
 					}
 					job := fmt.Sprint("sweep ", mode)
-					b, err := ms.Read(ctx, reconcile.ReadRequest{Job: job, Limit: 100})
+					b, err := ms.Read(ctx, reconcile.ReadRequest{Job: job, Limit: 1000})
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -319,16 +319,23 @@ func (p *sqlParts) keyText() string {
 }
 
 // keysetReads: the keyset reads of the host table, of the whole job and of a key range
-// (keyset.go). A key that is an integer id alone comes as the id itself, and a version that is
-// xmin alone as the xid: the reader writes their text (hosttable.Spec.IntIDKey, XminVersion),
-// which the server, writing it for each row, spent a third of the read's time on.
+// (keyset.go). A key that is an integer or text id alone comes as the id itself, and a version
+// that is xmin alone as the xid: the reader writes their text (hosttable.Spec.IDKey,
+// XminVersion), which the server, writing it for each row, spent a third of the read's time on.
 func (p *sqlParts) keysetReads(st *statements) {
 	sp := st.spec
 	cfg := p.cfg
-	sp.IntIDKey = len(cfg.KeyColumns) == 1 && cfg.KeyColumns[0] == cfg.IDColumn && isInteger(p.types[cfg.IDColumn])
+	if len(cfg.KeyColumns) == 1 && cfg.KeyColumns[0] == cfg.IDColumn {
+		switch t := p.types[cfg.IDColumn]; {
+		case isInteger(t):
+			sp.IDKey = hosttable.IntIDKey
+		case t == "text" || strings.HasPrefix(t, "character varying"):
+			sp.IDKey = hosttable.TextIDKey
+		}
+	}
 	sp.XminVersion = cfg.Observations != ObserveInHostColumns
 	key := p.keyText() + ", " + p.q(cfg.IDColumn) + "::text"
-	if sp.IntIDKey {
+	if sp.IDKey != hosttable.NotIDKey {
 		key = p.q(cfg.IDColumn)
 	}
 	version := p.version()

@@ -86,9 +86,14 @@ func (t *Table[L]) ScanRecords(st *Spec, rows pgx.Rows, limit int) ([]reconcile.
 	var created pgtype.Timestamptz
 	var id int64
 	var xmin uint32
-	dest := []any{&r.Key, &r.ID}
-	if st.IntIDKey {
+	var dest []any
+	switch st.IDKey {
+	case IntIDKey:
 		dest = []any{&id}
+	case TextIDKey:
+		dest = []any{&r.ID}
+	default:
+		dest = []any{&r.Key, &r.ID}
 	}
 	dest = append(dest, &ext, &created, &r.Recent, &invalid, &r.Version)
 	if st.XminVersion {
@@ -100,10 +105,12 @@ func (t *Table[L]) ScanRecords(st *Spec, rows pgx.Rows, limit int) ([]reconcile.
 		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("read %s: %w", st.Host, err)
 		}
-		if st.IntIDKey {
-			// As id::text and jsonb_build_array(id)::text write them.
-			r.ID = strconv.FormatInt(id, 10)
+		switch st.IDKey {
+		case IntIDKey:
+			r.ID = strconv.FormatInt(id, 10) // as id::text writes it
 			r.Key = "[" + r.ID + "]"
+		case TextIDKey:
+			r.Key = jsonbKey(r.ID)
 		}
 		if st.XminVersion {
 			r.Version = strconv.FormatUint(uint64(xmin), 10) // as xmin::text writes it
