@@ -34,6 +34,8 @@ func TestAReadReturnsKeyIDAndVersionAsTheServerWritesThem(t *testing.T) {
 			UNION ALL VALUES ('12'), ('"q"'), (E'a\\b\u0001c\u001fd\u007f'), ('é漢字🙂'), (E'\u2028\u2029'), (''), ('null'), (repeat('k', 10000))`},
 		{name: "varchar id", ddl: "id varchar(20) PRIMARY KEY", ids: `VALUES (E'x\ty'), ('"'), (E'\\'), ('X'), (E'\u007f')`},
 		{name: "text id under an ICU collation", ddl: `id text COLLATE "en-x-icu" PRIMARY KEY`, ids: `VALUES ('a'), ('A'), ('é'), ('e'), (E'\n')`},
+		{name: "uuid id", ddl: "id uuid PRIMARY KEY", ids: `VALUES ('00000000-0000-0000-0000-000000000000'::uuid), ('FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF'),
+			('{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}'), ('0123456789abcdefFEDCBA9876543210')`},
 		{name: "bigint id keyed with another column", ddl: "id bigint PRIMARY KEY, region int NOT NULL, UNIQUE (region, id)",
 			ids: "VALUES (-9223372036854775808), (7), (9223372036854775807)", keys: []string{"region", "id"}},
 		{name: "integer id keyed by a text column", ddl: "id integer PRIMARY KEY, code text NOT NULL UNIQUE",

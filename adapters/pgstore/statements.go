@@ -319,7 +319,7 @@ func (p *sqlParts) keyText() string {
 }
 
 // keysetReads: the keyset reads of the host table, of the whole job and of a key range
-// (keyset.go). A key that is an integer or text id alone comes as the id itself, and a version
+// (keyset.go). A key that is an integer, text or uuid id alone comes as the id itself, and a version
 // that is xmin alone as the xid: the reader writes their text (hosttable.Spec.IDKey,
 // XminVersion), which the server, writing it for each row, spent a third of the read's time on.
 func (p *sqlParts) keysetReads(st *statements) {
@@ -331,6 +331,8 @@ func (p *sqlParts) keysetReads(st *statements) {
 			sp.IDKey = hosttable.IntIDKey
 		case t == "text" || strings.HasPrefix(t, "character varying"):
 			sp.IDKey = hosttable.TextIDKey
+		case t == "uuid":
+			sp.IDKey = hosttable.UUIDIDKey
 		}
 	}
 	sp.XminVersion = cfg.Observations != ObserveInHostColumns

@@ -16,7 +16,24 @@ const (
 	IntIDKey
 	// TextIDKey: a text or varchar id, selected as itself.
 	TextIDKey
+	// UUIDIDKey: a uuid id, selected as itself.
+	UUIDIDKey
 )
+
+// uuidKey is the key of a uuid id alone as jsonb_build_array(id)::text writes it: the uuid in
+// lower-case hex, grouped 8-4-4-4-12 as uuid_out writes it, quoted, in brackets.
+func uuidKey(u *[16]byte) string {
+	const hexDigits = "0123456789abcdef"
+	b := make([]byte, 0, 40)
+	b = append(b, '[', '"')
+	for i, c := range u {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			b = append(b, '-')
+		}
+		b = append(b, hexDigits[c>>4], hexDigits[c&0xf])
+	}
+	return string(append(b, '"', ']'))
+}
 
 // jsonbKey is the key of a text id alone as jsonb_build_array(id)::text writes it: a JSON
 // string escaped as PostgreSQL's escape_json does (a control character as \b, \f, \n, \r,

@@ -85,6 +85,7 @@ func (t *Table[L]) ScanRecords(st *Spec, rows pgx.Rows, limit int) ([]reconcile.
 	var ext, invalid pgtype.Text
 	var created pgtype.Timestamptz
 	var id int64
+	var uuid [16]byte
 	var xmin uint32
 	var dest []any
 	switch st.IDKey {
@@ -92,6 +93,8 @@ func (t *Table[L]) ScanRecords(st *Spec, rows pgx.Rows, limit int) ([]reconcile.
 		dest = []any{&id}
 	case TextIDKey:
 		dest = []any{&r.ID}
+	case UUIDIDKey:
+		dest = []any{&uuid}
 	default:
 		dest = []any{&r.Key, &r.ID}
 	}
@@ -111,6 +114,9 @@ func (t *Table[L]) ScanRecords(st *Spec, rows pgx.Rows, limit int) ([]reconcile.
 			r.Key = "[" + r.ID + "]"
 		case TextIDKey:
 			r.Key = jsonbKey(r.ID)
+		case UUIDIDKey:
+			r.Key = uuidKey(&uuid)
+			r.ID = r.Key[2:38]
 		}
 		if st.XminVersion {
 			r.Version = strconv.FormatUint(uint64(xmin), 10) // as xmin::text writes it
