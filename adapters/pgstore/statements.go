@@ -396,9 +396,10 @@ func (p *sqlParts) commitStatements(st *statements) {
 	// say), with $19 and $20 their local and external states, $21 their versions as read and
 	// $22 their answers' times. Such a record's open findings are looked up first (open_all):
 	// only a record that has one, and every outcome that carries a finding, is checked further
-	// (judged), so that the rows in sync with nothing to close, most of a batch, cost one
-	// lookup on the findings_open index and no more. A row changed or deleted since its batch
-	// read it, or verified on an answer older than the job's last verification of it
+	// (judged), so that the rows in sync with nothing to close, most of a batch, cost their
+	// share of one range of the findings_open index (near) and no more; $19 to $22 are not
+	// even unnested unless one of them has an open finding. A row changed or deleted since its
+	// batch read it, or verified on an answer older than the job's last verification of it
 	// (verifiedSince), is left alone, and its id returned. (The observations statement reports
 	// the same of every verified row, from the observation it wrote or did not: see
 	// hosttable.QueueResults.) A deciding outcome closes its record's other open findings
@@ -430,33 +431,51 @@ func (p *sqlParts) commitStatements(st *statements) {
 						$16::bool[], $17::timestamptz[])
 					AS t(record_id, kind, local_state, external_state, detail, command, once, not_a_row, payload, external_id, diffs, version, decides,
 						verified, answered_at)
-			), clear AS (
-				SELECT * FROM unnest($18::text[], $19::text[], $20::text[], $21::text[], $22::timestamptz[])
-					AS t(record_id, local_state, external_state, version, answered_at)
-			), wanted AS MATERIALIZED (
-				SELECT record_id FROM input WHERE decides UNION SELECT record_id FROM clear
 			), span AS MATERIALIZED (
-				SELECT min(record_id) AS lo, max(record_id) AS hi, count(*) AS n FROM wanted
+				-- The least and greatest of the wanted records (those whose judgments decide
+				-- their findings) and n, straight from the arrays, not deduplicated: a record
+				-- judged twice counts twice. n need only be at least the number of records:
+				-- near, read to n + 1 entries at most, is whole when it read n or fewer (every
+				-- open finding from lo to hi, so every wanted record's), else each record is
+				-- looked up. A larger n costs at most a longer read, never a finding missed.
+				SELECT min(w.record_id) AS lo, max(w.record_id) AS hi, count(*) AS n
+				FROM (SELECT record_id FROM input WHERE decides UNION ALL SELECT unnest($18::text[])) AS w(record_id)
 			), near AS MATERIALIZED (
 				-- The job's open findings from the least of the wanted records to the greatest,
 				-- read in one range of findings_open (its order: with sorts off no other index
 				-- serves) rather than looked up record by record, as long as there are no more
-				-- than one a record; else every record is looked up.
+				-- than n; else every record is looked up.
 				SELECT f.record_id FROM ` + t.table("findings") + ` AS f
 				WHERE f.job = $1 AND f.resolved_at IS NULL
 					AND f.record_id >= (SELECT lo FROM span) AND f.record_id <= (SELECT hi FROM span)
 				ORDER BY f.job, f.record_id, f.kind LIMIT (SELECT n FROM span) + 1
+			), whole AS MATERIALIZED (
+				SELECT count(*) <= (SELECT n FROM span) AS whole FROM near
+			), wanted AS (
+				-- The records looked up: the wanted records near found (usually none; each
+				-- array is hashed only when near found a record the arrays before it lack:
+				-- the outcomes with findings first, the fewer), or, when near was cut short,
+				-- every wanted record, each once.
+				SELECT record_id FROM near WHERE (SELECT whole FROM whole)
+					AND (record_id IN (SELECT record_id FROM input WHERE decides) OR record_id IN (SELECT unnest($18::text[])))
+				UNION
+				SELECT record_id FROM input WHERE decides AND NOT (SELECT whole FROM whole)
+				UNION
+				SELECT unnest($18::text[]) WHERE NOT (SELECT whole FROM whole)
 			), open_all AS MATERIALIZED (
-				SELECT f.* FROM (SELECT record_id FROM wanted
-						WHERE (SELECT count(*) FROM near) > (SELECT n FROM span) OR record_id IN (SELECT record_id FROM near)) AS r, LATERAL (
+				SELECT f.* FROM wanted AS r, LATERAL (
 					SELECT f.id, f.record_id, f.kind, f.ctid AS tid FROM ` + t.table("findings") + ` AS f
 					WHERE f.job = $1 AND f.record_id = r.record_id AND f.resolved_at IS NULL
 					ORDER BY f.kind FOR NO KEY UPDATE SKIP LOCKED OFFSET 0) AS f
 			), candidates AS (
 				SELECT * FROM input
 				UNION ALL
-				SELECT record_id, '', local_state, external_state, '', '', false, false, NULL, '', NULL, version, true, true, answered_at
-				FROM clear WHERE record_id IN (SELECT record_id FROM open_all)
+				-- The verified judgments without a finding of the records with open findings,
+				-- their arrays unnested only when there are such records.
+				SELECT c.record_id, '', c.local_state, c.external_state, '', '', false, false, NULL, '', NULL, c.version, true, true, c.answered_at
+				FROM unnest($18::text[], $19::text[], $20::text[], $21::text[], $22::timestamptz[])
+					AS c(record_id, local_state, external_state, version, answered_at)
+				WHERE EXISTS (SELECT 1 FROM open_all) AND c.record_id IN (SELECT record_id FROM open_all)
 			), judged AS MATERIALIZED (
 				SELECT *, not_a_row OR (` + p.rowAsRead("candidates.record_id", "candidates.version", "NOT candidates.not_a_row") + `
 					AND NOT (verified AND ` + p.verifiedSince("candidates.record_id", "candidates.answered_at", "NOT candidates.not_a_row") + `)) AS as_read
