@@ -111,7 +111,9 @@ func newSQLParts(cfg Config, types map[string]string, row *rowType) *sqlParts {
 			WHEN %[1]s < '%[5]s'::timestamptz THEN '%[3]s ' || to_char(%[1]s AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC is before %[6]s'
 			WHEN NOT isfinite(%[2]s) THEN '%[4]s is ' || %[2]s::text END)`,
 		created, updated, cfg.CreatedAtColumn, cfg.UpdatedAtColumn, minPlausibleTime.Format(time.RFC3339), minPlausibleTime.Format("2006"))
-	ahead := fmt.Sprintf("now() + make_interval(secs => %f)", reconcile.MaxClockSkew.Seconds())
+	// now() moved by an interval is a scalar subquery, an InitPlan: worked out once a statement
+	// rather than once for each row it tests (twice a row here, once in withinGrace).
+	ahead := fmt.Sprintf("(SELECT now() + make_interval(secs => %f))", reconcile.MaxClockSkew.Seconds())
 	future := func(col, name string) string {
 		return fmt.Sprintf(`WHEN %[1]s > %[2]s THEN '%[3]s ' || to_char(%[1]s AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC is in the future: more than %[4]s ahead of the database''s clock'`,
 			col, ahead, name, reconcile.MaxClockSkew)
@@ -119,7 +121,7 @@ func newSQLParts(cfg Config, types map[string]string, row *rowType) *sqlParts {
 	p.unjudgeable = fmt.Sprintf("coalesce(%s, CASE %s %s END)", p.invalid,
 		future(created, cfg.CreatedAtColumn), future(updated, cfg.UpdatedAtColumn))
 	p.readableCreated = fmt.Sprintf("(CASE WHEN isfinite(%[1]s) THEN %[1]s END)", created)
-	p.withinGrace = fmt.Sprintf("($1::float8 > 0 AND %s > now() - make_interval(secs => $1::float8))", updated)
+	p.withinGrace = fmt.Sprintf("($1::float8 > 0 AND %s > (SELECT now() - make_interval(secs => $1::float8)))", updated)
 	p.isRowFinding = "f.kind <> '" + reconcile.KindMissingLocally + "'"
 	return p
 }
@@ -313,9 +315,7 @@ func (p *sqlParts) cursorStatements(st *statements) {
 // row was most of a read's time on the server).
 func (p *sqlParts) keyText() string {
 	for _, k := range p.cfg.KeyColumns {
-		switch p.types[k] {
-		case "smallint", "integer", "bigint":
-		default:
+		if !isInteger(p.types[k]) {
 			return fmt.Sprintf("jsonb_build_array(%s)::text", strings.Join(p.keys, ", "))
 		}
 	}
@@ -323,14 +323,46 @@ func (p *sqlParts) keyText() string {
 }
 
 // keysetReads: the keyset reads of the host table, of the whole job and of a key range
-// (keyset.go).
+// (keyset.go). A key that is an integer, text or uuid id alone comes as the id itself, and a version
+// that is xmin alone as the xid: the reader writes their text (hosttable.Spec.IDKey,
+// XminVersion), which the server, writing it for each row, spent a third of the read's time on.
 func (p *sqlParts) keysetReads(st *statements) {
-	sel := fmt.Sprintf("SELECT %s, %s::text, %s::text, %s, coalesce(%s, false), %s, %s, %s FROM %s AS h",
-		p.keyText(), p.q(p.cfg.IDColumn), p.q(p.cfg.ExternalIDColumn),
-		p.readableCreated, p.changedWhen(p.withinGrace), p.unjudgeable, p.version(), p.row.selectList(p), p.host)
-	order := fmt.Sprintf(" ORDER BY %s LIMIT $2", strings.Join(p.keys, ", "))
-	st.spec.Select, st.spec.Order = sel, order
-	st.keyTypes = st.spec.KeyTypes
+	sp := st.spec
+	cfg := p.cfg
+	if len(cfg.KeyColumns) == 1 && cfg.KeyColumns[0] == cfg.IDColumn {
+		switch t := p.types[cfg.IDColumn]; {
+		case isInteger(t):
+			sp.IDKey = hosttable.IntIDKey
+		case t == "text" || strings.HasPrefix(t, "character varying"):
+			sp.IDKey = hosttable.TextIDKey
+		case t == "uuid":
+			sp.IDKey = hosttable.UUIDIDKey
+		}
+	}
+	sp.XminVersion = cfg.Observations != ObserveInHostColumns
+	key := p.keyText() + ", " + p.q(cfg.IDColumn) + "::text"
+	if sp.IDKey != hosttable.NotIDKey {
+		key = p.q(cfg.IDColumn)
+	}
+	version := p.version()
+	if sp.XminVersion {
+		version = "h.xmin"
+	}
+	sp.Select = fmt.Sprintf("SELECT %s, %s::text, %s, coalesce(%s, false), %s, %s, %s FROM %s AS h",
+		key, p.q(cfg.ExternalIDColumn),
+		p.readableCreated, p.changedWhen(p.withinGrace), p.unjudgeable, version, p.row.selectList(p), p.host)
+	sp.Order = fmt.Sprintf(" ORDER BY %s LIMIT $2", strings.Join(p.keys, ", "))
+	st.keyTypes = sp.KeyTypes
+}
+
+// isInteger reports whether a column of type typ (format_type) holds integers, which a key's
+// JSON array and the id's text write as Go's strconv does.
+func isInteger(typ string) bool {
+	switch typ {
+	case "smallint", "integer", "bigint":
+		return true
+	}
+	return false
 }
 
 // commitStatements: what a commit writes besides the cursor: observations, findings with their

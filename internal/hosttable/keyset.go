@@ -5,6 +5,71 @@ import (
 	"strings"
 )
 
+// IDKey is a key that is the id column alone, of a type whose key text ScanRecords writes
+// itself (Spec.IDKey).
+type IDKey uint8
+
+const (
+	// NotIDKey: the read selects the key's JSON text and the id's text, as the server writes them.
+	NotIDKey IDKey = iota
+	// IntIDKey: an integer id (smallint, integer, bigint), selected as itself.
+	IntIDKey
+	// TextIDKey: a text or varchar id, selected as itself.
+	TextIDKey
+	// UUIDIDKey: a uuid id, selected as itself.
+	UUIDIDKey
+)
+
+// uuidKey is the key of a uuid id alone as jsonb_build_array(id)::text writes it: the uuid in
+// lower-case hex, grouped 8-4-4-4-12 as uuid_out writes it, quoted, in brackets.
+func uuidKey(u *[16]byte) string {
+	const hexDigits = "0123456789abcdef"
+	b := make([]byte, 0, 40)
+	b = append(b, '[', '"')
+	for i, c := range u {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			b = append(b, '-')
+		}
+		b = append(b, hexDigits[c>>4], hexDigits[c&0xf])
+	}
+	return string(append(b, '"', ']'))
+}
+
+// jsonbKey is the key of a text id alone as jsonb_build_array(id)::text writes it: a JSON
+// string escaped as PostgreSQL's escape_json does (a control character as \b, \f, \n, \r,
+// \t or \u00xx in lower case; a quote and a backslash; nothing else), in brackets.
+func jsonbKey(id string) string {
+	var b strings.Builder
+	b.Grow(len(id) + 4)
+	b.WriteString(`["`)
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; c {
+		case '\b':
+			b.WriteString(`\b`)
+		case '\f':
+			b.WriteString(`\f`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		default:
+			if c < ' ' {
+				fmt.Fprintf(&b, `\u%04x`, c)
+			} else {
+				b.WriteByte(c)
+			}
+		}
+	}
+	b.WriteString(`"]`)
+	return b.String()
+}
+
 // keysetReads are the keyset reads of the host table, of the whole job or of one key range (a
 // pgshard shard): one statement per shape of the range, so that a shard reads exactly what the
 // unsharded job would, within its range.

@@ -31,11 +31,19 @@ type Spec struct {
 	ID string
 	// Filter is the store's row filter.
 	Filter Filter
-	// Select and Order are what every keyset read selects (the key as a JSON array, the id and
-	// external id as text, the readable created_at, whether the row is recent by the grace in
-	// $1, why it is invalid, its version, then the local state's columns, FROM the host table
-	// aliased h) and its ORDER BY ... LIMIT $2.
+	// Select and Order are what every keyset read selects (the key as a JSON array and the id
+	// as text, or with IDKey the id alone; the external id as text, the readable created_at,
+	// whether the row is recent by the grace in $1, why it is invalid, its version, or with
+	// XminVersion the row's xmin, then the local state's columns, FROM the host table aliased
+	// h) and its ORDER BY ... LIMIT $2.
 	Select, Order string
+	// IDKey says that the key is the id alone, of a type whose key text the reader writes as
+	// jsonb_build_array(id)::text does: Select has the id alone, as itself, in place of the key
+	// and the id as text.
+	IDKey IDKey
+	// XminVersion says that a row's version is its xmin (an xid) as text, which the reader
+	// writes from the xid Select has.
+	XminVersion bool
 	// LagValue is a row's lag in a lag statement (Query.LagFrom): NULL for a row with invalid
 	// times.
 	LagValue string
