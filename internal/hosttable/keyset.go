@@ -100,16 +100,41 @@ func (r *keysetReads) read(after, lower, upper, end bool) string {
 	var conds []string
 	n := 3
 	if after {
-		conds = append(conds, fmt.Sprintf("(%s) > (%s)", strings.Join(r.keys, ", "), r.keyParam(n)))
+		conds = append(conds, r.after(n))
 		n++
 	}
 	bounds, n := r.rangeConds(n, lower && !after, upper)
 	conds = append(conds, bounds...)
 	if end {
-		conds = append(conds, fmt.Sprintf("(%s) <= (%s)", strings.Join(r.keys, ", "), r.keyParam(n)))
+		conds = append(conds, r.upTo(n))
 		n++
 	}
 	return r.sel + r.where(n, conds...) + r.order
+}
+
+// after is the condition that a row's key lies after the key in $n; upTo, that it lies at or
+// before it.
+func (r *keysetReads) after(n int) string {
+	return fmt.Sprintf("(%s) > (%s)", strings.Join(r.keys, ", "), r.keyParam(n))
+}
+
+func (r *keysetReads) upTo(n int) string {
+	return fmt.Sprintf("(%s) <= (%s)", strings.Join(r.keys, ", "), r.keyParam(n))
+}
+
+// rangeScan is a query of cols of the host table's rows (h) whose keys lie after the key in
+// $n, if after, and at or before the key in the next placeholder, bounded as read bounds them,
+// in key order. With sorts off (setTimeZone) the order leaves the planner one index range scan
+// of the key's index, whatever the statistics; the Filter is left out.
+func (r *keysetReads) rangeScan(cols string, n int, after bool) string {
+	var conds []string
+	if after {
+		conds = append(conds, r.after(n))
+		n++
+	}
+	conds = append(conds, r.upTo(n))
+	return fmt.Sprintf("SELECT %s FROM %s AS h WHERE %s ORDER BY %s OFFSET 0",
+		cols, r.host, strings.Join(conds, " AND "), strings.Join(r.keys, ", "))
 }
 
 // highWater returns the query of the last key within the bounds (lower from $1 if lower, then
@@ -151,6 +176,13 @@ func (r *keysetReads) keyParam(n int) string {
 // KeysetRead is the keyset read of that shape (see read): what ReadRange runs.
 func (s *Spec) KeysetRead(after, lower, upper, end bool) string {
 	return s.keyset.read(after, lower, upper, end)
+}
+
+// RangeScan is the query of cols of the rows whose keys lie in a batch's keyset range, from
+// $n (see rangeScan): what a sweep's commit checks its rows as read against. Spec must have been
+// prepared (Prepare).
+func (s *Spec) RangeScan(cols string, n int, after bool) string {
+	return s.keyset.rangeScan(cols, n, after)
 }
 
 // HighWater is the query of a cycle's high-water mark within those bounds (see highWater).

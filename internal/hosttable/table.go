@@ -67,6 +67,11 @@ type Spec struct {
 	LockRecords, LockObserved, LockFindings, Findings, Observe string
 	ObserveTakesJob                                            bool
 	Unobserved, ObserveReturning, ForgetDeleted                string
+	// ObserveInRange (only with ObserveTakesJob, and not for every table: empty if not) is
+	// Observe checking its rows as read against one scan of the keyset range they were read
+	// from (RangeScan from $6; index 1: after a position), not row by row: a sweep's commit
+	// (KeyRange).
+	ObserveInRange [2]string
 	// WrapError names op in a failed statement's error, as pgstore's errors do (a missing
 	// table of the reconciler's is a pgstore.MigrationError).
 	WrapError func(op string, err error) error
