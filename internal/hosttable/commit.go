@@ -40,16 +40,19 @@ const restoreSorts = `SELECT set_config('enable_sort', current_setting('reconcil
 	set_config('enable_incremental_sort', current_setting('reconcile.enable_incremental_sort'), true),
 	set_config('jit', current_setting('reconcile.jit'), true)`
 
-// joinByHash turns nested loops off for the planning of ObserveInRange, until restoreJoins: its
-// lookup of the batch's rows in the scan of the batch's range is then by hash, one pass over
-// each, whatever the statistics. A nested loop over the two, which the planner may think as
-// cheap when it believes the range or the batch (an array parameter) small, would compare
-// every row of one with every row of the other.
+// joinByHash turns nested loops off and hash joins on for the planning of ObserveInRange, until
+// restoreJoins: its lookup of the batch's rows in the scan of the batch's range is then by hash,
+// one pass over each, whatever the statistics. A nested loop over the two, which the planner
+// may think as cheap when it believes the range or the batch (an array parameter) small, would
+// compare every row of one with every row of the other; so would it if the host turned hash
+// joins off (on its role, say) and the range is not in the id's order, as a merge join needs.
 const joinByHash = `SELECT set_config('reconcile.enable_nestloop', current_setting('enable_nestloop'), true),
-	set_config('enable_nestloop', 'off', true)`
+	set_config('reconcile.enable_hashjoin', current_setting('enable_hashjoin'), true),
+	set_config('enable_nestloop', 'off', true), set_config('enable_hashjoin', 'on', true)`
 
-// restoreJoins gives enable_nestloop back the value joinByHash found.
-const restoreJoins = `SELECT set_config('enable_nestloop', current_setting('reconcile.enable_nestloop'), true)`
+// restoreJoins gives enable_nestloop and enable_hashjoin back the values joinByHash found.
+const restoreJoins = `SELECT set_config('enable_nestloop', current_setting('reconcile.enable_nestloop'), true),
+	set_config('enable_hashjoin', current_setting('reconcile.enable_hashjoin'), true)`
 
 // KeyRange is the keyset range a sweep's batch was read from: after the key After (empty: from
 // the start) up to the key UpTo, inclusive, JSON arrays as the cursor holds them. The zero
