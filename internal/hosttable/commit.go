@@ -28,11 +28,15 @@ import (
 // table would otherwise have read from the index on record_id alone, every job's findings and
 // the resolved ones included, sorting each record's by kind. A sort that cannot be avoided is
 // still made: it then costs the planner enough to compile the statement, hence JIT off.
-const setTimeZone = `SELECT set_config('TimeZone', $1, true),
+const setTimeZone = `SELECT set_config('reconcile.TimeZone', current_setting('TimeZone'), true), set_config('TimeZone', $1, true),
 	set_config('reconcile.enable_sort', current_setting('enable_sort'), true), set_config('enable_sort', 'off', true),
 	set_config('reconcile.enable_incremental_sort', current_setting('enable_incremental_sort'), true),
 	set_config('enable_incremental_sort', 'off', true),
 	set_config('reconcile.jit', current_setting('jit'), true), set_config('jit', 'off', true)`
+
+// restoreTimeZone gives TimeZone back the value setTimeZone found: in a transaction of the
+// host's (a DB that is a pgx.Tx), whose savepoint keeps what the commit set for the rest of it.
+const restoreTimeZone = `SELECT set_config('TimeZone', current_setting('reconcile.TimeZone'), true)`
 
 // restoreSorts gives enable_sort, enable_incremental_sort and jit back the values setTimeZone
 // found.
@@ -392,6 +396,11 @@ func (t *Table[L]) SendFenced(ctx context.Context, batch *pgx.Batch, what string
 	}
 	if err := q.handOver(ctx, tx); err != nil {
 		return fmt.Errorf("pgstore: %s: %w", what, err)
+	}
+	if !pipelinedBegin(t.db) {
+		if _, err := tx.Exec(ctx, restoreTimeZone); err != nil {
+			return fmt.Errorf("pgstore: %s: restore TimeZone: %w", what, err)
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("pgstore: %s: commit transaction: %w", what, err)
