@@ -13,8 +13,8 @@ import (
 // greatest, up to one more than n, the count of judged records with duplicates (its upper
 // bound), and looks every record up alone when it read more than n. Records with several open
 // findings of several kinds at the ends of that range, at exactly n and at n + 1, a record
-// between them not judged, and records outside it: each judged record's findings are closed,
-// the others' stay open.
+// between them not judged, records outside it, and no judged record at all (the range's ends
+// NULL): each judged record's findings are closed, the others' stay open.
 func TestSeveralOpenFindingsAtTheEndsOfTheRangeAreClosedWhereverTheReadStops(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -22,6 +22,7 @@ func TestSeveralOpenFindingsAtTheEndsOfTheRangeAreClosedWhereverTheReadStops(t *
 		open    []string // "record kind", opened before the commit
 		judged  []int    // records judged in sync (a record twice counts twice)
 		drifted []int    // records judged with a finding (lost)
+		unasked []int    // records with a finding not from a verified judgment (deciding nothing)
 		stay    []string // the open findings that stay open
 	}{
 		{name: "two kinds at the low end, n exactly", open: []string{"1 a", "1 b"}, judged: []int{1, 3}},
@@ -32,6 +33,8 @@ func TestSeveralOpenFindingsAtTheEndsOfTheRangeAreClosedWhereverTheReadStops(t *
 			drifted: []int{1}},
 		{name: "judged with a finding at both ends, the range cut", open: []string{"1 a", "1 b", "2 x", "3 c"}, drifted: []int{1, 3},
 			stay: []string{"2 x"}},
+		{name: "only a finding that decides nothing: no range at all", open: []string{"1 a", "3 c"}, unasked: []int{1},
+			stay: []string{"1 a", "3 c"}},
 		{name: "findings only beyond the range's ends", open: []string{"0 a", "4 b", "5 c"}, judged: []int{1, 3},
 			stay: []string{"0 a", "4 b", "5 c"}},
 	}
@@ -46,6 +49,10 @@ func TestSeveralOpenFindingsAtTheEndsOfTheRangeAreClosedWhereverTheReadStops(t *
 				exec(t, pool, `INSERT INTO reconcile_findings (job, record_id, kind, local_state) VALUES ('sweep', $1, $2, 'paid')`, rec, kind)
 			}
 			outcomes := append(judge(rangeInSync, c.judged...), judge(rangeLost, c.drifted...)...)
+			for _, o := range judge(rangeLost, c.unasked...) {
+				o.Verified = false
+				outcomes = append(outcomes, o)
+			}
 			b, err := s.Read(ctx, reconcile.ReadRequest{Job: "sweep", Limit: 10})
 			if err != nil {
 				t.Fatal(err)
