@@ -54,11 +54,14 @@ type Spec struct {
 	// job first when ObserveTakesJob), Unobserved (only with ObserveTakesJob: run after an
 	// Observe that wrote fewer rows than it was given, in a transaction of the commit's own),
 	// ObserveReturning (only with ObserveTakesJob: Observe returning the rows it left
-	// unobserved, for a commit that may run in a savepoint), and ForgetDeleted, run when a
-	// cycle completes.
+	// unobserved, for a commit that may run in a savepoint), FindingsObserved (only with
+	// ObserveTakesJob: Findings judging verified outcomes by the observations Observe wrote
+	// before it in the same transaction, without the clear judgments' external states,
+	// versions and answer times), and ForgetDeleted, run when a cycle completes.
 	LockRecords, LockObserved, LockFindings, Findings, Observe string
 	ObserveTakesJob                                            bool
-	Unobserved, ObserveReturning, ForgetDeleted                string
+	Unobserved, ObserveReturning, FindingsObserved             string
+	ForgetDeleted                                              string
 	// WrapError names op in a failed statement's error, as pgstore's errors do (a missing
 	// table of the reconciler's is a pgstore.MigrationError).
 	WrapError func(op string, err error) error
