@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/internal/hosttable"
 )
 
 // Lease is one worker's lease on one shard of a Job. It is the engine's Source and
@@ -220,7 +221,7 @@ func (l *Lease[L]) Commit(ctx context.Context, c reconcile.Commit) (reconcile.Co
 		}
 		batch := &pgx.Batch{}
 		batch.Queue(j.sql.advance, j.cfg.Job, l.shard, l.token, c.Cursor.Version, c.Next, len(c.Outcomes), c.Unverifiable(), nullIfEmpty(c.Cursor.End))
-		q, err := j.h.QueueResults(ctx, batch, j.cfg.Job, c.Outcomes, &res, nil)
+		q, err := j.h.QueueResults(ctx, batch, j.cfg.Job, c.Outcomes, hosttable.KeyRange{}, &res, nil)
 		if err != nil {
 			return reconcile.CommitResult{}, err
 		}
@@ -243,7 +244,7 @@ func (l *Lease[L]) Commit(ctx context.Context, c reconcile.Commit) (reconcile.Co
 		}
 		batch := &pgx.Batch{}
 		batch.Queue(j.sql.wrap, j.cfg.Job, l.shard, l.token, c.Cursor.Version, len(c.Outcomes), c.Unverifiable())
-		q, err := j.h.QueueResults(ctx, batch, j.cfg.Job, c.Outcomes, &res, nil)
+		q, err := j.h.QueueResults(ctx, batch, j.cfg.Job, c.Outcomes, hosttable.KeyRange{}, &res, nil)
 		if err != nil {
 			return err
 		}

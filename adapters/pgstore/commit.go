@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/internal/hosttable"
 )
 
 // Commit writes observations, findings and repair commands and advances the cursor in one
@@ -30,7 +31,7 @@ func (s *Store[L]) Commit(ctx context.Context, c reconcile.Commit) (reconcile.Co
 		batch.Queue(st.advance, c.Job, c.Cursor.Version, c.Next, len(c.Outcomes), c.Unverifiable(), nullIfEmpty(c.Cursor.End))
 	}
 	var changed []string
-	q, err := s.table.QueueResults(ctx, batch, c.Job, c.Outcomes, &res, &changed)
+	q, err := s.table.QueueResults(ctx, batch, c.Job, c.Outcomes, readRange(st, c), &res, &changed)
 	if err != nil {
 		return res, err
 	}
@@ -55,4 +56,21 @@ func (s *Store[L]) Commit(ctx context.Context, c reconcile.Commit) (reconcile.Co
 		s.setHint(c.Job, &reconcile.Cursor{Position: c.Next, Version: c.Cursor.Version + 1, End: c.Cursor.End})
 	}
 	return res, nil
+}
+
+// readRange is the keyset range c's rows were read from, as the read bounds it: after the
+// cursor's position, up to Next, or for a wrap up to the cycle's high-water mark. Unknown (the
+// zero KeyRange) for a wrap without one, whose range would reach the table's end, and for a
+// position that is not a key of the job (a host committing what no read returned).
+func readRange(st *statements, c reconcile.Commit) hosttable.KeyRange {
+	r := hosttable.KeyRange{After: c.Cursor.Position, UpTo: c.Next}
+	if c.Wrap {
+		r.UpTo = c.Cursor.End
+	}
+	for _, p := range []string{r.After, r.UpTo} {
+		if p != "" && st.spec.CheckPosition(p) != nil {
+			return hosttable.KeyRange{}
+		}
+	}
+	return r
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/internal/hosttable"
 )
 
 // A Store is a lane's Matcher and LaneSink too: lanes record under the sweep's job in the same
@@ -123,7 +124,7 @@ func (s *Store[L]) commitLane(ctx context.Context, c reconcile.LaneCommit, what 
 	} else {
 		batch.Queue(s.own.advanceLane, c.Job, c.Lane, c.Cursor.Version, c.Next, len(c.Outcomes), c.End, c.Gap)
 	}
-	q, err := s.table.QueueResults(ctx, batch, c.Job, c.Outcomes, &res, nil)
+	q, err := s.table.QueueResults(ctx, batch, c.Job, c.Outcomes, hosttable.KeyRange{}, &res, nil)
 	if err != nil {
 		return reconcile.CommitResult{}, err
 	}

@@ -25,6 +25,9 @@ type statements struct {
 	observeReturning  string // with observeTakesJob: observe, returning those rows itself
 	findingsObserved  string // with observeTakesJob: findings, taking the observations observe wrote for the check
 	lag               string
+	// observeInRange, with observeTakesJob: observe checking its rows against one scan of a
+	// sweep's keyset range (hosttable.Spec.ObserveInRange).
+	observeInRange [2]string
 	// match finds rows by external id for a lane (see Store.Match).
 	match string
 	// externalIDs reads rows' external ids by their ids ($1, text), compared as the id
@@ -109,7 +112,9 @@ func newSQLParts(cfg Config, types map[string]string, row *rowType) *sqlParts {
 			WHEN %[1]s < '%[5]s'::timestamptz THEN '%[3]s ' || to_char(%[1]s AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC is before %[6]s'
 			WHEN NOT isfinite(%[2]s) THEN '%[4]s is ' || %[2]s::text END)`,
 		created, updated, cfg.CreatedAtColumn, cfg.UpdatedAtColumn, minPlausibleTime.Format(time.RFC3339), minPlausibleTime.Format("2006"))
-	ahead := fmt.Sprintf("now() + make_interval(secs => %f)", reconcile.MaxClockSkew.Seconds())
+	// now() moved by an interval is a scalar subquery, an InitPlan: worked out once a statement
+	// rather than once for each row it tests (twice a row here, once in withinGrace).
+	ahead := fmt.Sprintf("(SELECT now() + make_interval(secs => %f))", reconcile.MaxClockSkew.Seconds())
 	future := func(col, name string) string {
 		return fmt.Sprintf(`WHEN %[1]s > %[2]s THEN '%[3]s ' || to_char(%[1]s AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC is in the future: more than %[4]s ahead of the database''s clock'`,
 			col, ahead, name, reconcile.MaxClockSkew)
@@ -117,7 +122,7 @@ func newSQLParts(cfg Config, types map[string]string, row *rowType) *sqlParts {
 	p.unjudgeable = fmt.Sprintf("coalesce(%s, CASE %s %s END)", p.invalid,
 		future(created, cfg.CreatedAtColumn), future(updated, cfg.UpdatedAtColumn))
 	p.readableCreated = fmt.Sprintf("(CASE WHEN isfinite(%[1]s) THEN %[1]s END)", created)
-	p.withinGrace = fmt.Sprintf("($1::float8 > 0 AND %s > now() - make_interval(secs => $1::float8))", updated)
+	p.withinGrace = fmt.Sprintf("($1::float8 > 0 AND %s > (SELECT now() - make_interval(secs => $1::float8)))", updated)
 	p.isRowFinding = "f.kind <> '" + reconcile.KindMissingLocally + "'"
 	return p
 }
@@ -247,6 +252,8 @@ func buildStatements(cfg Config, types map[string]string, keyCollations []string
 	_, st.filterArgs = renderFilter(cfg, types, 1)
 	p.cursorStatements(st)
 	p.keysetReads(st)
+	// Prepared once the keyset reads' pieces are in: the commit's statements use its range scan.
+	hosttable.Prepare(st.spec)
 	p.commitStatements(st)
 	p.statusStatements(st)
 	p.lagMarkStatements(st)
@@ -256,8 +263,8 @@ func buildStatements(cfg Config, types map[string]string, keyCollations []string
 	sp := st.spec
 	sp.LockRecords, sp.LockObserved, sp.LockFindings = st.lockRecords, st.lockObserved, st.lockFindings
 	sp.Findings, sp.Observe, sp.ObserveTakesJob, sp.ForgetDeleted = st.findings, st.observe, st.observeTakesJob, st.forgetDeleted
-	sp.Unobserved, sp.ObserveReturning, sp.FindingsObserved = st.unobserved, st.observeReturning, st.findingsObserved
-	hosttable.Prepare(sp)
+	sp.Unobserved, sp.ObserveReturning, sp.ObserveInRange = st.unobserved, st.observeReturning, st.observeInRange
+	sp.FindingsObserved = st.findingsObserved
 	return st
 }
 
@@ -318,9 +325,7 @@ func (p *sqlParts) cursorStatements(st *statements) {
 // row was most of a read's time on the server).
 func (p *sqlParts) keyText() string {
 	for _, k := range p.cfg.KeyColumns {
-		switch p.types[k] {
-		case "smallint", "integer", "bigint":
-		default:
+		if !isInteger(p.types[k]) {
 			return fmt.Sprintf("jsonb_build_array(%s)::text", strings.Join(p.keys, ", "))
 		}
 	}
@@ -328,14 +333,46 @@ func (p *sqlParts) keyText() string {
 }
 
 // keysetReads: the keyset reads of the host table, of the whole job and of a key range
-// (keyset.go).
+// (keyset.go). A key that is an integer, text or uuid id alone comes as the id itself, and a version
+// that is xmin alone as the xid: the reader writes their text (hosttable.Spec.IDKey,
+// XminVersion), which the server, writing it for each row, spent a third of the read's time on.
 func (p *sqlParts) keysetReads(st *statements) {
-	sel := fmt.Sprintf("SELECT %s, %s::text, %s::text, %s, coalesce(%s, false), %s, %s, %s FROM %s AS h",
-		p.keyText(), p.q(p.cfg.IDColumn), p.q(p.cfg.ExternalIDColumn),
-		p.readableCreated, p.changedWhen(p.withinGrace), p.unjudgeable, p.version(), p.row.selectList(p), p.host)
-	order := fmt.Sprintf(" ORDER BY %s LIMIT $2", strings.Join(p.keys, ", "))
-	st.spec.Select, st.spec.Order = sel, order
-	st.keyTypes = st.spec.KeyTypes
+	sp := st.spec
+	cfg := p.cfg
+	if len(cfg.KeyColumns) == 1 && cfg.KeyColumns[0] == cfg.IDColumn {
+		switch t := p.types[cfg.IDColumn]; {
+		case isInteger(t):
+			sp.IDKey = hosttable.IntIDKey
+		case t == "text" || strings.HasPrefix(t, "character varying"):
+			sp.IDKey = hosttable.TextIDKey
+		case t == "uuid":
+			sp.IDKey = hosttable.UUIDIDKey
+		}
+	}
+	sp.XminVersion = cfg.Observations != ObserveInHostColumns
+	key := p.keyText() + ", " + p.q(cfg.IDColumn) + "::text"
+	if sp.IDKey != hosttable.NotIDKey {
+		key = p.q(cfg.IDColumn)
+	}
+	version := p.version()
+	if sp.XminVersion {
+		version = "h.xmin"
+	}
+	sp.Select = fmt.Sprintf("SELECT %s, %s::text, %s, coalesce(%s, false), %s, %s, %s FROM %s AS h",
+		key, p.q(cfg.ExternalIDColumn),
+		p.readableCreated, p.changedWhen(p.withinGrace), p.unjudgeable, version, p.row.selectList(p), p.host)
+	sp.Order = fmt.Sprintf(" ORDER BY %s LIMIT $2", strings.Join(p.keys, ", "))
+	st.keyTypes = sp.KeyTypes
+}
+
+// isInteger reports whether a column of type typ (format_type) holds integers, which a key's
+// JSON array and the id's text write as Go's strconv does.
+func isInteger(typ string) bool {
+	switch typ {
+	case "smallint", "integer", "bigint":
+		return true
+	}
+	return false
 }
 
 // commitStatements: what a commit writes besides the cursor: observations, findings with their
@@ -591,12 +628,38 @@ func (p *sqlParts) commitStatements(st *statements) {
 		// rows left unobserved (changed or deleted since their read, or verified since on a
 		// newer answer), for the commit to count (hosttable.QueueResults): those of $2 whose
 		// observation this transaction did not write.
-		st.observe = `INSERT INTO ` + t.table("observations") + ` AS o (job, record_id, external_state, verified_at)
-			SELECT $1, r, e, least(at, now()) FROM unnest($2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS t(r, e, v, at)
-			WHERE ` + p.rowAsRead("t.r", "t.v", "true") + `
+		insert := `INSERT INTO ` + t.table("observations") + ` AS o (job, record_id, external_state, verified_at)
+			SELECT $1, t.r, t.e, least(t.at, now()) FROM unnest($2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS t(r, e, v, at)`
+		upsert := `
 			ON CONFLICT (job, record_id) DO UPDATE
 			SET external_state = EXCLUDED.external_state, verified_at = EXCLUDED.verified_at
 			WHERE o.verified_at <= EXCLUDED.verified_at`
+		st.observe = insert + `
+			WHERE ` + p.rowAsRead("t.r", "t.v", "true") + upsert
+		// observeInRange is observe for a sweep's commit, which knows the keyset range its rows
+		// were read from ($6 the position they were read after, if after, then the key of the
+		// last): each row is checked as read against one index range scan of that range, by id
+		// in a hash (see hosttable's joinByHash), rather than looked up in the primary key one
+		// by one. A row changed since its read (its xmin differs), deleted, or moved out of the
+		// range by an update of its key (which changes its xmin too) has no match and is not
+		// observed, as observe leaves it; a row still in the range at its version is found
+		// there, since the read found it there by the same bounds (hosttable.Spec.RangeScan).
+		// The range's other rows (rows inserted since) match no row of the batch and write
+		// nothing. The rows are written in the order of the arrays, the records' (QueueResults:
+		// bytewise, as COLLATE "C" sorts), as observe writes them: a hash join's order is the
+		// range's, and commits upserting the same observations in different orders could
+		// deadlock. Not with a Filter: the range then also holds every row the Filter leaves
+		// out, which the scan would read too (at one row in ten of the range in the batch, the
+		// check took about three times as long as the lookups; at one in a hundred, over ten).
+		if f, _ := renderFilter(cfg, p.types, 1); f == "" {
+			scan := p.q(cfg.IDColumn) + " AS id, " + p.version() + " AS version"
+			for i, after := range []bool{false, true} {
+				st.observeInRange[i] = insert + `
+			WHERE EXISTS (SELECT 1 FROM (` + st.spec.RangeScan(scan, 6, after) + `) AS h
+				WHERE h.id = t.r::` + p.types[cfg.IDColumn] + ` AND (t.v = '' OR h.version = t.v))
+			ORDER BY t.r COLLATE "C"` + upsert
+			}
+		}
 		st.unobserved = `SELECT coalesce(array_agg(t.r), '{}') FROM unnest($2::text[]) AS t(r)
 			WHERE NOT EXISTS (SELECT 1 FROM ` + t.table("observations") + ` AS o
 				WHERE ` + p.observedHere("t.r") + `)`

@@ -40,6 +40,22 @@ const restoreSorts = `SELECT set_config('enable_sort', current_setting('reconcil
 	set_config('enable_incremental_sort', current_setting('reconcile.enable_incremental_sort'), true),
 	set_config('jit', current_setting('reconcile.jit'), true)`
 
+// joinByHash turns nested loops off for the planning of ObserveInRange, until restoreJoins: its
+// lookup of the batch's rows in the scan of the batch's range is then by hash, one pass over
+// each, whatever the statistics. A nested loop over the two, which the planner may think as
+// cheap when it believes the range or the batch (an array parameter) small, would compare
+// every row of one with every row of the other.
+const joinByHash = `SELECT set_config('reconcile.enable_nestloop', current_setting('enable_nestloop'), true),
+	set_config('enable_nestloop', 'off', true)`
+
+// restoreJoins gives enable_nestloop back the value joinByHash found.
+const restoreJoins = `SELECT set_config('enable_nestloop', current_setting('reconcile.enable_nestloop'), true)`
+
+// KeyRange is the keyset range a sweep's batch was read from: after the key After (empty: from
+// the start) up to the key UpTo, inclusive, JSON arrays as the cursor holds them. The zero
+// KeyRange says that it is not known (a lane's commit, say).
+type KeyRange struct{ After, UpTo string }
+
 // ForgetNote is the note on findings closed because their row was deleted.
 const ForgetNote = "the row no longer exists; closed when the cycle completed"
 
@@ -55,10 +71,11 @@ type Queued struct {
 // QueueResults queues the observations, findings and repair commands of outcomes and the
 // closing of the findings verified judgments no longer describe, each for the rows as they
 // were read (see reconcile.Sink); res receives what the findings statement added, and changed
-// (if not nil) the ids of the rows changed since their read. The commands it queued are handed
-// over by SendFenced (or SendFencedIn) with the Queued it returns.
-func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job string, outcomes []reconcile.Outcome, res *reconcile.CommitResult,
-	changed *[]string) (*Queued, error) {
+// (if not nil) the ids of the rows changed since their read. read, if known, is the keyset
+// range the outcomes' rows were read from. The commands it queued are handed over by
+// SendFenced (or SendFencedIn) with the Queued it returns.
+func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job string, outcomes []reconcile.Outcome, read KeyRange,
+	res *reconcile.CommitResult, changed *[]string) (*Queued, error) {
 	st, err := t.Spec(ctx)
 	if err != nil {
 		return nil, err
@@ -172,7 +189,17 @@ func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job strin
 	} else if st.ObserveTakesJob && len(obsIDs) > 0 {
 		// Its count alone says whether it left a row unobserved (rarely: changed or deleted
 		// since its read, or verified since on a newer answer); only then are they asked for.
-		batch.Queue(st.Observe, job, obsIDs, obsStates, obsVersions, obsTimes).Exec(func(tag pgconn.CommandTag) error {
+		observe, args := st.Observe, []any{job, obsIDs, obsStates, obsVersions, obsTimes}
+		inRange := read.UpTo != "" && st.ObserveInRange[0] != ""
+		if inRange {
+			observe = st.ObserveInRange[0]
+			if read.After != "" {
+				observe, args = st.ObserveInRange[1], append(args, read.After)
+			}
+			args = append(args, read.UpTo)
+			batch.Queue(joinByHash)
+		}
+		batch.Queue(observe, args...).Exec(func(tag pgconn.CommandTag) error {
 			if tag.RowsAffected() < int64(len(obsIDs)) {
 				q.unobserved = func(ctx context.Context, tx pgx.Tx) error {
 					var ids []string
@@ -185,6 +212,9 @@ func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job strin
 			}
 			return nil
 		})
+		if inRange {
+			batch.Queue(restoreJoins)
+		}
 	}
 	if len(f.ids) > 0 || len(clear.ids) > 0 {
 		findings := st.Findings

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -83,11 +84,42 @@ func (t *Table[L]) ScanRecords(st *Spec, rows pgx.Rows, limit int) ([]reconcile.
 	// anew for every row that is not NULL.
 	var ext, invalid pgtype.Text
 	var created pgtype.Timestamptz
-	local := t.locals.Scanner(rows, 7)
-	dest := append([]any{&r.Key, &r.ID, &ext, &created, &r.Recent, &invalid, &r.Version}, local.Dest()...)
+	var id int64
+	var uuid [16]byte
+	var xmin uint32
+	var dest []any
+	switch st.IDKey {
+	case IntIDKey:
+		dest = []any{&id}
+	case TextIDKey:
+		dest = []any{&r.ID}
+	case UUIDIDKey:
+		dest = []any{&uuid}
+	default:
+		dest = []any{&r.Key, &r.ID}
+	}
+	dest = append(dest, &ext, &created, &r.Recent, &invalid, &r.Version)
+	if st.XminVersion {
+		dest[len(dest)-1] = &xmin
+	}
+	local := t.locals.Scanner(rows, len(dest))
+	dest = append(dest, local.Dest()...)
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("read %s: %w", st.Host, err)
+		}
+		switch st.IDKey {
+		case IntIDKey:
+			r.ID = strconv.FormatInt(id, 10) // as id::text writes it
+			r.Key = "[" + r.ID + "]"
+		case TextIDKey:
+			r.Key = jsonbKey(r.ID)
+		case UUIDIDKey:
+			r.Key = uuidKey(&uuid)
+			r.ID = r.Key[2:38]
+		}
+		if st.XminVersion {
+			r.Version = strconv.FormatUint(uint64(xmin), 10) // as xmin::text writes it
 		}
 		r.ExternalID, r.CreatedAt, r.Invalid = ext.String, created.Time, invalid.String
 		if why := local.Local(rows, &r.Local); why != "" && r.Invalid == "" {

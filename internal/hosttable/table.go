@@ -31,11 +31,19 @@ type Spec struct {
 	ID string
 	// Filter is the store's row filter.
 	Filter Filter
-	// Select and Order are what every keyset read selects (the key as a JSON array, the id and
-	// external id as text, the readable created_at, whether the row is recent by the grace in
-	// $1, why it is invalid, its version, then the local state's columns, FROM the host table
-	// aliased h) and its ORDER BY ... LIMIT $2.
+	// Select and Order are what every keyset read selects (the key as a JSON array and the id
+	// as text, or with IDKey the id alone; the external id as text, the readable created_at,
+	// whether the row is recent by the grace in $1, why it is invalid, its version, or with
+	// XminVersion the row's xmin, then the local state's columns, FROM the host table aliased
+	// h) and its ORDER BY ... LIMIT $2.
 	Select, Order string
+	// IDKey says that the key is the id alone, of a type whose key text the reader writes as
+	// jsonb_build_array(id)::text does: Select has the id alone, as itself, in place of the key
+	// and the id as text.
+	IDKey IDKey
+	// XminVersion says that a row's version is its xmin (an xid) as text, which the reader
+	// writes from the xid Select has.
+	XminVersion bool
 	// LagValue is a row's lag in a lag statement (Query.LagFrom): NULL for a row with invalid
 	// times.
 	LagValue string
@@ -54,14 +62,20 @@ type Spec struct {
 	// job first when ObserveTakesJob), Unobserved (only with ObserveTakesJob: run after an
 	// Observe that wrote fewer rows than it was given, in a transaction of the commit's own),
 	// ObserveReturning (only with ObserveTakesJob: Observe returning the rows it left
-	// unobserved, for a commit that may run in a savepoint), FindingsObserved (only with
-	// ObserveTakesJob: Findings judging verified outcomes by the observations Observe wrote
-	// before it in the same transaction, without the clear judgments' external states,
-	// versions and answer times), and ForgetDeleted, run when a cycle completes.
+	// unobserved, for a commit that may run in a savepoint), and ForgetDeleted, run when a
+	// cycle completes.
 	LockRecords, LockObserved, LockFindings, Findings, Observe string
 	ObserveTakesJob                                            bool
-	Unobserved, ObserveReturning, FindingsObserved             string
-	ForgetDeleted                                              string
+	Unobserved, ObserveReturning, ForgetDeleted                string
+	// ObserveInRange (only with ObserveTakesJob, and not for every table: empty if not) is
+	// Observe checking its rows as read against one scan of the keyset range they were read
+	// from (RangeScan from $6; index 1: after a position), not row by row: a sweep's commit
+	// (KeyRange).
+	ObserveInRange [2]string
+	// FindingsObserved (only with ObserveTakesJob) is Findings judging verified outcomes by
+	// the observations the observations statement wrote before it in the same transaction,
+	// without the clear judgments' external states, versions and answer times.
+	FindingsObserved string
 	// WrapError names op in a failed statement's error, as pgstore's errors do (a missing
 	// table of the reconciler's is a pgstore.MigrationError).
 	WrapError func(op string, err error) error
