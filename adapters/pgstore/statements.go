@@ -561,21 +561,23 @@ func (p *sqlParts) commitStatements(st *statements) {
 		// chooses: in a savepoint xmin names the subtransaction, and two outcomes of one record
 		// share one observation). There, for a verified candidate, "as read and not verified
 		// since" is what that statement decided: it wrote the observation only if the row was
-		// as read (the same rowAsRead, empty version included) and no verification at least as
-		// recent was recorded (ON CONFLICT's WHERE, on the newest committed observation, after
-		// waiting for any transaction writing it: verifiedSince's test, least(answer, now())
-		// with the same answer and now()). Its decision shows in the observation's xmin: this
-		// transaction's when inserted or updated (HOT or not, the version seen is its own),
-		// another's when left alone (a lock leaves xmin). No one changes it before this
-		// transaction ends, which holds its lock: a lane's verification, newer or older,
-		// committed before the observations statement or waits for this commit. So a verified
-		// candidate is judged by whether this transaction wrote its observation (observedHere),
-		// whose external state its in-sync note reads, and $20 to $22 are not bound; an
-		// unverified one keeps rowAsRead. What moves is when the host row, locked by neither,
-		// is checked: at the observations statement's snapshot, not this one's, both inside the
-		// commit and after lockFindings (so its argument holds: a repair holding those locks
-		// has committed before either). A row changed in between is judged on its read, as one
-		// changed just after this statement always was; before, it was observed but not judged.
+		// as read (observe: the same rowAsRead, empty version included; observeInRange: the
+		// same for a row of a version read from the range, and QueueResults keeps findings for
+		// a row of none) and no verification at least as recent was recorded (ON CONFLICT's
+		// WHERE, on the newest committed observation, after waiting for any transaction
+		// writing it: verifiedSince's test, least(answer, now()) with the same answer and
+		// now()). Its decision shows in the observation's xmin: this transaction's when
+		// inserted or updated (HOT or not, the version seen is its own), another's when left
+		// alone (a lock leaves xmin). No one changes it before this transaction ends, which
+		// holds its lock: a lane's verification, newer or older, committed before the
+		// observations statement or waits for this commit. So a verified candidate is judged by
+		// whether this transaction wrote its observation (observedHere), whose external state
+		// its in-sync note reads, and $20 to $22 are not bound; an unverified one keeps
+		// rowAsRead. What moves is when the host row, locked by neither, is checked: at the
+		// observations statement's snapshot, not this one's, both inside the commit and after
+		// lockFindings (so its argument holds: a repair holding those locks has committed
+		// before either). A row changed in between is judged on its read, as one changed just
+		// after this statement always was; before, it was observed but not judged.
 		observedHere := p.observedHere("candidates.record_id")
 		clearObserved := `SELECT c.record_id, '', c.local_state, (SELECT o.external_state FROM ` + obs + ` AS o WHERE ` + p.observedHere("c.record_id") + `),
 					'', '', false, false, NULL, '', NULL, '', true, true, NULL

@@ -94,22 +94,29 @@ func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job strin
 	batch.Queue(setTimeZone, st.TimeZone)
 	var nVerified, nFindings int
 	twice := false // a record verified twice (in record order, its outcomes are adjacent)
+	unversioned := false
 	last := -1
 	for _, i := range order {
 		if o := &outcomes[i]; o.Verified {
 			nVerified++
 			twice = twice || last >= 0 && outcomes[last].RecordID == o.RecordID
+			unversioned = unversioned || o.Version == ""
 			last = i
 		}
 		if hasFinding(&outcomes[i]) {
 			nFindings++
 		}
 	}
+	// A sweep's commit checks its rows as read in the range it read them from.
+	inRange := st.ObserveTakesJob && read.UpTo != "" && st.ObserveInRange[0] != ""
 	// Where the observations statement runs earlier in the commit's own transaction, the
 	// findings statement judges the verified outcomes by the observations it wrote
-	// (FindingsObserved), not by looking at their rows and verifications again; a record
-	// verified twice has one observation for both judgments, so there each is checked itself.
-	observed := st.ObserveTakesJob && pipelinedBegin(t.db) && !twice
+	// (FindingsObserved), not by looking at their rows and verifications again. Not where
+	// that decision is not the findings statement's: a record verified twice has one
+	// observation for both judgments, and a row of no version (only a host's own outcomes
+	// have none) moved out of the range by a change of its key is not observed in the range,
+	// though it still exists.
+	observed := st.ObserveTakesJob && pipelinedBegin(t.db) && !twice && !(inRange && unversioned)
 	// The arrays bound are texts and times (arrays.go): pgx encodes them without an
 	// allocation an element.
 	obsIDs, obsStates, obsVersions := make(texts, 0, nVerified), make(texts, 0, nVerified), make(texts, 0, nVerified)
@@ -190,7 +197,6 @@ func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job strin
 		// Its count alone says whether it left a row unobserved (rarely: changed or deleted
 		// since its read, or verified since on a newer answer); only then are they asked for.
 		observe, args := st.Observe, []any{job, obsIDs, obsStates, obsVersions, obsTimes}
-		inRange := read.UpTo != "" && st.ObserveInRange[0] != ""
 		if inRange {
 			observe = st.ObserveInRange[0]
 			if read.After != "" {
