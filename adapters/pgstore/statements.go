@@ -582,7 +582,9 @@ func (p *sqlParts) commitStatements(st *statements) {
 		clearObserved := `SELECT c.record_id, '', c.local_state, (SELECT o.external_state FROM ` + obs + ` AS o WHERE ` + p.observedHere("c.record_id") + `),
 					'', '', false, false, NULL, '', NULL, '', true, true, NULL
 				FROM unnest($18::text[], $19::text[]) AS c(record_id, local_state)`
-		st.findingsObserved = findings(clearObserved, `CASE WHEN verified THEN EXISTS (SELECT 1 FROM `+obs+` AS o WHERE `+observedHere+`)
+		// (OFFSET 0: looked up for each candidate, never by hashing the job's every
+		// observation, a plan the planner may take for the EXISTS of an equality.)
+		st.findingsObserved = findings(clearObserved, `CASE WHEN verified THEN EXISTS (SELECT 1 FROM `+obs+` AS o WHERE `+observedHere+` OFFSET 0)
 					ELSE `+rowAsRead+` END`)
 	}
 	if cfg.Observations == ObserveInHostColumns {
