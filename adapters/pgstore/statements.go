@@ -23,6 +23,7 @@ type statements struct {
 	observeTakesJob   bool
 	unobserved        string // with observeTakesJob: the rows observe left unobserved
 	observeReturning  string // with observeTakesJob: observe, returning those rows itself
+	findingsObserved  string // with observeTakesJob: findings, taking the observations observe wrote for the check
 	lag               string
 	// observeInRange, with observeTakesJob: observe checking its rows against one scan of a
 	// sweep's keyset range (hosttable.Spec.ObserveInRange).
@@ -223,6 +224,14 @@ func (p *sqlParts) verifiedSince(id, at, isRow string) string {
 		p.host, p.q(p.cfg.IDColumn), isRow, id, p.types[p.cfg.IDColumn], p.ts(p.cfg.VerifiedAtColumn), at)
 }
 
+// observedHere(id) is a condition on o, job $1's observation of the record with the text id:
+// this transaction wrote it (its xmin; in a savepoint, xmin is the subtransaction's id). A
+// frozen row keeps its xmin: one left untouched while 2^32 transaction ids went by passes in
+// the one transaction whose id wrapped round to it.
+func (p *sqlParts) observedHere(id string) string {
+	return "o.job = $1 AND o.record_id = " + id + " AND o.xmin = pg_current_xact_id()::xid"
+}
+
 // lagValue is a row's lag: how long it has gone unverified, counting a never-verified row from
 // its creation; NULL for a row with invalid times. The lag may be negative (rows created in the
 // future) or past what a time.Duration holds: lagOf clamps it.
@@ -255,6 +264,7 @@ func buildStatements(cfg Config, types map[string]string, keyCollations []string
 	sp.LockRecords, sp.LockObserved, sp.LockFindings = st.lockRecords, st.lockObserved, st.lockFindings
 	sp.Findings, sp.Observe, sp.ObserveTakesJob, sp.ForgetDeleted = st.findings, st.observe, st.observeTakesJob, st.forgetDeleted
 	sp.Unobserved, sp.ObserveReturning, sp.ObserveInRange = st.unobserved, st.observeReturning, st.observeInRange
+	sp.FindingsObserved = st.findingsObserved
 	return st
 }
 
@@ -398,22 +408,23 @@ func (p *sqlParts) commitStatements(st *statements) {
 	// whether each is Verified, and $17 when its answer was obtained (NULL: the commit's time).
 	// $18 are the records of the verified judgments that carry no finding but decide (InSync,
 	// say), with $19 and $20 their local and external states, $21 their versions as read and
-	// $22 their answers' times. Such a record's open findings are looked up first (open_all):
-	// only a record that has one, and every outcome that carries a finding, is checked further
-	// (judged), so that the rows in sync with nothing to close, most of a batch, cost their
-	// share of one range of the findings_open index (near) and no more; $19 to $22 are not
-	// even unnested unless one of them has an open finding. A row changed or deleted since its
-	// batch read it, or verified on an answer older than the job's last verification of it
-	// (verifiedSince), is left alone, and its id returned. (The observations statement reports
-	// the same of every verified row, from the observation it wrote or did not: see
-	// hosttable.QueueResults.) A deciding outcome closes its record's other open findings
-	// (closed): as cleared without a kind, else as superseded by the finding of its kind left
-	// open (successor). It closes those it can lock at once (open_all; the records it opens
-	// findings of are locked already, by lockFindings): one that another transaction holds (a
-	// person resolving it, a repair) is left to the next verified judgment, so that the
-	// statement waits on no finding and commits judging the same records cannot deadlock. With
-	// a Config.Deliver, the commands are written as handed over (processed_at set, so no
-	// dispatcher claims them) and returned as a JSON array for the Deliverer.
+	// $22 their answers' times (findingsObserved, below, binds $18 and $19 alone). Such a
+	// record's open findings are looked up first (open_all): only a record that has one, and
+	// every outcome that carries a finding, is checked further (judged), so that the rows in
+	// sync with nothing to close, most of a batch, cost their share of one range of the
+	// findings_open index (near) and no more; $19 to $22 are not even unnested unless one of
+	// them has an open finding. A row changed or deleted since its batch read it, or verified
+	// on an answer older than the job's last verification of it (verifiedSince), is left alone,
+	// and its id returned. (The observations statement reports the same of every verified row,
+	// from the observation it wrote or did not: see hosttable.QueueResults.) A deciding outcome
+	// closes its record's other open findings (closed): as cleared without a kind, else as
+	// superseded by the finding of its kind left open (successor). It closes those it can lock
+	// at once (open_all; the records it opens findings of are locked already, by lockFindings):
+	// one that another transaction holds (a person resolving it, a repair) is left to the next
+	// verified judgment, so that the statement waits on no finding and commits judging the same
+	// records cannot deadlock. With a Config.Deliver, the commands are written as handed over
+	// (processed_at set, so no dispatcher claims them) and returned as a JSON array for the
+	// Deliverer.
 	var deliveredCol, deliveredVal, deliveredCmds string
 	if cfg.Deliver != nil {
 		deliveredCol, deliveredVal = ", processed_at", ", now()"
@@ -430,7 +441,16 @@ func (p *sqlParts) commitStatements(st *statements) {
 					superseded_by = s.id
 				FROM open_now AS n JOIN live AS l ON l.record_id = n.record_id LEFT JOIN successor AS s ON s.record_id = l.record_id`
 	closes := `l.decides AND n.kind <> l.kind AND n.kind <> '` + reconcile.KindMissingLocally + `'`
-	st.findings = `WITH input AS (
+	// clearAll are the clear judgments as candidates, and asReadAll says whether a candidate
+	// is to be judged: its row as read and, if verified, not verified since on a newer answer.
+	rowAsRead := p.rowAsRead("candidates.record_id", "candidates.version", "NOT candidates.not_a_row")
+	clearAll := `SELECT c.record_id, '', c.local_state, c.external_state, '', '', false, false, NULL, '', NULL, c.version, true, true, c.answered_at
+				FROM unnest($18::text[], $19::text[], $20::text[], $21::text[], $22::timestamptz[])
+					AS c(record_id, local_state, external_state, version, answered_at)`
+	asReadAll := rowAsRead + `
+					AND NOT (verified AND ` + p.verifiedSince("candidates.record_id", "candidates.answered_at", "NOT candidates.not_a_row") + `)`
+	findings := func(clear, asRead string) string {
+		return `WITH input AS (
 				SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bool[], $10::bool[], $11::text[], $12::text[], $13::text[], $14::text[], $15::bool[],
 						$16::bool[], $17::timestamptz[])
 					AS t(record_id, kind, local_state, external_state, detail, command, once, not_a_row, payload, external_id, diffs, version, decides,
@@ -476,13 +496,10 @@ func (p *sqlParts) commitStatements(st *statements) {
 				UNION ALL
 				-- The verified judgments without a finding of the records with open findings,
 				-- their arrays unnested only when there are such records.
-				SELECT c.record_id, '', c.local_state, c.external_state, '', '', false, false, NULL, '', NULL, c.version, true, true, c.answered_at
-				FROM unnest($18::text[], $19::text[], $20::text[], $21::text[], $22::timestamptz[])
-					AS c(record_id, local_state, external_state, version, answered_at)
+				` + clear + `
 				WHERE EXISTS (SELECT 1 FROM open_all) AND c.record_id IN (SELECT record_id FROM open_all)
 			), judged AS MATERIALIZED (
-				SELECT *, not_a_row OR (` + p.rowAsRead("candidates.record_id", "candidates.version", "NOT candidates.not_a_row") + `
-					AND NOT (verified AND ` + p.verifiedSince("candidates.record_id", "candidates.answered_at", "NOT candidates.not_a_row") + `)) AS as_read
+				SELECT *, not_a_row OR (` + asRead + `) AS as_read
 				FROM candidates
 			), live AS (
 				SELECT * FROM judged WHERE as_read
@@ -535,6 +552,41 @@ func (p *sqlParts) commitStatements(st *statements) {
 			)
 			SELECT (SELECT count(*) FROM opened), (SELECT count(*) FROM queued),
 				(SELECT coalesce(array_agg(record_id), '{}') FROM judged WHERE NOT as_read)` + deliveredCmds
+	}
+	st.findings = findings(clearAll, asReadAll)
+	if cfg.Observations != ObserveInHostColumns {
+		obs := t.table("observations")
+		// findingsObserved is findings for a commit whose observations statement ran before it
+		// in the same top-level transaction, on each verified record once (QueueResults
+		// chooses: in a savepoint xmin names the subtransaction, and two outcomes of one record
+		// share one observation). There, for a verified candidate, "as read and not verified
+		// since" is what that statement decided: it wrote the observation only if the row was
+		// as read (observe: the same rowAsRead, empty version included; observeInRange: the
+		// same for a row of a version read from the range, and QueueResults keeps findings for
+		// a row of none) and no verification at least as recent was recorded (ON CONFLICT's
+		// WHERE, on the newest committed observation, after waiting for any transaction
+		// writing it: verifiedSince's test, least(answer, now()) with the same answer and
+		// now()). Its decision shows in the observation's xmin: this transaction's when
+		// inserted or updated (HOT or not, the version seen is its own), another's when left
+		// alone (a lock leaves xmin). No one changes it before this transaction ends, which
+		// holds its lock: a lane's verification, newer or older, committed before the
+		// observations statement or waits for this commit. So a verified candidate is judged by
+		// whether this transaction wrote its observation (observedHere), whose external state
+		// its in-sync note reads, and $20 to $22 are not bound; an unverified one keeps
+		// rowAsRead. What moves is when the host row, locked by neither, is checked: at the
+		// observations statement's snapshot, not this one's, both inside the commit and after
+		// lockFindings (so its argument holds: a repair holding those locks has committed
+		// before either). A row changed in between is judged on its read, as one changed just
+		// after this statement always was; before, it was observed but not judged.
+		observedHere := p.observedHere("candidates.record_id")
+		clearObserved := `SELECT c.record_id, '', c.local_state, (SELECT o.external_state FROM ` + obs + ` AS o WHERE ` + p.observedHere("c.record_id") + `),
+					'', '', false, false, NULL, '', NULL, '', true, true, NULL
+				FROM unnest($18::text[], $19::text[]) AS c(record_id, local_state)`
+		// (OFFSET 0: looked up for each candidate, never by hashing the job's every
+		// observation, a plan the planner may take for the EXISTS of an equality.)
+		st.findingsObserved = findings(clearObserved, `CASE WHEN verified THEN EXISTS (SELECT 1 FROM `+obs+` AS o WHERE `+observedHere+` OFFSET 0)
+					ELSE `+rowAsRead+` END`)
+	}
 	if cfg.Observations == ObserveInHostColumns {
 		// The verified-at time is the clock when each row is written, after lockObserved took
 		// every row's lock: an updated_at trigger on the host table writes now() (earlier) or
@@ -614,7 +666,7 @@ func (p *sqlParts) commitStatements(st *statements) {
 		}
 		st.unobserved = `SELECT coalesce(array_agg(t.r), '{}') FROM unnest($2::text[]) AS t(r)
 			WHERE NOT EXISTS (SELECT 1 FROM ` + t.table("observations") + ` AS o
-				WHERE o.job = $1 AND o.record_id = t.r AND o.xmin = pg_current_xact_id()::xid)`
+				WHERE ` + p.observedHere("t.r") + `)`
 		// A commit that may run in a savepoint (the store's DB a transaction, or a DB that is
 		// neither a pool nor a connection) writes with a transaction id of its own, which xmin
 		// holds and pg_current_xact_id does not name: there, the observations statement returns

@@ -100,14 +100,30 @@ func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job strin
 	// the session's.
 	batch.Queue(setTimeZone, st.TimeZone)
 	var nVerified, nFindings int
-	for i := range outcomes {
+	twice := false // a record verified twice (in record order, its outcomes are adjacent)
+	unversioned := false
+	last := -1
+	for _, i := range order {
 		if o := &outcomes[i]; o.Verified {
 			nVerified++
+			twice = twice || last >= 0 && outcomes[last].RecordID == o.RecordID
+			unversioned = unversioned || o.Version == ""
+			last = i
 		}
 		if hasFinding(&outcomes[i]) {
 			nFindings++
 		}
 	}
+	// A sweep's commit checks its rows as read in the range it read them from.
+	inRange := st.ObserveTakesJob && read.UpTo != "" && st.ObserveInRange[0] != ""
+	// Where the observations statement runs earlier in the commit's own transaction, the
+	// findings statement judges the verified outcomes by the observations it wrote
+	// (FindingsObserved), not by looking at their rows and verifications again. Not where
+	// that decision is not the findings statement's: a record verified twice has one
+	// observation for both judgments, and a row of no version (only a host's own outcomes
+	// have none) moved out of the range by a change of its key is not observed in the range,
+	// though it still exists.
+	observed := st.ObserveTakesJob && pipelinedBegin(t.db) && !twice && !(inRange && unversioned)
 	// The arrays bound are texts and times (arrays.go): pgx encodes them without an
 	// allocation an element.
 	obsIDs, obsStates, obsVersions := make(texts, 0, nVerified), make(texts, 0, nVerified), make(texts, 0, nVerified)
@@ -115,7 +131,7 @@ func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job strin
 	f := newFindingCols(nFindings)
 	// clear are the verified judgments that carry no finding but decide their records'
 	// findings: the findings statement closes those records' open findings, if any.
-	clear := newClearCols(nVerified)
+	clear := newClearCols(nVerified, observed)
 	// withFindings are the rows whose outcomes open findings; judged, those whose outcomes
 	// write anything.
 	withFindings, judged := make(texts, 0, nFindings), make(texts, 0, nVerified+nFindings)
@@ -188,7 +204,6 @@ func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job strin
 		// Its count alone says whether it left a row unobserved (rarely: changed or deleted
 		// since its read, or verified since on a newer answer); only then are they asked for.
 		observe, args := st.Observe, []any{job, obsIDs, obsStates, obsVersions, obsTimes}
-		inRange := read.UpTo != "" && st.ObserveInRange[0] != ""
 		if inRange {
 			observe = st.ObserveInRange[0]
 			if read.After != "" {
@@ -215,9 +230,14 @@ func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job strin
 		}
 	}
 	if len(f.ids) > 0 || len(clear.ids) > 0 {
-		batch.Queue(st.Findings, job, st.AggregateType, f.ids, f.kinds, f.locals, f.externals, f.details, f.commands,
-			f.once, f.notARow, f.payloads, f.externalIDs, f.diffs, f.versions, f.decides, f.verified, f.answeredAt,
-			clear.ids, clear.locals, clear.externals, clear.versions, clear.answeredAt).
+		findings := st.Findings
+		if observed {
+			findings = st.FindingsObserved
+		}
+		args := append([]any{job, st.AggregateType, f.ids, f.kinds, f.locals, f.externals, f.details, f.commands,
+			f.once, f.notARow, f.payloads, f.externalIDs, f.diffs, f.versions, f.decides, f.verified, f.answeredAt},
+			clear.args()...)
+		batch.Queue(findings, args...).
 			QueryRow(func(row pgx.Row) error {
 				var ids []string
 				dest := []any{&res.Findings, &res.Commands, &ids}
@@ -259,22 +279,37 @@ func VerifiedAt(o *reconcile.Outcome) pgtype.Timestamptz {
 }
 
 // clearCols are the columns of the verified judgments without a finding that decide their
-// records' findings (the findings statement's $18 to $22).
+// records' findings (the findings statement's $18 to $22; FindingsObserved's $18 and $19,
+// when observed).
 type clearCols struct {
+	observed                         bool
 	ids, locals, externals, versions texts
 	answeredAt                       times
 }
 
-// newClearCols returns columns with room for n outcomes.
-func newClearCols(n int) clearCols {
-	return clearCols{ids: make(texts, 0, n), locals: make(texts, 0, n), externals: make(texts, 0, n),
-		versions: make(texts, 0, n), answeredAt: make(times, 0, n)}
+// newClearCols returns columns with room for n outcomes, for FindingsObserved if observed.
+func newClearCols(n int, observed bool) clearCols {
+	c := clearCols{observed: observed, ids: make(texts, 0, n), locals: make(texts, 0, n)}
+	if !observed {
+		c.externals, c.versions, c.answeredAt = make(texts, 0, n), make(texts, 0, n), make(times, 0, n)
+	}
+	return c
 }
 
 // add adds outcome o.
 func (c *clearCols) add(o *reconcile.Outcome) {
-	c.ids, c.locals, c.externals = append(c.ids, o.RecordID), append(c.locals, o.Local), append(c.externals, o.External)
-	c.versions, c.answeredAt = append(c.versions, o.Version), append(c.answeredAt, VerifiedAt(o))
+	c.ids, c.locals = append(c.ids, o.RecordID), append(c.locals, o.Local)
+	if !c.observed {
+		c.externals, c.versions, c.answeredAt = append(c.externals, o.External), append(c.versions, o.Version), append(c.answeredAt, VerifiedAt(o))
+	}
+}
+
+// args are the columns as the findings statement's last parameters.
+func (c *clearCols) args() []any {
+	if c.observed {
+		return []any{c.ids, c.locals}
+	}
+	return []any{c.ids, c.locals, c.externals, c.versions, c.answeredAt}
 }
 
 type findingCols struct {

@@ -72,6 +72,10 @@ type Spec struct {
 	// from (RangeScan from $6; index 1: after a position), not row by row: a sweep's commit
 	// (KeyRange).
 	ObserveInRange [2]string
+	// FindingsObserved (only with ObserveTakesJob) is Findings judging verified outcomes by
+	// the observations the observations statement wrote before it in the same transaction,
+	// without the clear judgments' external states, versions and answer times.
+	FindingsObserved string
 	// WrapError names op in a failed statement's error, as pgstore's errors do (a missing
 	// table of the reconciler's is a pgstore.MigrationError).
 	WrapError func(op string, err error) error
