@@ -28,11 +28,15 @@ import (
 // table would otherwise have read from the index on record_id alone, every job's findings and
 // the resolved ones included, sorting each record's by kind. A sort that cannot be avoided is
 // still made: it then costs the planner enough to compile the statement, hence JIT off.
-const setTimeZone = `SELECT set_config('TimeZone', $1, true),
+const setTimeZone = `SELECT set_config('reconcile.TimeZone', current_setting('TimeZone'), true), set_config('TimeZone', $1, true),
 	set_config('reconcile.enable_sort', current_setting('enable_sort'), true), set_config('enable_sort', 'off', true),
 	set_config('reconcile.enable_incremental_sort', current_setting('enable_incremental_sort'), true),
 	set_config('enable_incremental_sort', 'off', true),
 	set_config('reconcile.jit', current_setting('jit'), true), set_config('jit', 'off', true)`
+
+// restoreTimeZone gives TimeZone back the value setTimeZone found: in a transaction of the
+// host's (a DB that is a pgx.Tx), whose savepoint keeps what the commit set for the rest of it.
+const restoreTimeZone = `SELECT set_config('TimeZone', current_setting('reconcile.TimeZone'), true)`
 
 // restoreSorts gives enable_sort, enable_incremental_sort and jit back the values setTimeZone
 // found.
@@ -40,16 +44,19 @@ const restoreSorts = `SELECT set_config('enable_sort', current_setting('reconcil
 	set_config('enable_incremental_sort', current_setting('reconcile.enable_incremental_sort'), true),
 	set_config('jit', current_setting('reconcile.jit'), true)`
 
-// joinByHash turns nested loops off for the planning of ObserveInRange, until restoreJoins: its
-// lookup of the batch's rows in the scan of the batch's range is then by hash, one pass over
-// each, whatever the statistics. A nested loop over the two, which the planner may think as
-// cheap when it believes the range or the batch (an array parameter) small, would compare
-// every row of one with every row of the other.
+// joinByHash turns nested loops off and hash joins on for the planning of ObserveInRange, until
+// restoreJoins: its lookup of the batch's rows in the scan of the batch's range is then by hash,
+// one pass over each, whatever the statistics. A nested loop over the two, which the planner
+// may think as cheap when it believes the range or the batch (an array parameter) small, would
+// compare every row of one with every row of the other; so would it if the host turned hash
+// joins off (on its role, say) and the range is not in the id's order, as a merge join needs.
 const joinByHash = `SELECT set_config('reconcile.enable_nestloop', current_setting('enable_nestloop'), true),
-	set_config('enable_nestloop', 'off', true)`
+	set_config('reconcile.enable_hashjoin', current_setting('enable_hashjoin'), true),
+	set_config('enable_nestloop', 'off', true), set_config('enable_hashjoin', 'on', true)`
 
-// restoreJoins gives enable_nestloop back the value joinByHash found.
-const restoreJoins = `SELECT set_config('enable_nestloop', current_setting('reconcile.enable_nestloop'), true)`
+// restoreJoins gives enable_nestloop and enable_hashjoin back the values joinByHash found.
+const restoreJoins = `SELECT set_config('enable_nestloop', current_setting('reconcile.enable_nestloop'), true),
+	set_config('enable_hashjoin', current_setting('reconcile.enable_hashjoin'), true)`
 
 // KeyRange is the keyset range a sweep's batch was read from: after the key After (empty: from
 // the start) up to the key UpTo, inclusive, JSON arrays as the cursor holds them. The zero
@@ -424,6 +431,11 @@ func (t *Table[L]) SendFenced(ctx context.Context, batch *pgx.Batch, what string
 	}
 	if err := q.handOver(ctx, tx); err != nil {
 		return fmt.Errorf("pgstore: %s: %w", what, err)
+	}
+	if !pipelinedBegin(t.db) {
+		if _, err := tx.Exec(ctx, restoreTimeZone); err != nil {
+			return fmt.Errorf("pgstore: %s: restore TimeZone: %w", what, err)
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("pgstore: %s: commit transaction: %w", what, err)
