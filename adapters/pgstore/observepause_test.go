@@ -2,7 +2,6 @@ package pgstore_test
 
 import (
 	"context"
-	"strconv"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -16,9 +15,10 @@ import (
 // judgment agree (both, or neither), as the findings statement takes the observations
 // statement's decision.
 
-// pauseKey is the advisory lock (a bigint key: no lock space of the store's, which takes two
-// int4 keys) on which a commit's observations statement waits once it has written.
-const pauseKey = 0x0b5e7e11
+// pauseKey is the advisory lock, one per test schema (a bigint key: no lock space of the
+// store's, which takes two int4 keys), on which a commit's observations statement waits once
+// it has written.
+const pauseKey = `hashtext(current_schema())::bigint`
 
 // pauseAfterObserve makes every later statement writing observations wait, once it has
 // written them, until release is called; it returns the backend holding the lock.
@@ -26,20 +26,20 @@ func pauseAfterObserve(t *testing.T, pool *pgxpool.Pool) (pid int, release func(
 	t.Helper()
 	ctx := context.Background()
 	exec(t, pool, `CREATE FUNCTION pause_observe() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN PERFORM pg_advisory_xact_lock(`+strconv.Itoa(pauseKey)+`); RETURN NULL; END $$`)
+		BEGIN PERFORM pg_advisory_xact_lock(`+pauseKey+`); RETURN NULL; END $$`)
 	exec(t, pool, `CREATE TRIGGER pause AFTER INSERT OR UPDATE ON reconcile_observations FOR EACH STATEMENT EXECUTE FUNCTION pause_observe()`)
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := conn.QueryRow(ctx, `SELECT pg_backend_pid() FROM (SELECT pg_advisory_lock($1)) AS l`, int64(pauseKey)).Scan(&pid); err != nil {
+	if err := conn.QueryRow(ctx, `SELECT pg_backend_pid() FROM (SELECT pg_advisory_lock(`+pauseKey+`)) AS l`).Scan(&pid); err != nil {
 		t.Fatal(err)
 	}
 	released := false
 	release = func() {
 		if !released {
 			released = true
-			if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, int64(pauseKey)); err != nil {
+			if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock(`+pauseKey+`)`); err != nil {
 				t.Error(err)
 			}
 			conn.Release()
