@@ -7,19 +7,21 @@ package stripeadapter
 // the ship-ready descriptors decode their pages into a page of a type defined as the object's
 // own (type paymentIntentFields stripe.PaymentIntent), which has its fields and none of its
 // methods, and the page itself has none either: the body is validated once (by stripe-go) and
-// decoded once. Expanded fields inside an object (an intent's charge) still decode through
-// stripe-go's methods. BenchmarkListPage measures it.
+// decoded once. An intent's expanded latest_charge decodes the same way; other expanded fields
+// inside an object still decode through stripe-go's methods. BenchmarkListPage measures it.
 
 import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 
 	"github.com/stripe/stripe-go/v82"
 )
 
-// listDecoder returns a fresh page for a list call to decode its answer into.
-type listDecoder[T any] func() plainPage[T]
+// listDecoder returns a fresh page for a list call with the object's Expand paths to decode its
+// answer into.
+type listDecoder[T any] func(expand []string) plainPage[T]
 
 // plainPage is a list call's answer decoded without the objects' UnmarshalJSON.
 type plainPage[T any] interface {
@@ -33,7 +35,7 @@ type plainPage[T any] interface {
 // plainList is the listDecoder of objects *S decoded as P, a type defined as S: conv is the
 // conversion (*S)(p), which Go cannot write for type parameters.
 func plainList[P, S any](conv func(*P) *S) listDecoder[*S] {
-	return func() plainPage[*S] { return &plainPageOf[P, S]{conv: conv} }
+	return func([]string) plainPage[*S] { return &plainPageOf[P, S]{conv: conv} }
 }
 
 // plainPageOf is a page of objects *S decoded as P (see plainList).
@@ -60,15 +62,15 @@ func (p *plainPageOf[P, S]) page() listPageOf[*S] {
 	return page
 }
 
-// listInto makes a list call through call, decoded with decode, or as listPageOf[T] when decode
-// is nil.
-func listInto[T any](ctx context.Context, decode listDecoder[T], call func(stripe.LastResponseSetter) error) (listPageOf[T], error) {
+// listInto makes a list call with the Expand paths expand through call, decoded with decode,
+// or as listPageOf[T] when decode is nil.
+func listInto[T any](ctx context.Context, decode listDecoder[T], expand []string, call func(stripe.LastResponseSetter) error) (listPageOf[T], error) {
 	var page listPageOf[T]
 	if decode == nil {
 		err := call(&page)
 		return page, err
 	}
-	plain := decode()
+	plain := decode(expand)
 	err := call(plain)
 	if err == nil {
 		return plain.page(), nil
@@ -85,16 +87,37 @@ func listInto[T any](ctx context.Context, decode listDecoder[T], call func(strip
 // stripe-go's UnmarshalJSON.
 type (
 	paymentIntentFields   stripe.PaymentIntent
+	chargeFields          stripe.Charge
 	subscriptionFields    stripe.Subscription
 	invoiceFields         stripe.Invoice
 	checkoutSessionFields stripe.CheckoutSession
 	accountFields         stripe.Account
 )
 
+// chargedIntent is an intent with its latest_charge expanded: the outer field hides the
+// intent's own (encoding/json takes the shallower), so the charge decodes as chargeFields.
+type chargedIntent struct {
+	paymentIntentFields
+	LatestCharge *chargeFields `json:"latest_charge"`
+}
+
+// paymentIntentList is PaymentIntents' listDecoder: with latest_charge expanded, as chargedIntent.
+func paymentIntentList(expand []string) plainPage[*stripe.PaymentIntent] {
+	if slices.Contains(expand, "latest_charge") {
+		return chargedIntentList(expand)
+	}
+	return plainIntentList(expand)
+}
+
 var (
-	paymentIntentList = plainList(func(p *paymentIntentFields) *stripe.PaymentIntent { return (*stripe.PaymentIntent)(p) })
-	subscriptionList  = plainList(func(p *subscriptionFields) *stripe.Subscription { return (*stripe.Subscription)(p) })
-	invoiceList       = plainList(func(p *invoiceFields) *stripe.Invoice { return (*stripe.Invoice)(p) })
-	checkoutList      = plainList(func(p *checkoutSessionFields) *stripe.CheckoutSession { return (*stripe.CheckoutSession)(p) })
-	accountList       = plainList(func(p *accountFields) *stripe.Account { return (*stripe.Account)(p) })
+	plainIntentList   = plainList(func(p *paymentIntentFields) *stripe.PaymentIntent { return (*stripe.PaymentIntent)(p) })
+	chargedIntentList = plainList(func(p *chargedIntent) *stripe.PaymentIntent {
+		pi := (*stripe.PaymentIntent)(&p.paymentIntentFields)
+		pi.LatestCharge = (*stripe.Charge)(p.LatestCharge)
+		return pi
+	})
+	subscriptionList = plainList(func(p *subscriptionFields) *stripe.Subscription { return (*stripe.Subscription)(p) })
+	invoiceList      = plainList(func(p *invoiceFields) *stripe.Invoice { return (*stripe.Invoice)(p) })
+	checkoutList     = plainList(func(p *checkoutSessionFields) *stripe.CheckoutSession { return (*stripe.CheckoutSession)(p) })
+	accountList      = plainList(func(p *accountFields) *stripe.Account { return (*stripe.Account)(p) })
 )

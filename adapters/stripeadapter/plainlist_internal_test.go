@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -47,10 +48,12 @@ func stripeGoCall(data []byte) func(out stripe.LastResponseSetter) error {
 
 // decodeBoth decodes data with the descriptor's listDecoder, as a list call does, and with
 // encoding/json into listPageOf[T], as before it, and fails unless both give the same page and
-// the same error or none.
-func decodeBoth[T any](t *testing.T, obj Object[T], data []byte) listPageOf[T] {
+// the same error or none. fast reports whether the listDecoder's page took data without
+// falling back.
+func decodeBoth[T any](t *testing.T, obj Object[T], data []byte) (page listPageOf[T], fast bool) {
 	t.Helper()
-	plain, plainErr := listInto(context.Background(), obj.decodeList, stripeGoCall(data))
+	fast = json.Unmarshal(data, obj.decodeList(obj.Expand)) == nil
+	plain, plainErr := listInto(context.Background(), obj.decodeList, obj.Expand, stripeGoCall(data))
 	var before listPageOf[T]
 	beforeErr := json.Unmarshal(data, &before)
 	if (plainErr == nil) != (beforeErr == nil) {
@@ -64,7 +67,7 @@ func decodeBoth[T any](t *testing.T, obj Object[T], data []byte) listPageOf[T] {
 		want, _ := json.Marshal(before)
 		t.Fatalf("one pass decodes another page:\n got %s\nwant %s", got, want)
 	}
-	return plain
+	return plain, fast
 }
 
 func TestAListPageDecodedInOnePassIsThePageStripeGoDecodes(t *testing.T) {
@@ -87,24 +90,48 @@ func TestAListPageDecodedInOnePassIsThePageStripeGoDecodes(t *testing.T) {
 	srv.AddInvoices([]stripetest.Invoice{{}, {}})
 
 	t.Run("PaymentIntents, their charges expanded", func(t *testing.T) {
-		page := decodeBoth(t, PaymentIntents(), pageBytes(t, srv, "/v1/payment_intents?limit=100&expand[]=data.latest_charge"))
-		if len(page.Data) != len(ids) || page.Data[0].LatestCharge == nil || page.Data[0].LatestCharge.Amount == 0 && page.Data[0].Status == stripe.PaymentIntentStatusSucceeded {
-			t.Fatalf("the fixture's page is not what the test needs: %d intents", len(page.Data))
+		page, fast := decodeBoth(t, PaymentIntents(), pageBytes(t, srv, "/v1/payment_intents?limit=100&expand[]=data.latest_charge"))
+		if !fast {
+			t.Error("the page was decoded by stripe-go's methods")
+		}
+		charged := slices.IndexFunc(page.Data, func(pi *stripe.PaymentIntent) bool {
+			return pi.LatestCharge != nil && pi.LatestCharge.AmountRefunded > 0
+		})
+		if len(page.Data) != len(ids) || charged < 0 {
+			t.Fatalf("the fixture's page is not what the test needs: %d intents, none with a refunded charge", len(page.Data))
 		}
 	})
+	t.Run("PaymentIntents, their charges not expanded", func(t *testing.T) {
+		obj := PaymentIntents()
+		obj.Expand = nil
+		page, fast := decodeBoth(t, obj, pageBytes(t, srv, "/v1/payment_intents?limit=100"))
+		if !fast {
+			t.Error("the page was decoded by stripe-go's methods")
+		}
+		if page.Data[0].LatestCharge == nil || page.Data[0].LatestCharge.ID == "" || page.Data[0].LatestCharge.Amount != 0 {
+			t.Fatalf("the fixture's page is not what the test needs: %+v", page.Data[0].LatestCharge)
+		}
+	})
+	t.Run("PaymentIntents with charge ids although expanded decode as before", func(t *testing.T) {
+		decodeBoth(t, PaymentIntents(), pageBytes(t, srv, "/v1/payment_intents?limit=100"))
+	})
 	t.Run("a page of one of them, with more", func(t *testing.T) {
-		if page := decodeBoth(t, PaymentIntents(), pageBytes(t, srv, "/v1/payment_intents?limit=1")); !page.HasMore {
+		if page, _ := decodeBoth(t, PaymentIntents(), pageBytes(t, srv, "/v1/payment_intents?limit=1")); !page.HasMore {
 			t.Fatal("has_more lost")
 		}
 	})
 	t.Run("Subscriptions", func(t *testing.T) {
-		decodeBoth(t, Subscriptions(), pageBytes(t, srv, "/v1/subscriptions?limit=100&status=all"))
+		if _, fast := decodeBoth(t, Subscriptions(), pageBytes(t, srv, "/v1/subscriptions?limit=100&status=all")); !fast {
+			t.Error("the page was decoded by stripe-go's methods")
+		}
 	})
 	t.Run("Invoices", func(t *testing.T) {
-		decodeBoth(t, Invoices(), pageBytes(t, srv, "/v1/invoices?limit=100"))
+		if _, fast := decodeBoth(t, Invoices(), pageBytes(t, srv, "/v1/invoices?limit=100")); !fast {
+			t.Error("the page was decoded by stripe-go's methods")
+		}
 	})
 	t.Run("an id alone and a null among the objects decode as stripe-go decodes them", func(t *testing.T) {
-		page := decodeBoth(t, PaymentIntents(), []byte(`{"object":"list","url":"/v1/payment_intents","has_more":true,"data":[{"id":"pi_1","object":"payment_intent","status":"succeeded"},"pi_2",null]}`))
+		page, _ := decodeBoth(t, PaymentIntents(), []byte(`{"object":"list","url":"/v1/payment_intents","has_more":true,"data":[{"id":"pi_1","object":"payment_intent","status":"succeeded"},"pi_2",null]}`))
 		if len(page.Data) != 3 || page.Data[1] == nil || page.Data[1].ID != "pi_2" || page.Data[2] != nil {
 			t.Fatalf("page %+v", page.Data)
 		}
@@ -127,7 +154,7 @@ func TestAListPageDecodedInOnePassIsThePageStripeGoDecodes(t *testing.T) {
 		decodeBoth(t, CheckoutSessions(), []byte(`{"object":"list","data":[{"id":`))
 	})
 	t.Run("an empty object is no list either way", func(t *testing.T) {
-		if page := decodeBoth(t, Accounts(), []byte(`{}`)); page.Object != "" {
+		if page, _ := decodeBoth(t, Accounts(), []byte(`{}`)); page.Object != "" {
 			t.Fatal(page.Object)
 		}
 	})
@@ -156,7 +183,7 @@ func BenchmarkListPage(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if page, err := listInto(context.Background(), c.obj.decodeList, stripeGoCall(body)); err != nil || len(page.Data) != 100 {
+				if page, err := listInto(context.Background(), c.obj.decodeList, c.obj.Expand, stripeGoCall(body)); err != nil || len(page.Data) != 100 {
 					b.Fatal(err, len(page.Data))
 				}
 			}
