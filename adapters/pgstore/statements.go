@@ -339,10 +339,11 @@ func (p *sqlParts) keyText() string {
 
 // recordColumns are the columns of a read's record, a keyset read's or a lane's match's
 // (hosttable.RecordScanner): the key and the id, the external id as text, the readable
-// created_at, whether the row is recent (cond), why it cannot be judged, its version, then the
-// local state's. A key that is an integer, text or uuid id alone comes as the id itself, and a
-// version that is xmin alone as the xid: the reader writes their text (hosttable.Spec.IDKey,
-// XminVersion), which the server, writing it for each row, spent a third of a read's time on.
+// created_at, whether the row is recent (the condition recent), why it cannot be judged, its
+// version, then the local state's. A key that is an integer, text or uuid id alone comes as
+// the id itself, and a version that is xmin alone as the xid: the reader writes their text
+// (hosttable.Spec.IDKey, XminVersion), which the server, writing it for each row, spent a
+// third of a read's time on.
 func (p *sqlParts) recordColumns(recent string) string {
 	cfg := p.cfg
 	key := p.keyText() + ", " + p.q(cfg.IDColumn) + "::text"
