@@ -238,6 +238,7 @@ var keyTypeRefusals = map[string]string{
 	"json":      "JSON, which a cursor position (itself JSON) does not give back as the same value",
 	"jsoncast":  "a type written as JSON by its cast to json, which a cursor position does not give back as the same value",
 	"interval":  "an interval, whose text depends on the session's IntervalStyle: a cursor position written by one session would be another key to another",
+	"money":     "money, whose text depends on the session's lc_monetary: a cursor position written by one session would be another key to another",
 	"range":     "a range of dates or times, whose text depends on the session's DateStyle and IntervalStyle: a cursor position written by one session would be another key to another",
 	"unordered": "which has no ordering (no default btree operator class) to walk it by",
 }
@@ -264,6 +265,7 @@ const keyTypes = `
 			WHEN y.typtype = 'c' OR y.oid = 'record'::regtype THEN 'composite'
 			WHEN y.oid IN ('json'::regtype, 'jsonb'::regtype) THEN 'json'
 			WHEN y.oid = 'interval'::regtype THEN 'interval'
+			WHEN y.oid = 'money'::regtype THEN 'money'
 			-- to_jsonb writes a type of an extension (hstore) through its cast to json.
 			WHEN y.oid >= 16384 AND EXISTS (SELECT 1 FROM pg_cast c
 				WHERE c.castsource = y.oid AND c.casttarget IN ('json'::regtype, 'jsonb'::regtype)) THEN 'jsoncast'

@@ -72,7 +72,7 @@ type Config struct {
 	// holds their values as a JSON array, so each must be of a type whose value comes back from
 	// its text as the same key in any session: an integer, numeric, text, varchar, char, uuid,
 	// a date or timestamp, an enum, bytea, bit, a range of numbers, or a domain over one. Check
-	// refuses a floating-point column, an array, a composite type, json or jsonb, an interval,
+	// refuses a floating-point column, an array, a composite type, json or jsonb, an interval, money,
 	// a range of dates or times, and a type without ordering (xml, point). Empty means ["id"].
 	KeyColumns []string
 	// IDColumn identifies a row in findings and commands. Empty means the last key column.
