@@ -246,18 +246,19 @@ var keyTypeRefusals = map[string]string{
 // keyTypes finds, for each key column whose type (or a domain's base type) a keyset cannot
 // walk, why: the kind of keyTypeRefusals. Ranges are judged by their element type, whose text
 // their own is made of. pg_range's multirange column is read through to_jsonb, which a server
-// older than multiranges (14) answers with NULL rather than an error.
+// older than multiranges (14) answers with NULL rather than an error. It is a plain SELECT (its
+// WITH inside), as every statement of a read-only audit is.
 const keyTypes = `
-	WITH RECURSIVE t(col, typ, element) AS (
-		SELECT a.attname, a.atttypid, false FROM pg_attribute a
-		WHERE a.attrelid = to_regclass($1) AND a.attname = ANY($2) AND a.attnum > 0 AND NOT a.attisdropped
-		UNION
-		SELECT t.col, coalesce(nullif(y.typbasetype, 0), r.rngsubtype), t.element OR y.typtype <> 'd'
-		FROM t JOIN pg_type y ON y.oid = t.typ
-		LEFT JOIN pg_range r ON t.typ IN (r.rngtypid, (to_jsonb(r) ->> 'rngmultitypid')::oid)
-		WHERE y.typtype = 'd' OR r.rngsubtype IS NOT NULL
-	)
 	SELECT col, kind FROM (
+		WITH RECURSIVE t(col, typ, element) AS (
+			SELECT a.attname, a.atttypid, false FROM pg_attribute a
+			WHERE a.attrelid = to_regclass($1) AND a.attname = ANY($2) AND a.attnum > 0 AND NOT a.attisdropped
+			UNION
+			SELECT t.col, coalesce(nullif(y.typbasetype, 0), r.rngsubtype), t.element OR y.typtype <> 'd'
+			FROM t JOIN pg_type y ON y.oid = t.typ
+			LEFT JOIN pg_range r ON t.typ IN (r.rngtypid, (to_jsonb(r) ->> 'rngmultitypid')::oid)
+			WHERE y.typtype = 'd' OR r.rngsubtype IS NOT NULL
+		)
 		SELECT t.col, CASE
 			WHEN t.element THEN
 				CASE WHEN y.oid IN ('date'::regtype, 'timestamp'::regtype, 'timestamptz'::regtype, 'interval'::regtype) THEN 'range' END
