@@ -2,9 +2,11 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Check verifies that the host table and every configured column exist, that a struct row's
@@ -101,7 +103,8 @@ func (s *Store[L]) keyCollations(ctx context.Context) ([]string, error) {
 // columnTypes reads the host table's column types from the catalog.
 func (s *Store[L]) columnTypes(ctx context.Context) (map[string]string, error) {
 	rows, err := s.db.Query(ctx, `
-		SELECT a.attname, format_type(a.atttypid, NULL), a.attnotnull
+		SELECT a.attname, CASE WHEN a.atttypid = 'bit'::regtype THEN format_type(a.atttypid, a.atttypmod)
+			ELSE format_type(a.atttypid, NULL) END, a.attnotnull
 		FROM pg_attribute a
 		WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, s.hostTable())
 	if err != nil {
@@ -112,9 +115,12 @@ func (s *Store[L]) columnTypes(ctx context.Context) (map[string]string, error) {
 	var name, typ string
 	var nn bool
 	if _, err := pgx.ForEachRow(rows, []any{&name, &typ, &nn}, func() error {
+		// format_type without the modifier says "character" and "bit", which as casts mean
+		// char(1) and bit(1) and would cut every value to its first character (a key read back
+		// from a cursor position would stop the sweep); bpchar keeps it whole, and bit keeps
+		// its length (bit(4)), which a cast to varbit would too, but the column's index would
+		// no longer serve.
 		if typ == "character" {
-			// format_type without the modifier says "character", which as a cast means
-			// char(1) and would cut every value to its first character; bpchar keeps it whole.
 			typ = "bpchar"
 		}
 		types[name], notNull[name] = typ, nn
@@ -146,6 +152,9 @@ func (s *Store[L]) columnTypes(ctx context.Context) (map[string]string, error) {
 		if types[k] == "real" || types[k] == "double precision" {
 			return nil, fmt.Errorf("pgstore: key column %q of %s is a floating-point %s; use an exact type", k, s.hostTable(), types[k])
 		}
+	}
+	if err := s.checkKeyTypes(ctx, types); err != nil {
+		return nil, err
 	}
 	for _, c := range s.cfg.timeColumns() {
 		if types[c.name] != naiveTimestamp && types[c.name] != "timestamp with time zone" {
@@ -216,6 +225,89 @@ func (s *Store[L]) checkUnique(ctx context.Context, cols []string, what string) 
 	}
 	if !unique {
 		return fmt.Errorf("pgstore: %s %v of %s are not unique (no unique index or primary key within them); rows sharing a value would be skipped or confused", what, cols, s.hostTable())
+	}
+	return nil
+}
+
+// keyTypeRefusals says why a key column of each kind of type (keyTypes' answer) cannot be a
+// keyset key: positions are JSON arrays of the key values, which the reads take back as each
+// column's type from their text (->>).
+var keyTypeRefusals = map[string]string{
+	"array":     "an array, which a cursor position cannot hold as one value",
+	"composite": "a composite (row) type, which a cursor position cannot hold as one value",
+	"json":      "JSON, which a cursor position (itself JSON) does not give back as the same value",
+	"jsoncast":  "a type written as JSON by its cast to json, which a cursor position does not give back as the same value",
+	"interval":  "an interval, whose text depends on the session's IntervalStyle: a cursor position written by one session would be another key to another",
+	"money":     "money, whose text depends on the session's lc_monetary: a cursor position written by one session would be another key to another",
+	"range":     "a range of dates or times, whose text depends on the session's DateStyle and IntervalStyle: a cursor position written by one session would be another key to another",
+	"unordered": "which has no ordering (no default btree operator class) to walk it by",
+}
+
+// keyTypes finds, for each key column whose type (or a domain's base type) a keyset cannot
+// walk, why: the kind of keyTypeRefusals. Ranges are judged by their element type, whose text
+// their own is made of. pg_range's multirange column is read through to_jsonb, which a server
+// older than multiranges (14) answers with NULL rather than an error. It is a plain SELECT (its
+// WITH inside), as every statement of a read-only audit is.
+const keyTypes = `
+	SELECT col, kind FROM (
+		WITH RECURSIVE t(col, typ, element) AS (
+			SELECT a.attname, a.atttypid, false FROM pg_attribute a
+			WHERE a.attrelid = to_regclass($1) AND a.attname = ANY($2) AND a.attnum > 0 AND NOT a.attisdropped
+			UNION
+			SELECT t.col, coalesce(nullif(y.typbasetype, 0), r.rngsubtype), t.element OR y.typtype <> 'd'
+			FROM t JOIN pg_type y ON y.oid = t.typ
+			LEFT JOIN pg_range r ON t.typ IN (r.rngtypid, (to_jsonb(r) ->> 'rngmultitypid')::oid)
+			WHERE y.typtype = 'd' OR r.rngsubtype IS NOT NULL
+		)
+		SELECT t.col, CASE
+			WHEN t.element THEN
+				CASE WHEN y.oid IN ('date'::regtype, 'timestamp'::regtype, 'timestamptz'::regtype, 'interval'::regtype) THEN 'range' END
+			WHEN y.typcategory = 'A' THEN 'array'
+			WHEN y.typtype = 'c' OR y.oid = 'record'::regtype THEN 'composite'
+			WHEN y.oid IN ('json'::regtype, 'jsonb'::regtype) THEN 'json'
+			WHEN y.oid = 'interval'::regtype THEN 'interval'
+			WHEN y.oid = 'money'::regtype THEN 'money'
+			-- to_jsonb writes a type of an extension (hstore) through its cast to json.
+			WHEN y.oid >= 16384 AND EXISTS (SELECT 1 FROM pg_cast c
+				WHERE c.castsource = y.oid AND c.casttarget IN ('json'::regtype, 'jsonb'::regtype)) THEN 'jsoncast'
+		END AS kind
+		FROM t JOIN pg_type y ON y.oid = t.typ
+		WHERE y.typtype <> 'd'
+	) k WHERE kind IS NOT NULL
+	ORDER BY array_position($2, col)
+	LIMIT 1`
+
+// checkKeyTypes refuses a key column the keyset cannot walk: one whose value a cursor position
+// cannot carry back as the same key (keyTypes), or that has no order (the first read would
+// fail, or the sweep skip or repeat rows, or never end).
+func (s *Store[L]) checkKeyTypes(ctx context.Context, types map[string]string) error {
+	refuse := func(col, kind string) error {
+		return fmt.Errorf("pgstore: key column %q of %s is %s, %s; use a key column of a type the keyset can walk "+
+			"(an integer, text, varchar, char, uuid, numeric, a date or timestamp, an enum), or a pair such as (created_at, id)",
+			col, s.hostTable(), types[col], keyTypeRefusals[kind])
+	}
+	var col, kind string
+	err := s.db.QueryRow(ctx, keyTypes, s.hostTable(), s.cfg.KeyColumns).Scan(&col, &kind)
+	if err == nil {
+		return refuse(col, kind)
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("pgstore: read catalog for %s: key column types: %w", s.hostTable(), err)
+	}
+	// Whether a type has an order is the planner's to say (a default btree operator class of
+	// the type, or of one it is binary-coercible to, such as varchar's text): it is asked.
+	for _, k := range s.cfg.KeyColumns {
+		rows, err := s.db.Query(ctx, "SELECT 1 FROM "+s.hostTable()+" AS h ORDER BY h."+pgx.Identifier{k}.Sanitize()+" LIMIT 0")
+		if err == nil {
+			rows.Close()
+			err = rows.Err()
+		}
+		if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "42883" { // undefined_function: no ordering operator
+			return refuse(k, "unordered")
+		}
+		if err != nil {
+			return fmt.Errorf("pgstore: read catalog for %s: order of key column %q: %w", s.hostTable(), k, err)
+		}
 	}
 	return nil
 }

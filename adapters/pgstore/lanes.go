@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/internal/hosttable"
@@ -54,20 +53,13 @@ func (s *Store[L]) Match(ctx context.Context, req reconcile.MatchRequest) (recon
 	}
 	defer rows.Close()
 	var r reconcile.Record[L]
-	var ext, invalid pgtype.Text // values, not pointers: pgx allocates none a row
-	var created pgtype.Timestamptz
 	var inScope bool
 	inRows := make(map[string]bool)
 	var elsewhere []string
-	local := newRowScanner[L](s.row, rows, 8)
-	dest := append([]any{&r.Key, &r.ID, &ext, &created, &r.Recent, &inScope, &invalid, &r.Version}, local.Dest()...)
+	sc := s.table.Scanner(st.spec, rows, &inScope)
 	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
+		if err := sc.Scan(&r); err != nil {
 			return res, fmt.Errorf("pgstore: match %s: %w", s.hostTable(), err)
-		}
-		r.ExternalID, r.CreatedAt, r.Invalid = ext.String, created.Time, invalid.String
-		if why := local.Local(rows, &r.Local); why != "" && r.Invalid == "" {
-			r.Invalid = why
 		}
 		if !inScope {
 			elsewhere = append(elsewhere, r.ExternalID)

@@ -68,7 +68,12 @@ type Config struct {
 	Schema string
 	// KeyColumns is the keyset: one column (a bigint or other ordered primary key) or several,
 	// such as created_at and id for a UUID-keyed table (compared as a row constructor). They
-	// must be unique together and should be indexed together. Empty means ["id"].
+	// must be NOT NULL and unique together and should be indexed together. A cursor position
+	// holds their values as a JSON array, so each must be of a type whose value comes back from
+	// its text as the same key in any session: an integer, numeric, text, varchar, char, uuid,
+	// a date or timestamp, an enum, bytea, bit, a range of numbers, or a domain over one. Check
+	// refuses a floating-point column, an array, a composite type, json or jsonb, an interval, money,
+	// a range of dates or times, and a type without ordering (xml, point). Empty means ["id"].
 	KeyColumns []string
 	// IDColumn identifies a row in findings and commands. Empty means the last key column.
 	IDColumn string

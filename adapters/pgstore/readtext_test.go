@@ -13,12 +13,12 @@ import (
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 )
 
-// A read's key, id and version are the text the server writes for them (jsonb_build_array of
-// the key columns, id::text, xmin::text), in every query mode, whether the server or the reader
-// writes it: an integer key that is the id alone comes as the id and the version as the xid,
-// which the reader turns into text itself. Integers at their ends, beside the keys the server
-// still writes.
-func TestAReadReturnsKeyIDAndVersionAsTheServerWritesThem(t *testing.T) {
+// A read's and a lane's match's key, id and version are the text the server writes for them
+// (jsonb_build_array of the key columns, id::text, xmin::text), in every query mode, whether the
+// server or the reader writes it: a key that is an integer, text or uuid id alone comes as the
+// id and the version as the xid, which the reader turns into text itself. Integers at their
+// ends, beside the keys the server still writes. A match returns each row as the read does.
+func TestAReadAndAMatchReturnKeyIDAndVersionAsTheServerWritesThem(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name string
@@ -58,7 +58,7 @@ func TestAReadReturnsKeyIDAndVersionAsTheServerWritesThem(t *testing.T) {
 				case len(c.keys) == 1:
 					extra, extraVal = ", code", ", 'c' || t.id::text"
 				}
-				if _, err := pool.Exec(ctx, `INSERT INTO payments (id, status`+extra+`) SELECT t.id, 'paid'`+extraVal+` FROM (`+c.ids+`) AS t(id)`); err != nil {
+				if _, err := pool.Exec(ctx, `INSERT INTO payments (id, status, external_id`+extra+`) SELECT t.id, 'paid', 'pi ' || t.id::text`+extraVal+` FROM (`+c.ids+`) AS t(id)`); err != nil {
 					t.Fatal(err)
 				}
 				keys := c.keys
@@ -66,16 +66,18 @@ func TestAReadReturnsKeyIDAndVersionAsTheServerWritesThem(t *testing.T) {
 					keys = []string{"id"}
 				}
 				want := map[string][3]string{} // by id: key, id, version
-				rows, err := pool.Query(ctx, `SELECT id::text, jsonb_build_array(`+strings.Join(keys, ", ")+`)::text, xmin::text FROM payments`)
+				var exts []string
+				rows, err := pool.Query(ctx, `SELECT id::text, jsonb_build_array(`+strings.Join(keys, ", ")+`)::text, xmin::text, external_id FROM payments`)
 				if err != nil {
 					t.Fatal(err)
 				}
 				for rows.Next() {
-					var id, key, xmin string
-					if err := rows.Scan(&id, &key, &xmin); err != nil {
+					var id, key, xmin, ext string
+					if err := rows.Scan(&id, &key, &xmin, &ext); err != nil {
 						t.Fatal(err)
 					}
 					want[id] = [3]string{key, id, xmin}
+					exts = append(exts, ext)
 				}
 				if err := rows.Err(); err != nil {
 					t.Fatal(err)
@@ -111,6 +113,31 @@ func TestAReadReturnsKeyIDAndVersionAsTheServerWritesThem(t *testing.T) {
 							t.Errorf("%v: id %s: version %q; want xmin %q", mode, r.ID, r.Version, w[2])
 						case r.Invalid != "" || r.Recent:
 							t.Errorf("%v: id %s: invalid %q, recent %v; want neither", mode, r.ID, r.Invalid, r.Recent)
+						}
+					}
+					// A lane's match of every row, before the commit changes any.
+					m, err := ms.Match(ctx, reconcile.MatchRequest{ExternalIDs: exts})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(m.Rows) != len(want) || len(m.Elsewhere) != 0 {
+						t.Fatalf("%v: matched %d rows, elsewhere %v; want %d rows", mode, len(m.Rows), m.Elsewhere, len(want))
+					}
+					read := map[string]reconcile.Record[string]{}
+					for _, r := range b.Records {
+						read[r.ID] = r
+					}
+					for _, r := range m.Rows {
+						w, ok := want[r.ID]
+						switch {
+						case !ok:
+							t.Fatalf("%v: matched id %q; want one of %v", mode, r.ID, want)
+						case r.Key != w[0]:
+							t.Errorf("%v: match: id %s: key %q; want %q", mode, r.ID, r.Key, w[0])
+						case obs == pgstore.ObserveInOwnTable && r.Version != w[2]:
+							t.Errorf("%v: match: id %s: version %q; want xmin %q", mode, r.ID, r.Version, w[2])
+						case r != read[r.ID]:
+							t.Errorf("%v: match: %+v; want the row as read, %+v", mode, r, read[r.ID])
 						}
 					}
 					// The version is what a commit checks the row against: unchanged, it is judged.

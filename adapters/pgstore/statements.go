@@ -101,6 +101,10 @@ type sqlParts struct {
 	withinGrace string
 	// isRowFinding holds for a stored finding whose record is a host row: the kind says so.
 	isRowFinding string
+	// idKey and xminVersion say which of a record's key, id and version text the reader writes
+	// (recordColumns; hosttable.Spec.IDKey, XminVersion).
+	idKey       hosttable.IDKey
+	xminVersion bool
 }
 
 func newSQLParts(cfg Config, types map[string]string, row *rowType) *sqlParts {
@@ -125,6 +129,7 @@ func newSQLParts(cfg Config, types map[string]string, row *rowType) *sqlParts {
 	p.readableCreated = fmt.Sprintf("(CASE WHEN isfinite(%[1]s) THEN %[1]s END)", created)
 	p.withinGrace = fmt.Sprintf("($1::float8 > 0 AND %s > (SELECT now() - make_interval(secs => $1::float8)))", updated)
 	p.isRowFinding = "f.kind <> '" + reconcile.KindMissingLocally + "'"
+	p.idKey, p.xminVersion = idKeyOf(cfg, types), cfg.Observations != ObserveInHostColumns
 	return p
 }
 
@@ -277,7 +282,7 @@ func (p *sqlParts) hostSpec() *hosttable.Spec {
 		Filter: hostFilter(cfg, p.types), LagValue: p.lagValue(),
 		ObserveInHost: cfg.Observations == ObserveInHostColumns, ObservationsTable: cfg.Tables.table("observations"),
 		FindingsTable: cfg.Tables.table("findings"), AggregateType: cfg.AggregateType, TimeZone: cfg.TimeZone,
-		WrapError: cfg.Tables.wrap}
+		WrapError: cfg.Tables.wrap, IDKey: p.idKey, XminVersion: p.xminVersion}
 	for _, k := range cfg.KeyColumns {
 		sp.KeyTypes = append(sp.KeyTypes, p.types[k])
 	}
@@ -333,35 +338,49 @@ func (p *sqlParts) keyText() string {
 	return "'[' || " + strings.Join(p.keys, " || ', ' || ") + " || ']'"
 }
 
-// keysetReads: the keyset reads of the host table, of the whole job and of a key range
-// (keyset.go). A key that is an integer, text or uuid id alone comes as the id itself, and a version
-// that is xmin alone as the xid: the reader writes their text (hosttable.Spec.IDKey,
-// XminVersion), which the server, writing it for each row, spent a third of the read's time on.
-func (p *sqlParts) keysetReads(st *statements) {
-	sp := st.spec
+// recordColumns are the columns of a read's record, a keyset read's or a lane's match's
+// (hosttable.RecordScanner): the key and the id, the external id as text, the readable
+// created_at, whether the row is recent (the condition recent), why it cannot be judged, its
+// version, then the local state's. A key that is an integer, text or uuid id alone comes as
+// the id itself, and a version that is xmin alone as the xid: the reader writes their text
+// (hosttable.Spec.IDKey, XminVersion), which the server, writing it for each row, spent a
+// third of a read's time on.
+func (p *sqlParts) recordColumns(recent string) string {
 	cfg := p.cfg
-	if len(cfg.KeyColumns) == 1 && cfg.KeyColumns[0] == cfg.IDColumn {
-		switch t := p.types[cfg.IDColumn]; {
-		case isInteger(t):
-			sp.IDKey = hosttable.IntIDKey
-		case t == "text" || strings.HasPrefix(t, "character varying"):
-			sp.IDKey = hosttable.TextIDKey
-		case t == "uuid":
-			sp.IDKey = hosttable.UUIDIDKey
-		}
-	}
-	sp.XminVersion = cfg.Observations != ObserveInHostColumns
 	key := p.keyText() + ", " + p.q(cfg.IDColumn) + "::text"
-	if sp.IDKey != hosttable.NotIDKey {
+	if p.idKey != hosttable.NotIDKey {
 		key = p.q(cfg.IDColumn)
 	}
 	version := p.version()
-	if sp.XminVersion {
+	if p.xminVersion {
 		version = "h.xmin"
 	}
-	sp.Select = fmt.Sprintf("SELECT %s, %s::text, %s, coalesce(%s, false), %s, %s, %s FROM %s AS h",
-		key, p.q(cfg.ExternalIDColumn),
-		p.readableCreated, p.changedWhen(p.withinGrace), p.unjudgeable, version, p.row.selectList(p), p.host)
+	return fmt.Sprintf("%s, %s::text, %s, coalesce(%s, false), %s, %s, %s",
+		key, p.q(cfg.ExternalIDColumn), p.readableCreated, recent, p.unjudgeable, version, p.row.selectList(p))
+}
+
+// idKeyOf is how a read selects a key that is the id column alone (hosttable.IDKey): as the id
+// itself for the types whose key text the reader writes, else as the server writes it.
+func idKeyOf(cfg Config, types map[string]string) hosttable.IDKey {
+	if len(cfg.KeyColumns) != 1 || cfg.KeyColumns[0] != cfg.IDColumn {
+		return hosttable.NotIDKey
+	}
+	switch t := types[cfg.IDColumn]; {
+	case isInteger(t):
+		return hosttable.IntIDKey
+	case t == "text" || strings.HasPrefix(t, "character varying"):
+		return hosttable.TextIDKey
+	case t == "uuid":
+		return hosttable.UUIDIDKey
+	}
+	return hosttable.NotIDKey
+}
+
+// keysetReads: the keyset reads of the host table, of the whole job and of a key range
+// (keyset.go).
+func (p *sqlParts) keysetReads(st *statements) {
+	sp := st.spec
+	sp.Select = fmt.Sprintf("SELECT %s FROM %s AS h", p.recordColumns(p.changedWhen(p.withinGrace)), p.host)
 	sp.Order = fmt.Sprintf(" ORDER BY %s LIMIT $2", strings.Join(p.keys, ", "))
 	st.keyTypes = sp.KeyTypes
 }
@@ -739,7 +758,8 @@ func (p *sqlParts) statusStatements(st *statements) {
 // laneStatements: a lane's match, rows by external id (see Store.Match). $1 is the grace in
 // seconds, $2 the external ids, $3 per id the time from which a change makes the row Recent
 // (NULL adds nothing), then the Filter's values. It reads rows outside the Filter too, flagged,
-// so that a lane does not take another tier's row for a missing one. Text-like external id
+// so that a lane does not take another tier's row for a missing one: its columns are a keyset
+// read's (recordColumns), then whether the row is in the Filter's scope. Text-like external id
 // columns are compared as their own type, so that an index on them serves; others as text.
 func (p *sqlParts) laneStatements(st *statements) {
 	cfg := p.cfg
@@ -755,9 +775,8 @@ func (p *sqlParts) laneStatements(st *statements) {
 	if f, _ := renderFilter(cfg, p.types, 4); f != "" {
 		inScope = "coalesce(" + f + ", false)"
 	}
-	st.match = fmt.Sprintf("SELECT %s, %s::text, %s::text, %s, coalesce(%s, false), %s, %s, %s, %s FROM %s AS h JOIN unnest($2::text[], $3::timestamptz[]) AS t(ext, since) ON %s",
-		p.keyText(), p.q(cfg.IDColumn), p.q(cfg.ExternalIDColumn),
-		p.readableCreated, changed, inScope, p.unjudgeable, p.version(), p.row.selectList(p), p.host, extMatch)
+	st.match = fmt.Sprintf("SELECT %s, %s FROM %s AS h JOIN unnest($2::text[], $3::timestamptz[]) AS t(ext, since) ON %s",
+		p.recordColumns(changed), inScope, p.host, extMatch)
 }
 
 // reviewStatements: the external ids the review API shows beside findings.

@@ -410,8 +410,10 @@ func (g *ObjectGateway[T]) listPageAt(ctx context.Context, window *stripe.RangeQ
 		params.StartingAfter = stripe.String(cur.id)
 	}
 	op := "list " + g.obj.plural()
-	var page listPageOf[T]
-	if err := g.c.listWith(ctx, op, g.c.sc.V1Events.B, g.c.sc.V1Events.Key, g.obj.Path, &params.ListParams, params, g.obj.ListParams, &page); err != nil {
+	page, err := listInto(ctx, g.obj.decodeList, g.obj.Expand, func(out stripe.LastResponseSetter) error {
+		return g.c.listWith(ctx, op, g.c.sc.V1Events.B, g.c.sc.V1Events.Key, g.obj.Path, &params.ListParams, params, g.obj.ListParams, out)
+	})
+	if err != nil {
 		return nil, false, err
 	}
 	if page.Object != "list" {

@@ -63,6 +63,9 @@ type Object[T any] struct {
 	// is ForAccount.
 	Platform bool
 
+	// decodeList, if set, decodes list pages in one pass (plainlist.go); nil means
+	// encoding/json into listPageOf[T].
+	decodeList listDecoder[T]
 	// missingCode, if set, is the error code of a 403 that says a retrieved object does not
 	// exist: Stripe answers a retrieve of an account that is not, or no longer, connected to
 	// the platform with 403 account_invalid, never 404.
@@ -184,6 +187,7 @@ func PaymentIntents() Object[*stripe.PaymentIntent] {
 		Created:    func(pi *stripe.PaymentIntent) int64 { return pi.Created },
 		State:      func(pi *stripe.PaymentIntent) string { return string(pi.Status) },
 		Rank:       func(pi *stripe.PaymentIntent) int { return statusRank(pi.Status) },
+		decodeList: paymentIntentList,
 	}
 }
 
@@ -220,6 +224,7 @@ func Subscriptions() Object[*stripe.Subscription] {
 		Created:    func(s *stripe.Subscription) int64 { return s.Created },
 		State:      func(s *stripe.Subscription) string { return string(s.Status) },
 		Rank:       subscriptionRank,
+		decodeList: subscriptionList,
 	}
 }
 
@@ -251,6 +256,7 @@ func Invoices() Object[*stripe.Invoice] {
 		Created:    func(in *stripe.Invoice) int64 { return in.Created },
 		State:      func(in *stripe.Invoice) string { return string(in.Status) },
 		Rank:       invoiceRank,
+		decodeList: invoiceList,
 	}
 }
 
@@ -294,6 +300,7 @@ func CheckoutSessions() Object[*stripe.CheckoutSession] {
 		Created:    func(cs *stripe.CheckoutSession) int64 { return cs.Created },
 		State:      func(cs *stripe.CheckoutSession) string { return string(cs.Status) },
 		Rank:       checkoutRank,
+		decodeList: checkoutList,
 	}
 }
 
@@ -387,6 +394,7 @@ func Accounts() Object[*stripe.Account] {
 		State:       AccountState,
 		Platform:    true,
 		missingCode: stripe.ErrorCodeAccountInvalid,
+		decodeList:  accountList,
 	}
 }
 

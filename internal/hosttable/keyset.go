@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// IDKey is a key that is the id column alone, of a type whose key text ScanRecords writes
+// IDKey is a key that is the id column alone, of a type whose key text RecordScanner writes
 // itself (Spec.IDKey).
 type IDKey uint8
 

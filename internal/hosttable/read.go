@@ -80,50 +80,10 @@ func (t *Table[L]) ScanRecords(st *Spec, rows pgx.Rows, limit int) ([]reconcile.
 	// fills copied it over and over.
 	out := make([]reconcile.Record[L], 0, min(max(limit, 0), maxScanRoom))
 	var r reconcile.Record[L]
-	// The nullable columns scan into values rather than pointers, which pgx would allocate
-	// anew for every row that is not NULL.
-	var ext, invalid pgtype.Text
-	var created pgtype.Timestamptz
-	var id int64
-	var uuid [16]byte
-	var xmin uint32
-	var dest []any
-	switch st.IDKey {
-	case IntIDKey:
-		dest = []any{&id}
-	case TextIDKey:
-		dest = []any{&r.ID}
-	case UUIDIDKey:
-		dest = []any{&uuid}
-	default:
-		dest = []any{&r.Key, &r.ID}
-	}
-	dest = append(dest, &ext, &created, &r.Recent, &invalid, &r.Version)
-	if st.XminVersion {
-		dest[len(dest)-1] = &xmin
-	}
-	local := t.locals.Scanner(rows, len(dest))
-	dest = append(dest, local.Dest()...)
+	sc := t.Scanner(st, rows)
 	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
+		if err := sc.Scan(&r); err != nil {
 			return nil, fmt.Errorf("read %s: %w", st.Host, err)
-		}
-		switch st.IDKey {
-		case IntIDKey:
-			r.ID = strconv.FormatInt(id, 10) // as id::text writes it
-			r.Key = "[" + r.ID + "]"
-		case TextIDKey:
-			r.Key = jsonbKey(r.ID)
-		case UUIDIDKey:
-			r.Key = uuidKey(&uuid)
-			r.ID = r.Key[2:38]
-		}
-		if st.XminVersion {
-			r.Version = strconv.FormatUint(uint64(xmin), 10) // as xmin::text writes it
-		}
-		r.ExternalID, r.CreatedAt, r.Invalid = ext.String, created.Time, invalid.String
-		if why := local.Local(rows, &r.Local); why != "" && r.Invalid == "" {
-			r.Invalid = why
 		}
 		out = append(out, r)
 	}
@@ -131,6 +91,77 @@ func (t *Table[L]) ScanRecords(st *Spec, rows pgx.Rows, limit int) ([]reconcile.
 		return nil, fmt.Errorf("read %s: %w", st.Host, err)
 	}
 	return out, nil
+}
+
+// RecordScanner reads records from the rows of a statement whose select list is a keyset
+// read's (Spec.Select's) up to the local state's columns, then the caller's own columns.
+type RecordScanner[L any] struct {
+	st    *Spec
+	rows  pgx.Rows
+	dest  []any
+	local LocalScanner[L]
+	// The row's columns. The nullable ones scan into values rather than pointers, which pgx
+	// would allocate anew for every row that is not NULL.
+	key, id      string
+	intID        int64
+	uuid         [16]byte
+	ext, invalid pgtype.Text
+	created      pgtype.Timestamptz
+	recent       bool
+	version      string
+	xmin         uint32
+}
+
+// Scanner returns the reader of rows' records (Spec.Select's columns) and of extra, the
+// destinations of the columns the statement selects after them.
+func (t *Table[L]) Scanner(st *Spec, rows pgx.Rows, extra ...any) *RecordScanner[L] {
+	s := &RecordScanner[L]{st: st, rows: rows}
+	switch st.IDKey {
+	case IntIDKey:
+		s.dest = []any{&s.intID}
+	case TextIDKey:
+		s.dest = []any{&s.id}
+	case UUIDIDKey:
+		s.dest = []any{&s.uuid}
+	default:
+		s.dest = []any{&s.key, &s.id}
+	}
+	s.dest = append(s.dest, &s.ext, &s.created, &s.recent, &s.invalid, &s.version)
+	if st.XminVersion {
+		s.dest[len(s.dest)-1] = &s.xmin
+	}
+	s.local = t.locals.Scanner(rows, len(s.dest))
+	s.dest = append(append(s.dest, s.local.Dest()...), extra...)
+	return s
+}
+
+// Scan sets *r to the current row's record, writing the key, id and version text that the
+// statement left to the reader as the server writes it, and the extra destinations.
+func (s *RecordScanner[L]) Scan(r *reconcile.Record[L]) error {
+	if err := s.rows.Scan(s.dest...); err != nil {
+		return err
+	}
+	switch s.st.IDKey {
+	case IntIDKey:
+		r.ID = strconv.FormatInt(s.intID, 10) // as id::text writes it
+		r.Key = "[" + r.ID + "]"
+	case TextIDKey:
+		r.Key, r.ID = jsonbKey(s.id), s.id
+	case UUIDIDKey:
+		r.Key = uuidKey(&s.uuid)
+		r.ID = r.Key[2:38]
+	default:
+		r.Key, r.ID = s.key, s.id
+	}
+	r.Version = s.version
+	if s.st.XminVersion {
+		r.Version = strconv.FormatUint(uint64(s.xmin), 10) // as xmin::text writes it
+	}
+	r.ExternalID, r.CreatedAt, r.Recent, r.Invalid = s.ext.String, s.created.Time, s.recent, s.invalid.String
+	if why := s.local.Local(s.rows, &r.Local); why != "" && r.Invalid == "" {
+		r.Invalid = why
+	}
+	return nil
 }
 
 // maxScanRoom bounds the room ScanRecords makes before the rows come.

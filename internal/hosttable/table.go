@@ -35,7 +35,8 @@ type Spec struct {
 	// as text, or with IDKey the id alone; the external id as text, the readable created_at,
 	// whether the row is recent by the grace in $1, why it is invalid, its version, or with
 	// XminVersion the row's xmin, then the local state's columns, FROM the host table aliased
-	// h) and its ORDER BY ... LIMIT $2.
+	// h) and its ORDER BY ... LIMIT $2. A lane's match selects the same columns
+	// (RecordScanner).
 	Select, Order string
 	// IDKey says that the key is the id alone, of a type whose key text the reader writes as
 	// jsonb_build_array(id)::text does: Select has the id alone, as itself, in place of the key

@@ -7,7 +7,9 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -37,6 +39,13 @@ type stripeOptions struct {
 	// Latency is added by stripetest to every request.
 	Latency  time.Duration
 	Progress io.Writer
+	// CPUProfile, if set, receives a CPU profile of the timed cycle (not of -money's). It is
+	// the whole process's: stripetest's handlers are in it beside the gateway and the engine.
+	CPUProfile io.Writer
+	// MemProfile, if set, receives the allocation profile ("allocs") taken right after the
+	// timed cycle; it counts the load's allocations too: pprof -focus=RunBatch keeps the
+	// client's, -focus=stripetest the fake's.
+	MemProfile io.Writer
 }
 
 // stripeResult is the stripe subcommand's JSON line.
@@ -92,6 +101,8 @@ func stripeCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	mix := fs.Bool("mix", false, "create the rows a minute apart, but for 60% of them in the middle imported within one second")
 	schema := fs.String("schema", "bench_stripe", "schema to drop, recreate and work in")
 	money := fs.Bool("money", false, "the money policy over intents with charges, refunds and disputes, a typed row; runs both modes and compares them")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the timed cycle (client and stripetest alike) to this file")
+	memProfile := fs.String("memprofile", "", "write the allocation profile, taken after the timed cycle, to this file (see pprof -sample_index=alloc_space)")
 	object := fs.String("object", paymentIntentObject.name, `the Stripe object: "payment_intent", "subscription" (subscription policy, lists with status=all) or "invoice" (invoice policy over a typed row)`)
 	if err := parseFlags(fs, args, stderr,
 		"usage: go run ./tools/bench stripe [flags]",
@@ -120,6 +131,20 @@ func stripeCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	opts := stripeOptions{Rows: *rows, Batch: *batch, Concurrency: *conc, Hint: *hint,
 		PerObject: *mode == "per-object", Burst: *burst, Mix: *mix, Latency: *latency, Progress: stderr}
+	for _, p := range []struct {
+		name string
+		to   *io.Writer
+	}{{*cpuProfile, &opts.CPUProfile}, {*memProfile, &opts.MemProfile}} {
+		if p.name == "" {
+			continue
+		}
+		f, err := os.Create(p.name)
+		if err != nil {
+			return fmt.Errorf("bench: stripe: %w", err)
+		}
+		defer f.Close()
+		*p.to = f
+	}
 	pool, drop, err := benchSchema(ctx, *schema, stderr)
 	if err != nil {
 		return err
@@ -296,6 +321,12 @@ func runObject[L, T any](ctx context.Context, pool *pgxpool.Pool, schema string,
 	fmt.Fprintf(progress, "stripe: loaded %d rows and %ss; one cycle, mode %s, hint %s, batch %d\n", opts.Rows, obj.name, res.Mode, opts.Hint, opts.Batch)
 	srv.ResetLog()
 	srv.SetLatency(opts.Latency)
+	if opts.CPUProfile != nil {
+		if err := pprof.StartCPUProfile(opts.CPUProfile); err != nil {
+			return res, fmt.Errorf("bench: stripe: %w", err)
+		}
+		defer pprof.StopCPUProfile() // on an error; stopping twice is harmless
+	}
 	scanned, reported := 0, 0
 	start := time.Now()
 	for {
@@ -313,6 +344,12 @@ func runObject[L, T any](ctx context.Context, pool *pgxpool.Pool, schema string,
 		}
 	}
 	elapsed := time.Since(start)
+	pprof.StopCPUProfile()
+	if opts.MemProfile != nil {
+		if err := pprof.Lookup("allocs").WriteTo(opts.MemProfile, 0); err != nil {
+			return res, fmt.Errorf("bench: stripe: %w", err)
+		}
+	}
 	res.Seconds = round(elapsed.Seconds(), 3)
 	res.RowsPerS = math.Round(float64(scanned) / elapsed.Seconds())
 	res.ListCalls = srv.Requests(obj.list)
