@@ -23,6 +23,7 @@ type statements struct {
 	observeTakesJob   bool
 	unobserved        string // with observeTakesJob: the rows observe left unobserved
 	observeReturning  string // with observeTakesJob: observe, returning those rows itself
+	observeOnce       string // with observeTakesJob: observeReturning for a record verified more than once
 	findingsObserved  string // with observeTakesJob: findings, taking the observations observe wrote for the check
 	lag               string
 	// observeInRange, with observeTakesJob: observe checking its rows against one scan of a
@@ -269,7 +270,7 @@ func buildStatements(cfg Config, types map[string]string, keyCollations []string
 	sp.LockRecords, sp.LockObserved, sp.LockFindings = st.lockRecords, st.lockObserved, st.lockFindings
 	sp.Findings, sp.Observe, sp.ObserveTakesJob, sp.ForgetDeleted = st.findings, st.observe, st.observeTakesJob, st.forgetDeleted
 	sp.Unobserved, sp.ObserveReturning, sp.ObserveInRange = st.unobserved, st.observeReturning, st.observeInRange
-	sp.FindingsObserved = st.findingsObserved
+	sp.FindingsObserved, sp.ObserveOnce = st.findingsObserved, st.observeOnce
 	return st
 }
 
@@ -695,6 +696,26 @@ func (p *sqlParts) commitStatements(st *statements) {
 			)
 			SELECT CASE WHEN (SELECT count(*) FROM written) = cardinality($2::text[]) THEN '{}'
 				ELSE (SELECT coalesce(array_agg(t.r), '{}') FROM unnest($2::text[]) AS t(r) WHERE t.r NOT IN (SELECT record_id FROM written)) END`
+	}
+	if st.observeTakesJob {
+		// observeOnce is observeReturning for a commit that verified a record more than once (a
+		// host's own outcomes may): an INSERT ... ON CONFLICT DO UPDATE may not write one row
+		// twice, so each record is observed once, on the newest answer among its outcomes whose
+		// row is as read (the later outcome on a tie). Its other outcomes are then older than
+		// the verification recorded, or of a row changed since, and the findings statement
+		// leaves them alone.
+		st.observeOnce = `WITH written AS (
+				INSERT INTO ` + t.table("observations") + ` AS o (job, record_id, external_state, verified_at)
+				SELECT DISTINCT ON (t.r COLLATE "C") $1, t.r, t.e, least(t.at, now())
+				FROM unnest($2::text[], $3::text[], $4::text[], $5::timestamptz[]) WITH ORDINALITY AS t(r, e, v, at, n)
+				WHERE ` + p.rowAsRead("t.r", "t.v", "true") + `
+				ORDER BY t.r COLLATE "C", least(t.at, now()) DESC, t.n DESC
+				ON CONFLICT (job, record_id) DO UPDATE
+				SET external_state = EXCLUDED.external_state, verified_at = EXCLUDED.verified_at
+				WHERE o.verified_at <= EXCLUDED.verified_at
+				RETURNING o.record_id
+			)
+			SELECT coalesce(array_agg(DISTINCT t.r), '{}') FROM unnest($2::text[]) AS t(r) WHERE t.r NOT IN (SELECT record_id FROM written)`
 	}
 	// forgetDeleted closes the open findings of job $1 whose row no longer exists, as
 	// row_deleted by $2, in their history too, and removes the job's observations of such rows.

@@ -197,7 +197,9 @@ func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job strin
 	// them, and the observations come last: the findings statement must not take the commit's
 	// own write for a newer verification.
 	q := &Queued{hand: t.hand}
-	if st.ObserveTakesJob && len(obsIDs) > 0 && !pipelinedBegin(t.db) {
+	if st.ObserveTakesJob && len(obsIDs) > 0 && twice {
+		batch.Queue(st.ObserveOnce, job, obsIDs, obsStates, obsVersions, obsTimes).QueryRow(readChanged)
+	} else if st.ObserveTakesJob && len(obsIDs) > 0 && !pipelinedBegin(t.db) {
 		// The commit may run in a savepoint (Unobserved's test of xmin would not hold there).
 		batch.Queue(st.ObserveReturning, job, obsIDs, obsStates, obsVersions, obsTimes).QueryRow(readChanged)
 	} else if st.ObserveTakesJob && len(obsIDs) > 0 {

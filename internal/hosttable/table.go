@@ -77,6 +77,9 @@ type Spec struct {
 	// the observations the observations statement wrote before it in the same transaction,
 	// without the clear judgments' external states, versions and answer times.
 	FindingsObserved string
+	// ObserveOnce (only with ObserveTakesJob) is ObserveReturning for a commit that verified a
+	// record more than once: each record observed once, on its newest answer.
+	ObserveOnce string
 	// WrapError names op in a failed statement's error, as pgstore's errors do (a missing
 	// table of the reconciler's is a pgstore.MigrationError).
 	WrapError func(op string, err error) error
