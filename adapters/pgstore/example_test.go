@@ -211,6 +211,7 @@ func ExampleMigrations() {
 	// 012_finding_successor.sql
 	// 013_lane_failures.sql
 	// 014_groups.sql
+	// 015_observations_fillfactor.sql
 }
 
 // Check fails early, and says what to do, when the reconciler's tables were never migrated.

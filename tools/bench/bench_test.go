@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/reconcilekit/reconcile/internal/pgtest"
 )
@@ -75,10 +78,39 @@ func TestEngineFindsTheMixDriftInOneCycle(t *testing.T) {
 			if res.TypedRowsPerS <= 0 || res.TypedRatio != round(res.TypedRowsPerS/res.RowsPerS, 3) {
 				t.Errorf("typed %v rows/s, ratio %v to %v; want the typed row's rate and its ratio to the one-column row's", res.TypedRowsPerS, res.TypedRatio, res.RowsPerS)
 			}
+			if res.SecondCycleRowsPerS != 0 || res.SQLFloorSecondCycleRowsPerS != 0 {
+				t.Errorf("second cycles %v and %v rows/s without -cycles 2; want none", res.SecondCycleRowsPerS, res.SQLFloorSecondCycleRowsPerS)
+			}
 			if _, err := json.Marshal(res); err != nil {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+func TestEngineTimesASecondCycleOverTheSameTables(t *testing.T) {
+	t.Parallel()
+	pool, schema := pgtest.PoolSchema(t)
+	var progress bytes.Buffer
+	res, err := runEngine(context.Background(), pool, schema, engineOptions{Rows: 2000, Batch: 500, Progress: &progress, Rounds: 1, Floor: true, Cycles: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The second cycles found what the first did (runEngine checks) and were timed.
+	if res.SecondCycleRowsPerS <= 0 || res.SQLFloorSecondCycleRowsPerS <= 0 {
+		t.Errorf("second cycles %v and %v rows/s; want both timed", res.SecondCycleRowsPerS, res.SQLFloorSecondCycleRowsPerS)
+	}
+	// Each ran over the first's tables: one cursor, two cycles, one observation per verified row.
+	for _, prefix := range []string{"reconcile_", "floor_0_"} {
+		var cycles, observed int64
+		err := pool.QueryRow(context.Background(), fmt.Sprintf(`SELECT (SELECT sum(cycles_completed) FROM %s), (SELECT count(*) FROM %s)`,
+			pgx.Identifier{schema, prefix + "cursors"}.Sanitize(), pgx.Identifier{schema, prefix + "observations"}.Sanitize())).Scan(&cycles, &observed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cycles != 2 || observed != 1980 {
+			t.Errorf("%s: %d cycles completed, %d observations; want 2 and 1980 (the rows the first cycle observed)", prefix, cycles, observed)
+		}
 	}
 }
 

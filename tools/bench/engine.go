@@ -45,6 +45,10 @@ type engineOptions struct {
 	Rounds int
 	// Floor also times the SQL floor (floor.go) over the same rows, each round.
 	Floor bool
+	// Cycles is how many cycles the one-column engine and the floor run in a row over the same
+	// tables, each round; zero means one. From the second on, every verified row's observation
+	// is an update, as in a job's steady state, not an insert.
+	Cycles int
 }
 
 // engineResult is the engine subcommand's JSON line.
@@ -77,6 +81,11 @@ type engineResult struct {
 	// hand (-floor, floor.go), and FloorRatio RowsPerS over it.
 	SQLFloorRowsPerS float64 `json:"sql_floor_rows_per_s,omitempty"`
 	FloorRatio       float64 `json:"floor_ratio,omitempty"`
+	// SecondCycleRowsPerS is the rows/s of the one-column row's second cycle over the same
+	// tables (-cycles 2), and SQLFloorSecondCycleRowsPerS the floor's: the steady state's
+	// figures, where the observations are updated. The best round's each.
+	SecondCycleRowsPerS         float64 `json:"second_cycle_rows_per_s,omitempty"`
+	SQLFloorSecondCycleRowsPerS float64 `json:"sql_floor_second_cycle_rows_per_s,omitempty"`
 }
 
 // engineCommand is the engine subcommand: it recreates its schema, runs runEngine in it and
@@ -93,17 +102,19 @@ func engineCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	typed := fs.Bool("typed", true, "also time a cycle over the same rows read as a typed row of four columns (typed_rows_per_sec, typed_ratio)")
 	rounds := fs.Int("rounds", 3, "time each cycle this many times, in turns, and report the best of each")
 	floor := fs.Bool("floor", true, "also time the same database work as the plainest SQL by hand, without the engine (sql_floor_rows_per_s, floor_ratio)")
+	cycles := fs.Int("cycles", 1, "cycles of the one-column engine and of the floor, one after the other over the same tables; 2 also times the steady state's second (second_cycle_rows_per_s, sql_floor_second_cycle_rows_per_s)")
 	if err := parseFlags(fs, args, stderr,
 		"usage: go run ./tools/bench engine [flags]",
 		"Loads a seed-shaped payments table with COPY and times one full reconcile cycle over it",
 		"with pgstore and a zero-latency in-process gateway, then (-typed) one over the same rows",
 		"read as a typed row of four columns, and (-floor) the same database work as hand-written",
-		"SQL without the engine. Database: $DATABASE_URL.",
+		"SQL without the engine; with -cycles 2, the engine and the floor each run a second cycle",
+		"over the same tables right after the first, timed too (the steady state). Database: $DATABASE_URL.",
 	); err != nil {
 		return err
 	}
-	if *rows <= 0 || *batch <= 0 || *rounds <= 0 {
-		return fmt.Errorf("bench: engine: -rows, -batch and -rounds must be positive")
+	if *rows <= 0 || *batch <= 0 || *rounds <= 0 || *cycles <= 0 || *cycles > 2 {
+		return fmt.Errorf("bench: engine: -rows, -batch and -rounds must be positive, -cycles 1 or 2")
 	}
 
 	pool, drop, err := benchSchema(ctx, *schema, stderr)
@@ -115,7 +126,7 @@ func engineCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		defer drop()
 	}
 
-	opts := engineOptions{Rows: *rows, Batch: *batch, Progress: stderr, NoAnalyze: !*analyze, Typed: *typed, Rounds: *rounds, Floor: *floor}
+	opts := engineOptions{Rows: *rows, Batch: *batch, Progress: stderr, NoAnalyze: !*analyze, Typed: *typed, Rounds: *rounds, Floor: *floor, Cycles: *cycles}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -191,15 +202,24 @@ func runEngine(ctx context.Context, pool *pgxpool.Pool, schema string, opts engi
 	// Each round times the one-column row and the typed row, in turns first, each cycle with
 	// reconciler tables of its own; the best of each counts, so that a moment of load on a
 	// shared machine does not decide the ratio.
-	var one, typed, floor []cycle
+	var one, typed, floor, oneSecond, floorSecond []cycle
 	for r := range max(opts.Rounds, 1) {
 		if opts.Floor {
-			cy, err := floorCycle(ctx, pool, schema, pgstore.Tables{Prefix: fmt.Sprintf("floor_%d_", r), Schema: schema}, opts.Batch)
+			ft := pgstore.Tables{Prefix: fmt.Sprintf("floor_%d_", r), Schema: schema}
+			cy, err := floorCycle(ctx, pool, schema, ft, opts.Batch)
 			if err != nil {
 				return res, err
 			}
 			fmt.Fprintf(progress, "floor: %d rows, %d batches, %.2fs, %.0f rows/s\n", opts.Rows, cy.Batches, cy.Seconds, cy.RowsPerS)
 			floor = append(floor, cy)
+			if opts.Cycles > 1 {
+				cy, err := floorNextCycle(ctx, pool, schema, ft, opts.Batch)
+				if err != nil {
+					return res, err
+				}
+				fmt.Fprintf(progress, "floor, second cycle: %d rows, %d batches, %.2fs, %.0f rows/s\n", opts.Rows, cy.Batches, cy.Seconds, cy.RowsPerS)
+				floorSecond = append(floorSecond, cy)
+			}
 		}
 		for v := range 2 {
 			isTyped := (v+r)%2 == 1
@@ -239,9 +259,18 @@ func runEngine(ctx context.Context, pool *pgxpool.Pool, schema string, opts engi
 				return res, err
 			}
 			one = append(one, cy)
+			if opts.Cycles > 1 {
+				o.CPUProfile, o.MemProfile = nil, nil
+				cy, err := timeCycle(ctx, pool, store, c.Tables, statuses, nil, o, "engine, second cycle")
+				if err != nil {
+					return res, err
+				}
+				oneSecond = append(oneSecond, cy)
+			}
 		}
 	}
-	for _, c := range slices.Concat(one[1:], typed, floor) {
+	// A second cycle finds the same and opens nothing new: the tables' counts stay the first's.
+	for _, c := range slices.Concat(one[1:], typed, floor, oneSecond, floorSecond) {
 		if c.Findings != one[0].Findings || c.Commands != one[0].Commands || c.GatewayCalls != one[0].GatewayCalls || !maps.Equal(c.Verdicts, one[0].Verdicts) {
 			return res, fmt.Errorf("bench: cycles disagree: %+v and %+v", c, one[0])
 		}
@@ -257,6 +286,12 @@ func runEngine(ctx context.Context, pool *pgxpool.Pool, schema string, opts engi
 	if len(floor) > 0 {
 		res.SQLFloorRowsPerS = slices.MaxFunc(floor, func(a, b cycle) int { return cmp.Compare(a.RowsPerS, b.RowsPerS) }).RowsPerS
 		res.FloorRatio = round(res.RowsPerS/res.SQLFloorRowsPerS, 3)
+	}
+	if len(oneSecond) > 0 {
+		res.SecondCycleRowsPerS = slices.MaxFunc(oneSecond, func(a, b cycle) int { return cmp.Compare(a.RowsPerS, b.RowsPerS) }).RowsPerS
+	}
+	if len(floorSecond) > 0 {
+		res.SQLFloorSecondCycleRowsPerS = slices.MaxFunc(floorSecond, func(a, b cycle) int { return cmp.Compare(a.RowsPerS, b.RowsPerS) }).RowsPerS
 	}
 	res.PeakRSSMB = round(peakRSSMB(), 1)
 	return res, nil

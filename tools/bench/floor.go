@@ -61,25 +61,47 @@ const floorFindings = `WITH input AS (
 	SELECT $2, o.record_id, o.command, o.id, i.payload::jsonb || jsonb_build_object('finding_id', o.id)
 	FROM opened AS o JOIN input AS i ON i.record_id = o.record_id AND i.kind = o.kind WHERE o.command <> ''`
 
+// floorJob is the floor's job; pgstore's default aggregate type is the table.
+const floorJob, floorAggregate = "bench", paymentsTable
+
 // floorCycle runs one cycle of the floor over schema's payments table, batch rows at a time,
 // into fresh reconciler tables, and returns its figures.
 func floorCycle(ctx context.Context, pool *pgxpool.Pool, schema string, tables pgstore.Tables, batch int) (cycle, error) {
-	c := cycle{Verdicts: map[string]int{}}
 	if err := pgstore.Migrate(ctx, pool, tables); err != nil {
-		return c, err
+		return cycle{}, err
 	}
-	table := func(name string) string { return pgx.Identifier{tables.Schema, tables.Prefix + name}.Sanitize() }
+	if _, err := pool.Exec(ctx, fmt.Sprintf(floorStart, floorTable(tables, "cursors")), floorJob); err != nil {
+		return cycle{}, fmt.Errorf("bench: floor: %w", err)
+	}
+	return floorSweep(ctx, pool, schema, tables, batch, 0)
+}
+
+// floorNextCycle runs the next cycle of the floor over the tables of one floorCycle has run in,
+// where every verified row's observation is an update.
+func floorNextCycle(ctx context.Context, pool *pgxpool.Pool, schema string, tables pgstore.Tables, batch int) (cycle, error) {
+	var version int64
+	if err := pool.QueryRow(ctx, fmt.Sprintf(`SELECT version FROM %s WHERE job = $1`, floorTable(tables, "cursors")), floorJob).Scan(&version); err != nil {
+		return cycle{}, fmt.Errorf("bench: floor: %w", err)
+	}
+	return floorSweep(ctx, pool, schema, tables, batch, version)
+}
+
+func floorTable(tables pgstore.Tables, name string) string {
+	return pgx.Identifier{tables.Schema, tables.Prefix + name}.Sanitize()
+}
+
+// floorSweep times one cycle from the start, its cursor at version.
+func floorSweep(ctx context.Context, pool *pgxpool.Pool, schema string, tables pgstore.Tables, batch int, version int64) (cycle, error) {
+	c := cycle{Verdicts: map[string]int{}}
+	table := func(name string) string { return floorTable(tables, name) }
 	read := fmt.Sprintf(floorRead, pgx.Identifier{schema, paymentsTable}.Sanitize())
 	advance, wrap := fmt.Sprintf(floorAdvance, table("cursors")), fmt.Sprintf(floorWrap, table("cursors"))
 	observe := fmt.Sprintf(floorObserve, table("observations"))
 	findings := fmt.Sprintf(floorFindings, table("findings"), table("outbox"))
-	const job, aggregate = "bench", paymentsTable // pgstore's default aggregate type is the table
-	if _, err := pool.Exec(ctx, fmt.Sprintf(floorStart, table("cursors")), job); err != nil {
-		return c, fmt.Errorf("bench: floor: %w", err)
-	}
+	const job, aggregate = floorJob, floorAggregate
 	policy, gw := stripepolicy.PaymentIntentPolicy(), &mixGateway{}
 	grace := reconcile.DefaultGrace
-	var last, version int64
+	var last int64
 	start := time.Now()
 	for {
 		rows, err := pool.Query(ctx, read, last, batch, grace)
