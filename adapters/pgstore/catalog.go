@@ -239,6 +239,7 @@ var keyTypeRefusals = map[string]string{
 	"jsoncast":  "a type written as JSON by its cast to json, which a cursor position does not give back as the same value",
 	"interval":  "an interval, whose text depends on the session's IntervalStyle: a cursor position written by one session would be another key to another",
 	"money":     "money, whose text depends on the session's lc_monetary: a cursor position written by one session would be another key to another",
+	"reg":       "an object reference (reg*), whose text depends on the session's search_path: a cursor position written by one session would be another key to another",
 	"range":     "a range of dates or times, whose text depends on the session's DateStyle and IntervalStyle: a cursor position written by one session would be another key to another",
 	"unordered": "which has no ordering (no default btree operator class) to walk it by",
 }
@@ -267,6 +268,8 @@ const keyTypes = `
 			WHEN y.oid IN ('json'::regtype, 'jsonb'::regtype) THEN 'json'
 			WHEN y.oid = 'interval'::regtype THEN 'interval'
 			WHEN y.oid = 'money'::regtype THEN 'money'
+			WHEN y.typnamespace = 'pg_catalog'::regnamespace AND y.typname IN ('regclass', 'regcollation', 'regconfig', 'regdictionary',
+				'regnamespace', 'regoper', 'regoperator', 'regproc', 'regprocedure', 'regrole', 'regtype') THEN 'reg'
 			-- to_jsonb writes a type of an extension (hstore) through its cast to json.
 			WHEN y.oid >= 16384 AND EXISTS (SELECT 1 FROM pg_cast c
 				WHERE c.castsource = y.oid AND c.casttarget IN ('json'::regtype, 'jsonb'::regtype)) THEN 'jsoncast'

@@ -47,6 +47,8 @@ func TestCheckRefusesKeyTypesTheKeysetCannotWalk(t *testing.T) {
 		{name: "a range of timestamps", typ: "tsrange", vals: []string{"[2026-01-02,2026-01-03)", "[2026-02-01,2026-02-02)", "[2026-03-01,2026-03-02)", "[2026-04-05,2026-04-06)"}, refused: `"k" of "payments" is tsrange, a range of dates or times, whose text depends on the session's DateStyle`},
 		{name: "a daterange", typ: "daterange", vals: []string{"[2026-01-02,2026-01-03)", "[2026-02-01,2026-02-02)", "[2026-03-01,2026-03-02)", "[2026-04-05,2026-04-06)"}, refused: `"k" of "payments" is daterange, a range of dates or times`},
 		{name: "money", typ: "money", vals: []string{"-92233720368547758.08", "-1", "0", "1234.56", "92233720368547758.07"}, refused: `"k" of "payments" is money, money, whose text depends on the session's lc_monetary`},
+		{name: "a regclass", typ: "regclass", vals: []string{"pg_class", "pg_type"}, refused: `"k" of "payments" is regclass, an object reference (reg*), whose text depends on the session's search_path`},
+		{name: "a regtype", typ: "regtype", vals: []string{"integer", "text"}, refused: `"k" of "payments" is regtype, an object reference (reg*)`},
 		{name: "an xml", typ: "xml", pair: true, vals: []string{"<a/>", "<b/>"}, refused: `"k" of "payments" is xml, which has no ordering`},
 		{name: "a point", typ: "point", pair: true, vals: []string{"(0,0)", "(1,2)"}, refused: `"k" of "payments" is point, which has no ordering`},
 	}

@@ -73,7 +73,8 @@ type Config struct {
 	// its text as the same key in any session: an integer, numeric, text, varchar, char, uuid,
 	// a date or timestamp, an enum, bytea, bit, a range of numbers, or a domain over one. Check
 	// refuses a floating-point column, an array, a composite type, json or jsonb, an interval, money,
-	// a range of dates or times, and a type without ordering (xml, point). Empty means ["id"].
+	// a reg* type (regclass), a range of dates or times, and a type without ordering (xml, point).
+	// Empty means ["id"].
 	KeyColumns []string
 	// IDColumn identifies a row in findings and commands. Empty means the last key column.
 	IDColumn string
