@@ -696,8 +696,6 @@ func (p *sqlParts) commitStatements(st *statements) {
 			)
 			SELECT CASE WHEN (SELECT count(*) FROM written) = cardinality($2::text[]) THEN '{}'
 				ELSE (SELECT coalesce(array_agg(t.r), '{}') FROM unnest($2::text[]) AS t(r) WHERE t.r NOT IN (SELECT record_id FROM written)) END`
-	}
-	if st.observeTakesJob {
 		// observeOnce is observeReturning for a commit that verified a record more than once (a
 		// host's own outcomes may): an INSERT ... ON CONFLICT DO UPDATE may not write one row
 		// twice, so each record is observed once, on the newest answer among its outcomes whose
@@ -709,10 +707,7 @@ func (p *sqlParts) commitStatements(st *statements) {
 				SELECT DISTINCT ON (t.r COLLATE "C") $1, t.r, t.e, least(t.at, now())
 				FROM unnest($2::text[], $3::text[], $4::text[], $5::timestamptz[]) WITH ORDINALITY AS t(r, e, v, at, n)
 				WHERE ` + p.rowAsRead("t.r", "t.v", "true") + `
-				ORDER BY t.r COLLATE "C", least(t.at, now()) DESC, t.n DESC
-				ON CONFLICT (job, record_id) DO UPDATE
-				SET external_state = EXCLUDED.external_state, verified_at = EXCLUDED.verified_at
-				WHERE o.verified_at <= EXCLUDED.verified_at
+				ORDER BY t.r COLLATE "C", least(t.at, now()) DESC, t.n DESC` + upsert + `
 				RETURNING o.record_id
 			)
 			SELECT coalesce(array_agg(DISTINCT t.r), '{}') FROM unnest($2::text[]) AS t(r) WHERE t.r NOT IN (SELECT record_id FROM written)`
