@@ -54,6 +54,11 @@ const joinByHash = `SELECT set_config('reconcile.enable_nestloop', current_setti
 	set_config('reconcile.enable_hashjoin', current_setting('enable_hashjoin'), true),
 	set_config('enable_nestloop', 'off', true), set_config('enable_hashjoin', 'on', true)`
 
+// setTimeZoneJoinByHash is setTimeZone and joinByHash in one statement, for a commit whose
+// statements before ObserveInRange (the locks) are planned alike either way: a lateral lookup
+// has no join but a nested loop.
+var setTimeZoneJoinByHash = setTimeZone + ",\n\t" + strings.TrimPrefix(joinByHash, "SELECT ")
+
 // restoreJoins gives enable_nestloop and enable_hashjoin back the values joinByHash found.
 const restoreJoins = `SELECT set_config('enable_nestloop', current_setting('reconcile.enable_nestloop'), true),
 	set_config('enable_hashjoin', current_setting('reconcile.enable_hashjoin'), true)`
@@ -95,10 +100,6 @@ func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job strin
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(outcomes[a].RecordID, outcomes[b].RecordID) })
-	// The commit runs in the configured zone, so that an updated_at trigger on the host table
-	// writing now() into a timestamp without time zone column writes it in that zone, not in
-	// the session's.
-	batch.Queue(setTimeZone, st.TimeZone)
 	var nVerified, nFindings int
 	twice := false // a record verified twice (in record order, its outcomes are adjacent)
 	unversioned := false
@@ -116,6 +117,16 @@ func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job strin
 	}
 	// A sweep's commit checks its rows as read in the range it read them from.
 	inRange := st.ObserveTakesJob && read.UpTo != "" && st.ObserveInRange[0] != ""
+	// The observations statement below that checks them so (planned by joinByHash).
+	rangeObserve := inRange && nVerified > 0 && !twice && pipelinedBegin(t.db)
+	// The commit runs in the configured zone, so that an updated_at trigger on the host table
+	// writing now() into a timestamp without time zone column writes it in that zone, not in
+	// the session's.
+	if rangeObserve {
+		batch.Queue(setTimeZoneJoinByHash, st.TimeZone)
+	} else {
+		batch.Queue(setTimeZone, st.TimeZone)
+	}
 	// Where the observations statement runs earlier in the commit's own transaction, the
 	// findings statement judges the verified outcomes by the observations it wrote
 	// (FindingsObserved), not by looking at their rows and verifications again. Not where
@@ -206,13 +217,12 @@ func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job strin
 		// Its count alone says whether it left a row unobserved (rarely: changed or deleted
 		// since its read, or verified since on a newer answer); only then are they asked for.
 		observe, args := st.Observe, []any{job, obsIDs, obsStates, obsVersions, obsTimes}
-		if inRange {
+		if rangeObserve {
 			observe = st.ObserveInRange[0]
 			if read.After != "" {
 				observe, args = st.ObserveInRange[1], append(args, read.After)
 			}
 			args = append(args, read.UpTo)
-			batch.Queue(joinByHash)
 		}
 		batch.Queue(observe, args...).Exec(func(tag pgconn.CommandTag) error {
 			if tag.RowsAffected() < int64(len(obsIDs)) {
@@ -227,7 +237,7 @@ func (t *Table[L]) QueueResults(ctx context.Context, batch *pgx.Batch, job strin
 			}
 			return nil
 		})
-		if inRange {
+		if rangeObserve {
 			batch.Queue(restoreJoins)
 		}
 	}
