@@ -13,7 +13,7 @@ import (
 // observations' joins included.
 const commitSettings = `SELECT current_setting('enable_sort') || ' ' || current_setting('enable_incremental_sort') || ' ' ||
 	current_setting('jit') || ' ' || current_setting('enable_nestloop') || ' ' || current_setting('enable_hashjoin') || ' ' ||
-	current_setting('TimeZone')`
+	current_setting('TimeZone') || ' ' || current_setting('plan_cache_mode')`
 
 // A store whose DB is the host's own transaction commits its batches in savepoints, which keep
 // the settings the commit changed for the rest of the host's transaction: the commit gives the
@@ -30,7 +30,8 @@ func TestAStoreInAHostTransactionLeavesTheHostsSettingsAsTheyWere(t *testing.T) 
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // the test's writes go with it
 	for _, set := range []string{`SET LOCAL enable_sort = on`, `SET LOCAL enable_incremental_sort = on`, `SET LOCAL jit = on`,
-		`SET LOCAL enable_nestloop = on`, `SET LOCAL enable_hashjoin = off`, `SET LOCAL TimeZone = 'Asia/Kolkata'`} {
+		`SET LOCAL enable_nestloop = on`, `SET LOCAL enable_hashjoin = off`, `SET LOCAL TimeZone = 'Asia/Kolkata'`,
+		`SET LOCAL plan_cache_mode = force_custom_plan`} {
 		if _, err := tx.Exec(ctx, set); err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +56,7 @@ func TestAStoreInAHostTransactionLeavesTheHostsSettingsAsTheyWere(t *testing.T) 
 			t.Fatal(err)
 		}
 		if got != want {
-			t.Fatalf("after batch %d the host's transaction has enable_sort, enable_incremental_sort, jit, enable_nestloop, enable_hashjoin, TimeZone %q; want its own %q",
+			t.Fatalf("after batch %d the host's transaction has enable_sort, enable_incremental_sort, jit, enable_nestloop, enable_hashjoin, TimeZone, plan_cache_mode %q; want its own %q",
 				i+1, got, want)
 		}
 	}
@@ -75,7 +76,7 @@ func TestAStoreOverAConnectionLeavesItsSessionSettingsAsTheyWere(t *testing.T) {
 	defer conn.Release()
 	defer conn.Exec(ctx, `RESET ALL`) //nolint:errcheck // the pool's next user gets the defaults back
 	for _, set := range []string{`SET enable_sort = on`, `SET jit = on`, `SET enable_nestloop = on`, `SET enable_hashjoin = off`,
-		`SET TimeZone = 'Asia/Kolkata'`} {
+		`SET TimeZone = 'Asia/Kolkata'`, `SET plan_cache_mode = force_custom_plan`} {
 		if _, err := conn.Exec(ctx, set); err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +101,7 @@ func TestAStoreOverAConnectionLeavesItsSessionSettingsAsTheyWere(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got != want {
-			t.Fatalf("after batch %d the session has enable_sort, enable_incremental_sort, jit, enable_nestloop, enable_hashjoin, TimeZone %q; want its own %q",
+			t.Fatalf("after batch %d the session has enable_sort, enable_incremental_sort, jit, enable_nestloop, enable_hashjoin, TimeZone, plan_cache_mode %q; want its own %q",
 				i+1, got, want)
 		}
 	}

@@ -12,7 +12,8 @@ import (
 
 // plannerSettings are the settings a commit changes for its own statements.
 const plannerSettings = `SELECT current_setting('enable_sort') || ' ' || current_setting('enable_incremental_sort') || ' ' ||
-	current_setting('jit') || ' ' || current_setting('enable_seqscan')`
+	current_setting('jit') || ' ' || current_setting('enable_seqscan') || ' ' || current_setting('plan_cache_mode') || ' ' ||
+	current_setting('enable_nestloop') || ' ' || current_setting('enable_hashjoin')`
 
 // settingsSeen is a Deliverer that records the planner settings its transaction has.
 type settingsSeen struct{ got string }
@@ -22,7 +23,8 @@ func (d *settingsSeen) Deliver(ctx context.Context, tx pgx.Tx, _ []pgstore.Queue
 }
 
 // A commit plans its statements with sorts, incremental sorts and JIT off (so that lookups of
-// open findings use findings_open, whatever the findings table's statistics), and gives the
+// open findings use findings_open, whatever the findings table's statistics), a sweep's
+// observations with hash joins, its findings statement and lag mark generic, and gives the
 // host's Deliverer, as its triggers, the session's own settings back.
 func TestADelivererRunsWithTheSessionsOwnPlannerSettings(t *testing.T) {
 	t.Parallel()
@@ -52,6 +54,7 @@ func TestADelivererRunsWithTheSessionsOwnPlannerSettings(t *testing.T) {
 		t.Fatalf("commit: %+v, %v; want a command delivered", res, err)
 	}
 	if d.got != want {
-		t.Fatalf("the Deliverer ran with enable_sort, enable_incremental_sort, jit, enable_seqscan %q; want the session's %q", d.got, want)
+		t.Fatalf("the Deliverer ran with enable_sort, enable_incremental_sort, jit, enable_seqscan, plan_cache_mode, enable_nestloop, enable_hashjoin %q; want the session's %q",
+			d.got, want)
 	}
 }
