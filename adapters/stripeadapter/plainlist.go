@@ -95,15 +95,15 @@ func listInto[T any](ctx context.Context, decode listDecoder[T], expand []string
 
 // decodedTwice reports whether page, valid JSON, has a member that encoding/json decodes twice
 // into the same object where the one pass and stripe-go's methods part: "data" in the page, or
-// "latest_charge" in an object of its data. encoding/json decodes the second into what the
-// first left, merging the two; stripe-go's methods start each object afresh, so the last wins
-// whole. Stripe never repeats a key: a page that does falls back. A key is matched as
-// encoding/json matches it, without regard to case; an escaped one at those depths counts as a
-// match.
+// "latest_charge" in an object two levels below it, where its data's objects are. encoding/json
+// decodes the second into what the first left, merging the two; stripe-go's methods start each
+// object afresh, so the last wins whole. Stripe never repeats a key: a page that does falls
+// back. A key is matched as encoding/json matches it, without regard to case; an escaped one
+// at those depths counts as a match.
 func decodedTwice(page []byte) bool {
-	var inObject []bool // per open container, whether it is an object
-	var seen [4]int     // matching keys in the open object at depths 1 and 3
-	key := false        // whether the next string is a key
+	inObject := make([]bool, 0, 32) // per open container, whether it is an object
+	var seen [4]int                 // matching keys in the open object at depths 1 and 3
+	key := false                    // whether the next string is a key
 	for i := 0; i < len(page); i++ {
 		switch page[i] {
 		case '"':
