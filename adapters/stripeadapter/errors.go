@@ -31,7 +31,7 @@ func (c *Client) mapError(ctx context.Context, op string, err error, answer *ans
 		if status, header := answer.get(); status == http.StatusTooManyRequests {
 			return fmt.Errorf("stripeadapter: %s: answered 429 without a Stripe error body: %w", op, c.rateLimit(header))
 		}
-		return fmt.Errorf("stripeadapter: %s: %w: %s", op, reconcile.ErrUnavailable, c.redact(err.Error()))
+		return fmt.Errorf("stripeadapter: %s: %w: %s", op, reconcile.ErrUnavailable, c.redact(withoutBodySample(err.Error())))
 	}
 	// Every string below comes from the server, or from whatever stands in between: a proxy
 	// may echo the Authorization header into any of them. Each is redacted before it reaches
@@ -77,6 +77,26 @@ func (c *Client) mapError(ctx context.Context, op string, err error, answer *ans
 	default: // 409, lock_timeout, 5xx, an unexpected 404
 		return fmt.Errorf("stripeadapter: %s: %s: %w", op, desc, reconcile.ErrUnavailable)
 	}
+}
+
+// bodySample opens the first 500 bytes of an answer that stripe-go puts in the error of an
+// answer it cannot decode, up to sampleEnd: bytes from outside, which may echo a key in a form
+// redact cannot see (escaped, "sk\u005flive_...").
+const bodySample, sampleEnd = ", body sample: '", "'): "
+
+// withoutBodySample returns msg without stripe-go's sample of the answer's body, or msg up to
+// it if its end cannot be told.
+func withoutBodySample(msg string) string {
+	i := strings.Index(msg, bodySample)
+	if i < 0 {
+		return msg
+	}
+	// The sample's end is the last: what follows is encoding/json's error, which quotes no
+	// more than one byte of the answer.
+	if j := strings.LastIndex(msg, sampleEnd); j > i {
+		return msg[:i] + msg[j+1:]
+	}
+	return msg[:i] + ")"
 }
 
 // rateLimit builds the rate-limit error from a 429's headers, its reason redacted.

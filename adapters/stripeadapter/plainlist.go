@@ -12,6 +12,7 @@ package stripeadapter
 // the page before it reaches us; other expanded fields still decode through its methods.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -73,15 +74,93 @@ func listInto[T any](ctx context.Context, decode listDecoder[T], expand []string
 	}
 	plain := decode(expand)
 	err := call(plain)
-	if err == nil {
+	r := plain.response()
+	switch {
+	case err == nil && (r == nil || !decodedTwice(r.RawJSON)):
 		return plain.page(), nil
+	case err == nil:
+		// A member the one pass decoded twice: decoded as before, so that it answers as before.
+		if err := json.Unmarshal(r.RawJSON, &page); err != nil {
+			return listPageOf[T]{}, err
+		}
+		return page, nil
 	}
 	// A whole answer that is not a page of objects, an id alone among them (which stripe-go's
 	// own method takes): decoded as before, so that it answers as before.
-	if r := plain.response(); r != nil && r.StatusCode == http.StatusOK && ctx.Err() == nil && json.Unmarshal(r.RawJSON, &page) == nil {
+	if r != nil && r.StatusCode == http.StatusOK && ctx.Err() == nil && json.Unmarshal(r.RawJSON, &page) == nil {
 		return page, nil
 	}
 	return listPageOf[T]{}, err
+}
+
+// decodedTwice reports whether page, valid JSON, has a member that encoding/json decodes twice
+// into the same object where the one pass and stripe-go's methods part: "data" in the page, or
+// "latest_charge" in an object two levels below it, where its data's objects are. encoding/json
+// decodes the second into what the first left, merging the two; stripe-go's methods start each
+// object afresh, so the last wins whole. Stripe never repeats a key: a page that does falls
+// back. A key is matched as encoding/json matches it, without regard to case; an escaped one
+// at those depths counts as a match.
+func decodedTwice(page []byte) bool {
+	inObject := make([]bool, 0, 32) // per open container, whether it is an object
+	var seen [4]int                 // matching keys in the open object at depths 1 and 3
+	key := false                    // whether the next string is a key
+	for i := 0; i < len(page); i++ {
+		switch page[i] {
+		case '"':
+			end := stringEnd(page, i+1)
+			if end < 0 {
+				return true // not JSON after all: let stripe-go's decode say so
+			}
+			if d := len(inObject); key && (d == 1 || d == 3) {
+				name, want := page[i+1:end], "data"
+				if d == 3 {
+					want = "latest_charge"
+				}
+				if bytes.IndexByte(name, '\\') >= 0 || bytes.EqualFold(name, []byte(want)) {
+					if seen[d]++; seen[d] > 1 {
+						return true
+					}
+				}
+			}
+			key, i = false, end
+		case '{':
+			inObject = append(inObject, true)
+			if d := len(inObject); d < len(seen) {
+				seen[d] = 0
+			}
+			key = true
+		case '[':
+			inObject = append(inObject, false)
+			key = false
+		case '}', ']':
+			if len(inObject) > 0 {
+				inObject = inObject[:len(inObject)-1]
+			}
+			key = false
+		case ',':
+			key = len(inObject) > 0 && inObject[len(inObject)-1]
+		}
+	}
+	return false
+}
+
+// stringEnd returns the index of the quote that closes the JSON string starting at from, or -1.
+func stringEnd(b []byte, from int) int {
+	for i := from; ; {
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			return -1
+		}
+		i += q
+		escapes := 0
+		for j := i - 1; j >= from && b[j] == '\\'; j-- {
+			escapes++
+		}
+		if escapes%2 == 0 {
+			return i
+		}
+		i++
+	}
 }
 
 // The types the ship-ready descriptors decode their pages into: the objects' fields without
