@@ -16,22 +16,12 @@ import (
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
 )
 
-// pageBytes returns the body of GET path?query from srv.
+// pageBytes returns the body of GET path?query from srv, which must answer 200.
 func pageBytes(t testing.TB, srv *stripetest.Server, pathQuery string) []byte {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, srv.URL()+pathQuery, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+srv.Key())
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %d %v", pathQuery, resp.StatusCode, err)
+	body, ok := pageBytesIf(t, srv, pathQuery)
+	if !ok {
+		t.Fatalf("GET %s: not a 200: %.200s", pathQuery, body)
 	}
 	return body
 }
