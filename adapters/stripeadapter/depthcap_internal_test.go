@@ -248,3 +248,22 @@ func TestAFileIsNotCappedAsJSON(t *testing.T) {
 		t.Fatalf("Download = %d bytes, %v; want the file", len(got), err)
 	}
 }
+
+// For any valid JSON, cut anywhere, the cap fails the read exactly when encoding/json counts
+// more than maxAnswerDepth containers.
+func FuzzDepthCapped(f *testing.F) {
+	for _, s := range []string{deep(maxAnswerDepth), deep(maxAnswerDepth + 1), `{"a":"\"[[[","b":["\\",{"c":"]]"}]}`,
+		`"[\u005b"`, `[]`, `1`} {
+		f.Add([]byte(s), 3)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, at int) {
+		if !json.Valid(data) {
+			return
+		}
+		at = min(max(at, 0), len(data))
+		err := readCapped(string(data), at)
+		if tooDeep := jsonDepth(t, data) > maxAnswerDepth; tooDeep != errors.Is(err, errTooDeep) || !tooDeep && err != nil {
+			t.Fatalf("depth %d, split at %d: %v", jsonDepth(t, data), at, err)
+		}
+	})
+}

@@ -32,11 +32,11 @@ func (t *statusRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // maxAnswerDepth is how deep a JSON answer may nest its objects and arrays. Both stripe-go's
 // decode and the one-pass list decoder (plainlist.go) take time quadratic in the depth of
-// nested expanded objects: 1,000 levels take seconds, 5,000 a minute or more, deaf to the
-// call's deadline. Stripe expands at most 4 levels, each object adds a few levels of its own
-// (an intent's charge's payment_method_details.card.checks, say); the deepest page stripetest
-// renders, every descriptor expanded, nests 8. 64 leaves room for sub-objects Stripe adds later
-// and costs nothing measurable to a hostile answer.
+// nested expanded objects: 1,000 levels take seconds, 5,000 half a minute or more, deaf to the
+// call's deadline. Stripe expands at most 4 levels, and each object adds a few of its own: the
+// deepest page stripetest renders, every descriptor expanded, nests 8 (a list of intents with
+// their charges' balance transactions and refunds). 64 leaves room for sub-objects Stripe adds
+// later; a hostile answer fails at its 65th opener, before anything decodes it.
 const maxAnswerDepth = 64
 
 // errTooDeep fails the read of an answer nested deeper than maxAnswerDepth. It quotes none of
