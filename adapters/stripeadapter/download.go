@@ -51,6 +51,7 @@ func (c *Client) Download(ctx context.Context, op, fileURL string, limit int64) 
 	p := &stripe.Params{}
 	answer, cancel := c.begin(ctx, p)
 	defer cancel()
+	answer.file = true // a report's CSV, whose brackets are no JSON's
 	var res streamed
 	if err := callStreaming(answer, func() error {
 		return c.sc.V1Files.BUploads.CallStreaming(http.MethodGet, "/v1/files/"+id+"/contents", c.sc.V1Files.Key, p, &res)

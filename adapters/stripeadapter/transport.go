@@ -2,26 +2,97 @@ package stripeadapter
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"sync"
 )
 
 // statusRecorder is the transport of the clients NewObjectGateway builds. It notes each response's
 // status and headers in the call's answer, because stripe-go keeps neither when the body of
-// an error is not Stripe's JSON: a proxy's 429 page would otherwise look like an outage.
+// an error is not Stripe's JSON: a proxy's 429 page would otherwise look like an outage. It
+// also caps the nesting of each JSON answer (see maxAnswerDepth).
 type statusRecorder struct {
 	base http.RoundTripper
 }
 
 func (t *statusRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(req)
-	if a, ok := req.Context().Value(answerKey{}).(*answer); ok && resp != nil {
+	a, ok := req.Context().Value(answerKey{}).(*answer)
+	if ok && resp != nil {
 		a.set(resp.StatusCode, resp.Header)
 	} else if ok && err != nil {
 		a.setErr(err)
 	}
+	if resp != nil && resp.Body != nil && !(ok && a.file) {
+		resp.Body = &depthCapped{r: resp.Body}
+	}
 	return resp, err
 }
+
+// maxAnswerDepth is how deep a JSON answer may nest its objects and arrays. Both stripe-go's
+// decode and the one-pass list decoder (plainlist.go) take time quadratic in the depth of
+// nested expanded objects: 1,000 levels take seconds, 5,000 half a minute or more, deaf to the
+// call's deadline. Stripe expands at most 4 levels, and each object adds a few of its own: the
+// deepest page stripetest renders, every descriptor expanded, nests 8 (a list of intents with
+// their charges' balance transactions and refunds). 64 leaves room for sub-objects Stripe adds
+// later; a hostile answer fails at its 65th opener, before anything decodes it.
+const maxAnswerDepth = 64
+
+// errTooDeep fails the read of an answer nested deeper than maxAnswerDepth. It quotes none of
+// the answer.
+var errTooDeep = fmt.Errorf("stripeadapter: the answer nests JSON objects and arrays more than %d deep: "+
+	"not Stripe's, not decoded", maxAnswerDepth)
+
+// depthCapped is a response body that fails its read with errTooDeep once the JSON streaming
+// through nests deeper than maxAnswerDepth. It counts brackets outside strings, its state kept
+// across Reads so a string or an escape split between two is read as one; it does not check
+// the JSON is valid, only that the decoder will not be handed a deep one.
+type depthCapped struct {
+	r        io.ReadCloser
+	depth    int
+	inString bool
+	escaped  bool // the last byte was a backslash in a string
+	err      error
+}
+
+func (d *depthCapped) Read(p []byte) (int, error) {
+	if d.err != nil {
+		return 0, d.err
+	}
+	n, err := d.r.Read(p)
+	for i, c := range p[:n] {
+		switch {
+		case !jsonMarks[c] && !d.escaped:
+			// Most bytes (letters, digits, commas, colons): one table look-up.
+		case d.escaped:
+			d.escaped = false
+		case d.inString:
+			switch c {
+			case '\\':
+				d.escaped = true
+			case '"':
+				d.inString = false
+			}
+		case c == '"':
+			d.inString = true
+		case c == '{' || c == '[':
+			if d.depth++; d.depth > maxAnswerDepth {
+				d.err = errTooDeep
+				return i, d.err
+			}
+		case c == '}' || c == ']':
+			// Not below zero: closers first must not buy openers past the cap.
+			d.depth = max(d.depth-1, 0)
+		}
+	}
+	return n, err
+}
+
+// jsonMarks are the bytes depthCapped looks at: quotes, backslashes and brackets.
+var jsonMarks = [256]bool{'"': true, '\\': true, '{': true, '[': true, '}': true, ']': true}
+
+func (d *depthCapped) Close() error { return d.r.Close() }
 
 type answerKey struct{}
 
@@ -31,6 +102,7 @@ type answer struct {
 	status int
 	header http.Header
 	err    error // the transport's, when there was no response
+	file   bool  // the answer is a file's contents, not JSON: its depth is not capped
 }
 
 // withAnswer returns a context whose call's response the transport will note in the answer.
