@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/reconciletest"
@@ -36,30 +38,7 @@ func TestAStoreInAHostTransactionLeavesTheHostsSettingsAsTheyWere(t *testing.T) 
 			t.Fatal(err)
 		}
 	}
-	var want string
-	if err := tx.QueryRow(ctx, commitSettings).Scan(&want); err != nil {
-		t.Fatal(err)
-	}
-	s, err := pgstore.New(tx, pgstore.Config{Table: "payments"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := reconcile.Config[string, string]{Job: "sweep", Source: s, Sink: s, BatchSize: 2, Classifier: reconciletest.Classifier(),
-		Gateway: reconciletest.NewGateway(map[string]string{"pi_1": "succeeded", "pi_2": "canceled", "pi_3": "succeeded"})}
-	for i, wrapped := range []bool{false, true} {
-		rep, err := reconcile.RunBatch(ctx, cfg)
-		if err != nil || rep.Wrapped != wrapped || rep.Changed != 0 {
-			t.Fatalf("batch %d: %+v, %v; want every row judged", i+1, rep, err)
-		}
-		var got string
-		if err := tx.QueryRow(ctx, commitSettings).Scan(&got); err != nil {
-			t.Fatal(err)
-		}
-		if got != want {
-			t.Fatalf("after batch %d the host's transaction has enable_sort, enable_incremental_sort, jit, enable_nestloop, enable_hashjoin, TimeZone, plan_cache_mode %q; want its own %q",
-				i+1, got, want)
-		}
-	}
+	sweepKeepsSettings(t, tx, tx, "the host's transaction")
 }
 
 // A store over one connection whose session the host configured (SET, not SET LOCAL) leaves
@@ -81,11 +60,22 @@ func TestAStoreOverAConnectionLeavesItsSessionSettingsAsTheyWere(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	sweepKeepsSettings(t, conn.Conn(), conn, "the session")
+}
+
+// sweepKeepsSettings runs a sweep's two batches (the first after no position, and the wrap)
+// through a store over db and fails the test unless what reads, on db's own session, sees the
+// settings it saw before after each batch's commit; who names that session in the failure.
+func sweepKeepsSettings(t *testing.T, db pgstore.DB, session interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}, who string) {
+	t.Helper()
+	ctx := context.Background()
 	var want string
-	if err := conn.QueryRow(ctx, commitSettings).Scan(&want); err != nil {
+	if err := session.QueryRow(ctx, commitSettings).Scan(&want); err != nil {
 		t.Fatal(err)
 	}
-	s, err := pgstore.New(conn.Conn(), pgstore.Config{Table: "payments"})
+	s, err := pgstore.New(db, pgstore.Config{Table: "payments"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,12 +87,12 @@ func TestAStoreOverAConnectionLeavesItsSessionSettingsAsTheyWere(t *testing.T) {
 			t.Fatalf("batch %d: %+v, %v; want every row judged", i+1, rep, err)
 		}
 		var got string
-		if err := conn.QueryRow(ctx, commitSettings).Scan(&got); err != nil {
+		if err := session.QueryRow(ctx, commitSettings).Scan(&got); err != nil {
 			t.Fatal(err)
 		}
 		if got != want {
-			t.Fatalf("after batch %d the session has enable_sort, enable_incremental_sort, jit, enable_nestloop, enable_hashjoin, TimeZone, plan_cache_mode %q; want its own %q",
-				i+1, got, want)
+			t.Fatalf("after batch %d %s has enable_sort, enable_incremental_sort, jit, enable_nestloop, enable_hashjoin, TimeZone, plan_cache_mode %q; want its own %q",
+				i+1, who, got, want)
 		}
 	}
 }
