@@ -45,6 +45,9 @@ type engineOptions struct {
 	Rounds int
 	// Floor also times the SQL floor (floor.go) over the same rows, each round.
 	Floor bool
+	// FloorRanges also times the floor's ranges variant (floorRanges) over the same rows, each
+	// round.
+	FloorRanges bool
 	// Cycles is how many cycles the one-column engine and the floor run in a row over the same
 	// tables, each round; zero means one. From the second on, every verified row's observation
 	// is an update, as in a job's steady state, not an insert.
@@ -81,6 +84,10 @@ type engineResult struct {
 	// hand (-floor, floor.go), and FloorRatio RowsPerS over it.
 	SQLFloorRowsPerS float64 `json:"sql_floor_rows_per_s,omitempty"`
 	FloorRatio       float64 `json:"floor_ratio,omitempty"`
+	// SQLFloorRangesRowsPerS is the rows/s of the floor's ranges variant (-floor-ranges): the
+	// floor with a batch's in-sync rows recorded as one row of their key range, not an
+	// observation each.
+	SQLFloorRangesRowsPerS float64 `json:"sql_floor_ranges_rows_per_s,omitempty"`
 	// SecondCycleRowsPerS is the rows/s of the one-column row's second cycle over the same
 	// tables (-cycles 2), and SQLFloorSecondCycleRowsPerS the floor's: the steady state's
 	// figures, where the observations are updated. The best round's each.
@@ -102,6 +109,7 @@ func engineCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	typed := fs.Bool("typed", true, "also time a cycle over the same rows read as a typed row of four columns (typed_rows_per_sec, typed_ratio)")
 	rounds := fs.Int("rounds", 3, "time each cycle this many times, in turns, and report the best of each")
 	floor := fs.Bool("floor", true, "also time the same database work as the plainest SQL by hand, without the engine (sql_floor_rows_per_s, floor_ratio)")
+	floorRanges := fs.Bool("floor-ranges", false, "also time the floor with each batch's in-sync rows recorded as one row of their key range instead of an observation each: the headroom of such a storage design, which is not built (sql_floor_ranges_rows_per_s)")
 	cycles := fs.Int("cycles", 1, "cycles of the one-column engine and of the floor, one after the other over the same tables; 2 also times the steady state's second (second_cycle_rows_per_s, sql_floor_second_cycle_rows_per_s)")
 	if err := parseFlags(fs, args, stderr,
 		"usage: go run ./tools/bench engine [flags]",
@@ -126,7 +134,7 @@ func engineCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		defer drop()
 	}
 
-	opts := engineOptions{Rows: *rows, Batch: *batch, Progress: stderr, NoAnalyze: !*analyze, Typed: *typed, Rounds: *rounds, Floor: *floor, Cycles: *cycles}
+	opts := engineOptions{Rows: *rows, Batch: *batch, Progress: stderr, NoAnalyze: !*analyze, Typed: *typed, Rounds: *rounds, Floor: *floor, FloorRanges: *floorRanges, Cycles: *cycles}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -202,11 +210,11 @@ func runEngine(ctx context.Context, pool *pgxpool.Pool, schema string, opts engi
 	// Each round times the one-column row and the typed row, in turns first, each cycle with
 	// reconciler tables of its own; the best of each counts, so that a moment of load on a
 	// shared machine does not decide the ratio.
-	var one, typed, floor, oneSecond, floorSecond []cycle
+	var one, typed, floor, floorRanges, oneSecond, floorSecond []cycle
 	for r := range max(opts.Rounds, 1) {
 		if opts.Floor {
 			ft := pgstore.Tables{Prefix: fmt.Sprintf("floor_%d_", r), Schema: schema}
-			cy, err := floorCycle(ctx, pool, schema, ft, opts.Batch)
+			cy, err := floorCycle(ctx, pool, schema, ft, opts.Batch, false)
 			if err != nil {
 				return res, err
 			}
@@ -220,6 +228,15 @@ func runEngine(ctx context.Context, pool *pgxpool.Pool, schema string, opts engi
 				fmt.Fprintf(progress, "floor, second cycle: %d rows, %d batches, %.2fs, %.0f rows/s\n", opts.Rows, cy.Batches, cy.Seconds, cy.RowsPerS)
 				floorSecond = append(floorSecond, cy)
 			}
+		}
+		if opts.FloorRanges {
+			ft := pgstore.Tables{Prefix: fmt.Sprintf("floor_ranges_%d_", r), Schema: schema}
+			cy, err := floorCycle(ctx, pool, schema, ft, opts.Batch, true)
+			if err != nil {
+				return res, err
+			}
+			fmt.Fprintf(progress, "floor, ranges: %d rows, %d batches, %.2fs, %.0f rows/s\n", opts.Rows, cy.Batches, cy.Seconds, cy.RowsPerS)
+			floorRanges = append(floorRanges, cy)
 		}
 		for v := range 2 {
 			isTyped := (v+r)%2 == 1
@@ -270,7 +287,7 @@ func runEngine(ctx context.Context, pool *pgxpool.Pool, schema string, opts engi
 		}
 	}
 	// A second cycle finds the same and opens nothing new: the tables' counts stay the first's.
-	for _, c := range slices.Concat(one[1:], typed, floor, oneSecond, floorSecond) {
+	for _, c := range slices.Concat(one[1:], typed, floor, floorRanges, oneSecond, floorSecond) {
 		if c.Findings != one[0].Findings || c.Commands != one[0].Commands || c.GatewayCalls != one[0].GatewayCalls || !maps.Equal(c.Verdicts, one[0].Verdicts) {
 			return res, fmt.Errorf("bench: cycles disagree: %+v and %+v", c, one[0])
 		}
@@ -286,6 +303,9 @@ func runEngine(ctx context.Context, pool *pgxpool.Pool, schema string, opts engi
 	if len(floor) > 0 {
 		res.SQLFloorRowsPerS = slices.MaxFunc(floor, func(a, b cycle) int { return cmp.Compare(a.RowsPerS, b.RowsPerS) }).RowsPerS
 		res.FloorRatio = round(res.RowsPerS/res.SQLFloorRowsPerS, 3)
+	}
+	if len(floorRanges) > 0 {
+		res.SQLFloorRangesRowsPerS = slices.MaxFunc(floorRanges, func(a, b cycle) int { return cmp.Compare(a.RowsPerS, b.RowsPerS) }).RowsPerS
 	}
 	if len(oneSecond) > 0 {
 		res.SecondCycleRowsPerS = slices.MaxFunc(oneSecond, func(a, b cycle) int { return cmp.Compare(a.RowsPerS, b.RowsPerS) }).RowsPerS
