@@ -25,9 +25,9 @@ type GatewayConfig struct {
 	// HTTPClient must be empty. Prefer Key: rate limits are then recognised even when a proxy
 	// answers 429 with a body that is not Stripe's JSON, and no redirect is followed, whereas
 	// Client's own http.Client follows them as it is set to (net/http's default sends the key
-	// on to any port of the same host name, and to its subdomains), and answers are not held
-	// to maxAnswerDepth's nesting (an answer nested thousands deep then decodes in quadratic
-	// time, deaf to the deadline).
+	// on to any port of the same host name, and to its subdomains), and its answers may nest
+	// deeper than the 64 levels the kit's own client allows (one nested thousands deep decodes
+	// in quadratic time, deaf to the deadline).
 	Client *stripe.Client
 	// Key is the secret (sk_...) or restricted (rk_...) API key. It appears in no error or log.
 	Key string
