@@ -2,6 +2,7 @@ package stripeadapter
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -28,10 +29,20 @@ func (c *Client) mapError(ctx context.Context, op string, err error, answer *ans
 	if !errors.As(err, &se) {
 		// No Stripe error body: connection refused, our per-call timeout, or a body that is not
 		// JSON (a proxy's error page). A 429 is still a rate limit, whatever its body.
-		if status, header := answer.get(); status == http.StatusTooManyRequests {
+		status, header := answer.get()
+		if status == http.StatusTooManyRequests {
 			return fmt.Errorf("stripeadapter: %s: answered 429 without a Stripe error body: %w", op, c.rateLimit(header))
 		}
-		return fmt.Errorf("stripeadapter: %s: %w: %s", op, reconcile.ErrUnavailable, c.redact(withoutBodySample(err.Error())))
+		msg := withoutBodySample(err.Error())
+		if json.Valid([]byte(msg)) {
+			// stripe-go makes an error answer that is JSON without an "error" member its error's
+			// whole text: the answer's bytes, as the sample's are.
+			msg = "an error answer that is JSON but not a Stripe error"
+			if status != 0 {
+				msg = fmt.Sprintf("answered %d with JSON that is not a Stripe error", status)
+			}
+		}
+		return fmt.Errorf("stripeadapter: %s: %w: %s", op, reconcile.ErrUnavailable, c.redact(msg))
 	}
 	// Every string below comes from the server, or from whatever stands in between: a proxy
 	// may echo the Authorization header into any of them. Each is redacted before it reaches
