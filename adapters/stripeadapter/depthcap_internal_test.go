@@ -267,3 +267,24 @@ func FuzzDepthCapped(f *testing.F) {
 		}
 	})
 }
+
+// TestADownloadsErrorAnswerIsCappedAsAnyAnswer answers a download with an error whose expanded
+// intent nests past the cap: stripe-go decodes an error answer as JSON whatever the call (3,000
+// levels held a CPU 5 seconds past a 1 second timeout), so only a file's contents go uncapped.
+func TestADownloadsErrorAnswerIsCappedAsAnyAnswer(t *testing.T) {
+	answer := `{"error":{"type":"api_error","message":"x","payment_intent":` + nested(maxAnswerDepth) + `}}`
+	files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusInternalServerError)
+		io.WriteString(w, answer)
+	}))
+	defer files.Close()
+	g, err := NewObjectGateway(GatewayConfig{Key: "sk_test_1", BaseURL: files.URL}, PaymentIntents())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = g.Client().Download(context.Background(), "download report", files.URL+"/v1/files/file_1/contents", 1<<20)
+	if !errors.Is(err, reconcile.ErrUnavailable) || !strings.Contains(err.Error(), errTooDeep.Error()) {
+		t.Fatalf("Download: %v; want ErrUnavailable with the depth error", err)
+	}
+}

@@ -24,7 +24,8 @@ func (t *statusRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	} else if ok && err != nil {
 		a.setErr(err)
 	}
-	if resp != nil && resp.Body != nil && !(ok && a.file) {
+	// A file's contents are not JSON; its error answer is, and stripe-go decodes it as any.
+	if resp != nil && resp.Body != nil && !(ok && a.file && resp.StatusCode < 400) {
 		resp.Body = &depthCapped{r: resp.Body}
 	}
 	return resp, err
@@ -102,7 +103,7 @@ type answer struct {
 	status int
 	header http.Header
 	err    error // the transport's, when there was no response
-	file   bool  // the answer is a file's contents, not JSON: its depth is not capped
+	file   bool  // the answer is a file's contents, not JSON: its depth is not capped unless it is an error
 }
 
 // withAnswer returns a context whose call's response the transport will note in the answer.
