@@ -34,7 +34,11 @@ func (c *Client) mapError(ctx context.Context, op string, err error, answer *ans
 			return fmt.Errorf("stripeadapter: %s: answered 429 without a Stripe error body: %w", op, c.rateLimit(header))
 		}
 		msg := withoutBodySample(err.Error())
-		if json.Valid([]byte(msg)) {
+		switch {
+		case errors.Is(err, errRedirect):
+			// net/http's error names the redirect's Location: the server's bytes.
+			msg = errRedirect.Error()
+		case json.Valid([]byte(msg)):
 			// stripe-go makes an error answer that is JSON without an "error" member its error's
 			// whole text: the answer's bytes, as the sample's are.
 			msg = "an error answer that is JSON but not a Stripe error"
