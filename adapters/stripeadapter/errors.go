@@ -68,7 +68,7 @@ func (c *Client) mapError(ctx context.Context, op string, err error, answer *ans
 	if msg := c.redact(se.Msg); msg != "" {
 		desc += ": " + msg
 	}
-	if id := c.redact(se.RequestID); id != "" {
+	if id := c.redact(headerWord(se.RequestID)); id != "" {
 		desc += " (request " + id + ")"
 	}
 	switch {
@@ -118,8 +118,24 @@ func withoutBodySample(msg string) string {
 func (c *Client) rateLimit(h http.Header) *reconcile.RateLimitError {
 	return &reconcile.RateLimitError{
 		RetryAfter: retryAfter(h.Get("Retry-After"), time.Now()),
-		Reason:     c.redact(h.Get("Stripe-Rate-Limited-Reason")),
+		Reason:     c.redact(headerWord(h.Get("Stripe-Rate-Limited-Reason"))),
 	}
+}
+
+// headerWord returns v, a header the kit quotes (a request id, a rate limit's reason), if it is
+// a word as Stripe's are (req_..., global-rate): at most 255 letters, digits, '_', '-' or '.'.
+// Otherwise "": a header is the server's bytes, of any length, and may hold a key encoded
+// ("sk%5Ftest_...") where redaction cannot see it.
+func headerWord(v string) string {
+	if len(v) > 255 {
+		return ""
+	}
+	for _, c := range []byte(v) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return ""
+		}
+	}
+	return v
 }
 
 // maxRetryAfter caps a Retry-After: a larger one is a misconfigured proxy, not advice.
