@@ -106,8 +106,9 @@ func withoutBodySample(msg string) string {
 	if i < 0 {
 		return msg
 	}
-	// The sample's end is the last: what follows is encoding/json's error, which quotes no
-	// more than one byte of the answer.
+	// The sample's end is the last, or one in what follows, encoding/json's error, which
+	// quotes one byte of the answer or a decoded string (a ",string" field's, which may hold
+	// "'): "): either way what is kept is no raw byte of the answer.
 	if j := strings.LastIndex(msg, sampleEnd); j > i {
 		return msg[:i] + msg[j+1:]
 	}
