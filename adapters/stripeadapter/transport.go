@@ -48,12 +48,16 @@ var errTooDeep = fmt.Errorf("stripeadapter: the answer nests JSON objects and ar
 // depthCapped is a response body that fails its read with errTooDeep once the JSON streaming
 // through nests deeper than maxAnswerDepth. It counts brackets outside strings, its state kept
 // across Reads so a string or an escape split between two is read as one; it does not check
-// the JSON is valid, only that the decoder will not be handed a deep one.
+// the JSON is valid, only that the decoder will not be handed a deep one. An answer that does
+// not open with an object or an array is not counted: encoding/json fails it, whatever
+// follows, before decoding anything, and a proxy's HTML page then fails as the page it is.
 type depthCapped struct {
 	r        io.ReadCloser
 	depth    int
 	inString bool
 	escaped  bool // the last byte was a backslash in a string
+	opened   bool // the answer's first byte other than JSON whitespace was read
+	off      bool // it was no opener: nothing is counted
 	err      error
 }
 
@@ -62,7 +66,20 @@ func (d *depthCapped) Read(p []byte) (int, error) {
 		return 0, d.err
 	}
 	n, err := d.r.Read(p)
-	for i, c := range p[:n] {
+	start := 0
+	if !d.opened {
+		for start < n && (p[start] == ' ' || p[start] == '\t' || p[start] == '\n' || p[start] == '\r') {
+			start++
+		}
+		if start < n {
+			d.opened, d.off = true, p[start] != '{' && p[start] != '['
+		}
+	}
+	if d.off {
+		return n, err
+	}
+	for i := start; i < n; i++ {
+		c := p[i]
 		switch {
 		case !jsonMarks[c] && !d.escaped:
 			// Most bytes (letters, digits, commas, colons): one table look-up.
