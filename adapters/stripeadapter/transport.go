@@ -24,12 +24,48 @@ func (t *statusRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	} else if ok && err != nil {
 		a.setErr(err)
 	}
-	// A file's contents are not JSON; its error answer is, and stripe-go decodes it as any.
+	// A file's contents are not JSON (Download caps their size itself); its error answer is,
+	// and stripe-go decodes it as any.
 	if resp != nil && resp.Body != nil && !(ok && a.file && resp.StatusCode < 400) {
-		resp.Body = &depthCapped{r: resp.Body}
+		resp.Body = &depthCapped{r: &sizeCapped{r: resp.Body, left: maxAnswerBytes}}
 	}
 	return resp, err
 }
+
+// maxAnswerBytes is how large a JSON answer may be. stripe-go reads an answer whole before it
+// decodes it, without a limit, and net/http inflates a gzip answer as it is read: half a
+// megabyte inflating to 512 MiB made the process allocate 1.7 GB, within the call's timeout.
+// Stripe's pages are 100 objects, expanded: a few megabytes.
+const maxAnswerBytes = 64 << 20
+
+// errTooLarge fails the read of an answer larger than maxAnswerBytes. It quotes none of the
+// answer.
+var errTooLarge = fmt.Errorf("stripeadapter: the answer is larger than %d MiB: not Stripe's, not decoded", maxAnswerBytes>>20)
+
+// sizeCapped is a response body that fails its read with errTooLarge at the byte past left.
+type sizeCapped struct {
+	r    io.ReadCloser
+	left int64 // the bytes it may still read
+	err  error
+}
+
+func (s *sizeCapped) Read(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	if int64(len(p)) > s.left+1 {
+		p = p[:s.left+1] // one more than may be read: reading it tells the answer is too large
+	}
+	n, err := s.r.Read(p)
+	if int64(n) > s.left {
+		n, s.left, s.err = int(s.left), 0, errTooLarge
+		return n, s.err
+	}
+	s.left -= int64(n)
+	return n, err
+}
+
+func (s *sizeCapped) Close() error { return s.r.Close() }
 
 // maxAnswerDepth is how deep a JSON answer may nest its objects and arrays. Both stripe-go's
 // decode and the one-pass list decoder (plainlist.go) take time quadratic in the depth of
