@@ -211,14 +211,21 @@ func runEngine(ctx context.Context, pool *pgxpool.Pool, schema string, opts engi
 	// reconciler tables of its own; the best of each counts, so that a moment of load on a
 	// shared machine does not decide the ratio.
 	var one, typed, floor, floorRanges, oneSecond, floorSecond []cycle
+	// timeFloor times a first cycle of the floor (or of its ranges variant) into fresh tables.
+	timeFloor := func(label, prefix string, ranges bool) (cycle, pgstore.Tables, error) {
+		ft := pgstore.Tables{Prefix: prefix, Schema: schema}
+		cy, err := floorCycle(ctx, pool, schema, ft, opts.Batch, ranges)
+		if err == nil {
+			fmt.Fprintf(progress, "%s: %d rows, %d batches, %.2fs, %.0f rows/s\n", label, opts.Rows, cy.Batches, cy.Seconds, cy.RowsPerS)
+		}
+		return cy, ft, err
+	}
 	for r := range max(opts.Rounds, 1) {
 		if opts.Floor {
-			ft := pgstore.Tables{Prefix: fmt.Sprintf("floor_%d_", r), Schema: schema}
-			cy, err := floorCycle(ctx, pool, schema, ft, opts.Batch, false)
+			cy, ft, err := timeFloor("floor", fmt.Sprintf("floor_%d_", r), false)
 			if err != nil {
 				return res, err
 			}
-			fmt.Fprintf(progress, "floor: %d rows, %d batches, %.2fs, %.0f rows/s\n", opts.Rows, cy.Batches, cy.Seconds, cy.RowsPerS)
 			floor = append(floor, cy)
 			if opts.Cycles > 1 {
 				cy, err := floorNextCycle(ctx, pool, schema, ft, opts.Batch)
@@ -230,12 +237,10 @@ func runEngine(ctx context.Context, pool *pgxpool.Pool, schema string, opts engi
 			}
 		}
 		if opts.FloorRanges {
-			ft := pgstore.Tables{Prefix: fmt.Sprintf("floor_ranges_%d_", r), Schema: schema}
-			cy, err := floorCycle(ctx, pool, schema, ft, opts.Batch, true)
+			cy, _, err := timeFloor("floor, ranges", fmt.Sprintf("floor_ranges_%d_", r), true)
 			if err != nil {
 				return res, err
 			}
-			fmt.Fprintf(progress, "floor, ranges: %d rows, %d batches, %.2fs, %.0f rows/s\n", opts.Rows, cy.Batches, cy.Seconds, cy.RowsPerS)
 			floorRanges = append(floorRanges, cy)
 		}
 		for v := range 2 {
@@ -297,21 +302,21 @@ func runEngine(ctx context.Context, pool *pgxpool.Pool, schema string, opts engi
 	res.GCs, res.AllocMB = best.GCs, best.AllocMB
 	res.Findings, res.Commands, res.GatewayCalls = best.Findings, best.Commands, best.GatewayCalls
 	if len(typed) > 0 {
-		res.TypedRowsPerS = slices.MaxFunc(typed, func(a, b cycle) int { return cmp.Compare(a.RowsPerS, b.RowsPerS) }).RowsPerS
+		res.TypedRowsPerS = bestRate(typed)
 		res.TypedRatio = round(res.TypedRowsPerS/res.RowsPerS, 3)
 	}
 	if len(floor) > 0 {
-		res.SQLFloorRowsPerS = slices.MaxFunc(floor, func(a, b cycle) int { return cmp.Compare(a.RowsPerS, b.RowsPerS) }).RowsPerS
+		res.SQLFloorRowsPerS = bestRate(floor)
 		res.FloorRatio = round(res.RowsPerS/res.SQLFloorRowsPerS, 3)
 	}
 	if len(floorRanges) > 0 {
-		res.SQLFloorRangesRowsPerS = slices.MaxFunc(floorRanges, func(a, b cycle) int { return cmp.Compare(a.RowsPerS, b.RowsPerS) }).RowsPerS
+		res.SQLFloorRangesRowsPerS = bestRate(floorRanges)
 	}
 	if len(oneSecond) > 0 {
-		res.SecondCycleRowsPerS = slices.MaxFunc(oneSecond, func(a, b cycle) int { return cmp.Compare(a.RowsPerS, b.RowsPerS) }).RowsPerS
+		res.SecondCycleRowsPerS = bestRate(oneSecond)
 	}
 	if len(floorSecond) > 0 {
-		res.SQLFloorSecondCycleRowsPerS = slices.MaxFunc(floorSecond, func(a, b cycle) int { return cmp.Compare(a.RowsPerS, b.RowsPerS) }).RowsPerS
+		res.SQLFloorSecondCycleRowsPerS = bestRate(floorSecond)
 	}
 	res.PeakRSSMB = round(peakRSSMB(), 1)
 	return res, nil
@@ -324,6 +329,11 @@ type typedPayment struct {
 	OrderID   string `db:"order_id"`
 	Version   int64
 	UpdatedAt time.Time `db:"updated_at"`
+}
+
+// bestRate is the highest rows/s of cs, which must not be empty.
+func bestRate(cs []cycle) float64 {
+	return slices.MaxFunc(cs, func(a, b cycle) int { return cmp.Compare(a.RowsPerS, b.RowsPerS) }).RowsPerS
 }
 
 // cycle is one timed cycle's figures.
