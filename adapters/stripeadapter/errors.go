@@ -33,18 +33,21 @@ func (c *Client) mapError(ctx context.Context, op string, err error, answer *ans
 		if status == http.StatusTooManyRequests {
 			return fmt.Errorf("stripeadapter: %s: answered 429 without a Stripe error body: %w", op, c.rateLimit(header))
 		}
-		msg := withoutBodySample(err.Error())
+		var msg string
 		switch {
 		case errors.Is(err, errRedirect):
 			// net/http's error names the redirect's Location: the server's bytes.
 			msg = errRedirect.Error()
-		case json.Valid([]byte(msg)):
+		case json.Valid([]byte(err.Error())):
 			// stripe-go makes an error answer that is JSON without an "error" member its error's
-			// whole text: the answer's bytes, as the sample's are.
+			// whole text: the answer's bytes, as the sample's are (and it may hold what opens
+			// the sample).
 			msg = "an error answer that is JSON but not a Stripe error"
 			if status != 0 {
 				msg = fmt.Sprintf("answered %d with JSON that is not a Stripe error", status)
 			}
+		default:
+			msg = withoutBodySample(err.Error())
 		}
 		return fmt.Errorf("stripeadapter: %s: %w: %s", op, reconcile.ErrUnavailable, c.redact(msg))
 	}

@@ -91,6 +91,9 @@ func TestAnErrorAnswerWithoutStripesErrorFailsWithoutIt(t *testing.T) {
 		`{"error":null,"message":"` + escaped + `"}`,
 		`{"message":"` + escaped + `","padding":"` + strings.Repeat("a", 1<<20) + `"}`,
 		`null`,
+		// What stripe-go's sample opens with, in the answer: the whole answer is still cut.
+		`{"message":"Bearer ` + escaped + `","m":", body sample: '"}`,
+		`{"message":"Bearer ` + escaped + `","m":", body sample: 'x'): "}`,
 	} {
 		hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
