@@ -11,7 +11,7 @@ import (
 // statusRecorder is the transport of the clients NewObjectGateway builds. It notes each response's
 // status and headers in the call's answer, because stripe-go keeps neither when the body of
 // an error is not Stripe's JSON: a proxy's 429 page would otherwise look like an outage. It
-// also caps the nesting of each JSON answer (see maxAnswerDepth).
+// also caps the size and the nesting of each JSON answer (see maxAnswerBytes, maxAnswerDepth).
 type statusRecorder struct {
 	base http.RoundTripper
 }
@@ -85,8 +85,9 @@ var errTooDeep = fmt.Errorf("stripeadapter: the answer nests JSON objects and ar
 // through nests deeper than maxAnswerDepth. It counts brackets outside strings, its state kept
 // across Reads so a string or an escape split between two is read as one; it does not check
 // the JSON is valid, only that the decoder will not be handed a deep one. An answer that does
-// not open with an object or an array is not counted: encoding/json fails it, whatever
-// follows, before decoding anything, and a proxy's HTML page then fails as the page it is.
+// not open with an object or an array is not counted: encoding/json decodes no container of
+// it (it is a scalar alone, or fails before decoding anything), and a proxy's HTML page then
+// fails as the page it is.
 type depthCapped struct {
 	r        io.ReadCloser
 	depth    int
@@ -156,7 +157,7 @@ type answer struct {
 	status int
 	header http.Header
 	err    error // the transport's, when there was no response
-	file   bool  // the answer is a file's contents, not JSON: its depth is not capped unless it is an error
+	file   bool  // the answer is a file's contents, not JSON: neither its size nor its depth is capped, unless it is an error
 }
 
 // withAnswer returns a context whose call's response the transport will note in the answer.
