@@ -57,8 +57,9 @@ func (c *Client) Download(ctx context.Context, op, fileURL string, limit int64) 
 		return c.sc.V1Files.BUploads.CallStreaming(http.MethodGet, "/v1/files/"+id+"/contents", c.sc.V1Files.Key, p, &res)
 	}); err != nil {
 		if errors.Is(err, errRedirect) && ctx.Err() == nil {
-			// Not an outage: the file is not fetched, as for a url of another host.
-			return nil, fmt.Errorf("stripeadapter: %s: not fetched: %s", op, c.redact(err.Error()))
+			// Not an outage: the file is not fetched, as for a url of another host. net/http's
+			// error names the redirect's Location, the server's bytes: not quoted.
+			return nil, fmt.Errorf("stripeadapter: %s: not fetched: %v", op, errRedirect)
 		}
 		return nil, c.mapError(ctx, op, err, answer, "")
 	}
