@@ -204,7 +204,9 @@ func (r *ReportLister) itemize(ctx context.Context, page tieout.GroupPage, payou
 		}
 		ms := make([]tieout.Member, len(ls))
 		for i, l := range ls {
-			ms[i] = r.l.cfg.Options.ReportMember(l)
+			// parseReport refused a cell redact.Keys sees; the client's own key may be
+			// shaped otherwise (no mode) and sit inside an id, where only the client sees it.
+			ms[i] = r.l.redactMember(r.l.cfg.Options.ReportMember(l))
 		}
 		members[po.ID] = ms
 	}

@@ -56,6 +56,12 @@ func (r *records) all() []string {
 // body of a request's answer (the method and path given), with srv's url rewritten to the
 // proxy's, so that the result url names the proxy's files host.
 func rewriting(t testing.TB, srv *stripetest.Server, edit func(method, path string, body []byte) []byte) string {
+	return rewritingAs(t, srv, "", edit)
+}
+
+// rewritingAs is rewriting, the proxy sending srv's key in place of key, the one its client
+// has.
+func rewritingAs(t testing.TB, srv *stripetest.Server, key string, edit func(method, path string, body []byte) []byte) string {
 	t.Helper()
 	target, err := url.Parse(srv.URL())
 	if err != nil {
@@ -67,6 +73,9 @@ func rewriting(t testing.TB, srv *stripetest.Server, edit func(method, path stri
 	p.Director = func(r *http.Request) {
 		director(r)
 		r.Header.Del("Accept-Encoding")
+		if key != "" && r.Header.Get("Authorization") == "Bearer "+key {
+			r.Header.Set("Authorization", "Bearer "+srv.Key())
+		}
 	}
 	p.ModifyResponse = func(res *http.Response) error {
 		b, err := io.ReadAll(res.Body)
@@ -198,3 +207,44 @@ func TestTheReportPathLogsNoKey(t *testing.T) {
 
 // csvCell is s as a CSV cell, quoted.
 func csvCell(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// A key of the client's that redact.Keys does not see within an id (no mode, after letters:
+// "ch_xsk_..."), echoed into a cell the tie-out stores, is redacted as listing redacts it: the
+// client's own key is redacted wherever it is.
+func TestAReportEchoingTheClientsKeyStoresItNowhere(t *testing.T) {
+	const key = "sk_ModelessSECRET0123"
+	w := newWorld(t)
+	w.srv.SetReporting(stripetest.Reporting{DataAvailableEnd: t0.Add(365 * 24 * time.Hour),
+		Contents: editRows(t, category("charge"), "source_id", func(string) string { return "ch_x" + key })})
+	gw, err := stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Key: key, BaseURL: rewritingAs(t, w.srv, key, nil)},
+		stripeadapter.Payouts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := stripepayouts.New(gw, stripepayouts.Config{PerPage: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &records{}
+	rl, err := l.WithReports(stripepayouts.ReportOptions{PollInterval: time.Millisecond, Logger: slog.New(log)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := memstore.New[string, string](memstore.Options{Now: w.clk.now})
+	ledger := &ledgerRef{}
+	ledger.set(w.memLedger())
+	w.srv.ResetLog()
+	pass(t, step(t, "report", rl, ledger, s), 10)
+	if n := w.srv.Requests(stripetest.ListBalanceTransactions); n != 0 {
+		t.Errorf("the report was not served: %d listings, log %q", n, log.all())
+	}
+	fs, err := s.ListFindings(context.Background(), reconcile.FindingQuery{Job: job, Limit: 1000})
+	if err != nil || len(fs) == 0 {
+		t.Fatalf("findings %d, %v", len(fs), err)
+	}
+	for _, f := range fs {
+		if text := fmt.Sprintf("%+v", f); strings.Contains(text, "SECRET") {
+			t.Errorf("a finding holds the key: %s", text)
+		}
+	}
+}
