@@ -169,7 +169,7 @@ report could not be written (a full disk), whatever was found.`,
 	}
 	// From here on nothing the audit prints may hold the key, whatever its shape, nor the
 	// password of --stripe-base-url.
-	e = e.hiding(secret{key, "[redacted key]"}, secret{urlPassword(a.baseURL), "[redacted password]"})
+	e = e.hiding(secret{value: key, as: "[redacted key]"}, secret{value: urlPassword(a.baseURL), as: "[redacted password]"})
 	switch a.object {
 	case "payment_intent":
 		if a.money {

@@ -485,6 +485,65 @@ func TestAuditNeverPrintsTheKey(t *testing.T) {
 	}
 }
 
+// TestAuditNeverPrintsTheKeyEncoded: the server quotes the key back with its characters that
+// are not letters or digits encoded (percent-encoded as in a URL or a form, \u escapes of a
+// JSON text decoded once, HTML character references): neither the redaction of Stripe-shaped
+// keys nor a search for the exact key sees it, yet it is the key to whoever reads the report.
+func TestAuditNeverPrintsTheKeyEncoded(t *testing.T) {
+	encodings := map[string]func(byte) string{
+		"percent":           func(c byte) string { return fmt.Sprintf("%%%02X", c) },
+		"percent lowercase": func(c byte) string { return fmt.Sprintf("%%%02x", c) },
+		"json escape":       func(c byte) string { return fmt.Sprintf(`\\u%04x`, c) },
+		"html decimal":      func(c byte) string { return fmt.Sprintf("&#%d;", c) },
+		"html hex":          func(c byte) string { return fmt.Sprintf("&#x%X;", c) },
+	}
+	for _, key := range []string{"sk_live_51EchoedBackKeyABCDEFGH", "sk_Ab1-hunter2-xyzzy-plugh"} {
+		var parts []string // the key's parts of five letters or digits or more: what reads as the key
+		for _, p := range strings.FieldsFunc(key, func(r rune) bool { return r == '_' || r == '-' }) {
+			if len(p) >= 5 {
+				parts = append(parts, p)
+			}
+		}
+		for name, enc := range encodings {
+			var encoded string
+			for i := range len(key) {
+				if c := key[i]; c == '_' || c == '-' {
+					encoded += enc(c)
+				} else {
+					encoded += string(c)
+				}
+			}
+			t.Run(fmt.Sprintf("%s %.6s", name, key), func(t *testing.T) {
+				f := newAuditFixture(t)
+				f.add(row{local: "paid", amount: 1000, remote: "succeeded"})
+				echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(http.StatusBadRequest) // a finding whose detail is the message
+					fmt.Fprintf(w, `{"error":{"type":"invalid_request_error","message":"Invalid API Key provided: %s"}}`, encoded)
+				}))
+				defer echo.Close()
+				f.env[keyEnv] = key
+				for _, format := range []string{"text", "--json", "--csv"} {
+					args := []string{"--stripe-base-url", echo.URL, "--patience", "1s"}
+					if format != "text" {
+						args = append(args, format)
+					}
+					code, out, errs := f.audit(context.Background(), args...)
+					if code != exitNegative {
+						t.Fatalf("%s: exit %d, want 1\n%s\n%s", format, code, out, errs)
+					}
+					for _, p := range parts {
+						if strings.Contains(out+errs, p) {
+							t.Fatalf("%s: the key was printed (%s):\n%s\n%s", format, p, out, errs)
+						}
+					}
+					mustContain(t, format, out+errs, "Invalid API Key provided: [redacted key]")
+				}
+			})
+		}
+	}
+}
+
 // TestAuditKeyInTheTable: a row holds the key itself (pasted into the wrong column). The key
 // is not in a shape the redaction of Stripe keys recognizes, yet it is not printed: the audit
 // hides the exact key it was given from everything it prints.

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -27,8 +29,8 @@ func quotedTable(cfg pgstore.Config) string {
 	return pgx.Identifier{cfg.Table}.Sanitize()
 }
 
-// hiding returns e with its writers replacing each secret wherever it appears, whatever its
-// shape (the redaction of output.go catches what looks like a Stripe key; a key of another
+// hiding returns e with its writers replacing each secret wherever it appears, as it is or with
+// its punctuation escaped (encodedPattern), whatever its shape (the redaction of output.go catches what looks like a Stripe key; a key of another
 // shape, a proxy's or a test server's, or the password of --stripe-base-url, it would not).
 // Everything the audit prints is written whole, one call per text, so a secret is never split
 // across writes. A secret with an empty value is ignored.
@@ -36,6 +38,7 @@ func (e *env) hiding(secrets ...secret) *env {
 	var hide []secret
 	for _, s := range secrets {
 		if s.value != "" {
+			s.encoded, s.hint = encodedPattern(s.value)
 			hide = append(hide, s)
 		}
 	}
@@ -46,7 +49,47 @@ func (e *env) hiding(secrets ...secret) *env {
 }
 
 // secret is a value never to print, and what to print instead.
-type secret struct{ value, as string }
+type secret struct {
+	value, as string
+	// encoded matches value with its characters other than ASCII letters and digits written
+	// as an escape (encodedPattern); nil when it has none. hint is its longest run of letters
+	// and digits, which any such match holds: a text without it is not searched.
+	encoded *regexp.Regexp
+	hint    string
+}
+
+// encodedPattern returns what matches value written with any of its characters that are not
+// ASCII letters or digits encoded as a server, a proxy or this tool's --json output may write
+// it: percent-encoded (%5F, %5f), a \x or \u escape (one backslash, or two once the text is
+// JSON), an HTML character reference (&#95;, &#x5F;; its & possibly \u0026 in JSON). A key
+// quoted back so encoded is still the key to whoever reads it, and is neither value nor what
+// redact.Keys recognizes. Letters and digits are left alone: nothing escapes them.
+func encodedPattern(value string) (*regexp.Regexp, string) {
+	var b strings.Builder
+	var hint, run string
+	escaped := false
+	for _, r := range value {
+		if r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			b.WriteRune(r)
+			if run += string(r); len(run) > len(hint) {
+				hint = run
+			}
+			continue
+		}
+		run = ""
+		if r >= utf8.RuneSelf {
+			b.WriteString(regexp.QuoteMeta(string(r)))
+			continue
+		}
+		escaped = true
+		fmt.Fprintf(&b, `(?:%s|%%(?i:%02x)|\\{1,2}(?:x|u00)(?i:%02x)|(?:&|\\{1,2}u0026)#(?:0*%d|(?i:x)0*(?i:%02x));)`,
+			regexp.QuoteMeta(string(r)), r, r, r, r)
+	}
+	if !escaped {
+		return nil, ""
+	}
+	return regexp.MustCompile(b.String()), hint
+}
 
 type scrubber struct {
 	w       io.Writer
@@ -58,6 +101,11 @@ func (s scrubber) Write(p []byte) (int, error) {
 	for _, sec := range s.secrets {
 		if strings.Contains(text, sec.value) {
 			text, found = strings.ReplaceAll(text, sec.value, sec.as), true
+		}
+		if sec.encoded != nil && strings.Contains(text, sec.hint) {
+			if t := sec.encoded.ReplaceAllLiteralString(text, sec.as); t != text {
+				text, found = t, true
+			}
 		}
 	}
 	if !found {

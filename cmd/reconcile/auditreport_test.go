@@ -74,3 +74,35 @@ func FuzzAuditReport(f *testing.F) {
 		}
 	})
 }
+
+func TestEncodedPatternMatchesTheKeyEscaped(t *testing.T) {
+	re, hint := encodedPattern("sk_live_51Abx-c")
+	if hint != "51Abx" {
+		t.Errorf("hint %q, want the longest run of letters and digits, 51Abx", hint)
+	}
+	for _, tc := range []struct {
+		name, text string
+		match      bool
+	}{
+		{"as it is", "sk_live_51Abx-c", true},
+		{"percent-encoded", "sk%5Flive%5F51Abx%2Dc", true},
+		{"percent-encoded, lowercase", "sk%5flive%5f51Abx%2dc", true},
+		{"some characters encoded", "sk_live%5F51Abx-c", true},
+		{"a JSON escape", `sk\u005flive\u005f51Abx\u002dc`, true},
+		{"a JSON escape in JSON text", `sk\\u005flive\\u005f51Abx\\u002dc`, true},
+		{"a hex escape", `sk\x5flive\x5f51Abx\x2dc`, true},
+		{"HTML references", "sk&#95;live&#x5F;51Abx&#045;c", true},
+		{"an HTML reference in JSON text", `sk\u0026#95;live_51Abx-c`, true},
+		{"inside other text", "key: sk%5Flive_51Abx-c.", true},
+		{"another key", "sk_live_51Abx-d", false},
+		{"a letter's case differs", "sk_live_51ABX-c", false},
+		{"a character missing", "sk_live51Abx-c", false},
+	} {
+		if got := re.MatchString(tc.text); got != tc.match {
+			t.Errorf("%s: %q matches %v, want %v", tc.name, tc.text, got, tc.match)
+		}
+	}
+	if re, _ := encodedPattern("AbC123"); re != nil {
+		t.Errorf("a value of letters and digits only has a pattern: %v", re)
+	}
+}
