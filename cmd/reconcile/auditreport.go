@@ -29,9 +29,10 @@ func quotedTable(cfg pgstore.Config) string {
 	return pgx.Identifier{cfg.Table}.Sanitize()
 }
 
-// hiding returns e with its writers replacing each secret wherever it appears, as it is or with
-// its punctuation escaped (encodedPattern), whatever its shape (the redaction of output.go catches what looks like a Stripe key; a key of another
-// shape, a proxy's or a test server's, or the password of --stripe-base-url, it would not).
+// hiding returns e with its writers replacing each secret wherever it appears, as it is or
+// with its punctuation escaped (encodedPattern), whatever its shape (the redaction of
+// output.go catches what looks like a Stripe key; a key of another shape, a proxy's or a test
+// server's, or the password of --stripe-base-url, it would not).
 // Everything the audit prints is written whole, one call per text, so a secret is never split
 // across writes. A secret with an empty value is ignored.
 func (e *env) hiding(secrets ...secret) *env {
