@@ -231,6 +231,9 @@ func meaning(kinds map[string]reconcile.KindInfo, kind string) string {
 	if k, ok := kinds[kind]; ok {
 		return k.Meaning
 	}
+	if kind == otherKinds {
+		return fmt.Sprintf("Findings of more kinds than the %s counted apart (pairs of states no rule covers, each a kind): listed with their kinds, to --max-findings.", count(maxKinds))
+	}
 	if strings.HasPrefix(kind, "unexpected:") {
 		return "A pair of states the policy has no rule for (a status the table uses that the policy does not know?): a person decides."
 	}

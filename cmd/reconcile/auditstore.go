@@ -105,6 +105,15 @@ type tally struct {
 	firstFailure string
 }
 
+// maxKinds bounds the kinds the tally counts apart. The policies' kinds are a few dozen, but
+// a pair of states no rule covers is a kind of its own (unexpected:<yours>-><Stripe's>): a
+// state column whose every value differs would make as many kinds as rows. The kinds past
+// the bound are counted together, as otherKinds.
+const maxKinds = 1000
+
+// otherKinds counts the findings of the kinds past maxKinds.
+const otherKinds = "(other kinds)"
+
 func newTally(start time.Time, maxFindings int) *tally {
 	return &tally{start: start, maxFindings: maxFindings, byKind: map[string]int{}}
 }
@@ -127,7 +136,11 @@ func (t *tally) add(o reconcile.Outcome, created time.Time) bool {
 	if d.Kind == "" || (d.Verdict != reconcile.Repairable && d.Verdict != reconcile.NeedsReview) {
 		return false
 	}
-	t.byKind[d.Kind]++
+	if _, ok := t.byKind[d.Kind]; ok || len(t.byKind) < maxKinds {
+		t.byKind[d.Kind]++
+	} else {
+		t.byKind[otherKinds]++
+	}
 	t.found++
 	if len(t.findings) >= t.maxFindings {
 		return true
