@@ -449,10 +449,11 @@ func TestAuditHostileValues(t *testing.T) {
 }
 
 // TestAuditNeverPrintsTheKey talks to a server that quotes the key it was given back in
-// every error (a proxy, a broken fake), with a key in Stripe's shape and one that the
-// redaction of Stripe-shaped keys does not recognize: neither is printed, in any output.
+// every error (a proxy, a broken fake), with a key in Stripe's shape and ones that the
+// redaction of Stripe-shaped keys does not recognize, one with characters JSON escapes: none
+// is printed, in any output.
 func TestAuditNeverPrintsTheKey(t *testing.T) {
-	for _, key := range []string{"sk_live_51EchoedBackKeyABCDEFGH", "sk_Ab1-hunter2-no-known-shape"} {
+	for _, key := range []string{"sk_live_51EchoedBackKeyABCDEFGH", "sk_Ab1-hunter2-no-known-shape", `sk_Ab1"hunter2\xyzzy<plugh>`} {
 		for _, status := range []int{http.StatusUnauthorized, http.StatusBadRequest} {
 			t.Run(fmt.Sprintf("%d %.6s", status, key), func(t *testing.T) {
 				f := newAuditFixture(t)
@@ -461,7 +462,8 @@ func TestAuditNeverPrintsTheKey(t *testing.T) {
 					got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 					w.Header().Set("Content-Type", "application/json")
 					w.WriteHeader(status)
-					fmt.Fprintf(w, `{"error":{"type":"invalid_request_error","message":"Invalid API Key provided: %s (you sent %s)"}}`, got, got)
+					msg, _ := json.Marshal(fmt.Sprintf("Invalid API Key provided: %s (you sent %s)", got, got))
+					fmt.Fprintf(w, `{"error":{"type":"invalid_request_error","message":%s}}`, msg)
 				}))
 				defer echo.Close()
 				f.env[keyEnv] = key
@@ -473,7 +475,9 @@ func TestAuditNeverPrintsTheKey(t *testing.T) {
 					if code == exitOK {
 						t.Errorf("exit 0 against a server that answers only errors")
 					}
-					if strings.Contains(out.String()+errb.String(), key) || strings.Contains(out.String()+errb.String(), key[:12]) {
+					// hunter2: the key as --json writes it, its quote and backslash escaped.
+					if strings.Contains(out.String()+errb.String(), key) || strings.Contains(out.String()+errb.String(), key[:12]) ||
+						strings.Contains(out.String()+errb.String(), "hunter2") {
 						t.Fatalf("the key was printed:\n%s\n%s", out.String(), errb.String())
 					}
 					if status == http.StatusUnauthorized && !strings.Contains(out.String()+errb.String(), "[redacted key]") {
@@ -546,21 +550,23 @@ func TestAuditNeverPrintsTheKeyEncoded(t *testing.T) {
 
 // TestAuditKeyInTheTable: a row holds the key itself (pasted into the wrong column). The key
 // is not in a shape the redaction of Stripe keys recognizes, yet it is not printed: the audit
-// hides the exact key it was given from everything it prints.
+// hides the exact key it was given from everything it prints, also where --json escapes its
+// quote, backslash or angle bracket.
 func TestAuditKeyInTheTable(t *testing.T) {
-	const key = "sk_Ab1-hunter2-no-known-shape"
-	srv := stripetest.NewServer(stripetest.Options{Key: key})
-	defer srv.Close()
-	f := newAuditFixture(t)
-	f.srv, f.env[keyEnv] = srv, key
-	f.add(row{local: "paid " + key, amount: 1000, remote: "succeeded"})
-	for _, format := range []string{"--json", "--csv", "--grace=10m"} {
-		code, out, errs := f.audit(context.Background(), format)
-		if code != exitNegative {
-			t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
-		}
-		if strings.Contains(out+errs, key) || !strings.Contains(out+errs, "paid [redacted key]") {
-			t.Fatalf("%s: the key was printed, or the row not shown:\n%s\n%s", format, out, errs)
+	for _, key := range []string{"sk_Ab1-hunter2-no-known-shape", `sk_Ab1"hunter2\xyzzy<plugh>`} {
+		srv := stripetest.NewServer(stripetest.Options{Key: key})
+		defer srv.Close()
+		f := newAuditFixture(t)
+		f.srv, f.env[keyEnv] = srv, key
+		f.add(row{local: "paid " + key, amount: 1000, remote: "succeeded"})
+		for _, format := range []string{"--json", "--csv", "--grace=10m"} {
+			code, out, errs := f.audit(context.Background(), format)
+			if code != exitNegative {
+				t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
+			}
+			if strings.Contains(out+errs, key) || strings.Contains(out+errs, "hunter2") || !strings.Contains(out+errs, "paid [redacted key]") {
+				t.Fatalf("%s %.6s: the key was printed, or the row not shown:\n%s\n%s", format, key, out, errs)
+			}
 		}
 	}
 }

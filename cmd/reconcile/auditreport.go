@@ -60,11 +60,12 @@ type secret struct {
 }
 
 // encodedPattern returns what matches value written with any of its characters that are not
-// ASCII letters or digits encoded as a server, a proxy or this tool's --json output may write
-// it: percent-encoded (%5F, %5f), a \x or \u escape (one backslash, or two once the text is
-// JSON), an HTML character reference (&#95;, &#x5F;; its & possibly \u0026 in JSON). A key
-// quoted back so encoded is still the key to whoever reads it, and is neither value nor what
-// redact.Keys recognizes. Letters and digits are left alone: nothing escapes them.
+// ASCII letters or digits encoded as a server, a proxy or this tool's own output may write it:
+// after backslashes (JSON's \" and \\) or doubled (CSV's ""), percent-encoded (%5F, %5f), a
+// \x or \u escape (one backslash, or two once the text is JSON), an HTML character reference
+// (&#95;, &#x5F;; its & possibly \u0026 in JSON). A key quoted back so encoded is still the
+// key to whoever reads it, and is neither value nor what redact.Keys recognizes. Letters and
+// digits are left alone: nothing escapes them.
 func encodedPattern(value string) (*regexp.Regexp, string) {
 	var b strings.Builder
 	var hint, run string
@@ -83,8 +84,8 @@ func encodedPattern(value string) (*regexp.Regexp, string) {
 			continue
 		}
 		escaped = true
-		fmt.Fprintf(&b, `(?:%s|%%(?i:%02x)|\\{1,2}(?:x|u00)(?i:%02x)|(?:&|\\{1,2}u0026)#(?:0*%d|(?i:x)0*(?i:%02x));)`,
-			regexp.QuoteMeta(string(r)), r, r, r, r)
+		fmt.Fprintf(&b, `(?:\\*%[1]s|%[1]s%[1]s|%%(?i:%02[2]x)|\\{1,2}(?:x|u00)(?i:%02[2]x)|(?:&|\\{1,2}u0026)#(?:0*%[2]d|(?i:x)0*(?i:%02[2]x));)`,
+			regexp.QuoteMeta(string(r)), r)
 	}
 	if !escaped {
 		return nil, ""

@@ -103,6 +103,12 @@ func TestEncodedPatternMatchesTheKeyEscaped(t *testing.T) {
 			t.Errorf("%s: %q matches %v, want %v", tc.name, tc.text, got, tc.match)
 		}
 	}
+	re, _ = encodedPattern(`sk_A"b\c`)
+	for _, text := range []string{`sk_A"b\c`, `sk_A\"b\\c`, `sk\u005fA\u0022b\u005cc`, `sk_A""b\c`} {
+		if !re.MatchString(text) {
+			t.Errorf("%q does not match a key with a quote and a backslash", text)
+		}
+	}
 	if re, _ := encodedPattern("AbC123"); re != nil {
 		t.Errorf("a value of letters and digits only has a pattern: %v", re)
 	}
