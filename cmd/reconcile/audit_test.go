@@ -18,6 +18,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
+	"github.com/reconcilekit/reconcile/internal/leaktest"
 	"github.com/reconcilekit/reconcile/internal/pgtest"
 	"github.com/reconcilekit/reconcile/internal/shared/safetext"
 )
@@ -641,6 +642,7 @@ func TestAuditInterrupted(t *testing.T) {
 				f.add(row{local: "paid", amount: 1000, remote: "succeeded"})
 			}
 			f.srv.SetLatency(20 * time.Millisecond)
+			opts := leaktest.IgnoreCurrent()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			go func() {
@@ -650,6 +652,10 @@ func TestAuditInterrupted(t *testing.T) {
 				cancel()
 			}()
 			code, out, errs := f.audit(ctx, "--batch-size", "1")
+			// Nothing the audit started outlives it; the Stripe client's idle keep-alive
+			// connections are the process's.
+			http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+			leaktest.VerifyNone(t, opts)
 			want := exitError
 			if drift {
 				want = exitNegative
