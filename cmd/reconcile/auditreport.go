@@ -266,8 +266,20 @@ func (t *tally) outcome() string {
 	return "complete"
 }
 
+// rowSecurityNote says what the rows read were when row-level security hid others.
+const rowSecurityNote = "the table's row-level security binds this role: only the rows its policies let it see were read"
+
 // verdict is the last line of the text report.
 func (t *tally) verdict() string {
+	v := t.verdictRows()
+	if t.rowSecurity && t.found == 0 {
+		// "In sync" would be said of the table; it is said of the rows the role could see.
+		v += " But " + rowSecurityNote + "."
+	}
+	return v
+}
+
+func (t *tally) verdictRows() string {
 	switch {
 	case t.found > 0:
 		return fmt.Sprintf("Drift found: %s findings (exit 1).", count(t.found))
@@ -329,6 +341,9 @@ func summaryText(a *auditFlags, t *tally, now time.Time, kinds map[string]reconc
 		{"  findings", count(t.found), unlisted(t)},
 	}
 	b.WriteString(trimLines(table(rows)))
+	if t.rowSecurity {
+		fmt.Fprintf(&b, "  %s\n", rowSecurityNote)
+	}
 	if t.firstFailure != "" && (t.unverifiable > 0 || t.gaveUp != "") {
 		// Why the rows were not verified: a key, a proxy, a URL or an outage each has its fix.
 		fmt.Fprintf(&b, "  first failure from Stripe: %s\n", printable(t.firstFailure))
@@ -428,8 +443,11 @@ type auditSummaryJSON struct {
 	NotListed int `json:"findings_not_listed"`
 	// FirstFailure is the first error a call to Stripe failed with: why rows are unverifiable.
 	FirstFailure string `json:"first_failure,omitempty"`
-	ExitCode     int    `json:"exit_code"`
-	Verdict      string `json:"verdict"`
+	// RowSecurity: the table's row-level security binds the role; only the rows it may see
+	// were read.
+	RowSecurity bool   `json:"row_security,omitempty"`
+	ExitCode    int    `json:"exit_code"`
+	Verdict     string `json:"verdict"`
 }
 
 type auditKindJSON struct {
@@ -444,7 +462,7 @@ func auditJSON(a *auditFlags, t *tally, now time.Time, kinds map[string]reconcil
 		Interrupted: t.interrupted, Rows: t.rows, Verified: t.verified, InFlight: t.inFlight, Unverifiable: t.unverifiable,
 		LagSeconds: t.lag(now).Seconds(), Calls: t.calls, RateLimited: t.rateLimited, Seconds: now.Sub(t.start).Seconds(),
 		Kinds: []auditKindJSON{}, Findings: t.findings, NotListed: t.found - len(t.findings), FirstFailure: t.firstFailure,
-		ExitCode: t.exitCode(), Verdict: t.verdict()}
+		RowSecurity: t.rowSecurity, ExitCode: t.exitCode(), Verdict: t.verdict()}
 	if out.Findings == nil {
 		out.Findings = []auditFinding{}
 	}

@@ -103,6 +103,9 @@ type tally struct {
 	gaveUp      string // why the audit stopped retrying, if it did
 	// firstFailure is the first error Stripe's calls failed with (firstFailure), if any.
 	firstFailure string
+	// rowSecurity: the table's row-level security binds the role, which reads only the rows
+	// its policies let it see.
+	rowSecurity bool
 }
 
 // maxKinds bounds the kinds the tally counts apart. The policies' kinds are a few dozen, but
