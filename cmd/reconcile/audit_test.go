@@ -549,6 +549,46 @@ func TestAuditNeverPrintsTheKeyEncoded(t *testing.T) {
 	}
 }
 
+// TestAuditNeverPrintsTheKeySplit: the server quotes the key back cut in two (a line folded by
+// a proxy, an invisible character, an ellipsis): the pattern of Stripe keys hides at most the
+// part that begins like one, and the exact key is not there to find. No stretch of 16 of the
+// key's characters is printed.
+func TestAuditNeverPrintsTheKeySplit(t *testing.T) {
+	const key = "sk_live_51EchoedBackKeyABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefghijklmnopqrstuvwxyz"
+	for _, sep := range []string{"\n", "\r\n  ", "\u200b", "…", " "} {
+		for _, at := range []int{1, 20, 60} {
+			t.Run(fmt.Sprintf("%q at %d", sep, at), func(t *testing.T) {
+				f := newAuditFixture(t)
+				f.add(row{local: "paid", amount: 1000, remote: "succeeded"})
+				msg, _ := json.Marshal("Invalid API Key provided: " + key[:at] + sep + key[at:])
+				echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(http.StatusBadRequest) // a finding whose detail is the message
+					fmt.Fprintf(w, `{"error":{"type":"invalid_request_error","message":%s}}`, msg)
+				}))
+				defer echo.Close()
+				f.env[keyEnv] = key
+				for _, format := range []string{"text", "--json", "--csv"} {
+					args := []string{"--stripe-base-url", echo.URL, "--patience", "1s"}
+					if format != "text" {
+						args = append(args, format)
+					}
+					code, out, errs := f.audit(context.Background(), args...)
+					if code != exitNegative {
+						t.Fatalf("%s: exit %d, want 1\n%s\n%s", format, code, out, errs)
+					}
+					for i := 0; i+16 <= len(key); i++ {
+						if strings.Contains(out+errs, key[i:i+16]) {
+							t.Fatalf("%s: %q of the key was printed:\n%s\n%s", format, key[i:i+16], out, errs)
+						}
+					}
+					mustContain(t, format, out+errs, "Invalid API Key provided: ")
+				}
+			})
+		}
+	}
+}
+
 // TestAuditKeyInTheTable: a row holds the key itself (pasted into the wrong column). The key
 // is not in a shape the redaction of Stripe keys recognizes, yet it is not printed: the audit
 // hides the exact key it was given from everything it prints, also where --json escapes its

@@ -40,6 +40,7 @@ func (e *env) hiding(secrets ...secret) *env {
 	for _, s := range secrets {
 		if s.value != "" {
 			s.encoded, s.hint = encodedPattern(s.value)
+			s.windows = keyWindows(s.value)
 			hide = append(hide, s)
 		}
 	}
@@ -57,6 +58,82 @@ type secret struct {
 	// and digits, which any such match holds: a text without it is not searched.
 	encoded *regexp.Regexp
 	hint    string
+	// windows are value's stretches of windowLen bytes, for a value long enough (keyWindows).
+	windows *windows
+}
+
+// windowLen is the length of the stretches of a long secret hidden wherever they appear, and
+// minWindowed the shortest secret that has them: 16 characters of a key of 32 or more (a
+// Stripe key has a hundred) are the key's and nothing else's, and a key quoted back cut in two
+// (a line folded by a proxy, an invisible character, an ellipsis) is hidden in its two parts,
+// which neither the exact key nor redact.Keys (which hides the part that begins like a key)
+// finds.
+const windowLen, minWindowed = 16, 32
+
+// keyWindows returns the set of value's stretches of windowLen bytes, or nil if value is
+// shorter than minWindowed.
+func keyWindows(value string) *windows {
+	if len(value) < minWindowed {
+		return nil
+	}
+	w := &windows{set: make(map[string]bool, len(value)-windowLen+1)}
+	for i := 0; i+windowLen <= len(value); i++ {
+		w.set[value[i:i+windowLen]] = true
+	}
+	for i := range len(value) {
+		w.in[value[i]] = true
+	}
+	return w
+}
+
+// windows are a secret's stretches of windowLen bytes, and the bytes it holds.
+type windows struct {
+	set map[string]bool
+	in  [256]bool
+}
+
+// hide returns text with every stretch that the windows cover replaced by as, and whether it
+// replaced any. Where the windowLen bytes at a position hold one the secret does not, no
+// window holding it can match, and the search moves past it: text is mostly short words.
+func (w *windows) hide(text, as string) (string, bool) {
+	var b strings.Builder
+	written, from, to := 0, -1, -1 // text[:written] is in b; text[from:to] is the stretch to hide
+	for i := 0; i+windowLen <= len(text); {
+		if j := w.lastNotIn(text[i : i+windowLen]); j >= 0 {
+			i += j + 1
+			continue
+		}
+		if w.set[text[i:i+windowLen]] {
+			if from >= 0 && i <= to {
+				to = i + windowLen
+			} else {
+				if from >= 0 {
+					b.WriteString(text[written:from])
+					b.WriteString(as)
+					written = to
+				}
+				from, to = i, i+windowLen
+			}
+		}
+		i++
+	}
+	if from < 0 {
+		return text, false
+	}
+	b.WriteString(text[written:from])
+	b.WriteString(as)
+	b.WriteString(text[to:])
+	return b.String(), true
+}
+
+// lastNotIn is the index of the last byte of s that the secret does not hold, or -1.
+func (w *windows) lastNotIn(s string) int {
+	for j := len(s) - 1; j >= 0; j-- {
+		if !w.in[s[j]] {
+			return j
+		}
+	}
+	return -1
 }
 
 // encodedPattern returns what matches value written with any of its characters that are not
@@ -106,6 +183,11 @@ func (s scrubber) Write(p []byte) (int, error) {
 		}
 		if sec.encoded != nil && strings.Contains(text, sec.hint) {
 			if t := sec.encoded.ReplaceAllLiteralString(text, sec.as); t != text {
+				text, found = t, true
+			}
+		}
+		if sec.windows != nil {
+			if t, ok := sec.windows.hide(text, sec.as); ok {
 				text, found = t, true
 			}
 		}

@@ -149,3 +149,27 @@ func TestTallyKindsAreBounded(t *testing.T) {
 		t.Errorf("%s has no meaning that says where its findings are: %q", otherKinds, m)
 	}
 }
+
+func TestWindowsHideTheKeysStretches(t *testing.T) {
+	const key = "sk_live_0123456789abcdefghijklmnopqrstuvwxyz" // 44 bytes
+	w := keyWindows(key)
+	for _, tc := range []struct{ name, in, want string }{
+		{"no key", "pi_0123456789 paid", "pi_0123456789 paid"},
+		{"the key", "key " + key + ".", "key [k]."},
+		{"cut in two", "key " + key[:20] + "\n" + key[20:] + ".", "key [k]\n[k]."},
+		{"cut near its start", "s\u200b" + key[1:], "s\u200b[k]"},
+		{"parts too short to tell", key[:15] + " " + key[29:], key[:15] + " " + key[29:]},
+		{"twice", key + " and " + key, "[k] and [k]"},
+		{"a stretch of 16", "x" + key[5:21] + "y", "x[k]y"},
+		{"its characters in another order", "0123456789abcdfehgijklmnopqrstuv", "0123456789abcdfehgijklmnopqrstuv"},
+		{"empty", "", ""},
+	} {
+		got, ok := w.hide(tc.in, "[k]")
+		if got != tc.want || ok != (tc.in != tc.want) {
+			t.Errorf("%s: hide(%q) = %q, %v; want %q", tc.name, tc.in, got, ok, tc.want)
+		}
+	}
+	if keyWindows(key[:minWindowed-1]) != nil {
+		t.Errorf("a secret shorter than %d has windows: a stretch of it may be anything's", minWindowed)
+	}
+}
