@@ -658,8 +658,14 @@ func (p *sqlParts) commitStatements(st *statements) {
 			ON CONFLICT (job, record_id) DO UPDATE
 			SET external_state = EXCLUDED.external_state, verified_at = EXCLUDED.verified_at
 			WHERE o.verified_at <= EXCLUDED.verified_at`
+		// The rows are written in the records' order (bytewise, as QueueResults sorts them and
+		// observeInRange and observeOnce write), whatever the plan: a lookup planned as a scan
+		// of the host table probing a hash of the rows (a lane's step over an analyzed table)
+		// writes in the table's order, and a lane writing 9 before 10 while a sweep writes "10"
+		// before "9" deadlocked.
 		st.observe = insert + `
-			WHERE ` + p.rowAsRead("t.r", "t.v", "true") + upsert
+			WHERE ` + p.rowAsRead("t.r", "t.v", "true") + `
+			ORDER BY t.r COLLATE "C"` + upsert
 		// observeInRange is observe for a sweep's commit, which knows the keyset range its rows
 		// were read from ($6 the position they were read after, if after, then the key of the
 		// last): each row is checked as read against one index range scan of that range, by id
