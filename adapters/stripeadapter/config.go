@@ -27,7 +27,8 @@ type GatewayConfig struct {
 	// Client's own http.Client follows them as it is set to (net/http's default sends the key
 	// on to any port of the same host name, and to its subdomains), and its answers may nest
 	// deeper than the 64 levels the kit's own client allows (one nested thousands deep decodes
-	// in quadratic time, deaf to the deadline).
+	// in quadratic time, deaf to the deadline), and be larger than its 64 MiB (stripe-go reads
+	// an answer whole, a gzip one inflated).
 	Client *stripe.Client
 	// Key is the secret (sk_...) or restricted (rk_...) API key. It appears in no error or log.
 	Key string

@@ -85,9 +85,13 @@ func TestAnAnswerNestedPastTheCapFailsItsRead(t *testing.T) {
 		{"an escaped backslash does end it", `{"a":"\\"` + brackets, true},
 		{"an escaped backslash then an escaped quote do not", `{"a":"\\\"` + brackets + `"}`, false},
 		{"a unicode escape is in the string", `{"a":"\u005b\"` + brackets + `"}`, false},
-		{"closers first buy no openers past the cap", strings.Repeat("]", 10) + deep(maxAnswerDepth+1), true},
+		{"closers first buy no openers past the cap", "{}" + strings.Repeat("]", 10) + deep(maxAnswerDepth+1), true},
 		{"siblings at the cap pass", "[" + deep(maxAnswerDepth-1) + "," + deep(maxAnswerDepth-1) + "]", false},
 		{"not JSON at all passes, left to the decoder", `<html>bad</html>`, false},
+		{"not JSON, brackets past the cap in it, passes: the decoder fails it at its first byte", `<html>` + brackets + `</html>`, false},
+		{"a string first, brackets after it, passes: the decoder fails them after the string", `"a"` + brackets, false},
+		{"a number first, brackets after it, passes", `1` + brackets, false},
+		{"whitespace before the first opener is skipped", " \t\r\n" + deep(maxAnswerDepth+1), true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			// Every split point, and every pair of them for the short answers: a string, an
@@ -266,4 +270,47 @@ func FuzzDepthCapped(f *testing.F) {
 			t.Fatalf("depth %d, split at %d: %v", jsonDepth(t, data), at, err)
 		}
 	})
+}
+
+// TestADownloadsErrorAnswerIsCappedAsAnyAnswer answers a download with an error whose expanded
+// intent nests past the cap: stripe-go decodes an error answer as JSON whatever the call (3,000
+// levels held a CPU 5 seconds past a 1 second timeout), so only a file's contents go uncapped.
+func TestADownloadsErrorAnswerIsCappedAsAnyAnswer(t *testing.T) {
+	answer := `{"error":{"type":"api_error","message":"x","payment_intent":` + nested(maxAnswerDepth) + `}}`
+	files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusInternalServerError)
+		io.WriteString(w, answer)
+	}))
+	defer files.Close()
+	g, err := NewObjectGateway(GatewayConfig{Key: "sk_test_1", BaseURL: files.URL}, PaymentIntents())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = g.Client().Download(context.Background(), "download report", files.URL+"/v1/files/file_1/contents", 1<<20)
+	if !errors.Is(err, reconcile.ErrUnavailable) || !strings.Contains(err.Error(), errTooDeep.Error()) {
+		t.Fatalf("Download: %v; want ErrUnavailable with the depth error", err)
+	}
+}
+
+// TestAProxysPageIsReportedAsThePageItIs answers a 502 with an HTML page holding brackets past
+// the cap: the call fails as an answer stripe-go cannot decode, naming the status, not as JSON
+// nested too deep.
+func TestAProxysPageIsReportedAsThePageItIs(t *testing.T) {
+	page := "<html><body>Bad gateway " + strings.Repeat("[", 10*maxAnswerDepth) + "</body></html>"
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusBadGateway)
+		io.WriteString(w, page)
+	}))
+	defer hs.Close()
+	g, err := NewObjectGateway(GatewayConfig{Key: "sk_test_1", BaseURL: hs.URL}, PaymentIntents())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = g.Fetch(context.Background(), "pi_1")
+	if !errors.Is(err, reconcile.ErrUnavailable) || strings.Contains(err.Error(), errTooDeep.Error()) || !strings.Contains(err.Error(), "502") ||
+		strings.Contains(err.Error(), "Bad gateway") {
+		t.Fatalf("Fetch: %v; want ErrUnavailable naming the status, not the depth, and none of the page", err)
+	}
 }

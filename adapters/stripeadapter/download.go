@@ -36,14 +36,15 @@ func (c *Client) FilesURL() string {
 // url, FilesURL()/v1/files/file_.../contents), with the client's key: exactly one GET, at most
 // limit bytes read (more is an error), with the client's timeout and error mapping. The key goes
 // only to the client's files host: a url of another scheme, host, port or shape is refused
-// before any request is made, with an error that names the url redacted; a redirect is not
-// followed, and is such an error too, not an outage.
+// before any request is made, with an error that does not quote the url (the server's bytes,
+// which may hold the key encoded where redaction cannot see it, "sk%5Flive_..."); a redirect
+// is not followed, and is such an error too, not an outage.
 func (c *Client) Download(ctx context.Context, op, fileURL string, limit int64) ([]byte, error) {
 	base := c.FilesURL()
 	id, ok := fileID(base, fileURL)
 	if !ok {
-		return nil, fmt.Errorf("stripeadapter: %s: the file's url %s is not a file of the files host %s (%s/v1/files/file_.../contents): "+
-			"not fetched, the API key goes to no other host", op, shorten(c.redact(fileURL)), shorten(base), base)
+		return nil, fmt.Errorf("stripeadapter: %s: the file's url is not a file of the files host %s (%s/v1/files/file_.../contents): "+
+			"not fetched, the API key goes to no other host", op, shorten(base), base)
 	}
 	if limit <= 0 {
 		return nil, fmt.Errorf("stripeadapter: %s: download limit %d is not positive", op, limit)
@@ -57,8 +58,9 @@ func (c *Client) Download(ctx context.Context, op, fileURL string, limit int64) 
 		return c.sc.V1Files.BUploads.CallStreaming(http.MethodGet, "/v1/files/"+id+"/contents", c.sc.V1Files.Key, p, &res)
 	}); err != nil {
 		if errors.Is(err, errRedirect) && ctx.Err() == nil {
-			// Not an outage: the file is not fetched, as for a url of another host.
-			return nil, fmt.Errorf("stripeadapter: %s: not fetched: %s", op, c.redact(err.Error()))
+			// Not an outage: the file is not fetched, as for a url of another host. net/http's
+			// error names the redirect's Location, the server's bytes: not quoted.
+			return nil, fmt.Errorf("stripeadapter: %s: not fetched: %v", op, errRedirect)
 		}
 		return nil, c.mapError(ctx, op, err, answer, "")
 	}

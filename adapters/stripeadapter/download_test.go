@@ -112,3 +112,31 @@ func TestDownloadSendsTheKeyNowhereElse(t *testing.T) {
 		t.Errorf("%d requests were made", n)
 	}
 }
+
+// A url refused is not quoted in the error: it is the server's bytes, which may hold the key
+// where redaction cannot see it (percent-encoded, JSON-escaped) or bytes that forge a line.
+func TestARefusedDownloadQuotesNoURL(t *testing.T) {
+	const key = "sk_test_51SecretKeyThatMustNotLeak"
+	gw, err := stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Key: key, BaseURL: "http://127.0.0.1:1"}, stripeadapter.Payouts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := gw.Client()
+	encoded := strings.ReplaceAll(key, "_", "%5F")
+	for _, u := range []string{
+		encoded,
+		strings.ReplaceAll(key, "_", `\u005f`),
+		"https://evil.example/" + encoded,
+		"http://127.0.0.1:1/v1/files/file_1/contents?k=" + encoded + "&\x1b[2J\n",
+		"\x1b]0;" + encoded + "\a",
+	} {
+		_, err := c.Download(context.Background(), "download report", u, 1<<20)
+		if err == nil || !strings.Contains(err.Error(), "not fetched") {
+			t.Errorf("%q: %v, want it refused", u, err)
+			continue
+		}
+		if msg := err.Error(); strings.Contains(msg, "SecretKey") || strings.ContainsAny(msg, "\x1b\a\n") {
+			t.Errorf("%q: the error quotes the url: %v", u, err)
+		}
+	}
+}

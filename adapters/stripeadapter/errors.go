@@ -2,6 +2,7 @@ package stripeadapter
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -28,10 +29,27 @@ func (c *Client) mapError(ctx context.Context, op string, err error, answer *ans
 	if !errors.As(err, &se) {
 		// No Stripe error body: connection refused, our per-call timeout, or a body that is not
 		// JSON (a proxy's error page). A 429 is still a rate limit, whatever its body.
-		if status, header := answer.get(); status == http.StatusTooManyRequests {
+		status, header := answer.get()
+		if status == http.StatusTooManyRequests {
 			return fmt.Errorf("stripeadapter: %s: answered 429 without a Stripe error body: %w", op, c.rateLimit(header))
 		}
-		return fmt.Errorf("stripeadapter: %s: %w: %s", op, reconcile.ErrUnavailable, c.redact(withoutBodySample(err.Error())))
+		var msg string
+		switch {
+		case errors.Is(err, errRedirect):
+			// net/http's error names the redirect's Location: the server's bytes.
+			msg = errRedirect.Error()
+		case json.Valid([]byte(err.Error())):
+			// stripe-go makes an error answer that is JSON without an "error" member its error's
+			// whole text: the answer's bytes, as the sample's are (and it may hold what opens
+			// the sample).
+			msg = "an error answer that is JSON but not a Stripe error"
+			if status != 0 {
+				msg = fmt.Sprintf("answered %d with JSON that is not a Stripe error", status)
+			}
+		default:
+			msg = withoutBodySample(err.Error())
+		}
+		return fmt.Errorf("stripeadapter: %s: %w: %s", op, reconcile.ErrUnavailable, c.redact(msg))
 	}
 	// Every string below comes from the server, or from whatever stands in between: a proxy
 	// may echo the Authorization header into any of them. Each is redacted before it reaches
@@ -53,7 +71,7 @@ func (c *Client) mapError(ctx context.Context, op string, err error, answer *ans
 	if msg := c.redact(se.Msg); msg != "" {
 		desc += ": " + msg
 	}
-	if id := c.redact(se.RequestID); id != "" {
+	if id := c.redact(headerWord(se.RequestID)); id != "" {
 		desc += " (request " + id + ")"
 	}
 	switch {
@@ -91,8 +109,9 @@ func withoutBodySample(msg string) string {
 	if i < 0 {
 		return msg
 	}
-	// The sample's end is the last: what follows is encoding/json's error, which quotes no
-	// more than one byte of the answer.
+	// The sample's end is the last, or one in what follows, encoding/json's error, which
+	// quotes one byte of the answer or a decoded string (a ",string" field's, which may hold
+	// "'): "): either way what is kept is no raw byte of the answer.
 	if j := strings.LastIndex(msg, sampleEnd); j > i {
 		return msg[:i] + msg[j+1:]
 	}
@@ -103,8 +122,24 @@ func withoutBodySample(msg string) string {
 func (c *Client) rateLimit(h http.Header) *reconcile.RateLimitError {
 	return &reconcile.RateLimitError{
 		RetryAfter: retryAfter(h.Get("Retry-After"), time.Now()),
-		Reason:     c.redact(h.Get("Stripe-Rate-Limited-Reason")),
+		Reason:     c.redact(headerWord(h.Get("Stripe-Rate-Limited-Reason"))),
 	}
+}
+
+// headerWord returns v, a header the kit quotes (a request id, a rate limit's reason), if it is
+// a word as Stripe's are (req_..., global-rate): at most 255 letters, digits, '_', '-' or '.'.
+// Otherwise "": a header is the server's bytes, of any length, and may hold a key encoded
+// ("sk%5Ftest_...") where redaction cannot see it.
+func headerWord(v string) string {
+	if len(v) > 255 {
+		return ""
+	}
+	for _, c := range []byte(v) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return ""
+		}
+	}
+	return v
 }
 
 // maxRetryAfter caps a Retry-After: a larger one is a misconfigured proxy, not advice.

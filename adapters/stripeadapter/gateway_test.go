@@ -117,6 +117,28 @@ func TestGatewayMapsEveryStripeAnswer(t *testing.T) {
 		{name: "429 with a Retry-After date is rate limited until that date", status: 429,
 			body:   stripeError("invalid_request_error", "rate_limit", "Too many requests"),
 			header: map[string]string{"Retry-After": time.Now().Add(30 * time.Second).UTC().Format(http.TimeFormat)}, check: isRateLimit(30*time.Second, "")},
+		{name: "a 429's reason that is no word of Stripe's (a key percent-encoded) is left out", status: 429,
+			body:   stripeError("invalid_request_error", "rate_limit", "Too many requests"),
+			header: map[string]string{"Retry-After": "7", "Stripe-Rate-Limited-Reason": percentEncoded(secretKey)}, check: isRateLimit(7*time.Second, "")},
+		{name: "a 429's reason of 10 KB is left out", status: 429,
+			body:   stripeError("invalid_request_error", "rate_limit", "Too many requests"),
+			header: map[string]string{"Stripe-Rate-Limited-Reason": strings.Repeat("a", 10<<10)}, check: isRateLimit(0, "")},
+		{name: "a request id that is not Stripe's (a key percent-encoded) is left out", status: 400,
+			body:   stripeError("invalid_request_error", "parameter_invalid_empty", "You passed an empty string for 'expand[]'"),
+			header: map[string]string{"Request-Id": percentEncoded(secretKey)},
+			check: func(t *testing.T, err error) {
+				var re *reconcile.ReviewError
+				if !errors.As(err, &re) || strings.Contains(re.Detail, "%") || strings.Contains(re.Detail, "(request") {
+					t.Fatalf("err = %v, want a ReviewError without the request id", err)
+				}
+			}},
+		{name: "Stripe's request id is kept", status: 500, body: stripeError("api_error", "", "Something went wrong"),
+			header: map[string]string{"Request-Id": "req_8Tw3kB1xYz0aQp"},
+			check: func(t *testing.T, err error) {
+				if !errors.Is(err, reconcile.ErrUnavailable) || !strings.Contains(err.Error(), "(request req_8Tw3kB1xYz0aQp)") {
+					t.Fatalf("err = %v, want ErrUnavailable naming the request", err)
+				}
+			}},
 		{name: "429 with no code is rate limited", status: 429, body: stripeError("invalid_request_error", "", "slow down"), check: isRateLimit(0, "")},
 		{name: "a 429 whose body is a proxy's HTML page is still rate limited", status: 429, body: "<html>Too Many Requests</html>",
 			header: map[string]string{"Content-Type": "text/html", "Retry-After": "3"}, check: isRateLimit(3*time.Second, "")},
@@ -295,4 +317,13 @@ func TestABadExpandPathIsAClearError(t *testing.T) {
 	if !errors.As(err, &re) || !strings.Contains(re.Detail, "cannot be expanded") || !strings.Contains(re.Detail, "data.latest_chargee") {
 		t.Fatalf("list with a bad expand path: %v; want a ReviewError naming the path", err)
 	}
+}
+
+// percentEncoded is s with every byte percent-encoded: a form of it no redaction can read.
+func percentEncoded(s string) string {
+	var b strings.Builder
+	for _, c := range []byte(s) {
+		fmt.Fprintf(&b, "%%%02X", c)
+	}
+	return b.String()
 }

@@ -2,6 +2,7 @@ package stripeadapter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/stripe/stripe-go/v82"
 
+	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/internal/keyecho"
 )
 
@@ -75,6 +77,44 @@ func TestWithoutBodySample(t *testing.T) {
 	} {
 		if got := withoutBodySample(c.in); got != c.want {
 			t.Errorf("withoutBodySample(%q)\n = %q\nwant %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestAnErrorAnswerWithoutStripesErrorFailsWithoutIt answers an error status with JSON that
+// has no Stripe "error" member, which stripe-go makes its whole error's text: the list, the
+// retrieve and the download fail as unavailable, naming the status and none of the answer.
+func TestAnErrorAnswerWithoutStripesErrorFailsWithoutIt(t *testing.T) {
+	escaped := "sk\\u005f" + strings.TrimPrefix(keyecho.Key, "sk_")
+	for _, answer := range []string{
+		`{"message":"Bearer ` + escaped + `"}`,
+		`{"error":null,"message":"` + escaped + `"}`,
+		`{"message":"` + escaped + `","padding":"` + strings.Repeat("a", 1<<20) + `"}`,
+		`null`,
+		// What stripe-go's sample opens with, in the answer: the whole answer is still cut.
+		`{"message":"Bearer ` + escaped + `","m":", body sample: '"}`,
+		`{"message":"Bearer ` + escaped + `","m":", body sample: 'x'): "}`,
+	} {
+		hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadGateway)
+			io.WriteString(w, answer)
+		}))
+		g, err := NewObjectGateway(GatewayConfig{Key: keyecho.Key, BaseURL: hs.URL}, PaymentIntents())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, lerr := g.listPage(context.Background(), nil, "")
+		_, ferr := g.Fetch(context.Background(), "pi_1")
+		_, derr := g.Client().Download(context.Background(), "download report", hs.URL+"/v1/files/file_1/contents", 1<<10)
+		hs.Close()
+		for _, err := range []error{lerr, ferr, derr} {
+			text := fmt.Sprintf("%v %+v %#v", err, err, err)
+			keyecho.AssertNone(t, "the error", text)
+			if !errors.Is(err, reconcile.ErrUnavailable) || !strings.Contains(err.Error(), "502") || strings.Contains(text, "message") ||
+				len(err.Error()) > 300 {
+				t.Errorf("%.300s: want ErrUnavailable naming the status and none of the answer", err)
+			}
 		}
 	}
 }

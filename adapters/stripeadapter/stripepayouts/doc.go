@@ -68,7 +68,9 @@
 // for is left unread), a cell that is not printable UTF-8 or longer than 255 bytes,
 // an amount with more decimals than its currency has or out of int64, a balance transaction
 // listed twice, a row of a payout the page does not hold. Each is logged (ReportOptions.Logger)
-// with why; a missing or broken report never makes a finding. A rate limit, an outage, a
+// with why, which names a row and a column, the run's id, never what Stripe or the file sent
+// there (a cell, the header, the url, the run's error or status: any may hold the key in a form
+// redaction cannot see); a missing or broken report never makes a finding. A rate limit, an outage, a
 // rejected key or the context's end on any report call fails the page as on any list call (see
 // Errors): nothing is written, and the next step asks again, waiting for the run the failed try
 // created (the same parameters) rather than creating another; a run that failed is not asked

@@ -204,7 +204,9 @@ func (r *ReportLister) itemize(ctx context.Context, page tieout.GroupPage, payou
 		}
 		ms := make([]tieout.Member, len(ls))
 		for i, l := range ls {
-			ms[i] = r.l.cfg.Options.ReportMember(l)
+			// parseReport refused a cell redact.Keys sees; the client's own key may be
+			// shaped otherwise (no mode) and sit inside an id, where only the client sees it.
+			ms[i] = r.l.redactMember(r.l.cfg.Options.ReportMember(l))
 		}
 		members[po.ID] = ms
 	}
@@ -229,8 +231,10 @@ func (r *ReportLister) available(ctx context.Context, cover []*stripe.Payout) ([
 			return nil, nil
 		}
 		if typ.ID != ReportType || typ.DataAvailableEnd <= typ.DataAvailableStart {
+			// Not the type's id: the server's bytes, which may hold a key encoded where
+			// redaction cannot see it ("sk%5Flive_...").
 			r.logger.Warn("stripepayouts: the page's payouts are listed one by one: Stripe answered with another report type, or no data",
-				"type", r.l.c.Redact(shorten(typ.ID)))
+				"type_matches", typ.ID == ReportType)
 			return nil, nil
 		}
 		start, end = typ.DataAvailableStart, typ.DataAvailableEnd
@@ -255,7 +259,8 @@ func unlike(po *stripe.Payout, lines []stripepolicy.ReportLine) string {
 	for _, l := range lines {
 		switch {
 		case !strings.EqualFold(l.Currency, string(po.Currency)):
-			return fmt.Sprintf("is in %s, the payout in %s", l.Currency, po.Currency)
+			// l.Currency is three letters; the payout's is the server's bytes, not quoted.
+			return fmt.Sprintf("is in %s, not the payout's currency", l.Currency)
 		case l.Fee > 0 && l.Gross < math.MinInt64+l.Fee || l.Fee < 0 && l.Gross > math.MaxInt64+l.Fee || l.Gross-l.Fee != l.Net:
 			return "has a net that is not its gross less its fee"
 		case l.CustomerFacingCurrency == "" && presented(l.SourceID):
@@ -324,7 +329,8 @@ func (r *ReportLister) report(ctx context.Context, start, end int64, currency st
 			return nil, "", err
 		}
 		if !validID("frr_", run.ID) {
-			return nil, "", fmt.Errorf("stripepayouts: create report run: Stripe answered with %q, not a report run id", shorten(run.ID))
+			// Not quoted: the server's bytes (see available).
+			return nil, "", errors.New("stripepayouts: create report run: Stripe answered with an id that is not a report run id")
 		}
 		r.mu.Lock()
 		r.lastKey, r.lastRun = key, run.ID
@@ -361,11 +367,13 @@ func (r *ReportLister) report(ctx context.Context, start, end int64, currency st
 		r.lastKey, r.lastRun = "", ""
 		r.mu.Unlock()
 	}
+	// Neither the run's error nor an unknown status is quoted: the server's bytes (see
+	// available), not needed to act; the run's id finds them at Stripe.
 	switch {
 	case run.Status == stripe.ReportingReportRunStatusFailed:
-		return nil, run.ID, fmt.Errorf("stripepayouts: report run %s failed: %q", run.ID, shorten(run.Error))
+		return nil, run.ID, fmt.Errorf("stripepayouts: report run %s failed (its error at Stripe says why)", run.ID)
 	case run.Status != stripe.ReportingReportRunStatusSucceeded:
-		return nil, run.ID, fmt.Errorf("stripepayouts: report run %s has status %q", run.ID, shorten(string(run.Status)))
+		return nil, run.ID, fmt.Errorf("stripepayouts: report run %s has a status other than pending, succeeded or failed", run.ID)
 	case run.Result == nil:
 		return nil, run.ID, fmt.Errorf("stripepayouts: report run %s succeeded without a result file", run.ID)
 	}

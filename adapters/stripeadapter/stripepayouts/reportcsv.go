@@ -35,7 +35,8 @@ const reportTimeLayout = "2006-01-02 15:04:05"
 // of another payout, a duplicate balance transaction, a header without one of reportColumns, a
 // cell that is not printable UTF-8, is longer than maxCell or holds what looks like an API key,
 // or a value that does not read is an error naming the row, never a line dropped. The file is
-// Stripe's answer, read as hostile.
+// Stripe's answer, read as hostile: an error names a row and a column, never quotes a cell or
+// the header (a cell may hold a key in a form redaction cannot see, "sk%5Flive_...").
 func parseReport(b []byte, asked map[string]bool) (map[string][]stripepolicy.ReportLine, error) {
 	b = bytes.TrimPrefix(b, []byte("\ufeff"))
 	if !utf8.Valid(b) {
@@ -53,14 +54,14 @@ func parseReport(b []byte, asked map[string]bool) (map[string][]stripepolicy.Rep
 			return nil, fmt.Errorf("header cell %d is not a column name", i+1)
 		}
 		h = strings.ToLower(h)
-		if _, dup := col[h]; dup {
-			return nil, fmt.Errorf("the header names %q twice", h)
+		if j, dup := col[h]; dup {
+			return nil, fmt.Errorf("header cells %d and %d name the same column", j+1, i+1)
 		}
 		col[h] = i
 	}
 	for _, c := range reportColumns {
 		if _, ok := col[c]; !ok {
-			return nil, fmt.Errorf("the header %q lacks the column %q", shorten(strings.Join(header, ",")), c)
+			return nil, fmt.Errorf("the header lacks the column %s", c)
 		}
 	}
 	r.FieldsPerRecord = len(header)
@@ -96,13 +97,13 @@ func reportLine(rec []string, col map[string]int) (stripepolicy.ReportLine, erro
 	for _, name := range reportColumns {
 		i := col[name]
 		if c := rec[i]; len(c) > maxCell {
-			return stripepolicy.ReportLine{}, fmt.Errorf("cell %d is %d bytes long, more than a report's cell holds", i+1, len(c))
+			return stripepolicy.ReportLine{}, fmt.Errorf("%s is %d bytes long, more than a report's cell holds", name, len(c))
 		} else if !printable(c) {
-			return stripepolicy.ReportLine{}, fmt.Errorf("cell %d holds a control character", i+1)
+			return stripepolicy.ReportLine{}, fmt.Errorf("%s holds a control character", name)
 		} else if redact.Keys(c) != c {
 			// An id's shape admits a key (sk_live_ and letters and digits): a server or proxy
 			// echoing it would have it stored in a finding.
-			return stripepolicy.ReportLine{}, fmt.Errorf("cell %d holds what looks like an API key", i+1)
+			return stripepolicy.ReportLine{}, fmt.Errorf("%s holds what looks like an API key", name)
 		}
 	}
 	get := func(c string) string { return rec[col[c]] }
@@ -111,15 +112,15 @@ func reportLine(rec []string, col map[string]int) (stripepolicy.ReportLine, erro
 		PaymentIntentID: get("payment_intent_id")}
 	switch {
 	case !stripeadapter.ValidPayoutID(l.Payout):
-		return l, fmt.Errorf("automatic_payout_id %q is not a payout id", l.Payout)
+		return l, errors.New("automatic_payout_id is not a payout id")
 	case !validTxnID(l.BalanceTransaction):
-		return l, fmt.Errorf("balance_transaction_id %q is not a balance transaction id", l.BalanceTransaction)
+		return l, errors.New("balance_transaction_id is not a balance transaction id")
 	case !validCategory(l.ReportingCategory):
-		return l, fmt.Errorf("reporting_category %q is not a category name", l.ReportingCategory)
+		return l, errors.New("reporting_category is not a category name")
 	}
 	for _, c := range []string{"source_id", "charge_id", "payment_intent_id"} {
 		if v := get(c); v != "" && !validObjectID(v) {
-			return l, fmt.Errorf("%s %q is not an object id", c, v)
+			return l, fmt.Errorf("%s is not an object id", c)
 		}
 	}
 	var err error
@@ -149,7 +150,7 @@ func reportLine(rec []string, col map[string]int) (stripepolicy.ReportLine, erro
 	if v := get("available_on_utc"); v != "" {
 		t, err := time.Parse(reportTimeLayout, v)
 		if err != nil {
-			return l, fmt.Errorf("available_on_utc %q is not a time (%s)", v, reportTimeLayout)
+			return l, fmt.Errorf("available_on_utc is not a time (%s)", reportTimeLayout)
 		}
 		l.AvailableOn = t
 	}
@@ -159,20 +160,20 @@ func reportLine(rec []string, col map[string]int) (stripepolicy.ReportLine, erro
 // parseMinor reads a decimal amount in major units of currency, as the report writes gross,
 // fee and net ("-12.34", "1000" for JPY), into minor units, exactly: no float, no more
 // decimals than the currency has, within int64 (its smallest value aside, so that any amount
-// can be negated).
+// can be negated). Its errors do not quote s, a report's cell.
 func parseMinor(s, currency string) (int64, error) {
 	exp := reconcile.CurrencyExponent(currency)
 	digits, neg := strings.CutPrefix(s, "-")
 	whole, frac, dot := strings.Cut(digits, ".")
 	switch {
 	case whole == "" || dot && frac == "" || !allDigits(whole) || !allDigits(frac):
-		return 0, fmt.Errorf("%q is not a decimal amount", s)
+		return 0, errors.New("not a decimal amount")
 	case len(frac) > exp:
-		return 0, fmt.Errorf("%q has more decimals than %s's %d", s, strings.ToUpper(currency), exp)
+		return 0, fmt.Errorf("more decimals than %s's %d", strings.ToUpper(currency), exp)
 	}
 	n, err := strconv.ParseInt(whole+frac+strings.Repeat("0", exp-len(frac)), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%q is out of range", s)
+		return 0, errors.New("out of range")
 	}
 	if neg {
 		n = -n
@@ -189,10 +190,11 @@ func allDigits(s string) bool {
 	return true
 }
 
-// currencyCode reads an ISO 4217 code, three letters, lowercase as Stripe writes them.
+// currencyCode reads an ISO 4217 code, three letters, lowercase as Stripe writes them. Its
+// error does not quote s, a report's cell.
 func currencyCode(s string) (string, error) {
 	if len(s) != 3 || strings.ContainsFunc(s, func(r rune) bool { return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z') }) {
-		return "", fmt.Errorf("%q is not a currency code", s)
+		return "", errors.New("not a currency code")
 	}
 	return strings.ToLower(s), nil
 }
