@@ -89,7 +89,8 @@ func (s *Store[L]) resolve(ctx context.Context, q Querier, id int64, r reconcile
 // store's table (its AggregateType; findings recorded before the column existed have none and
 // match any table), in any job over it, and returns their ids. It is the
 // webhook's side of the canonical writer: a webhook knows the payment, not the finding, and the
-// drift it fixes may have been found by any tier's job. No kinds means every kind.
+// drift it fixes may have been found by any tier's job. No kinds means every kind. It locks the
+// findings in the order commits lock a record's findings, so that it takes turns with them.
 func (s *Store[L]) ResolveRecordFindings(ctx context.Context, q Querier, recordID string, kinds []string, r reconcile.Resolution) ([]int64, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err

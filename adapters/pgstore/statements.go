@@ -658,8 +658,14 @@ func (p *sqlParts) commitStatements(st *statements) {
 			ON CONFLICT (job, record_id) DO UPDATE
 			SET external_state = EXCLUDED.external_state, verified_at = EXCLUDED.verified_at
 			WHERE o.verified_at <= EXCLUDED.verified_at`
+		// The rows are written in the records' order (bytewise, as QueueResults sorts them and
+		// observeInRange and observeOnce write), whatever the plan: a lookup planned as a scan
+		// of the host table probing a hash of the rows (a lane's step over an analyzed table)
+		// writes in the table's order, and a lane writing 9 before 10 while a sweep writes "10"
+		// before "9" deadlocked.
 		st.observe = insert + `
-			WHERE ` + p.rowAsRead("t.r", "t.v", "true") + upsert
+			WHERE ` + p.rowAsRead("t.r", "t.v", "true") + `
+			ORDER BY t.r COLLATE "C"` + upsert
 		// observeInRange is observe for a sweep's commit, which knows the keyset range its rows
 		// were read from ($6 the position they were read after, if after, then the key of the
 		// last): each row is checked as read against one index range scan of that range, by id
@@ -718,18 +724,28 @@ func (p *sqlParts) commitStatements(st *statements) {
 	// otherwise stay open forever. missing_locally findings name external objects, not rows,
 	// and stay. An outbox command already queued for such a row stays too: its canonical
 	// writer finds the row gone and finishes it (or the dispatcher parks it dead).
-	// Observations are compared as text, in one anti-join per cycle.
-	st.forgetDeleted = `WITH gone AS (
+	// Observations are compared as text, in one anti-join per cycle. Findings and observations
+	// are locked before they are changed, in the order commits lock them (the records bytewise,
+	// as QueueResults sorts them, then a record's findings by kind): changed in whatever order
+	// the plan visited them (the table's), a lane locking 10's then 9's while they were closed
+	// or removed deadlocked with the wrap.
+	st.forgetDeleted = `WITH doomed AS MATERIALIZED (
+			SELECT f.id FROM ` + t.table("findings") + ` AS f
+			WHERE f.job = $1 AND f.resolved_at IS NULL AND ` + p.isRowFinding + ` AND NOT ` + p.rowExists("f.record_id", p.isRowFinding) + `
+			ORDER BY f.record_id COLLATE "C", f.kind FOR NO KEY UPDATE
+		), gone AS (
 			UPDATE ` + t.table("findings") + ` AS f SET resolved_at = now(), resolution = '` + reconcile.ResolutionRowDeleted + `',
 				resolved_by = $2, resolution_note = $3
-			WHERE f.job = $1 AND f.resolved_at IS NULL AND ` + p.isRowFinding + ` AND NOT ` + p.rowExists("f.record_id", p.isRowFinding) + `
+			WHERE f.id = ANY (ARRAY(SELECT id FROM doomed)) AND f.resolved_at IS NULL
 			RETURNING f.id
 		), ev AS (
 			INSERT INTO ` + t.table("finding_events") + ` (finding_id, action, actor, resolution, note)
 			SELECT id, 'resolved', $2, '` + reconcile.ResolutionRowDeleted + `', $3 FROM gone
 		), obs AS (
 			DELETE FROM ` + t.table("observations") + ` AS o
-			WHERE o.job = $1 AND NOT EXISTS (SELECT 1 FROM ` + p.host + ` AS h WHERE ` + p.q(cfg.IDColumn) + `::text = o.record_id)
+			WHERE o.job = $1 AND o.record_id = ANY (ARRAY(SELECT g.record_id FROM ` + t.table("observations") + ` AS g
+				WHERE g.job = $1 AND NOT EXISTS (SELECT 1 FROM ` + p.host + ` AS h WHERE ` + p.q(cfg.IDColumn) + `::text = g.record_id)
+				ORDER BY g.record_id COLLATE "C" FOR UPDATE))
 		)
 		SELECT count(*) FROM gone`
 }

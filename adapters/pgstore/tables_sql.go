@@ -37,11 +37,18 @@ func newTableSQL(t Tables) tableSQL {
 		)
 		SELECT EXISTS (SELECT 1 FROM ` + t.table("findings") + ` WHERE id = $1), EXISTS (SELECT 1 FROM ev)`,
 		// resolveRecordFindings resolves the open findings of kinds $2 (none: any) of record $1 of
-		// aggregate type $6 (or none), as $3 by $4 with note $5, and returns their ids.
-		resolveRecordFindings: `WITH upd AS (
-			UPDATE ` + t.table("findings") + ` SET resolved_at = now(), resolution = $3, resolved_by = $4, resolution_note = $5
+		// aggregate type $6 (or none), as $3 by $4 with note $5, and returns their ids. It locks
+		// them first in the order commits lock a record's findings (lockFindings: by kind, a job
+		// at a time), whatever order the update would visit them in: a commit holding one while
+		// waiting for another that the webhook holds, waiting for the first, was a deadlock.
+		resolveRecordFindings: `WITH locked AS MATERIALIZED (
+			SELECT id FROM ` + t.table("findings") + `
 			WHERE record_id = $1 AND (aggregate_type = $6 OR aggregate_type IS NULL) AND resolved_at IS NULL
 				AND (coalesce(cardinality($2::text[]), 0) = 0 OR kind = ANY($2))
+			ORDER BY job, kind FOR NO KEY UPDATE
+		), upd AS (
+			UPDATE ` + t.table("findings") + ` SET resolved_at = now(), resolution = $3, resolved_by = $4, resolution_note = $5
+			WHERE id IN (SELECT id FROM locked) AND resolved_at IS NULL
 			RETURNING id
 		), ev AS (
 			INSERT INTO ` + t.table("finding_events") + ` (finding_id, action, actor, resolution, note)
