@@ -348,6 +348,16 @@ func (t *tally) outcome() string {
 	return "complete"
 }
 
+// whyUnverified is the first failure of Stripe's calls when rows went unverified or the audit
+// gave up, "" otherwise: a call that failed when every row was verified after all (a list
+// refused, its rows retrieved one at a time) explains nothing.
+func (t *tally) whyUnverified() string {
+	if t.unverifiable > 0 || t.gaveUp != "" {
+		return t.firstFailure
+	}
+	return ""
+}
+
 // rowSecurityNote says what the rows read were when row-level security hid others.
 const rowSecurityNote = "the table's row-level security binds this role: only the rows its policies let it see were read"
 
@@ -426,9 +436,9 @@ func summaryText(a *auditFlags, t *tally, now time.Time, kinds map[string]reconc
 	if t.rowSecurity {
 		fmt.Fprintf(&b, "  %s\n", rowSecurityNote)
 	}
-	if t.firstFailure != "" && (t.unverifiable > 0 || t.gaveUp != "") {
+	if why := t.whyUnverified(); why != "" {
 		// Why the rows were not verified: a key, a proxy, a URL or an outage each has its fix.
-		fmt.Fprintf(&b, "  first failure from Stripe: %s\n", printable(t.firstFailure))
+		fmt.Fprintf(&b, "  first failure from Stripe: %s\n", printable(why))
 	}
 	if len(t.byKind) > 0 {
 		b.WriteString("\nFindings by kind:\n")
@@ -543,7 +553,7 @@ func auditJSON(a *auditFlags, t *tally, now time.Time, kinds map[string]reconcil
 	out := auditSummaryJSON{Table: displayTable(a.storeConfig(nil)), Object: a.object, Money: a.money, Complete: t.complete,
 		Interrupted: t.interrupted, Rows: t.rows, Verified: t.verified, InFlight: t.inFlight, Unverifiable: t.unverifiable,
 		LagSeconds: t.lag(now).Seconds(), Calls: t.calls, RateLimited: t.rateLimited, Seconds: now.Sub(t.start).Seconds(),
-		Kinds: []auditKindJSON{}, Findings: t.findings, NotListed: t.found - len(t.findings), FirstFailure: t.firstFailure,
+		Kinds: []auditKindJSON{}, Findings: t.findings, NotListed: t.found - len(t.findings), FirstFailure: t.whyUnverified(),
 		RowSecurity: t.rowSecurity, ExitCode: t.exitCode(), Verdict: t.verdict()}
 	if out.Findings == nil {
 		out.Findings = []auditFinding{}
