@@ -100,6 +100,15 @@ func (s *Store[L]) keyCollations(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
+// isView reports whether the host table is a view or a materialized view; false when the
+// catalog cannot say.
+func (s *Store[L]) isView(ctx context.Context) bool {
+	var view bool
+	err := s.db.QueryRow(ctx, `SELECT coalesce((SELECT relkind IN ('v', 'm') FROM pg_class WHERE oid = to_regclass($1)), false)`,
+		s.hostTable()).Scan(&view)
+	return err == nil && view
+}
+
 // columnTypes reads the host table's column types from the catalog.
 func (s *Store[L]) columnTypes(ctx context.Context) (map[string]string, error) {
 	rows, err := s.db.Query(ctx, `
@@ -145,6 +154,10 @@ func (s *Store[L]) columnTypes(ctx context.Context) (map[string]string, error) {
 	// findings and observations are per row id, so two rows sharing one would be confused.
 	for _, k := range append([]string{s.cfg.IDColumn}, s.cfg.KeyColumns...) {
 		if !notNull[k] {
+			if s.isView(ctx) {
+				// Its owner cannot make a view's column NOT NULL, nor give it a unique index.
+				return nil, fmt.Errorf("pgstore: %s is a view: to the catalog a view's columns may be null and its key is not unique, so a keyset cannot trust it; read the table it selects from", s.hostTable())
+			}
 			return nil, fmt.Errorf("pgstore: column %q of %s is nullable; as a key or row id it must be NOT NULL", k, s.hostTable())
 		}
 	}

@@ -66,6 +66,24 @@ func TestCheckRefusesTablesThatWouldLoseOrConfuseRows(t *testing.T) {
 	}
 }
 
+// TestCheckSaysAViewIsNotATable: a view's columns are nullable to the catalog and it has no
+// unique index, so its key cannot be trusted. Check says that it is a view, rather than ask
+// for a NOT NULL its owner cannot add.
+func TestCheckSaysAViewIsNotATable(t *testing.T) {
+	t.Parallel()
+	pool, _ := newStore(t, pgstore.Config{}, paymentsDDL, `CREATE VIEW payments_view AS SELECT * FROM payments`,
+		`CREATE MATERIALIZED VIEW payments_snapshot AS SELECT * FROM payments`)
+	for _, table := range []string{"payments_view", "payments_snapshot"} {
+		s, err := pgstore.New(pool, pgstore.Config{Table: table})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Check(context.Background()); err == nil || !strings.Contains(err.Error(), "is a view") || strings.Contains(err.Error(), "NOT NULL") {
+			t.Errorf("Check over %s = %v, want an error saying it is a view", table, err)
+		}
+	}
+}
+
 func TestTheCursorMeansTheSameRowWhateverTheSessionsDateStyle(t *testing.T) {
 	t.Parallel()
 	pool, _ := newStore(t, pgstore.Config{}, `CREATE TABLE payments (

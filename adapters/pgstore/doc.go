@@ -66,8 +66,9 @@
 // NewOf refuses a type that is not a string or a struct with a mapped field, two fields on one
 // column, and a column name that is not a plain identifier; Check (or the first read) names a
 // field whose column the table lacks, and a field whose type cannot hold its column's (an
-// int64 over a text column), judged on one row of the table, so that such a mistake fails at
-// startup rather than turning every row into a finding. With a struct the state column is not read and need not
+// int64 over a text column), judged on up to ten rows of the table (the field fails if none
+// of its column's values fits it), so that such a mistake fails at startup rather than
+// turning every row into a finding. With a struct the state column is not read and need not
 // exist; a field may also name the key, id or external id column. The sweep, lanes (Match),
 // tiers, pgshard jobs, Status and the review API work alike for every L, and decoding costs
 // what pgx's own Scan does: the engine benchmark's typed row of four columns runs at the

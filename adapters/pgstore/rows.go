@@ -6,6 +6,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -223,36 +224,55 @@ func (s *rowScanner[L]) Local(rows pgx.Rows, dst *L) string {
 	return ""
 }
 
-// checkSample decodes one row of the host table, if it has any, into L's fields, so that a
+// checkSample decodes a few rows of the host table, if it has any, into L's fields, so that a
 // field whose Go type cannot hold its column's type (text into an int64, say) fails Check
-// instead of making every row an invalid_row finding. NULLs are not judged: a NULL that its
-// field cannot take is a fault of that row, found when the row is read.
+// instead of making every row an invalid_row finding. A field fails only if none of the
+// sampled values of its column fits it: a value that does not fit while others do (a fraction
+// in a numeric column read as int64) is a fault of its row, an invalid_row finding when the
+// row is read, and the row sampled first must not stop every job over the table. NULLs are not
+// judged either: a NULL that its field cannot take is a fault of that row too.
 func (rt *rowType) checkSample(ctx context.Context, db DB, p *sqlParts) error {
 	if rt.text {
 		return nil
 	}
-	rows, err := db.Query(ctx, "SELECT "+rt.selectList(p)+" FROM "+p.host+" AS h LIMIT 1")
+	rows, err := db.Query(ctx, "SELECT "+rt.selectList(p)+" FROM "+p.host+" AS h LIMIT "+strconv.Itoa(sampleRows))
 	if err != nil {
 		return fmt.Errorf("pgstore: read a row of %s: %w", p.host, err)
 	}
 	defer rows.Close()
-	if !rows.Next() {
-		return rows.Err()
-	}
 	m := pgtype.NewMap()
 	if c := rows.Conn(); c != nil {
 		m = c.TypeMap()
 	}
-	fds, raw := rows.FieldDescriptions(), rows.RawValues()
-	for i, f := range rt.fields {
-		if raw[i] == nil {
-			continue
-		}
-		plan := m.PlanScan(fds[i].DataTypeOID, fds[i].Format, reflect.New(f.typ).Interface())
-		if err := plan.Scan(raw[i], reflect.New(f.typ).Interface()); err != nil {
-			return fmt.Errorf("pgstore: struct field %s (%v) cannot hold column %s (%s) of %s: %w",
-				f.name, f.typ, f.column, p.types[f.column], p.host, err)
+	fails := make([]error, len(rt.fields)) // the first failure of each field none of whose values fit yet
+	fits := make([]bool, len(rt.fields))
+	for rows.Next() {
+		fds, raw := rows.FieldDescriptions(), rows.RawValues()
+		for i, f := range rt.fields {
+			if raw[i] == nil || fits[i] {
+				continue
+			}
+			plan := m.PlanScan(fds[i].DataTypeOID, fds[i].Format, reflect.New(f.typ).Interface())
+			if err := plan.Scan(raw[i], reflect.New(f.typ).Interface()); err != nil {
+				if fails[i] == nil {
+					fails[i] = fmt.Errorf("pgstore: struct field %s (%v) cannot hold column %s (%s) of %s: %w",
+						f.name, f.typ, f.column, p.types[f.column], p.host, err)
+				}
+				continue
+			}
+			fits[i], fails[i] = true, nil
 		}
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, err := range fails {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
+
+// sampleRows is how many rows checkSample decodes.
+const sampleRows = 10

@@ -434,3 +434,42 @@ func TestCheckRefusesAFieldThatCannotHoldItsColumn(t *testing.T) {
 		t.Fatalf("Check with a NULL its field cannot take = %v, want nil", err)
 	}
 }
+
+// TestCheckJudgesTheTypeNotTheFirstRowsValue: the row that Check samples first holds a value
+// its field cannot hold (a fraction in a numeric column read as int64) while the column's
+// other values fit. That is a fault of the row, an invalid_row finding when it is read, not a
+// field that cannot hold its column: Check passes, and the other rows are read.
+func TestCheckJudgesTheTypeNotTheFirstRowsValue(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, _ := newOrders(t, orderConfig)
+	if _, err := pool.Exec(ctx, `INSERT INTO orders (id, payment_intent, payment_status, tax)
+		SELECT i, 'pi_' || i, 'paid', CASE WHEN i = 1 THEN 1.5 ELSE 2 END FROM generate_series(1, 3) i`); err != nil {
+		t.Fatal(err)
+	}
+	type taxAsInt struct {
+		Tax int64
+	}
+	s, err := pgstore.NewOf[taxAsInt](pool, orderConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Check(ctx); err != nil {
+		t.Fatalf("Check = %v, want nil: the column's other values fit the field", err)
+	}
+	b, err := s.ReadFrom(ctx, reconcile.ReadRequest{Limit: 10}, reconcile.Cursor{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var invalid []string
+	for _, r := range b.Records {
+		if r.Invalid != "" {
+			invalid = append(invalid, r.ID)
+		} else if r.Local.Tax != 2 {
+			t.Errorf("row %s = %+v, want tax 2", r.ID, r.Local)
+		}
+	}
+	if len(b.Records) != 3 || len(invalid) != 1 || invalid[0] != "1" {
+		t.Fatalf("%d records, invalid %q; want 3, row 1 invalid", len(b.Records), invalid)
+	}
+}

@@ -75,8 +75,10 @@ audit compares every row of your table with its Stripe object, once, and prints 
 the reconcile library's sweep and policies over your data, with no Go code to write and
 nothing written anywhere. It reads the table by keyset (WHERE key > last ORDER BY key LIMIT
 --batch-size) in read-only transactions (default_transaction_read_only): a role that may only
-SELECT that one table is enough. It only reads Stripe (list and retrieve calls, paced by
---rate and slowed down by any 429). The cursor and the findings live in memory for the run.
+SELECT that one table is enough; if the table's row-level security binds that role, the
+report says so: only the rows it may see are read. It only reads Stripe (list and retrieve
+calls, paced by --rate and slowed down by any 429). The cursor and the findings live in
+memory for the run.
 
 The policies read --state-column in their own words: a payment's as pending, paid or failed
 (stripepolicy.PaymentIntentPolicy), a subscription's, an invoice's and a Checkout Session's as
@@ -169,7 +171,7 @@ report could not be written (a full disk), whatever was found.`,
 	}
 	// From here on nothing the audit prints may hold the key, whatever its shape, nor the
 	// password of --stripe-base-url.
-	e = e.hiding(secret{key, "[redacted key]"}, secret{urlPassword(a.baseURL), "[redacted password]"})
+	e = e.hiding(secret{value: key, as: "[redacted key]"}, secret{value: urlPassword(a.baseURL), as: "[redacted password]"})
 	switch a.object {
 	case "payment_intent":
 		if a.money {
@@ -346,6 +348,7 @@ func auditObject[L, E, T any](ctx context.Context, e *env, a *auditFlags, key st
 		return e.failed(err)
 	}
 	t := newTally(time.Now(), a.maxFindings)
+	t.rowSecurity = rowSecurity(ctx, pool, cfg)
 	src := &auditStore[L]{reader: store, tally: t}
 	failures := &firstFailure{}
 	// Findings record the table's own statuses: --status-map is the audit's reading of them,
@@ -566,6 +569,15 @@ func cmpOrList(v, d []string) []string {
 		return d
 	}
 	return v
+}
+
+// rowSecurity reports whether the table's row-level security binds the audit's role: then
+// the reads return only the rows its policies let the role see, and nothing tells how many
+// they hide. false when it cannot be told.
+func rowSecurity(ctx context.Context, pool *pgxpool.Pool, cfg pgstore.Config) bool {
+	var on bool
+	err := pool.QueryRow(ctx, "SELECT coalesce(row_security_active(to_regclass($1)), false)", quotedTable(cfg)).Scan(&on)
+	return err == nil && on
 }
 
 // estimateRows guesses the table's rows for the ETA, cheaply: the planner's estimate when the

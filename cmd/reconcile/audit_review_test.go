@@ -162,6 +162,27 @@ func TestAuditSaysWhyRowsAreUnverifiable(t *testing.T) {
 	}
 }
 
+// TestAuditFirstFailureOnlyWhenRowsWentUnverified: a call failed (the list, answered 400)
+// but every row was verified after all, one at a time. The text report says nothing of that
+// failure, and --json does not either: first_failure is why rows are unverifiable.
+func TestAuditFirstFailureOnlyWhenRowsWentUnverified(t *testing.T) {
+	f := newAuditFixture(t)
+	f.add(row{local: "paid", amount: 1000, remote: "succeeded"}, row{local: "paid", amount: 1000, remote: "succeeded"})
+	f.srv.Inject(stripetest.ListPaymentIntents, stripetest.Fault{Status: 400, Message: "the list refused"})
+	code, out, errs := f.audit(context.Background())
+	if code != exitOK || strings.Contains(out+errs, "the list refused") {
+		t.Fatalf("exit %d, want 0 and no word of the list's failure\n%s\n%s", code, out, errs)
+	}
+	code, out, errs = f.audit(context.Background(), "--json")
+	var got auditSummaryJSON
+	if err := json.Unmarshal([]byte(out), &got); err != nil || code != exitOK {
+		t.Fatalf("exit %d, %v\n%s\n%s", code, err, out, errs)
+	}
+	if got.Unverifiable != 0 || got.FirstFailure != "" {
+		t.Errorf("unverifiable %d, first_failure %q; want 0 and none", got.Unverifiable, got.FirstFailure)
+	}
+}
+
 // TestAuditKeyWithSurroundingWhitespace: a key read from a file or a .env written on Windows
 // keeps a trailing newline or CR. The audit takes the key without it, rather than send a
 // header Go refuses and call every row unverifiable; a key with whitespace inside is refused.

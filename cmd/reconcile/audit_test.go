@@ -18,6 +18,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/reconcilekit/reconcile/adapters/stripeadapter/stripetest"
+	"github.com/reconcilekit/reconcile/internal/leaktest"
 	"github.com/reconcilekit/reconcile/internal/pgtest"
 	"github.com/reconcilekit/reconcile/internal/shared/safetext"
 )
@@ -449,10 +450,11 @@ func TestAuditHostileValues(t *testing.T) {
 }
 
 // TestAuditNeverPrintsTheKey talks to a server that quotes the key it was given back in
-// every error (a proxy, a broken fake), with a key in Stripe's shape and one that the
-// redaction of Stripe-shaped keys does not recognize: neither is printed, in any output.
+// every error (a proxy, a broken fake), with a key in Stripe's shape and ones that the
+// redaction of Stripe-shaped keys does not recognize, one with characters JSON escapes: none
+// is printed, in any output.
 func TestAuditNeverPrintsTheKey(t *testing.T) {
-	for _, key := range []string{"sk_live_51EchoedBackKeyABCDEFGH", "sk_Ab1-hunter2-no-known-shape"} {
+	for _, key := range []string{"sk_live_51EchoedBackKeyABCDEFGH", "sk_Ab1-hunter2-no-known-shape", `sk_Ab1"hunter2\xyzzy<plugh>`} {
 		for _, status := range []int{http.StatusUnauthorized, http.StatusBadRequest} {
 			t.Run(fmt.Sprintf("%d %.6s", status, key), func(t *testing.T) {
 				f := newAuditFixture(t)
@@ -461,7 +463,8 @@ func TestAuditNeverPrintsTheKey(t *testing.T) {
 					got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 					w.Header().Set("Content-Type", "application/json")
 					w.WriteHeader(status)
-					fmt.Fprintf(w, `{"error":{"type":"invalid_request_error","message":"Invalid API Key provided: %s (you sent %s)"}}`, got, got)
+					msg, _ := json.Marshal(fmt.Sprintf("Invalid API Key provided: %s (you sent %s)", got, got))
+					fmt.Fprintf(w, `{"error":{"type":"invalid_request_error","message":%s}}`, msg)
 				}))
 				defer echo.Close()
 				f.env[keyEnv] = key
@@ -473,7 +476,9 @@ func TestAuditNeverPrintsTheKey(t *testing.T) {
 					if code == exitOK {
 						t.Errorf("exit 0 against a server that answers only errors")
 					}
-					if strings.Contains(out.String()+errb.String(), key) || strings.Contains(out.String()+errb.String(), key[:12]) {
+					// hunter2: the key as --json writes it, its quote and backslash escaped.
+					if strings.Contains(out.String()+errb.String(), key) || strings.Contains(out.String()+errb.String(), key[:12]) ||
+						strings.Contains(out.String()+errb.String(), "hunter2") {
 						t.Fatalf("the key was printed:\n%s\n%s", out.String(), errb.String())
 					}
 					if status == http.StatusUnauthorized && !strings.Contains(out.String()+errb.String(), "[redacted key]") {
@@ -485,23 +490,124 @@ func TestAuditNeverPrintsTheKey(t *testing.T) {
 	}
 }
 
+// TestAuditNeverPrintsTheKeyEncoded: the server quotes the key back with its characters that
+// are not letters or digits encoded (percent-encoded as in a URL or a form, \u escapes of a
+// JSON text decoded once, HTML character references): neither the redaction of Stripe-shaped
+// keys nor a search for the exact key sees it, yet it is the key to whoever reads the report.
+func TestAuditNeverPrintsTheKeyEncoded(t *testing.T) {
+	encodings := map[string]func(byte) string{
+		"percent":           func(c byte) string { return fmt.Sprintf("%%%02X", c) },
+		"percent lowercase": func(c byte) string { return fmt.Sprintf("%%%02x", c) },
+		"json escape":       func(c byte) string { return fmt.Sprintf(`\\u%04x`, c) },
+		"html decimal":      func(c byte) string { return fmt.Sprintf("&#%d;", c) },
+		"html hex":          func(c byte) string { return fmt.Sprintf("&#x%X;", c) },
+	}
+	for _, key := range []string{"sk_live_51EchoedBackKeyABCDEFGH", "sk_Ab1-hunter2-xyzzy-plugh"} {
+		var parts []string // the key's parts of five letters or digits or more: what reads as the key
+		for _, p := range strings.FieldsFunc(key, func(r rune) bool { return r == '_' || r == '-' }) {
+			if len(p) >= 5 {
+				parts = append(parts, p)
+			}
+		}
+		for name, enc := range encodings {
+			var encoded string
+			for i := range len(key) {
+				if c := key[i]; c == '_' || c == '-' {
+					encoded += enc(c)
+				} else {
+					encoded += string(c)
+				}
+			}
+			t.Run(fmt.Sprintf("%s %.6s", name, key), func(t *testing.T) {
+				f := newAuditFixture(t)
+				f.add(row{local: "paid", amount: 1000, remote: "succeeded"})
+				echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(http.StatusBadRequest) // a finding whose detail is the message
+					fmt.Fprintf(w, `{"error":{"type":"invalid_request_error","message":"Invalid API Key provided: %s"}}`, encoded)
+				}))
+				defer echo.Close()
+				f.env[keyEnv] = key
+				for _, format := range []string{"text", "--json", "--csv"} {
+					args := []string{"--stripe-base-url", echo.URL, "--patience", "1s"}
+					if format != "text" {
+						args = append(args, format)
+					}
+					code, out, errs := f.audit(context.Background(), args...)
+					if code != exitNegative {
+						t.Fatalf("%s: exit %d, want 1\n%s\n%s", format, code, out, errs)
+					}
+					for _, p := range parts {
+						if strings.Contains(out+errs, p) {
+							t.Fatalf("%s: the key was printed (%s):\n%s\n%s", format, p, out, errs)
+						}
+					}
+					mustContain(t, format, out+errs, "Invalid API Key provided: [redacted key]")
+				}
+			})
+		}
+	}
+}
+
+// TestAuditNeverPrintsTheKeySplit: the server quotes the key back cut in two (a line folded by
+// a proxy, an invisible character, an ellipsis): the pattern of Stripe keys hides at most the
+// part that begins like one, and the exact key is not there to find. No stretch of 16 of the
+// key's characters is printed.
+func TestAuditNeverPrintsTheKeySplit(t *testing.T) {
+	const key = "sk_live_51EchoedBackKeyABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefghijklmnopqrstuvwxyz"
+	for _, sep := range []string{"\n", "\r\n  ", "\u200b", "…", " "} {
+		for _, at := range []int{1, 20, 60} {
+			t.Run(fmt.Sprintf("%q at %d", sep, at), func(t *testing.T) {
+				f := newAuditFixture(t)
+				f.add(row{local: "paid", amount: 1000, remote: "succeeded"})
+				msg, _ := json.Marshal("Invalid API Key provided: " + key[:at] + sep + key[at:])
+				echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(http.StatusBadRequest) // a finding whose detail is the message
+					fmt.Fprintf(w, `{"error":{"type":"invalid_request_error","message":%s}}`, msg)
+				}))
+				defer echo.Close()
+				f.env[keyEnv] = key
+				for _, format := range []string{"text", "--json", "--csv"} {
+					args := []string{"--stripe-base-url", echo.URL, "--patience", "1s"}
+					if format != "text" {
+						args = append(args, format)
+					}
+					code, out, errs := f.audit(context.Background(), args...)
+					if code != exitNegative {
+						t.Fatalf("%s: exit %d, want 1\n%s\n%s", format, code, out, errs)
+					}
+					for i := 0; i+16 <= len(key); i++ {
+						if strings.Contains(out+errs, key[i:i+16]) {
+							t.Fatalf("%s: %q of the key was printed:\n%s\n%s", format, key[i:i+16], out, errs)
+						}
+					}
+					mustContain(t, format, out+errs, "Invalid API Key provided: ")
+				}
+			})
+		}
+	}
+}
+
 // TestAuditKeyInTheTable: a row holds the key itself (pasted into the wrong column). The key
 // is not in a shape the redaction of Stripe keys recognizes, yet it is not printed: the audit
-// hides the exact key it was given from everything it prints.
+// hides the exact key it was given from everything it prints, also where --json escapes its
+// quote, backslash or angle bracket.
 func TestAuditKeyInTheTable(t *testing.T) {
-	const key = "sk_Ab1-hunter2-no-known-shape"
-	srv := stripetest.NewServer(stripetest.Options{Key: key})
-	defer srv.Close()
-	f := newAuditFixture(t)
-	f.srv, f.env[keyEnv] = srv, key
-	f.add(row{local: "paid " + key, amount: 1000, remote: "succeeded"})
-	for _, format := range []string{"--json", "--csv", "--grace=10m"} {
-		code, out, errs := f.audit(context.Background(), format)
-		if code != exitNegative {
-			t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
-		}
-		if strings.Contains(out+errs, key) || !strings.Contains(out+errs, "paid [redacted key]") {
-			t.Fatalf("%s: the key was printed, or the row not shown:\n%s\n%s", format, out, errs)
+	for _, key := range []string{"sk_Ab1-hunter2-no-known-shape", `sk_Ab1"hunter2\xyzzy<plugh>`} {
+		srv := stripetest.NewServer(stripetest.Options{Key: key})
+		defer srv.Close()
+		f := newAuditFixture(t)
+		f.srv, f.env[keyEnv] = srv, key
+		f.add(row{local: "paid " + key, amount: 1000, remote: "succeeded"})
+		for _, format := range []string{"--json", "--csv", "--grace=10m"} {
+			code, out, errs := f.audit(context.Background(), format)
+			if code != exitNegative {
+				t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
+			}
+			if strings.Contains(out+errs, key) || strings.Contains(out+errs, "hunter2") || !strings.Contains(out+errs, "paid [redacted key]") {
+				t.Fatalf("%s %.6s: the key was printed, or the row not shown:\n%s\n%s", format, key, out, errs)
+			}
 		}
 	}
 }
@@ -576,6 +682,7 @@ func TestAuditInterrupted(t *testing.T) {
 				f.add(row{local: "paid", amount: 1000, remote: "succeeded"})
 			}
 			f.srv.SetLatency(20 * time.Millisecond)
+			opts := leaktest.IgnoreCurrent()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			go func() {
@@ -585,6 +692,10 @@ func TestAuditInterrupted(t *testing.T) {
 				cancel()
 			}()
 			code, out, errs := f.audit(ctx, "--batch-size", "1")
+			// Nothing the audit started outlives it; the Stripe client's idle keep-alive
+			// connections are the process's.
+			http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+			leaktest.VerifyNone(t, opts)
 			want := exitError
 			if drift {
 				want = exitNegative

@@ -27,48 +27,6 @@ func quotedTable(cfg pgstore.Config) string {
 	return pgx.Identifier{cfg.Table}.Sanitize()
 }
 
-// hiding returns e with its writers replacing each secret wherever it appears, whatever its
-// shape (the redaction of output.go catches what looks like a Stripe key; a key of another
-// shape, a proxy's or a test server's, or the password of --stripe-base-url, it would not).
-// Everything the audit prints is written whole, one call per text, so a secret is never split
-// across writes. A secret with an empty value is ignored.
-func (e *env) hiding(secrets ...secret) *env {
-	var hide []secret
-	for _, s := range secrets {
-		if s.value != "" {
-			hide = append(hide, s)
-		}
-	}
-	c := *e
-	c.stdout = scrubber{e.stdout, hide}
-	c.stderr = scrubber{e.stderr, hide}
-	return &c
-}
-
-// secret is a value never to print, and what to print instead.
-type secret struct{ value, as string }
-
-type scrubber struct {
-	w       io.Writer
-	secrets []secret
-}
-
-func (s scrubber) Write(p []byte) (int, error) {
-	text, found := string(p), false
-	for _, sec := range s.secrets {
-		if strings.Contains(text, sec.value) {
-			text, found = strings.ReplaceAll(text, sec.value, sec.as), true
-		}
-	}
-	if !found {
-		return s.w.Write(p)
-	}
-	if _, err := io.WriteString(s.w, text); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
-
 // terminal reports whether w is a terminal, where progress is one line redrawn in place, and
 // its width in columns (80 when it cannot be told).
 func terminal(w io.Writer) (tty bool, cols int) {
@@ -182,6 +140,9 @@ func meaning(kinds map[string]reconcile.KindInfo, kind string) string {
 	if k, ok := kinds[kind]; ok {
 		return k.Meaning
 	}
+	if kind == otherKinds {
+		return fmt.Sprintf("Findings of more kinds than the %s counted apart (pairs of states no rule covers, each a kind): listed with their kinds, to --max-findings.", count(maxKinds))
+	}
 	if strings.HasPrefix(kind, "unexpected:") {
 		return "A pair of states the policy has no rule for (a status the table uses that the policy does not know?): a person decides."
 	}
@@ -213,8 +174,30 @@ func (t *tally) outcome() string {
 	return "complete"
 }
 
+// whyUnverified is the first failure of Stripe's calls when rows went unverified or the audit
+// gave up, "" otherwise: a call that failed when every row was verified after all (a list
+// refused, its rows retrieved one at a time) explains nothing.
+func (t *tally) whyUnverified() string {
+	if t.unverifiable > 0 || t.gaveUp != "" {
+		return t.firstFailure
+	}
+	return ""
+}
+
+// rowSecurityNote says what the rows read were when row-level security hid others.
+const rowSecurityNote = "the table's row-level security binds this role: only the rows its policies let it see were read"
+
 // verdict is the last line of the text report.
 func (t *tally) verdict() string {
+	v := t.verdictRows()
+	if t.rowSecurity && t.found == 0 {
+		// "In sync" would be said of the table; it is said of the rows the role could see.
+		v += " But " + rowSecurityNote + "."
+	}
+	return v
+}
+
+func (t *tally) verdictRows() string {
 	switch {
 	case t.found > 0:
 		return fmt.Sprintf("Drift found: %s findings (exit 1).", count(t.found))
@@ -276,9 +259,12 @@ func summaryText(a *auditFlags, t *tally, now time.Time, kinds map[string]reconc
 		{"  findings", count(t.found), unlisted(t)},
 	}
 	b.WriteString(trimLines(table(rows)))
-	if t.firstFailure != "" && (t.unverifiable > 0 || t.gaveUp != "") {
+	if t.rowSecurity {
+		fmt.Fprintf(&b, "  %s\n", rowSecurityNote)
+	}
+	if why := t.whyUnverified(); why != "" {
 		// Why the rows were not verified: a key, a proxy, a URL or an outage each has its fix.
-		fmt.Fprintf(&b, "  first failure from Stripe: %s\n", printable(t.firstFailure))
+		fmt.Fprintf(&b, "  first failure from Stripe: %s\n", printable(why))
 	}
 	if len(t.byKind) > 0 {
 		b.WriteString("\nFindings by kind:\n")
@@ -375,8 +361,11 @@ type auditSummaryJSON struct {
 	NotListed int `json:"findings_not_listed"`
 	// FirstFailure is the first error a call to Stripe failed with: why rows are unverifiable.
 	FirstFailure string `json:"first_failure,omitempty"`
-	ExitCode     int    `json:"exit_code"`
-	Verdict      string `json:"verdict"`
+	// RowSecurity: the table's row-level security binds the role; only the rows it may see
+	// were read.
+	RowSecurity bool   `json:"row_security,omitempty"`
+	ExitCode    int    `json:"exit_code"`
+	Verdict     string `json:"verdict"`
 }
 
 type auditKindJSON struct {
@@ -390,8 +379,8 @@ func auditJSON(a *auditFlags, t *tally, now time.Time, kinds map[string]reconcil
 	out := auditSummaryJSON{Table: displayTable(a.storeConfig(nil)), Object: a.object, Money: a.money, Complete: t.complete,
 		Interrupted: t.interrupted, Rows: t.rows, Verified: t.verified, InFlight: t.inFlight, Unverifiable: t.unverifiable,
 		LagSeconds: t.lag(now).Seconds(), Calls: t.calls, RateLimited: t.rateLimited, Seconds: now.Sub(t.start).Seconds(),
-		Kinds: []auditKindJSON{}, Findings: t.findings, NotListed: t.found - len(t.findings), FirstFailure: t.firstFailure,
-		ExitCode: t.exitCode(), Verdict: t.verdict()}
+		Kinds: []auditKindJSON{}, Findings: t.findings, NotListed: t.found - len(t.findings), FirstFailure: t.whyUnverified(),
+		RowSecurity: t.rowSecurity, ExitCode: t.exitCode(), Verdict: t.verdict()}
 	if out.Findings == nil {
 		out.Findings = []auditFinding{}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -73,4 +74,40 @@ func FuzzAuditReport(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestTallyKindsAreBounded: a state column whose every value differs (the wrong column named,
+// ids in it, a hostile table) makes every row a kind of its own, unexpected:<yours>-><Stripe's>.
+// The kinds counted apart are bounded, as the findings listed are: memory does not grow with
+// the table, and every finding is still counted.
+func TestTallyKindsAreBounded(t *testing.T) {
+	tl := newTally(time.Now(), 10)
+	const rows = 3 * maxKinds
+	tl.add(reconcile.Outcome{RecordID: "0", Verified: true,
+		Decision: reconcile.Decision{Verdict: reconcile.Repairable, Kind: "missed_success", Command: "c"}}, time.Time{})
+	for i := 1; i < rows; i++ {
+		tl.add(reconcile.Outcome{RecordID: strconv.Itoa(i), Verified: true,
+			Decision: reconcile.Unexpected("pi_"+strconv.Itoa(i), "succeeded")}, time.Time{})
+	}
+	tl.add(reconcile.Outcome{RecordID: "last", Verified: true,
+		Decision: reconcile.Decision{Verdict: reconcile.Repairable, Kind: "missed_success", Command: "c"}}, time.Time{})
+	if len(tl.byKind) > maxKinds+1 {
+		t.Errorf("%d kinds counted apart for %d rows, want at most %d", len(tl.byKind), rows, maxKinds+1)
+	}
+	sum := 0
+	for _, n := range tl.byKind {
+		sum += n
+	}
+	if sum != tl.found || tl.found != rows+1 {
+		t.Errorf("the kinds count %d findings, found %d, want %d", sum, tl.found, rows+1)
+	}
+	if tl.byKind["missed_success"] != 2 {
+		t.Errorf("a kind counted apart before the bound was reached is counted %d times, want 2", tl.byKind["missed_success"])
+	}
+	if n := tl.byKind[otherKinds]; n != rows+1-2-(maxKinds-1) {
+		t.Errorf("%s counts %d, want %d", otherKinds, n, rows+1-2-(maxKinds-1))
+	}
+	if m := meaning(kindMeanings(), otherKinds); !strings.Contains(m, "--max-findings") {
+		t.Errorf("%s has no meaning that says where its findings are: %q", otherKinds, m)
+	}
 }

@@ -103,7 +103,19 @@ type tally struct {
 	gaveUp      string // why the audit stopped retrying, if it did
 	// firstFailure is the first error Stripe's calls failed with (firstFailure), if any.
 	firstFailure string
+	// rowSecurity: the table's row-level security binds the role, which reads only the rows
+	// its policies let it see.
+	rowSecurity bool
 }
+
+// maxKinds bounds the kinds the tally counts apart. The policies' kinds are a few dozen, but
+// a pair of states no rule covers is a kind of its own (unexpected:<yours>-><Stripe's>): a
+// state column whose every value differs would make as many kinds as rows. The kinds past
+// the bound are counted together, as otherKinds.
+const maxKinds = 1000
+
+// otherKinds counts the findings of the kinds past maxKinds.
+const otherKinds = "(other kinds)"
 
 func newTally(start time.Time, maxFindings int) *tally {
 	return &tally{start: start, maxFindings: maxFindings, byKind: map[string]int{}}
@@ -127,7 +139,11 @@ func (t *tally) add(o reconcile.Outcome, created time.Time) bool {
 	if d.Kind == "" || (d.Verdict != reconcile.Repairable && d.Verdict != reconcile.NeedsReview) {
 		return false
 	}
-	t.byKind[d.Kind]++
+	if _, ok := t.byKind[d.Kind]; ok || len(t.byKind) < maxKinds {
+		t.byKind[d.Kind]++
+	} else {
+		t.byKind[otherKinds]++
+	}
 	t.found++
 	if len(t.findings) >= t.maxFindings {
 		return true

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -132,11 +133,32 @@ func Connect(ctx context.Context, dbURL, source string) (*pgxpool.Pool, error) {
 // ConnectReadOnly is Connect for a program that must write nothing: every session of the pool
 // starts with default_transaction_read_only on, so that each of its transactions is READ ONLY
 // and the server refuses any write, whatever the role may do (the connection string cannot turn
-// it off: the setting is sent after its options). Its error is Connect's without the advice on
+// it off: the setting is sent after its options). A session is handed out only while the
+// setting is still on (sessionReadOnly): a function the reads run (a policy's, a view's) may
+// turn it off for the session's next transactions. Its error is Connect's without the advice on
 // providing a database: the database a reader needs is the one holding its data, which only the
 // caller can name, not one to create schemas in.
 func ConnectReadOnly(ctx context.Context, dbURL, source string) (*pgxpool.Pool, error) {
-	return connect(ctx, dbURL, source, map[string]string{"default_transaction_read_only": "on"}, "")
+	return connect(ctx, dbURL, source, map[string]string{readOnlyParam: "on"}, "")
+}
+
+// readOnlyParam is the setting that makes a session's transactions read-only.
+const readOnlyParam = "default_transaction_read_only"
+
+// sessionReadOnly is the pool's PrepareConn when it must write nothing: false (the session is
+// closed, another one opened) once the session's transactions would no longer start read-only.
+// The setting is the user's to change, and a function the table runs on a read (a row-level
+// security policy's, a view's) can change it for the rest of the session: the read that ran
+// it is read-only still, but the next one on that session would not be. PostgreSQL 14 and later
+// report every change of it to the client, so the check costs nothing; an older server is asked.
+func sessionReadOnly(ctx context.Context, c *pgx.Conn) (bool, error) {
+	v := c.PgConn().ParameterStatus(readOnlyParam)
+	if v == "" { // not reported: a server before 14
+		if err := c.QueryRow(ctx, "SELECT current_setting('"+readOnlyParam+"')").Scan(&v); err != nil {
+			return false, err
+		}
+	}
+	return v == "on", nil
 }
 
 // setupAdvice is Connect's advice on providing a database, for the programs that create
@@ -155,6 +177,9 @@ func connect(ctx context.Context, dbURL, source string, params map[string]string
 	if err == nil {
 		for k, v := range params {
 			cfg.ConnConfig.RuntimeParams[k] = v
+		}
+		if params[readOnlyParam] == "on" {
+			cfg.PrepareConn = sessionReadOnly
 		}
 		pool, err = pgxpool.NewWithConfig(ctx, cfg)
 	}

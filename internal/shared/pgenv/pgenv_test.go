@@ -223,6 +223,26 @@ func TestConnectReadOnlyCannotBeTurnedOff(t *testing.T) {
 	}
 }
 
+// TestConnectReadOnlySessionTurnedOff: a statement turns default_transaction_read_only off
+// for its session (a function a read runs may): the pool's next statements are read-only
+// still, on whichever session, as many as the pool holds.
+func TestConnectReadOnlySessionTurnedOff(t *testing.T) {
+	pool, err := pgenv.ConnectReadOnly(t.Context(), pgtest.URL(t), "pgtest.URL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	for i := range 5 {
+		if _, err := pool.Exec(t.Context(), "SELECT set_config('default_transaction_read_only', 'off', false)"); err != nil {
+			t.Fatal(err)
+		}
+		var ro string
+		if err := pool.QueryRow(t.Context(), "SHOW transaction_read_only").Scan(&ro); err != nil || ro != "on" {
+			t.Fatalf("statement %d after the setting was turned off: transaction_read_only %q, %v", i, ro, err)
+		}
+	}
+}
+
 // TestConnectReadOnlyLeavesTheAdviceToTheCaller: a read-only program needs the database that
 // holds its data, not one to create schemas in; its error says where it failed, no more.
 func TestConnectReadOnlyLeavesTheAdviceToTheCaller(t *testing.T) {
