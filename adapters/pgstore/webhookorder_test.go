@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 )
@@ -51,17 +53,10 @@ func TestAWebhookResolvingARecordsFindingsTakesTurnsWithASweepOpeningOne(t *test
 	})
 	tu.unlock()
 	tu.bothCommitted()
-	var open []string
-	rows, err := base.Query(ctx, `SELECT kind FROM reconcile_findings WHERE resolved_at IS NULL ORDER BY kind`)
+	rows, _ := base.Query(ctx, `SELECT kind FROM reconcile_findings WHERE resolved_at IS NULL ORDER BY kind`)
+	open, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		t.Fatal(err)
-	}
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			t.Fatal(err)
-		}
-		open = append(open, k)
 	}
 	if len(open) != 1 || open[0] != "c_new" {
 		t.Fatalf("open findings %v; want the sweep's c_new alone, the webhook having resolved the others", open)
