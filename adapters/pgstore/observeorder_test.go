@@ -2,13 +2,8 @@ package pgstore_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
@@ -32,23 +27,8 @@ func TestASweepAndALaneObservingTheSameRecordsTakeTurnsWhateverTheLanesPlan(t *t
 	exec(t, base, `ANALYZE payments`)
 	exec(t, base, `INSERT INTO reconcile_observations (job, record_id, external_state, verified_at)
 		SELECT 'sweep', i::text, 'succeeded', now() - interval '1 day' FROM generate_series(1, 1000) i`)
-	app := func(who string) string { return fmt.Sprintf("observeorder %s %p", who, t) }
-	storeAs := func(who string) *pgstore.Store[string] {
-		pc := base.Config()
-		pc.ConnConfig.RuntimeParams["application_name"] = app(who)
-		pc.ConnConfig.RuntimeParams["deadlock_timeout"] = "100ms"
-		pool, err := pgxpool.NewWithConfig(ctx, pc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(pool.Close)
-		s, err := pgstore.New(pool, pgstore.Config{Table: "payments"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	sweep, lane := storeAs("sweep"), storeAs("lane")
+	tu := newTurns(t, base)
+	sweep, lane := tu.store("sweep"), tu.store("lane")
 
 	b, err := sweep.Read(ctx, reconcile.ReadRequest{Job: "sweep", Limit: 20})
 	if err != nil || len(b.Records) != 20 {
@@ -75,49 +55,17 @@ func TestASweepAndALaneObservingTheSameRecordsTakeTurnsWhateverTheLanesPlan(t *t
 		laneOut = append(laneOut, inSync(r))
 	}
 
-	holder, err := base.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Rollback(ctx) //nolint:errcheck // after Commit, a no-op
-	if _, err := holder.Exec(ctx, `SELECT 1 FROM reconcile_observations WHERE job = 'sweep' AND record_id = '10' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
-	// waiting returns once who's session waits for a lock.
-	waiting := func(who string) {
-		t.Helper()
-		for {
-			var n int
-			if err := base.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`,
-				app(who)).Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			if n > 0 {
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
-	sweepErr, laneErr := make(chan error, 1), make(chan error, 1)
-	go func() {
+	tu.lockWith(`SELECT 1 FROM reconcile_observations WHERE job = 'sweep' AND record_id = '10' FOR UPDATE`)
+	tu.start("sweep", func() error {
 		_, err := sweep.Commit(ctx, reconcile.Commit{Job: "sweep", Cursor: b.Cursor, Next: b.Records[len(b.Records)-1].Key, Outcomes: sweepOut})
-		sweepErr <- err
-	}()
-	waiting("sweep")
-	go func() {
+		return err
+	})
+	tu.start("lane", func() error {
 		_, err := lane.CommitLane(ctx, reconcile.LaneCommit{Job: "sweep", Lane: "events", Next: "p1", Outcomes: laneOut})
-		laneErr <- err
-	}()
-	waiting("lane")
-	if err := holder.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for who, ch := range map[string]chan error{"sweep": sweepErr, "lane": laneErr} {
-		if err := <-ch; err != nil {
-			var pe *pgconn.PgError
-			t.Errorf("the %s's commit: %v (deadlock: %v); want both to commit in turn", who, err, errors.As(err, &pe) && pe.Code == "40P01")
-		}
-	}
+		return err
+	})
+	tu.unlock()
+	tu.bothCommitted()
 	var fresh int
 	if err := base.QueryRow(ctx, `SELECT count(*) FROM reconcile_observations WHERE job = 'sweep' AND verified_at > now() - interval '1 hour'`).
 		Scan(&fresh); err != nil || fresh != 38 {

@@ -519,31 +519,14 @@ func TestAuditNeverPrintsTheKeyEncoded(t *testing.T) {
 				}
 			}
 			t.Run(fmt.Sprintf("%s %.6s", name, key), func(t *testing.T) {
-				f := newAuditFixture(t)
-				f.add(row{local: "paid", amount: 1000, remote: "succeeded"})
-				echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					w.Header().Set("Content-Type", "application/json")
-					w.WriteHeader(http.StatusBadRequest) // a finding whose detail is the message
-					fmt.Fprintf(w, `{"error":{"type":"invalid_request_error","message":"Invalid API Key provided: %s"}}`, encoded)
-				}))
-				defer echo.Close()
-				f.env[keyEnv] = key
-				for _, format := range []string{"text", "--json", "--csv"} {
-					args := []string{"--stripe-base-url", echo.URL, "--patience", "1s"}
-					if format != "text" {
-						args = append(args, format)
-					}
-					code, out, errs := f.audit(context.Background(), args...)
-					if code != exitNegative {
-						t.Fatalf("%s: exit %d, want 1\n%s\n%s", format, code, out, errs)
-					}
+				auditQuotedBack(t, key, `"Invalid API Key provided: `+encoded+`"`, func(format, printed string) {
 					for _, p := range parts {
-						if strings.Contains(out+errs, p) {
-							t.Fatalf("%s: the key was printed (%s):\n%s\n%s", format, p, out, errs)
+						if strings.Contains(printed, p) {
+							t.Fatalf("%s: the key was printed (%s):\n%s", format, p, printed)
 						}
 					}
-					mustContain(t, format, out+errs, "Invalid API Key provided: [redacted key]")
-				}
+					mustContain(t, format, printed, "Invalid API Key provided: [redacted key]")
+				})
 			})
 		}
 	}
@@ -558,34 +541,44 @@ func TestAuditNeverPrintsTheKeySplit(t *testing.T) {
 	for _, sep := range []string{"\n", "\r\n  ", "\u200b", "…", " "} {
 		for _, at := range []int{1, 20, 60} {
 			t.Run(fmt.Sprintf("%q at %d", sep, at), func(t *testing.T) {
-				f := newAuditFixture(t)
-				f.add(row{local: "paid", amount: 1000, remote: "succeeded"})
 				msg, _ := json.Marshal("Invalid API Key provided: " + key[:at] + sep + key[at:])
-				echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					w.Header().Set("Content-Type", "application/json")
-					w.WriteHeader(http.StatusBadRequest) // a finding whose detail is the message
-					fmt.Fprintf(w, `{"error":{"type":"invalid_request_error","message":%s}}`, msg)
-				}))
-				defer echo.Close()
-				f.env[keyEnv] = key
-				for _, format := range []string{"text", "--json", "--csv"} {
-					args := []string{"--stripe-base-url", echo.URL, "--patience", "1s"}
-					if format != "text" {
-						args = append(args, format)
-					}
-					code, out, errs := f.audit(context.Background(), args...)
-					if code != exitNegative {
-						t.Fatalf("%s: exit %d, want 1\n%s\n%s", format, code, out, errs)
-					}
+				auditQuotedBack(t, key, string(msg), func(format, printed string) {
 					for i := 0; i+16 <= len(key); i++ {
-						if strings.Contains(out+errs, key[i:i+16]) {
-							t.Fatalf("%s: %q of the key was printed:\n%s\n%s", format, key[i:i+16], out, errs)
+						if strings.Contains(printed, key[i:i+16]) {
+							t.Fatalf("%s: %q of the key was printed:\n%s", format, key[i:i+16], printed)
 						}
 					}
-					mustContain(t, format, out+errs, "Invalid API Key provided: ")
-				}
+					mustContain(t, format, printed, "Invalid API Key provided: ")
+				})
 			})
 		}
+	}
+}
+
+// auditQuotedBack audits one row with key against a server that answers every call with a 400
+// whose message is message (JSON, as it is sent: a finding whose detail is the message), in
+// text, --json and --csv, and calls check with what each printed, stdout and stderr.
+func auditQuotedBack(t *testing.T, key, message string, check func(format, printed string)) {
+	t.Helper()
+	f := newAuditFixture(t)
+	f.add(row{local: "paid", amount: 1000, remote: "succeeded"})
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"error":{"type":"invalid_request_error","message":%s}}`, message)
+	}))
+	defer echo.Close()
+	f.env[keyEnv] = key
+	for _, format := range []string{"text", "--json", "--csv"} {
+		args := []string{"--stripe-base-url", echo.URL, "--patience", "1s"}
+		if format != "text" {
+			args = append(args, format)
+		}
+		code, out, errs := f.audit(context.Background(), args...)
+		if code != exitNegative {
+			t.Fatalf("%s: exit %d, want 1\n%s\n%s", format, code, out, errs)
+		}
+		check(format, out+errs)
 	}
 }
 

@@ -169,33 +169,13 @@ func TestTheReportPathLogsNoKey(t *testing.T) {
 				if a.edit != nil {
 					base = rewriting(t, w.srv, a.edit(form))
 				}
-				gw, err := stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Key: w.srv.Key(), BaseURL: base}, stripeadapter.Payouts())
-				if err != nil {
-					t.Fatal(err)
-				}
-				l, err := stripepayouts.New(gw, stripepayouts.Config{PerPage: 2})
-				if err != nil {
-					t.Fatal(err)
-				}
-				log := &records{}
-				rl, err := l.WithReports(stripepayouts.ReportOptions{PollInterval: time.Millisecond, Logger: slog.New(log)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				s := memstore.New[string, string](memstore.Options{Now: w.clk.now})
-				ledger := &ledgerRef{}
-				ledger.set(w.memLedger())
-				pass(t, step(t, "report", rl, ledger, s), 10)
+				fs, log := reportPass(t, w, w.srv.Key(), base)
 				shown := log.all()
 				if !strings.Contains(strings.Join(shown, "\n"), a.why) {
 					t.Errorf("the log does not say why (%q): %q", a.why, shown)
 				}
 				for _, v := range shown {
 					stripepayouts.CheckShown(t, "the log", v, 512)
-				}
-				fs, err := s.ListFindings(context.Background(), reconcile.FindingQuery{Job: job, Limit: 1000})
-				if err != nil || len(fs) == 0 {
-					t.Fatalf("findings %d, %v", len(fs), err)
 				}
 				for _, f := range fs {
 					stripepayouts.CheckShown(t, "a finding", fmt.Sprintf("%+v", f), 1<<20)
@@ -216,8 +196,23 @@ func TestAReportEchoingTheClientsKeyStoresItNowhere(t *testing.T) {
 	w := newWorld(t)
 	w.srv.SetReporting(stripetest.Reporting{DataAvailableEnd: t0.Add(365 * 24 * time.Hour),
 		Contents: editRows(t, category("charge"), "source_id", func(string) string { return "ch_x" + key })})
-	gw, err := stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Key: key, BaseURL: rewritingAs(t, w.srv, key, nil)},
-		stripeadapter.Payouts())
+	w.srv.ResetLog()
+	fs, log := reportPass(t, w, key, rewritingAs(t, w.srv, key, nil))
+	if n := w.srv.Requests(stripetest.ListBalanceTransactions); n != 0 {
+		t.Errorf("the report was not served: %d listings, log %q", n, log.all())
+	}
+	for _, f := range fs {
+		if text := fmt.Sprintf("%+v", f); strings.Contains(text, "SECRET") {
+			t.Errorf("a finding holds the key: %s", text)
+		}
+	}
+}
+
+// reportPass runs a pass of a report lister of key, through base, into a store of its own, and
+// returns the findings it stored (at least one) and what it logged.
+func reportPass(t *testing.T, w *world, key, base string) ([]reconcile.Finding, *records) {
+	t.Helper()
+	gw, err := stripeadapter.NewObjectGateway(stripeadapter.GatewayConfig{Key: key, BaseURL: base}, stripeadapter.Payouts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,20 +226,10 @@ func TestAReportEchoingTheClientsKeyStoresItNowhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := memstore.New[string, string](memstore.Options{Now: w.clk.now})
-	ledger := &ledgerRef{}
-	ledger.set(w.memLedger())
-	w.srv.ResetLog()
-	pass(t, step(t, "report", rl, ledger, s), 10)
-	if n := w.srv.Requests(stripetest.ListBalanceTransactions); n != 0 {
-		t.Errorf("the report was not served: %d listings, log %q", n, log.all())
-	}
+	pass(t, step(t, "report", rl, w.memLedger(), s), 10)
 	fs, err := s.ListFindings(context.Background(), reconcile.FindingQuery{Job: job, Limit: 1000})
 	if err != nil || len(fs) == 0 {
 		t.Fatalf("findings %d, %v", len(fs), err)
 	}
-	for _, f := range fs {
-		if text := fmt.Sprintf("%+v", f); strings.Contains(text, "SECRET") {
-			t.Errorf("a finding holds the key: %s", text)
-		}
-	}
+	return fs, log
 }
