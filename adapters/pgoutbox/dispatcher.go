@@ -8,8 +8,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -18,6 +20,7 @@ import (
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/internal/drain"
 	"github.com/reconcilekit/reconcile/internal/shared/pgtables"
+	"github.com/reconcilekit/reconcile/internal/shared/redact"
 )
 
 // Dispatcher applies the repair commands of the outbox: it claims them with FOR UPDATE SKIP
@@ -449,13 +452,13 @@ func (d *Dispatcher) fail(ctx context.Context, del Delivery, start time.Time, er
 		d.observe(del, start, reconcile.AttemptDead, err)
 		d.cfg.Logger.LogAttrs(ctx, slog.LevelError, "reconcile dispatcher: command dead",
 			slog.Int64("command", del.ID), slog.String("name", del.Name), slog.String("aggregate", del.AggregateID),
-			slog.Int("failures", del.Failures+1), slog.String("error", err.Error()))
+			slog.Int("failures", del.Failures+1), slog.String("error", errorText(err)))
 	default:
 		d.finalize(ctx, d.sql.retry, del, err, d.backoff(del.Failures+1))
 		d.observe(del, start, reconcile.AttemptRetry, err)
 		d.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile dispatcher: command failed; will retry",
 			slog.Int64("command", del.ID), slog.String("name", del.Name), slog.Int("failures", del.Failures+1),
-			slog.String("error", err.Error()))
+			slog.String("error", errorText(err)))
 	}
 }
 
@@ -464,7 +467,7 @@ func (d *Dispatcher) fail(ctx context.Context, del Delivery, start time.Time, er
 func (d *Dispatcher) finalize(ctx context.Context, sql string, del Delivery, cause error, extra ...any) {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalizeTimeout)
 	defer cancel()
-	args := append([]any{del.ID, del.Attempt, truncate(cause.Error(), 2000)}, extra...)
+	args := append([]any{del.ID, del.Attempt, truncate(errorText(cause), 2000)}, extra...)
 	tag, err := d.db.Exec(fctx, sql, args...)
 	switch {
 	case err != nil:
@@ -494,9 +497,23 @@ func jitter(d time.Duration) time.Duration {
 	return d - rand.N(d/2)
 }
 
+// errorText is a handler's error as it is stored and logged: anything like a Stripe key
+// redacted (a client may quote one back), and text PostgreSQL accepts, which a NUL or bytes
+// that are not UTF-8 are not: the statement recording the outcome would fail, and the command
+// wait out its lease instead of going dead or retrying as asked.
+func errorText(err error) string {
+	s := strings.ToValidUTF8(redact.Keys(err.Error()), "\uFFFD")
+	return strings.ReplaceAll(s, "\x00", "\uFFFD")
+}
+
+// truncate cuts s to at most n bytes, on a character boundary: a character cut in two is not
+// UTF-8.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "..."
 }
