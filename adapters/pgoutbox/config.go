@@ -49,7 +49,9 @@ type Config struct {
 	// Zero means DefaultBackoffBase and DefaultBackoffMax.
 	BackoffBase, BackoffMax time.Duration
 	// HandlerTimeout bounds one handler call; a handler that hangs longer fails (and is
-	// retried), instead of holding its lease, its aggregate and a worker forever. Zero means
+	// retried), instead of holding its lease, its aggregate and a worker forever. A handler
+	// that ignores its context past it keeps its worker, but its lease is no longer renewed:
+	// the command goes to the next claim once the lease runs out. Zero means
 	// DefaultHandlerTimeout.
 	HandlerTimeout time.Duration
 	// Logger receives a line per failure. Nil means no logging.

@@ -357,7 +357,9 @@ func (d *Dispatcher) process(ctx context.Context, del Delivery) {
 	}
 	hctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	l := &lease{attempt: del.Attempt, cancel: cancel}
+	tctx, cancelTimeout := context.WithTimeout(hctx, d.cfg.HandlerTimeout)
+	defer cancelTimeout()
+	l := &lease{attempt: del.Attempt, cancel: cancel, done: tctx.Done()}
 	d.leaseMu.Lock()
 	if old := d.leases[del.ID]; old != nil {
 		// This dispatcher claimed the command again after its own earlier attempt lost the
@@ -366,7 +368,12 @@ func (d *Dispatcher) process(ctx context.Context, del Delivery) {
 	}
 	d.leases[del.ID] = l
 	d.leaseMu.Unlock()
-	err := d.apply(hctx, del)
+	err := d.apply(tctx, del)
+	if err != nil && tctx.Err() == context.DeadlineExceeded && hctx.Err() == nil {
+		// Said whichever step noticed: the handler, or the completion after a handler that
+		// returned late.
+		err = fmt.Errorf("the handler ran past HandlerTimeout (%v): %w", d.cfg.HandlerTimeout, err)
+	}
 	d.leaseMu.Lock()
 	if d.leases[del.ID] == l { // not a newer attempt's entry
 		delete(d.leases, del.ID)
@@ -392,13 +399,12 @@ func (d *Dispatcher) process(ctx context.Context, del Delivery) {
 }
 
 // apply runs the handler in a transaction and, if it succeeds, completes the command in it.
+// ctx carries HandlerTimeout (process).
 func (d *Dispatcher) apply(ctx context.Context, del Delivery) (err error) {
 	h := d.handlers[del.Name]
 	if h == nil {
 		return Permanent(fmt.Errorf("no handler is registered for command %q", del.Name))
 	}
-	ctx, cancel := context.WithTimeout(ctx, d.cfg.HandlerTimeout)
-	defer cancel()
 	tx, err := d.db.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -411,9 +417,6 @@ func (d *Dispatcher) apply(ctx context.Context, del Delivery) (err error) {
 		}
 	}()
 	if err := callHandler(ctx, h, tx, del); err != nil {
-		if ctx.Err() == context.DeadlineExceeded && context.Cause(ctx) == context.DeadlineExceeded {
-			return fmt.Errorf("the handler ran past HandlerTimeout (%v): %w", d.cfg.HandlerTimeout, err)
-		}
 		return err
 	}
 	tag, err := tx.Exec(ctx, d.sql.complete, del.ID, del.Attempt)
