@@ -249,8 +249,8 @@ func (d *Dispatcher) run(claimCtx, handlerCtx context.Context) {
 			d.work.Add(1)
 			go func() {
 				defer d.work.Done()
+				defer func() { slots <- struct{}{} }() // also if the handler exits its goroutine
 				d.process(handlerCtx, del)
-				slots <- struct{}{}
 			}()
 		}
 		if len(dels) == 0 {
@@ -368,17 +368,21 @@ func (d *Dispatcher) process(ctx context.Context, del Delivery) {
 	}
 	d.leases[del.ID] = l
 	d.leaseMu.Unlock()
+	forget := func() {
+		d.leaseMu.Lock()
+		if d.leases[del.ID] == l { // not a newer attempt's entry
+			delete(d.leases, del.ID)
+		}
+		d.leaseMu.Unlock()
+	}
+	defer forget() // also when a handler ends its goroutine (runtime.Goexit) instead of returning
 	err := d.apply(tctx, del)
+	forget() // the outcome is recorded next; the renewer has no more business with the row
 	if err != nil && tctx.Err() == context.DeadlineExceeded && hctx.Err() == nil {
 		// Said whichever step noticed: the handler, or the completion after a handler that
 		// returned late.
 		err = fmt.Errorf("the handler ran past HandlerTimeout (%v): %w", d.cfg.HandlerTimeout, err)
 	}
-	d.leaseMu.Lock()
-	if d.leases[del.ID] == l { // not a newer attempt's entry
-		delete(d.leases, del.ID)
-	}
-	d.leaseMu.Unlock()
 	if err == nil {
 		d.observe(del, start, reconcile.AttemptDone, nil)
 		return
@@ -410,11 +414,11 @@ func (d *Dispatcher) apply(ctx context.Context, del Delivery) (err error) {
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer func() {
-		if err != nil {
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalizeTimeout)
-			_ = tx.Rollback(rctx)
-			cancel()
-		}
+		// Unconditional (a no-op after Commit): a handler that ends its goroutine returns no
+		// error, and its connection must still go back to the pool.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalizeTimeout)
+		_ = tx.Rollback(rctx)
+		cancel()
 	}()
 	if err := callHandler(ctx, h, tx, del); err != nil {
 		return err
