@@ -26,7 +26,7 @@ type Config struct {
 	// default prefix in the search_path.
 	Tables pgstore.Tables
 	// Owner names this dispatcher in leases. Empty means host name, process id and a random
-	// suffix.
+	// suffix. It must be UTF-8 without NUL (NewDispatcher checks): it is stored on claimed rows.
 	Owner string
 	// Workers is the number of commands handled at once. Each running handler holds a
 	// connection for its transaction, and the dispatcher needs one more to claim and one to

@@ -82,6 +82,10 @@ func NewDispatcher(db pgstore.DB, cfg Config) (*Dispatcher, error) {
 		return nil, fmt.Errorf("pgoutbox: config: %w", err)
 	}
 	cfg.Tables.Prefix = prefix
+	if strings.ContainsRune(cfg.Owner, 0) || !utf8.ValidString(cfg.Owner) {
+		// PostgreSQL would refuse it in every claim, each failure only logged.
+		return nil, fmt.Errorf("pgoutbox: config: Owner %q holds a NUL or bytes that are not UTF-8", cfg.Owner)
+	}
 	if cfg.Owner == "" {
 		host, _ := os.Hostname()
 		cfg.Owner = host + ":" + strconv.Itoa(os.Getpid()) + ":" + strconv.FormatUint(rand.Uint64()%1e6, 10)
