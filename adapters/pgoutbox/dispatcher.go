@@ -500,6 +500,10 @@ func (d *Dispatcher) finalize(ctx context.Context, sql string, del Delivery, cau
 func (d *Dispatcher) backoff(failures int) time.Duration {
 	b := d.cfg.BackoffBase
 	for i := 1; i < failures && b < d.cfg.BackoffMax; i++ {
+		if b > d.cfg.BackoffMax/2 { // doubling would pass the cap, or wrap around near MaxInt64
+			b = d.cfg.BackoffMax
+			break
+		}
 		b *= 2
 	}
 	return jitter(min(b, d.cfg.BackoffMax))
