@@ -427,10 +427,8 @@ func (d *Dispatcher) apply(ctx context.Context, del Delivery) (err error) {
 	if err := callHandler(ctx, h, tx, del); err != nil {
 		return err
 	}
-	if c := tx.Conn(); c != nil && c.PgConn().TxStatus() == 'I' {
-		// A ROLLBACK or COMMIT in the handler's SQL: the completion would run on its own,
-		// marking done a command whose repair may have been rolled back.
-		return errors.New("the handler ended its transaction (a COMMIT or ROLLBACK in its SQL); its work is not known to be kept")
+	if err := txEnded(tx); err != nil {
+		return err
 	}
 	tag, err := tx.Exec(ctx, d.sql.complete, del.ID, del.Attempt)
 	if err != nil {

@@ -7,7 +7,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgoutbox"
+	"github.com/reconcilekit/reconcile/adapters/pgstore"
 )
 
 // A handler that ends its transaction in SQL (a ROLLBACK or COMMIT it runs, or a function it
@@ -36,5 +38,25 @@ func TestAHandlerThatEndsItsTransactionIsNotMarkedDone(t *testing.T) {
 				t.Fatalf("command %+v; want a retry saying the handler ended its transaction", c)
 			}
 		})
+	}
+}
+
+// ApplyCommand, which other deliveries (adapters/riverdelivery) complete after, says so too.
+func TestApplyCommandSaysAWriterEndedItsTransaction(t *testing.T) {
+	t.Parallel()
+	pool := outboxWorld(t)
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // the writer ended it
+	cmd := reconcile.Command{Name: "Apply", Job: "payments", RecordID: "p1", FindingID: 1}
+	err = pgoutbox.ApplyCommand(ctx, tx, pgstore.Tables{}, cmd, func(ctx context.Context, tx pgx.Tx, _ reconcile.Command) error {
+		_, err := tx.Exec(ctx, "ROLLBACK")
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "ended its transaction") {
+		t.Fatalf("ApplyCommand = %v, want an error saying the writer ended its transaction", err)
 	}
 }
