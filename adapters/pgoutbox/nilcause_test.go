@@ -1,0 +1,42 @@
+package pgoutbox_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/reconcilekit/reconcile/adapters/pgoutbox"
+)
+
+// A handler returning Permanent or RetryLater of a nil error (return
+// pgoutbox.Permanent(check()) where check found nothing wrong) asked for that outcome; the
+// dispatcher records it, instead of panicking on the error's text outside the handler's
+// recover, which took the whole process down.
+func TestAMarkerOfANilErrorIsRecordedWithoutAPanic(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		err    error
+		status string
+	}{
+		{"Permanent(nil)", pgoutbox.Permanent(nil), "dead"},
+		{"RetryLater(time.Hour, nil)", pgoutbox.RetryLater(time.Hour, nil), "pending"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			pool := outboxWorld(t)
+			ids := enqueue(t, pool, "Apply", 1, 1, `{}`)
+			d := newDispatcher(t, pool, pgoutbox.Config{}, map[string]pgoutbox.Handler{
+				"Apply": func(context.Context, pgx.Tx, pgoutbox.Delivery) error { return c.err }})
+			if n, err := d.Work(context.Background()); n != 1 || err != nil {
+				t.Fatalf("Work = %d, %v; want the command", n, err)
+			}
+			if got := command(t, pool, ids[0]); got.Status != c.status {
+				t.Fatalf("command %+v, want %s", got, c.status)
+			}
+		})
+	}
+}
