@@ -520,8 +520,19 @@ func jitter(d time.Duration) time.Duration {
 // that are not UTF-8 are not: the statement recording the outcome would fail, and the command
 // wait out its lease instead of going dead or retrying as asked.
 func errorText(err error) string {
-	s := strings.ToValidUTF8(redact.Keys(err.Error()), "\uFFFD")
+	s := strings.ToValidUTF8(redact.Keys(safeError(err)), "\uFFFD")
 	return strings.ReplaceAll(s, "\x00", "\uFFFD")
+}
+
+// safeError is err.Error(), or a note if that panics (a nil pointer of a host's error type):
+// it runs outside the handler's recover, where a panic would end the process.
+func safeError(err error) (s string) {
+	defer func() {
+		if p := recover(); p != nil {
+			s = fmt.Sprintf("%T whose Error panicked: %v", err, p)
+		}
+	}()
+	return err.Error()
 }
 
 // truncate cuts s to at most n bytes, on a character boundary: a character cut in two is not

@@ -11,9 +11,14 @@ import (
 )
 
 // A handler returning Permanent or RetryLater of a nil error (return
-// pgoutbox.Permanent(check()) where check found nothing wrong) asked for that outcome; the
-// dispatcher records it, instead of panicking on the error's text outside the handler's
-// recover, which took the whole process down.
+// pgoutbox.Permanent(check()) where check found nothing wrong), or a nil pointer of its own
+// error type, asked for an outcome; the dispatcher records it, instead of panicking on the
+// error's text outside the handler's recover, which took the whole process down.
+// codeError is a host's error type whose Error, like most, assumes a non-nil receiver.
+type codeError struct{ code string }
+
+func (e *codeError) Error() string { return "code " + e.code }
+
 func TestAMarkerOfANilErrorIsRecordedWithoutAPanic(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -23,6 +28,7 @@ func TestAMarkerOfANilErrorIsRecordedWithoutAPanic(t *testing.T) {
 	}{
 		{"Permanent(nil)", pgoutbox.Permanent(nil), "dead"},
 		{"RetryLater(time.Hour, nil)", pgoutbox.RetryLater(time.Hour, nil), "pending"},
+		{"a nil *T whose Error dereferences it", (*codeError)(nil), "pending"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
