@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"golang.org/x/time/rate"
 
 	"github.com/reconcilekit/reconcile"
@@ -238,6 +239,16 @@ func (b *Budget) reserve(ctx context.Context) (time.Time, error) {
 	n := b.cfg.Grant
 	err := b.db.QueryRow(ctx, b.sql.reserve, b.cfg.Key, float64(b.cfg.Rate), float64(b.cfg.Burst), n, maxWait, b.now()).
 		Scan(&granted, &dbNow, &base, &avail, &wait)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// The bucket's row was deleted (an operator resetting the budget) after this process
+		// made it: make it again, rather than fail every Wait until the process restarts.
+		b.created.Store(false)
+		if err := b.create(ctx); err != nil {
+			return time.Time{}, err
+		}
+		err = b.db.QueryRow(ctx, b.sql.reserve, b.cfg.Key, float64(b.cfg.Rate), float64(b.cfg.Burst), n, maxWait, b.now()).
+			Scan(&granted, &dbNow, &base, &avail, &wait)
+	}
 	if err != nil {
 		return time.Time{}, b.failed(ctx, "reserve", err)
 	}
@@ -314,7 +325,7 @@ func (b *Budget) Throttle(retryAfter time.Duration) {
 	if err == nil {
 		// Throttler has no way to report a failure: the local pause holds, and the next
 		// answer records it.
-		_, err = b.db.Exec(ctx, b.sql.throttle, b.cfg.Key, float64(b.cfg.Rate), float64(b.cfg.Burst), retryAfter.Seconds(), b.now())
+		err = b.recordPause(ctx, retryAfter)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -324,6 +335,22 @@ func (b *Budget) Throttle(retryAfter time.Duration) {
 	if b.recording.Equal(until) {
 		b.recording = time.Time{}
 	}
+}
+
+// recordPause records a pause of d in the bucket, making the bucket again if its row was
+// deleted since this process made it (else the pause would be taken as recorded).
+func (b *Budget) recordPause(ctx context.Context, d time.Duration) error {
+	for range 2 {
+		tag, err := b.db.Exec(ctx, b.sql.throttle, b.cfg.Key, float64(b.cfg.Rate), float64(b.cfg.Burst), d.Seconds(), b.now())
+		if err != nil || tag.RowsAffected() > 0 {
+			return err
+		}
+		b.created.Store(false)
+		if err := b.create(ctx); err != nil {
+			return err
+		}
+	}
+	return errors.New("pgbudget: the bucket's row is deleted as soon as made")
 }
 
 // State is a rate budget as stored.
