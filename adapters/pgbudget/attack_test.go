@@ -3,6 +3,7 @@ package pgbudget_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,5 +77,33 @@ func TestARateLimitAnswerAfterTheBucketWasDeletedIsRecordedInANewOne(t *testing.
 	}
 	if st, err := b.State(ctx); err != nil || st.Throttles != 1 {
 		t.Fatalf("state %+v, %v; want the pause recorded", st, err)
+	}
+}
+
+func TestARateSoLowItsNextCallIsCenturiesAwayNeitherSpinsNorGrantsAtOnce(t *testing.T) {
+	t.Parallel()
+	pool := migratedPool(t)
+	ctx := context.Background()
+	// One call per ~3,000 years: its time does not fit a time.Duration.
+	b, err := pgbudget.New(pool, pgbudget.Config{Key: "acct_1", Rate: 1e-11})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// With a deadline, the refusal names a wait that is not negative.
+	dctx, cancel := context.WithTimeout(ctx, time.Second)
+	err = b.Wait(dctx)
+	cancel()
+	if err == nil || errors.Is(err, reconcile.ErrAbortBatch) || strings.Contains(err.Error(), "-") {
+		t.Fatalf("Wait with a second to spare: %v, want a refusal naming a long wait", err)
+	}
+	// Without one, Wait sleeps until its context ends, having reserved one call: not a loop
+	// reserving a call after another.
+	cctx, cancel2 := context.WithCancel(ctx)
+	defer time.AfterFunc(300*time.Millisecond, cancel2).Stop()
+	if err := b.Wait(cctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Wait: %v, want the context's end", err)
+	}
+	if st, err := b.State(ctx); err != nil || st.Granted > 1 {
+		t.Fatalf("state %+v, %v; want at most one call reserved", st, err)
 	}
 }

@@ -391,5 +391,15 @@ func (b *Budget) now() *time.Time {
 	return &t
 }
 
-// seconds converts a database's float seconds to a time.Duration.
-func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+// seconds converts a database's float seconds to a time.Duration, saturating: a call centuries
+// away (a tiny Rate) must not wrap around to a time long past.
+func seconds(s float64) time.Duration {
+	switch ns := s * float64(time.Second); {
+	case ns >= math.MaxInt64:
+		return math.MaxInt64
+	case ns <= math.MinInt64:
+		return math.MinInt64
+	default:
+		return time.Duration(ns)
+	}
+}
