@@ -107,3 +107,17 @@ func TestARateSoLowItsNextCallIsCenturiesAwayNeitherSpinsNorGrantsAtOnce(t *test
 		t.Fatalf("state %+v, %v; want at most one call reserved", st, err)
 	}
 }
+
+func TestNewRejectsAKeyTheDatabaseCannotStore(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Pool(t)
+	for name, key := range map[string]string{
+		"a NUL":         "acct_\x00",
+		"invalid UTF-8": "acct_\xff",
+		"10 KB":         strings.Repeat("k", 10<<10),
+	} {
+		if _, err := pgbudget.New(pool, pgbudget.Config{Key: key}); err == nil {
+			t.Errorf("New with a key of %s succeeded", name)
+		}
+	}
+}

@@ -7,9 +7,11 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/time/rate"
@@ -95,6 +97,10 @@ func New(db pgstore.DB, cfg Config) (*Budget, error) {
 	switch {
 	case cfg.Key == "":
 		return nil, errors.New("pgbudget: Key is empty")
+	case len(cfg.Key) > MaxKeyLength || !utf8.ValidString(cfg.Key) || strings.IndexByte(cfg.Key, 0) >= 0:
+		// PostgreSQL's text refuses NUL and invalid UTF-8, and its index a long key: every
+		// Wait would fail as a database failure. The key is not quoted back: it may be long.
+		return nil, fmt.Errorf("pgbudget: Key (%d bytes) must be at most %d bytes of UTF-8 without NUL", len(cfg.Key), MaxKeyLength)
 	case cfg.Rate < 0 || cfg.Rate == rate.Inf || math.IsNaN(float64(cfg.Rate)):
 		return nil, fmt.Errorf("pgbudget: %s: Rate %v must be positive and finite", cfg.Key, cfg.Rate)
 	case cfg.Burst < 0 || cfg.Grant < 0 || cfg.MaxLate < 0 || cfg.Pause < 0:

@@ -14,13 +14,16 @@ const (
 	DefaultMaxLate = 50 * time.Millisecond
 )
 
+// MaxKeyLength is the longest Config.Key, in bytes.
+const MaxKeyLength = 255
+
 // Config configures a Budget. Only Key is required.
 type Config struct {
 	// Tables names the reconciler's tables, as given to pgstore.Migrate.
 	Tables pgstore.Tables
 	// Key names the budget: one per external account, such as the Stripe account id. Every
 	// Budget with the same key over the same tables, in any process, draws from one bucket.
-	// Required.
+	// Required: at most MaxKeyLength bytes of UTF-8, without NUL.
 	Key string
 	// Rate is the budget of all workers together, in calls per second. Zero means
 	// reconcile.DefaultRate. Give every Budget of a key the same Rate and Burst: each grant
