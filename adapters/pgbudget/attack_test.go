@@ -121,3 +121,16 @@ func TestNewRejectsAKeyTheDatabaseCannotStore(t *testing.T) {
 		}
 	}
 }
+
+func TestABudgetOverMissingTablesSaysToMigrate(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Pool(t) // not migrated
+	b, err := pgbudget.New(pool, pgbudget.Config{Key: "acct_1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = b.Wait(context.Background())
+	if !errors.Is(err, pgstore.ErrNotMigrated) || !errors.Is(err, reconcile.ErrAbortBatch) {
+		t.Fatalf("Wait over missing tables: %v, want an ErrAbortBatch saying to migrate", err)
+	}
+}

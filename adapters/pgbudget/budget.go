@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"golang.org/x/time/rate"
 
 	"github.com/reconcilekit/reconcile"
@@ -193,6 +194,9 @@ func (b *Budget) paused() time.Duration {
 // failed wraps an error of the database: unless ctx is done, it is a reconcile.ErrAbortBatch,
 // so that the batch fails rather than take it for a call that cannot be granted in time.
 func (b *Budget) failed(ctx context.Context, what string, err error) error {
+	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "42P01" { // undefined_table
+		err = &pgstore.MigrationError{Tables: b.cfg.Tables, Err: err}
+	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("pgbudget: %s: %s: %w", b.cfg.Key, what, err)
 	}
