@@ -3,6 +3,7 @@ package pgbudget_test
 import (
 	"context"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -133,4 +134,43 @@ func TestABudgetOverMissingTablesSaysToMigrate(t *testing.T) {
 	if !errors.Is(err, pgstore.ErrNotMigrated) || !errors.Is(err, reconcile.ErrAbortBatch) {
 		t.Fatalf("Wait over missing tables: %v, want an ErrAbortBatch saying to migrate", err)
 	}
+}
+
+func TestAGrantOfSeveralCallsGrantsThoseThatFitTheDeadline(t *testing.T) {
+	t.Parallel()
+	pool := migratedPool(t)
+	ctx := context.Background()
+	// The bucket starts empty: calls at 0.5s, 1s, 1.5s and 2s.
+	b, err := pgbudget.New(pool, pgbudget.Config{Key: "acct_1", Rate: 2, Burst: 4, Grant: 4, MaxLate: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Asked with 100ms to spare, the refusal names the first call's wait, not the last's.
+	dctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	err = b.Wait(dctx)
+	cancel()
+	if err == nil || !namesAWaitOfAtMost(err, 500*time.Millisecond) {
+		t.Fatalf("Wait with 100ms to spare: %v, want a refusal naming the first call, 500ms away", err)
+	}
+	// With 1.2s to spare the first call fits: it is granted, with what else fits, not refused
+	// because the fourth does not.
+	dctx, cancel = context.WithTimeout(ctx, 1200*time.Millisecond)
+	defer cancel()
+	if err := b.Wait(dctx); err != nil {
+		t.Fatalf("Wait with 1.2s to spare for a call 0.5s away: %v", err)
+	}
+	if st, err := b.State(ctx); err != nil || st.Granted < 1 || st.Granted > 2 {
+		t.Fatalf("state %+v, %v; want the one or two calls within the deadline granted", st, err)
+	}
+}
+
+// namesAWaitOfAtMost reports whether err is a refusal naming a wait ("the next call is 498ms
+// away") of at most d.
+func namesAWaitOfAtMost(err error, d time.Duration) bool {
+	m := regexp.MustCompile(`the next call is (\S+) away`).FindStringSubmatch(err.Error())
+	if m == nil {
+		return false
+	}
+	got, perr := time.ParseDuration(m[1])
+	return perr == nil && got > 0 && got <= d
 }

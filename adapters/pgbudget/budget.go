@@ -233,8 +233,8 @@ func insertSorted(q []time.Time, at time.Time) []time.Time {
 	return slices.Insert(q, i, at)
 }
 
-// reserve takes Grant calls from the bucket in one statement and returns the time of the first;
-// the others are queued for other callers.
+// reserve takes up to Grant calls from the bucket in one statement (those within ctx's
+// deadline) and returns the time of the first; the others are queued for other callers.
 func (b *Budget) reserve(ctx context.Context) (time.Time, error) {
 	if err := b.create(ctx); err != nil {
 		return time.Time{}, err
@@ -243,12 +243,11 @@ func (b *Budget) reserve(ctx context.Context) (time.Time, error) {
 	if d, ok := ctx.Deadline(); ok {
 		maxWait = time.Until(d).Seconds()
 	}
-	var granted bool
+	var n int // the calls granted
 	var dbNow time.Time
-	var base, avail, wait float64
-	n := b.cfg.Grant
-	err := b.db.QueryRow(ctx, b.sql.reserve, b.cfg.Key, float64(b.cfg.Rate), float64(b.cfg.Burst), n, maxWait, b.now()).
-		Scan(&granted, &dbNow, &base, &avail, &wait)
+	var base, avail, first float64
+	err := b.db.QueryRow(ctx, b.sql.reserve, b.cfg.Key, float64(b.cfg.Rate), float64(b.cfg.Burst), b.cfg.Grant, maxWait, b.now()).
+		Scan(&n, &dbNow, &base, &avail, &first)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// The bucket's row was deleted (an operator resetting the budget) after this process
 		// made it: make it again, rather than fail every Wait until the process restarts.
@@ -256,18 +255,18 @@ func (b *Budget) reserve(ctx context.Context) (time.Time, error) {
 		if err := b.create(ctx); err != nil {
 			return time.Time{}, err
 		}
-		err = b.db.QueryRow(ctx, b.sql.reserve, b.cfg.Key, float64(b.cfg.Rate), float64(b.cfg.Burst), n, maxWait, b.now()).
-			Scan(&granted, &dbNow, &base, &avail, &wait)
+		err = b.db.QueryRow(ctx, b.sql.reserve, b.cfg.Key, float64(b.cfg.Rate), float64(b.cfg.Burst), b.cfg.Grant, maxWait, b.now()).
+			Scan(&n, &dbNow, &base, &avail, &first)
 	}
 	if err != nil {
 		return time.Time{}, b.failed(ctx, "reserve", err)
 	}
-	if !granted {
+	if n == 0 {
 		if base > 0 {
 			return time.Time{}, &reconcile.RateLimitError{RetryAfter: seconds(base),
 				Reason: "the shared rate budget is paused by an earlier rate-limit answer"}
 		}
-		return time.Time{}, fmt.Errorf("pgbudget: %s: the next call is %v away, past the context deadline", b.cfg.Key, seconds(wait).Round(time.Millisecond))
+		return time.Time{}, fmt.Errorf("pgbudget: %s: the next call is %v away, past the context deadline", b.cfg.Key, seconds(first).Round(time.Millisecond))
 	}
 	// Call i (from 1) may be made when the bucket, refilling at Rate from base, holds i tokens.
 	// Times are offsets from the database's now, applied to our clock from when the answer

@@ -35,7 +35,7 @@ type Config struct {
 	// Grant is the number of calls reserved by one statement. Zero means 1: a statement per
 	// call. A larger grant spares the database at high rates; the process hands the calls out
 	// at their times, and a call no caller took within MaxLate of its time is lost to the
-	// budget.
+	// budget. A statement asked with a deadline reserves only the calls due before it.
 	Grant int
 	// MaxLate is how late after its time a reserved call may still be made. A caller that
 	// wakes up later than that (a stalled process) gives the call up and reserves another,
