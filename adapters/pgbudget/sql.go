@@ -19,6 +19,10 @@ func newBudgetSQL(t pgstore.Tables) budgetSQL {
 	// refilled at $2 per second and capped at $3.
 	const settled = `CASE WHEN b.at < b.now THEN least($3::float8, b.tokens + $2::float8 * extract(epoch FROM b.now - b.at)::float8)
 		ELSE least($3::float8, b.tokens) END`
+	// stepped is the bucket's time, no later than now unless a recorded pause lasts: a time
+	// past both is one a database clock stepped back from (a failover to a standby whose clock
+	// is behind), and would stall every call for the step, reported as a pause.
+	const stepped = `least(at, greatest(now, paused_until))`
 	return budgetSQL{
 		// The bucket is made empty: workers starting together do not begin with a burst.
 		create: `INSERT INTO ` + budgets + ` (key, tokens, at, rate, burst) VALUES ($1, 0, coalesce($4::timestamptz, clock_timestamp()), $2, $3)
@@ -30,9 +34,11 @@ func newBudgetSQL(t pgstore.Tables) budgetSQL {
 		// because the last of a grant would come after its deadline. first is the first
 		// call's wait.
 		reserve: `WITH l AS (
-				SELECT tokens, at FROM ` + budgets + ` WHERE key = $1 FOR UPDATE
+				SELECT tokens, at, paused_until FROM ` + budgets + ` WHERE key = $1 FOR UPDATE
+			), n AS (
+				SELECT tokens, at, paused_until, coalesce($6::timestamptz, clock_timestamp()) AS now FROM l
 			), b AS (
-				SELECT tokens, at, coalesce($6::timestamptz, clock_timestamp()) AS now FROM l
+				SELECT tokens, ` + stepped + ` AS at, now FROM n
 			), c AS (
 				SELECT b.now, greatest(b.at, b.now) AS base, ` + settled + ` AS avail FROM b
 			), d AS (
@@ -56,9 +62,11 @@ func newBudgetSQL(t pgstore.Tables) budgetSQL {
 		// $4 the pause in seconds, $5 the time. The bucket is settled, emptied (what is
 		// promised stays promised) and pushed to the pause's end.
 		throttle: `WITH l AS (
-				SELECT tokens, at FROM ` + budgets + ` WHERE key = $1 FOR UPDATE
+				SELECT tokens, at, paused_until FROM ` + budgets + ` WHERE key = $1 FOR UPDATE
+			), n AS (
+				SELECT tokens, at, paused_until, coalesce($5::timestamptz, clock_timestamp()) AS now FROM l
 			), b AS (
-				SELECT tokens, at, coalesce($5::timestamptz, clock_timestamp()) AS now FROM l
+				SELECT tokens, ` + stepped + ` AS at, now FROM n
 			)
 			UPDATE ` + budgets + ` AS r SET
 				tokens = least(0, ` + settled + `),
