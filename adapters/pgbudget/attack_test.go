@@ -174,3 +174,18 @@ func namesAWaitOfAtMost(err error, d time.Duration) bool {
 	got, perr := time.ParseDuration(m[1])
 	return perr == nil && got > 0 && got <= d
 }
+
+func TestNewRejectsAGrantTheStatementCannotCarry(t *testing.T) {
+	t.Parallel()
+	pool := migratedPool(t)
+	// More than PostgreSQL's int: every Wait would fail as a database failure (and a grant of
+	// billions of calls would be held in memory).
+	b, err := pgbudget.New(pool, pgbudget.Config{Key: "acct_1", Rate: 10, Burst: 1 << 40, Grant: 1 << 40})
+	if err == nil {
+		err = b.Wait(context.Background())
+		t.Fatalf("New with a Grant of 2^40 succeeded; Wait: %v", err)
+	}
+	if _, err := pgbudget.New(pool, pgbudget.Config{Key: "acct_1", Burst: pgbudget.MaxGrant, Grant: pgbudget.MaxGrant}); err != nil {
+		t.Fatalf("New with a Grant of MaxGrant: %v", err)
+	}
+}

@@ -106,6 +106,8 @@ func New(db pgstore.DB, cfg Config) (*Budget, error) {
 		return nil, fmt.Errorf("pgbudget: %s: Rate %v must be positive and finite", cfg.Key, cfg.Rate)
 	case cfg.Burst < 0 || cfg.Grant < 0 || cfg.MaxLate < 0 || cfg.Pause < 0:
 		return nil, fmt.Errorf("pgbudget: %s: negative Burst, Grant, MaxLate or Pause", cfg.Key)
+	case cfg.Grant > MaxGrant:
+		return nil, fmt.Errorf("pgbudget: %s: Grant %d is more than %d", cfg.Key, cfg.Grant, MaxGrant)
 	case cfg.Grant > cfg.Burst:
 		return nil, fmt.Errorf("pgbudget: %s: Grant %d is more than Burst %d", cfg.Key, cfg.Grant, cfg.Burst)
 	}

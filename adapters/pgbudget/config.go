@@ -14,8 +14,13 @@ const (
 	DefaultMaxLate = 50 * time.Millisecond
 )
 
-// MaxKeyLength is the longest Config.Key, in bytes.
-const MaxKeyLength = 255
+// Limits of Config.
+const (
+	// MaxKeyLength is the longest Key, in bytes.
+	MaxKeyLength = 255
+	// MaxGrant is the largest Grant: the calls of one grant are held in memory.
+	MaxGrant = 1 << 16
+)
 
 // Config configures a Budget. Only Key is required.
 type Config struct {
@@ -32,8 +37,8 @@ type Config struct {
 	// Burst is the number of calls that may be made at once after a quiet spell, and the most
 	// by which any one-second window may exceed Rate. Zero means 1.
 	Burst int
-	// Grant is the number of calls reserved by one statement. Zero means 1: a statement per
-	// call. A larger grant spares the database at high rates; the process hands the calls out
+	// Grant is the number of calls reserved by one statement, at most MaxGrant and Burst. Zero
+	// means 1: a statement per call. A larger grant spares the database at high rates; the process hands the calls out
 	// at their times, and a call no caller took within MaxLate of its time is lost to the
 	// budget. A statement asked with a deadline reserves only the calls due before it.
 	Grant int
