@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/reconcilekit/reconcile"
@@ -187,5 +189,57 @@ func TestNewRejectsAGrantTheStatementCannotCarry(t *testing.T) {
 	}
 	if _, err := pgbudget.New(pool, pgbudget.Config{Key: "acct_1", Burst: pgbudget.MaxGrant, Grant: pgbudget.MaxGrant}); err != nil {
 		t.Fatalf("New with a Grant of MaxGrant: %v", err)
+	}
+}
+
+func TestABucketLockedPastTheStatementTimeoutFailsTheBatchNotTheCall(t *testing.T) {
+	t.Parallel()
+	_, schema := pgtest.PoolSchema(t)
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
+	holder, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if err := pgstore.Migrate(ctx, holder, pgstore.Tables{}); err != nil {
+		t.Fatal(err)
+	}
+	for name, param := range map[string]string{"statement_timeout": "57014", "lock_timeout": "55P03"} {
+		cfg := cfg.Copy()
+		cfg.ConnConfig.RuntimeParams[name] = "100ms"
+		pool, err := pgxpool.NewWithConfig(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pool.Close()
+		key := "acct_" + name
+		b, err := pgbudget.New(pool, pgbudget.Config{Key: key, Rate: 1000, Burst: 1, MaxLate: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// Another session holds the bucket's row (a stuck process, a long manual transaction).
+		tx, err := holder.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM reconcile_rate_budgets WHERE key = $1 FOR UPDATE`, key); err != nil {
+			t.Fatal(err)
+		}
+		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err = b.Wait(dctx)
+		cancel()
+		_ = tx.Rollback(ctx)
+		var pe *pgconn.PgError
+		if !errors.Is(err, reconcile.ErrAbortBatch) || !errors.As(err, &pe) || pe.Code != param {
+			t.Errorf("Wait on a bucket locked past the %s: %v, want an ErrAbortBatch wrapping SQLSTATE %s", name, err, param)
+		}
 	}
 }
