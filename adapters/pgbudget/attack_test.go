@@ -3,6 +3,7 @@ package pgbudget_test
 import (
 	"context"
 	"errors"
+	"math"
 	"regexp"
 	"strings"
 	"testing"
@@ -242,4 +243,42 @@ func TestABucketLockedPastTheStatementTimeoutFailsTheBatchNotTheCall(t *testing.
 			t.Errorf("Wait on a bucket locked past the %s: %v, want an ErrAbortBatch wrapping SQLSTATE %s", name, err, param)
 		}
 	}
+}
+
+func TestARateLimitAnswerAskingForCenturiesPausesEveryProcessForAtMostMaxPause(t *testing.T) {
+	t.Parallel()
+	pool := migratedPool(t)
+	ctx := context.Background()
+	b, err := pgbudget.New(pool, pgbudget.Config{Key: "acct_1", Rate: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A gateway that passes on a proxy's Retry-After unbounded: the pause is recorded in the
+	// database, for every process, and outlives restarts.
+	start := time.Now()
+	b.Throttle(math.MaxInt64)
+	st, err := b.State(ctx)
+	if err != nil || st.PausedUntil.After(time.Now().Add(pgbudget.DefaultMaxPause)) || st.PausedUntil.Before(start.Add(pgbudget.DefaultMaxPause-time.Minute)) {
+		t.Fatalf("state %+v, %v; want paused for DefaultMaxPause", st, err)
+	}
+	dctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	for _, budget := range []*pgbudget.Budget{b, mustBudget(t, pool, pgbudget.Config{Key: "acct_1", Rate: 10})} {
+		var rl *reconcile.RateLimitError
+		if err := budget.Wait(dctx); !errors.As(err, &rl) || rl.RetryAfter > pgbudget.DefaultMaxPause {
+			t.Fatalf("Wait during the pause: %v, want a RateLimitError asking for at most DefaultMaxPause", err)
+		}
+	}
+	if _, err := pgbudget.New(pool, pgbudget.Config{Key: "acct_1", MaxPause: -1}); err == nil {
+		t.Fatal("New with a negative MaxPause succeeded")
+	}
+}
+
+func mustBudget(t *testing.T, db pgstore.DB, cfg pgbudget.Config) *pgbudget.Budget {
+	t.Helper()
+	b, err := pgbudget.New(db, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

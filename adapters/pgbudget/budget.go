@@ -95,6 +95,9 @@ func New(db pgstore.DB, cfg Config) (*Budget, error) {
 	if cfg.Pause == 0 {
 		cfg.Pause = DefaultPause
 	}
+	if cfg.MaxPause == 0 {
+		cfg.MaxPause = DefaultMaxPause
+	}
 	switch {
 	case cfg.Key == "":
 		return nil, errors.New("pgbudget: Key is empty")
@@ -104,8 +107,8 @@ func New(db pgstore.DB, cfg Config) (*Budget, error) {
 		return nil, fmt.Errorf("pgbudget: Key (%d bytes) must be at most %d bytes of UTF-8 without NUL", len(cfg.Key), MaxKeyLength)
 	case cfg.Rate < 0 || cfg.Rate == rate.Inf || math.IsNaN(float64(cfg.Rate)):
 		return nil, fmt.Errorf("pgbudget: %s: Rate %v must be positive and finite", cfg.Key, cfg.Rate)
-	case cfg.Burst < 0 || cfg.Grant < 0 || cfg.MaxLate < 0 || cfg.Pause < 0:
-		return nil, fmt.Errorf("pgbudget: %s: negative Burst, Grant, MaxLate or Pause", cfg.Key)
+	case cfg.Burst < 0 || cfg.Grant < 0 || cfg.MaxLate < 0 || cfg.Pause < 0 || cfg.MaxPause < 0:
+		return nil, fmt.Errorf("pgbudget: %s: negative Burst, Grant, MaxLate, Pause or MaxPause", cfg.Key)
 	case cfg.Grant > MaxGrant:
 		return nil, fmt.Errorf("pgbudget: %s: Grant %d is more than %d", cfg.Key, cfg.Grant, MaxGrant)
 	case cfg.Grant > cfg.Burst:
@@ -307,9 +310,10 @@ func (b *Budget) create(ctx context.Context) error {
 	return nil
 }
 
-// Throttle pauses the bucket for every worker of every process for retryAfter (Pause if zero),
-// and empties it, so that no burst follows the pause. This process pauses at once: its Waits
-// make no call before the pause ends, and the calls it reserved before are dropped. The pause
+// Throttle pauses the bucket for every worker of every process for retryAfter (Pause if zero,
+// at most MaxPause), and empties it, so that no burst follows the pause. This process pauses
+// at once: its Waits make no call before the pause ends, and the calls it reserved before are
+// dropped. The pause
 // is recorded in the database, within a second, for the other processes; calls they reserved
 // before the answer (at most Grant per waiting caller) are still made. If recording fails, this
 // process still pauses, and the next rate-limit answer tries again. Answers that arrive while a
@@ -318,6 +322,7 @@ func (b *Budget) Throttle(retryAfter time.Duration) {
 	if retryAfter <= 0 {
 		retryAfter = b.cfg.Pause
 	}
+	retryAfter = min(retryAfter, b.cfg.MaxPause)
 	b.mu.Lock()
 	until := time.Now().Add(retryAfter)
 	if until.After(b.pausedUntil) {

@@ -10,8 +10,11 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultPause   = time.Second
-	DefaultMaxLate = 50 * time.Millisecond
+	DefaultPause = time.Second
+	// DefaultMaxPause bounds a rate-limit answer's wait as stripeadapter bounds Retry-After:
+	// a longer one is a misconfigured proxy, not advice.
+	DefaultMaxPause = time.Hour
+	DefaultMaxLate  = 50 * time.Millisecond
 )
 
 // Limits of Config.
@@ -50,4 +53,8 @@ type Config struct {
 	// Pause is how long a rate-limit answer that names no wait pauses the budget. Zero means
 	// DefaultPause.
 	Pause time.Duration
+	// MaxPause is the longest pause a rate-limit answer makes, whatever wait it names: the
+	// pause is recorded in the database for every process and outlives restarts. Zero means
+	// DefaultMaxPause.
+	MaxPause time.Duration
 }
