@@ -282,3 +282,16 @@ func mustBudget(t *testing.T, db pgstore.DB, cfg pgbudget.Config) *pgbudget.Budg
 	}
 	return b
 }
+
+func TestNewRefusesAStripeSecretAsKeyWithoutQuotingIt(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Pool(t)
+	// A host that names the budget after the account's API key: it would be stored in the
+	// bucket's row and written in every error of the budget.
+	for _, key := range []string{"sk_live_51HqLyjWDarjtT1zdp7dc0123456789abcdef", "acct:rk_test_0123456789abcdef"} {
+		_, err := pgbudget.New(pool, pgbudget.Config{Key: key})
+		if err == nil || strings.Contains(err.Error(), key) || strings.Contains(err.Error(), "0123456789abcdef") {
+			t.Errorf("New with a secret as key: %v, want a refusal that does not quote it", err)
+		}
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/internal/shared/pgtables"
+	"github.com/reconcilekit/reconcile/internal/shared/redact"
 )
 
 // budgetThrottleTimeout bounds Throttle's statement: it runs on the goroutine of the call that
@@ -105,6 +106,9 @@ func New(db pgstore.DB, cfg Config) (*Budget, error) {
 		// PostgreSQL's text refuses NUL and invalid UTF-8, and its index a long key: every
 		// Wait would fail as a database failure. The key is not quoted back: it may be long.
 		return nil, fmt.Errorf("pgbudget: Key (%d bytes) must be at most %d bytes of UTF-8 without NUL", len(cfg.Key), MaxKeyLength)
+	case redact.Keys(cfg.Key) != cfg.Key:
+		// The key is stored in the bucket's row and named in every error.
+		return nil, errors.New("pgbudget: Key holds what looks like a Stripe API key: name the budget after the account id")
 	case cfg.Rate < 0 || cfg.Rate == rate.Inf || math.IsNaN(float64(cfg.Rate)):
 		return nil, fmt.Errorf("pgbudget: %s: Rate %v must be positive and finite", cfg.Key, cfg.Rate)
 	case cfg.Burst < 0 || cfg.Grant < 0 || cfg.MaxLate < 0 || cfg.Pause < 0 || cfg.MaxPause < 0:

@@ -31,7 +31,8 @@ type Config struct {
 	Tables pgstore.Tables
 	// Key names the budget: one per external account, such as the Stripe account id. Every
 	// Budget with the same key over the same tables, in any process, draws from one bucket.
-	// Required: at most MaxKeyLength bytes of UTF-8, without NUL.
+	// Required: at most MaxKeyLength bytes of UTF-8, without NUL, and no API key (it is
+	// stored, and named in errors).
 	Key string
 	// Rate is the budget of all workers together, in calls per second. Zero means
 	// reconcile.DefaultRate. Give every Budget of a key the same Rate and Burst: each grant
