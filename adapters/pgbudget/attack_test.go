@@ -6,6 +6,7 @@ import (
 	"math"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -293,5 +294,38 @@ func TestNewRefusesAStripeSecretAsKeyWithoutQuotingIt(t *testing.T) {
 		if err == nil || strings.Contains(err.Error(), key) || strings.Contains(err.Error(), "0123456789abcdef") {
 			t.Errorf("New with a secret as key: %v, want a refusal that does not quote it", err)
 		}
+	}
+}
+
+func TestAStormOfRateLimitAnswersRecordsTheLongestPauseAndFailsNoWait(t *testing.T) {
+	t.Parallel()
+	pool := migratedPool(t)
+	ctx := context.Background()
+	b := mustBudget(t, pool, pgbudget.Config{Key: "acct_1", Rate: 100, Burst: 5, MaxLate: time.Second})
+	var start time.Time // by the database's clock, as the pause is recorded
+	if err := pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&start); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			b.Throttle(time.Duration(100+i*20) * time.Millisecond) // the longest, 480ms
+		}()
+		go func() {
+			defer wg.Done()
+			dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			var rl *reconcile.RateLimitError
+			if err := b.Wait(dctx); err != nil && !errors.As(err, &rl) {
+				t.Errorf("Wait during the storm: %v, want a call or a RateLimitError", err)
+			}
+		}()
+	}
+	wg.Wait()
+	st, err := b.State(ctx)
+	if err != nil || st.Throttles < 1 || st.PausedUntil.Before(start.Add(480*time.Millisecond)) {
+		t.Fatalf("state %+v, %v; want a pause recorded lasting at least the longest asked", st, err)
 	}
 }
