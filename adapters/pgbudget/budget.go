@@ -7,15 +7,20 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"golang.org/x/time/rate"
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/internal/shared/pgtables"
+	"github.com/reconcilekit/reconcile/internal/shared/redact"
 )
 
 // budgetThrottleTimeout bounds Throttle's statement: it runs on the goroutine of the call that
@@ -91,13 +96,25 @@ func New(db pgstore.DB, cfg Config) (*Budget, error) {
 	if cfg.Pause == 0 {
 		cfg.Pause = DefaultPause
 	}
+	if cfg.MaxPause == 0 {
+		cfg.MaxPause = DefaultMaxPause
+	}
 	switch {
 	case cfg.Key == "":
 		return nil, errors.New("pgbudget: Key is empty")
+	case len(cfg.Key) > MaxKeyLength || !utf8.ValidString(cfg.Key) || strings.IndexByte(cfg.Key, 0) >= 0:
+		// PostgreSQL's text refuses NUL and invalid UTF-8, and its index a long key: every
+		// Wait would fail as a database failure. The key is not quoted back: it may be long.
+		return nil, fmt.Errorf("pgbudget: Key (%d bytes) must be at most %d bytes of UTF-8 without NUL", len(cfg.Key), MaxKeyLength)
+	case redact.Keys(cfg.Key) != cfg.Key:
+		// The key is stored in the bucket's row and named in every error.
+		return nil, errors.New("pgbudget: Key holds what looks like a Stripe API key: name the budget after the account id")
 	case cfg.Rate < 0 || cfg.Rate == rate.Inf || math.IsNaN(float64(cfg.Rate)):
 		return nil, fmt.Errorf("pgbudget: %s: Rate %v must be positive and finite", cfg.Key, cfg.Rate)
-	case cfg.Burst < 0 || cfg.Grant < 0 || cfg.MaxLate < 0 || cfg.Pause < 0:
-		return nil, fmt.Errorf("pgbudget: %s: negative Burst, Grant, MaxLate or Pause", cfg.Key)
+	case cfg.Burst < 0 || cfg.Grant < 0 || cfg.MaxLate < 0 || cfg.Pause < 0 || cfg.MaxPause < 0:
+		return nil, fmt.Errorf("pgbudget: %s: negative Burst, Grant, MaxLate, Pause or MaxPause", cfg.Key)
+	case cfg.Grant > MaxGrant:
+		return nil, fmt.Errorf("pgbudget: %s: Grant %d is more than %d", cfg.Key, cfg.Grant, MaxGrant)
 	case cfg.Grant > cfg.Burst:
 		return nil, fmt.Errorf("pgbudget: %s: Grant %d is more than Burst %d", cfg.Key, cfg.Grant, cfg.Burst)
 	}
@@ -186,6 +203,9 @@ func (b *Budget) paused() time.Duration {
 // failed wraps an error of the database: unless ctx is done, it is a reconcile.ErrAbortBatch,
 // so that the batch fails rather than take it for a call that cannot be granted in time.
 func (b *Budget) failed(ctx context.Context, what string, err error) error {
+	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "42P01" { // undefined_table
+		err = &pgstore.MigrationError{Tables: b.cfg.Tables, Err: err}
+	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("pgbudget: %s: %s: %w", b.cfg.Key, what, err)
 	}
@@ -222,8 +242,8 @@ func insertSorted(q []time.Time, at time.Time) []time.Time {
 	return slices.Insert(q, i, at)
 }
 
-// reserve takes Grant calls from the bucket in one statement and returns the time of the first;
-// the others are queued for other callers.
+// reserve takes up to Grant calls from the bucket in one statement (those within ctx's
+// deadline) and returns the time of the first; the others are queued for other callers.
 func (b *Budget) reserve(ctx context.Context) (time.Time, error) {
 	if err := b.create(ctx); err != nil {
 		return time.Time{}, err
@@ -232,21 +252,30 @@ func (b *Budget) reserve(ctx context.Context) (time.Time, error) {
 	if d, ok := ctx.Deadline(); ok {
 		maxWait = time.Until(d).Seconds()
 	}
-	var granted bool
+	var n int // the calls granted
 	var dbNow time.Time
-	var base, avail, wait float64
-	n := b.cfg.Grant
-	err := b.db.QueryRow(ctx, b.sql.reserve, b.cfg.Key, float64(b.cfg.Rate), float64(b.cfg.Burst), n, maxWait, b.now()).
-		Scan(&granted, &dbNow, &base, &avail, &wait)
+	var base, avail, first float64
+	err := b.db.QueryRow(ctx, b.sql.reserve, b.cfg.Key, float64(b.cfg.Rate), float64(b.cfg.Burst), b.cfg.Grant, maxWait, b.now()).
+		Scan(&n, &dbNow, &base, &avail, &first)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// The bucket's row was deleted (an operator resetting the budget) after this process
+		// made it: make it again, rather than fail every Wait until the process restarts.
+		b.created.Store(false)
+		if err := b.create(ctx); err != nil {
+			return time.Time{}, err
+		}
+		err = b.db.QueryRow(ctx, b.sql.reserve, b.cfg.Key, float64(b.cfg.Rate), float64(b.cfg.Burst), b.cfg.Grant, maxWait, b.now()).
+			Scan(&n, &dbNow, &base, &avail, &first)
+	}
 	if err != nil {
 		return time.Time{}, b.failed(ctx, "reserve", err)
 	}
-	if !granted {
+	if n == 0 {
 		if base > 0 {
 			return time.Time{}, &reconcile.RateLimitError{RetryAfter: seconds(base),
 				Reason: "the shared rate budget is paused by an earlier rate-limit answer"}
 		}
-		return time.Time{}, fmt.Errorf("pgbudget: %s: the next call is %v away, past the context deadline", b.cfg.Key, seconds(wait).Round(time.Millisecond))
+		return time.Time{}, fmt.Errorf("pgbudget: %s: the next call is %v away, past the context deadline", b.cfg.Key, seconds(first).Round(time.Millisecond))
 	}
 	// Call i (from 1) may be made when the bucket, refilling at Rate from base, holds i tokens.
 	// Times are offsets from the database's now, applied to our clock from when the answer
@@ -285,9 +314,10 @@ func (b *Budget) create(ctx context.Context) error {
 	return nil
 }
 
-// Throttle pauses the bucket for every worker of every process for retryAfter (Pause if zero),
-// and empties it, so that no burst follows the pause. This process pauses at once: its Waits
-// make no call before the pause ends, and the calls it reserved before are dropped. The pause
+// Throttle pauses the bucket for every worker of every process for retryAfter (Pause if zero,
+// at most MaxPause), and empties it, so that no burst follows the pause. This process pauses
+// at once: its Waits make no call before the pause ends, and the calls it reserved before are
+// dropped. The pause
 // is recorded in the database, within a second, for the other processes; calls they reserved
 // before the answer (at most Grant per waiting caller) are still made. If recording fails, this
 // process still pauses, and the next rate-limit answer tries again. Answers that arrive while a
@@ -296,6 +326,7 @@ func (b *Budget) Throttle(retryAfter time.Duration) {
 	if retryAfter <= 0 {
 		retryAfter = b.cfg.Pause
 	}
+	retryAfter = min(retryAfter, b.cfg.MaxPause)
 	b.mu.Lock()
 	until := time.Now().Add(retryAfter)
 	if until.After(b.pausedUntil) {
@@ -314,7 +345,7 @@ func (b *Budget) Throttle(retryAfter time.Duration) {
 	if err == nil {
 		// Throttler has no way to report a failure: the local pause holds, and the next
 		// answer records it.
-		_, err = b.db.Exec(ctx, b.sql.throttle, b.cfg.Key, float64(b.cfg.Rate), float64(b.cfg.Burst), retryAfter.Seconds(), b.now())
+		err = b.recordPause(ctx, retryAfter)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -324,6 +355,22 @@ func (b *Budget) Throttle(retryAfter time.Duration) {
 	if b.recording.Equal(until) {
 		b.recording = time.Time{}
 	}
+}
+
+// recordPause records a pause of d in the bucket, making the bucket again if its row was
+// deleted since this process made it (else the pause would be taken as recorded).
+func (b *Budget) recordPause(ctx context.Context, d time.Duration) error {
+	for range 2 {
+		tag, err := b.db.Exec(ctx, b.sql.throttle, b.cfg.Key, float64(b.cfg.Rate), float64(b.cfg.Burst), d.Seconds(), b.now())
+		if err != nil || tag.RowsAffected() > 0 {
+			return err
+		}
+		b.created.Store(false)
+		if err := b.create(ctx); err != nil {
+			return err
+		}
+	}
+	return errors.New("pgbudget: the bucket's row is deleted as soon as made")
 }
 
 // State is a rate budget as stored.
@@ -364,5 +411,15 @@ func (b *Budget) now() *time.Time {
 	return &t
 }
 
-// seconds converts a database's float seconds to a time.Duration.
-func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+// seconds converts a database's float seconds to a time.Duration, saturating: a call centuries
+// away (a tiny Rate) must not wrap around to a time long past.
+func seconds(s float64) time.Duration {
+	switch ns := s * float64(time.Second); {
+	case ns >= math.MaxInt64:
+		return math.MaxInt64
+	case ns <= math.MinInt64:
+		return math.MinInt64
+	default:
+		return time.Duration(ns)
+	}
+}
