@@ -26,7 +26,7 @@ type Config struct {
 	// default prefix in the search_path.
 	Tables pgstore.Tables
 	// Owner names this dispatcher in leases. Empty means host name, process id and a random
-	// suffix.
+	// suffix. It must be UTF-8 without NUL (NewDispatcher checks): it is stored on claimed rows.
 	Owner string
 	// Workers is the number of commands handled at once. Each running handler holds a
 	// connection for its transaction, and the dispatcher needs one more to claim and one to
@@ -49,7 +49,9 @@ type Config struct {
 	// Zero means DefaultBackoffBase and DefaultBackoffMax.
 	BackoffBase, BackoffMax time.Duration
 	// HandlerTimeout bounds one handler call; a handler that hangs longer fails (and is
-	// retried), instead of holding its lease, its aggregate and a worker forever. Zero means
+	// retried), instead of holding its lease, its aggregate and a worker forever. A handler
+	// that ignores its context past it keeps its worker, but its lease is no longer renewed:
+	// the command goes to the next claim once the lease runs out. Zero means
 	// DefaultHandlerTimeout.
 	HandlerTimeout time.Duration
 	// Logger receives a line per failure. Nil means no logging.

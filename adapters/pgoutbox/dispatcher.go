@@ -8,8 +8,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -18,6 +20,7 @@ import (
 	"github.com/reconcilekit/reconcile/adapters/pgstore"
 	"github.com/reconcilekit/reconcile/internal/drain"
 	"github.com/reconcilekit/reconcile/internal/shared/pgtables"
+	"github.com/reconcilekit/reconcile/internal/shared/redact"
 )
 
 // Dispatcher applies the repair commands of the outbox: it claims them with FOR UPDATE SKIP
@@ -79,6 +82,10 @@ func NewDispatcher(db pgstore.DB, cfg Config) (*Dispatcher, error) {
 		return nil, fmt.Errorf("pgoutbox: config: %w", err)
 	}
 	cfg.Tables.Prefix = prefix
+	if strings.ContainsRune(cfg.Owner, 0) || !utf8.ValidString(cfg.Owner) {
+		// PostgreSQL would refuse it in every claim, each failure only logged.
+		return nil, fmt.Errorf("pgoutbox: config: Owner %q holds a NUL or bytes that are not UTF-8", cfg.Owner)
+	}
 	if cfg.Owner == "" {
 		host, _ := os.Hostname()
 		cfg.Owner = host + ":" + strconv.Itoa(os.Getpid()) + ":" + strconv.FormatUint(rand.Uint64()%1e6, 10)
@@ -246,8 +253,8 @@ func (d *Dispatcher) run(claimCtx, handlerCtx context.Context) {
 			d.work.Add(1)
 			go func() {
 				defer d.work.Done()
+				defer func() { slots <- struct{}{} }() // also if the handler exits its goroutine
 				d.process(handlerCtx, del)
-				slots <- struct{}{}
 			}()
 		}
 		if len(dels) == 0 {
@@ -354,7 +361,9 @@ func (d *Dispatcher) process(ctx context.Context, del Delivery) {
 	}
 	hctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	l := &lease{attempt: del.Attempt, cancel: cancel}
+	tctx, cancelTimeout := context.WithTimeout(hctx, d.cfg.HandlerTimeout)
+	defer cancelTimeout()
+	l := &lease{attempt: del.Attempt, cancel: cancel, done: tctx.Done()}
 	d.leaseMu.Lock()
 	if old := d.leases[del.ID]; old != nil {
 		// This dispatcher claimed the command again after its own earlier attempt lost the
@@ -363,12 +372,21 @@ func (d *Dispatcher) process(ctx context.Context, del Delivery) {
 	}
 	d.leases[del.ID] = l
 	d.leaseMu.Unlock()
-	err := d.apply(hctx, del)
-	d.leaseMu.Lock()
-	if d.leases[del.ID] == l { // not a newer attempt's entry
-		delete(d.leases, del.ID)
+	forget := func() {
+		d.leaseMu.Lock()
+		if d.leases[del.ID] == l { // not a newer attempt's entry
+			delete(d.leases, del.ID)
+		}
+		d.leaseMu.Unlock()
 	}
-	d.leaseMu.Unlock()
+	defer forget() // also when a handler ends its goroutine (runtime.Goexit) instead of returning
+	err := d.apply(tctx, del)
+	forget() // the outcome is recorded next; the renewer has no more business with the row
+	if err != nil && tctx.Err() == context.DeadlineExceeded && hctx.Err() == nil {
+		// Said whichever step noticed: the handler, or the completion after a handler that
+		// returned late.
+		err = fmt.Errorf("the handler ran past HandlerTimeout (%v): %w", d.cfg.HandlerTimeout, err)
+	}
 	if err == nil {
 		d.observe(del, start, reconcile.AttemptDone, nil)
 		return
@@ -389,28 +407,27 @@ func (d *Dispatcher) process(ctx context.Context, del Delivery) {
 }
 
 // apply runs the handler in a transaction and, if it succeeds, completes the command in it.
+// ctx carries HandlerTimeout (process).
 func (d *Dispatcher) apply(ctx context.Context, del Delivery) (err error) {
 	h := d.handlers[del.Name]
 	if h == nil {
 		return Permanent(fmt.Errorf("no handler is registered for command %q", del.Name))
 	}
-	ctx, cancel := context.WithTimeout(ctx, d.cfg.HandlerTimeout)
-	defer cancel()
 	tx, err := d.db.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer func() {
-		if err != nil {
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalizeTimeout)
-			_ = tx.Rollback(rctx)
-			cancel()
-		}
+		// Unconditional (a no-op after Commit): a handler that ends its goroutine returns no
+		// error, and its connection must still go back to the pool.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalizeTimeout)
+		_ = tx.Rollback(rctx)
+		cancel()
 	}()
 	if err := callHandler(ctx, h, tx, del); err != nil {
-		if ctx.Err() == context.DeadlineExceeded && context.Cause(ctx) == context.DeadlineExceeded {
-			return fmt.Errorf("the handler ran past HandlerTimeout (%v): %w", d.cfg.HandlerTimeout, err)
-		}
+		return err
+	}
+	if err := txEnded(tx); err != nil {
 		return err
 	}
 	tag, err := tx.Exec(ctx, d.sql.complete, del.ID, del.Attempt)
@@ -449,13 +466,13 @@ func (d *Dispatcher) fail(ctx context.Context, del Delivery, start time.Time, er
 		d.observe(del, start, reconcile.AttemptDead, err)
 		d.cfg.Logger.LogAttrs(ctx, slog.LevelError, "reconcile dispatcher: command dead",
 			slog.Int64("command", del.ID), slog.String("name", del.Name), slog.String("aggregate", del.AggregateID),
-			slog.Int("failures", del.Failures+1), slog.String("error", err.Error()))
+			slog.Int("failures", del.Failures+1), slog.String("error", errorText(err)))
 	default:
 		d.finalize(ctx, d.sql.retry, del, err, d.backoff(del.Failures+1))
 		d.observe(del, start, reconcile.AttemptRetry, err)
 		d.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reconcile dispatcher: command failed; will retry",
 			slog.Int64("command", del.ID), slog.String("name", del.Name), slog.Int("failures", del.Failures+1),
-			slog.String("error", err.Error()))
+			slog.String("error", errorText(err)))
 	}
 }
 
@@ -464,7 +481,7 @@ func (d *Dispatcher) fail(ctx context.Context, del Delivery, start time.Time, er
 func (d *Dispatcher) finalize(ctx context.Context, sql string, del Delivery, cause error, extra ...any) {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalizeTimeout)
 	defer cancel()
-	args := append([]any{del.ID, del.Attempt, truncate(cause.Error(), 2000)}, extra...)
+	args := append([]any{del.ID, del.Attempt, truncate(errorText(cause), 2000)}, extra...)
 	tag, err := d.db.Exec(fctx, sql, args...)
 	switch {
 	case err != nil:
@@ -481,6 +498,10 @@ func (d *Dispatcher) finalize(ctx context.Context, sql string, del Delivery, cau
 func (d *Dispatcher) backoff(failures int) time.Duration {
 	b := d.cfg.BackoffBase
 	for i := 1; i < failures && b < d.cfg.BackoffMax; i++ {
+		if b > d.cfg.BackoffMax/2 { // doubling would pass the cap, or wrap around near MaxInt64
+			b = d.cfg.BackoffMax
+			break
+		}
 		b *= 2
 	}
 	return jitter(min(b, d.cfg.BackoffMax))
@@ -494,9 +515,34 @@ func jitter(d time.Duration) time.Duration {
 	return d - rand.N(d/2)
 }
 
+// errorText is a handler's error as it is stored and logged: anything like a Stripe key
+// redacted (a client may quote one back), and text PostgreSQL accepts, which a NUL or bytes
+// that are not UTF-8 are not: the statement recording the outcome would fail, and the command
+// wait out its lease instead of going dead or retrying as asked.
+func errorText(err error) string {
+	s := strings.ToValidUTF8(redact.Keys(safeError(err)), "\uFFFD")
+	return strings.ReplaceAll(s, "\x00", "\uFFFD")
+}
+
+// safeError is err.Error(), or a note if that panics (a nil pointer of a host's error type):
+// it runs outside the handler's recover, where a panic would end the process.
+func safeError(err error) (s string) {
+	defer func() {
+		if p := recover(); p != nil {
+			s = fmt.Sprintf("%T whose Error panicked: %v", err, p)
+		}
+	}()
+	return err.Error()
+}
+
+// truncate cuts s to at most n bytes, on a character boundary: a character cut in two is not
+// UTF-8.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "..."
 }

@@ -442,6 +442,8 @@ func TestNewDispatcherRejectsBadConfig(t *testing.T) {
 	pool := pgtest.Pool(t)
 	for _, cfg := range []pgoutbox.Config{
 		{Workers: -1}, {Lease: -time.Second}, {Lease: 10 * time.Millisecond}, {MaxAttempts: -1}, {Tables: pgstore.Tables{Prefix: "bad prefix"}},
+		// An owner PostgreSQL cannot store would make every claim fail, each only logged.
+		{Owner: "worker\x00one"}, {Owner: "worker \xff"},
 	} {
 		if _, err := pgoutbox.NewDispatcher(pool, cfg); err == nil {
 			t.Errorf("NewDispatcher(%+v) succeeded", cfg)

@@ -13,12 +13,18 @@ var ErrLeaseLost = errors.New("pgoutbox: lease lost to another claim")
 // permanentError marks a handler error as final.
 type permanentError struct{ err error }
 
-func (e *permanentError) Error() string { return "permanent: " + e.err.Error() }
+func (e *permanentError) Error() string {
+	if e.err == nil { // Permanent(nil): the outcome was asked for, without a reason
+		return "permanent: no error given"
+	}
+	return "permanent: " + e.err.Error()
+}
 
 func (e *permanentError) Unwrap() error { return e.err }
 
 // Permanent marks err as final: the command goes dead at once, kept with the error, until
-// re-driven. Use it for bad payloads and commands that can never apply.
+// re-driven. Use it for bad payloads and commands that can never apply. Permanent(nil) is not
+// nil: the command goes dead all the same.
 func Permanent(err error) error { return &permanentError{err} }
 
 // IsPermanent reports whether err was marked with Permanent.

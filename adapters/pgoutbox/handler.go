@@ -88,7 +88,8 @@ func HandleCommand(d *Dispatcher, name string, h CommandWriter) error {
 // finding meanwhile is waited for, and the command is then not applied. A finding deleted by
 // retention does not stop the command. tables names the reconciler's tables (store.Tables(),
 // spelled as the store spells them: the lock is keyed by that name). Resolving the finding is
-// w's part, in tx, as the canonical writer does for a webhook.
+// w's part, in tx, as the canonical writer does for a webhook. A w that ends tx in its SQL (a
+// COMMIT or ROLLBACK) makes an error: the command must not be completed outside it.
 func ApplyCommand(ctx context.Context, tx pgx.Tx, tables pgstore.Tables, cmd reconcile.Command, w CommandWriter) error {
 	prefix, err := pgtables.Resolve(tables.Prefix, tables.Schema)
 	if err != nil {
@@ -114,5 +115,21 @@ func applyCommand(ctx context.Context, tx pgx.Tx, q dispatchSQL, cmd reconcile.C
 	case resolved:
 		return nil
 	}
-	return w(ctx, tx, cmd)
+	if err := w(ctx, tx, cmd); err != nil {
+		return err
+	}
+	return txEnded(tx)
+}
+
+// errTxEnded is the error of a handler or writer that ended its transaction in SQL.
+var errTxEnded = errors.New("the handler ended its transaction (a COMMIT or ROLLBACK in its SQL); its work is not known to be kept")
+
+// txEnded returns errTxEnded if tx's connection is no longer in a transaction: a ROLLBACK or
+// COMMIT ran in the handler's SQL, and the completion that follows would run on its own,
+// marking done a command whose repair may have been rolled back.
+func txEnded(tx pgx.Tx) error {
+	if c := tx.Conn(); c != nil && c.PgConn().TxStatus() == 'I' {
+		return errTxEnded
+	}
+	return nil
 }

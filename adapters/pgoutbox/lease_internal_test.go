@@ -3,6 +3,7 @@ package pgoutbox
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -79,6 +80,17 @@ func TestBackoffDoublesWithinItsBoundsAndNeverOverflows(t *testing.T) {
 		want := min(time.Second<<min(failures-1, 20), time.Hour)
 		if b := d.backoff(failures); b <= want/2-1 || b > want {
 			t.Fatalf("backoff(%d) = %v, want in (%v, %v]", failures, b, want/2, want)
+		}
+	}
+}
+
+// A cap near the largest Duration ("no cap") must not let the doubling wrap around to a
+// negative wait, a retry at once.
+func TestBackoffUnderTheLargestCapStaysPositive(t *testing.T) {
+	d := &Dispatcher{cfg: Config{BackoffBase: 3, BackoffMax: math.MaxInt64}}
+	for failures := 1; failures <= 100; failures++ {
+		if b := d.backoff(failures); b <= 0 {
+			t.Fatalf("backoff(%d) = %v, want positive", failures, b)
 		}
 	}
 }
