@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcile/internal/shared/safetext"
 )
 
 // Status reads the job's monitoring figures (reconcile.StatusReader) with the semantics of
@@ -97,11 +98,6 @@ func (s *Store[K, L]) RecordLaneFailure(ctx context.Context, job, lane string, c
 	return nil
 }
 
-// failureText is cause's message cut to 1,000 bytes, on a character boundary.
-func failureText(cause error) string {
-	msg := cause.Error()
-	if len(msg) > 1000 {
-		msg = strings.ToValidUTF8(msg[:1000], "") + "..."
-	}
-	return msg
-}
+// failureText is cause's message as pgstore keeps it: cut to 1,000 bytes, on a character
+// boundary, with a NUL or bytes that are not UTF-8 as U+FFFD.
+func failureText(cause error) string { return safetext.Storable(cause.Error(), 1000) }

@@ -21,6 +21,7 @@ import (
 	"github.com/reconcilekit/reconcile/internal/drain"
 	"github.com/reconcilekit/reconcile/internal/shared/pgtables"
 	"github.com/reconcilekit/reconcile/internal/shared/redact"
+	"github.com/reconcilekit/reconcile/internal/shared/safetext"
 )
 
 // Dispatcher applies the repair commands of the outbox: it claims them with FOR UPDATE SKIP
@@ -481,7 +482,7 @@ func (d *Dispatcher) fail(ctx context.Context, del Delivery, start time.Time, er
 func (d *Dispatcher) finalize(ctx context.Context, sql string, del Delivery, cause error, extra ...any) {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalizeTimeout)
 	defer cancel()
-	args := append([]any{del.ID, del.Attempt, truncate(errorText(cause), 2000)}, extra...)
+	args := append([]any{del.ID, del.Attempt, errorText(cause)}, extra...)
 	tag, err := d.db.Exec(fctx, sql, args...)
 	switch {
 	case err != nil:
@@ -516,12 +517,11 @@ func jitter(d time.Duration) time.Duration {
 }
 
 // errorText is a handler's error as it is stored and logged: anything like a Stripe key
-// redacted (a client may quote one back), and text PostgreSQL accepts, which a NUL or bytes
-// that are not UTF-8 are not: the statement recording the outcome would fail, and the command
-// wait out its lease instead of going dead or retrying as asked.
+// redacted (a client may quote one back), as a text column holds it (else the statement
+// recording the outcome would fail, and the command wait out its lease instead of going dead or
+// retrying as asked), cut to 2,000 bytes.
 func errorText(err error) string {
-	s := strings.ToValidUTF8(redact.Keys(safeError(err)), "\uFFFD")
-	return strings.ReplaceAll(s, "\x00", "\uFFFD")
+	return safetext.Storable(redact.Keys(safeError(err)), 2000)
 }
 
 // safeError is err.Error(), or a note if that panics (a nil pointer of a host's error type):
@@ -533,16 +533,4 @@ func safeError(err error) (s string) {
 		}
 	}()
 	return err.Error()
-}
-
-// truncate cuts s to at most n bytes, on a character boundary: a character cut in two is not
-// UTF-8.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "..."
 }

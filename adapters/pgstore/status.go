@@ -3,13 +3,13 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcile/internal/hosttable"
+	"github.com/reconcilekit/reconcile/internal/shared/safetext"
 )
 
 // Status reads the job's monitoring figures. Rows, Lag and NewRowsPerHour cover the rows the
@@ -170,13 +170,7 @@ var _ reconcile.FailureRecorder = (*Store[string])(nil)
 // failureText is cause's message as a text column keeps it: a server's NUL or invalid bytes in
 // it become U+FFFD (they would fail the write, and health would never see the failure), and it
 // is cut to 1,000 bytes, on a character boundary.
-func failureText(cause error) string {
-	msg := strings.ReplaceAll(strings.ToValidUTF8(cause.Error(), "\uFFFD"), "\x00", "\uFFFD")
-	if len(msg) > 1000 {
-		msg = strings.ToValidUTF8(msg[:1000], "") + "..."
-	}
-	return msg
-}
+func failureText(cause error) string { return safetext.Storable(cause.Error(), 1000) }
 
 // queueLaneStatus queues the read of the job's lanes for Status; cycles is the sweep's completed cycles.
 func (s *Store[L]) queueLaneStatus(b *pgx.Batch, job string, st *reconcile.Status, cycles *int64) {

@@ -101,3 +101,23 @@ func CSVCell(s string) string {
 	}
 	return s
 }
+
+// Storable returns s as a PostgreSQL text column can hold it: bytes that are not UTF-8 and NUL
+// characters (either fails the write) become U+FFFD, and text longer than max bytes is cut to
+// at most max, on a character boundary, and marked with "...".
+func Storable(s string, max int) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	}
+	if len(s) <= max {
+		return s
+	}
+	n := max
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
+}

@@ -92,3 +92,23 @@ func TestCSVCell(t *testing.T) {
 		}
 	}
 }
+
+func TestStorable(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"plain", 10, "plain"},
+		{"a\x00b", 10, "a\uFFFDb"},
+		{"a\xffb", 10, "a\uFFFDb"},
+		{"abcdef", 3, "abc..."},
+		{"ab€", 4, "ab..."}, // € is three bytes: not cut in two
+		{"ab€", 5, "ab€"},
+		{"\x00\x00", 3, "\uFFFD..."},
+	} {
+		if got := safetext.Storable(tc.in, tc.max); got != tc.want {
+			t.Errorf("Storable(%q, %d) = %q; want %q", tc.in, tc.max, got, tc.want)
+		}
+	}
+}
