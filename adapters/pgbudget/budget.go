@@ -255,17 +255,19 @@ func (b *Budget) reserve(ctx context.Context) (time.Time, error) {
 	var n int // the calls granted
 	var dbNow time.Time
 	var base, avail, first float64
-	err := b.db.QueryRow(ctx, b.sql.reserve, b.cfg.Key, float64(b.cfg.Rate), float64(b.cfg.Burst), b.cfg.Grant, maxWait, b.now()).
-		Scan(&n, &dbNow, &base, &avail, &first)
-	if errors.Is(err, pgx.ErrNoRows) {
+	var err error
+	for try := range 2 {
+		err = b.db.QueryRow(ctx, b.sql.reserve, b.cfg.Key, float64(b.cfg.Rate), float64(b.cfg.Burst), b.cfg.Grant, maxWait, b.now()).
+			Scan(&n, &dbNow, &base, &avail, &first)
+		if try > 0 || !errors.Is(err, pgx.ErrNoRows) {
+			break
+		}
 		// The bucket's row was deleted (an operator resetting the budget) after this process
 		// made it: make it again, rather than fail every Wait until the process restarts.
 		b.created.Store(false)
 		if err := b.create(ctx); err != nil {
 			return time.Time{}, err
 		}
-		err = b.db.QueryRow(ctx, b.sql.reserve, b.cfg.Key, float64(b.cfg.Rate), float64(b.cfg.Burst), b.cfg.Grant, maxWait, b.now()).
-			Scan(&n, &dbNow, &base, &avail, &first)
 	}
 	if err != nil {
 		return time.Time{}, b.failed(ctx, "reserve", err)
